@@ -1,0 +1,51 @@
+"""The dpcompose exception hierarchy.
+
+Every error the library raises on purpose is a :class:`DPError`. Two of them also inherit from the
+built-in exception a Python user would expect, so existing ``except ValueError`` / ``except TypeError``
+handlers keep working.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> issubclass(dp.InvalidParameter, ValueError)
+    True
+    >>> issubclass(dp.DomainMismatch, TypeError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceeded",
+    "DPError",
+    "DomainMismatch",
+    "InvalidParameter",
+    "SequentialityError",
+    "UnsupportedComposition",
+]
+
+
+class DPError(Exception):
+    """Root of every error dpcompose raises deliberately."""
+
+
+class InvalidParameter(DPError, ValueError):
+    """A parameter is NaN, infinite, negative, out of range, or otherwise unusable.
+
+    Raised before anything runs and before any budget is spent.
+    """
+
+
+class DomainMismatch(DPError, TypeError):
+    """Two pieces do not fit together (domain or metric), or data lies outside its declared domain."""
+
+
+class BudgetExceeded(DPError):
+    """A query would exceed the budget it is allowed to spend; it ran nothing and spent nothing."""
+
+
+class SequentialityError(DPError):
+    """An interactive child was queried after a later sibling had been queried (sequential composition)."""
+
+
+class UnsupportedComposition(DPError):
+    """No published theorem covers the requested composition; dpcompose refuses rather than guesses."""
