@@ -48,8 +48,10 @@ def run_tour() -> int:
 
     # 2. A DP mean, from a clamped sum and a count, composed sequentially.
     clamp = dp.t.make_clamp(ages_domain, sym, (0, 100))
-    total = clamp >> dp.t.make_sum(clamp.output_domain, sym) >> dp.m.make_laplace(
-        dp.AtomDomain(int), dp.AbsoluteDistance(), scale=500.0
+    total = (
+        clamp
+        >> dp.t.make_sum(clamp.output_domain, sym)
+        >> dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=500.0)
     )
     mean = dp.make_sequential(total, count) >> (lambda st: st[0] / max(st[1], 1.0))
     _say()
