@@ -14,7 +14,13 @@ from dpcompose import accounting, analysis, combinators, core, measurements, tra
 from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose.analysis import explain
-from dpcompose.combinators import make_concurrent, make_sequential
+from dpcompose.combinators import (
+    make_adaptive_concurrent,
+    make_adaptive_sequential,
+    make_concurrent,
+    make_parallel,
+    make_sequential,
+)
 from dpcompose.core import (
     ZCDP,
     AbsoluteDistance,
@@ -29,6 +35,7 @@ from dpcompose.core import (
     Measure,
     Measurement,
     Metric,
+    PartitionDistance,
     PureDP,
     Queryable,
     RenyiCurve,
@@ -66,6 +73,7 @@ __all__ = [
     "Measure",
     "Measurement",
     "Metric",
+    "PartitionDistance",
     "PureDP",
     "Queryable",
     "RenyiCurve",
@@ -82,7 +90,10 @@ __all__ = [
     "core",
     "explain",
     "m",
+    "make_adaptive_concurrent",
+    "make_adaptive_sequential",
     "make_concurrent",
+    "make_parallel",
     "make_sequential",
     "measurements",
     "t",

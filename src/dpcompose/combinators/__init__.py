@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from dpcompose.combinators._adaptive import make_adaptive_concurrent, make_adaptive_sequential
 from dpcompose.combinators._compose import make_concurrent, make_sequential
+from dpcompose.combinators._parallel import make_parallel
 
-__all__ = ["make_concurrent", "make_sequential"]
+__all__ = [
+    "make_adaptive_concurrent",
+    "make_adaptive_sequential",
+    "make_concurrent",
+    "make_parallel",
+    "make_sequential",
+]

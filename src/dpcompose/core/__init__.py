@@ -12,6 +12,7 @@ from dpcompose.core._metrics import (
     L1Distance,
     L2Distance,
     Metric,
+    PartitionDistance,
     SymmetricDistance,
 )
 from dpcompose.core._node import Node
@@ -33,6 +34,7 @@ __all__ = [
     "Measurement",
     "Metric",
     "Node",
+    "PartitionDistance",
     "PureDP",
     "Queryable",
     "RenyiCurve",

@@ -32,6 +32,7 @@ __all__ = [
     "L1Distance",
     "L2Distance",
     "Metric",
+    "PartitionDistance",
     "SymmetricDistance",
 ]
 
@@ -136,3 +137,16 @@ class L1Distance(_VectorNormMetric):
 @dataclass(frozen=True, slots=True, repr=False)
 class L2Distance(_VectorNormMetric):
     """√Σ(xᵢ − x′ᵢ)² between two vectors of numbers."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PartitionDistance(Metric):
+    """Between two partitioned datasets: the total number of records added or removed, summed over all
+    parts. The output metric of ``make_partition``; ``make_parallel`` bounds how it spreads over parts."""
+
+    def validate(self, d: object, name: str = "d_in") -> int:
+        return _validate_count(d, name)
+
+    def check_domain(self, domain: Domain) -> None:
+        if not (isinstance(domain, VectorDomain) and isinstance(domain.element_domain, VectorDomain)):
+            raise DomainMismatch(f"{self!r} needs a VectorDomain of VectorDomains (parts), not {domain!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dpcompose.measurements._gaussian import make_gaussian
+from dpcompose.measurements._interactive import make_interactive_laplace, make_sparse_vector
 from dpcompose.measurements._laplace import make_laplace
 from dpcompose.measurements._randomized_response import (
     make_randomized_response,
@@ -11,7 +12,9 @@ from dpcompose.measurements._randomized_response import (
 
 __all__ = [
     "make_gaussian",
+    "make_interactive_laplace",
     "make_laplace",
     "make_randomized_response",
     "make_randomized_response_approx",
+    "make_sparse_vector",
 ]
