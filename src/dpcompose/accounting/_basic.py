@@ -85,7 +85,7 @@ def group(epsilon: Number, delta: Number, k: int) -> tuple[Fraction, Fraction]:
     Examples:
         >>> group(0.5, 0, 3)
         (Fraction(3, 2), Fraction(0, 1))
-        >>> group(0, 0.001, 4)[1] == 4 * exact(0.001)
+        >>> group(0, 0.001, 4)[1] == 4 * Fraction(0.001)
         True
         >>> float(group(1.0, 1e-6, 2)[1])  # δ(1 + e)
         3.718281828...e-06
