@@ -17,6 +17,12 @@ from dpcompose.accounting._exact import (
     float_down,
     float_up,
 )
+from dpcompose.accounting._optimal import (
+    optimal_delta,
+    optimal_delta_bounds,
+    optimal_epsilon,
+    optimal_epsilon_bounds,
+)
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -39,6 +45,10 @@ __all__ = [
     "float_up",
     "group",
     "group_zcdp",
+    "optimal_delta",
+    "optimal_delta_bounds",
+    "optimal_epsilon",
+    "optimal_epsilon_bounds",
     "pure_to_zcdp",
     "renyi_to_approx",
     "zcdp_compose",
