@@ -92,3 +92,15 @@ def test_vw_order_is_brute_force_minimum_small() -> None:
         )
     ours = dp.make_concurrent(*[rr(e, d) for e, d in pairs], theorem="vadhan-wang-2021").map(1)[1]
     assert best <= mpmath.mpf(ours.numerator) / ours.denominator <= best * (1 + mpmath.mpf(1e-9))
+
+
+REFERENCE_K100 = 4.774567588107985  # exact optimum, ../shared/reference/accounting_cases.json
+
+
+def test_auto_uses_optimal_composition_for_pure_children() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)
+    eps, _ = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6).map(1)
+    assert REFERENCE_K100 <= float(eps) <= REFERENCE_K100 * (1 + 1e-9)
+    text = str(dp.explain(dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6), 1))
+    assert "· chosen" in text
+    assert "laplace(scale=10.0) ×100" in text

@@ -7,7 +7,7 @@ takes the one with the smallest result, and the others are kept as runners-up fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -16,6 +16,7 @@ from dpcompose.accounting import (
     advanced,
     basic,
     concurrent_vadhan_wang,
+    optimal_epsilon,
     pure_to_zcdp,
     zcdp_compose,
     zcdp_to_approx,
@@ -105,6 +106,15 @@ def _approx_candidates(
             return e, delta
 
         out["advanced"] = use_advanced
+
+        def use_optimal(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
+            eps, dels = eps_deltas(ds)
+            lost = 1 - _product(1 - d for d in dels)
+            if lost > delta:
+                return None
+            return optimal_epsilon(eps, dels, delta), delta
+
+        out["optimal"] = use_optimal
         if all_pure:
 
             def use_zcdp(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
@@ -114,6 +124,13 @@ def _approx_candidates(
                 return zcdp_to_approx(rho, delta), delta
 
             out["zcdp"] = use_zcdp
+    return out
+
+
+def _product(values: Iterable[Fraction]) -> Fraction:
+    out = Fraction(1)
+    for v in values:
+        out *= v
     return out
 
 
@@ -210,10 +227,14 @@ def plan_composition(
             return min(results, key=lambda nv: (nv[1][0], nv[1][1]))[1]
 
         def runners_up(ds: list[Any]) -> tuple[tuple[str, Any], ...]:
-            return tuple(evaluate(ds))
+            return tuple((f"{n} — {sources.get(n, _SOURCES[n])}", v) for n, v in evaluate(ds))
 
         label = "auto: least ε of " + ", ".join(names) if theorem == "auto" else theorem
-        source = "; ".join(sources.get(n, _SOURCES[n]) for n in names)
+        source = (
+            "each candidate's source is listed below"
+            if theorem == "auto"
+            else sources.get(theorem, _SOURCES[theorem])
+        )
         return Plan(target, label, source, compose, runners_up)
 
     lifts = [_lift(m, target) for m in measures]
