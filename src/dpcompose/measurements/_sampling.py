@@ -50,6 +50,7 @@ from dpcompose.errors import InvalidParameter
 
 __all__ = [
     "BytesSource",
+    "GeneratorSource",
     "RandomSource",
     "RecordingSource",
     "SecureSource",
@@ -150,6 +151,31 @@ class SeededSource:
 
     def __repr__(self) -> str:
         return f"SeededSource({self.seed})"
+
+
+class GeneratorSource:
+    """Bits from a caller's :class:`numpy.random.Generator` (its bit generator's raw words). **Not private.**
+
+    Lets a mechanism's ``rng=`` argument drive the exact samplers reproducibly; the noise is exact in
+    distribution but anyone who knows the generator's state can recompute it.
+
+    Examples:
+        >>> a = GeneratorSource(np.random.default_rng(1)).random_bytes(8)
+        >>> a == GeneratorSource(np.random.default_rng(1)).random_bytes(8)
+        True
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._bitgen = rng.bit_generator
+
+    def randbits(self, k: int) -> int:
+        """A uniform integer in ``[0, 2**k)``."""
+        return _bits_from_bytes(self, k)
+
+    def random_bytes(self, n: int) -> bytes:
+        """The next ``n`` bytes of the generator's raw 64-bit words."""
+        words = self._bitgen.random_raw((n + 7) // 8)
+        return np.asarray(words, dtype="<u8").tobytes()[:n]
 
 
 class RecordingSource:
