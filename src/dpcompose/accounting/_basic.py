@@ -15,6 +15,7 @@ from dpcompose._validation import check_positive_int
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
 from dpcompose.accounting._exact import (
     Number,
+    exact_sum,
     expm1_down,
     expm1_up,
     log1p_down,
@@ -59,7 +60,7 @@ def basic(epsilons: Sequence[Number], deltas: Sequence[Number] | None = None) ->
     """
     eps = epsilon_list(epsilons)
     dels = delta_list(deltas, len(eps))
-    return sum(eps, ZERO), _cap(sum(dels, ZERO))
+    return exact_sum(eps), _cap(exact_sum(dels))
 
 
 def group(epsilon: Number, delta: Number, k: int) -> tuple[Fraction, Fraction]:

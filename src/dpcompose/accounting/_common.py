@@ -49,6 +49,8 @@ def as_sequence(values: object, name: str) -> Sequence[object]:
 
 def nonnegative(x: object, name: str) -> Fraction:
     """The exact value of a finite, non-negative number."""
+    if type(x) is Fraction and x >= 0:  # fast path: already exact
+        return x
     return exact(check_finite_nonnegative(x, name), name)
 
 
@@ -59,6 +61,8 @@ def positive(x: object, name: str) -> Fraction:
 
 def probability(x: object, name: str) -> Fraction:
     """The exact value of a δ in [0, 1)."""
+    if type(x) is Fraction and 0 <= x < 1:  # fast path: already exact
+        return x
     return exact(check_probability(x, name), name)
 
 

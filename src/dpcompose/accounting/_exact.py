@@ -15,7 +15,9 @@ The rules (docs/concepts.md, "Exact budget arithmetic"):
 * Converting a Fraction to a float for display rounds up (:func:`float_up`).
 
 Examples:
-    >>> from fractions import Fraction
+    >>> from collections.abc import Iterable
+from collections.abc import Iterable
+from fractions import Fraction
     >>> decimal(0.1)
     Fraction(1, 10)
     >>> exact(0.5)
@@ -31,6 +33,7 @@ Examples:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 from dpcompose._validation import check_finite
@@ -39,6 +42,7 @@ __all__ = [
     "Number",
     "decimal",
     "exact",
+    "exact_sum",
     "exp_down",
     "exp_up",
     "expm1_down",
@@ -209,3 +213,18 @@ def sqrt_down(x: Number) -> float:
     """A lower bound on √x, for x ≥ 0."""
     xf = float_down(x)
     return max(0.0, next_down(math.sqrt(xf), 1)) if xf > 0 else 0.0
+
+
+def exact_sum(values: Iterable[Fraction]) -> Fraction:
+    """The exact sum of fractions, fast for many terms: numerators are added per denominator in plain
+    integers, then the few distinct denominators are combined (100,000 terms take milliseconds).
+
+    Examples:
+        >>> exact_sum([Fraction(1, 10)] * 10 + [Fraction(1, 3)])
+        Fraction(4, 3)
+    """
+    by_denominator: dict[int, int] = {}
+    for v in values:
+        d = v.denominator
+        by_denominator[d] = by_denominator.get(d, 0) + v.numerator
+    return sum((Fraction(n, d) for d, n in by_denominator.items()), Fraction(0))

@@ -16,7 +16,7 @@ from scipy.optimize import minimize_scalar
 
 from dpcompose._validation import check_positive_int, check_same_length
 from dpcompose.accounting._common import ZERO, as_sequence, nonnegative, positive, probability
-from dpcompose.accounting._exact import Number, exp_up, log_down, log_up, sqrt_up
+from dpcompose.accounting._exact import Number, exact_sum, exp_up, log_down, log_up, sqrt_up
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
@@ -39,7 +39,7 @@ def zcdp_compose(rhos: Sequence[Number]) -> Fraction:
         Fraction(3, 8)
     """
     seq = as_sequence(rhos, "rhos")
-    return sum((nonnegative(r, f"rhos[{i}]") for i, r in enumerate(seq)), ZERO)
+    return exact_sum(nonnegative(r, f"rhos[{i}]") for i, r in enumerate(seq))
 
 
 def pure_to_zcdp(epsilon: Number) -> Fraction:

@@ -23,6 +23,8 @@ def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
             raise InvalidParameter(f"{who}: argument {i}={child!r} is not a Measurement")
     first = measurements[0]
     for i, child in enumerate(measurements[1:], start=1):
+        if child is first:
+            continue
         if child.input_domain != first.input_domain or child.input_metric != first.input_metric:
             raise DomainMismatch(
                 f"{who}: child 0 ({first.node.label()}) takes {first.input_domain!r} under "
@@ -37,7 +39,16 @@ def _compose_map(
     children = tuple(measurements)
 
     def privacy_map(d_in: Any) -> Any:
-        return compose([child.map(d_in) for child in children])
+        # d_in is already validated by the outer Measurement.map, and every child shares its input
+        # metric; a child repeated many times is evaluated once.
+        seen: dict[int, Any] = {}
+        outs = []
+        for child in children:
+            key = id(child)
+            if key not in seen:
+                seen[key] = child.privacy_map(d_in)
+            outs.append(seen[key])
+        return compose(outs)
 
     return privacy_map
 

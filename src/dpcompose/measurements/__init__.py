@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dpcompose.measurements._discrete import make_discrete_gaussian, make_discrete_laplace
 from dpcompose.measurements._gaussian import make_gaussian
 from dpcompose.measurements._interactive import make_interactive_laplace, make_sparse_vector
 from dpcompose.measurements._laplace import make_laplace
@@ -11,6 +12,8 @@ from dpcompose.measurements._randomized_response import (
 )
 
 __all__ = [
+    "make_discrete_gaussian",
+    "make_discrete_laplace",
     "make_gaussian",
     "make_interactive_laplace",
     "make_laplace",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -81,8 +82,7 @@ def make_gaussian(
         if rng is not None:
             ratio = Fraction(d_in) / scale_q
             return ratio * ratio / 2
-        units = grid_sensitivity(Fraction(d_in), grid.width, size, 2, integer) / grid.units
-        return units * units / 2
+        return _secure_rho(d_in, grid, size, integer)
 
     return Measurement(
         input_domain,
@@ -92,3 +92,10 @@ def make_gaussian(
         privacy_map,
         node=Node("gaussian", params=(("scale", repr(scale)),), source="Bun–Steinke 2016 Prop. 1.6"),
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _secure_rho(d_in: Fraction, grid: Grid, size: int | None, integer: bool) -> Fraction:
+    """ρ of the secure path (pure function of exact, hashable values; cached like the Laplace ε)."""
+    units = grid_sensitivity(d_in, grid.width, size, 2, integer) / grid.units
+    return units * units / 2

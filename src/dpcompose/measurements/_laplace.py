@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -98,7 +99,7 @@ def make_laplace(
     def privacy_map(d_in: Fraction) -> Fraction:
         if rng is not None:
             return Fraction(d_in) / scale_q
-        return grid_sensitivity(Fraction(d_in), grid.width, size, 1, integer) / grid.units
+        return _secure_epsilon(d_in, grid, size, integer)
 
     return Measurement(
         input_domain,
@@ -127,3 +128,10 @@ def _check_numeric(input_domain: Domain, input_metric: Metric, vector_metric: ty
     raise DomainMismatch(
         f"input_domain={input_domain!r} must be AtomDomain(int|float) or a VectorDomain of those"
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _secure_epsilon(d_in: Fraction, grid: Grid, size: int | None, integer: bool) -> Fraction:
+    """ε of the secure path (pure function of exact, hashable values; cached because composites
+    evaluate many children with equal parameters at the same d_in)."""
+    return grid_sensitivity(d_in, grid.width, size, 1, integer) / grid.units

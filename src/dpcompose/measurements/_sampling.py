@@ -613,9 +613,15 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
         raise InvalidParameter(f"scale={scale!r} must be at most 2**50 (samples must fit in int64)")
     src = _source(source)
     n, d = t.numerator, t.denominator
-    if n > _INT64_SAFE:  # uniform draws below n need more than one word: use the scalar algorithm
+    if n > _INT64_SAFE or size <= _SCALAR_BELOW:
+        # uniform draws below n need more than one word, or the block machinery costs more than it saves
+        # for a handful of draws (a scalar query): use the scalar algorithm, the same distribution
         return np.array([sample_discrete_laplace(t, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _laplace_block(n, d, count, src))
+
+
+_SCALAR_BELOW = 8
+"""Below this many draws, the batch samplers use the scalar algorithm (about 10× faster for one draw)."""
 
 
 def _gaussian_centre(s2: Fraction) -> Fraction:
@@ -671,6 +677,6 @@ def discrete_gaussian_array(
         raise InvalidParameter(f"sigma2={sigma2!r} must be at most 2**80 (samples must fit in int64)")
     src = _source(source)
     t = s2 / _gaussian_centre(s2)
-    if t.numerator > _INT64_SAFE:
+    if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
         return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _gaussian_block(s2, count, src))
