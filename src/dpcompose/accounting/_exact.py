@@ -15,9 +15,7 @@ The rules (docs/concepts.md, "Exact budget arithmetic"):
 * Converting a Fraction to a float for display rounds up (:func:`float_up`).
 
 Examples:
-    >>> from collections.abc import Iterable
-from collections.abc import Iterable
-from fractions import Fraction
+    >>> from fractions import Fraction
     >>> decimal(0.1)
     Fraction(1, 10)
     >>> exact(0.5)
