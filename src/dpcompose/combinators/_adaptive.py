@@ -49,7 +49,7 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
         if self._next >= len(self._d_mids):
             raise BudgetExceeded(f"all {len(self._d_mids)} budgets are used; nothing was run")
         budget = self._d_mids[self._next]
-        cost = query.map(self._d_in)
+        cost = query.privacy_map(self._d_in)  # d_in was validated by this same metric at construction
         if not self._measure.less_equal(cost, budget):
             raise BudgetExceeded(
                 f"query {self._next} costs {self._measure.display(cost)} at d_in={self._d_in}, over its "

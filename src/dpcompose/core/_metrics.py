@@ -65,6 +65,8 @@ def _validate_count(d: object, name: str) -> int:
 
 
 def _validate_sensitivity(d: object, name: str) -> Fraction:
+    if type(d) is Fraction and d >= 0:  # fast path: already exact
+        return d
     check_finite_nonnegative(d, name)
     return max(exact(d, name), decimal(d, name))
 
