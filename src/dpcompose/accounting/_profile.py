@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from dpcompose.accounting._common import ONE, ZERO, nonnegative, positive, probability
@@ -78,7 +79,14 @@ def gaussian_delta(mu_sq: Number, epsilon: Number) -> Fraction:
 def _gaussian_epsilon(mu_sq: Fraction, delta: Fraction) -> Fraction:
     if delta == 0:
         raise InvalidParameter("delta=0 must be positive: a Gaussian mechanism has δ(ε) > 0 at every ε")
-    return _least_epsilon(lambda e: gaussian_delta(mu_sq, e), delta, _gaussian_hi(mu_sq, delta))
+    mu = math.sqrt(float(mu_sq))
+
+    def rough(e: float) -> float:  # float-only δ(ε) to locate the root; the answer is then certified
+        la = float(log_ndtr(mu / 2 - e / mu))
+        lb = float(log_ndtr(-mu / 2 - e / mu))
+        return math.exp(la) * -math.expm1(min(e + lb - la, 0.0))
+
+    return _least_epsilon(lambda e: gaussian_delta(mu_sq, e), delta, _gaussian_hi(mu_sq, delta), rough)
 
 
 def _gaussian_hi(mu_sq: Fraction, delta: Fraction) -> Fraction:
@@ -87,25 +95,32 @@ def _gaussian_hi(mu_sq: Fraction, delta: Fraction) -> Fraction:
     return Fraction(2 * (mu * mu / 2 + mu * math.sqrt(2 * math.log(1.25 / float(delta)))) + 1)
 
 
-def _least_epsilon(delta_at: Callable[[Fraction], Fraction], target: Fraction, hi: Fraction) -> Fraction:
-    """Least ε (to ~1e-12 relative) in [0, hi] with delta_at(ε) ≤ target, by bisection; delta_at is a
-    valid upper bound, so the returned ε always satisfies delta_at(ε) ≤ target."""
+def _least_epsilon(
+    delta_at: Callable[[Fraction], Fraction],
+    target: Fraction,
+    hi: Fraction,
+    rough: Callable[[float], float] | None = None,
+) -> Fraction:
+    """Least ε (to ~1e-13 relative) in [0, hi] with delta_at(ε) ≤ target. delta_at is a valid upper
+    bound, and the returned ε is checked against it, so the answer always satisfies the target."""
     if delta_at(ZERO) <= target:
         return ZERO
     while delta_at(hi) > target:
         hi *= 2
         if hi > 1e6:
             raise InvalidParameter(f"delta={float(target)!r} is not reached by any ε ≤ 1e6")
-    lo_f, hi_f = 0.0, float_up(hi)
-    for _ in range(80):
-        mid = 0.5 * (lo_f + hi_f)
-        if hi_f - lo_f <= 1e-13 * hi_f or mid in (lo_f, hi_f):
-            break
-        if delta_at(Fraction(mid)) <= target:
-            hi_f = mid
-        else:
-            lo_f = mid
-    return min(hi, Fraction(hi_f))
+    t = float(target)
+    hi_f = float_up(hi)
+
+    def f(x: float) -> float:
+        return (rough(x) if rough is not None else float(delta_at(Fraction(x)))) - t
+
+    x = float(brentq(f, 0.0, hi_f, xtol=1e-14 * hi_f, rtol=1e-14, maxiter=200))
+    for _ in range(200):
+        if delta_at(Fraction(x)) <= target:
+            return min(hi, Fraction(x))
+        x = math.nextafter(x * (1 + 1e-14), math.inf)
+    return hi
 
 
 def gaussian_profile(sensitivity: Number, sigma: Number) -> PrivacyProfile:
