@@ -21,7 +21,7 @@ from ._reference import assert_tight, mpf
 REFERENCE = Path("/work/shared/reference/accounting_cases.json")
 
 
-def brute_delta(eps: list[float], dels: list[float], eps_g: float | mpmath.mpf) -> mpmath.mpf:
+def brute_delta(eps: list[float], dels: list[float], eps_g: float | Fraction) -> mpmath.mpf:
     """δ_g by the Murtagh–Vadhan sum over all 2^k subsets, at 50 digits."""
     terms = [(mpf(1), mpf(0))]  # (probability under P, privacy loss)
     for e in eps:
@@ -73,11 +73,8 @@ def _check_epsilon(eps: list[float], dels: list[float], target: float) -> None:
         return
     ours = acc.optimal_epsilon(eps, dels, target)
     assert ours <= sum(Fraction(e) for e in eps)
-    # never below: the exact δ at our ε (evaluated at its exact value, not a float rounded down) meets
-    # the target …
-    with mpmath.workdps(60):
-        exact_ours = mpf(ours.numerator) / ours.denominator
-    assert brute_delta(eps, dels, exact_ours) <= mpf(target) * (1 + mpf(1e-30))
+    # never below: the exact δ at our ε meets the target …
+    assert brute_delta(eps, dels, ours) <= mpf(target) * (1 + mpf(1e-30))
     # … and we are not above the least such ε by more than 1e-9 relative
     if ours > 0:
         below = float(ours) * (1 - 1e-9) - 1e-15

@@ -23,6 +23,7 @@ from dpcompose.accounting._optimal import (
     optimal_epsilon,
     optimal_epsilon_bounds,
 )
+from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -34,6 +35,7 @@ from dpcompose.accounting._zcdp import (
 
 __all__ = [
     "Number",
+    "PrivacyProfile",
     "advanced",
     "advanced_drv",
     "advanced_kov",
@@ -43,6 +45,8 @@ __all__ = [
     "exact",
     "float_down",
     "float_up",
+    "gaussian_delta",
+    "gaussian_profile",
     "group",
     "group_zcdp",
     "optimal_delta",

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import brentq
 from scipy.special import expit
 
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
@@ -130,6 +131,11 @@ def _lattice(step: float, groups: Sequence[tuple[int, int]]) -> _Loss:
         e = n * step
         b, err = _binomial(c, e)
         new = np.zeros(dist.size + n * c)
+        if dist.size == 1:  # first group: just place the binomial on its stride
+            new[::n][: c + 1] = b * dist[0]
+            dist = new
+            rel += err + 3 * _U + e * c * _U
+            continue
         for j in np.nonzero(b)[0]:
             start = int(j) * n
             new[start : start + dist.size] += b[j] * dist
@@ -200,29 +206,31 @@ def _rounded_groups(groups: Sequence[tuple[Fraction, int]], step: float, up: boo
 @dataclass(frozen=True)
 class _Plan:
     upper: _Loss
-    lower: _Loss | None  # None when ``upper`` is exact up to float error
+    lower_builder: Callable[[], _Loss] | None  # None when ``upper`` is exact up to float error
+
+    @cached_property
+    def lower(self) -> _Loss | None:
+        """The rounded-down distribution (built on first use: only the certified bounds need it)."""
+        return None if self.lower_builder is None else self.lower_builder()
 
 
 def _plans(eps_key: tuple[tuple[Fraction, int], ...]) -> list[_Plan]:
-    """Upper (and lower) distributions, from coarse to fine; exact methods give one plan."""
+    """The upper distribution (and how to build the lower one); [] when the general grid is needed."""
     groups = list(eps_key)
     if len(groups) == 1:
         value, c = groups[0]
         step = float_up(value)
-        return [
-            _Plan(_lattice(step, [(1, c)]), None)
-            if Fraction(step) == value
-            else _Plan(_lattice(step, [(1, c)]), _lattice(float_down(value), [(1, c)]))
-        ]
+        if Fraction(step) == value:
+            return [_Plan(_lattice(step, [(1, c)]), None)]
+        return [_Plan(_lattice(step, [(1, c)]), lambda: _lattice(float_down(value), [(1, c)]))]
     atoms = math.prod(c + 1 for _, c in groups)
     if atoms <= _ATOMS_MAX:
         return [_Plan(_from_atoms(groups), None)]
     found = _commensurable_step(groups)
     if found is not None:
-        h0, _ = found
-        up = _lattice(h0 * (1 + _STRETCH), _rounded_groups(groups, h0 * (1 + _STRETCH), up=True))
-        lo = _lattice(h0 * (1 - _STRETCH), _rounded_groups(groups, h0 * (1 - _STRETCH), up=False))
-        return [_Plan(up, lo)]
+        h_up, h_dn = found[0] * (1 + _STRETCH), found[0] * (1 - _STRETCH)
+        up = _lattice(h_up, _rounded_groups(groups, h_up, up=True))
+        return [_Plan(up, lambda: _lattice(h_dn, _rounded_groups(groups, h_dn, up=False)))]
     return []  # general grid: built lazily by _grid_plan
 
 
@@ -236,7 +244,7 @@ def _grid_plan(groups: Sequence[tuple[Fraction, int]], level: int) -> _Plan | No
     step = total / x_max
     up = _rounded_groups(groups, step, up=True)
     lo = _rounded_groups(groups, step, up=False)
-    return _Plan(_lattice(step, up), _lattice(step, lo))
+    return _Plan(_lattice(step, up), lambda: _lattice(step, lo))
 
 
 @lru_cache(maxsize=64)
@@ -389,18 +397,25 @@ def _least_eps(dist: _Loss, lost: Fraction, target: Fraction, upper: bool) -> fl
         a = _a_up(dist, x) if upper else _a_low(dist, x)
         return a + lf * (1 - a)  # = 1 − (1 − a)(1 − lf), without cancellation
 
-    lo, hi = 0.0, max(dist.top, 0.0) * (1 + 1e-15) + 1e-300
-    if delta_at(lo) <= t:
+    hi = max(dist.top, 0.0) * (1 + 1e-15) + 1e-300
+    if delta_at(0.0) <= t:
         return 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi) or hi - lo <= 1e-15 * hi:
-            break
-        if delta_at(mid) <= t:
-            hi = mid
-        else:
-            lo = mid
-    return hi if upper else lo
+    if delta_at(hi) > t:  # pragma: no cover - A(top) = 0, so only D could exceed t (checked by callers)
+        return hi
+    root = float(brentq(lambda x: delta_at(x) - t, 0.0, hi, xtol=1e-15 * hi, rtol=1e-15, maxiter=300))
+    # brentq's answer is within 1e-15 relative: step to the correct side of the threshold
+    x = root
+    for _ in range(400):
+        ok = delta_at(x) <= t
+        if upper and ok:
+            return x
+        if not upper and not ok:
+            return x
+        step = max(abs(x) * 1e-15, 1e-300)
+        x = min(hi, x + step) if upper else max(0.0, x - step)
+        if not upper and x == 0.0:
+            return 0.0
+    return hi if upper else 0.0
 
 
 def _certify(dist: _Loss, lost: Fraction, target: Fraction, x: float) -> Fraction:
@@ -429,6 +444,16 @@ def optimal_epsilon_bounds(
         >>> float(lo) <= 4.774567588107985 <= float(hi)
         True
     """
+    return _epsilon_bounds(epsilons, deltas, delta, tolerance, need_lower=True)
+
+
+def _epsilon_bounds(
+    epsilons: Sequence[Number],
+    deltas: Sequence[Number] | None,
+    delta: Number,
+    tolerance: Number,
+    need_lower: bool,
+) -> tuple[Fraction, Fraction]:
     key, total, lost_dn, lost = _inputs(epsilons, deltas)
     target = probability(delta, "delta")
     tol = _check_tolerance(tolerance)
@@ -443,6 +468,8 @@ def optimal_epsilon_bounds(
     if plans:
         plan = plans[0]
         hi = min(total, _certify(plan.upper, lost, target, _least_eps(plan.upper, lost, target, True)))
+        if not need_lower:
+            return hi, hi
         lo_dist = plan.lower if plan.lower is not None else plan.upper
         lo = Fraction(_least_eps(lo_dist, lost_dn, target, False))
         return min(lo, hi), hi
@@ -495,4 +522,4 @@ def optimal_epsilon(
         >>> optimal_epsilon([0.5, 0.25], None, 0)
         Fraction(3, 4)
     """
-    return optimal_epsilon_bounds(epsilons, deltas, delta, tolerance=tolerance)[1]
+    return _epsilon_bounds(epsilons, deltas, delta, tolerance, need_lower=False)[1]

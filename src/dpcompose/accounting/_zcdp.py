@@ -89,7 +89,7 @@ def _optimise_alpha(f: Callable[[float], float], lo: float, hi: float) -> float:
     A coarse scan locates the basin (the objectives are unimodal in u, but can be very flat), then
     bounded Brent refines within the neighbouring grid cells.
     """
-    grid = np.linspace(lo, hi, 161)
+    grid = np.linspace(lo, hi, 71)
     values = [f(float(u)) for u in grid]
     i = int(np.nanargmin(values))
     a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
