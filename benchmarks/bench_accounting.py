@@ -4,7 +4,8 @@ Run:  pip install -e '.[bench]' && python benchmarks/bench_accounting.py
 
 Prints one table: our ε and time; dp_accounting's PLD accountant (default discretisation 1e-4,
 pessimistic) ε and time; its RDP accountant; prv_accountant (eps_error=0.01, upper bound); the exact ε
-from /work/shared/reference/accounting_cases.json where available; and the ratios. Peers are optional: a
+from tests/data/accounting_cases.json (a copy of shared/reference) where available; and the ratios.
+Peers are optional: a
 missing peer shows as "—". Never imported by the library or the tests.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from dpcompose import accounting as acc
 from dpcompose.accounting import _optimal  # only to clear its caches so every timing starts cold
 
-REFERENCE = Path("/work/shared/reference/accounting_cases.json")
+REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "accounting_cases.json"
 
 Case = tuple[str, str, list[float], list[float] | None, float]  # name, kind, eps (or σ's), deltas, δ_g
 

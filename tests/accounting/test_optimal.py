@@ -18,7 +18,7 @@ from dpcompose.errors import InvalidParameter
 
 from ._reference import assert_tight, mpf
 
-REFERENCE = Path("/work/shared/reference/accounting_cases.json")
+REFERENCE = Path(__file__).resolve().parent.parent / "data" / "accounting_cases.json"
 
 
 def brute_delta(eps: list[float], dels: list[float], eps_g: float | Fraction) -> mpmath.mpf:

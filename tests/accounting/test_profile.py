@@ -35,7 +35,7 @@ def test_gaussian_composition_reference_case() -> None:
     p = PrivacyProfile.compose([gaussian_profile(1.0, 20.0)] * 1000)
     assert p.gaussian_mu_sq == Fraction(1000, 400)
     ours = p.epsilon(1e-6)
-    exact = 8.306225049954728  # /work/shared/reference/accounting_cases.json
+    exact = 8.306225049954728  # tests/data/accounting_cases.json (a copy of shared/reference)
     assert Fraction(exact) * (1 - Fraction(1, 2**50)) <= ours <= Fraction(exact) * (1 + Fraction(1, 10**9))
     assert p.delta(ours) <= Fraction(1e-6)
     # tighter than the zCDP route (ρ = k/(2σ²)) and the classical Gaussian bound
