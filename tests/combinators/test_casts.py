@@ -106,3 +106,28 @@ def test_split_budget_rejects_bad_weights() -> None:
         dp.split_budget(1.0, [0, 0])
     with pytest.raises(dp.InvalidParameter, match="weights"):
         dp.split_budget(1.0, [-1, 2])
+
+
+def test_profile_casts_and_mixed_composition() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)
+    g = dp.m.make_gaussian(FLOAT, ABS, scale=10.0)
+    mixed = dp.make_sequential(lap, g, output_measure=dp.ProfileDP())
+    profile = mixed.map(1)
+    by_hand = accounting.PrivacyProfile.compose(
+        [accounting.PrivacyProfile.pure(lap.map(1)), accounting.PrivacyProfile.zcdp(g.map(1))]
+    )
+    assert profile == by_hand
+    eps = profile.epsilon(Fraction(1, 10**6))
+    assert mixed.check(1, (float(eps) * (1 + 1e-12), 1e-6))
+    fixed = dp.make_fix_delta(mixed, 1e-6)
+    assert fixed.map(1) == (eps, Fraction(1, 10**6))
+    # the profile route is never looser than adding the parts' guarantees at the same δ
+    assert eps <= lap.map(1) + accounting.zcdp_to_approx(g.map(1), Fraction(1, 10**6))
+
+
+def test_profile_budget_must_be_a_pair() -> None:
+    prof = dp.make_pure_to_profile(dp.m.make_laplace(FLOAT, ABS, scale=1.0))
+    with pytest.raises(dp.InvalidParameter, match="pair"):
+        prof.check(1, 1.0)
+    with pytest.raises(dp.DomainMismatch, match="ProfileDP"):
+        dp.make_fix_delta(dp.m.make_laplace(FLOAT, ABS, scale=1.0), 1e-6)

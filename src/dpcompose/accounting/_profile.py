@@ -240,7 +240,8 @@ class PrivacyProfile:
         parts = self._parts()
         if not parts:
             return ZERO
-        return _split_delta([p[0] for p in parts], eps)
+        knots = [sum((e for e, _ in self.approx_parts), ZERO)] if self.approx_parts else []
+        return _split_delta([p[0] for p in parts], eps, knots)
 
     def epsilon(self, delta: Number) -> Fraction:
         """An upper bound on the least ε with δ(ε) ≤ ``delta``.
@@ -259,20 +260,25 @@ class PrivacyProfile:
         if target <= floor:
             raise InvalidParameter(f"delta={delta!r} must exceed 1 − Π(1 − δᵢ) ≈ {float(floor):.6g}")
         # Give each part a share of the spare δ (1 − Π(1 − δⱼ) ≤ Σ δⱼ, so every split is valid) and
-        # take the best split on a grid of the simplex with step 1/8.
+        # take the best split on a grid of the simplex with step 1/8. A share may be 0 where the part's
+        # ε stays finite at its least δ (the (ε, δ) part), so the grid contains "all spare δ to one part".
         spare = target - floor
         m = len(parts)
-        cache: dict[tuple[int, int], Fraction] = {}
+        cache: dict[tuple[int, int], Fraction | None] = {}
 
-        def eps_part(j: int, share: int) -> Fraction:
+        def eps_part(j: int, share: int) -> Fraction | None:
             if (j, share) not in cache:
                 base = floor if j == 0 else ZERO
-                cache[(j, share)] = parts[j][1](base + spare * Fraction(share, 8))
+                d = base + spare * Fraction(share, 8)
+                cache[(j, share)] = parts[j][1](d) if (d > 0 or j == 0) else None
             return cache[(j, share)]
 
         best: Fraction | None = None
         for split in _compositions(8, m):
-            cand = sum((eps_part(j, w) for j, w in enumerate(split)), ZERO)
+            values = [eps_part(j, w) for j, w in enumerate(split)]
+            if any(v is None for v in values):
+                continue
+            cand = sum((v for v in values if v is not None), ZERO)
             best = cand if best is None or cand < best else best
         assert best is not None
         return best
@@ -297,14 +303,20 @@ class PrivacyProfile:
 
 
 def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
-    """All ways to write ``total`` as an ordered sum of ``parts`` positive integers."""
+    """All ways to write ``total`` as an ordered sum of ``parts`` non-negative integers."""
     if parts == 1:
         return [(total,)]
-    return [(i, *rest) for i in range(1, total - parts + 2) for rest in _compositions(total - i, parts - 1)]
+    return [(i, *rest) for i in range(total + 1) for rest in _compositions(total - i, parts - 1)]
 
 
-def _split_delta(parts: Sequence[Callable[[Fraction], Fraction]], eps: Fraction) -> Fraction:
-    """min over splits Σ εⱼ = ε of 1 − Π(1 − δⱼ(εⱼ)) (every evaluated split is a valid bound)."""
+def _split_delta(
+    parts: Sequence[Callable[[Fraction], Fraction]], eps: Fraction, knots: Sequence[Fraction] = ()
+) -> Fraction:
+    """min over splits Σ εⱼ = ε of 1 − Π(1 − δⱼ(εⱼ)) (every evaluated split is a valid bound).
+
+    ``knots`` are extra candidate values of the first part's ε (e.g. Σεᵢ of the (ε, δ) part, where its δ
+    reaches its floor), so a split that :meth:`PrivacyProfile.epsilon` uses is always tried.
+    """
     first = parts[0]
     if len(parts) == 1:
         return first(eps)
@@ -317,6 +329,9 @@ def _split_delta(parts: Sequence[Callable[[Fraction], Fraction]], eps: Fraction)
     values = [at(s) for s in grid]
     best_i = min(range(len(grid)), key=lambda i: values[i])
     best = values[best_i]
+    for knot in knots:
+        if 0 <= knot <= eps:
+            best = min(best, at(knot))
     lo = grid[max(best_i - 1, 0)]
     hi = grid[min(best_i + 1, 8)]
     g = Fraction(math.sqrt(5) - 1) / 2  # golden section on [lo, hi]; rational points, exact bounds

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dpcompose.combinators._adaptive import make_adaptive_concurrent, make_adaptive_sequential
 from dpcompose.combinators._casts import (
+    make_approx_to_profile,
+    make_fix_delta,
     make_group,
     make_postprocess,
     make_pure_to_approx,
+    make_pure_to_profile,
     make_pure_to_zcdp,
     make_zcdp_to_approx,
+    make_zcdp_to_profile,
     wrap_queryable,
 )
 from dpcompose.combinators._compose import make_concurrent, make_sequential
@@ -17,13 +21,17 @@ from dpcompose.combinators._parallel import make_parallel
 __all__ = [
     "make_adaptive_concurrent",
     "make_adaptive_sequential",
+    "make_approx_to_profile",
     "make_concurrent",
+    "make_fix_delta",
     "make_group",
     "make_parallel",
     "make_postprocess",
     "make_pure_to_approx",
+    "make_pure_to_profile",
     "make_pure_to_zcdp",
     "make_sequential",
     "make_zcdp_to_approx",
+    "make_zcdp_to_profile",
     "wrap_queryable",
 ]

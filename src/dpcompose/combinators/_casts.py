@@ -7,17 +7,21 @@ from fractions import Fraction
 from typing import Any
 
 from dpcompose._validation import check_positive_int, check_probability
-from dpcompose.accounting import decimal, group, group_zcdp, pure_to_zcdp, zcdp_to_approx
-from dpcompose.core import ZCDP, ApproxDP, Measurement, Node, PureDP, Queryable
+from dpcompose.accounting import PrivacyProfile, decimal, group, group_zcdp, pure_to_zcdp, zcdp_to_approx
+from dpcompose.core import ZCDP, ApproxDP, Measurement, Node, ProfileDP, PureDP, Queryable
 from dpcompose.core._measurement import postprocess
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 
 __all__ = [
+    "make_approx_to_profile",
+    "make_fix_delta",
     "make_group",
     "make_postprocess",
     "make_pure_to_approx",
+    "make_pure_to_profile",
     "make_pure_to_zcdp",
     "make_zcdp_to_approx",
+    "make_zcdp_to_profile",
     "wrap_queryable",
 ]
 
@@ -105,6 +109,87 @@ def make_zcdp_to_approx(m: AnyMeasurement, delta: float) -> AnyMeasurement:
         lambda d: (zcdp_to_approx(m.map(d), dq), dq),
         "zcdp_to_approx",
         "Canonne–Kamath–Steinke 2020 Prop. 12",
+        (("delta", repr(delta)),),
+    )
+
+
+def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
+    """View an ε-DP measurement through its privacy profile (so it composes optimally with others).
+
+    Source: Balle–Wang 2018 (privacy profiles); the ε-DP profile, KOV 2015 Thm 3.3 with k = 1.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
+        >>> prof = dp.make_sequential(*[dp.make_pure_to_profile(lap)] * 100)
+        >>> round(float(prof.map(1).epsilon(1e-6)), 6)
+        4.774568
+    """
+    _require(m, PureDP, "make_pure_to_profile")
+    return _cast(
+        m, ProfileDP(), lambda d: PrivacyProfile.pure(m.map(d)), "pure_to_profile", "Balle–Wang 2018"
+    )
+
+
+def make_approx_to_profile(m: AnyMeasurement) -> AnyMeasurement:
+    """View an (ε, δ)-DP measurement through the profile of (ε, δ) randomized response (the worst case).
+
+    Source: Kairouz–Oh–Viswanath 2015 Thm 2.2/3.3.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> rr = dp.m.make_randomized_response_approx(
+        ...     dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), epsilon=1.0, delta=0.25)
+        >>> dp.make_approx_to_profile(rr).map(1).delta(1)
+        Fraction(1, 4)
+    """
+    _require(m, ApproxDP, "make_approx_to_profile")
+    return _cast(
+        m, ProfileDP(), lambda d: PrivacyProfile.approx(*m.map(d)), "approx_to_profile", "KOV 2015 Thm 3.3"
+    )
+
+
+def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
+    """View a ρ-zCDP measurement through the profile its ρ implies.
+
+    Source: Canonne–Kamath–Steinke 2020 Prop. 12.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
+        >>> dp.make_zcdp_to_profile(g).map(1)
+        PrivacyProfile(zcdp ρ=1/32)
+    """
+    _require(m, ZCDP, "make_zcdp_to_profile")
+    return _cast(
+        m, ProfileDP(), lambda d: PrivacyProfile.zcdp(m.map(d)), "zcdp_to_profile", "CKS 2020 Prop. 12"
+    )
+
+
+def make_fix_delta(m: AnyMeasurement, delta: float) -> AnyMeasurement:
+    """Fix δ on a profile measurement: (ε(δ), δ)-DP with the profile's least ε at ``delta``.
+
+    ``delta`` is a target you state, read as the decimal it prints as.
+
+    Source: Balle–Wang 2018 (a profile is the family of its (ε, δ(ε)) guarantees).
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
+        >>> many = dp.make_sequential(*[dp.make_pure_to_profile(lap)] * 100)
+        >>> eps, delta = dp.make_fix_delta(many, 1e-6).map(1)
+        >>> round(float(eps), 6), delta
+        (4.774568, Fraction(1, 1000000))
+    """
+    _require(m, ProfileDP, "make_fix_delta")
+    check_probability(delta, "delta")
+    dq = decimal(delta, "delta")
+    return _cast(
+        m,
+        ApproxDP(),
+        lambda d: (m.map(d).epsilon(dq), dq),
+        "fix_delta",
+        "Balle–Wang 2018",
         (("delta", repr(delta)),),
     )
 

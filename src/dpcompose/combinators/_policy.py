@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpcompose.accounting import (
+    PrivacyProfile,
     advanced,
     basic,
     concurrent_vadhan_wang,
@@ -21,7 +22,7 @@ from dpcompose.accounting import (
     zcdp_compose,
     zcdp_to_approx,
 )
-from dpcompose.core import ZCDP, ApproxDP, Measure, PureDP, RenyiDP
+from dpcompose.core import ZCDP, ApproxDP, Measure, ProfileDP, PureDP, RenyiDP
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 __all__ = ["THEOREMS", "Plan", "plan_composition"]
@@ -64,6 +65,13 @@ def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
         return lambda d: (d, Fraction(0))
     if isinstance(child, PureDP) and isinstance(target, ZCDP):
         return pure_to_zcdp
+    if isinstance(target, ProfileDP):
+        if isinstance(child, PureDP):
+            return PrivacyProfile.pure
+        if isinstance(child, ApproxDP):
+            return lambda d: PrivacyProfile.approx(*d)
+        if isinstance(child, ZCDP):
+            return PrivacyProfile.zcdp
     raise UnsupportedComposition(
         f"cannot lift a {child!r} child to {target!r}: use make_pure_to_zcdp, make_zcdp_to_approx, "
         "make_pure_to_profile or make_zcdp_to_profile on the children first"

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
 from dpcompose.core._measurement import Measurement, Transformation, postprocess
-from dpcompose.core._measures import ZCDP, ApproxDP, Composability, Measure, PureDP, RenyiCurve, RenyiDP
+from dpcompose.core._measures import (
+    ZCDP,
+    ApproxDP,
+    Composability,
+    Measure,
+    ProfileDP,
+    PureDP,
+    RenyiCurve,
+    RenyiDP,
+)
 from dpcompose.core._metrics import (
     AbsoluteDistance,
     ChangeOneDistance,
@@ -35,6 +44,7 @@ __all__ = [
     "Metric",
     "Node",
     "PartitionDistance",
+    "ProfileDP",
     "PureDP",
     "Queryable",
     "RenyiCurve",
