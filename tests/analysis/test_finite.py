@@ -172,7 +172,7 @@ def test_privacy_loss_matches_brute_force(m: FiniteInteractiveMechanism, d: F) -
 
 @given(small_mechanisms())
 def test_pure_privacy_loss_is_max_transcript_ratio(m: FiniteInteractiveMechanism) -> None:
-    ratios = []
+    ratios: list[F | None] = []
     for tr in m.transcripts():
         p0, p1 = m.transcript_probability(0, tr), m.transcript_probability(1, tr)
         if (p0 == 0) != (p1 == 0):
@@ -276,8 +276,11 @@ def test_concurrent_composition_interleaves() -> None:
     c = concurrent_composition(HAND, randomized_response(2))
     assert c.rounds == 3
     # 3 interleavings of (HAND's 2 rounds, RR's 1 round); every transcript has probability ≤ 1.
-    firsts = {tr[0][0][0] for tr in c.transcripts()}
-    assert firsts == {1, 2}
+    firsts = {str(tr[0][0]) for tr in c.transcripts()}
+    assert firsts == {"(1, 'u')", "(2, 'b')"}
+    # Every interleaving of the 3 rounds is present: 3 orders × 2·2·2 answers × 1 query each for HAND's
+    # round 2 choice of "v"/"w" (2 options) → 3 · 8 · 2 transcripts.
+    assert len(c.transcripts()) == 3 * 8 * 2
     assert exp_privacy_loss(c, 0) == 6
 
 
