@@ -18,11 +18,11 @@ __all__ = [
     "check_finite",
     "check_finite_nonnegative",
     "check_finite_positive",
-    "check_positive_int",
+    "check_nonempty",
     "check_nonnegative_int",
+    "check_positive_int",
     "check_probability",
     "check_same_length",
-    "check_nonempty",
 ]
 
 

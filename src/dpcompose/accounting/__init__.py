@@ -8,6 +8,7 @@ Each function's docstring names its source.
 
 from __future__ import annotations
 
+from dpcompose.accounting._basic import basic, zcdp_compose
 from dpcompose.accounting._exact import (
     Number,
     decimal,
@@ -18,8 +19,10 @@ from dpcompose.accounting._exact import (
 
 __all__ = [
     "Number",
+    "basic",
     "decimal",
     "exact",
     "float_down",
     "float_up",
+    "zcdp_compose",
 ]

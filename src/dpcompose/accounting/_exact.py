@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Union
 
 from dpcompose._validation import check_finite
 
@@ -56,7 +55,7 @@ __all__ = [
     "sqrt_up",
 ]
 
-Number = Union[int, float, Fraction]
+Number = int | float | Fraction
 """A real number dpcompose accepts as a privacy quantity or parameter."""
 
 _PAD_ULPS = 2

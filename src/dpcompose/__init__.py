@@ -1,0 +1,101 @@
+"""dpcompose: typed, composable differential privacy with proven composition theorems.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> data = dp.VectorDomain(dp.AtomDomain(float))
+    >>> mean_parts = dp.t.make_clamp(data, dp.SymmetricDistance(), (0.0, 100.0))
+    >>> mean_parts.map(1)
+    1
+"""
+
+from __future__ import annotations
+
+from dpcompose import accounting, analysis, combinators, core, measurements, transformations
+from dpcompose import measurements as m
+from dpcompose import transformations as t
+from dpcompose.analysis import explain
+from dpcompose.combinators import (
+    make_adaptive_concurrent,
+    make_adaptive_sequential,
+    make_concurrent,
+    make_parallel,
+    make_sequential,
+)
+from dpcompose.core import (
+    ZCDP,
+    AbsoluteDistance,
+    ApproxDP,
+    AtomDomain,
+    CategoricalDomain,
+    ChangeOneDistance,
+    DiscreteDistance,
+    Domain,
+    L1Distance,
+    L2Distance,
+    Measure,
+    Measurement,
+    Metric,
+    PartitionDistance,
+    PureDP,
+    Queryable,
+    RenyiCurve,
+    RenyiDP,
+    SymmetricDistance,
+    Transformation,
+    VectorDomain,
+)
+from dpcompose.errors import (
+    BudgetExceeded,
+    DomainMismatch,
+    DPError,
+    InvalidParameter,
+    SequentialityError,
+    UnsupportedComposition,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ZCDP",
+    "AbsoluteDistance",
+    "ApproxDP",
+    "AtomDomain",
+    "BudgetExceeded",
+    "CategoricalDomain",
+    "ChangeOneDistance",
+    "DPError",
+    "DiscreteDistance",
+    "Domain",
+    "DomainMismatch",
+    "InvalidParameter",
+    "L1Distance",
+    "L2Distance",
+    "Measure",
+    "Measurement",
+    "Metric",
+    "PartitionDistance",
+    "PureDP",
+    "Queryable",
+    "RenyiCurve",
+    "RenyiDP",
+    "SequentialityError",
+    "SymmetricDistance",
+    "Transformation",
+    "UnsupportedComposition",
+    "VectorDomain",
+    "__version__",
+    "accounting",
+    "analysis",
+    "combinators",
+    "core",
+    "explain",
+    "m",
+    "make_adaptive_concurrent",
+    "make_adaptive_sequential",
+    "make_concurrent",
+    "make_parallel",
+    "make_sequential",
+    "measurements",
+    "t",
+    "transformations",
+]

@@ -1,0 +1,15 @@
+"""Combinators: composite measurements whose privacy maps apply the composition theorems."""
+
+from __future__ import annotations
+
+from dpcompose.combinators._adaptive import make_adaptive_concurrent, make_adaptive_sequential
+from dpcompose.combinators._compose import make_concurrent, make_sequential
+from dpcompose.combinators._parallel import make_parallel
+
+__all__ = [
+    "make_adaptive_concurrent",
+    "make_adaptive_sequential",
+    "make_concurrent",
+    "make_parallel",
+    "make_sequential",
+]

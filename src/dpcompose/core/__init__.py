@@ -1,0 +1,46 @@
+"""The core vocabulary: domains, metrics, measures, Transformation, Measurement, Queryable."""
+
+from __future__ import annotations
+
+from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
+from dpcompose.core._measurement import Measurement, Transformation, postprocess
+from dpcompose.core._measures import ZCDP, ApproxDP, Composability, Measure, PureDP, RenyiCurve, RenyiDP
+from dpcompose.core._metrics import (
+    AbsoluteDistance,
+    ChangeOneDistance,
+    DiscreteDistance,
+    L1Distance,
+    L2Distance,
+    Metric,
+    PartitionDistance,
+    SymmetricDistance,
+)
+from dpcompose.core._node import Node
+from dpcompose.core._queryable import Queryable
+
+__all__ = [
+    "ZCDP",
+    "AbsoluteDistance",
+    "ApproxDP",
+    "AtomDomain",
+    "CategoricalDomain",
+    "ChangeOneDistance",
+    "Composability",
+    "DiscreteDistance",
+    "Domain",
+    "L1Distance",
+    "L2Distance",
+    "Measure",
+    "Measurement",
+    "Metric",
+    "Node",
+    "PartitionDistance",
+    "PureDP",
+    "Queryable",
+    "RenyiCurve",
+    "RenyiDP",
+    "SymmetricDistance",
+    "Transformation",
+    "VectorDomain",
+    "postprocess",
+]

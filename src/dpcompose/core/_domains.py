@@ -1,0 +1,224 @@
+"""Domains: the sets of valid inputs and outputs.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> ages = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 120)))
+    >>> ages.member([30, 40, 121])
+    False
+    >>> ages
+    VectorDomain(AtomDomain(int, bounds=(0, 120)))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpcompose.errors import DomainMismatch, InvalidParameter
+
+__all__ = ["AtomDomain", "CategoricalDomain", "Domain", "VectorDomain"]
+
+_NUMERIC = (int, float, Fraction)
+
+
+class Domain:
+    """Base of all domains: a set of values with a membership test.
+
+    Subclasses implement :meth:`member`; :meth:`check` raises :class:`DomainMismatch` naming the domain.
+    """
+
+    __slots__ = ()
+
+    def member(self, value: object) -> bool:  # pragma: no cover - abstract
+        """Whether ``value`` belongs to this domain."""
+        raise NotImplementedError
+
+    def check(self, value: object, what: str = "data") -> None:
+        """Raise :class:`DomainMismatch` unless ``value`` belongs to this domain. Runs nothing else."""
+        if not self.member(value):
+            raise DomainMismatch(f"{what}={_short(value)} is not a member of {self!r}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class AtomDomain(Domain):
+    """Single values of one type, optionally within closed ``bounds`` and optionally allowing NaN.
+
+    Args:
+        carrier: the Python type of the values: ``int``, ``float``, ``bool``, ``str``, …
+        bounds: optional closed interval ``(lo, hi)`` the values must lie in (numeric carriers only).
+        nan: whether NaN is a member (float carrier only; default ``False``).
+
+    Raises:
+        InvalidParameter: bounds on a non-numeric carrier, ``lo > hi``, non-finite bounds.
+
+    Examples:
+        >>> AtomDomain(float, bounds=(0.0, 1.0)).member(0.5)
+        True
+        >>> AtomDomain(float).member(float("nan"))
+        False
+    """
+
+    carrier: type
+    bounds: tuple[Any, Any] | None = None
+    nan: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.carrier, type):
+            raise InvalidParameter(f"carrier={self.carrier!r} must be a type such as int or float")
+        if self.nan and self.carrier is not float:
+            raise InvalidParameter(
+                f"nan=True is only meaningful for float atoms, not {self.carrier.__name__}"
+            )
+        if self.bounds is not None:
+            if self.carrier not in (int, float, Fraction):
+                raise InvalidParameter(f"bounds={self.bounds!r} need a numeric carrier, not {self.carrier!r}")
+            if len(self.bounds) != 2:
+                raise InvalidParameter(f"bounds={self.bounds!r} must be a pair (lo, hi)")
+            lo, hi = self.bounds
+            for b in (lo, hi):
+                if (
+                    isinstance(b, bool)
+                    or not isinstance(b, _NUMERIC)
+                    or (isinstance(b, float) and not math.isfinite(b))
+                ):
+                    raise InvalidParameter(f"bounds={self.bounds!r} must be finite numbers")
+            if lo > hi:
+                raise InvalidParameter(f"bounds={self.bounds!r} must satisfy lo <= hi")
+
+    def member(self, value: object) -> bool:
+        if isinstance(value, np.generic):
+            value = value.item()
+        if self.carrier is float:
+            if isinstance(value, bool) or not isinstance(value, (float, int)):
+                return False
+            value = float(value)
+            if math.isnan(value):
+                return self.nan
+            if math.isinf(value) and self.bounds is None:
+                return False
+        elif self.carrier is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return False
+        elif not isinstance(value, self.carrier):
+            return False
+        if self.bounds is not None:
+            lo, hi = self.bounds
+            return bool(lo <= value <= hi)
+        return True
+
+    def __repr__(self) -> str:
+        parts = [self.carrier.__name__]
+        if self.bounds is not None:
+            parts.append(f"bounds={self.bounds!r}")
+        if self.nan:
+            parts.append("nan=True")
+        return f"AtomDomain({', '.join(parts)})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class CategoricalDomain(Domain):
+    """Single values from a finite, declared set of categories (for randomized response).
+
+    Examples:
+        >>> d = CategoricalDomain(("yes", "no"))
+        >>> d.member("yes"), d.member("maybe")
+        (True, False)
+    """
+
+    categories: tuple[Hashable, ...]
+
+    def __init__(self, categories: Iterable[Hashable]) -> None:
+        cats = tuple(categories)
+        if len(cats) == 0:
+            raise InvalidParameter(f"categories={list(cats)!r} must not be empty")
+        if len(set(cats)) != len(cats):
+            raise InvalidParameter(f"categories={list(cats)!r} must be distinct")
+        object.__setattr__(self, "categories", cats)
+
+    def member(self, value: object) -> bool:
+        try:
+            return value in self.categories
+        except TypeError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"CategoricalDomain({list(self.categories)!r})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class VectorDomain(Domain):
+    """Sequences (lists, tuples, 1-d numpy arrays) whose elements all belong to ``element_domain``.
+
+    Args:
+        element_domain: the domain of each element.
+        size: if given, every member has exactly this many elements (a public, known dataset size).
+
+    Examples:
+        >>> VectorDomain(AtomDomain(int), size=3).member([1, 2, 3])
+        True
+        >>> VectorDomain(AtomDomain(int), size=3).member([1, 2])
+        False
+    """
+
+    element_domain: Domain
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.element_domain, Domain):
+            raise InvalidParameter(f"element_domain={self.element_domain!r} must be a Domain")
+        if self.size is not None and (
+            isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0
+        ):
+            raise InvalidParameter(f"size={self.size!r} must be a non-negative integer or None")
+
+    def member(self, value: object) -> bool:
+        if isinstance(value, np.ndarray):
+            if value.ndim != 1:
+                return False
+        elif not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+            return False
+        if self.size is not None and len(value) != self.size:
+            return False
+        element = self.element_domain
+        if isinstance(value, np.ndarray) and isinstance(element, AtomDomain):
+            return _array_member(value, element)
+        return all(element.member(v) for v in value)
+
+    def __repr__(self) -> str:
+        size = "" if self.size is None else f", size={self.size}"
+        return f"VectorDomain({self.element_domain!r}{size})"
+
+
+def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
+    """Vectorised membership for numpy arrays of numbers."""
+    kind = value.dtype.kind
+    if element.carrier is int:
+        if kind not in "iu":
+            return False
+    elif element.carrier is float:
+        if kind not in "iuf":
+            return False
+        if kind == "f":
+            nan = np.isnan(value)
+            if nan.any() and not element.nan:
+                return False
+            if element.bounds is None and np.isinf(value).any():
+                return False
+    else:
+        return all(element.member(v) for v in value.tolist())
+    if element.bounds is not None and value.size:
+        lo, hi = element.bounds
+        finite = value[~np.isnan(value)] if kind == "f" else value
+        if finite.size and (finite.min() < lo or finite.max() > hi):
+            return False
+    return True

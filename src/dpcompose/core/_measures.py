@@ -1,0 +1,240 @@
+"""Measures: how far apart two output distributions are, and how their distances compose.
+
+Each measure owns its composition rule (STYLE §3): :meth:`Measure.compose` is the basic rule that is
+proven for every interaction pattern the library offers — sequential, adaptive and concurrent — and
+delegates to a pure function of :mod:`dpcompose.accounting`. Combinators may apply tighter theorems on top.
+
+A distance the *user states* (a ``d_out`` bound) is parsed with :meth:`Measure.parse`, which reads a float
+as the decimal it prints as (``0.1`` is ``1/10``; see docs/concepts.md).
+
+Examples:
+    >>> import dpcompose as dp
+    >>> from fractions import Fraction
+    >>> dp.PureDP().compose([Fraction(1, 10)] * 10)
+    Fraction(1, 1)
+    >>> dp.ApproxDP().parse((1.0, 1e-6))
+    (Fraction(1, 1), Fraction(1, 1000000))
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Generic, TypeVar
+
+from dpcompose._validation import check_finite_nonnegative, check_probability
+from dpcompose.accounting import basic, decimal, float_up, zcdp_compose
+from dpcompose.errors import InvalidParameter
+
+__all__ = [
+    "ZCDP",
+    "ApproxDP",
+    "Composability",
+    "Measure",
+    "PureDP",
+    "RenyiCurve",
+    "RenyiDP",
+]
+
+D = TypeVar("D")
+
+
+class Composability(enum.Enum):
+    """Which interaction patterns a measure's composition rule is proven for."""
+
+    SEQUENTIAL = "sequential"
+    CONCURRENT = "concurrent"
+
+
+class Measure(Generic[D]):
+    """Base of all measures. ``D`` is the type of a distance (ε, (ε, δ), ρ, a curve, …)."""
+
+    __slots__ = ()
+
+    #: The theorem behind :meth:`compose`, printed by ``dp.explain``.
+    compose_source: str = ""
+
+    def parse(self, d: object, name: str = "d_out") -> D:  # pragma: no cover - abstract
+        """Validate a user-stated distance (a budget) and return it in exact form."""
+        raise NotImplementedError
+
+    def less_equal(self, a: D, b: D) -> bool:  # pragma: no cover - abstract
+        """Whether a guarantee of ``a`` implies a guarantee of ``b``."""
+        raise NotImplementedError
+
+    def zero(self) -> D:  # pragma: no cover - abstract
+        """The distance of a mechanism that reveals nothing."""
+        raise NotImplementedError
+
+    def compose(self, d_mids: Sequence[D]) -> D:  # pragma: no cover - abstract
+        """Compose the guarantees of several mechanisms (valid sequentially and concurrently)."""
+        raise NotImplementedError
+
+    def composability(self) -> Composability:
+        """Every measure here composes concurrently with the rule of :meth:`compose`.
+
+        Source: pure DP, Vadhan–Wang 2021 Thm 3.3; approximate DP and f-DP, Vadhan–Zhang 2023
+        (arXiv 2207.08335) Thm 1.3; Rényi DP and zCDP, Lyu 2022 (NeurIPS) Thm 3.2 / Vadhan–Zhang 2023.
+        """
+        return Composability.CONCURRENT
+
+    def display(self, d: D) -> str:
+        """A short human-readable form of a distance; floats are rounded up."""
+        return repr(d)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+def _fmt(q: Fraction) -> str:
+    return f"{float_up(q):.6g}" if q.denominator != 1 else str(q.numerator)
+
+
+class PureDP(Measure[Fraction]):
+    """ε-differential privacy. Distances are exact ε ≥ 0.
+
+    Source: Dwork, McSherry, Nissim, Smith 2006 (definition and sequential composition, Σεᵢ).
+    """
+
+    __slots__ = ()
+    compose_source = "Dwork–McSherry–Nissim–Smith 2006 (basic); Vadhan–Wang 2021 Thm 3.3 (concurrent)"
+
+    def parse(self, d: object, name: str = "d_out") -> Fraction:
+        check_finite_nonnegative(d, name)
+        return decimal(d, name)
+
+    def less_equal(self, a: Fraction, b: Fraction) -> bool:
+        return a <= b
+
+    def zero(self) -> Fraction:
+        return Fraction(0)
+
+    def compose(self, d_mids: Sequence[Fraction]) -> Fraction:
+        return basic(list(d_mids))[0] if d_mids else Fraction(0)
+
+    def display(self, d: Fraction) -> str:
+        return f"ε={_fmt(d)}"
+
+
+class ApproxDP(Measure[tuple[Fraction, Fraction]]):
+    """(ε, δ)-differential privacy. Distances are exact pairs (ε, δ) with ε ≥ 0 and 0 ≤ δ < 1.
+
+    Source: Dwork, Kenthapadi, McSherry, Mironov, Naor 2006.
+    """
+
+    __slots__ = ()
+    compose_source = (
+        "Dwork–Kenthapadi–McSherry–Mironov–Naor 2006 (basic); Vadhan–Zhang 2023 Thm 1.3 (concurrent)"
+    )
+
+    def parse(self, d: object, name: str = "d_out") -> tuple[Fraction, Fraction]:
+        if not isinstance(d, (tuple, list)) or len(d) != 2:
+            raise InvalidParameter(f"{name}={d!r} must be a pair (epsilon, delta)")
+        eps, delta = d
+        check_finite_nonnegative(eps, f"{name} epsilon")
+        check_probability(delta, f"{name} delta")
+        return decimal(eps, name), decimal(delta, name)
+
+    def less_equal(self, a: tuple[Fraction, Fraction], b: tuple[Fraction, Fraction]) -> bool:
+        return a[0] <= b[0] and a[1] <= b[1]
+
+    def zero(self) -> tuple[Fraction, Fraction]:
+        return Fraction(0), Fraction(0)
+
+    def compose(self, d_mids: Sequence[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction]:
+        if not d_mids:
+            return self.zero()
+        return basic([e for e, _ in d_mids], [d for _, d in d_mids])
+
+    def display(self, d: tuple[Fraction, Fraction]) -> str:
+        return f"ε={_fmt(d[0])}, δ={_fmt(d[1])}"
+
+
+class ZCDP(Measure[Fraction]):
+    """ρ-zero-concentrated differential privacy. Distances are exact ρ ≥ 0.
+
+    Source: Bun–Steinke 2016 (definition; composition Σρᵢ, Lemma 2.3).
+    """
+
+    __slots__ = ()
+    compose_source = "Bun–Steinke 2016 Lemma 2.3; Lyu 2022 / Vadhan–Zhang 2023 (concurrent)"
+
+    def parse(self, d: object, name: str = "d_out") -> Fraction:
+        check_finite_nonnegative(d, name)
+        return decimal(d, name)
+
+    def less_equal(self, a: Fraction, b: Fraction) -> bool:
+        return a <= b
+
+    def zero(self) -> Fraction:
+        return Fraction(0)
+
+    def compose(self, d_mids: Sequence[Fraction]) -> Fraction:
+        return zcdp_compose(list(d_mids)) if d_mids else Fraction(0)
+
+    def display(self, d: Fraction) -> str:
+        return f"ρ={_fmt(d)}"
+
+
+@dataclass(frozen=True, slots=True)
+class RenyiCurve:
+    """A Rényi-DP guarantee: the curve α ↦ ε(α) for orders α > 1, evaluated on demand.
+
+    Adding two curves composes them (Mironov 2017 Prop. 1).
+
+    Examples:
+        >>> from fractions import Fraction
+        >>> c = RenyiCurve(lambda a: Fraction(a) / 2, "α/2")  # the curve of ρ = 1/2 zCDP
+        >>> (c + c)(3)
+        Fraction(3, 1)
+    """
+
+    curve: Callable[[Any], Fraction]
+    label: str = "curve"
+
+    def __call__(self, alpha: float | Fraction) -> Fraction:
+        if not alpha > 1:
+            raise InvalidParameter(f"alpha={alpha!r} must be > 1")
+        return self.curve(alpha)
+
+    def __add__(self, other: RenyiCurve) -> RenyiCurve:
+        a, b = self.curve, other.curve
+        return RenyiCurve(lambda alpha: a(alpha) + b(alpha), f"({self.label} + {other.label})")
+
+
+class RenyiDP(Measure[RenyiCurve]):
+    """Rényi differential privacy: distances are curves α ↦ ε(α).
+
+    Source: Mironov 2017 (definition; composition adds curves, Prop. 1).
+    """
+
+    __slots__ = ()
+    compose_source = "Mironov 2017 Prop. 1; Lyu 2022 (concurrent)"
+
+    def parse(self, d: object, name: str = "d_out") -> RenyiCurve:
+        if not isinstance(d, RenyiCurve):
+            raise InvalidParameter(f"{name}={d!r} must be a RenyiCurve")
+        return d
+
+    def less_equal(self, a: RenyiCurve, b: RenyiCurve) -> bool:
+        raise InvalidParameter(
+            "two Rényi curves cannot be compared everywhere; compare at chosen orders, or convert "
+            "with accounting.renyi_to_approx"
+        )
+
+    def zero(self) -> RenyiCurve:
+        return RenyiCurve(lambda alpha: Fraction(0), "0")
+
+    def compose(self, d_mids: Sequence[RenyiCurve]) -> RenyiCurve:
+        total = self.zero()
+        for c in d_mids:
+            total = total + c
+        return total

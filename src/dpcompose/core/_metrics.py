@@ -1,0 +1,152 @@
+"""Metrics: how far apart two inputs are. A distance ``d_in`` is a plain number.
+
+Dataset metrics (:class:`SymmetricDistance`, :class:`ChangeOneDistance`, :class:`DiscreteDistance`)
+count records, so their distances are non-negative integers. Numeric metrics (:class:`AbsoluteDistance`,
+:class:`L1Distance`, :class:`L2Distance`) measure sensitivities, which are exact rationals here: a float
+the user states as ``d_in`` is read as the larger of its binary value and the decimal it prints as, so
+neither reading can under-report.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> dp.SymmetricDistance().validate(2)
+    2
+    >>> dp.L1Distance().validate(0.1)
+    Fraction(3602879701896397, 36028797018963968)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dpcompose._validation import check_finite_nonnegative
+from dpcompose.accounting import decimal, exact
+from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
+from dpcompose.errors import DomainMismatch, InvalidParameter
+
+__all__ = [
+    "AbsoluteDistance",
+    "ChangeOneDistance",
+    "DiscreteDistance",
+    "L1Distance",
+    "L2Distance",
+    "Metric",
+    "PartitionDistance",
+    "SymmetricDistance",
+]
+
+
+class Metric:
+    """Base of all metrics. A metric validates distances and says which domains it measures."""
+
+    __slots__ = ()
+
+    def validate(self, d: object, name: str = "d_in") -> Any:  # pragma: no cover - abstract
+        """Check a distance and return it in canonical exact form."""
+        raise NotImplementedError
+
+    def check_domain(self, domain: Domain) -> None:  # pragma: no cover - abstract
+        """Raise :class:`DomainMismatch` if this metric cannot measure distances on ``domain``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _validate_count(d: object, name: str) -> int:
+    if isinstance(d, bool) or not isinstance(d, int):
+        if isinstance(d, float) and d.is_integer() and d >= 0:
+            return int(d)
+        raise InvalidParameter(f"{name}={d!r} must be a non-negative integer number of records")
+    if d < 0:
+        raise InvalidParameter(f"{name}={d!r} must be non-negative")
+    return d
+
+
+def _validate_sensitivity(d: object, name: str) -> Fraction:
+    check_finite_nonnegative(d, name)
+    return max(exact(d, name), decimal(d, name))
+
+
+def _is_numeric_atom(domain: Domain) -> bool:
+    return isinstance(domain, AtomDomain) and domain.carrier in (int, float, Fraction)
+
+
+class _DatasetMetric(Metric):
+    __slots__ = ()
+
+    def validate(self, d: object, name: str = "d_in") -> int:
+        return _validate_count(d, name)
+
+    def check_domain(self, domain: Domain) -> None:
+        if not isinstance(domain, VectorDomain):
+            raise DomainMismatch(f"{self!r} measures datasets: it needs a VectorDomain, not {domain!r}")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SymmetricDistance(_DatasetMetric):
+    """Add/remove distance: the number of records added or removed to turn one dataset into the other."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ChangeOneDistance(_DatasetMetric):
+    """Substitution distance: the number of records changed (datasets of equal size)."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class DiscreteDistance(Metric):
+    """0 if two values are equal, 1 otherwise: one person's own value (randomized response)."""
+
+    def validate(self, d: object, name: str = "d_in") -> int:
+        return _validate_count(d, name)
+
+    def check_domain(self, domain: Domain) -> None:
+        if not isinstance(domain, (AtomDomain, CategoricalDomain)):
+            raise DomainMismatch(f"{self!r} compares single values: it needs an atom domain, not {domain!r}")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class AbsoluteDistance(Metric):
+    """|x − x′| between two numbers."""
+
+    def validate(self, d: object, name: str = "d_in") -> Fraction:
+        return _validate_sensitivity(d, name)
+
+    def check_domain(self, domain: Domain) -> None:
+        if not _is_numeric_atom(domain):
+            raise DomainMismatch(f"{self!r} needs a numeric AtomDomain, not {domain!r}")
+
+
+class _VectorNormMetric(Metric):
+    __slots__ = ()
+
+    def validate(self, d: object, name: str = "d_in") -> Fraction:
+        return _validate_sensitivity(d, name)
+
+    def check_domain(self, domain: Domain) -> None:
+        if not (isinstance(domain, VectorDomain) and _is_numeric_atom(domain.element_domain)):
+            raise DomainMismatch(f"{self!r} needs a VectorDomain of numeric atoms, not {domain!r}")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class L1Distance(_VectorNormMetric):
+    """Σ|xᵢ − x′ᵢ| between two vectors of numbers."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class L2Distance(_VectorNormMetric):
+    """√Σ(xᵢ − x′ᵢ)² between two vectors of numbers."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PartitionDistance(Metric):
+    """Between two partitioned datasets: the total number of records added or removed, summed over all
+    parts. The output metric of ``make_partition``; ``make_parallel`` bounds how it spreads over parts."""
+
+    def validate(self, d: object, name: str = "d_in") -> int:
+        return _validate_count(d, name)
+
+    def check_domain(self, domain: Domain) -> None:
+        if not (isinstance(domain, VectorDomain) and isinstance(domain.element_domain, VectorDomain)):
+            raise DomainMismatch(f"{self!r} needs a VectorDomain of VectorDomains (parts), not {domain!r}")

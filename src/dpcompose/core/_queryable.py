@@ -1,0 +1,91 @@
+"""Queryable: a live interactive mechanism that answers one query at a time.
+
+The base class owns the parts that must never vary (STYLE §8): the lock, the closed state and the call
+sequence. A subclass implements only :meth:`Queryable._answer`. Inside ``_answer`` the lock is held, so
+a subclass can validate a query, charge its budget and only then release an answer without races.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from dpcompose.errors import SequentialityError
+
+__all__ = ["Queryable"]
+
+Q = TypeVar("Q")
+A = TypeVar("A")
+
+
+class Queryable(Generic[Q, A]):
+    """A state machine answering queries; thread-safe.
+
+    ``q(query)``: takes the lock, refuses if closed, runs the guards (which may refuse, spending nothing),
+    then calls ``_answer``.
+
+    Args:
+        lock: a lock to share with sibling queryables (a compositor passes one lock to all its
+            children so that queries to them are serialised in a single order); by default a new one.
+        name: used in error messages and ``repr``.
+
+    Examples:
+        >>> class Echo(Queryable[int, int]):
+        ...     def _answer(self, query: int) -> int:
+        ...         return query
+        >>> q = Echo(name="echo")
+        >>> q(3)
+        3
+        >>> q.close("done")
+        >>> q(4)
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.SequentialityError: echo is closed: done
+    """
+
+    def __init__(self, *, lock: threading.RLock | None = None, name: str | None = None) -> None:
+        self._lock = lock if lock is not None else threading.RLock()
+        self._closed_reason: str | None = None
+        self._guards: list[Callable[[Queryable[Q, A]], None]] = []
+        self._queries = 0
+        self.name = name or type(self).__name__
+
+    def __call__(self, query: Q) -> A:
+        with self._lock:
+            if self._closed_reason is not None:
+                raise SequentialityError(f"{self.name} is closed: {self._closed_reason}")
+            for guard in self._guards:
+                guard(self)
+            answer = self._answer(query)
+            self._queries += 1
+            return answer
+
+    def _answer(self, query: Q) -> A:  # pragma: no cover - abstract
+        """Answer one query. Called with the lock held, after the closed check and guards."""
+        raise NotImplementedError
+
+    def add_guard(self, guard: Callable[[Queryable[Q, A]], None]) -> None:
+        """Run ``guard(self)`` under the lock before every answer; if it raises, the query is refused."""
+        with self._lock:
+            self._guards.append(guard)
+
+    def close(self, reason: str = "closed") -> None:
+        """Close for good: every later query raises :class:`SequentialityError` with ``reason``."""
+        with self._lock:
+            if self._closed_reason is None:
+                self._closed_reason = reason
+
+    @property
+    def closed(self) -> bool:
+        """Whether this queryable refuses all further queries."""
+        return self._closed_reason is not None
+
+    @property
+    def queries_answered(self) -> int:
+        """How many queries this queryable has answered."""
+        return self._queries
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<{type(self).__name__} {self.name!r}: {state}, {self._queries} answered>"

@@ -1,0 +1,20 @@
+"""Primitive measurements: noise mechanisms and randomized response."""
+
+from __future__ import annotations
+
+from dpcompose.measurements._gaussian import make_gaussian
+from dpcompose.measurements._interactive import make_interactive_laplace, make_sparse_vector
+from dpcompose.measurements._laplace import make_laplace
+from dpcompose.measurements._randomized_response import (
+    make_randomized_response,
+    make_randomized_response_approx,
+)
+
+__all__ = [
+    "make_gaussian",
+    "make_interactive_laplace",
+    "make_laplace",
+    "make_randomized_response",
+    "make_randomized_response_approx",
+    "make_sparse_vector",
+]

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+import dpcompose as dp
+
+FLOAT = dp.AtomDomain(float)
+ABS = dp.AbsoluteDistance()
+
+
+class Echo(dp.Queryable[Any, Any]):
+    def _answer(self, query: Any) -> Any:
+        return query
+
+
+def interactive(name: str, eps: Fraction) -> dp.Measurement:  # type: ignore[type-arg]
+    return dp.Measurement(
+        FLOAT, ABS, dp.PureDP(), lambda _: Echo(name=name), lambda d: d * eps, interactive=True
+    )
+
+
+def test_empty_composition_is_refused() -> None:
+    with pytest.raises(dp.InvalidParameter, match="at least one"):
+        dp.make_sequential()
+    with pytest.raises(dp.InvalidParameter, match="at least one"):
+        dp.make_concurrent()
+
+
+def test_one_child_is_a_one_tuple() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=2.0)
+    one = dp.make_sequential(lap)
+    assert one.map(1) == lap.map(1)
+    out = one(1.0)
+    assert isinstance(out, tuple) and len(out) == 1
+
+
+def test_map_equals_accounting_by_hand() -> None:
+    children = [dp.m.make_laplace(FLOAT, ABS, scale=s) for s in (1.0, 2.0, 4.0)]
+    for combinator in (dp.make_sequential, dp.make_concurrent):
+        m = combinator(*children)
+        assert m.map(3) == dp.accounting.basic([c.map(3) for c in children])[0]
+
+
+def test_nesting() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)
+    inner = dp.make_sequential(lap, lap)
+    outer = dp.make_concurrent(inner, dp.make_sequential(inner, lap))
+    assert outer.map(1) == Fraction(5, 10)
+    a, (b, c) = outer(0.0)
+    assert len(a) == 2 and len(b) == 2 and isinstance(c, float)
+
+
+def test_mixed_measures_refused_with_casts_named() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=1.0)
+    gau = dp.m.make_gaussian(FLOAT, ABS, scale=1.0)
+    with pytest.raises(dp.UnsupportedComposition, match="make_pure_to_zcdp"):
+        dp.make_sequential(lap, gau)
+
+
+def test_mismatched_inputs_refused() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=1.0)
+    other = dp.m.make_laplace(dp.AtomDomain(int), ABS, scale=1.0)
+    with pytest.raises(dp.DomainMismatch, match="child 1"):
+        dp.make_concurrent(lap, other)
+
+
+def test_sequential_closes_earlier_children() -> None:
+    m = dp.make_sequential(interactive("A", Fraction(1)), interactive("B", Fraction(1)))
+    qa, qb = m(0.0)
+    assert qa("a1") == "a1"
+    assert qa("a2") == "a2"
+    assert qb("b1") == "b1"
+    with pytest.raises(dp.SequentialityError, match="A is closed"):
+        qa("a3")
+    assert qb("b2") == "b2"
+
+
+def test_concurrent_lets_children_interleave() -> None:
+    m = dp.make_concurrent(interactive("A", Fraction(1)), interactive("B", Fraction(1)))
+    assert m.interactive and m.map(1) == 2
+    qa, qb = m(0.0)
+    assert [qa(1), qb(2), qa(3), qb(4)] == [1, 2, 3, 4]

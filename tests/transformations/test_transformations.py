@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpcompose as dp
+
+SYM, CHG = dp.SymmetricDistance(), dp.ChangeOneDistance()
+
+
+def test_clamp() -> None:
+    t = dp.t.make_clamp(dp.VectorDomain(dp.AtomDomain(int)), SYM, (0, 5))
+    assert t([-3, 2, 9]) == [0, 2, 5]
+    assert t.map(4) == 4
+    with pytest.raises(dp.InvalidParameter, match="integers"):
+        dp.t.make_clamp(dp.VectorDomain(dp.AtomDomain(int)), SYM, (0.5, 5))
+    with pytest.raises(dp.DomainMismatch):
+        dp.t.make_clamp(dp.VectorDomain(dp.AtomDomain(int)), dp.L1Distance(), (0, 5))
+
+
+@given(st.integers(0, 50), st.integers(-20, 0), st.integers(0, 20))
+def test_int_sum_sensitivity_both_metrics(d: int, lo: int, hi: int) -> None:
+    dom = dp.VectorDomain(dp.AtomDomain(int, bounds=(lo, hi)))
+    assert dp.t.make_sum(dom, SYM).map(d) == d * max(-lo, hi)
+    assert dp.t.make_sum(dom, CHG).map(d) == d * (hi - lo)
+
+
+def test_int_sum_is_exact_without_overflow() -> None:
+    dom = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 2**62)))
+    assert dp.t.make_sum(dom, SYM)(np.array([2**62, 2**62], dtype=np.int64)) == 2**63
+
+
+def test_float_sum_needs_size_bound() -> None:
+    dom = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)))
+    with pytest.raises(dp.InvalidParameter, match="max_size"):
+        dp.t.make_sum(dom, SYM)
+    s = dp.t.make_sum(dom, SYM, max_size=3)
+    with pytest.raises(dp.DomainMismatch, match="at most 3"):
+        s([0.1] * 4)
+    assert s([0.1, 0.2, 0.3]) == math.fsum([0.1, 0.2, 0.3])
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=30),
+    st.integers(0, 29),
+    st.floats(-1e6, 1e6),
+)
+def test_float_sum_sensitivity_covers_rounding(data: list[float], i: int, replacement: float) -> None:
+    """Brute force: changing one record never moves the released sum by more than the map says."""
+    dom = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e6, 1e6)))
+    s = dp.t.make_sum(dom, CHG, max_size=30)
+    other = list(data)
+    other[i % len(data)] = replacement
+    assert abs(Fraction(s(data)) - Fraction(s(other))) <= s.map(1)
+
+
+def test_sum_needs_bounds() -> None:
+    with pytest.raises(dp.DomainMismatch, match="make_clamp"):
+        dp.t.make_sum(dp.VectorDomain(dp.AtomDomain(int)), SYM)
+
+
+def test_count() -> None:
+    t = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(str)), SYM)
+    assert t(["a", "b", "c"]) == 3
+    assert t.map(2) == 2
+    assert dp.t.make_count(dp.VectorDomain(dp.AtomDomain(str)), CHG).map(2) == 0
