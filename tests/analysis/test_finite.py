@@ -6,10 +6,12 @@ import itertools
 import math
 from fractions import Fraction as F
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import dpcompose as dp
 from dpcompose.analysis._finite import (
     FiniteInteractiveMechanism,
     History,
@@ -334,3 +336,56 @@ def test_accessors() -> None:
         HAND.answers((), "zzz")
     with pytest.raises(InvalidParameter, match="b=2"):
         HAND.probability(2, (), "u", 0)
+
+
+# --- as a Measurement -----------------------------------------------------------------------------------
+
+
+def test_as_measurement_samples_the_right_distribution() -> None:
+    meas = HAND.as_measurement(rng=np.random.default_rng(7))
+    counts: dict[tuple[object, object], int] = {}
+    n = 4000
+    for _ in range(n):
+        q = meas(0)
+        a1 = q("u")
+        a2 = q("w")
+        counts[(a1, a2)] = counts.get((a1, a2), 0) + 1
+    for (a1, a2), k in counts.items():
+        p = float(HAND.transcript_probability(0, (("u", a1), ("w", a2))))
+        assert abs(k / n - p) < 4 * math.sqrt(p * (1 - p) / n) + 1e-3
+
+
+def test_as_measurement_map_and_errors() -> None:
+    pure = HAND.as_measurement()
+    assert pure.output_measure == dp.PureDP()
+    assert pure.map(1) == privacy_loss(HAND, 0)
+    approx = HAND.as_measurement(delta=0.125, labels=("alice out", "alice in"))
+    assert approx.map(1) == (privacy_loss(HAND, F(1, 8)), F(1, 8))
+    assert approx.map(0) == (0, 0)
+    q = approx("alice in")
+    with pytest.raises(InvalidParameter, match="not offered"):
+        q("w")  # round 1 offers only "u"; the refused query spends nothing
+    q("u")
+    q("v")
+    with pytest.raises(dp.SequentialityError, match="over"):
+        q("v")
+    with pytest.raises(dp.DomainMismatch):
+        approx("bob")
+    with pytest.raises(InvalidParameter, match="labels"):
+        HAND.as_measurement(labels=(1, 1))
+    with pytest.raises(InvalidParameter, match="finite"):
+        randomized_response(2, F(1, 10)).as_measurement(delta=0)
+
+
+def test_as_measurement_composes_with_the_combinators() -> None:
+    rng = np.random.default_rng(1)
+    m1 = randomized_response(3).as_measurement(rng=rng)
+    m2 = HAND.as_measurement(rng=rng)
+    both = dp.make_concurrent(m1, m2)
+    # The combinator's bound (basic composition) is never below the exact concurrent PrivLoss.
+    exact_loss = privacy_loss(concurrent_composition(randomized_response(3), HAND), 0)
+    assert both.map(1) >= exact_loss
+    q1, q2 = both(1)
+    q2("u")
+    q1("b")  # interleaved
+    q2("w")

@@ -26,13 +26,25 @@ from __future__ import annotations
 
 import itertools
 import math
+import secrets
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from dpcompose._validation import check_finite, check_probability, check_same_length
 from dpcompose.accounting._exact import Number, decimal, exact, log_up
-from dpcompose.errors import InvalidParameter
+from dpcompose.core import (
+    ApproxDP,
+    CategoricalDomain,
+    DiscreteDistance,
+    Measurement,
+    Node,
+    PureDP,
+    Queryable,
+)
+from dpcompose.errors import InvalidParameter, SequentialityError
 
 __all__ = [
     "FiniteInteractiveMechanism",
@@ -280,6 +292,87 @@ class FiniteInteractiveMechanism:
     def table(self) -> dict[History, dict[Query, dict[Answer, tuple[Fraction, Fraction]]]]:
         """A copy of the exact probability table, in the form the constructor takes."""
         return {h: {q: dict(ans) for q, ans in node.items()} for h, node in self._table.items()}
+
+    def as_measurement(
+        self,
+        delta: Number = 0,
+        labels: tuple[Hashable, Hashable] = (0, 1),
+        *,
+        rng: np.random.Generator | None = None,
+    ) -> Measurement[Any, Any, int, Any]:
+        """This mechanism as an interactive :class:`~dpcompose.Measurement` on the two inputs ``labels``.
+
+        The input domain is ``CategoricalDomain(labels)`` (``labels[b]`` stands for ``x_b``) with
+        ``DiscreteDistance()``. The function returns a :class:`~dpcompose.Queryable` that answers one
+        query per round, sampling each answer exactly (integer draws against the exact probabilities)
+        and closes after the last round. The privacy map is exact: ``PureDP`` ε = PrivLoss(M, 0) when
+        ``delta == 0``, else ``ApproxDP`` (PrivLoss(M, δ), δ), both rounded up.
+
+        Args:
+            delta: the δ at which the map reports ε (read as the decimal it prints as).
+            labels: the two input values standing for x0 and x1.
+            rng: a numpy Generator for reproducible experiments only (not private); default
+                :mod:`secrets`.
+
+        Raises:
+            InvalidParameter: bad δ or labels, or PrivLoss(M, δ) is infinite (no finite map exists).
+
+        Source: Vadhan–Wang 2021 (TCC), Definition 1.6 (interactive mechanisms); the map is
+            :func:`privacy_loss`.
+
+        Examples:
+            >>> from fractions import Fraction
+            >>> import numpy as np
+            >>> meas = randomized_response(3).as_measurement(rng=np.random.default_rng(0))
+            >>> meas.interactive, meas.map(1) == privacy_loss(randomized_response(3), 0), meas.map(0)
+            (True, True, Fraction(0, 1))
+            >>> q = meas(1)
+            >>> q("b") in (0, 1)
+            True
+            >>> q("b")
+            Traceback (most recent call last):
+            ...
+            dpcompose.errors.SequentialityError: finite_interactive is closed: the interaction is over after 1 rounds
+        """
+        d = decimal(check_probability(delta, "delta"), "delta")
+        if not isinstance(labels, tuple) or len(labels) != 2 or labels[0] == labels[1]:
+            raise InvalidParameter(f"labels={labels!r} must be a pair of two different values")
+        eps = privacy_loss(self, d)
+        if not isinstance(eps, Fraction):
+            raise InvalidParameter(f"the mechanism is not (ε, δ)-DP for any finite ε at delta={delta!r}")
+        mech = self
+
+        def run(value: Any) -> Queryable[Hashable, Hashable]:
+            return _FiniteQueryable(mech, labels.index(value), rng)
+
+        measure: Any
+        privacy_map: Callable[[int], Any]
+        if d == 0:
+            measure = PureDP()
+
+            def privacy_map(d_in: int) -> Any:
+                return eps if d_in >= 1 else Fraction(0)
+
+        else:
+            measure = ApproxDP()
+
+            def privacy_map(d_in: int) -> Any:
+                return (eps, d) if d_in >= 1 else (Fraction(0), Fraction(0))
+
+        return Measurement(
+            CategoricalDomain(labels),
+            DiscreteDistance(),
+            measure,
+            run,
+            privacy_map,
+            interactive=True,
+            node=Node(
+                "finite_interactive",
+                params=(("rounds", str(self._rounds)), ("delta", str(d))),
+                source="Vadhan–Wang 2021 Lemma 2.2 (exact PrivLoss over deterministic adversaries)",
+                interaction="interactive",
+            ),
+        )
 
     def _node(self, history: History) -> dict[Query, dict[Answer, tuple[Fraction, Fraction]]]:
         node = self._table.get(history)
@@ -724,3 +817,52 @@ def concurrent_composition(
 
     build((), (), ())
     return FiniteInteractiveMechanism(table)
+
+
+def _uniform_below(n: int, rng: np.random.Generator | None) -> int:
+    """A uniform integer in [0, n), exactly, for any n ≥ 1 (rejection sampling on 32-bit chunks)."""
+    if rng is None:
+        return secrets.randbelow(n)
+    bits = max(1, (n - 1).bit_length())
+    while True:
+        x = 0
+        for _ in range((bits + 31) // 32):
+            x = (x << 32) | int(rng.integers(0, 2**32))
+        x >>= (-bits) % 32
+        if x < n:
+            return x
+
+
+class _FiniteQueryable(Queryable[Hashable, Hashable]):
+    """A live run of a finite interactive mechanism on input x_b."""
+
+    def __init__(self, mech: FiniteInteractiveMechanism, b: int, rng: np.random.Generator | None) -> None:
+        super().__init__(name="finite_interactive")
+        self._mech = mech
+        self._b = b
+        self._rng = rng
+        self._history: History = ()
+
+    def _answer(self, query: Hashable) -> Hashable:
+        node = self._mech._table.get(self._history)
+        if node is None:  # pragma: no cover - closed after the last round
+            raise SequentialityError("the mechanism's rounds are used up")
+        if query not in node:
+            raise InvalidParameter(
+                f"query={query!r} is not offered after history={self._history!r}; offered: {list(node)!r}"
+            )
+        answers = node[query]
+        probs = [pair[self._b] for pair in answers.values()]
+        den = math.lcm(*(p.denominator for p in probs))
+        draw = _uniform_below(den, self._rng)
+        acc = 0
+        chosen: Hashable = next(iter(answers))
+        for a, p in zip(answers, probs, strict=True):
+            acc += p.numerator * (den // p.denominator)
+            if draw < acc:
+                chosen = a
+                break
+        self._history = (*self._history, (query, chosen))
+        if self._mech.is_terminal(self._history):
+            self.close(f"the interaction is over after {len(self._history)} rounds")
+        return chosen
