@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -16,6 +16,7 @@ from dpcompose.analysis._finite import (
     FiniteInteractiveMechanism,
     History,
     adversary_count,
+    compare_concurrent,
     concurrent_composition,
     deterministic_adversaries,
     exp_privacy_loss,
@@ -389,3 +390,39 @@ def test_as_measurement_composes_with_the_combinators() -> None:
     q2("u")
     q1("b")  # interleaved
     q2("w")
+
+
+# --- concurrent composition against Theorem 1.8 and optimal composition ---------------------------------
+
+
+@settings(max_examples=25)
+@given(
+    small_mechanisms(),
+    small_mechanisms(),
+    st.fractions(min_value=0, max_value=F(1, 5), max_denominator=100),
+    st.fractions(min_value=0, max_value=F(1, 5), max_denominator=100),
+)
+def test_exact_le_optimal_le_theorem_1_8(
+    m1: FiniteInteractiveMechanism, m2: FiniteInteractiveMechanism, d1: F, d2: F
+) -> None:
+    if exp_privacy_loss(m1, d1) is None or exp_privacy_loss(m2, d2) is None:
+        return
+    try:
+        c = compare_concurrent(m1, m2, d1, d2)
+    except InvalidParameter:  # Theorem 1.8's δ reached 1
+        return
+    assert c.exp_exact is not None
+    assert c.exp_exact <= c.exp_optimal <= c.exp_theorem_1_8
+    assert c.exact <= c.optimal <= c.theorem_1_8
+
+
+def test_theorem_1_8_loose_and_tight() -> None:
+    # Pure: all three agree (e^ε = 3·2).
+    pure = compare_concurrent(randomized_response(3), randomized_response(2), 0, 0)
+    assert pure.exp_exact == pure.exp_optimal == pure.exp_theorem_1_8 == 6
+    # Approximate: Theorem 1.8 asks for e^ε = 9 at δ = 1/5, the truth is 2593/361 ≈ 7.18 (hand check:
+    # Q = 0 mass 1 − 0.95² = 0.0975, then the (0, 0) outcome with P = 0.7125², Q = 0.2375²).
+    c = compare_concurrent(randomized_response(3, 0.05), randomized_response(3, 0.05), 0.05, 0.05)
+    p, q = F(95, 100) ** 2 * F(9, 16), F(95, 100) ** 2 * F(1, 16)
+    assert c.exp_exact == (1 - F(95, 100) ** 2 + p - F(1, 5)) / q == F(2593, 361)
+    assert c.theorem_1_8 > c.optimal
