@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -140,11 +140,11 @@ def _delta_at(m: FiniteInteractiveMechanism, t: F) -> F:
 
 
 @st.composite
-def small_mechanisms(draw: st.DrawFn) -> FiniteInteractiveMechanism:
+def small_mechanisms(draw: st.DrawFn, positive: bool = False) -> FiniteInteractiveMechanism:
     rounds = draw(st.integers(1, 2))
     qs = [list(range(draw(st.integers(1, 2)))) for _ in range(rounds)]
     as_ = [list(range(draw(st.integers(2, 3)))) for _ in range(rounds)]
-    weights = st.integers(0, 4)
+    weights = st.integers(1 if positive else 0, 4)
     cache: dict[tuple[int, History, object], tuple[F, ...]] = {}
 
     def probs(b: int, h: History, q: object) -> tuple[F, ...]:
@@ -397,19 +397,18 @@ def test_as_measurement_composes_with_the_combinators() -> None:
 
 @settings(max_examples=25)
 @given(
-    small_mechanisms(),
-    small_mechanisms(),
+    small_mechanisms(positive=True),
+    small_mechanisms(positive=True),
     st.fractions(min_value=0, max_value=F(1, 5), max_denominator=100),
     st.fractions(min_value=0, max_value=F(1, 5), max_denominator=100),
 )
 def test_exact_le_optimal_le_theorem_1_8(
     m1: FiniteInteractiveMechanism, m2: FiniteInteractiveMechanism, d1: F, d2: F
 ) -> None:
-    if exp_privacy_loss(m1, d1) is None or exp_privacy_loss(m2, d2) is None:
-        return
     try:
         c = compare_concurrent(m1, m2, d1, d2)
     except InvalidParameter:  # Theorem 1.8's δ reached 1
+        event("skipped: δ_g ≥ 1")
         return
     assert c.exp_exact is not None
     assert c.exp_exact <= c.exp_optimal <= c.exp_theorem_1_8
