@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import pytest
 
+from dpcompose.analysis import _verify_cli
 from dpcompose.analysis._verify_cli import main, run_trial
 
 
-def test_small_run_all_feasible(capsys: pytest.CaptureFixture[str]) -> None:
+def test_small_run_all_feasible(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_verify_cli, "_load_tqdm", lambda: None)
     assert main(["lp", "--trials", "20", "--delta", "0.01", "--seed", "0"]) == 0
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
     assert lines[-1] == "feasible: 20/20"
     assert any(line.strip().startswith("infeasible") and line.strip().endswith(" 0") for line in lines)
     assert "20/20 trials (100%)" in captured.err  # plain progress fallback (tqdm is not a dependency)
+
+
+def test_tqdm_is_used_when_importable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def fake_tqdm(items: Iterable[object], total: int, desc: str, file: object) -> Iterator[object]:
+        calls.append(total)
+        yield from items
+
+    monkeypatch.setattr(_verify_cli, "_load_tqdm", lambda: fake_tqdm)
+    assert main(["lp", "--trials", "3", "--seed", "2"]) == 0
+    assert calls == [3]
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "feasible: 3/3"
 
 
 def test_leading_verify_word_and_quiet(capsys: pytest.CaptureFixture[str]) -> None:

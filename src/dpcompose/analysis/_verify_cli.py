@@ -82,14 +82,19 @@ def _results(seed: int, trials: int, delta: float, jobs: int) -> Iterator[TrialR
             yield from part
 
 
+def _load_tqdm() -> Any:
+    """``tqdm.tqdm`` if tqdm is installed (an optional extra), else ``None``."""
+    try:
+        return importlib.import_module("tqdm").tqdm
+    except ImportError:
+        return None
+
+
 def _progress(items: Iterable[TrialResult], total: int, enabled: bool, err: TextIO) -> Iterator[TrialResult]:
     if not enabled:
         yield from items
         return
-    try:
-        tqdm: Any = importlib.import_module("tqdm").tqdm
-    except ImportError:
-        tqdm = None
+    tqdm = _load_tqdm()
     if tqdm is not None:
         yield from tqdm(items, total=total, desc="LP trials", file=err)
         return
