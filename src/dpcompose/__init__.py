@@ -13,13 +13,19 @@ from __future__ import annotations
 from dpcompose import accounting, analysis, combinators, core, measurements, transformations
 from dpcompose import measurements as m
 from dpcompose import transformations as t
-from dpcompose.analysis import explain
+from dpcompose.analysis import binary_search_param, explain, split_budget
 from dpcompose.combinators import (
     make_adaptive_concurrent,
     make_adaptive_sequential,
     make_concurrent,
+    make_group,
     make_parallel,
+    make_postprocess,
+    make_pure_to_approx,
+    make_pure_to_zcdp,
     make_sequential,
+    make_zcdp_to_approx,
+    wrap_queryable,
 )
 from dpcompose.core import (
     ZCDP,
@@ -86,6 +92,7 @@ __all__ = [
     "__version__",
     "accounting",
     "analysis",
+    "binary_search_param",
     "combinators",
     "core",
     "explain",
@@ -93,9 +100,16 @@ __all__ = [
     "make_adaptive_concurrent",
     "make_adaptive_sequential",
     "make_concurrent",
+    "make_group",
     "make_parallel",
+    "make_postprocess",
+    "make_pure_to_approx",
+    "make_pure_to_zcdp",
     "make_sequential",
+    "make_zcdp_to_approx",
     "measurements",
+    "split_budget",
     "t",
     "transformations",
+    "wrap_queryable",
 ]

@@ -28,11 +28,11 @@ def test_chain_map_is_composition_of_maps() -> None:
 
 def test_chain_mismatch_names_both_sides() -> None:
     count = dp.t.make_count(INTS, SYM)
-    vec_laplace = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(float)), dp.L1Distance(), scale=1.0)
+    vec_laplace = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L1Distance(), scale=1.0)
     with pytest.raises(dp.DomainMismatch) as info:
         count >> vec_laplace
     message = str(info.value)
-    assert "AtomDomain(int)" in message and "VectorDomain(AtomDomain(float))" in message
+    assert "AtomDomain(int)" in message and "VectorDomain(AtomDomain(float), size=3)" in message
     assert "count" in message and "laplace" in message
 
 

@@ -3,12 +3,13 @@
 Every function here takes numbers and returns numbers (or a :class:`PrivacyProfile`); none sees data,
 a domain or a queryable. Results never under-report: rational results are exact
 :class:`fractions.Fraction`, irrational steps are rounded outward (see :mod:`dpcompose.accounting._exact`).
-Each function's docstring names its source.
+Each function's docstring names its source. The catalogue is docs/accounting.md.
 """
 
 from __future__ import annotations
 
-from dpcompose.accounting._basic import basic, zcdp_compose
+from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
+from dpcompose.accounting._concurrent import concurrent_vadhan_wang
 from dpcompose.accounting._exact import (
     Number,
     decimal,
@@ -16,13 +17,41 @@ from dpcompose.accounting._exact import (
     float_down,
     float_up,
 )
+from dpcompose.accounting._optimal import (
+    optimal_delta,
+    optimal_delta_bounds,
+    optimal_epsilon,
+    optimal_epsilon_bounds,
+)
+from dpcompose.accounting._zcdp import (
+    group_zcdp,
+    pure_to_zcdp,
+    renyi_to_approx,
+    zcdp_compose,
+    zcdp_delta,
+    zcdp_to_approx,
+)
 
 __all__ = [
     "Number",
+    "advanced",
+    "advanced_drv",
+    "advanced_kov",
     "basic",
+    "concurrent_vadhan_wang",
     "decimal",
     "exact",
     "float_down",
     "float_up",
+    "group",
+    "group_zcdp",
+    "optimal_delta",
+    "optimal_delta_bounds",
+    "optimal_epsilon",
+    "optimal_epsilon_bounds",
+    "pure_to_zcdp",
+    "renyi_to_approx",
     "zcdp_compose",
+    "zcdp_delta",
+    "zcdp_to_approx",
 ]

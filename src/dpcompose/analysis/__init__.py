@@ -3,5 +3,12 @@
 from __future__ import annotations
 
 from dpcompose.analysis._explain import Explanation, ExplanationRow, explain
+from dpcompose.analysis._planning import binary_search_param, split_budget
 
-__all__ = ["Explanation", "ExplanationRow", "explain"]
+__all__ = [
+    "Explanation",
+    "ExplanationRow",
+    "binary_search_param",
+    "explain",
+    "split_budget",
+]

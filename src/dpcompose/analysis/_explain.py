@@ -40,7 +40,8 @@ class Explanation:
             why = r.theorem + (f" — {r.source}" if r.source and r.theorem else r.source)
             table.append(("  " * r.depth + r.label, r.interaction, r.measure, r.d_in, r.cost, why))
             for theorem, value in r.runners_up:
-                table.append(("  " * (r.depth + 1) + "· rejected", "", "", "", value, theorem))
+                mark = "· chosen" if value == r.cost else "· runner-up"
+                table.append(("  " * (r.depth + 1) + mark, "", "", "", value, theorem))
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
         lines.append("  ".join("-" * w for w in widths))
@@ -89,7 +90,8 @@ def explain(
     return Explanation(tuple(rows))
 
 
-def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow]) -> None:
+def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow], repeat: int = 1) -> None:
+    """Append the rows of ``node`` (shown once with ``×repeat`` when it is repeated) and its subtree."""
     info = node.node
     cost = node.map(d_in)
     measure = repr(node.output_measure).removesuffix("()") if isinstance(node, Measurement) else "metric"
@@ -99,7 +101,7 @@ def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow]) -> None:
     rows.append(
         ExplanationRow(
             depth=depth,
-            label=info.label(),
+            label=info.label() + (f" ×{repeat}" if repeat > 1 else ""),
             interaction=("interactive, " if getattr(node, "interactive", False) else "") + info.interaction
             if info.interaction != "non-interactive" or getattr(node, "interactive", False)
             else "non-interactive",
@@ -111,5 +113,12 @@ def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow]) -> None:
             runners_up=runners,
         )
     )
-    for child, child_d in zip(info.children, info.inputs_for_children(d_in), strict=True):
-        _walk(child, child_d, depth + 1, rows)
+    pairs = list(zip(info.children, info.inputs_for_children(d_in), strict=True))
+    i = 0
+    while i < len(pairs):
+        child, child_d = pairs[i]
+        repeat = 1
+        while i + repeat < len(pairs) and pairs[i + repeat][0] is child and pairs[i + repeat][1] == child_d:
+            repeat += 1
+        _walk(child, child_d, depth + 1, rows, repeat)
+        i += repeat

@@ -6,15 +6,16 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dpcompose.combinators._policy import Plan, plan_composition
 from dpcompose.core import Measure, Measurement, Node, Queryable
-from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
+from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["make_concurrent", "make_sequential"]
 
 AnyMeasurement = Measurement[Any, Any, Any, Any]
 
 
-def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> Measure[Any]:
+def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
     if len(measurements) == 0:
         raise InvalidParameter(f"{who} needs at least one measurement (got none)")
     for i, child in enumerate(measurements):
@@ -28,13 +29,6 @@ def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> Measure
                 f"{first.input_metric!r}, but child {i} ({child.node.label()}) takes "
                 f"{child.input_domain!r} under {child.input_metric!r}"
             )
-        if child.output_measure != first.output_measure:
-            raise UnsupportedComposition(
-                f"{who}: child 0 is {first.output_measure!r} but child {i} is {child.output_measure!r}; "
-                "lift the children to one measure first (make_pure_to_zcdp, make_zcdp_to_approx, "
-                "make_pure_to_profile, make_zcdp_to_profile)"
-            )
-    return first.output_measure
 
 
 def _compose_map(
@@ -48,7 +42,12 @@ def _compose_map(
     return privacy_map
 
 
-def make_sequential(*measurements: AnyMeasurement) -> AnyMeasurement:
+def make_sequential(
+    *measurements: AnyMeasurement,
+    theorem: str = "auto",
+    output_measure: Measure[Any] | None = None,
+    delta: float | None = None,
+) -> AnyMeasurement:
     """Sequential composition: run every child on the same data; interactive children are queried one
     after another.
 
@@ -67,11 +66,23 @@ def make_sequential(*measurements: AnyMeasurement) -> AnyMeasurement:
         >>> ten.map(1), ten.check(1, 1.0)
         (Fraction(1, 1), True)
     """
-    measure = _check_children(measurements, "make_sequential")
-    return _build(measurements, measure, sequential=True)
+    _check_children(measurements, "make_sequential")
+    plan = plan_composition(
+        [m.output_measure for m in measurements],
+        output_measure=output_measure,
+        theorem=theorem,
+        delta=delta,
+        concurrent=False,
+    )
+    return _build(measurements, plan, sequential=True)
 
 
-def make_concurrent(*measurements: AnyMeasurement) -> AnyMeasurement:
+def make_concurrent(
+    *measurements: AnyMeasurement,
+    theorem: str = "auto",
+    output_measure: Measure[Any] | None = None,
+    delta: float | None = None,
+) -> AnyMeasurement:
     """Concurrent composition: every interactive child stays open and queries may interleave freely.
 
     Privacy map: the measure's composition rule, which holds concurrently for every measure offered here.
@@ -86,13 +97,18 @@ def make_concurrent(*measurements: AnyMeasurement) -> AnyMeasurement:
         >>> dp.make_concurrent(lap, lap).map(1)
         Fraction(1, 1)
     """
-    measure = _check_children(measurements, "make_concurrent")
-    return _build(measurements, measure, sequential=False)
+    _check_children(measurements, "make_concurrent")
+    plan = plan_composition(
+        [m.output_measure for m in measurements],
+        output_measure=output_measure,
+        theorem=theorem,
+        delta=delta,
+        concurrent=True,
+    )
+    return _build(measurements, plan, sequential=False)
 
 
-def _build(
-    measurements: Sequence[AnyMeasurement], measure: Measure[Any], *, sequential: bool
-) -> AnyMeasurement:
+def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bool) -> AnyMeasurement:
     children = tuple(measurements)
     interactive = any(child.interactive for child in children)
     kind = "sequential" if sequential else "concurrent"
@@ -109,15 +125,16 @@ def _build(
     return Measurement(
         children[0].input_domain,
         children[0].input_metric,
-        measure,
+        plan.measure,
         run,
-        _compose_map(children, measure.compose),
+        _compose_map(children, plan.compose),
         interactive=interactive,
         node=Node(
             kind,
             params=(("children", str(len(children))),),
-            source=measure.compose_source,
-            theorem="basic composition",
+            source=plan.source,
+            theorem=plan.theorem,
+            alternatives=lambda d: plan.runners_up([c.map(d) for c in children]),
             interaction=kind,
             children=children,
         ),

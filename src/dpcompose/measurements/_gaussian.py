@@ -11,7 +11,9 @@ from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import exact
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
 from dpcompose.measurements import _noise
+from dpcompose.measurements._discrete import Grid, grid_sensitivity, noisy_on_grid, secure_float_setup
 from dpcompose.measurements._laplace import _check_numeric
+from dpcompose.measurements._sampling import discrete_gaussian_array
 
 __all__ = ["make_gaussian"]
 
@@ -25,7 +27,19 @@ def make_gaussian(
 ) -> Measurement[Any, Any, Fraction, Fraction]:
     """The Gaussian mechanism: add N(0, ``scale``²) noise to a number or to each vector entry.
 
-    Privacy map: ρ = (d_in / scale)² / 2, exact (zCDP).
+    Secure by default: the input is rounded to the grid ``g·Z``, ``g = 2**k``, ``k = ⌊log₂ σ⌋ - 20`` (round
+    half up), and exact discrete Gaussian noise of parameter σ_g = ⌈σ/g⌉ grid units is added from the
+    operating system's secure source; the grid point is returned as a float. The noise actually used has
+    σ' = σ_g·g ≥ σ (σ' = σ when σ has at most 21 significant bits, e.g. 2.0 or 10.0).
+
+    Privacy map (secure path): ρ = Δ_g² / (2σ_g²) with the grid-unit L2 sensitivity Δ_g of
+    :func:`~dpcompose.measurements._discrete.grid_sensitivity`: ``⌈d_in/g⌉`` for a number (ρ = (d_in/σ')²/2
+    when d_in is a multiple of g), ``d_in/g + s`` with a rational ``s >= √n`` for an n-vector (each entry
+    moves by less than one grid step), and d_in/g for integer data. Discrete Gaussian zCDP: Canonne,
+    Kamath, Steinke 2020, Thm 4 / Thm 14. Float vectors need a known size.
+
+    With ``rng=`` (seeded fast path, NOT private): plain float Gaussian noise from the caller's numpy
+    Generator; the map then reports the idealised ρ = (d_in/σ)²/2.
 
     Args:
         input_domain: ``AtomDomain(int|float)`` with ``AbsoluteDistance``, or a ``VectorDomain`` of those
@@ -42,7 +56,7 @@ def make_gaussian(
 
     Examples:
         >>> import dpcompose as dp
-        >>> v = dp.VectorDomain(dp.AtomDomain(float))
+        >>> v = dp.VectorDomain(dp.AtomDomain(int))
         >>> dp.m.make_gaussian(v, dp.L2Distance(), scale=2.0).map(1)
         Fraction(1, 8)
     """
@@ -50,17 +64,25 @@ def make_gaussian(
     scale_q = exact(scale, "scale")
     vector = _check_numeric(input_domain, input_metric, L2Distance)
     fscale = float(scale)
+    grid = Grid.for_gaussian(scale_q)
+    integer, size = secure_float_setup(input_domain, vector, grid.k, rng)
 
     def run(data: Any) -> Any:
-        gen = _noise.resolve_rng(rng)
+        if rng is None:  # secure: exact discrete noise on the grid
+            noise = discrete_gaussian_array(grid.units**2, len(data) if vector else 1)
+            return noisy_on_grid(data, vector, grid.k, noise, integer)
+        gen = _noise.resolve_rng(rng)  # seeded fast path: NOT private
         if vector:
             values = np.asarray(data, dtype=np.float64)
             return values + _noise.gaussian(values.shape, fscale, gen)
         return float(data) + float(_noise.gaussian((), fscale, gen))
 
     def privacy_map(d_in: Fraction) -> Fraction:
-        ratio = Fraction(d_in) / scale_q
-        return ratio * ratio / 2
+        if rng is not None:
+            ratio = Fraction(d_in) / scale_q
+            return ratio * ratio / 2
+        units = grid_sensitivity(Fraction(d_in), grid.width, size, 2, integer) / grid.units
+        return units * units / 2
 
     return Measurement(
         input_domain,

@@ -22,6 +22,8 @@ from dpcompose.core import (
 )
 from dpcompose.errors import DomainMismatch
 from dpcompose.measurements import _noise
+from dpcompose.measurements._discrete import Grid, grid_sensitivity, noisy_on_grid, secure_float_setup
+from dpcompose.measurements._sampling import discrete_laplace_array
 
 __all__ = ["make_laplace"]
 
@@ -37,8 +39,19 @@ def make_laplace(
 ) -> Measurement[Any, Any, Fraction, Fraction]:
     """The Laplace mechanism: add Laplace(0, ``scale``) noise to a number or to each vector entry.
 
-    Privacy map: ε = d_in / scale, exact (``scale`` is read as its exact binary value, the number the
-    sampler really uses).
+    Secure by default: the input is rounded to the grid ``g·Z`` with ``g = 2**k``, ``k = ⌊log₂ scale⌋ - 30``
+    (round half up), exact discrete Laplace noise of scale ``scale/g`` is added in grid units from the
+    operating system's secure source, and the grid point is returned as a float. No float arithmetic
+    touches the noise, so the output's low bits reveal nothing (Mironov 2012).
+
+    Privacy map (secure path): ε = Δ_g·g / scale, with Δ_g the grid-unit sensitivity of
+    :func:`~dpcompose.measurements._discrete.grid_sensitivity`: ``⌈d_in/g⌉`` for a number (so
+    ε = d_in/scale exactly whenever d_in is a multiple of g, e.g. any integer), ``⌈d_in/g⌉ + n - 1`` for an
+    n-vector in L1 (rounding moves each entry by less than one grid step), and d_in/scale for integer data
+    (already on the grid). Float vectors need a known size. ``scale`` is read as its exact binary value.
+
+    With ``rng=`` (seeded fast path, NOT private): plain float Laplace noise from the caller's numpy
+    Generator, reproducible for experiments; the map then reports the idealised ε = d_in/scale.
 
     Args:
         input_domain: ``AtomDomain(int|float)`` with ``AbsoluteDistance``, or ``VectorDomain`` of those
@@ -69,16 +82,23 @@ def make_laplace(
     scale_q = exact(scale, "scale")
     vector = _check_numeric(input_domain, input_metric)
     fscale = float(scale)
+    grid = Grid.for_laplace(scale_q)
+    integer, size = secure_float_setup(input_domain, vector, grid.k, rng)
 
     def run(data: Any) -> Any:
-        gen = _noise.resolve_rng(rng)
+        if rng is None:  # secure: exact discrete noise on the grid
+            noise = discrete_laplace_array(grid.units, len(data) if vector else 1)
+            return noisy_on_grid(data, vector, grid.k, noise, integer)
+        gen = _noise.resolve_rng(rng)  # seeded fast path: NOT private
         if vector:
             values = np.asarray(data, dtype=np.float64)
             return values + _noise.laplace(values.shape, fscale, gen)
         return float(data) + float(_noise.laplace((), fscale, gen))
 
     def privacy_map(d_in: Fraction) -> Fraction:
-        return Fraction(d_in) / scale_q
+        if rng is not None:
+            return Fraction(d_in) / scale_q
+        return grid_sensitivity(Fraction(d_in), grid.width, size, 1, integer) / grid.units
 
     return Measurement(
         input_domain,

@@ -1,0 +1,250 @@
+"""Which composition theorem a combinator applies: the tightest *proven* one for its situation.
+
+The policy is data, not code paths: for the children's measures, the target measure and the interaction
+(sequential or concurrent) it lists the candidate theorems that are proven to apply; ``theorem="auto"``
+takes the one with the smallest result, and the others are kept as runners-up for ``dp.explain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dpcompose.accounting import (
+    advanced,
+    basic,
+    concurrent_vadhan_wang,
+    optimal_epsilon,
+    pure_to_zcdp,
+    zcdp_compose,
+    zcdp_to_approx,
+)
+from dpcompose.core import ZCDP, ApproxDP, Measure, PureDP, RenyiDP
+from dpcompose.errors import InvalidParameter, UnsupportedComposition
+
+__all__ = ["THEOREMS", "Plan", "plan_composition"]
+
+THEOREMS = ("auto", "basic", "vadhan-wang-2021", "advanced", "optimal", "zcdp")
+
+_SOURCES = {
+    "basic": "Dwork–McSherry–Nissim–Smith 2006; Dwork et al. 2006",
+    "vadhan-wang-2021": "Vadhan–Wang 2021 Thm 1.8 (optimal order)",
+    "advanced": "Dwork–Rothblum–Vadhan 2010; Kairouz–Oh–Viswanath 2015 Thm 3.4/3.5",
+    "optimal": "Kairouz–Oh–Viswanath 2015; Murtagh–Vadhan 2016",
+    "zcdp": "Bun–Steinke 2016 Prop. 1.4 + Lemma 2.3; Canonne–Kamath–Steinke 2020",
+}
+_CONCURRENT_SOURCES = {
+    "basic": "Vadhan–Wang 2021 Thm 3.3 (pure); Vadhan–Zhang 2023 Thm 1.3 ((ε, δ))",
+    "advanced": "Vadhan–Zhang 2023 Thm 1.3 (non-interactive theorems hold concurrently)",
+    "optimal": "Vadhan–Zhang 2023 Thm 1.3 with Kairouz–Oh–Viswanath 2015 / Murtagh–Vadhan 2016",
+    "zcdp": "Lyu 2022 Thm 3.2; Canonne–Kamath–Steinke 2020",
+}
+
+Candidate = Callable[[list[Any]], Any]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The chosen composition: target measure, theorem name and source, and the function from the
+    children's d_out list to the composite's d_out; ``runners_up`` evaluates every applicable theorem."""
+
+    measure: Measure[Any]
+    theorem: str
+    source: str
+    compose: Callable[[list[Any]], Any]
+    runners_up: Callable[[list[Any]], tuple[tuple[str, Any], ...]]
+
+
+def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
+    if child == target:
+        return lambda d: d
+    if isinstance(child, PureDP) and isinstance(target, ApproxDP):
+        return lambda d: (d, Fraction(0))
+    if isinstance(child, PureDP) and isinstance(target, ZCDP):
+        return pure_to_zcdp
+    raise UnsupportedComposition(
+        f"cannot lift a {child!r} child to {target!r}: use make_pure_to_zcdp, make_zcdp_to_approx, "
+        "make_pure_to_profile or make_zcdp_to_profile on the children first"
+    )
+
+
+def _approx_candidates(
+    concurrent: bool, delta: Fraction | None, all_pure: bool
+) -> dict[str, Callable[[list[tuple[Fraction, Fraction]]], tuple[Fraction, Fraction] | None]]:
+    """(ε, δ) candidates on lifted (ε, δ) children; each returns None where it does not apply."""
+
+    def eps_deltas(ds: list[tuple[Fraction, Fraction]]) -> tuple[list[Fraction], list[Fraction]]:
+        return [d[0] for d in ds], [d[1] for d in ds]
+
+    def use_basic(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
+        e, d = basic(*eps_deltas(ds))
+        if delta is None:
+            return e, d
+        return (e, delta) if d <= delta else None
+
+    def use_vw(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
+        e, d, _ = concurrent_vadhan_wang(*eps_deltas(ds))
+        if delta is None:
+            return e, d
+        return (e, delta) if d <= delta else None
+
+    out: dict[str, Callable[[list[tuple[Fraction, Fraction]]], tuple[Fraction, Fraction] | None]] = {
+        "basic": use_basic
+    }
+    if concurrent:
+        out["vadhan-wang-2021"] = use_vw
+    if delta is not None:
+
+        def use_advanced(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
+            eps, dels = eps_deltas(ds)
+            slack = delta - sum(dels, Fraction(0))
+            if slack <= 0:
+                return None
+            e, _ = advanced(eps, dels, slack)
+            return e, delta
+
+        out["advanced"] = use_advanced
+
+        def use_optimal(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
+            eps, dels = eps_deltas(ds)
+            lost = 1 - _product(1 - d for d in dels)
+            if lost > delta:
+                return None
+            return optimal_epsilon(eps, dels, delta), delta
+
+        out["optimal"] = use_optimal
+        if all_pure:
+
+            def use_zcdp(ds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction] | None:
+                if delta == 0:
+                    return None
+                rho = zcdp_compose([pure_to_zcdp(e) for e, _ in ds])
+                return zcdp_to_approx(rho, delta), delta
+
+            out["zcdp"] = use_zcdp
+    return out
+
+
+def _product(values: Iterable[Fraction]) -> Fraction:
+    out = Fraction(1)
+    for v in values:
+        out *= v
+    return out
+
+
+def plan_composition(
+    measures: Sequence[Measure[Any]],
+    *,
+    output_measure: Measure[Any] | None,
+    theorem: str,
+    delta: Any,
+    concurrent: bool,
+) -> Plan:
+    """Choose the theorem for composing children with these measures.
+
+    Raises:
+        InvalidParameter: an unknown theorem name, or a bad ``delta``.
+        UnsupportedComposition: no proven theorem covers the case, or the forced one does not apply.
+    """
+    if theorem not in THEOREMS:
+        raise InvalidParameter(f"theorem={theorem!r} must be one of {', '.join(THEOREMS)}")
+    first = measures[0]
+    if output_measure is None:
+        for i, m in enumerate(measures):
+            if m != first:
+                raise UnsupportedComposition(
+                    f"child 0 is {first!r} but child {i} is {m!r}; lift the children to one measure "
+                    "(make_pure_to_zcdp, make_zcdp_to_approx, make_pure_to_profile, make_zcdp_to_profile) "
+                    "or pass output_measure="
+                )
+        target = first
+    else:
+        target = output_measure
+    delta_q: Fraction | None = None
+    if delta is not None:
+        if not isinstance(target, ApproxDP):
+            raise InvalidParameter(f"delta= is a target for ApproxDP output, not for {target!r}")
+        delta_q = ApproxDP().parse((0, delta), "delta")[1]
+    sources = _CONCURRENT_SOURCES if concurrent else _SOURCES
+    kind = "concurrent" if concurrent else "sequential"
+
+    def single(name: str, fn: Callable[[list[Any]], Any]) -> Plan:
+        if theorem not in ("auto", name):
+            raise UnsupportedComposition(
+                f"theorem={theorem!r} does not apply to {kind} composition of {target!r} children: "
+                f"it needs ApproxDP output with a target delta= (pass output_measure=dp.ApproxDP(), delta=…)"
+                if theorem in ("advanced", "optimal", "zcdp")
+                else f"theorem={theorem!r} does not apply to {kind} composition of {target!r} children"
+            )
+        source = sources.get(name, _SOURCES.get(name, ""))
+        return Plan(target, name, source, fn, lambda ds: ())
+
+    if isinstance(target, ApproxDP):
+        zcdp_children = [m for m in measures if isinstance(m, ZCDP)]
+        if zcdp_children:
+            if delta_q is None or delta_q == 0:
+                raise UnsupportedComposition(
+                    "zCDP children composed into ApproxDP need a positive target delta= (zCDP has no finite "
+                    "ε at δ = 0)"
+                )
+            lifts = [_lift(m, ZCDP()) for m in measures]
+            dq = delta_q
+
+            def via_zcdp(ds: list[Any]) -> tuple[Fraction, Fraction]:
+                rho = zcdp_compose([f(d) for f, d in zip(lifts, ds, strict=True)])
+                return zcdp_to_approx(rho, dq), dq
+
+            return single("zcdp", via_zcdp)
+        lifts = [_lift(m, target) for m in measures]
+        all_pure = all(isinstance(m, PureDP) for m in measures)
+        candidates = _approx_candidates(concurrent, delta_q, all_pure)
+        if theorem != "auto" and theorem not in candidates:
+            raise UnsupportedComposition(
+                f"theorem={theorem!r} does not apply to {kind} composition of (ε, δ) children"
+                + (" without a target delta=" if delta_q is None else "")
+                + f"; applicable: {', '.join(candidates)}"
+            )
+        names = list(candidates) if theorem == "auto" else [theorem]
+
+        def evaluate(ds: list[Any]) -> list[tuple[str, tuple[Fraction, Fraction]]]:
+            lifted = [f(d) for f, d in zip(lifts, ds, strict=True)]
+            results = []
+            for name in candidates:
+                value = candidates[name](lifted)
+                if value is not None:
+                    results.append((name, value))
+            return results
+
+        def compose(ds: list[Any]) -> tuple[Fraction, Fraction]:
+            results = [(n, v) for n, v in evaluate(ds) if n in names]
+            if not results:
+                raise UnsupportedComposition(
+                    f"no applicable theorem ({', '.join(names)}) fits the target delta={delta}: "
+                    "the children's δ already add up to more"
+                )
+            return min(results, key=lambda nv: (nv[1][0], nv[1][1]))[1]
+
+        def runners_up(ds: list[Any]) -> tuple[tuple[str, Any], ...]:
+            return tuple((f"{n} — {sources.get(n, _SOURCES[n])}", v) for n, v in evaluate(ds))
+
+        label = "auto: least ε of " + ", ".join(names) if theorem == "auto" else theorem
+        source = (
+            "each candidate's source is listed below"
+            if theorem == "auto"
+            else sources.get(theorem, _SOURCES[theorem])
+        )
+        return Plan(target, label, source, compose, runners_up)
+
+    lifts = [_lift(m, target) for m in measures]
+
+    def lifted(ds: list[Any]) -> list[Any]:
+        return [f(d) for f, d in zip(lifts, ds, strict=True)]
+
+    if isinstance(target, PureDP):
+        name = "vadhan-wang-2021" if theorem == "vadhan-wang-2021" and concurrent else "basic"
+        return single(name, lambda ds: target.compose(lifted(ds)))
+    if isinstance(target, (ZCDP, RenyiDP)):
+        return single("basic", lambda ds: target.compose(lifted(ds)))
+    return single("basic", lambda ds: target.compose(lifted(ds)))

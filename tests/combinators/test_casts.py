@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpcompose as dp
+from dpcompose import accounting
+
+FLOAT = dp.AtomDomain(float)
+ABS = dp.AbsoluteDistance()
+
+
+@given(st.floats(0.01, 100), st.integers(0, 5))
+def test_pure_to_zcdp_matches_accounting(scale: float, d: int) -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=scale)
+    assert dp.make_pure_to_zcdp(lap).map(d) == accounting.pure_to_zcdp(lap.map(d))
+
+
+def test_zcdp_to_approx_matches_accounting() -> None:
+    g = dp.m.make_gaussian(FLOAT, ABS, scale=3.0)
+    eps, delta = dp.make_zcdp_to_approx(g, 1e-5).map(2)
+    assert delta == Fraction(1, 10**5)
+    assert eps == accounting.zcdp_to_approx(g.map(2), Fraction(1, 10**5))
+    with pytest.raises(dp.InvalidParameter, match="delta=0"):
+        dp.make_zcdp_to_approx(g, 0.0)
+    with pytest.raises(dp.DomainMismatch, match="ZCDP"):
+        dp.make_zcdp_to_approx(dp.m.make_laplace(FLOAT, ABS, scale=1.0), 1e-6)
+
+
+def test_casts_let_mixed_children_compose() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=2.0)
+    g = dp.m.make_gaussian(FLOAT, ABS, scale=2.0)
+    both = dp.make_sequential(dp.make_pure_to_zcdp(lap), g)
+    assert both.map(1) == Fraction(1, 8) + Fraction(1, 8)
+
+
+def test_group_privacy_from_map_at_one() -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=2.0)
+    assert dp.make_group(lap, 4).map(1) == 2
+    assert dp.make_group(lap, 4).map(0) == 0
+    g = dp.m.make_gaussian(FLOAT, ABS, scale=1.0)
+    assert dp.make_group(g, 3).map(1) == Fraction(9, 2)
+    rr = dp.m.make_randomized_response_approx(
+        dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), epsilon=0.5, delta=0.01
+    )
+    assert dp.make_group(rr, 2).map(1) == accounting.group(Fraction(1, 2), Fraction(0.01), 2)
+    with pytest.raises(dp.InvalidParameter, match="k="):
+        dp.make_group(lap, 0)
+
+
+def test_interactive_postprocess_rewrites_queries_and_answers() -> None:
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    sym = dp.SymmetricDistance()
+    lap = dp.m.make_interactive_laplace(ints, sym, scale=1e-9, max_queries=2)
+    count = dp.t.make_count(ints, sym)
+    by_name = dp.make_postprocess(
+        lap, lambda q: dp.wrap_queryable(q, query_map={"count": count}.__getitem__, answer_map=round)
+    )
+    assert by_name.map(1) == lap.map(1)
+    q = by_name([1, 2, 3])
+    assert q("count") == 3
+
+
+def test_binary_search_exact_boundaries() -> None:
+    def make(s: float) -> dp.Measurement:  # type: ignore[type-arg]
+        return dp.m.make_laplace(FLOAT, ABS, scale=s)
+
+    assert dp.binary_search_param(make, 1, 1 / 15) == 15.0
+    assert dp.binary_search_param(make, 1, 0.1) == 10.0
+    s = dp.binary_search_param(make, 1, 0.3)
+    assert make(s).check(1, 0.3)
+    assert not make(float.__sub__(s, s * 2**-52)).check(1, 0.3)
+
+    def rr(eps: float) -> dp.Measurement:  # type: ignore[type-arg]
+        return dp.m.make_randomized_response(dp.CategoricalDomain("ab"), dp.DiscreteDistance(), epsilon=eps)
+
+    assert dp.binary_search_param(rr, 1, 0.75, bounds=(0.0, 10.0)) == 0.75  # decreasing: largest passing
+    with pytest.raises(dp.InvalidParameter, match="both ends"):
+        dp.binary_search_param(make, 1, 1.0, bounds=(5.0, 10.0))
+
+
+def test_binary_search_integer_parameters() -> None:
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    sym = dp.SymmetricDistance()
+
+    def make(k: int) -> dp.Measurement:  # type: ignore[type-arg]
+        return dp.m.make_interactive_laplace(ints, sym, scale=10.0, max_queries=k)
+
+    assert dp.binary_search_param(make, 1, 1.0, bounds=(1, 1000)) == 10
+
+
+@given(st.lists(st.integers(1, 100), min_size=1, max_size=10), st.sampled_from([1.0, 0.1, 2.5]))
+def test_split_budget_sums_exactly(weights: list[int], budget: float) -> None:
+    parts = dp.split_budget(budget, weights)
+    assert sum(parts, Fraction(0)) == accounting.decimal(budget)
+    lap_parts = [dp.m.make_laplace(FLOAT, ABS, scale=float(1 / p)) for p in parts]
+    assert all(p > 0 for p in parts)
+    assert len(lap_parts) == len(weights)
+
+
+def test_split_budget_rejects_bad_weights() -> None:
+    with pytest.raises(dp.InvalidParameter, match="all be zero"):
+        dp.split_budget(1.0, [0, 0])
+    with pytest.raises(dp.InvalidParameter, match="weights"):
+        dp.split_budget(1.0, [-1, 2])
