@@ -425,3 +425,20 @@ def test_theorem_1_8_loose_and_tight() -> None:
     p, q = F(95, 100) ** 2 * F(9, 16), F(95, 100) ** 2 * F(1, 16)
     assert c.exp_exact == (1 - F(95, 100) ** 2 + p - F(1, 5)) / q == F(2593, 361)
     assert c.theorem_1_8 > c.optimal
+
+
+@settings(max_examples=30)
+@given(
+    st.fractions(min_value=1, max_value=20, max_denominator=50),
+    st.fractions(min_value=1, max_value=20, max_denominator=50),
+    st.fractions(min_value=0, max_value=F(1, 10), max_denominator=1000),
+    st.fractions(min_value=0, max_value=F(1, 10), max_denominator=1000),
+)
+def test_compare_concurrent_matches_the_accounting_functions(t1: F, t2: F, d1: F, d2: F) -> None:
+    # The accounting layer computes the same two bounds in floating point with outward rounding.
+    c = compare_concurrent(randomized_response(t1, d1), randomized_response(t2, d2), d1, d2)
+    eps, delta, _ = dp.accounting.concurrent_vadhan_wang([c.eps1, c.eps2], [d1, d2])
+    assert eps == c.eps1 + c.eps2 >= c.theorem_1_8 * (1 - F(1, 10**12))
+    assert c.delta <= delta <= c.delta * (1 + F(1, 10**9)) + F(1, 10**15)
+    opt = dp.accounting.optimal_epsilon([c.eps1, c.eps2], [d1, d2], c.delta)
+    assert c.optimal * (1 - F(1, 10**12)) <= opt <= c.optimal + F(1, 10**6)
