@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from dpcompose._tour import run_tour
+from dpcompose.analysis._verify_cli import main as verify_main
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,9 +14,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dpcompose", description="dpcompose command line")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("tour", help="an end-to-end walk through the library (seconds)")
-    args = parser.parse_args(argv)
+    sub.add_parser(
+        "verify",
+        help="privacy verification experiments: 'verify lp --trials 10000 --delta 0.01 --seed 0'",
+        add_help=False,
+    )
+    args, rest = parser.parse_known_args(argv)
     if args.command == "tour":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
         return run_tour()
+    if args.command == "verify":
+        return verify_main(rest)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse exits first
     return 2  # pragma: no cover
 

@@ -116,10 +116,16 @@ def _least_epsilon(
         return (rough(x) if rough is not None else float(delta_at(Fraction(x)))) - t
 
     x = float(brentq(f, 0.0, hi_f, xtol=1e-14 * hi_f, rtol=1e-14, maxiter=200))
-    for _ in range(200):
+    # the float root may sit a hair below the certified root: step up, doubling the step each time, so
+    # the overshoot stays within twice the gap (fixed tiny steps could give up and return hi)
+    step = max(x * 1e-15, 1e-300)
+    for _ in range(1100):
+        if x >= hi_f:
+            break
         if delta_at(Fraction(x)) <= target:
             return min(hi, Fraction(x))
-        x = math.nextafter(x * (1 + 1e-14), math.inf)
+        x = math.nextafter(x + step, math.inf)
+        step *= 2
     return hi
 
 

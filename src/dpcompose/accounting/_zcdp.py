@@ -98,6 +98,15 @@ def _optimise_alpha(f: Callable[[float], float], lo: float, hi: float) -> float:
     return 1.0 + math.exp(u)  # > 1 for u ≥ −30
 
 
+def _round_bits(q: Fraction, up: bool, bits: int = 40) -> Fraction:
+    """``q > 0`` rounded to ``bits`` significant binary digits, up or down."""
+    e = q.numerator.bit_length() - q.denominator.bit_length()  # 2**(e-1) < q < 2**(e+1)
+    scale = Fraction(2) ** (bits - e)
+    scaled = q * scale
+    n = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
+    return Fraction(n) / scale
+
+
 def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
     """The least ε (over the order α) that ρ-zCDP implies at δ, per Canonne–Kamath–Steinke 2020.
 
@@ -128,6 +137,11 @@ def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
         return ZERO
     if d == 0:
         raise InvalidParameter(f"delta={delta!r} must be positive: ρ-zCDP with ρ > 0 gives no (ε, 0) bound")
+    # Monotone by construction: ρ is rounded up and δ down to 40 significant bits (costing at most
+    # 2⁻⁴⁰ relative), so inputs closer than that give the same answer, and the numerical optimum over α
+    # (whose noise is far below the change between grid points) cannot make the map non-monotone.
+    r = _round_bits(r, up=True)
+    d = _round_bits(d, up=False)
     log_inv = Fraction(-log_down(d))
     bs = r + 2 * Fraction(sqrt_up(r * log_inv))
     rf = float(r)
