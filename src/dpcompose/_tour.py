@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from fractions import Fraction
 from importlib import resources
 from typing import Any
 
@@ -120,7 +121,14 @@ def run_tour() -> int:
     _say("   monitor A, smokers per region above 150?  " + ", ".join(smokers))
     _say("   monitor B, aged 90 per region above 150?  " + ", ".join(seniors))
     _say()
+    # 5. Verification: check a mechanism's privacy exactly, and simulate it from randomized response.
+    rr3 = dp.analysis.randomized_response(Fraction(3))  # RR with e^ε = 3, as a finite interactive mechanism
+    _say("5. Verification (Vadhan–Wang 2021): exact privacy loss of randomized response with e^ε = 3:")
+    _say(f"   privacy_loss(RR, δ=0) = {float_up(dp.analysis.privacy_loss(rr3, 0)):.6f}  (ln 3 = 1.098612)")
+    sim = dp.analysis.rr_simulator(rr3, Fraction(3))
+    _say(f"   simulated exactly as a post-processing of RR_ε: {sim!r}")
+    _say()
     spent, _ = dp.accounting.basic([count.map(1), mean.map(1), histogram.map(1), monitors.map(1)])
     _say(f"Total spent by everything released above (basic composition): ε = {spent} ≤ {float_up(spent):.6g}")
-    _say("Next: docs/index.md, docs/concepts.md, docs/measurements.md, docs/combinators.md.")
+    _say("Next: docs/index.md, then concepts, measurements, combinators, accounting, verification, security.")
     return 0
