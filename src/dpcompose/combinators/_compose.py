@@ -77,15 +77,7 @@ def make_sequential(
         >>> ten.map(1), ten.check(1, 1.0)
         (Fraction(1, 1), True)
     """
-    _check_children(measurements, "make_sequential")
-    plan = plan_composition(
-        [m.output_measure for m in measurements],
-        output_measure=output_measure,
-        theorem=theorem,
-        delta=delta,
-        concurrent=False,
-    )
-    return _build(measurements, plan, sequential=True)
+    return _composite(measurements, theorem, output_measure, delta, sequential=True)
 
 
 def make_concurrent(
@@ -108,15 +100,26 @@ def make_concurrent(
         >>> dp.make_concurrent(lap, lap).map(1)
         Fraction(1, 1)
     """
-    _check_children(measurements, "make_concurrent")
+    return _composite(measurements, theorem, output_measure, delta, sequential=False)
+
+
+def _composite(
+    measurements: Sequence[AnyMeasurement],
+    theorem: str,
+    output_measure: Measure[Any] | None,
+    delta: float | None,
+    *,
+    sequential: bool,
+) -> AnyMeasurement:
+    _check_children(measurements, "make_sequential" if sequential else "make_concurrent")
     plan = plan_composition(
         [m.output_measure for m in measurements],
         output_measure=output_measure,
         theorem=theorem,
         delta=delta,
-        concurrent=True,
+        concurrent=not sequential,
     )
-    return _build(measurements, plan, sequential=False)
+    return _build(measurements, plan, sequential=sequential)
 
 
 def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bool) -> AnyMeasurement:

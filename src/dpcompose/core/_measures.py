@@ -99,14 +99,10 @@ def _fmt(q: Fraction) -> str:
     return f"{float_up(q):.6g}" if q.denominator != 1 else str(q.numerator)
 
 
-class PureDP(Measure[Fraction]):
-    """ε-differential privacy. Distances are exact ε ≥ 0.
-
-    Source: Dwork, McSherry, Nissim, Smith 2006 (definition and sequential composition, Σεᵢ).
-    """
+class _ScalarMeasure(Measure[Fraction]):
+    """A measure whose distances are single exact numbers ≥ 0, ordered as numbers (ε, ρ)."""
 
     __slots__ = ()
-    compose_source = "Dwork–McSherry–Nissim–Smith 2006 (basic); Vadhan–Wang 2021 Thm 3.3 (concurrent)"
 
     def parse(self, d: object, name: str = "d_out") -> Fraction:
         check_finite_nonnegative(d, name)
@@ -117,6 +113,16 @@ class PureDP(Measure[Fraction]):
 
     def zero(self) -> Fraction:
         return Fraction(0)
+
+
+class PureDP(_ScalarMeasure):
+    """ε-differential privacy. Distances are exact ε ≥ 0.
+
+    Source: Dwork, McSherry, Nissim, Smith 2006 (definition and sequential composition, Σεᵢ).
+    """
+
+    __slots__ = ()
+    compose_source = "Dwork–McSherry–Nissim–Smith 2006 (basic); Vadhan–Wang 2021 Thm 3.3 (concurrent)"
 
     def compose(self, d_mids: Sequence[Fraction]) -> Fraction:
         return basic(list(d_mids))[0] if d_mids else Fraction(0)
@@ -159,7 +165,7 @@ class ApproxDP(Measure[tuple[Fraction, Fraction]]):
         return f"ε={_fmt(d[0])}, δ={_fmt(d[1])}"
 
 
-class ZCDP(Measure[Fraction]):
+class ZCDP(_ScalarMeasure):
     """ρ-zero-concentrated differential privacy. Distances are exact ρ ≥ 0.
 
     Source: Bun–Steinke 2016 (definition; composition Σρᵢ, Lemma 2.3).
@@ -167,16 +173,6 @@ class ZCDP(Measure[Fraction]):
 
     __slots__ = ()
     compose_source = "Bun–Steinke 2016 Lemma 2.3; Lyu 2022 / Vadhan–Zhang 2023 (concurrent)"
-
-    def parse(self, d: object, name: str = "d_out") -> Fraction:
-        check_finite_nonnegative(d, name)
-        return decimal(d, name)
-
-    def less_equal(self, a: Fraction, b: Fraction) -> bool:
-        return a <= b
-
-    def zero(self) -> Fraction:
-        return Fraction(0)
 
     def compose(self, d_mids: Sequence[Fraction]) -> Fraction:
         return zcdp_compose(list(d_mids)) if d_mids else Fraction(0)
