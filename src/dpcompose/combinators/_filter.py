@@ -416,6 +416,7 @@ def make_filter(
     if ledger is not None and not isinstance(ledger, Ledger):
         raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
     accountant = _FilterAccountant(output_measure, budget, rule, d_in_exact)
+    source = accountant._fixed.source if accountant._fixed is not None else "rule fixed at first query"
 
     def run(data: Any) -> FilterQueryable:
         return FilterQueryable(
@@ -446,9 +447,7 @@ def make_filter(
         node=Node(
             "filter",
             params=(("d_out", output_measure.display(budget)), ("rule", accountant.spec.split("rule=")[1])),
-            source=(
-                accountant._fixed.source if accountant._fixed is not None else "rule fixed at first query"
-            ),
+            source=source,
             theorem="privacy filter (fully adaptive composition)",
             interaction="fully adaptive" + ("" if accountant.sequential else ", concurrent children"),
         ),

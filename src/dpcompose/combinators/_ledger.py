@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -374,7 +375,5 @@ class SQLiteLedger(Ledger):
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
-    try:
+    with contextlib.suppress(sqlite3.Error):
         conn.execute("ROLLBACK")
-    except sqlite3.Error:
-        pass
