@@ -33,6 +33,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -388,6 +389,11 @@ def zcdp_budget(epsilon: Number, delta: Number) -> Fraction:
     d = probability(delta, "delta")
     if d == 0:
         raise InvalidParameter(f"delta={delta!r} must be positive to convert an (ε, δ) budget to zCDP")
+    return _zcdp_budget(e, d)
+
+
+@functools.lru_cache(maxsize=256)
+def _zcdp_budget(e: Fraction, d: Fraction) -> Fraction:
     if e == 0:
         return ZERO
     lo, hi = ZERO, e * e  # ρ ≥ ε²/... : zcdp_to_approx(ρ) ≥ ρ, so ρ ≤ ε is enough; ε² covers ε ≤ 1 too

@@ -51,8 +51,8 @@ def _fmt_sums(sums: dict[str, Fraction]) -> str:
     return ", ".join(f"{names.get(k, k)}={_fmt(v)}" for k, v in sums.items())
 
 
-def query_cost(filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any) -> tuple[Cost, Any]:
-    """A query's cost at ``d_in`` as the pair the rules read, and as the query's own distance.
+def query_cost(filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
+    """A query's cost at ``d_in`` as the pair the rules read, and as text in the query's own measure.
 
     A query must have the filter's measure, except that ε-DP queries are accepted everywhere: as (ε, 0)
     by an approximate-DP accountant (a definition) and as ε²/2 by a zCDP one (Bun–Steinke 2016 Prop 1.4).
@@ -66,10 +66,10 @@ def query_cost(filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any) -
             "(or PureDP ones); cast it first (e.g. make_pure_to_approx, make_zcdp_to_approx)"
         )
     if isinstance(qm, ApproxDP):
-        return (d[0], d[1]), d
+        return (d[0], d[1]), qm.display(d)
     if isinstance(filter_measure, ZCDP) and isinstance(qm, PureDP):
-        return (pure_to_zcdp(d), Fraction(0)), d
-    return (Fraction(d), Fraction(0)), d
+        return (pure_to_zcdp(d), Fraction(0)), qm.display(d)
+    return (Fraction(d), Fraction(0)), qm.display(d)
 
 
 def check_query(query: object, domain: Domain, metric: Metric, who: str) -> AnyMeasurement:
@@ -93,7 +93,7 @@ class Accountant(ABC):
     sequential: bool
 
     @abstractmethod
-    def charge(self, entry: LedgerEntry, cost: Cost, requested: Any, label: str) -> LedgerEntry:
+    def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         """The entry after charging ``cost``; raises :class:`BudgetExceeded` (changing nothing) if refused."""
 
 
@@ -274,7 +274,7 @@ class _FilterAccountant(Accountant):
 
     # -- charging ----------------------------------------------------------------------------------
 
-    def charge(self, entry: LedgerEntry, cost: Cost, requested: Any, label: str) -> LedgerEntry:
+    def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         rule = self.rule_of(entry)
         if rule is None and cost[0] == 0 and cost[1] == 0:
             return entry.replace(queries=entry.queries + 1)  # reveals nothing; auto still undecided
@@ -284,7 +284,7 @@ class _FilterAccountant(Accountant):
         new = rule.admit(state, cost)
         if new is None:
             raise BudgetExceeded(
-                f"query {label} requests {self.measure.display(requested)}: {rule.why_not(state, cost)}. "
+                f"query {label} requests {requested}: {rule.why_not(state, cost)}. "
                 f"Spent: {_fmt_sums(rule.spent(state))} over {entry.queries} queries; "
                 f"remaining: {_fmt_sums(rule.remaining(state))}; nothing was run or spent"
             )

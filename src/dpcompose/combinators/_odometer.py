@@ -33,7 +33,7 @@ class _OdometerAccountant(Accountant):
         self.sequential = False
         self.spec = f"{measure!r} d_in={d_in} odometer=basic"
 
-    def charge(self, entry: LedgerEntry, cost: Cost, requested: Any, label: str) -> LedgerEntry:
+    def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
         new = (settle(eps + cost[0]), settle(delta + cost[1]))
         return entry.replace(rule="basic", state=new, queries=entry.queries + 1)
