@@ -17,6 +17,17 @@ from dpcompose.accounting._exact import (
     float_down,
     float_up,
 )
+from dpcompose.accounting._filters import (
+    BasicFilter,
+    FilterRule,
+    RRUVFilter,
+    WhitehouseFilter,
+    ZCDPApproxFilter,
+    ZCDPFilter,
+    rruv_filter_epsilon,
+    whitehouse_filter_epsilon,
+    zcdp_budget,
+)
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -27,7 +38,13 @@ from dpcompose.accounting._zcdp import (
 )
 
 __all__ = [
+    "BasicFilter",
+    "FilterRule",
     "Number",
+    "RRUVFilter",
+    "WhitehouseFilter",
+    "ZCDPApproxFilter",
+    "ZCDPFilter",
     "advanced",
     "advanced_drv",
     "advanced_kov",
@@ -41,6 +58,9 @@ __all__ = [
     "group_zcdp",
     "pure_to_zcdp",
     "renyi_to_approx",
+    "rruv_filter_epsilon",
+    "whitehouse_filter_epsilon",
+    "zcdp_budget",
     "zcdp_compose",
     "zcdp_delta",
     "zcdp_to_approx",
