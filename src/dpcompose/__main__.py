@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dpcompose._figures import main as figures_main
 from dpcompose._tour import run_tour
 from dpcompose.analysis._verify_cli import main as verify_main
 
@@ -19,7 +20,14 @@ def main(argv: list[str] | None = None) -> int:
         help="privacy verification experiments: 'verify lp --trials 10000 --delta 0.01 --seed 0'",
         add_help=False,
     )
+    sub.add_parser(
+        "figures",
+        help="regenerate a figure in docs/: 'figures adaptive' (needs the plot extra)",
+        add_help=False,
+    )
     args, rest = parser.parse_known_args(argv)
+    if args.command == "figures":
+        return figures_main(rest)
     if args.command == "tour":
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")

@@ -17,6 +17,17 @@ from dpcompose.accounting._exact import (
     float_down,
     float_up,
 )
+from dpcompose.accounting._filters import (
+    BasicFilter,
+    FilterRule,
+    RRUVFilter,
+    WhitehouseFilter,
+    ZCDPApproxFilter,
+    ZCDPFilter,
+    rruv_filter_epsilon,
+    whitehouse_filter_epsilon,
+    zcdp_budget,
+)
 from dpcompose.accounting._optimal import (
     optimal_delta,
     optimal_delta_bounds,
@@ -34,8 +45,14 @@ from dpcompose.accounting._zcdp import (
 )
 
 __all__ = [
+    "BasicFilter",
+    "FilterRule",
     "Number",
     "PrivacyProfile",
+    "RRUVFilter",
+    "WhitehouseFilter",
+    "ZCDPApproxFilter",
+    "ZCDPFilter",
     "advanced",
     "advanced_drv",
     "advanced_kov",
@@ -55,6 +72,9 @@ __all__ = [
     "optimal_epsilon_bounds",
     "pure_to_zcdp",
     "renyi_to_approx",
+    "rruv_filter_epsilon",
+    "whitehouse_filter_epsilon",
+    "zcdp_budget",
     "zcdp_compose",
     "zcdp_delta",
     "zcdp_to_approx",

@@ -1,0 +1,454 @@
+"""Privacy filters: interactive measurements that answer adaptively chosen queries until a budget is spent.
+
+``make_filter`` is the fully adaptive cousin of ``make_adaptive_sequential``: instead of a list of budgets
+fixed in advance, it takes any measurement as a query — its privacy parameters chosen after seeing earlier
+answers — and answers while the filter's rule (:mod:`dpcompose.accounting._filters`) says the total stays
+within ``d_out``. Spending lives in a ledger (:mod:`dpcompose.combinators._ledger`), charged before the
+query runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from dpcompose.accounting._exact import float_up
+from dpcompose.accounting._filters import (
+    BasicFilter,
+    Cost,
+    FilterRule,
+    RRUVFilter,
+    State,
+    WhitehouseFilter,
+    ZCDPApproxFilter,
+    ZCDPFilter,
+)
+from dpcompose.accounting._zcdp import pure_to_zcdp
+from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
+from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
+from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
+
+__all__ = ["FilterQueryable", "make_filter"]
+
+AnyMeasurement = Measurement[Any, Any, Any, Any]
+
+#: Interleaving queries to interactive children a filter or odometer has spawned: covered for (ε, δ)-DP
+#: (δ = 0 included) by Haney, Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901),
+#: who extend every valid filter and odometer for non-interactive mechanisms to concurrent composition.
+#: For zCDP no such theorem is cited here, so earlier children are closed (sequential interaction).
+CONCURRENT_SOURCE = "Haney–Shoemate–Tian–Vadhan–Vyrros–Xu–Zhang 2023 (concurrent filters and odometers)"
+
+
+def _fmt(q: Fraction) -> str:
+    return str(q.numerator) if q.denominator == 1 else f"{float_up(q):.6g}"
+
+
+def _fmt_sums(sums: dict[str, Fraction]) -> str:
+    names = {"epsilon": "ε", "delta": "δ", "rho": "ρ", "sum_eps_sq": "Σε²", "epsilon_bound": "ε-bound"}
+    return ", ".join(f"{names.get(k, k)}={_fmt(v)}" for k, v in sums.items())
+
+
+def query_cost(filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
+    """A query's cost at ``d_in`` as the pair the rules read, and as text in the query's own measure.
+
+    A query must have the filter's measure, except that ε-DP queries are accepted everywhere: as (ε, 0)
+    by an approximate-DP accountant (a definition) and as ε²/2 by a zCDP one (Bun–Steinke 2016 Prop 1.4).
+    """
+    qm = query.output_measure
+    if qm == filter_measure or (isinstance(qm, PureDP) and isinstance(filter_measure, (ApproxDP, ZCDP))):
+        d = query.map(d_in)
+    else:
+        raise DomainMismatch(
+            f"query {query.node.label()} is {qm!r}; this accountant takes {filter_measure!r} queries "
+            "(or PureDP ones); cast it first (e.g. make_pure_to_approx, make_zcdp_to_approx)"
+        )
+    if isinstance(qm, ApproxDP):
+        return (d[0], d[1]), qm.display(d)
+    if isinstance(filter_measure, ZCDP) and isinstance(qm, PureDP):
+        return (pure_to_zcdp(d), Fraction(0)), qm.display(d)
+    return (Fraction(d), Fraction(0)), qm.display(d)
+
+
+def check_query(query: object, domain: Domain, metric: Metric, who: str) -> AnyMeasurement:
+    """Validate a query the way the adaptive compositors do: a Measurement on the same domain/metric."""
+    if not isinstance(query, Measurement):
+        raise InvalidParameter(f"a query must be a Measurement, not {query!r}")
+    if query.input_domain != domain or query.input_metric != metric:
+        raise DomainMismatch(
+            f"query {query.node.label()} takes {query.input_domain!r} under {query.input_metric!r}, "
+            f"but this {who} holds {domain!r} under {metric!r}"
+        )
+    return query
+
+
+class Accountant(ABC):
+    """The bookkeeping of a filter or odometer: pure functions of a ledger entry (no data, no locks)."""
+
+    kind: str
+    measure: Measure[Any]
+    spec: str
+    sequential: bool
+
+    @abstractmethod
+    def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
+        """The entry after charging ``cost``; raises :class:`BudgetExceeded` (changing nothing) if refused."""
+
+
+class AccountantQueryable(Queryable[AnyMeasurement, Any]):
+    """Shared machinery of filters and odometers: validate, charge the ledger, then run the query."""
+
+    def __init__(
+        self,
+        data: Any,
+        domain: Domain,
+        metric: Metric,
+        d_in: Any,
+        accountant: Accountant,
+        ledger: Ledger,
+        name: str,
+    ) -> None:
+        super().__init__(name=name)
+        self._data = data
+        self._domain, self._metric, self._d_in = domain, metric, d_in
+        self._accountant = accountant
+        self._ledger = ledger
+        self._spawned: list[Queryable[Any, Any]] = []
+        ledger.bind(accountant.kind, accountant.spec)
+
+    def _answer(self, query: AnyMeasurement) -> Any:
+        query = check_query(query, self._domain, self._metric, self._accountant.kind)
+        cost, requested = query_cost(self._accountant.measure, query, self._d_in)
+        label = query.node.label()
+        # Charged durably before anything is released; a refusal raises inside the transaction.
+        self._ledger.charge(lambda e: self._accountant.charge(e, cost, requested, label))
+        if self._accountant.sequential:
+            for earlier in self._spawned:
+                earlier.close(f"a later query was made to the {self._accountant.kind} (sequential for zCDP)")
+        answer = query.function(self._data)
+        if query.interactive and isinstance(answer, Queryable):
+            self._spawned.append(answer)
+        return answer
+
+    def _entry(self) -> LedgerEntry:
+        with self._lock:
+            return self._ledger.read()
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger this accountant charges."""
+        return self._ledger
+
+    @property
+    def queries_charged(self) -> int:
+        """How many queries the ledger holds (all processes and queryables sharing it)."""
+        return self._entry().queries
+
+
+class _FilterAccountant(Accountant):
+    kind = "filter"
+
+    def __init__(self, measure: Measure[Any], budget: Any, rule: str | FilterRule, d_in: Any) -> None:
+        self.measure = measure
+        self.budget = budget
+        self.sequential = isinstance(measure, ZCDP)
+        self._lock = threading.Lock()
+        self._fixed: FilterRule | None = None
+        self._candidates: list[FilterRule] | None = None
+        self._factories: list[Callable[[], FilterRule]] = []
+        request = rule if isinstance(rule, str) else rule.describe()
+        if isinstance(rule, FilterRule):
+            self._fixed = self._check_rule_object(rule)
+        elif not isinstance(rule, str):
+            raise InvalidParameter(f"rule={rule!r} must be a rule name or a FilterRule")
+        elif isinstance(measure, PureDP):
+            if rule not in ("auto", "basic"):
+                raise InvalidParameter(f"rule={rule!r}: a PureDP filter has the rule 'basic' (or 'auto')")
+            self._fixed = BasicFilter(budget, Fraction(0))
+        elif isinstance(measure, ZCDP):
+            if rule not in ("auto", "basic", "zcdp"):
+                raise InvalidParameter(f"rule={rule!r}: a ZCDP filter has the rule 'zcdp' (or 'auto')")
+            self._fixed = ZCDPFilter(budget)
+        elif isinstance(measure, ApproxDP):
+            self._fixed = self._approx_rule(rule, budget)
+        else:
+            raise UnsupportedComposition(
+                f"no filter for {measure!r} here: filters exist for PureDP, ApproxDP and ZCDP (a Rényi "
+                "filter needs budgets compared at every order; use ZCDP)"
+            )
+        self.spec = f"{measure!r} budget={budget} d_in={d_in} rule={request}"
+
+    def _check_rule_object(self, rule: FilterRule) -> FilterRule:
+        want: dict[str, Any]
+        if isinstance(self.measure, ApproxDP):
+            want = {"epsilon": self.budget[0], "delta": self.budget[1]}
+        elif isinstance(self.measure, ZCDP):
+            want = {"rho": self.budget}
+        else:
+            want = {"epsilon": self.budget, "delta": Fraction(0)}
+        allowed = {
+            PureDP: (BasicFilter,),
+            ApproxDP: (BasicFilter, RRUVFilter, WhitehouseFilter, ZCDPApproxFilter),
+            ZCDP: (ZCDPFilter,),
+        }[type(self.measure)]
+        if not isinstance(rule, allowed):
+            raise InvalidParameter(f"rule {rule!r} does not apply to a {self.measure!r} filter")
+        for attr, value in want.items():
+            if getattr(rule, attr, None) != value:
+                raise InvalidParameter(
+                    f"rule {rule!r} has {attr}={getattr(rule, attr, None)}, budget {value}"
+                )
+        return rule
+
+    @staticmethod
+    def _approx_rule(rule: str, budget: tuple[Fraction, Fraction]) -> FilterRule | None:
+        eps, delta = budget
+        if rule == "basic":
+            return BasicFilter(eps, delta)
+        if rule in ("rruv", "whitehouse", "zcdp") and delta == 0:
+            raise InvalidParameter(f"rule={rule!r} needs a budget with δ > 0 (got δ=0); use 'basic'")
+        if rule == "rruv":
+            return RRUVFilter(eps, delta)
+        if rule == "whitehouse":
+            return WhitehouseFilter(eps, delta, delta / 2)
+        if rule == "zcdp":
+            return ZCDPApproxFilter(eps, delta)
+        if rule == "auto":
+            return BasicFilter(eps, delta) if delta == 0 else None
+        raise InvalidParameter(
+            f"rule={rule!r} must be one of 'auto', 'basic', 'rruv', 'whitehouse', 'zcdp' or a FilterRule"
+        )
+
+    # -- rule resolution (rule="auto") -------------------------------------------------------------
+
+    def candidates(self) -> list[FilterRule]:
+        """The rules ``rule="auto"`` chooses among, in order of preference on ties."""
+        if self._fixed is not None:
+            return [self._fixed]
+        with self._lock:
+            if self._candidates is None:
+                eps, delta = self.budget
+                cands: list[FilterRule] = [BasicFilter(eps, delta)]
+                if eps > 0:
+                    cands.append(ZCDPApproxFilter(eps, delta))
+                    cands.extend(WhitehouseFilter(eps, delta, delta * j / 8) for j in range(8, 0, -1))
+                    if float(delta) < 0.36:
+                        cands.append(RRUVFilter(eps, delta))
+                self._candidates = cands
+            return self._candidates
+
+    def rule_of(self, entry: LedgerEntry) -> FilterRule | None:
+        """The rule in effect for ``entry`` (``None``: auto has not chosen yet)."""
+        if self._fixed is not None:
+            if entry.rule and entry.rule != self._fixed.describe():
+                raise LedgerError(
+                    f"ledger entry uses rule {entry.rule!r}, this filter {self._fixed.describe()}"
+                )
+            return self._fixed
+        if not entry.rule:
+            return None
+        for cand in self.candidates():
+            if cand.describe() == entry.rule:
+                return cand
+        raise LedgerError(f"ledger entry uses rule {entry.rule!r}, which this filter does not know")
+
+    def choose(self, cost: Cost) -> FilterRule:
+        """The candidate admitting the most queries like ``cost`` from an empty ledger (first on ties).
+
+        Validity: the choice depends only on the first query with a nonzero cost. Queries before it cost
+        (0, 0): their answers are independent of the data, so the choice — like the first query itself —
+        is independent of the data, and for each fixed choice the chosen rule is a valid filter; a
+        data-independent mixture of (ε_g, δ_g)-DP interactions is (ε_g, δ_g)-DP.
+        """
+        best: FilterRule | None = None
+        best_count = -1
+        for cand in self.candidates():
+            n = cand.max_queries_like(cand.start(), cost)
+            count = (1 << 64) if n is None else n
+            if count > best_count:
+                best, best_count = cand, count
+        assert best is not None
+        return best
+
+    # -- charging ----------------------------------------------------------------------------------
+
+    def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
+        rule = self.rule_of(entry)
+        if rule is None and cost[0] == 0 and cost[1] == 0:
+            return entry.replace(queries=entry.queries + 1)  # reveals nothing; auto still undecided
+        if rule is None:
+            rule = self.choose(cost)
+        state: State = entry.state if entry.rule else rule.start()
+        new = rule.admit(state, cost)
+        if new is None:
+            raise BudgetExceeded(
+                f"query {label} requests {requested}: {rule.why_not(state, cost)}. "
+                f"Spent: {_fmt_sums(rule.spent(state))} over {entry.queries} queries; "
+                f"remaining: {_fmt_sums(rule.remaining(state))}; nothing was run or spent"
+            )
+        return entry.replace(rule=rule.describe(), state=new, queries=entry.queries + 1)
+
+
+class FilterQueryable(AccountantQueryable):
+    """The live queryable of :func:`make_filter`."""
+
+    _accountant: _FilterAccountant
+
+    def _rule_state(self) -> tuple[FilterRule | None, State, LedgerEntry]:
+        entry = self._entry()
+        rule = self._accountant.rule_of(entry)
+        state: State = entry.state if (rule is not None and entry.rule) else ()
+        return rule, state, entry
+
+    @property
+    def rule(self) -> str:
+        """The rule in effect (``"auto (undecided)"`` until auto has seen a query with a nonzero cost)."""
+        rule, _, _ = self._rule_state()
+        return rule.describe() if rule is not None else "auto (undecided)"
+
+    def remaining(self) -> dict[str, Fraction]:
+        """What is left of each quantity the rule limits (e.g. ``{'epsilon': …, 'delta': …}``)."""
+        rule, state, _ = self._rule_state()
+        if rule is None:
+            return {"epsilon": self._accountant.budget[0], "delta": self._accountant.budget[1]}
+        return rule.remaining(state or rule.start())
+
+    def spent(self) -> dict[str, Fraction]:
+        """The rule's running sums (e.g. ``{'epsilon': …, 'delta': …}`` for the basic rule)."""
+        rule, state, _ = self._rule_state()
+        if rule is None:
+            return {"epsilon": Fraction(0), "delta": Fraction(0)}
+        return rule.spent(state or rule.start())
+
+    def max_queries_like(self, query: AnyMeasurement) -> int | None:
+        """How many more queries like ``query`` would fit (``None``: it costs nothing, no limit).
+
+        Under ``rule="auto"`` before the rule is fixed, the count is for the rule ``query`` would fix.
+        """
+        query = check_query(query, self._domain, self._metric, "filter")
+        cost, _ = query_cost(self._accountant.measure, query, self._d_in)
+        rule, state, _ = self._rule_state()
+        if rule is None:
+            if cost[0] == 0 and cost[1] == 0:
+                return None
+            rule = self._accountant.choose(cost)
+        return rule.max_queries_like(state or rule.start(), cost)
+
+
+def make_filter(
+    input_domain: Domain,
+    input_metric: Metric,
+    output_measure: Measure[Any],
+    d_in: Any,
+    d_out: Any,
+    rule: str | FilterRule = "auto",
+    ledger: Ledger | None = None,
+) -> AnyMeasurement:
+    """A privacy filter: answers any measurement as a query while the rule keeps the total within ``d_out``.
+
+    Each query's cost is its ``map(d_in)``; the analyst may choose every query *and its parameters* after
+    seeing earlier answers. A query the rule refuses raises :class:`BudgetExceeded` (stating what was
+    spent, what was requested and what remains) before anything runs or is spent; the filter stays usable
+    for a cheaper query. An admitted query is charged to the ledger — durably for
+    :class:`SQLiteLedger` — before the mechanism runs.
+
+    Rules (``d_out`` is read as the decimal it prints as):
+
+    * PureDP, ``"basic"``: Σεᵢ ≤ ε_g (Rogers–Roth–Ullman–Vadhan 2016).
+    * ApproxDP: ``"basic"`` Σεᵢ ≤ ε_g, Σδᵢ ≤ δ_g; ``"rruv"`` RRUV 2016 Thm 5.1; ``"whitehouse"``
+      Whitehouse et al. 2023 with δ″ = δ_g/2 (pass a :class:`WhitehouseFilter` for another split);
+      ``"zcdp"``: ε-DP queries cost εᵢ²/2 against the largest ρ_g converting to (ε_g, δ_g)
+      (Feldman–Zrnic 2021, Canonne–Kamath–Steinke 2020).
+      ``"auto"`` (default): the rule is fixed once, at the first query with a nonzero cost, as the one
+      admitting the most queries like it (candidates: basic, zcdp, whitehouse with δ″ = jδ_g/8, rruv).
+      That choice depends on nothing but that query, which no released answer influenced, so the filter
+      stays valid; rules are never combined or switched mid-way.
+    * ZCDP, ``"zcdp"``: Σρᵢ ≤ ρ_g (Feldman–Zrnic 2021 Thm 3.1 at every Rényi order).
+
+    ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may
+    be queried interleaved for PureDP/ApproxDP (Haney et al. 2023 extend every valid filter to concurrent
+    composition); for ZCDP an earlier interactive answer closes when the filter answers a later query.
+
+    Args:
+        input_domain: the data's domain.
+        input_metric: its metric.
+        output_measure: ``PureDP()``, ``ApproxDP()`` or ``ZCDP()``.
+        d_in: the input distance the filter protects; queries are charged their ``map(d_in)``.
+        d_out: the global budget (ε, (ε, δ) or ρ).
+        rule: a rule name (above) or a :class:`~dpcompose.accounting.FilterRule` with this budget.
+        ledger: where spending is kept: a new in-memory ledger per run by default; a shared
+            :class:`MemoryLedger` or :class:`SQLiteLedger` makes every run draw on one budget.
+
+    Returns:
+        An interactive Measurement; running it returns a :class:`FilterQueryable` with ``remaining()``,
+        ``spent()``, ``max_queries_like(m)`` and ``rule``. Its privacy map gives ``d_out`` for distances up
+        to ``d_in``.
+
+    Raises:
+        InvalidParameter: a bad budget, ``d_in`` or rule.
+        UnsupportedComposition: a measure with no filter here (RenyiDP).
+
+    Source: per rule, as listed above; see :mod:`dpcompose.accounting._filters`.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> floats = dp.AtomDomain(float)
+        >>> f = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), d_in=1, d_out=1.0)
+        >>> q = f(3.0)
+        >>> lap = dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=4.0)  # ε = 1/4
+        >>> q.max_queries_like(lap)
+        4
+        >>> _ = q(lap); _ = q(lap); _ = q(lap)
+        >>> q.remaining()
+        {'epsilon': Fraction(1, 4), 'delta': Fraction(0, 1)}
+        >>> q(dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=2.0))
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.BudgetExceeded: query laplace(scale=2.0) requests ε=0.5: basic rule: Σε would be ...
+    """
+    input_metric.check_domain(input_domain)
+    if not isinstance(output_measure, Measure):
+        raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
+    d_in_exact = input_metric.validate(d_in)
+    budget = output_measure.parse(d_out, "d_out")
+    if ledger is not None and not isinstance(ledger, Ledger):
+        raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
+    accountant = _FilterAccountant(output_measure, budget, rule, d_in_exact)
+    source = accountant._fixed.source if accountant._fixed is not None else "rule fixed at first query"
+
+    def run(data: Any) -> FilterQueryable:
+        return FilterQueryable(
+            data,
+            input_domain,
+            input_metric,
+            d_in_exact,
+            accountant,
+            ledger if ledger is not None else MemoryLedger(),
+            name="privacy filter",
+        )
+
+    def privacy_map(d: Any) -> Any:
+        if d > d_in_exact:
+            raise InvalidParameter(
+                f"this filter charges queries their cost at d_in={d_in_exact}; it makes no claim at "
+                f"d_in={d} (build it with the larger d_in)"
+            )
+        return budget
+
+    return Measurement(
+        input_domain,
+        input_metric,
+        output_measure,
+        run,
+        privacy_map,
+        interactive=True,
+        node=Node(
+            "filter",
+            params=(("d_out", output_measure.display(budget)), ("rule", accountant.spec.split("rule=")[1])),
+            source=source,
+            theorem="privacy filter (fully adaptive composition)",
+            interaction="fully adaptive" + ("" if accountant.sequential else ", concurrent children"),
+        ),
+    )

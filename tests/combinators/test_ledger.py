@@ -1,0 +1,218 @@
+"""Budget ledgers: durability (SIGKILL), two processes sharing one file, corrupt/foreign/locked files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dpcompose as dp
+
+FLOAT = dp.AtomDomain(float)
+ABS = dp.AbsoluteDistance()
+SRC = str(Path(dp.__file__).resolve().parents[1])
+
+
+def spy(cost: Fraction, calls: list[Any]) -> dp.Measurement:  # type: ignore[type-arg]
+    def run(x: float) -> float:
+        calls.append(x)
+        return x
+
+    return dp.Measurement(FLOAT, ABS, dp.PureDP(), run, lambda d: cost)
+
+
+def pure_filter(ledger: Any, budget: float = 1.0) -> Any:
+    return dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, budget, ledger=ledger)
+
+
+def test_sqlite_ledger_persists_across_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    q = pure_filter(dp.SQLiteLedger(path, "k"))(0.0)
+    q(spy(Fraction(1, 4), []))
+    q(spy(Fraction(1, 4), []))
+    q.ledger.close()
+    again = pure_filter(dp.SQLiteLedger(path, "k"))(0.0)
+    assert again.spent() == {"epsilon": Fraction(1, 2), "delta": 0}
+    assert again.queries_charged == 2
+    assert again.max_queries_like(spy(Fraction(1, 4), [])) == 2
+    # another key in the same file is another budget
+    other = pure_filter(dp.SQLiteLedger(path, "other"))(0.0)
+    assert other.spent() == {"epsilon": 0, "delta": 0}
+
+
+def test_refusal_leaves_the_file_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    ledger = dp.SQLiteLedger(path, "k")
+    q = pure_filter(ledger)(0.0)
+    calls: list[Any] = []
+    q(spy(Fraction(3, 4), calls))
+    before = ledger.read()
+    with pytest.raises(dp.BudgetExceeded):
+        q(spy(Fraction(1, 2), calls))
+    assert ledger.read() == before
+    assert calls == [0.0]
+
+
+def test_mismatched_budget_or_rule_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    pure_filter(dp.SQLiteLedger(path, "k"), 1.0)(0.0)
+    with pytest.raises(dp.LedgerError, match="spec"):
+        pure_filter(dp.SQLiteLedger(path, "k"), 2.0)(0.0)
+    with pytest.raises(dp.LedgerError, match="odometer"):
+        dp.make_odometer(FLOAT, ABS, dp.PureDP(), 1, ledger=dp.SQLiteLedger(path, "k"))(0.0)
+    mem = dp.MemoryLedger()
+    pure_filter(mem, 1.0)(0.0)
+    with pytest.raises(dp.LedgerError):
+        pure_filter(mem, 0.5)(0.0)
+
+
+def test_foreign_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(dp.LedgerError, match="not a dpcompose ledger"):
+        pure_filter(dp.SQLiteLedger(path, "k"))(0.0)
+
+
+def test_corrupt_file_is_refused_not_restarted(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    path.write_bytes(b"this is not an SQLite database" * 100)
+    with pytest.raises(dp.LedgerError, match="corrupt|not a database|unusable"):
+        pure_filter(dp.SQLiteLedger(path, "k"))(0.0)
+
+
+def test_tampered_row_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    ledger = dp.SQLiteLedger(path, "k")
+    q = pure_filter(ledger)(0.0)
+    q(spy(Fraction(1, 2), []))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE dpcompose_ledger SET state = '0/1,0/1'")  # someone "resets" the budget
+    conn.commit()
+    conn.close()
+    calls: list[Any] = []
+    with pytest.raises(dp.LedgerError, match="corrupt"):
+        q(spy(Fraction(1, 2), calls))
+    assert calls == []
+    with pytest.raises(dp.LedgerError, match="corrupt"):
+        pure_filter(dp.SQLiteLedger(path, "k"))(0.0)
+
+
+def test_locked_file_gives_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "budget.db"
+    pure_filter(dp.SQLiteLedger(path, "k"))(0.0)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        q = pure_filter(dp.SQLiteLedger(path, "k", timeout=0.2))
+        with pytest.raises(dp.LedgerLocked, match="locked"):
+            q(0.0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+CRASH_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from fractions import Fraction
+    sys.path.insert(0, {src!r})
+    import dpcompose as dp
+    floats = dp.AtomDomain(float)
+
+    def slow(x):
+        open({marker!r}, "w").close()   # the charge is committed: now hang before releasing anything
+        time.sleep(60)
+        return x
+
+    m = dp.Measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), slow, lambda d: Fraction(1, 8))
+    f = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
+                       ledger=dp.SQLiteLedger({path!r}, "crash"))
+    print(f(0.0)(m))
+    """
+)
+
+
+def test_charge_survives_sigkill(tmp_path: Path) -> None:
+    path, marker = str(tmp_path / "budget.db"), str(tmp_path / "charged")
+    code = CRASH_CHILD.format(src=SRC, marker=marker, path=path)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(marker):
+            assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+            assert time.monotonic() < deadline, "child never reached the mechanism"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == -signal.SIGKILL
+    assert out == b""  # killed before it printed anything
+    q = pure_filter(dp.SQLiteLedger(path, "crash"))(0.0)
+    assert q.spent() == {"epsilon": Fraction(1, 8), "delta": 0}
+    assert q.queries_charged == 1
+
+
+HAMMER_CHILD = textwrap.dedent(
+    """
+    import sys
+    from fractions import Fraction
+    sys.path.insert(0, {src!r})
+    import dpcompose as dp
+    floats = dp.AtomDomain(float)
+    m = dp.Measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), lambda x: x, lambda d: Fraction(1, 50))
+    f = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
+                       ledger=dp.SQLiteLedger({path!r}, "shared"))
+    q = f(0.0)
+    answered = 0
+    for _ in range(80):
+        try:
+            q(m)
+            answered += 1
+        except dp.BudgetExceeded:
+            pass
+    print(answered)
+    """
+)
+
+
+def test_two_processes_never_overspend_together(tmp_path: Path) -> None:
+    path = str(tmp_path / "budget.db")
+    code = HAMMER_CHILD.format(src=SRC, path=path)
+    children = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    counts = []
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err.decode()
+        counts.append(int(out))
+    assert sum(counts) == 50  # 1.0 / (1/50): exactly the budget, never more
+    q = pure_filter(dp.SQLiteLedger(path, "shared"))(0.0)
+    assert q.spent() == {"epsilon": 1, "delta": 0}
+    assert q.queries_charged == 50
+
+
+def test_memory_ledger_shared_by_two_runs() -> None:
+    ledger = dp.MemoryLedger()
+    f = pure_filter(ledger, 1.0)
+    a, b = f(1.0), f(2.0)
+    a(spy(Fraction(1, 2), []))
+    b(spy(Fraction(1, 2), []))
+    with pytest.raises(dp.BudgetExceeded):
+        a(spy(Fraction(1, 100), []))
+    assert ledger.read().queries == 2
