@@ -68,21 +68,25 @@ def _source(rng: np.random.Generator | None) -> RandomSource | None:
     return None if rng is None else GeneratorSource(rng)
 
 
-def _integer_input(domain: Domain, metric: Metric, vector_metric: type) -> bool:
-    """Whether the input is a vector of ints; raise DomainMismatch unless int atom/vector with its metric."""
-    if isinstance(domain, AtomDomain) and domain.carrier is int:
+def check_numeric_input(
+    domain: Domain, metric: Metric, vector_metric: type, carriers: tuple[type, ...] = (int, float)
+) -> bool:
+    """Whether the input is a vector; DomainMismatch unless it is an atom of one of ``carriers`` with
+    ``AbsoluteDistance`` or a ``VectorDomain`` of such atoms with ``vector_metric``."""
+    if isinstance(domain, AtomDomain) and domain.carrier in carriers:
         if not isinstance(metric, AbsoluteDistance):
-            raise DomainMismatch(f"an integer input needs AbsoluteDistance(), not {metric!r}")
+            raise DomainMismatch(f"a scalar input needs AbsoluteDistance(), not {metric!r}")
         return False
     if (
         isinstance(domain, VectorDomain)
         and isinstance(domain.element_domain, AtomDomain)
-        and domain.element_domain.carrier is int
+        and domain.element_domain.carrier in carriers
     ):
         if not isinstance(metric, vector_metric):
-            raise DomainMismatch(f"an integer vector needs {vector_metric.__name__}(), not {metric!r}")
+            raise DomainMismatch(f"a vector input needs {vector_metric.__name__}(), not {metric!r}")
         return True
-    raise DomainMismatch(f"input_domain={domain!r} must be AtomDomain(int) or VectorDomain(AtomDomain(int))")
+    names = "|".join(c.__name__ for c in carriers)
+    raise DomainMismatch(f"input_domain={domain!r} must be AtomDomain({names}) or a VectorDomain of those")
 
 
 def _add_integer_noise(data: Any, noise: npt.NDArray[np.int64], vector: bool) -> Any:
@@ -139,7 +143,7 @@ def make_discrete_laplace(
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
-    vector = _integer_input(input_domain, input_metric, L1Distance)
+    vector = check_numeric_input(input_domain, input_metric, L1Distance, (int,))
 
     def run(data: Any) -> Any:
         size = len(data) if vector else 1
@@ -199,7 +203,7 @@ def make_discrete_gaussian(
     """
     check_finite_positive(scale, "scale")
     sigma = exact(scale, "scale")
-    vector = _integer_input(input_domain, input_metric, L2Distance)
+    vector = check_numeric_input(input_domain, input_metric, L2Distance, (int,))
 
     def run(data: Any) -> Any:
         size = len(data) if vector else 1

@@ -12,8 +12,13 @@ from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import exact
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
 from dpcompose.measurements import _noise
-from dpcompose.measurements._discrete import Grid, grid_sensitivity, noisy_on_grid, secure_float_setup
-from dpcompose.measurements._laplace import _check_numeric
+from dpcompose.measurements._discrete import (
+    Grid,
+    check_numeric_input,
+    grid_sensitivity,
+    noisy_on_grid,
+    secure_float_setup,
+)
 from dpcompose.measurements._sampling import discrete_gaussian_array
 
 __all__ = ["make_gaussian"]
@@ -63,7 +68,7 @@ def make_gaussian(
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
-    vector = _check_numeric(input_domain, input_metric, L2Distance)
+    vector = check_numeric_input(input_domain, input_metric, L2Distance)
     fscale = float(scale)
     grid = Grid.for_gaussian(scale_q)
     integer, size = secure_float_setup(input_domain, vector, grid.k, rng)

@@ -11,24 +11,24 @@ import numpy as np
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import exact
 from dpcompose.core import (
-    AbsoluteDistance,
-    AtomDomain,
     Domain,
     L1Distance,
     Measurement,
     Metric,
     Node,
     PureDP,
-    VectorDomain,
 )
-from dpcompose.errors import DomainMismatch
 from dpcompose.measurements import _noise
-from dpcompose.measurements._discrete import Grid, grid_sensitivity, noisy_on_grid, secure_float_setup
+from dpcompose.measurements._discrete import (
+    Grid,
+    check_numeric_input,
+    grid_sensitivity,
+    noisy_on_grid,
+    secure_float_setup,
+)
 from dpcompose.measurements._sampling import discrete_laplace_array
 
 __all__ = ["make_laplace"]
-
-_NUMERIC = (int, float)
 
 
 def make_laplace(
@@ -81,7 +81,7 @@ def make_laplace(
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
-    vector = _check_numeric(input_domain, input_metric)
+    vector = check_numeric_input(input_domain, input_metric, L1Distance)
     fscale = float(scale)
     grid = Grid.for_laplace(scale_q)
     integer, size = secure_float_setup(input_domain, vector, grid.k, rng)
@@ -108,25 +108,6 @@ def make_laplace(
         run,
         privacy_map,
         node=Node("laplace", params=(("scale", repr(scale)),), source="Dwork–McSherry–Nissim–Smith 2006"),
-    )
-
-
-def _check_numeric(input_domain: Domain, input_metric: Metric, vector_metric: type = L1Distance) -> bool:
-    """Return whether the input is a vector; raise DomainMismatch for unsupported pairs."""
-    if isinstance(input_domain, AtomDomain) and input_domain.carrier in _NUMERIC:
-        if not isinstance(input_metric, AbsoluteDistance):
-            raise DomainMismatch(f"a scalar input needs AbsoluteDistance(), not {input_metric!r}")
-        return False
-    if (
-        isinstance(input_domain, VectorDomain)
-        and isinstance(input_domain.element_domain, AtomDomain)
-        and input_domain.element_domain.carrier in _NUMERIC
-    ):
-        if not isinstance(input_metric, vector_metric):
-            raise DomainMismatch(f"a vector input needs {vector_metric.__name__}(), not {input_metric!r}")
-        return True
-    raise DomainMismatch(
-        f"input_domain={input_domain!r} must be AtomDomain(int|float) or a VectorDomain of those"
     )
 
 
