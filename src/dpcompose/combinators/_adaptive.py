@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpcompose.core import Domain, Measure, Measurement, Metric, Node, Queryable
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 
-__all__ = ["make_adaptive_concurrent", "make_adaptive_sequential"]
+__all__ = ["check_query", "make_adaptive_concurrent", "make_adaptive_sequential", "map_up_to_d_in"]
+
+
+def check_query(query: object, domain: Domain, metric: Metric, who: str) -> Measurement[Any, Any, Any, Any]:
+    """A measurement query to a compositor, filter or odometer: a Measurement on the same domain and
+    metric. Raises before anything runs."""
+    if not isinstance(query, Measurement):
+        raise InvalidParameter(f"a query must be a Measurement, not {query!r}")
+    if query.input_domain != domain or query.input_metric != metric:
+        raise DomainMismatch(
+            f"query {query.node.label()} takes {query.input_domain!r} under {query.input_metric!r}, "
+            f"but this {who} holds {domain!r} under {metric!r}"
+        )
+    return query
+
+
+def map_up_to_d_in(d_in: Any, value: Any, who: str) -> Callable[[Any], Any]:
+    """The privacy map of a compositor that prices its queries at ``d_in``: ``value`` for any distance up
+    to ``d_in``, and a refusal above it (queries were only checked at ``d_in``)."""
+
+    def privacy_map(d: Any) -> Any:
+        if d > d_in:
+            raise InvalidParameter(
+                f"this {who} prices its queries at d_in={d_in}; it makes no claim at d_in={d} "
+                "(build it with the larger d_in)"
+            )
+        return value
+
+    return privacy_map
 
 
 class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
@@ -37,13 +65,7 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
         self._next = 0
 
     def _answer(self, query: Measurement[Any, Any, Any, Any]) -> Any:
-        if not isinstance(query, Measurement):
-            raise InvalidParameter(f"a query must be a Measurement, not {query!r}")
-        if query.input_domain != self._domain or query.input_metric != self._metric:
-            raise DomainMismatch(
-                f"query {query.node.label()} takes {query.input_domain!r} under {query.input_metric!r}, "
-                f"but this compositor holds {self._domain!r} under {self._metric!r}"
-            )
+        check_query(query, self._domain, self._metric, "compositor")
         if query.output_measure != self._measure:
             raise DomainMismatch(f"query is {query.output_measure!r}, this compositor is {self._measure!r}")
         if self._next >= len(self._d_mids):
@@ -93,20 +115,12 @@ def _make_adaptive(
             data, input_domain, input_metric, output_measure, d_in_exact, budgets, sequential
         )
 
-    def privacy_map(d: Any) -> Any:
-        if d > d_in_exact:
-            raise InvalidParameter(
-                f"this compositor admits queries by their cost at d_in={d_in_exact}; it makes no claim at "
-                f"d_in={d} (build it with the larger d_in)"
-            )
-        return total
-
     return Measurement(
         input_domain,
         input_metric,
         output_measure,
         run,
-        privacy_map,
+        map_up_to_d_in(d_in_exact, total, "compositor"),
         interactive=True,
         node=Node(
             f"adaptive_{kind}",

@@ -27,6 +27,7 @@ from dpcompose.accounting._filters import (
     ZCDPFilter,
 )
 from dpcompose.accounting._zcdp import pure_to_zcdp
+from dpcompose.combinators._adaptive import check_query, map_up_to_d_in
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
@@ -70,18 +71,6 @@ def query_cost(filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any) -
     if isinstance(filter_measure, ZCDP) and isinstance(qm, PureDP):
         return (pure_to_zcdp(d), Fraction(0)), qm.display(d)
     return (Fraction(d), Fraction(0)), qm.display(d)
-
-
-def check_query(query: object, domain: Domain, metric: Metric, who: str) -> AnyMeasurement:
-    """Validate a query the way the adaptive compositors do: a Measurement on the same domain/metric."""
-    if not isinstance(query, Measurement):
-        raise InvalidParameter(f"a query must be a Measurement, not {query!r}")
-    if query.input_domain != domain or query.input_metric != metric:
-        raise DomainMismatch(
-            f"query {query.node.label()} takes {query.input_domain!r} under {query.input_metric!r}, "
-            f"but this {who} holds {domain!r} under {metric!r}"
-        )
-    return query
 
 
 class Accountant(ABC):
@@ -429,20 +418,12 @@ def make_filter(
             name="privacy filter",
         )
 
-    def privacy_map(d: Any) -> Any:
-        if d > d_in_exact:
-            raise InvalidParameter(
-                f"this filter charges queries their cost at d_in={d_in_exact}; it makes no claim at "
-                f"d_in={d} (build it with the larger d_in)"
-            )
-        return budget
-
     return Measurement(
         input_domain,
         input_metric,
         output_measure,
         run,
-        privacy_map,
+        map_up_to_d_in(d_in_exact, budget, "filter"),
         interactive=True,
         node=Node(
             "filter",
