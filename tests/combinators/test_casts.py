@@ -131,3 +131,10 @@ def test_profile_budget_must_be_a_pair() -> None:
         prof.check(1, 1.0)
     with pytest.raises(dp.DomainMismatch, match="ProfileDP"):
         dp.make_fix_delta(dp.m.make_laplace(FLOAT, ABS, scale=1.0), 1e-6)
+
+
+@given(st.fractions(min_value=0, max_value=5), st.integers(1, 4))
+def test_group_never_below_the_mechanisms_own_map(d: Fraction, k: int) -> None:
+    """Group privacy at a fractional d_in must cover ⌈d⌉ steps (it once truncated: 1/2 for a true 3/4)."""
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=2.0)
+    assert dp.make_group(lap, k).map(d) >= lap.map(k * d)

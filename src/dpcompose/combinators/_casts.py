@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -216,7 +217,8 @@ def make_group(m: AnyMeasurement, k: int) -> AnyMeasurement:
     measure = m.output_measure
 
     def privacy_map(d: Any) -> Any:
-        size = k * int(d)
+        # ⌈d⌉ neighbouring steps of length ≤ 1 connect inputs d apart (truncating would under-report)
+        size = k * math.ceil(d)
         if size == 0:
             return measure.zero()
         one = m.map(1)
