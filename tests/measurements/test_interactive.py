@@ -80,3 +80,16 @@ def test_interactive_laplace_budget() -> None:
 def test_interactive_primitives_need_dataset_metric() -> None:
     with pytest.raises(dp.DomainMismatch, match="group privacy"):
         dp.m.make_interactive_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=1.0, max_queries=1)
+
+
+@pytest.mark.parametrize("scale", [0.5, 10.0, 2.0**31, 2.0**40])
+def test_interactive_laplace_prices_answers_by_the_secure_mechanism(scale: float) -> None:
+    """Each answer costs what make_laplace's own map says at distance 1. At scales of 2**31 and above the
+    secure grid is wider than 1 and an answer costs more than 1/scale; the old map (k·d_in/scale)
+    under-reported there."""
+    one = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=scale).map(1)
+    m = dp.m.make_interactive_laplace(INTS, SYM, scale=scale, max_queries=3)
+    assert m.map(2) == 3 * 2 * one
+    assert m.map(2) >= Fraction(6) / Fraction(scale)
+    answer = m(list(range(10)))(COUNT)
+    assert isinstance(answer, float)

@@ -7,6 +7,7 @@ because its sensitivity cannot be checked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -29,6 +30,7 @@ from dpcompose.core import (
 )
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements import _noise
+from dpcompose.measurements._laplace import make_laplace
 
 __all__ = ["make_interactive_laplace", "make_sparse_vector"]
 
@@ -174,13 +176,12 @@ class _LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
         data: Any,
         input_domain: Domain,
         input_metric: Metric,
-        scale: float,
+        release: Callable[[float], float],
         max_queries: int,
-        rng: np.random.Generator,
     ) -> None:
         super().__init__(name="interactive laplace")
         self._data, self._domain, self._metric = data, input_domain, input_metric
-        self._scale, self._max_queries, self._rng = scale, max_queries, rng
+        self._release, self._max_queries = release, max_queries
         self._used = 0
 
     def _answer(self, query: Transformation[Any, Any, Any, Any]) -> float:
@@ -188,7 +189,7 @@ class _LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
         if self._used >= self._max_queries:
             raise BudgetExceeded(f"all {self._max_queries} queries are used; nothing was run")
         self._used += 1  # charged before release
-        return float(q.function(self._data)) + float(_noise.laplace((), self._scale, self._rng))
+        return self._release(float(q.function(self._data)))
 
 
 def make_interactive_laplace(
@@ -202,8 +203,12 @@ def make_interactive_laplace(
     """An interactive Laplace answerer: up to ``max_queries`` adaptively chosen 1-sensitive queries, each
     answered with Laplace(``scale``) noise.
 
-    Privacy map: ε = max_queries · d_in / scale (each answer is (1/scale)-DP for neighbours, adaptive
-    composition adds them, and group privacy scales by d_in).
+    Each answer is released by :func:`make_laplace` on the query's value (exact discrete noise from the
+    secure source by default; ``rng=`` takes its seeded, not private, path).
+
+    Privacy map: ε = max_queries · d_in · ε₁, where ε₁ = ``make_laplace(...).map(1)`` is the loss of one
+    answer for values at most 1 apart (1/scale whenever 1 is a multiple of its grid width) — adaptive
+    composition adds the answers, and group privacy scales by d_in.
 
     Source: Dwork–McSherry–Nissim–Smith 2006 (Laplace); Dwork–Rothblum–Vadhan 2010 (adaptive basic
     composition); Dwork–Roth 2014 Thm 2.2 (group privacy).
@@ -218,17 +223,18 @@ def make_interactive_laplace(
     _check_dataset_input(input_domain, input_metric)
     check_finite_positive(scale, "scale")
     k = check_positive_int(max_queries, "max_queries")
-    scale_q = exact(scale, "scale")
+    inner = make_laplace(AtomDomain(float), AbsoluteDistance(), scale=scale, rng=rng)
+    per_answer = inner.map(Fraction(1))
 
     def run(data: Any) -> _LaplaceAnswerer:
-        return _LaplaceAnswerer(data, input_domain, input_metric, float(scale), k, _noise.resolve_rng(rng))
+        return _LaplaceAnswerer(data, input_domain, input_metric, inner.function, k)
 
     return Measurement(
         input_domain,
         input_metric,
         PureDP(),
         run,
-        lambda d_in: k * Fraction(d_in) / scale_q,
+        lambda d_in: k * Fraction(d_in) * per_answer,
         interactive=True,
         node=Node(
             "interactive_laplace",
