@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import dpcompose as dp
 from dpcompose.accounting import (
     BasicFilter,
+    RenyiFilter,
     RRUVFilter,
     WhitehouseFilter,
     ZCDPApproxFilter,
@@ -22,6 +23,7 @@ from dpcompose.accounting import (
     whitehouse_filter_epsilon,
     zcdp_budget,
 )
+from dpcompose.accounting._filters import DEFAULT_ORDERS, pure_cost_to_renyi, zcdp_cost_to_renyi
 
 mpmath.mp.dps = 50
 FLOAT = dp.AtomDomain(float)
@@ -320,8 +322,8 @@ def test_bad_arguments() -> None:
         RRUVFilter(Fraction(1), Fraction(1, 2))
     with pytest.raises(dp.InvalidParameter, match="delta_slack"):
         WhitehouseFilter(Fraction(1), Fraction(1, 10**6), Fraction(0))
-    with pytest.raises(dp.UnsupportedComposition, match="Rényi"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(a)))
+    with pytest.raises(dp.UnsupportedComposition, match="no filter for ProfileDP"):
+        dp.make_filter(FLOAT, ABS, dp.ProfileDP(), 1, (1.0, 1e-6))
     with pytest.raises(dp.InvalidParameter, match="budget"):
         dp.make_filter(
             FLOAT,
@@ -422,6 +424,132 @@ def test_interactive_children_interleave_for_approx_and_close_for_zcdp() -> None
     zinner = dp.make_pure_to_zcdp(inner)
     zq = dp.make_filter(ints, sym, dp.ZCDP(), 1, 0.5)([1, 2, 3])
     c, d = zq(zinner), zq(zinner)
+    d(lap)
+    with pytest.raises(dp.SequentialityError):
+        c(lap)
+
+
+# --- Rényi filter (Feldman–Zrnic 2021 Thm 3.1 at each listed order) ---------------------------------------
+renyi_queries = st.lists(
+    st.tuples(st.sampled_from(["pure", "zcdp"]), st.floats(1e-3, 2.0)), min_size=1, max_size=40
+)
+
+
+def _rdp_of_pure(eps: Fraction, alpha: Fraction) -> mpmath.mpf:
+    """The Rényi divergence of ε-randomized response at order α: the worst case over ε-DP mechanisms."""
+    e, a = M(eps), M(alpha)
+    p = mpmath.exp(e) / (1 + mpmath.exp(e))
+    q = 1 - p
+    return mpmath.log(p**a * q ** (1 - a) + q**a * p ** (1 - a)) / (a - 1)
+
+
+@given(st.floats(1e-4, 5.0), st.sampled_from(DEFAULT_ORDERS))
+def test_pure_cost_to_renyi_bounds_randomized_response(eps: float, alpha: Fraction) -> None:
+    (cost,) = pure_cost_to_renyi(Fraction(eps), (alpha,))
+    assert M(cost) >= _rdp_of_pure(Fraction(eps), alpha)
+
+
+@given(renyi_queries, st.floats(0.05, 3.0))
+def test_renyi_filter_never_exceeds_its_budget_at_any_order(
+    queries: list[tuple[str, float]], scale: float
+) -> None:
+    orders = DEFAULT_ORDERS
+    budget = tuple(scale * (1 + a / 4) for a in orders)  # an arbitrary increasing curve
+    rule = RenyiFilter(orders, tuple(Fraction(b) for b in budget))
+    state = rule.start()
+    totals = [mpmath.mpf(0)] * len(orders)
+    admitted = 0
+    for kind, x in queries:
+        cost = (
+            pure_cost_to_renyi(Fraction(x), orders)
+            if kind == "pure"
+            else zcdp_cost_to_renyi(Fraction(x), orders)
+        )
+        new = rule.admit(state, cost)
+        would = [t + M(c) for t, c in zip(totals, cost, strict=True)]
+        fits = all(w <= M(b) for w, b in zip(would, rule.budgets, strict=True))
+        assert (new is not None) == fits  # admits exactly what fits (sums here are exact: no settling)
+        if new is not None:
+            state, totals, admitted = new, would, admitted + 1
+    assert all(t <= M(b) for t, b in zip(totals, rule.budgets, strict=True))
+
+
+@given(st.lists(st.floats(1e-3, 0.5), min_size=1, max_size=30), st.floats(0.01, 2.0))
+def test_renyi_filter_on_zcdp_queries_admits_what_the_zcdp_filter_admits(
+    rhos: list[float], rho_g: float
+) -> None:
+    orders = DEFAULT_ORDERS
+    renyi = RenyiFilter(orders, zcdp_cost_to_renyi(Fraction(rho_g), orders))
+    zcdp = ZCDPFilter(Fraction(rho_g))
+    rs, zs = renyi.start(), zcdp.start()
+    for r in rhos:
+        a = renyi.admit(rs, zcdp_cost_to_renyi(Fraction(r), orders))
+        b = zcdp.admit(zs, (Fraction(r), Fraction(0)))
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            rs, zs = a, b
+
+
+def test_renyi_filter_measurement() -> None:
+    budget = dp.RenyiCurve(lambda a: Fraction(a) / 2, "α/2")  # the curve of ½-zCDP
+    f = dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget)
+    assert f.map(1)(2) == 1 and f.map(1)(Fraction(5, 4)) == Fraction(5, 8)
+    with pytest.raises(dp.InvalidParameter, match="orders"):
+        f.map(1)(3.3)  # nothing is claimed between the listed orders
+    q = f(0.0)
+    gauss = dp.m.make_gaussian(FLOAT, ABS, scale=2.0)  # ρ = 1/8: four fit in ½
+    assert q.max_queries_like(gauss) == 4
+    calls: list[Any] = []
+    curve_query = spy(dp.RenyiDP(), dp.RenyiCurve(lambda a: Fraction(a) / 16, "α/16"), calls)
+    pure_query = spy(dp.PureDP(), Fraction(1, 2), calls)  # min(½, α/8): α/8 at every order ≤ 4
+    for m in (gauss, gauss, curve_query, curve_query, pure_query):
+        q(m)
+    assert q.spent()["alpha=2"] == Fraction(1, 2) + Fraction(1, 4) + Fraction(1, 4)
+    with pytest.raises(dp.BudgetExceeded, match=r"renyi rule: Σε\(α\) at α=1.25"):
+        q(gauss)
+    assert len(calls) == 3
+    with pytest.raises(dp.DomainMismatch, match="PureDP or ZCDP"):
+        q(spy(dp.ApproxDP(), (Fraction(0), Fraction(0)), calls))
+
+
+def test_renyi_filter_orders_and_bad_curves() -> None:
+    budget = dp.RenyiCurve(lambda a: Fraction(a), "α")
+    f = dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 4])
+    assert f.map(1)(4) == 4
+    with pytest.raises(dp.InvalidParameter, match="orders"):
+        f.map(1)(8)
+    rule = RenyiFilter((Fraction(2), Fraction(4)), (Fraction(2), Fraction(4)))
+    assert dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule=rule).map(1)(2) == 2
+    with pytest.raises(dp.InvalidParameter, match="budget"):
+        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule=RenyiFilter((Fraction(2),), (Fraction(1),)))
+    with pytest.raises(dp.InvalidParameter, match="> 1"):
+        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[1, 2])
+    with pytest.raises(dp.InvalidParameter, match="repeat"):
+        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 2.0])
+    with pytest.raises(dp.InvalidParameter, match="RenyiDP filter only"):
+        dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, orders=[2])
+    with pytest.raises(dp.InvalidParameter, match="'renyi'"):
+        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule="basic")
+    with pytest.raises(dp.InvalidParameter, match="exact Fraction"):
+        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: 0.5))  # type: ignore[arg-type,return-value]
+    with pytest.raises(dp.InvalidParameter, match="exact Fraction"):
+        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(-1)))
+    q = f(0.0)
+    with pytest.raises(dp.InvalidParameter, match="exact Fraction"):
+        q(spy(dp.RenyiDP(), dp.RenyiCurve(lambda a: Fraction(-1, 2)), []))
+    assert q.queries_charged == 0
+    with pytest.raises(dp.InvalidParameter, match="one budget per order"):
+        RenyiFilter((Fraction(2), Fraction(3)), (Fraction(1),))
+
+
+def test_renyi_filter_closes_earlier_interactive_children() -> None:
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    sym = dp.SymmetricDistance()
+    inner = dp.make_pure_to_zcdp(dp.make_adaptive_concurrent(ints, sym, dp.PureDP(), 1, [0.1, 0.1]))
+    q = dp.make_filter(ints, sym, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(a), "α"))([1, 2])
+    c, d = q(inner), q(inner)
+    count = dp.t.make_count(ints, sym)
+    lap = count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=10.0)
     d(lap)
     with pytest.raises(dp.SequentialityError):
         c(lap)

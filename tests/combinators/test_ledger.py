@@ -49,6 +49,25 @@ def test_sqlite_ledger_persists_across_reopen(tmp_path: Path) -> None:
     assert other.spent() == {"epsilon": 0, "delta": 0}
 
 
+def test_renyi_filter_state_persists_across_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "renyi.db"
+
+    def renyi_filter() -> Any:
+        budget = dp.RenyiCurve(lambda a: Fraction(a) / 2, "α/2")  # a new lambda each time: same budget
+        return dp.make_filter(
+            FLOAT, ABS, dp.RenyiDP(), 1, budget, ledger=dp.SQLiteLedger(path, "k"), orders=[2, 8]
+        )
+
+    gauss = dp.m.make_gaussian(FLOAT, ABS, scale=2.0)  # ρ = 1/8
+    q = renyi_filter()(0.0)
+    q(gauss)
+    q.ledger.close()
+    again = renyi_filter()(0.0)
+    assert again.spent() == {"alpha=2": Fraction(1, 4), "alpha=8": Fraction(1)}
+    assert again.max_queries_like(gauss) == 3
+    again.ledger.close()
+
+
 def test_refusal_leaves_the_file_unchanged(tmp_path: Path) -> None:
     path = tmp_path / "budget.db"
     ledger = dp.SQLiteLedger(path, "k")

@@ -20,6 +20,7 @@ from dpcompose.accounting._exact import (
 from dpcompose.accounting._filters import (
     BasicFilter,
     FilterRule,
+    RenyiFilter,
     RRUVFilter,
     WhitehouseFilter,
     ZCDPApproxFilter,
@@ -50,6 +51,7 @@ __all__ = [
     "Number",
     "PrivacyProfile",
     "RRUVFilter",
+    "RenyiFilter",
     "WhitehouseFilter",
     "ZCDPApproxFilter",
     "ZCDPFilter",

@@ -13,7 +13,8 @@ Each rule is a small immutable object with running sums as its state (a tuple of
 * :class:`RRUVFilter` — Rogers–Roth–Ullman–Vadhan 2016 Thm 5.1 (approximate DP, advanced);
 * :class:`WhitehouseFilter` — Whitehouse–Ramdas–Rogers–Wu 2023 (approximate DP, advanced);
 * :class:`ZCDPFilter` — Σρᵢ ≤ ρ_g (Feldman–Zrnic 2021), also usable for an (ε_g, δ_g) budget
-  through the largest ρ_g that converts to it (:func:`zcdp_budget`).
+  through the largest ρ_g that converts to it (:func:`zcdp_budget`);
+* :class:`RenyiFilter` — Σεᵢ(α) ≤ B(α) at each order α of a finite set (Feldman–Zrnic 2021).
 
 Costs are pairs ``(ε, δ)`` for every rule (a zCDP rule reads ``(ρ, 0)``). Running sums that would grow
 an unbounded denominator are rounded *up* to a multiple of 2^-128 (:func:`settle`), which keeps every
@@ -56,21 +57,28 @@ from dpcompose.accounting._zcdp import pure_to_zcdp, zcdp_to_approx
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 __all__ = [
+    "DEFAULT_ORDERS",
     "BasicFilter",
     "FilterRule",
     "RRUVFilter",
+    "RenyiFilter",
     "WhitehouseFilter",
     "ZCDPApproxFilter",
     "ZCDPFilter",
+    "check_orders",
+    "is_free",
+    "pure_cost_to_renyi",
     "pure_cost_to_zcdp",
     "rruv_filter_epsilon",
     "settle",
     "settle_down",
     "whitehouse_filter_epsilon",
     "zcdp_budget",
+    "zcdp_cost_to_renyi",
 ]
 
-Cost = tuple[Fraction, Fraction]
+Cost = tuple[Fraction, ...]
+"""A query's cost as a rule reads it: ``(ε, δ)``, ``(ρ, 0)``, or one Rényi ε per order."""
 State = tuple[Fraction, ...]
 
 _SETTLE_BITS = 128
@@ -148,7 +156,7 @@ class FilterRule(ABC):
         """
         if not self.accepts(cost):
             return 0
-        if cost[0] == 0 and cost[1] == 0:
+        if is_free(cost):
             return None if self.admit(state, cost) is not None else 0
 
         def fits(k: int) -> bool:
@@ -171,10 +179,15 @@ class FilterRule(ABC):
 
     def _admit_k(self, state: State, cost: Cost, k: int) -> State | None:
         """``k`` copies of ``cost`` charged at once (rules whose sums are additive override nothing)."""
-        return self.admit(state, (cost[0], cost[1]) if k == 1 else self._scaled(cost, k))
+        return self.admit(state, cost if k == 1 else self._scaled(cost, k))
 
     def _scaled(self, cost: Cost, k: int) -> Cost:  # pragma: no cover - overridden where used
         raise NotImplementedError
+
+
+def is_free(cost: Cost) -> bool:
+    """Whether a cost is zero in every coordinate (the query reveals nothing about the data)."""
+    return all(c == 0 for c in cost)
 
 
 def _check_budget(epsilon: Number, delta: Number) -> tuple[Fraction, Fraction]:
@@ -674,3 +687,152 @@ def pure_cost_to_zcdp(cost: Cost) -> Cost:
     if cost[1] != 0:
         raise UnsupportedComposition("an (ε, δ) guarantee with δ > 0 implies no zCDP guarantee")
     return (pure_to_zcdp(cost[0]), ZERO)
+
+
+DEFAULT_ORDERS: tuple[Fraction, ...] = tuple(
+    Fraction(a)
+    for a in (
+        "1.25",
+        "1.5",
+        "1.75",
+        "2",
+        "2.5",
+        "3",
+        "4",
+        "5",
+        "6",
+        "8",
+        "10",
+        "12",
+        "16",
+        "20",
+        "32",
+        "64",
+        "128",
+        "256",
+    )
+)
+"""The Rényi orders a :class:`RenyiFilter` checks when none are given (the grid common in RDP accountants)."""
+
+
+def check_orders(orders: Sequence[Number]) -> tuple[Fraction, ...]:
+    """Rényi orders as exact Fractions, each > 1 and none repeated; raises InvalidParameter otherwise."""
+    seq = as_sequence(orders, "orders")
+    out = []
+    for i, a in enumerate(seq):
+        alpha = nonnegative(a, f"orders[{i}]")
+        if not alpha > 1:
+            raise InvalidParameter(f"orders[{i}]={a!r} must be a Rényi order > 1")
+        out.append(alpha)
+    if len(set(out)) != len(out):
+        raise InvalidParameter(f"orders={list(orders)!r} must not repeat an order")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RenyiFilter(FilterRule):
+    """The Rényi filter at a finite set of orders: admit while Σᵢ εᵢ(α) ≤ B(α) at *every* order α.
+
+    A cost is one Rényi ε per order, in the order of ``orders``. Fix an order α. Halting as soon as any
+    order would exceed its budget keeps Σᵢ εᵢ(α) ≤ B(α) on every run, with each εᵢ(α) chosen after
+    seeing earlier answers; that is exactly the hypothesis of the Rényi filter theorem, so the whole
+    interaction is (α, B(α))-RDP. This holds for each order of the set separately, so the guarantee is
+    the budget curve at every listed order (and nothing is claimed at other orders).
+
+    Source: Feldman, Zrnic 2021 (NeurIPS; arXiv 2008.11193) Thm 3.1, the Rényi filter with adaptively
+    chosen parameters, applied at each order.
+
+    Examples:
+        >>> from fractions import Fraction
+        >>> r = RenyiFilter((Fraction(2), Fraction(8)), (Fraction(1), Fraction(2)))
+        >>> # a 1/8-zCDP query costs αρ: 1/4 at α = 2 and 1 at α = 8
+        >>> r.max_queries_like(r.start(), (Fraction(1, 4), Fraction(1)))
+        2
+    """
+
+    name: ClassVar[str] = "renyi"
+    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 3.1 (Rényi filter), at each listed order"
+
+    orders: tuple[Fraction, ...]
+    budgets: tuple[Fraction, ...]
+
+    def __post_init__(self) -> None:
+        orders = check_orders(self.orders)
+        budgets = tuple(
+            nonnegative(b, f"budgets[{i}]") for i, b in enumerate(as_sequence(self.budgets, "budgets"))
+        )
+        if len(budgets) != len(orders):
+            raise InvalidParameter(
+                f"budgets has {len(budgets)} values for {len(orders)} orders; give one budget per order"
+            )
+        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "budgets", budgets)
+
+    def start(self) -> State:
+        return tuple(ZERO for _ in self.orders)
+
+    def accepts(self, cost: Cost) -> bool:
+        return len(cost) == len(self.orders)
+
+    def _check_cost(self, cost: Cost) -> None:
+        if len(cost) != len(self.orders):
+            raise InvalidParameter(
+                f"a Rényi cost needs {len(self.orders)} values (one per order), got {len(cost)}"
+            )
+
+    def admit(self, state: State, cost: Cost) -> State | None:
+        self._check_cost(cost)
+        new = tuple(settle(s + c) for s, c in zip(state, cost, strict=True))
+        return None if any(s > b for s, b in zip(new, self.budgets, strict=True)) else new
+
+    def _scaled(self, cost: Cost, k: int) -> Cost:
+        return tuple(k * c for c in cost)
+
+    def why_not(self, state: State, cost: Cost) -> str:
+        self._check_cost(cost)
+        for alpha, s, c, b in zip(self.orders, state, cost, self.budgets, strict=True):
+            if s + c > b:
+                return f"renyi rule: Σε(α) at α={_show(alpha)} would be {_show(s + c)} > B(α)={_show(b)}"
+        return "renyi rule: within budget"  # pragma: no cover - only called after a refusal
+
+    def remaining(self, state: State) -> dict[str, Fraction]:
+        return {
+            f"alpha={_show(a)}": max(ZERO, b - s)
+            for a, s, b in zip(self.orders, state, self.budgets, strict=True)
+        }
+
+    def spent(self, state: State) -> dict[str, Fraction]:
+        return {f"alpha={_show(a)}": s for a, s in zip(self.orders, state, strict=True)}
+
+    def describe(self) -> str:
+        pairs = ", ".join(f"{a}:{b}" for a, b in zip(self.orders, self.budgets, strict=True))
+        return f"renyi({pairs})"
+
+
+def zcdp_cost_to_renyi(rho: Fraction, orders: Sequence[Fraction]) -> Cost:
+    """A ρ-zCDP cost as Rényi costs ``α·ρ`` at each order.
+
+    Source: Bun, Steinke 2016 (TCC; arXiv 1605.02065) Def. 1.1: ρ-zCDP means D_α ≤ αρ for every α > 1.
+
+    Examples:
+        >>> zcdp_cost_to_renyi(Fraction(1, 8), (Fraction(2), Fraction(8)))
+        (Fraction(1, 4), Fraction(1, 1))
+    """
+    return tuple(a * rho for a in orders)
+
+
+def pure_cost_to_renyi(epsilon: Fraction, orders: Sequence[Fraction]) -> Cost:
+    """An ε-DP cost as Rényi costs ``min(ε, α·ε²/2)`` at each order.
+
+    ε-DP implies ε²/2-zCDP, so D_α ≤ αε²/2; and D_α ≤ D_∞ ≤ ε because Rényi divergence does not decrease
+    with the order.
+
+    Source: Bun, Steinke 2016 Prop. 1.4 (ε-DP ⇒ ε²/2-zCDP); van Erven, Harremoës 2014 (IEEE Trans. Inf.
+    Theory) Thm. 3 (D_α is nondecreasing in α), with D_∞ ≤ ε the definition of ε-DP.
+
+    Examples:
+        >>> pure_cost_to_renyi(Fraction(1, 2), (Fraction(2), Fraction(8)))
+        (Fraction(1, 4), Fraction(1, 2))
+    """
+    half_sq = pure_to_zcdp(epsilon)
+    return tuple(min(epsilon, a * half_sq) for a in orders)

@@ -11,25 +11,43 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
 from dpcompose.accounting._exact import float_up
 from dpcompose.accounting._filters import (
+    DEFAULT_ORDERS,
     BasicFilter,
     Cost,
     FilterRule,
+    RenyiFilter,
     RRUVFilter,
     State,
     WhitehouseFilter,
     ZCDPApproxFilter,
     ZCDPFilter,
+    check_orders,
+    is_free,
+    pure_cost_to_renyi,
+    zcdp_cost_to_renyi,
 )
 from dpcompose.accounting._zcdp import pure_to_zcdp
 from dpcompose.combinators._adaptive import check_query, map_up_to_d_in
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
-from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
+from dpcompose.core import (
+    ZCDP,
+    ApproxDP,
+    Domain,
+    Measure,
+    Measurement,
+    Metric,
+    Node,
+    PureDP,
+    Queryable,
+    RenyiCurve,
+    RenyiDP,
+)
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
 
 __all__ = ["FilterQueryable", "make_filter"]
@@ -52,25 +70,72 @@ def _fmt_sums(sums: dict[str, Fraction]) -> str:
     return ", ".join(f"{names.get(k, k)}={_fmt(v)}" for k, v in sums.items())
 
 
-def query_cost(filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
-    """A query's cost at ``d_in`` as the pair the rules read, and as text in the query's own measure.
+def query_cost(
+    filter_measure: Measure[Any], query: AnyMeasurement, d_in: Any, orders: tuple[Fraction, ...] = ()
+) -> tuple[Cost, str]:
+    """A query's cost at ``d_in`` as the tuple the rules read, and as text in the query's own measure.
 
     A query must have the filter's measure, except that ε-DP queries are accepted everywhere: as (ε, 0)
-    by an approximate-DP accountant (a definition) and as ε²/2 by a zCDP one (Bun–Steinke 2016 Prop 1.4).
+    by an approximate-DP accountant (a definition) and as ε²/2 by a zCDP one (Bun–Steinke 2016 Prop 1.4);
+    a Rényi accountant (``orders`` given) also takes zCDP queries, as αρ at each order (:mod:`its rules
+    <dpcompose.accounting._filters>` cite why).
     """
     qm = query.output_measure
-    if qm == filter_measure or (isinstance(qm, PureDP) and isinstance(filter_measure, (ApproxDP, ZCDP))):
-        d = query.map(d_in)
-    else:
+    renyi = isinstance(filter_measure, RenyiDP)
+    if not (
+        qm == filter_measure
+        or (isinstance(qm, PureDP) and isinstance(filter_measure, (ApproxDP, ZCDP, RenyiDP)))
+        or (isinstance(qm, ZCDP) and renyi)
+    ):
+        also = "PureDP or ZCDP ones" if renyi else "PureDP ones"
         raise DomainMismatch(
             f"query {query.node.label()} is {qm!r}; this accountant takes {filter_measure!r} queries "
-            "(or PureDP ones); cast it first (e.g. make_pure_to_approx, make_zcdp_to_approx)"
+            f"(or {also}); cast it first (e.g. make_pure_to_approx, make_zcdp_to_approx)"
         )
+    d = query.map(d_in)
+    text = qm.display(d)
+    if renyi:
+        if isinstance(qm, PureDP):
+            return pure_cost_to_renyi(Fraction(d), orders), text
+        if isinstance(qm, ZCDP):
+            return zcdp_cost_to_renyi(Fraction(d), orders), text
+        return renyi_at(d, orders, f"query {query.node.label()}'s Rényi curve"), text
     if isinstance(qm, ApproxDP):
-        return (d[0], d[1]), qm.display(d)
+        return (d[0], d[1]), text
     if isinstance(filter_measure, ZCDP) and isinstance(qm, PureDP):
-        return (pure_to_zcdp(d), Fraction(0)), qm.display(d)
-    return (Fraction(d), Fraction(0)), qm.display(d)
+        return (pure_to_zcdp(d), Fraction(0)), text
+    return (Fraction(d), Fraction(0)), text
+
+
+def renyi_at(curve: RenyiCurve, orders: tuple[Fraction, ...], what: str) -> tuple[Fraction, ...]:
+    """A Rényi curve's values at ``orders``, each checked to be an exact finite number ≥ 0."""
+    values = []
+    for alpha in orders:
+        v = curve(alpha)
+        if not isinstance(v, (Fraction, int)) or isinstance(v, bool) or v < 0:
+            raise InvalidParameter(
+                f"{what} gave {v!r} at α={alpha}; a Rényi curve must return an exact Fraction ≥ 0"
+            )
+        values.append(Fraction(v))
+    return tuple(values)
+
+
+def _restricted_curve(
+    budget: RenyiCurve, orders: tuple[Fraction, ...], values: tuple[Fraction, ...]
+) -> RenyiCurve:
+    """The budget curve at ``orders``, refusing every other order (the filter claims nothing there)."""
+    table = dict(zip(orders, values, strict=True))
+
+    def curve(alpha: Any) -> Fraction:
+        key = Fraction(alpha)
+        if key not in table:
+            listed = ", ".join(str(a) for a in orders)
+            raise InvalidParameter(
+                f"this Rényi filter guarantees its budget at the orders {listed} only, not at α={alpha}"
+            )
+        return table[key]
+
+    return RenyiCurve(curve, f"{budget.label} at α ∈ {{{', '.join(str(a) for a in orders)}}}")
 
 
 class Accountant(ABC):
@@ -80,6 +145,8 @@ class Accountant(ABC):
     measure: Measure[Any]
     spec: str
     sequential: bool
+    #: the Rényi orders costs are evaluated at (a Rényi accountant only)
+    orders: tuple[Fraction, ...] = ()
 
     @abstractmethod
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
@@ -109,13 +176,15 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
 
     def _answer(self, query: AnyMeasurement) -> Any:
         query = check_query(query, self._domain, self._metric, self._accountant.kind)
-        cost, requested = query_cost(self._accountant.measure, query, self._d_in)
+        cost, requested = query_cost(self._accountant.measure, query, self._d_in, self._accountant.orders)
         label = query.node.label()
         # Charged durably before anything is released; a refusal raises inside the transaction.
         self._ledger.charge(lambda e: self._accountant.charge(e, cost, requested, label))
         if self._accountant.sequential:
             for earlier in self._spawned:
-                earlier.close(f"a later query was made to the {self._accountant.kind} (sequential for zCDP)")
+                earlier.close(
+                    f"a later query was made to the {self._accountant.kind} (sequential for zCDP and Rényi)"
+                )
         answer = query.function(self._data)
         if query.interactive and isinstance(answer, Queryable):
             self._spawned.append(answer)
@@ -139,16 +208,30 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
 class _FilterAccountant(Accountant):
     kind = "filter"
 
-    def __init__(self, measure: Measure[Any], budget: Any, rule: str | FilterRule, d_in: Any) -> None:
+    def __init__(
+        self,
+        measure: Measure[Any],
+        budget: Any,
+        rule: str | FilterRule,
+        d_in: Any,
+        orders: Sequence[float | Fraction] | None = None,
+    ) -> None:
         self.measure = measure
         self.budget = budget
-        self.sequential = isinstance(measure, ZCDP)
+        self.sequential = isinstance(measure, (ZCDP, RenyiDP))
+        if orders is not None and not isinstance(measure, RenyiDP):
+            raise InvalidParameter(f"orders= applies to a RenyiDP filter only, not to {measure!r}")
         self._lock = threading.Lock()
         self._fixed: FilterRule | None = None
         self._candidates: list[FilterRule] | None = None
         self._factories: list[Callable[[], FilterRule]] = []
         request = rule if isinstance(rule, str) else rule.describe()
-        if isinstance(rule, FilterRule):
+        if isinstance(rule, RenyiFilter):
+            if orders is not None and check_orders(orders) != rule.orders:
+                raise InvalidParameter(f"orders={orders!r} differ from the rule's orders {rule.orders}")
+            self.orders = rule.orders
+            self._fixed = self._check_rule_object(rule)
+        elif isinstance(rule, FilterRule):
             self._fixed = self._check_rule_object(rule)
         elif not isinstance(rule, str):
             raise InvalidParameter(f"rule={rule!r} must be a rule name or a FilterRule")
@@ -162,16 +245,23 @@ class _FilterAccountant(Accountant):
             self._fixed = ZCDPFilter(budget)
         elif isinstance(measure, ApproxDP):
             self._fixed = self._approx_rule(rule, budget)
+        elif isinstance(measure, RenyiDP):
+            if rule not in ("auto", "renyi"):
+                raise InvalidParameter(f"rule={rule!r}: a RenyiDP filter has the rule 'renyi' (or 'auto')")
+            self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders)
+            self._fixed = RenyiFilter(self.orders, renyi_at(budget, self.orders, "d_out"))
         else:
             raise UnsupportedComposition(
-                f"no filter for {measure!r} here: filters exist for PureDP, ApproxDP and ZCDP (a Rényi "
-                "filter needs budgets compared at every order; use ZCDP)"
+                f"no filter for {measure!r} here: filters exist for PureDP, ApproxDP, ZCDP and RenyiDP"
             )
-        self.spec = f"{measure!r} budget={budget} d_in={d_in} rule={request}"
+        shown = self._fixed.describe() if isinstance(measure, RenyiDP) and self._fixed else budget
+        self.spec = f"{measure!r} budget={shown} d_in={d_in} rule={request}"
 
     def _check_rule_object(self, rule: FilterRule) -> FilterRule:
         want: dict[str, Any]
-        if isinstance(self.measure, ApproxDP):
+        if isinstance(self.measure, RenyiDP) and isinstance(rule, RenyiFilter):
+            want = {"budgets": renyi_at(self.budget, rule.orders, "d_out")}
+        elif isinstance(self.measure, ApproxDP):
             want = {"epsilon": self.budget[0], "delta": self.budget[1]}
         elif isinstance(self.measure, ZCDP):
             want = {"rho": self.budget}
@@ -181,6 +271,7 @@ class _FilterAccountant(Accountant):
             PureDP: (BasicFilter,),
             ApproxDP: (BasicFilter, RRUVFilter, WhitehouseFilter, ZCDPApproxFilter),
             ZCDP: (ZCDPFilter,),
+            RenyiDP: (RenyiFilter,),
         }[type(self.measure)]
         if not isinstance(rule, allowed):
             raise InvalidParameter(f"rule {rule!r} does not apply to a {self.measure!r} filter")
@@ -265,7 +356,7 @@ class _FilterAccountant(Accountant):
 
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         rule = self.rule_of(entry)
-        if rule is None and cost[0] == 0 and cost[1] == 0:
+        if rule is None and is_free(cost):
             return entry.replace(queries=entry.queries + 1)  # reveals nothing; auto still undecided
         if rule is None:
             rule = self.choose(cost)
@@ -317,10 +408,10 @@ class FilterQueryable(AccountantQueryable):
         Under ``rule="auto"`` before the rule is fixed, the count is for the rule ``query`` would fix.
         """
         query = check_query(query, self._domain, self._metric, "filter")
-        cost, _ = query_cost(self._accountant.measure, query, self._d_in)
+        cost, _ = query_cost(self._accountant.measure, query, self._d_in, self._accountant.orders)
         rule, state, _ = self._rule_state()
         if rule is None:
-            if cost[0] == 0 and cost[1] == 0:
+            if is_free(cost):
                 return None
             rule = self._accountant.choose(cost)
         return rule.max_queries_like(state or rule.start(), cost)
@@ -334,6 +425,8 @@ def make_filter(
     d_out: Any,
     rule: str | FilterRule = "auto",
     ledger: Ledger | None = None,
+    *,
+    orders: Sequence[float | Fraction] | None = None,
 ) -> AnyMeasurement:
     """A privacy filter: answers any measurement as a query while the rule keeps the total within ``d_out``.
 
@@ -355,20 +448,26 @@ def make_filter(
       That choice depends on nothing but that query, which no released answer influenced, so the filter
       stays valid; rules are never combined or switched mid-way.
     * ZCDP, ``"zcdp"``: Σρᵢ ≤ ρ_g (Feldman–Zrnic 2021 Thm 3.1 at every Rényi order).
+    * RenyiDP, ``"renyi"``: ``d_out`` is a :class:`RenyiCurve` B; admit while Σεᵢ(α) ≤ B(α) at every
+      order α of ``orders`` (default :data:`~dpcompose.accounting._filters.DEFAULT_ORDERS`, 1.25 … 256),
+      Feldman–Zrnic 2021 Thm 3.1 at each order. The filter's ``map`` is B at those orders and refuses any
+      other order. RenyiDP, ZCDP (αρ) and PureDP (min(ε, αε²/2)) queries are accepted.
 
     ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may
     be queried interleaved for PureDP/ApproxDP (Haney et al. 2023 extend every valid filter to concurrent
-    composition); for ZCDP an earlier interactive answer closes when the filter answers a later query.
+    composition); for ZCDP and RenyiDP an earlier interactive answer closes when the filter answers a
+    later query (no concurrent Rényi filter theorem is cited here).
 
     Args:
         input_domain: the data's domain.
         input_metric: its metric.
-        output_measure: ``PureDP()``, ``ApproxDP()`` or ``ZCDP()``.
+        output_measure: ``PureDP()``, ``ApproxDP()``, ``ZCDP()`` or ``RenyiDP()``.
         d_in: the input distance the filter protects; queries are charged their ``map(d_in)``.
-        d_out: the global budget (ε, (ε, δ) or ρ).
+        d_out: the global budget (ε, (ε, δ), ρ, or a :class:`RenyiCurve`).
         rule: a rule name (above) or a :class:`~dpcompose.accounting.FilterRule` with this budget.
         ledger: where spending is kept: a new in-memory ledger per run by default; a shared
             :class:`MemoryLedger` or :class:`SQLiteLedger` makes every run draw on one budget.
+        orders: the Rényi orders a RenyiDP filter checks (each > 1); only for RenyiDP.
 
     Returns:
         An interactive Measurement; running it returns a :class:`FilterQueryable` with ``remaining()``,
@@ -377,7 +476,7 @@ def make_filter(
 
     Raises:
         InvalidParameter: a bad budget, ``d_in`` or rule.
-        UnsupportedComposition: a measure with no filter here (RenyiDP).
+        UnsupportedComposition: a measure with no filter here (e.g. ProfileDP).
 
     Source: per rule, as listed above; see :mod:`dpcompose.accounting._filters`.
 
@@ -404,7 +503,10 @@ def make_filter(
     budget = output_measure.parse(d_out, "d_out")
     if ledger is not None and not isinstance(ledger, Ledger):
         raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
-    accountant = _FilterAccountant(output_measure, budget, rule, d_in_exact)
+    accountant = _FilterAccountant(output_measure, budget, rule, d_in_exact, orders)
+    guarantee = budget
+    if isinstance(accountant._fixed, RenyiFilter):
+        guarantee = _restricted_curve(budget, accountant._fixed.orders, accountant._fixed.budgets)
     source = accountant._fixed.source if accountant._fixed is not None else "rule fixed at first query"
 
     def run(data: Any) -> FilterQueryable:
@@ -423,7 +525,7 @@ def make_filter(
         input_metric,
         output_measure,
         run,
-        map_up_to_d_in(d_in_exact, budget, "filter"),
+        map_up_to_d_in(d_in_exact, guarantee, "filter"),
         interactive=True,
         node=Node(
             "filter",

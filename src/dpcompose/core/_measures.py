@@ -236,6 +236,9 @@ class RenyiDP(Measure[RenyiCurve]):
             total = total + c
         return total
 
+    def display(self, d: RenyiCurve) -> str:
+        return f"ε(α)={d.label}"
+
 
 class ProfileDP(Measure[PrivacyProfile]):
     """Privacy profiles: distances are curves δ(ε) (:class:`~dpcompose.accounting.PrivacyProfile`).
