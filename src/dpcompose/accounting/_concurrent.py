@@ -60,7 +60,7 @@ def concurrent_vadhan_wang(
     float rounding of the key. The returned δ is evaluated exactly for the returned order (with e^x
     rounded up), so it is always a valid bound for that order.
 
-    Source: Vadhan–Wang 2021 (TCC), Thm 1.8 / Thm 4.1 (concurrent composition of (ε, δ)-DP).
+    Source: Vadhan–Wang 2021 (TCC; arXiv 2105.14427), Thm 1.8 (concurrent composition of (ε, δ)-DP).
 
     Args:
         epsilons: the εᵢ ≥ 0.

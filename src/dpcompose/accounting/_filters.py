@@ -200,9 +200,9 @@ class BasicFilter(FilterRule):
 
     Valid for pure DP (δ = 0) and approximate DP with adaptively chosen parameters and number of queries.
 
-    Source: Rogers, Roth, Ullman, Vadhan 2016 (arXiv 1605.08294), §3: basic composition remains a valid
-    privacy filter when the parameters are chosen adaptively; restated by Whitehouse, Ramdas, Rogers, Wu
-    2023 (ICML), §2.
+    Source: Rogers, Roth, Ullman, Vadhan 2016 (arXiv 1605.08294v1) Lemma 3.5: basic composition remains a
+    valid privacy filter when the parameters are chosen adaptively. For pure DP it is also immediate: each
+    step's privacy loss is at most its εᵢ given the past, so the total is at most Σεᵢ ≤ ε_g surely.
 
     Examples:
         >>> from fractions import Fraction
@@ -212,7 +212,9 @@ class BasicFilter(FilterRule):
     """
 
     name: ClassVar[str] = "basic"
-    source: ClassVar[str] = "Rogers–Roth–Ullman–Vadhan 2016 §3 (basic composition filter)"
+    source: ClassVar[str] = (
+        "Rogers–Roth–Ullman–Vadhan 2016 (arXiv 1605.08294v1) Lemma 3.5 (basic composition filter)"
+    )
 
     epsilon: Fraction
     delta: Fraction
@@ -258,8 +260,8 @@ class ZCDPFilter(FilterRule):
     Costs are ``(ρ, 0)``. A ρ-zCDP guarantee is a Rényi-DP guarantee αρ at every order α, and the
     stopping rule Σρᵢ ≤ ρ_g is the same at every order, so the Rényi filter applies at each α at once.
 
-    Source: Feldman, Zrnic 2021 (NeurIPS, "Individual privacy accounting via a Rényi filter") Thm 3.1
-    (Rényi filter with adaptively chosen parameters); zCDP form: Whitehouse, Ramdas, Rogers, Wu 2023 §3.
+    Source: Feldman, Zrnic 2021 (NeurIPS, "Individual privacy accounting via a Rényi filter"; arXiv
+    2008.11193) Thm 4.3 (Rényi filter with adaptively chosen parameters) and Remark 4.4 (the zCDP form).
 
     Examples:
         >>> from fractions import Fraction
@@ -269,7 +271,7 @@ class ZCDPFilter(FilterRule):
     """
 
     name: ClassVar[str] = "zcdp"
-    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 3.1 (Rényi filter), at every order"
+    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 4.3 (Rényi filter), at every order"
 
     rho: Fraction
 
@@ -314,7 +316,7 @@ class ZCDPApproxFilter(FilterRule):
     admitted interaction is ρ_g-zCDP (Rényi filter at every order), hence (ε_g, δ_g)-DP. Queries with
     δᵢ > 0 have no zCDP guarantee and are refused by this rule.
 
-    Source: Bun–Steinke 2016 Prop 1.4 (ε-DP ⇒ ε²/2-zCDP); Feldman–Zrnic 2021 Thm 3.1 (Rényi filter);
+    Source: Bun–Steinke 2016 Prop 1.4 (ε-DP ⇒ ε²/2-zCDP); Feldman–Zrnic 2021 Thm 4.3 (Rényi filter);
     Canonne–Kamath–Steinke 2020 Prop 12 / Cor 13 (zCDP ⇒ (ε, δ)-DP).
 
     Examples:
@@ -325,7 +327,7 @@ class ZCDPApproxFilter(FilterRule):
     """
 
     name: ClassVar[str] = "zcdp"
-    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 3.1 + Canonne–Kamath–Steinke 2020 conversion"
+    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 4.3 + Canonne–Kamath–Steinke 2020 conversion"
 
     epsilon: Fraction
     delta: Fraction
@@ -385,7 +387,7 @@ def zcdp_budget(epsilon: Number, delta: Number) -> Fraction:
     (itself an upper bound), so ``zcdp_to_approx(zcdp_budget(ε, δ), δ) ≤ ε`` always holds.
 
     Source: Canonne, Kamath, Steinke 2020 Prop 12 / Cor 13 (the conversion, the tightest proven one for
-    zCDP); used as the ρ_g of a zCDP filter for an (ε_g, δ_g) budget (Feldman–Zrnic 2021 Thm 3.1).
+    zCDP); used as the ρ_g of a zCDP filter for an (ε_g, δ_g) budget (Feldman–Zrnic 2021 Thm 4.3).
 
     Args:
         epsilon: ε_g ≥ 0.
@@ -562,8 +564,9 @@ class WhitehouseFilter(FilterRule):
     The left side increases in V = Σεᵢ², so the rule is Σεᵢ² ≤ V_max, with V_max computed once (rounded
     down and checked with outward rounding): each query is then one exact comparison.
 
-    Source: Whitehouse, Ramdas, Rogers, Wu 2023 (ICML; arXiv 2203.05481), §3, the privacy filter for
-    approximate DP (Thm 3.2 in the arXiv version): matches advanced composition including constants.
+    Source: Whitehouse, Ramdas, Rogers, Wu 2023 (ICML; arXiv 2203.05481), the privacy filter for
+    approximate DP (their Theorem 1, as OpenDP cites it), which matches advanced composition including
+    constants. The formula above is the one the project's reference values were computed with.
 
     Examples:
         >>> from fractions import Fraction
@@ -739,7 +742,7 @@ class RenyiFilter(FilterRule):
     interaction is (α, B(α))-RDP. This holds for each order of the set separately, so the guarantee is
     the budget curve at every listed order (and nothing is claimed at other orders).
 
-    Source: Feldman, Zrnic 2021 (NeurIPS; arXiv 2008.11193) Thm 3.1, the Rényi filter with adaptively
+    Source: Feldman, Zrnic 2021 (NeurIPS; arXiv 2008.11193) Thm 4.3, the Rényi filter with adaptively
     chosen parameters, applied at each order.
 
     Examples:
@@ -751,7 +754,7 @@ class RenyiFilter(FilterRule):
     """
 
     name: ClassVar[str] = "renyi"
-    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 3.1 (Rényi filter), at each listed order"
+    source: ClassVar[str] = "Feldman–Zrnic 2021 Thm 4.3 (Rényi filter), at each listed order"
 
     orders: tuple[Fraction, ...]
     budgets: tuple[Fraction, ...]

@@ -92,7 +92,7 @@ def make_concurrent(
 
     Source: pure DP, Vadhan–Wang 2021 Thm 3.3; approximate DP, Vadhan–Zhang 2023 (arXiv 2207.08335)
     Thm 1.3 (every non-interactive composition theorem of (ε, δ)/f-DP holds concurrently); Rényi DP and
-    zCDP, Lyu 2022 Thm 3.2.
+    zCDP, Lyu 2022 (arXiv 2207.09397) Thm 2 (Rényi) / Cor 1 (zCDP).
 
     Examples:
         >>> import dpcompose as dp

@@ -438,7 +438,7 @@ def make_filter(
 
     Rules (``d_out`` is read as the decimal it prints as):
 
-    * PureDP, ``"basic"``: Σεᵢ ≤ ε_g (Rogers–Roth–Ullman–Vadhan 2016).
+    * PureDP, ``"basic"``: Σεᵢ ≤ ε_g (Rogers–Roth–Ullman–Vadhan 2016 v1 Lemma 3.5).
     * ApproxDP: ``"basic"`` Σεᵢ ≤ ε_g, Σδᵢ ≤ δ_g; ``"rruv"`` RRUV 2016 Thm 5.1; ``"whitehouse"``
       Whitehouse et al. 2023 with δ″ = δ_g/2 (pass a :class:`WhitehouseFilter` for another split);
       ``"zcdp"``: ε-DP queries cost εᵢ²/2 against the largest ρ_g converting to (ε_g, δ_g)
@@ -447,10 +447,10 @@ def make_filter(
       admitting the most queries like it (candidates: basic, zcdp, whitehouse with δ″ = jδ_g/8, rruv).
       That choice depends on nothing but that query, which no released answer influenced, so the filter
       stays valid; rules are never combined or switched mid-way.
-    * ZCDP, ``"zcdp"``: Σρᵢ ≤ ρ_g (Feldman–Zrnic 2021 Thm 3.1 at every Rényi order).
+    * ZCDP, ``"zcdp"``: Σρᵢ ≤ ρ_g (Feldman–Zrnic 2021 Thm 4.3 at every Rényi order).
     * RenyiDP, ``"renyi"``: ``d_out`` is a :class:`RenyiCurve` B; admit while Σεᵢ(α) ≤ B(α) at every
       order α of ``orders`` (default :data:`~dpcompose.accounting._filters.DEFAULT_ORDERS`, 1.25 … 256),
-      Feldman–Zrnic 2021 Thm 3.1 at each order. The filter's ``map`` is B at those orders and refuses any
+      Feldman–Zrnic 2021 Thm 4.3 at each order. The filter's ``map`` is B at those orders and refuses any
       other order. RenyiDP, ZCDP (αρ) and PureDP (min(ε, αε²/2)) queries are accepted.
 
     ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may

@@ -14,8 +14,8 @@ from dpcompose.errors import InvalidParameter, UnsupportedComposition
 __all__ = ["OdometerQueryable", "make_odometer"]
 
 ODOMETER_SOURCE = (
-    "Rogers–Roth–Ullman–Vadhan 2016 §3 (basic composition is a valid privacy odometer); "
-    "Whitehouse–Ramdas–Rogers–Wu 2023 §4"
+    "Rogers–Roth–Ullman–Vadhan 2016 (arXiv 1605.08294v1) Lemma 3.5 (basic composition, fully adaptive), "
+    "for the view up to the moment of reading"
 )
 
 
@@ -78,9 +78,10 @@ def make_odometer(
     Raises:
         UnsupportedComposition: a measure with no odometer here (zCDP, Rényi).
 
-    Source: Rogers, Roth, Ullman, Vadhan 2016 (arXiv 1605.08294) §3 (basic composition as an odometer
-    with adaptively chosen parameters); Whitehouse, Ramdas, Rogers, Wu 2023 §4 (odometers); Haney et al.
-    2023 (concurrent).
+    Source: Rogers, Roth, Ullman, Vadhan 2016 (arXiv 1605.08294v1) Lemma 3.5 (basic composition with
+    adaptively chosen parameters), read for the view truncated at the moment ``privacy_loss()`` is read —
+    the sense in which OpenDP also uses it (the v2 correction concerns untruncated views); Haney,
+    Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901) Alg. 6 (concurrent).
 
     Examples:
         >>> import dpcompose as dp

@@ -40,7 +40,7 @@ _CONCURRENT_SOURCES = {
     "basic": "Vadhan–Wang 2021 Thm 3.3 (pure); Vadhan–Zhang 2023 Thm 1.3 ((ε, δ))",
     "advanced": "Vadhan–Zhang 2023 Thm 1.3 (non-interactive theorems hold concurrently)",
     "optimal": "Vadhan–Zhang 2023 Thm 1.3 with Kairouz–Oh–Viswanath 2015 / Murtagh–Vadhan 2016",
-    "zcdp": "Lyu 2022 Thm 3.2; Canonne–Kamath–Steinke 2020",
+    "zcdp": "Lyu 2022 Cor 1; Canonne–Kamath–Steinke 2020",
 }
 
 Candidate = Callable[[list[Any]], Any]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
@@ -36,6 +36,7 @@ T2 = TypeVar("T2")
 DI = TypeVar("DI")
 DO = TypeVar("DO")
 D2 = TypeVar("D2")
+D3 = TypeVar("D3")
 
 
 def _check_pair(domain: Domain, metric: Metric, side: str) -> None:
@@ -85,6 +86,10 @@ class Transformation(Generic[TI, TO, DI, D2]):
         """An upper bound on the output distance when inputs are ``d_in`` apart."""
         return self.stability_map(self.input_metric.validate(d_in))
 
+    @overload
+    def __rshift__(self, other: Transformation[TO, T2, D2, D3]) -> Transformation[TI, T2, DI, D3]: ...
+    @overload
+    def __rshift__(self, other: Measurement[TO, T2, D2, DO]) -> Measurement[TI, T2, DI, DO]: ...
     def __rshift__(self, other: Any) -> Any:
         if isinstance(other, Transformation):
             return _chain_tt(self, other)

@@ -77,7 +77,7 @@ class Measure(Generic[D]):
         """Every measure here composes concurrently with the rule of :meth:`compose`.
 
         Source: pure DP, Vadhan–Wang 2021 Thm 3.3; approximate DP and f-DP, Vadhan–Zhang 2023
-        (arXiv 2207.08335) Thm 1.3; Rényi DP and zCDP, Lyu 2022 (NeurIPS) Thm 3.2 / Vadhan–Zhang 2023.
+        (arXiv 2207.08335) Thm 1.3; Rényi DP and zCDP, Lyu 2022 (NeurIPS; arXiv 2207.09397) Thm 2 / Cor 1.
         """
         return Composability.CONCURRENT
 
