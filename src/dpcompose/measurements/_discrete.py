@@ -20,6 +20,7 @@ Examples:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -43,6 +44,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.errors import DomainMismatch
+from dpcompose.measurements import _noise
 from dpcompose.measurements._sampling import (
     GeneratorSource,
     RandomSource,
@@ -361,6 +363,35 @@ def noisy_on_grid(
         with np.errstate(over="ignore"):
             out = np.ldexp((index + noise).astype(np.float64), k)
     return out if vector else float(out[0])
+
+
+def grid_runner(
+    vector: bool,
+    grid: Grid,
+    integer: bool,
+    exact_noise: Callable[[int], npt.NDArray[np.int64]],
+    float_noise: Callable[[tuple[int, ...], float, np.random.Generator], npt.NDArray[np.float64]],
+    scale: float,
+    rng: np.random.Generator | None,
+) -> Callable[[Any], Any]:
+    """The release function shared by the float Laplace and Gaussian mechanisms.
+
+    Secure (``rng is None``): ``exact_noise(n)`` draws n exact integer noise values in grid units, added by
+    :func:`noisy_on_grid`. Seeded fast path (NOT private): ``float_noise(shape, scale, generator)`` added to
+    the float input.
+    """
+
+    def run(data: Any) -> Any:
+        if rng is None:  # secure: exact discrete noise on the grid
+            noise = exact_noise(len(data) if vector else 1)
+            return noisy_on_grid(data, vector, grid.k, noise, integer)
+        gen = _noise.resolve_rng(rng)  # seeded fast path: NOT private
+        if vector:
+            values = np.asarray(data, dtype=np.float64)
+            return values + float_noise(values.shape, scale, gen)
+        return float(data) + float(float_noise((), scale, gen))
+
+    return run
 
 
 def secure_float_setup(

@@ -15,8 +15,8 @@ from dpcompose.measurements import _noise
 from dpcompose.measurements._discrete import (
     Grid,
     check_numeric_input,
+    grid_runner,
     grid_sensitivity,
-    noisy_on_grid,
     secure_float_setup,
 )
 from dpcompose.measurements._sampling import discrete_gaussian_array
@@ -69,19 +69,13 @@ def make_gaussian(
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
     vector = check_numeric_input(input_domain, input_metric, L2Distance)
-    fscale = float(scale)
     grid = Grid.for_gaussian(scale_q)
     integer, size = secure_float_setup(input_domain, vector, grid.k, rng)
 
-    def run(data: Any) -> Any:
-        if rng is None:  # secure: exact discrete noise on the grid
-            noise = discrete_gaussian_array(grid.units**2, len(data) if vector else 1)
-            return noisy_on_grid(data, vector, grid.k, noise, integer)
-        gen = _noise.resolve_rng(rng)  # seeded fast path: NOT private
-        if vector:
-            values = np.asarray(data, dtype=np.float64)
-            return values + _noise.gaussian(values.shape, fscale, gen)
-        return float(data) + float(_noise.gaussian((), fscale, gen))
+    def exact_noise(n: int) -> Any:
+        return discrete_gaussian_array(grid.units**2, n)
+
+    run = grid_runner(vector, grid, integer, exact_noise, _noise.gaussian, float(scale), rng)
 
     def privacy_map(d_in: Fraction) -> Fraction:
         if rng is not None:
