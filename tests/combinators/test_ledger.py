@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sqlite3
@@ -235,3 +236,21 @@ def test_memory_ledger_shared_by_two_runs() -> None:
     with pytest.raises(dp.BudgetExceeded):
         a(spy(Fraction(1, 100), []))
     assert ledger.read().queries == 2
+
+
+def test_sqlite_ledger_closes_its_connection(tmp_path: Path) -> None:
+    with dp.SQLiteLedger(tmp_path / "ctx.db", "k") as ledger:
+        q = pure_filter(ledger)(0.0)
+        q(spy(Fraction(1, 4), []))
+        conn = ledger._conn
+        assert conn is not None
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")  # closed by the with block
+    ledger = dp.SQLiteLedger(tmp_path / "gc.db", "k")
+    pure_filter(ledger)(0.0)(spy(Fraction(1, 4), []))
+    conn = ledger._conn
+    assert conn is not None
+    del ledger, q
+    gc.collect()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")  # closed when the ledger was collected

@@ -30,6 +30,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -244,6 +245,9 @@ class SQLiteLedger(Ledger):
             conn.close()
             raise
         self._conn = conn
+        # Close the connection when the ledger is garbage-collected (newer Pythons warn about unclosed
+        # sqlite3 connections); ``close()`` or ``with ledger:`` close it earlier.
+        weakref.finalize(self, conn.close)
         return conn
 
     def _check_or_init(self, conn: sqlite3.Connection) -> None:
@@ -369,6 +373,12 @@ class SQLiteLedger(Ledger):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    def __enter__(self) -> SQLiteLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"SQLiteLedger({self.path!r}, {self.key!r})"
