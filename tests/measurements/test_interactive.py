@@ -404,7 +404,7 @@ def test_refused_queries_run_nothing_and_draw_nothing() -> None:
         calls.append(1)
         return len(data)
 
-    query = dp.Transformation(
+    query: Any = dp.Transformation(
         INTS, dp.AtomDomain(int), SYM, dp.AbsoluteDistance(), counted, lambda d: Fraction(d)
     )
     rec = RecordingSource(SeededSource(1))
@@ -429,7 +429,7 @@ def test_non_finite_query_values_are_refused_before_noise() -> None:
     for bad in (float("nan"), float("inf")):
         with pytest.raises(dp.InvalidParameter, match="not a finite number"):
             q(constant_query(bad))
-    wrong_type = dp.Transformation(
+    wrong_type: Any = dp.Transformation(
         INTS, dp.AtomDomain(float), SYM, dp.AbsoluteDistance(), lambda _: "1", lambda d: d
     )
     with pytest.raises(dp.DomainMismatch, match="not an int or float"):
@@ -443,7 +443,7 @@ def test_queries_must_match_the_domain() -> None:
     q = svt([1, 2])
     with pytest.raises(dp.DomainMismatch, match="takes"):
         q(dp.t.make_count(INTS, dp.ChangeOneDistance()))
-    label = dp.Transformation(
+    label: Any = dp.Transformation(
         INTS, dp.AtomDomain(str), SYM, dp.DiscreteDistance(), lambda _: "a", lambda d: d
     )
     with pytest.raises(dp.DomainMismatch, match="must output a number"):
@@ -454,7 +454,7 @@ def test_fixed_size_datasets_need_sensitivity_at_one_change() -> None:
     """On a fixed-size domain under SymmetricDistance neighbours are 2 apart, so map(1) <= 1 alone says
     nothing; a query 1-sensitive 'at d_in = 1' but jumping by 10 on one change is refused."""
     sized = dp.VectorDomain(dp.AtomDomain(int), size=5)
-    sneaky = dp.Transformation(
+    sneaky: Any = dp.Transformation(
         sized, dp.AtomDomain(int), SYM, dp.AbsoluteDistance(), sum, lambda d: Fraction(0 if d < 2 else 5 * d)
     )
     for m in (
@@ -481,9 +481,15 @@ def test_interactive_laplace_releases_integers_without_float_rounding() -> None:
     """float(2**53 + 1) == 2**53: two counts 1 apart would be 2 apart after a float conversion, twice the
     sensitivity the map charges. Integer values go to the integer release untouched."""
     got: list[tuple[str, object]] = []
-    answerer = _LaplaceAnswerer(
-        [0], INTS, SYM, lambda v: got.append(("int", v)) or 0.0, lambda v: got.append(("float", v)) or 0.0, 3
-    )
+
+    def release(kind: str) -> Any:
+        def record(value: object) -> float:
+            got.append((kind, value))
+            return 0.0
+
+        return record
+
+    answerer = _LaplaceAnswerer([0], INTS, SYM, release("int"), release("float"), 3)
     answerer(constant_query(2**53 + 1))
     answerer(constant_query(0.25))
     assert got == [("int", 2**53 + 1), ("float", 0.25)]
