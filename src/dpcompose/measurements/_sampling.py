@@ -37,8 +37,12 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
@@ -617,7 +621,248 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
         # uniform draws below n need more than one word, or the block machinery costs more than it saves
         # for a handful of draws (a scalar query): use the scalar algorithm, the same distribution
         return np.array([sample_discrete_laplace(t, src) for _ in range(size)], dtype=np.int64)
+    if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 50 * (n // d + 1)):
+        table = _inverse_table("laplace", t)
+        return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     return _fill(size, lambda count: _laplace_block(n, d, count, src))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Inversion with integer bounds: one 62-bit word per draw (small and moderate parameters)
+# ---------------------------------------------------------------------------------------------------------
+#
+# A symmetric integer distribution is sampled as a random sign times the magnitude M = #{k >= 1: U < T_k},
+# where U is uniform on [0, 1) and T_k = P[|X| >= k] (decreasing in k). The tail probabilities are
+# irrational, so they are never computed as numbers: integer bounds lo_k <= 2**p·T_k <= hi_k are derived
+# with integer arithmetic only (a Taylor series with its alternating-series remainder, then products
+# rounded down for the lower and up for the upper bound). With the first 62 bits u of U,
+# U ∈ [u/2**62, (u+1)/2**62): ``u + 1 <= lo_k`` proves ``U < T_k``, ``u >= hi_k`` proves ``U >= T_k``;
+# when neither holds (probability about 2**-61 per boundary) further bits of U are drawn and compared with
+# bounds of ever higher precision, which decides every comparison with probability 1. The magnitude is
+# then *exactly* the inverse-CDF value of the uniform real U, so its distribution is exactly the stated
+# one. A guide table (Chen and Asau 1974; Devroye 1986, Chapter III) indexed by the top bits of u
+# answers most draws with one lookup: a bucket of u values in which no bound changes has one answer.
+
+_U_BITS = 62  # the comparison word: the top 62 bits of a 64-bit random word; bit 0 is the sign
+_REFINE_BITS = 32  # bits of U added per refinement of an undecided comparison
+_TAIL_GUARD = 8  # the neglected tail mass is at most 2**-(p + _TAIL_GUARD)
+_GAUSS_TABLE_MAX_SIGMA2 = 1 << 26  # inversion tables for σ <= 8192 (at most ~85 000 entries)
+_LAPLACE_TABLE_MAX_SCALE = 1 << 11  # and for Laplace scales <= 2048 (at most ~90 000 entries)
+_TABLE_CACHE_SIZE = 8  # inversion tables kept per process (each at most a few MB)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _exp_neg_bounds(x: Fraction, w: int) -> tuple[int, int]:
+    """Integers ``lo <= 2**w · exp(-x) <= hi`` for a rational ``x >= 0``, by integer arithmetic only.
+
+    ``exp(-y)`` for ``y = x/2**j <= 1/2`` lies between two consecutive partial sums of its alternating
+    Taylor series (the terms decrease), which are exact rationals; the bounds are then rounded outward to
+    ``w + j + 16`` bits and squared ``j`` times (rounding the lower bound down and the upper bound up).
+    """
+    if x == 0:
+        return 1 << w, 1 << w
+    j = 0
+    y = Fraction(x)
+    while y > Fraction(1, 2):
+        y /= 2
+        j += 1
+    work = w + j + 16
+    eps = Fraction(1, 1 << (work + 2))
+    partial, term, n = Fraction(1), Fraction(1), 0
+    while True:
+        n += 1
+        term = term * y / n
+        following = partial - term if n % 2 else partial + term
+        if term < eps:
+            break
+        partial = following
+    low, high = min(partial, following), max(partial, following)
+    lo = low.numerator * (1 << work) // low.denominator
+    hi = _ceil_div(high.numerator * (1 << work), high.denominator)
+    for _ in range(j):
+        lo = (lo * lo) >> work
+        hi = _ceil_div(hi * hi, 1 << work)
+    drop = work - w
+    return lo >> drop, _ceil_div(hi, 1 << drop)
+
+
+def _gauss_tail_bounds(s2: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """Bounds ``lo[k-1] <= 2**prec · P[|X| >= k] <= hi[k-1]``, ``k = 1..K+1``, X discrete Gaussian σ² = s2.
+
+    With ``e_m = exp(-m²/(2σ²))``: ``P[|X| >= k] = S_k / S_0`` where ``S_k = Σ_{m>=k} w_m``, ``w_0 = 1``,
+    ``w_m = 2e_m``. Fixed-point (``2**W``) bounds of ``e_m`` come from ``e_{m+1} = e_m · r_m`` and
+    ``r_{m+1} = r_m · exp(-1/σ²)`` with ``r_0 = exp(-1/(2σ²))``, every product rounded outward. The terms
+    beyond ``K`` are bounded by ``e_K · r_K/(1 - r_K)`` (as ``(K+i)² >= K² + (2K+1)i``), and ``K`` is the
+    first index where that bound is below ``2**-(prec + 9)``. Beyond the last entry, ``[0, hi[-1]]`` is
+    a valid bound of every ``2**prec · P[|X| >= k]`` (the tail probabilities decrease).
+    """
+    w = prec + _ceil_div(s2.numerator, s2.denominator).bit_length() + 40
+    one = 1 << w
+    a_lo, a_hi = _exp_neg_bounds(1 / (2 * s2), w)
+    b_lo, b_hi = (a_lo * a_lo) >> w, _ceil_div(a_hi * a_hi, one)
+    e_lo = e_hi = one
+    r_lo, r_hi = a_lo, a_hi
+    w_lo, w_hi = [one], [one]
+    target = 1 << (w - prec - _TAIL_GUARD - 1)
+    while True:
+        if r_hi < one:
+            tail = _ceil_div(e_hi * r_hi, one - r_hi)
+            if len(w_lo) > 1 and 2 * tail <= target:
+                break
+        e_lo, e_hi = (e_lo * r_lo) >> w, _ceil_div(e_hi * r_hi, one)
+        r_lo, r_hi = (r_lo * b_lo) >> w, _ceil_div(r_hi * b_hi, one)
+        w_lo.append(2 * e_lo)
+        w_hi.append(2 * e_hi)
+    size = len(w_lo)  # K + 1 weights, m = 0..K
+    s_lo, s_hi = [0] * (size + 1), [2 * tail] * (size + 1)
+    for m in range(size - 1, -1, -1):
+        s_lo[m] = s_lo[m + 1] + w_lo[m]
+        s_hi[m] = s_hi[m + 1] + w_hi[m]
+    z_lo, z_hi = s_lo[0], s_hi[0]
+    lo = [(s_lo[k] << prec) // z_hi for k in range(1, size + 1)]
+    hi = [_ceil_div(s_hi[k] << prec, z_lo) for k in range(1, size + 1)]
+    return lo, hi
+
+
+def _laplace_tail_bounds(t: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """Bounds ``lo[k-1] <= 2**prec · P[|X| >= k] <= hi[k-1]``, ``k = 1..K+1``, X discrete Laplace scale t.
+
+    ``P[|X| >= k] = 2q^k/(1 + q)`` with ``q = exp(-1/t)`` for ``k >= 1``; fixed-point bounds of ``q^k``
+    come from repeated products rounded outward. The last entry is the first with ``hi <= 1``.
+    """
+    w = prec + _ceil_div(t.numerator, t.denominator).bit_length() + 40
+    one = 1 << w
+    q_lo, q_hi = _exp_neg_bounds(1 / t, w)
+    e_lo, e_hi = q_lo, q_hi
+    lo: list[int] = []
+    hi: list[int] = []
+    while True:
+        lo.append((2 * e_lo << prec) // (one + q_hi))
+        hi.append(_ceil_div(2 * e_hi << prec, one + q_lo))
+        if hi[-1] <= 1:
+            return lo, hi
+        e_lo, e_hi = (e_lo * q_lo) >> w, _ceil_div(e_hi * q_hi, one)
+
+
+@functools.lru_cache(maxsize=4 * _TABLE_CACHE_SIZE)
+def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """The cached tail bounds of ``kind`` ("gauss": σ² = param, "laplace": scale = param) at ``prec`` bits."""
+    if kind == "gauss":
+        return _gauss_tail_bounds(param, prec)
+    return _laplace_tail_bounds(param, prec)
+
+
+def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSource) -> int:
+    """The exact magnitude ``#{k >= 1: U < T_k}`` for a draw whose 62-bit prefix ``u`` left it undecided.
+
+    ``count`` comparisons are already proven (``U < T_k`` for ``k <= count``). Each remaining comparison
+    is decided with bounds at the current precision, or, when still undecided, after appending
+    ``_REFINE_BITS`` fresh bits to ``U`` and raising the precision: this is the inverse CDF of the uniform
+    real ``U`` whose first bits are ``u``, i.e. exactly the conditional law given those bits.
+    """
+    value, prec, k = u, _U_BITS, count + 1
+    while True:
+        lo, hi = _tail_bounds(kind, param, prec)
+        low, high = (lo[k - 1], hi[k - 1]) if k <= len(lo) else (0, hi[-1])
+        if value + 1 <= low:
+            count, k = k, k + 1
+        elif value >= high:
+            return count
+        else:
+            value = (value << _REFINE_BITS) | source.randbits(_REFINE_BITS)
+            prec += _REFINE_BITS
+
+
+@dataclass(frozen=True)
+class _InverseTable:
+    """Vectorised inversion data for one distribution (see :func:`_inverse_table`)."""
+
+    kind: str
+    param: Fraction
+    lo_desc: IntArray  # lo_desc[i] <= 2**62·T_{i+1}; a final 0 stands for every later k
+    hi_desc: IntArray  # hi_desc[i] >= 2**62·T_{i+1}; non-increasing
+    lo_asc: IntArray  # lo_desc reversed, for searchsorted
+    guide: IntArray  # the magnitude of every u in bucket u >> shift, or -1 if the bucket is undecided
+    shift: int
+
+
+_TABLES: OrderedDict[tuple[str, Fraction, int], _InverseTable] = OrderedDict()
+_TABLES_LOCK = threading.Lock()
+
+
+def _inverse_table(kind: str, param: Fraction, slack: int = 0) -> _InverseTable:
+    """The (cached, at most ``_TABLE_CACHE_SIZE`` kept) inversion table; ``slack`` widens every bound.
+
+    ``slack > 0`` is for tests only: wider bounds are still true bounds, so the sampler stays exact while
+    the exact fallback :func:`_resolve` runs often.
+    """
+    key = (kind, param, slack)
+    with _TABLES_LOCK:
+        table = _TABLES.get(key)
+        if table is not None:
+            _TABLES.move_to_end(key)
+            return table
+    lo, hi = _tail_bounds(kind, param, _U_BITS)
+    top = 1 << _U_BITS
+    lo_desc = np.array([max(x - slack, 0) for x in lo] + [0], dtype=np.int64)
+    hi_desc = np.array([min(x + slack, top) for x in hi] + [min(hi[-1] + slack, top)], dtype=np.int64)
+    lo_asc = lo_desc[::-1].copy()
+    hi_asc = hi_desc[::-1].copy()
+    g = min(max(lo_desc.size.bit_length() + 4, 8), 18)
+    shift = _U_BITS - g
+    starts = np.arange(1 << g, dtype=np.int64) << shift
+    ends = starts + ((1 << shift) - 1)
+    a_end = lo_asc.size - np.searchsorted(lo_asc, ends, side="right")  # proven count at the bucket's end
+    b_start = hi_asc.size - np.searchsorted(hi_asc, starts, side="right")  # possible count at its start
+    guide = np.where(a_end == b_start, a_end, -1).astype(np.int64)
+    table = _InverseTable(kind, param, lo_desc, hi_desc, lo_asc, guide, shift)
+    with _TABLES_LOCK:
+        _TABLES[key] = table
+        while len(_TABLES) > _TABLE_CACHE_SIZE:
+            _TABLES.popitem(last=False)
+    return table
+
+
+def _table_is_cached(kind: str, param: Fraction) -> bool:
+    with _TABLES_LOCK:
+        return (kind, param, 0) in _TABLES
+
+
+def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> IntArray:
+    """``count`` exact draws by inversion: one 64-bit word each (62 bits of ``U``, one sign bit)."""
+    words: npt.NDArray[np.uint64] = np.frombuffer(source.random_bytes(8 * count), dtype="<u8")
+    u: IntArray = np.right_shift(words, np.uint64(64 - _U_BITS)).view(np.int64)
+    mag: IntArray = table.guide[u >> table.shift]
+    dirty = np.flatnonzero(mag < 0)
+    if dirty.size:
+        ud = u[dirty]
+        proven = table.lo_asc.size - np.searchsorted(table.lo_asc, ud, side="right")
+        mag[dirty] = proven
+        for i in np.flatnonzero(table.hi_desc[proven] > ud):  # some comparison is undecided
+            mag[dirty[i]] = _resolve(table.kind, table.param, int(ud[i]), int(proven[i]), source)
+    negative = (words & np.uint64(1)) == 1
+    out: IntArray = np.where(negative, -mag, mag)
+    return out
+
+
+def _fill_exact(size: int, draw: Any) -> IntArray:
+    """Concatenate ``draw(count)`` over blocks of at most ``_BLOCK`` (every draw is kept)."""
+    if size <= _BLOCK:
+        first: IntArray = draw(size)
+        return first
+    out = np.empty(size, dtype=np.int64)
+    for start in range(0, size, _BLOCK):
+        need = min(size - start, _BLOCK)
+        out[start : start + need] = draw(need)
+    return out
+
+
+def _use_table(kind: str, param: Fraction, size: int, entries: int) -> bool:
+    """Build (or reuse) an inversion table when it is cached or ``size`` amortises its set-up cost."""
+    return _table_is_cached(kind, param) or size >= entries // 4
 
 
 _SCALAR_BELOW = 8
@@ -679,4 +924,7 @@ def discrete_gaussian_array(
     t = s2 / _gaussian_centre(s2)
     if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
         return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
+    if s2 <= _GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 10 * (math.isqrt(int(s2)) + 1)):
+        table = _inverse_table("gauss", s2)
+        return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     return _fill(size, lambda count: _gaussian_block(s2, count, src))
