@@ -617,13 +617,13 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
         raise InvalidParameter(f"scale={scale!r} must be at most 2**50 (samples must fit in int64)")
     src = _source(source)
     n, d = t.numerator, t.denominator
+    if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 50 * (n // d + 1)):
+        table = _inverse_table("laplace", t)
+        return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     if n > _INT64_SAFE or size <= _SCALAR_BELOW:
         # uniform draws below n need more than one word, or the block machinery costs more than it saves
         # for a handful of draws (a scalar query): use the scalar algorithm, the same distribution
         return np.array([sample_discrete_laplace(t, src) for _ in range(size)], dtype=np.int64)
-    if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 50 * (n // d + 1)):
-        table = _inverse_table("laplace", t)
-        return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     return _fill(size, lambda count: _laplace_block(n, d, count, src))
 
 
@@ -755,18 +755,21 @@ def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[list[int], list
     return _laplace_tail_bounds(param, prec)
 
 
-def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSource) -> int:
+def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSource, slack: int = 0) -> int:
     """The exact magnitude ``#{k >= 1: U < T_k}`` for a draw whose 62-bit prefix ``u`` left it undecided.
 
     ``count`` comparisons are already proven (``U < T_k`` for ``k <= count``). Each remaining comparison
     is decided with bounds at the current precision, or, when still undecided, after appending
     ``_REFINE_BITS`` fresh bits to ``U`` and raising the precision: this is the inverse CDF of the uniform
-    real ``U`` whose first bits are ``u``, i.e. exactly the conditional law given those bits.
+    real ``U`` whose first bits are ``u``, i.e. exactly the conditional law given those bits. ``slack``
+    (tests only) widens the 62-bit bounds, so that more bits are drawn often.
     """
     value, prec, k = u, _U_BITS, count + 1
     while True:
         lo, hi = _tail_bounds(kind, param, prec)
         low, high = (lo[k - 1], hi[k - 1]) if k <= len(lo) else (0, hi[-1])
+        if prec == _U_BITS:
+            low, high = low - slack, high + slack
         if value + 1 <= low:
             count, k = k, k + 1
         elif value >= high:
@@ -787,6 +790,7 @@ class _InverseTable:
     lo_asc: IntArray  # lo_desc reversed, for searchsorted
     guide: IntArray  # the magnitude of every u in bucket u >> shift, or -1 if the bucket is undecided
     shift: int
+    slack: int  # > 0 only in tests: bounds widened by this much
 
 
 _TABLES: OrderedDict[tuple[str, Fraction, int], _InverseTable] = OrderedDict()
@@ -818,7 +822,7 @@ def _inverse_table(kind: str, param: Fraction, slack: int = 0) -> _InverseTable:
     a_end = lo_asc.size - np.searchsorted(lo_asc, ends, side="right")  # proven count at the bucket's end
     b_start = hi_asc.size - np.searchsorted(hi_asc, starts, side="right")  # possible count at its start
     guide = np.where(a_end == b_start, a_end, -1).astype(np.int64)
-    table = _InverseTable(kind, param, lo_desc, hi_desc, lo_asc, guide, shift)
+    table = _InverseTable(kind, param, lo_desc, hi_desc, lo_asc, guide, shift, slack)
     with _TABLES_LOCK:
         _TABLES[key] = table
         while len(_TABLES) > _TABLE_CACHE_SIZE:
@@ -842,7 +846,8 @@ def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> In
         proven = table.lo_asc.size - np.searchsorted(table.lo_asc, ud, side="right")
         mag[dirty] = proven
         for i in np.flatnonzero(table.hi_desc[proven] > ud):  # some comparison is undecided
-            mag[dirty[i]] = _resolve(table.kind, table.param, int(ud[i]), int(proven[i]), source)
+            args = (table.kind, table.param, int(ud[i]), int(proven[i]), source, table.slack)
+            mag[dirty[i]] = _resolve(*args)
     negative = (words & np.uint64(1)) == 1
     out: IntArray = np.where(negative, -mag, mag)
     return out
@@ -861,8 +866,8 @@ def _fill_exact(size: int, draw: Any) -> IntArray:
 
 
 def _use_table(kind: str, param: Fraction, size: int, entries: int) -> bool:
-    """Build (or reuse) an inversion table when it is cached or ``size`` amortises its set-up cost."""
-    return _table_is_cached(kind, param) or size >= entries // 4
+    """Use an inversion table when it is cached, or build one when ``size`` amortises its set-up cost."""
+    return _table_is_cached(kind, param) or (size > _SCALAR_BELOW and size >= entries // 4)
 
 
 _SCALAR_BELOW = 8
@@ -922,9 +927,9 @@ def discrete_gaussian_array(
         raise InvalidParameter(f"sigma2={sigma2!r} must be at most 2**80 (samples must fit in int64)")
     src = _source(source)
     t = s2 / _gaussian_centre(s2)
-    if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
-        return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
     if s2 <= _GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 10 * (math.isqrt(int(s2)) + 1)):
         table = _inverse_table("gauss", s2)
         return _fill_exact(size, lambda count: _inverse_block(table, count, src))
+    if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
+        return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _gaussian_block(s2, count, src))
