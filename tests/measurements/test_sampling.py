@@ -271,7 +271,7 @@ def test_integer_exp_bounds_are_true_and_tight(x: Fraction, w: int) -> None:
     assert 0 <= hi - lo <= 2
 
 
-@pytest.mark.parametrize("prec", [62, 94])
+@pytest.mark.parametrize("prec", [31, 63, 95])
 @pytest.mark.parametrize(
     "sigma2", [Fraction(1, 100), Fraction(1, 4), Fraction(7, 10), Fraction(2), Fraction(400)]
 )
@@ -279,7 +279,7 @@ def test_gaussian_tail_bounds_are_true_bounds(sigma2: Fraction, prec: int) -> No
     assert_true_tail_bounds("gauss", sigma2, prec)
 
 
-@pytest.mark.parametrize("prec", [62, 94])
+@pytest.mark.parametrize("prec", [31, 63, 95])
 @pytest.mark.parametrize("scale", [Fraction(1, 10), Fraction(1, 3), Fraction(7, 3), Fraction(40)])
 def test_laplace_tail_bounds_are_true_bounds(scale: Fraction, prec: int) -> None:
     assert_true_tail_bounds("laplace", scale, prec)
@@ -290,13 +290,13 @@ def test_laplace_tail_bounds_are_true_bounds(scale: Fraction, prec: int) -> None
     param=st.fractions(min_value=Fraction(1, 50), max_value=30, max_denominator=10**4),
 )
 def test_tail_bounds_are_true_bounds_for_random_parameters(kind: str, param: Fraction) -> None:
-    assert_true_tail_bounds(kind, param, 62)
+    assert_true_tail_bounds(kind, param, _sampling._U_BITS)
 
 
 def band_stream(u: int, extra: list[int], negative: bool) -> bytes:
-    """Bytes that make the inversion sampler read the 62-bit prefix ``u`` then 32-bit refinements."""
-    word = (u << 2) | int(negative)
-    return word.to_bytes(8, "little") + b"".join(e.to_bytes(4, "little") for e in extra)
+    """Bytes that make the inversion sampler read the 31-bit prefix ``u`` then 32-bit refinements."""
+    word = (u << 1) | int(negative)
+    return word.to_bytes(4, "little") + b"".join(e.to_bytes(4, "little") for e in extra)
 
 
 @pytest.mark.parametrize(
@@ -304,16 +304,16 @@ def band_stream(u: int, extra: list[int], negative: bool) -> bytes:
 )
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_undecided_draws_are_decided_by_more_bits(kind: str, param: Fraction, k: int) -> None:
-    # u = ⌊2**62·T_k⌋ is always in the undecided band of boundary k; the next 32 (then 64) bits of U place
+    # u = ⌊2**31·T_k⌋ is always in the undecided band of boundary k; the next 32 (then 64) bits of U place
     # it just below or just above T_k, and the magnitude must be k or k - 1 accordingly.
     table = _sampling._inverse_table(kind, param)
     with mpmath.workdps(60):
         tail = exact_tails(kind, param, k)[k - 1]
-        u = int(mpmath.floor(tail * 2**62))
-        r94 = int(mpmath.floor(tail * 2**94)) - (u << 32)
-        r126 = int(mpmath.floor(tail * 2**126)) - (int(mpmath.floor(tail * 2**94)) << 32)
+        u = int(mpmath.floor(tail * 2**31))
+        r63 = int(mpmath.floor(tail * 2**63)) - (u << 32)
+        r95 = int(mpmath.floor(tail * 2**95)) - (int(mpmath.floor(tail * 2**63)) << 32)
     assert table.hi_desc[k - 1] > u >= table.lo_desc[k - 1]  # in the band
-    cases = [([r94 - 1], k), ([r94 + 1], k - 1), ([r94, r126 - 1], k), ([r94, r126 + 1], k - 1)]
+    cases = [([r63 - 1], k), ([r63 + 1], k - 1), ([r63, r95 - 1], k), ([r63, r95 + 1], k - 1)]
     for extra, expected in cases:
         for negative in (False, True):
             src = BytesSource(band_stream(u, extra, negative))
@@ -336,9 +336,9 @@ def test_undecided_draws_are_decided_by_more_bits(kind: str, param: Fraction, k:
 def test_coarse_bounds_fallback_matches_exact_pmf(
     kind: str, param: Fraction, pmf: Callable[[int], float]
 ) -> None:
-    # Bounds widened by 2**55 (still true bounds) leave many draws undecided at 62 bits: the exact
+    # Bounds widened by 2**24 (still true bounds) leave many draws undecided at 31 bits: the exact
     # fallback draws more bits often, and the output must still fit the exact pmf.
-    table = _sampling._inverse_table(kind, param, slack=1 << 55)
+    table = _sampling._inverse_table(kind, param, slack=1 << 24)
     rec = RecordingSource(SeededSource(51))
     xs = _sampling._fill_exact(100_000, lambda n: _sampling._inverse_block(table, n, rec))
     assert sum(c[0] == "randbits" for c in rec.calls) > 1000
@@ -444,7 +444,7 @@ def test_gaussian_output_is_a_function_of_the_byte_stream(seed: int, sigma2: Fra
 def test_inversion_fallback_output_is_a_function_of_the_byte_stream(
     seed: int, kind: str, param: Fraction
 ) -> None:
-    table = _sampling._inverse_table(kind, param, slack=1 << 60)
+    table = _sampling._inverse_table(kind, param, slack=1 << 29)
     rec = RecordingSource(SeededSource(seed))
     first = _sampling._inverse_block(table, 200, rec)
     assert any(c[0] == "randbits" for c in rec.calls)  # the fallback ran
@@ -491,7 +491,7 @@ def test_samplers_run_with_float_conversion_forbidden(monkeypatch: pytest.Monkey
     _sampling._tail_bounds.cache_clear()
     assert discrete_gaussian_array(Fraction(50, 7), 1000, src).dtype == np.int64
     assert discrete_laplace_array(Fraction(11, 3), 1000, src).dtype == np.int64
-    coarse = _sampling._inverse_table("gauss", Fraction(3, 7), slack=1 << 58)
+    coarse = _sampling._inverse_table("gauss", Fraction(3, 7), slack=1 << 27)
     assert _sampling._inverse_block(coarse, 1000, src).dtype == np.int64
     assert _sampling._table_is_cached("gauss", Fraction(50, 7))
 

@@ -628,27 +628,28 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Inversion with integer bounds: one 62-bit word per draw (small and moderate parameters)
+# Inversion with integer bounds: one 32-bit word per draw (small and moderate parameters)
 # ---------------------------------------------------------------------------------------------------------
 #
 # A symmetric integer distribution is sampled as a random sign times the magnitude M = #{k >= 1: U < T_k},
 # where U is uniform on [0, 1) and T_k = P[|X| >= k] (decreasing in k). The tail probabilities are
 # irrational, so they are never computed as numbers: integer bounds lo_k <= 2**p·T_k <= hi_k are derived
 # with integer arithmetic only (a Taylor series with its alternating-series remainder, then products
-# rounded down for the lower and up for the upper bound). With the first 62 bits u of U,
-# U ∈ [u/2**62, (u+1)/2**62): ``u + 1 <= lo_k`` proves ``U < T_k``, ``u >= hi_k`` proves ``U >= T_k``;
-# when neither holds (probability about 2**-61 per boundary) further bits of U are drawn and compared with
+# rounded down for the lower and up for the upper bound). With the first 31 bits u of U,
+# U ∈ [u/2**31, (u+1)/2**31): ``u + 1 <= lo_k`` proves ``U < T_k``, ``u >= hi_k`` proves ``U >= T_k``;
+# when neither holds (probability about 2**-30 per boundary) further bits of U are drawn and compared with
 # bounds of ever higher precision, which decides every comparison with probability 1. The magnitude is
 # then *exactly* the inverse-CDF value of the uniform real U, so its distribution is exactly the stated
 # one. A guide table (Chen and Asau 1974; Devroye 1986, Chapter III) indexed by the top bits of u
 # answers most draws with one lookup: a bucket of u values in which no bound changes has one answer.
 
-_U_BITS = 62  # the comparison word: the top 62 bits of a 64-bit random word; bit 0 is the sign
+_U_BITS = 31  # the first bits of U: the top 31 bits of a 32-bit random word; bit 0 is the sign
 _REFINE_BITS = 32  # bits of U added per refinement of an undecided comparison
 _TAIL_GUARD = 8  # the neglected tail mass is at most 2**-(p + _TAIL_GUARD)
 _GAUSS_TABLE_MAX_SIGMA2 = 1 << 26  # inversion tables for σ <= 8192 (at most ~85 000 entries)
 _LAPLACE_TABLE_MAX_SCALE = 1 << 11  # and for Laplace scales <= 2048 (at most ~90 000 entries)
 _TABLE_CACHE_SIZE = 8  # inversion tables kept per process (each at most a few MB)
+_INVERSE_BLOCK = 1 << 16  # draws per block of the inversion sampler (small blocks stay in cache)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -756,13 +757,13 @@ def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[list[int], list
 
 
 def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSource, slack: int = 0) -> int:
-    """The exact magnitude ``#{k >= 1: U < T_k}`` for a draw whose 62-bit prefix ``u`` left it undecided.
+    """The exact magnitude ``#{k >= 1: U < T_k}`` for a draw whose first bits ``u`` left it undecided.
 
     ``count`` comparisons are already proven (``U < T_k`` for ``k <= count``). Each remaining comparison
     is decided with bounds at the current precision, or, when still undecided, after appending
     ``_REFINE_BITS`` fresh bits to ``U`` and raising the precision: this is the inverse CDF of the uniform
     real ``U`` whose first bits are ``u``, i.e. exactly the conditional law given those bits. ``slack``
-    (tests only) widens the 62-bit bounds, so that more bits are drawn often.
+    (tests only) widens the first bounds, so that more bits are drawn often.
     """
     value, prec, k = u, _U_BITS, count + 1
     while True:
@@ -785,8 +786,8 @@ class _InverseTable:
 
     kind: str
     param: Fraction
-    lo_desc: IntArray  # lo_desc[i] <= 2**62·T_{i+1}; a final 0 stands for every later k
-    hi_desc: IntArray  # hi_desc[i] >= 2**62·T_{i+1}; non-increasing
+    lo_desc: IntArray  # lo_desc[i] <= 2**31·T_{i+1}; a final 0 stands for every later k
+    hi_desc: IntArray  # hi_desc[i] >= 2**31·T_{i+1}; non-increasing
     lo_asc: IntArray  # lo_desc reversed, for searchsorted
     guide: IntArray  # the magnitude of every u in bucket u >> shift, or -1 if the bucket is undecided
     shift: int
@@ -836,9 +837,9 @@ def _table_is_cached(kind: str, param: Fraction) -> bool:
 
 
 def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> IntArray:
-    """``count`` exact draws by inversion: one 64-bit word each (62 bits of ``U``, one sign bit)."""
-    words: npt.NDArray[np.uint64] = np.frombuffer(source.random_bytes(8 * count), dtype="<u8")
-    u: IntArray = np.right_shift(words, np.uint64(64 - _U_BITS)).view(np.int64)
+    """``count`` exact draws by inversion: one 32-bit word each (31 bits of ``U``, one sign bit)."""
+    words: npt.NDArray[np.uint32] = np.frombuffer(source.random_bytes(4 * count), dtype="<u4")
+    u: IntArray = np.right_shift(words, np.uint32(32 - _U_BITS)).astype(np.int64)
     mag: IntArray = table.guide[u >> table.shift]
     dirty = np.flatnonzero(mag < 0)
     if dirty.size:
@@ -848,19 +849,19 @@ def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> In
         for i in np.flatnonzero(table.hi_desc[proven] > ud):  # some comparison is undecided
             args = (table.kind, table.param, int(ud[i]), int(proven[i]), source, table.slack)
             mag[dirty[i]] = _resolve(*args)
-    negative = (words & np.uint64(1)) == 1
+    negative = (words & np.uint32(1)) == 1
     out: IntArray = np.where(negative, -mag, mag)
     return out
 
 
 def _fill_exact(size: int, draw: Any) -> IntArray:
-    """Concatenate ``draw(count)`` over blocks of at most ``_BLOCK`` (every draw is kept)."""
-    if size <= _BLOCK:
+    """Concatenate ``draw(count)`` over blocks of at most ``_INVERSE_BLOCK`` (every draw is kept)."""
+    if size <= _INVERSE_BLOCK:
         first: IntArray = draw(size)
         return first
     out = np.empty(size, dtype=np.int64)
-    for start in range(0, size, _BLOCK):
-        need = min(size - start, _BLOCK)
+    for start in range(0, size, _INVERSE_BLOCK):
+        need = min(size - start, _INVERSE_BLOCK)
         out[start : start + need] = draw(need)
     return out
 
