@@ -617,7 +617,7 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
         raise InvalidParameter(f"scale={scale!r} must be at most 2**50 (samples must fit in int64)")
     src = _source(source)
     n, d = t.numerator, t.denominator
-    if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 50 * (n // d + 1)):
+    if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 22 * (n // d + 1)):
         table = _inverse_table("laplace", t)
         return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     if n > _INT64_SAFE or size <= _SCALAR_BELOW:
@@ -748,12 +748,16 @@ def _laplace_tail_bounds(t: Fraction, prec: int) -> tuple[list[int], list[int]]:
         e_lo, e_hi = (e_lo * q_lo) >> w, _ceil_div(e_hi * q_hi, one)
 
 
-@functools.lru_cache(maxsize=4 * _TABLE_CACHE_SIZE)
-def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[list[int], list[int]]:
-    """The cached tail bounds of ``kind`` ("gauss": σ² = param, "laplace": scale = param) at ``prec`` bits."""
-    if kind == "gauss":
-        return _gauss_tail_bounds(param, prec)
-    return _laplace_tail_bounds(param, prec)
+@functools.lru_cache(maxsize=2 * _TABLE_CACHE_SIZE)
+def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[Any, Any]:
+    """The cached tail bounds of ``kind`` ("gauss": σ² = param, "laplace": scale = param) at ``prec`` bits.
+
+    Kept as int64 arrays when ``prec <= 62`` (8 bytes an entry), as lists of Python ints above.
+    """
+    lo, hi = _gauss_tail_bounds(param, prec) if kind == "gauss" else _laplace_tail_bounds(param, prec)
+    if prec <= 62:
+        return np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64)
+    return lo, hi
 
 
 def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSource, slack: int = 0) -> int:
@@ -768,7 +772,7 @@ def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSourc
     value, prec, k = u, _U_BITS, count + 1
     while True:
         lo, hi = _tail_bounds(kind, param, prec)
-        low, high = (lo[k - 1], hi[k - 1]) if k <= len(lo) else (0, hi[-1])
+        low, high = (int(lo[k - 1]), int(hi[k - 1])) if k <= len(lo) else (0, int(hi[-1]))
         if prec == _U_BITS:
             low, high = low - slack, high + slack
         if value + 1 <= low:
@@ -812,8 +816,8 @@ def _inverse_table(kind: str, param: Fraction, slack: int = 0) -> _InverseTable:
             return table
     lo, hi = _tail_bounds(kind, param, _U_BITS)
     top = 1 << _U_BITS
-    lo_desc = np.array([max(x - slack, 0) for x in lo] + [0], dtype=np.int64)
-    hi_desc = np.array([min(x + slack, top) for x in hi] + [min(hi[-1] + slack, top)], dtype=np.int64)
+    lo_desc = np.append(np.maximum(lo - slack, 0), 0)
+    hi_desc = np.minimum(np.append(hi, hi[-1]) + slack, top)
     lo_asc = lo_desc[::-1].copy()
     hi_asc = hi_desc[::-1].copy()
     g = min(max(lo_desc.size.bit_length() + 4, 8), 18)
@@ -868,7 +872,7 @@ def _fill_exact(size: int, draw: Any) -> IntArray:
 
 def _use_table(kind: str, param: Fraction, size: int, entries: int) -> bool:
     """Use an inversion table when it is cached, or build one when ``size`` amortises its set-up cost."""
-    return _table_is_cached(kind, param) or (size > _SCALAR_BELOW and size >= entries // 4)
+    return _table_is_cached(kind, param) or (size > _SCALAR_BELOW and size >= 2 * entries)
 
 
 _SCALAR_BELOW = 8
@@ -928,7 +932,7 @@ def discrete_gaussian_array(
         raise InvalidParameter(f"sigma2={sigma2!r} must be at most 2**80 (samples must fit in int64)")
     src = _source(source)
     t = s2 / _gaussian_centre(s2)
-    if s2 <= _GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 10 * (math.isqrt(int(s2)) + 1)):
+    if s2 <= _GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 9 * (math.isqrt(int(s2)) + 1)):
         table = _inverse_table("gauss", s2)
         return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
