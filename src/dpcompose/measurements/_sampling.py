@@ -15,11 +15,23 @@ arXiv:2004.00010, Section 5):
 * discrete Laplace ``P[x] ∝ exp(-|x|/t)``, t rational: Algorithm 2.
 * discrete Gaussian ``P[x] ∝ exp(-x²/(2σ²))``, σ² rational: Algorithm 3.
 
-The array samplers (:func:`discrete_laplace_array`, :func:`discrete_gaussian_array`) run the same
-algorithms on whole numpy blocks at once: every loop of the scalar algorithm becomes a loop over
-*rounds*, each round one vectorised step over the samples still undecided; the undecided set shrinks
-geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when the
-parameters provably fit, and exact Python integers (``object`` arrays) otherwise; outputs are ``int64``.
+The array samplers (:func:`discrete_laplace_array`, :func:`discrete_gaussian_array`) have two exact
+paths:
+
+* **inversion** (scale <= 2048, σ² <= 2**26, when the request is large enough to pay for a table or
+  the table is cached): ``|X| = #{k >= 1: U < P[|X| >= k]}`` for a uniform real ``U``, with a random
+  sign. The tail probabilities are bracketed by integer bounds at 31 bits, derived with integer
+  arithmetic only (Taylor series with remainder, products rounded outward); one 32-bit random word per
+  draw (31 bits of ``U`` and the sign) and a guide-table lookup decide almost every draw, and the rare
+  draw whose prefix falls between two bounds (probability about ``2·(entries)·2**-31``) is finished
+  exactly by drawing more bits of ``U`` against bounds of higher precision (Devroye 1986, Chapter III;
+  guide tables: Chen and Asau 1974). Tables are cached per parameter (at most eight).
+* **CKS algorithms on blocks** (larger parameters): every loop of the scalar algorithm becomes a loop
+  over *rounds*, each round one vectorised step over the samples still undecided; the undecided set
+  shrinks geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when
+  the parameters provably fit, and exact Python integers (``object`` arrays) otherwise.
+
+Outputs are ``int64``.
 
 Examples:
     >>> from fractions import Fraction
@@ -591,12 +603,16 @@ def _fill(size: int, draw: Any) -> IntArray:
 def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSource | None = None) -> IntArray:
     """``size`` independent exact draws with ``P[x] ∝ exp(-|x|/scale)``, as an int64 array.
 
-    The algorithm is CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the numerator ``n`` of
-    ``scale = n/d``, kept with probability ``exp(-U/n)``; ``V`` geometric with ``P[V >= v] = e^(-v)``;
-    ``Y = ⌊(U + nV)/d⌋``; a random sign, rejecting ``-0``. Keeping the first accepted draws of a block is
-    exact, because the accepted draws are independent of the acceptance pattern.
+    For ``scale <= 2048`` (when ``size`` pays for a table, or one is cached): exact inversion of
+    ``P[|X| >= k] = 2q^k/(1 + q)``, ``q = exp(-1/scale)``, with integer bounds and a random sign (see the
+    module docstring). Otherwise CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the
+    numerator ``n`` of ``scale = n/d``, kept with probability ``exp(-U/n)``; ``V`` geometric with
+    ``P[V >= v] = e^(-v)``; ``Y = ⌊(U + nV)/d⌋``; a random sign, rejecting ``-0``. Keeping the first
+    accepted draws of a block is exact, because the accepted draws are independent of the acceptance
+    pattern.
 
-    Source: Canonne, Kamath, Steinke 2020, Algorithm 2.
+    Source: Canonne, Kamath, Steinke 2020, Algorithm 2; inversion: Devroye 1986, "Non-Uniform Random
+    Variate Generation", Chapter III.
 
     Args:
         scale: the scale ``t > 0`` (int or Fraction).
@@ -904,6 +920,9 @@ def discrete_gaussian_array(
 ) -> IntArray:
     """``size`` independent exact draws with ``P[x] ∝ exp(-x²/(2·sigma2))``, as an int64 array.
 
+    For ``sigma2 <= 2**26`` (when ``size`` pays for a table, or one is cached): exact inversion of
+    ``P[|X| >= k] = Σ_{m>=k} w_m / Σ_{m>=0} w_m`` (``w_0 = 1``, ``w_m = 2exp(-m²/(2σ²))``) with integer
+    bounds and a random sign (see the module docstring). Otherwise
     CKS 2020 Algorithm 3 on whole blocks: a discrete Laplace draw ``Y`` of scale ``t`` kept with
     probability ``exp(-(|Y| - σ²/t)²/(2σ²))``. The algorithm is exact for *every* ``t > 0`` (the kept
     mass is ``∝ exp(-|y|/t - (|y| - σ²/t)²/(2σ²)) = exp(-y²/(2σ²))·const``); for σ >= 1 the batch path
@@ -911,7 +930,8 @@ def discrete_gaussian_array(
     ``2σ²`` only and stays in int64 for large σ; for σ < 1 it takes the paper's ``t = 1``. (The scalar
     path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
 
-    Source: Canonne, Kamath, Steinke 2020, Algorithm 3.
+    Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion: Devroye 1986, "Non-Uniform Random
+    Variate Generation", Chapter III.
 
     Args:
         sigma2: the variance parameter ``σ² > 0`` (int or Fraction).
