@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -19,7 +20,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -224,6 +225,191 @@ def test_randbelow_is_uniform() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# inversion sampler: integer bounds of exp and of the tail probabilities, and the exact fallback
+# ---------------------------------------------------------------------------------------------------------
+
+
+def exact_tails(kind: str, param: Fraction, count: int) -> list[mpmath.mpf]:
+    """P[|X| >= k] for k = 1..count at 60 digits (mpmath)."""
+    with mpmath.workdps(60):
+        p = mpmath.mpf(param.numerator) / param.denominator
+        if kind == "laplace":
+            q = mpmath.exp(-1 / p)
+            return [2 * q**k / (1 + q) for k in range(1, count + 1)]
+        m = int(20 * math.isqrt(int(param) + 1)) + 30
+        w = [mpmath.mpf(1)] + [2 * mpmath.exp(-(mpmath.mpf(j) ** 2) / (2 * p)) for j in range(1, m + 1)]
+        z = mpmath.fsum(w)
+        suffix, acc = [mpmath.mpf(0)] * (m + 2), mpmath.mpf(0)
+        for j in range(m, -1, -1):
+            acc += w[j]
+            suffix[j] = acc
+        return [suffix[k] / z if k <= m else mpmath.mpf(0) for k in range(1, count + 1)]
+
+
+def assert_true_tail_bounds(kind: str, param: Fraction, prec: int) -> None:
+    lo, hi = _sampling._tail_bounds(kind, param, prec)
+    tails = exact_tails(kind, param, len(lo) + 3)
+    with mpmath.workdps(60):
+        scale = mpmath.mpf(2) ** prec
+        for k, tail in enumerate(tails, start=1):
+            low, high = (int(lo[k - 1]), int(hi[k - 1])) if k <= len(lo) else (0, int(hi[-1]))
+            assert low <= tail * scale <= high, (kind, param, prec, k)
+            assert high - low <= 2 or k > len(lo)  # tight: the fallback is rare
+        assert hi[-1] <= 2  # the neglected tail is below 2**-prec (a bucket near U = 0)
+
+
+@given(
+    x=st.fractions(min_value=0, max_value=800, max_denominator=10**6)
+    | st.sampled_from([Fraction(1, 2**70), Fraction(3**40, 2**61), Fraction(2**64 + 1, 2**60)]),
+    w=st.integers(1, 200),
+)
+def test_integer_exp_bounds_are_true_and_tight(x: Fraction, w: int) -> None:
+    lo, hi = _sampling._exp_neg_bounds(x, w)
+    with mpmath.workdps(80):
+        value = mpmath.exp(-mpmath.mpf(x.numerator) / x.denominator) * mpmath.mpf(2) ** w
+        assert lo <= value <= hi
+    assert 0 <= hi - lo <= 2
+
+
+@pytest.mark.parametrize("prec", [31, 63, 95])
+@pytest.mark.parametrize(
+    "sigma2", [Fraction(1, 100), Fraction(1, 4), Fraction(7, 10), Fraction(2), Fraction(400)]
+)
+def test_gaussian_tail_bounds_are_true_bounds(sigma2: Fraction, prec: int) -> None:
+    assert_true_tail_bounds("gauss", sigma2, prec)
+
+
+@pytest.mark.parametrize("prec", [31, 63, 95])
+@pytest.mark.parametrize("scale", [Fraction(1, 10), Fraction(1, 3), Fraction(7, 3), Fraction(40)])
+def test_laplace_tail_bounds_are_true_bounds(scale: Fraction, prec: int) -> None:
+    assert_true_tail_bounds("laplace", scale, prec)
+
+
+@given(
+    kind=st.sampled_from(["gauss", "laplace"]),
+    param=st.fractions(min_value=Fraction(1, 50), max_value=30, max_denominator=10**4),
+)
+def test_tail_bounds_are_true_bounds_for_random_parameters(kind: str, param: Fraction) -> None:
+    assert_true_tail_bounds(kind, param, _sampling._U_BITS)
+
+
+def band_stream(u: int, extra: list[int], negative: bool) -> bytes:
+    """Bytes that make the inversion sampler read the 31-bit prefix ``u`` then 32-bit refinements."""
+    word = (u << 1) | int(negative)
+    return word.to_bytes(4, "little") + b"".join(e.to_bytes(4, "little") for e in extra)
+
+
+@pytest.mark.parametrize(
+    ("kind", "param"), [("gauss", Fraction(2)), ("gauss", Fraction(1, 3)), ("laplace", Fraction(7, 3))]
+)
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_undecided_draws_are_decided_by_more_bits(kind: str, param: Fraction, k: int) -> None:
+    # u = ⌊2**31·T_k⌋ is always in the undecided band of boundary k; the next 32 (then 64) bits of U place
+    # it just below or just above T_k, and the magnitude must be k or k - 1 accordingly.
+    table = _sampling._inverse_table(kind, param)
+    with mpmath.workdps(60):
+        tail = exact_tails(kind, param, k)[k - 1]
+        u = int(mpmath.floor(tail * 2**31))
+        r63 = int(mpmath.floor(tail * 2**63)) - (u << 32)
+        r95 = int(mpmath.floor(tail * 2**95)) - (int(mpmath.floor(tail * 2**63)) << 32)
+    assert table.hi_desc[k - 1] > u >= table.lo_desc[k - 1]  # in the band
+    cases = [([r63 - 1], k), ([r63 + 1], k - 1), ([r63, r95 - 1], k), ([r63, r95 + 1], k - 1)]
+    for extra, expected in cases:
+        for negative in (False, True):
+            src = BytesSource(band_stream(u, extra, negative))
+            got = _sampling._inverse_block(table, 1, src)
+            assert got.tolist() == [-expected if negative else expected]
+            with pytest.raises(EOFError):  # every byte of the stream was used
+                src.random_bytes(1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "param", "pmf"),
+    [
+        ("gauss", Fraction(1, 4), gaussian_pmf(Fraction(1, 4))),
+        ("gauss", Fraction(2), gaussian_pmf(Fraction(2))),
+        ("gauss", Fraction(50, 3), gaussian_pmf(Fraction(50, 3))),
+        ("laplace", Fraction(1, 3), laplace_pmf(Fraction(1, 3))),
+        ("laplace", Fraction(7, 3), laplace_pmf(Fraction(7, 3))),
+    ],
+)
+def test_coarse_bounds_fallback_matches_exact_pmf(
+    kind: str, param: Fraction, pmf: Callable[[int], float]
+) -> None:
+    # Bounds widened by 2**24 (still true bounds) leave many draws undecided at 31 bits: the exact
+    # fallback draws more bits often, and the output must still fit the exact pmf.
+    table = _sampling._inverse_table(kind, param, slack=1 << 24)
+    rec = RecordingSource(SeededSource(51))
+    xs = _sampling._fill_exact(100_000, lambda n: _sampling._inverse_block(table, n, rec))
+    assert sum(c[0] == "randbits" for c in rec.calls) > 1000
+    assert_fits(xs, pmf)
+
+
+def test_inverse_tables_are_cached_and_bounded() -> None:
+    first = _sampling._inverse_table("gauss", Fraction(3))
+    assert _sampling._inverse_table("gauss", Fraction(3)) is first
+    for j in range(2 * _sampling._TABLE_CACHE_SIZE):
+        _sampling._inverse_table("laplace", Fraction(j + 1, 7))
+    assert len(_sampling._TABLES) == _sampling._TABLE_CACHE_SIZE
+    assert not _sampling._table_is_cached("gauss", Fraction(3))
+
+
+def normal_binned_fit(samples: np.ndarray, sigma2: Fraction) -> float:
+    """Chi-square p-value with 34 bins of width σ/4 plus two tails, for σ so large that the discrete
+    Gaussian's bin masses equal the normal's up to a relative error far below the test's resolution."""
+    sigma = mpmath.sqrt(mpmath.mpf(sigma2.numerator) / sigma2.denominator)
+    edges = [int(mpmath.floor(sigma * j / 4)) for j in range(-16, 17)]
+    cdf = [mpmath.ncdf((e + mpmath.mpf(1) / 2) / sigma) for e in edges]  # P[X <= e], midpoint rule
+    inner = [float(b - a) for a, b in itertools.pairwise(cdf)]
+    probs = np.array([float(cdf[0]), *inner, float(1 - cdf[-1])])
+    idx = np.searchsorted(np.array(edges), samples, side="left")  # bin j: edges[j-1] < x <= edges[j]
+    observed = np.bincount(idx, minlength=len(probs)).astype(float)
+    return float(stats.chisquare(observed, probs * samples.size).pvalue)
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(2**26 + 1, 3), Fraction(2**41 + 1), Fraction(10**13, 7)])
+def test_discrete_gaussian_array_huge_variance(sigma2: Fraction) -> None:
+    xs = discrete_gaussian_array(sigma2, 200_000, SeededSource(52))
+    assert normal_binned_fit(xs, sigma2) >= ALPHA
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(7, 10), Fraction(1, 30), Fraction(10**6 + 1, 3)])
+def test_discrete_gaussian_array_more_variances(sigma2: Fraction) -> None:
+    assert_fits(discrete_gaussian_array(sigma2, 200_000, SeededSource(53)), gaussian_pmf(sigma2))
+
+
+def test_discrete_laplace_array_large_scale_uses_block_algorithm() -> None:
+    scale = Fraction(10_000, 3)  # above the inversion-table limit: CKS Algorithm 2 on blocks
+    assert scale > _sampling._LAPLACE_TABLE_MAX_SCALE
+    assert_fits(discrete_laplace_array(scale, 200_000, SeededSource(54)), laplace_pmf(scale))
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(50, 3), Fraction(9) + Fraction(1, 2**50)])
+def test_gaussian_block_algorithm_matches_exact_pmf(sigma2: Fraction) -> None:
+    # CKS Algorithm 3 on blocks (used above the table limit), at small σ² to test it against the pmf;
+    # the last σ² needs the exact Python-integer (object array) path.
+    src = SeededSource(55)
+    xs = _sampling._fill(100_000, lambda n: _sampling._gaussian_block(sigma2, n, src))
+    assert_fits(xs, gaussian_pmf(sigma2))
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), Fraction(2**60 + 1, 2**58)])
+def test_laplace_block_algorithm_matches_exact_pmf(scale: Fraction) -> None:
+    src = SeededSource(56)
+    n, d = scale.numerator, scale.denominator
+    xs = _sampling._fill(100_000, lambda c: _sampling._laplace_block(n, d, c, src))
+    assert_fits(xs, laplace_pmf(scale))
+
+
+def test_small_uncached_requests_do_not_build_tables() -> None:
+    sigma2 = Fraction(10**6 + 7)  # a table of ~10⁴ entries: not worth building for 100 draws
+    discrete_gaussian_array(sigma2, 100, SeededSource(57))
+    assert not _sampling._table_is_cached("gauss", sigma2)
+    discrete_gaussian_array(sigma2, 20_000, SeededSource(57))
+    assert _sampling._table_is_cached("gauss", sigma2)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # outputs depend only on the integer random stream; no floats on the sampling path
 # ---------------------------------------------------------------------------------------------------------
 
@@ -251,6 +437,18 @@ def test_gaussian_output_is_a_function_of_the_byte_stream(seed: int, sigma2: Fra
     rec2 = RecordingSource(SeededSource(seed))
     one = sample_discrete_gaussian(sigma2, rec2)
     assert one == sample_discrete_gaussian(sigma2, BytesSource(rec2.stream))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32), kind=st.sampled_from(["gauss", "laplace"]), param=rationals)
+def test_inversion_fallback_output_is_a_function_of_the_byte_stream(
+    seed: int, kind: str, param: Fraction
+) -> None:
+    table = _sampling._inverse_table(kind, param, slack=1 << 29)
+    rec = RecordingSource(SeededSource(seed))
+    first = _sampling._inverse_block(table, 200, rec)
+    assert any(c[0] == "randbits" for c in rec.calls)  # the fallback ran
+    np.testing.assert_array_equal(first, _sampling._inverse_block(table, 200, BytesSource(rec.stream)))
 
 
 def test_seeded_source_is_reproducible_and_secure_source_is_not_constant() -> None:
@@ -288,6 +486,14 @@ def test_samplers_run_with_float_conversion_forbidden(monkeypatch: pytest.Monkey
     assert discrete_laplace_array(Fraction(7, 3), 1000, src).dtype == np.int64
     assert discrete_gaussian_array(Fraction(50, 3), 1000, src).dtype == np.int64
     assert discrete_gaussian_array(Fraction(9) + Fraction(1, 2**60), 100, src).dtype == np.int64
+    # inversion tables built, and the exact fallback run, with floats forbidden too
+    _sampling._TABLES.clear()
+    _sampling._tail_bounds.cache_clear()
+    assert discrete_gaussian_array(Fraction(50, 7), 1000, src).dtype == np.int64
+    assert discrete_laplace_array(Fraction(11, 3), 1000, src).dtype == np.int64
+    coarse = _sampling._inverse_table("gauss", Fraction(3, 7), slack=1 << 27)
+    assert _sampling._inverse_block(coarse, 1000, src).dtype == np.int64
+    assert _sampling._table_is_cached("gauss", Fraction(50, 7))
 
 
 def test_sampling_module_has_no_float_operations_in_its_source() -> None:

@@ -15,11 +15,23 @@ arXiv:2004.00010, Section 5):
 * discrete Laplace ``P[x] ∝ exp(-|x|/t)``, t rational: Algorithm 2.
 * discrete Gaussian ``P[x] ∝ exp(-x²/(2σ²))``, σ² rational: Algorithm 3.
 
-The array samplers (:func:`discrete_laplace_array`, :func:`discrete_gaussian_array`) run the same
-algorithms on whole numpy blocks at once: every loop of the scalar algorithm becomes a loop over
-*rounds*, each round one vectorised step over the samples still undecided; the undecided set shrinks
-geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when the
-parameters provably fit, and exact Python integers (``object`` arrays) otherwise; outputs are ``int64``.
+The array samplers (:func:`discrete_laplace_array`, :func:`discrete_gaussian_array`) have two exact
+paths:
+
+* **inversion** (scale <= 2048, σ² <= 2**26, when the request is large enough to pay for a table or
+  the table is cached): ``|X| = #{k >= 1: U < P[|X| >= k]}`` for a uniform real ``U``, with a random
+  sign. The tail probabilities are bracketed by integer bounds at 31 bits, derived with integer
+  arithmetic only (Taylor series with remainder, products rounded outward); one 32-bit random word per
+  draw (31 bits of ``U`` and the sign) and a guide-table lookup decide almost every draw, and the rare
+  draw whose prefix falls between two bounds (probability about ``2·(entries)·2**-31``) is finished
+  exactly by drawing more bits of ``U`` against bounds of higher precision (Devroye 1986, Chapter III;
+  guide tables: Chen and Asau 1974). Tables are cached per parameter (at most eight).
+* **CKS algorithms on blocks** (larger parameters): every loop of the scalar algorithm becomes a loop
+  over *rounds*, each round one vectorised step over the samples still undecided; the undecided set
+  shrinks geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when
+  the parameters provably fit, and exact Python integers (``object`` arrays) otherwise.
+
+Outputs are ``int64``.
 
 Examples:
     >>> from fractions import Fraction
@@ -37,8 +49,12 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
@@ -587,12 +603,16 @@ def _fill(size: int, draw: Any) -> IntArray:
 def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSource | None = None) -> IntArray:
     """``size`` independent exact draws with ``P[x] ∝ exp(-|x|/scale)``, as an int64 array.
 
-    The algorithm is CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the numerator ``n`` of
-    ``scale = n/d``, kept with probability ``exp(-U/n)``; ``V`` geometric with ``P[V >= v] = e^(-v)``;
-    ``Y = ⌊(U + nV)/d⌋``; a random sign, rejecting ``-0``. Keeping the first accepted draws of a block is
-    exact, because the accepted draws are independent of the acceptance pattern.
+    For ``scale <= 2048`` (when ``size`` pays for a table, or one is cached): exact inversion of
+    ``P[|X| >= k] = 2q^k/(1 + q)``, ``q = exp(-1/scale)``, with integer bounds and a random sign (see the
+    module docstring). Otherwise CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the
+    numerator ``n`` of ``scale = n/d``, kept with probability ``exp(-U/n)``; ``V`` geometric with
+    ``P[V >= v] = e^(-v)``; ``Y = ⌊(U + nV)/d⌋``; a random sign, rejecting ``-0``. Keeping the first
+    accepted draws of a block is exact, because the accepted draws are independent of the acceptance
+    pattern.
 
-    Source: Canonne, Kamath, Steinke 2020, Algorithm 2.
+    Source: Canonne, Kamath, Steinke 2020, Algorithm 2; inversion: Devroye 1986, "Non-Uniform Random
+    Variate Generation", Chapter III.
 
     Args:
         scale: the scale ``t > 0`` (int or Fraction).
@@ -613,11 +633,262 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
         raise InvalidParameter(f"scale={scale!r} must be at most 2**50 (samples must fit in int64)")
     src = _source(source)
     n, d = t.numerator, t.denominator
+    if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 22 * (n // d + 1)):
+        table = _inverse_table("laplace", t)
+        return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     if n > _INT64_SAFE or size <= _SCALAR_BELOW:
         # uniform draws below n need more than one word, or the block machinery costs more than it saves
         # for a handful of draws (a scalar query): use the scalar algorithm, the same distribution
         return np.array([sample_discrete_laplace(t, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _laplace_block(n, d, count, src))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Inversion with integer bounds: one 32-bit word per draw (small and moderate parameters)
+# ---------------------------------------------------------------------------------------------------------
+#
+# A symmetric integer distribution is sampled as a random sign times the magnitude M = #{k >= 1: U < T_k},
+# where U is uniform on [0, 1) and T_k = P[|X| >= k] (decreasing in k). The tail probabilities are
+# irrational, so they are never computed as numbers: integer bounds lo_k <= 2**p·T_k <= hi_k are derived
+# with integer arithmetic only (a Taylor series with its alternating-series remainder, then products
+# rounded down for the lower and up for the upper bound). With the first 31 bits u of U,
+# U ∈ [u/2**31, (u+1)/2**31): ``u + 1 <= lo_k`` proves ``U < T_k``, ``u >= hi_k`` proves ``U >= T_k``;
+# when neither holds (probability about 2**-30 per boundary) further bits of U are drawn and compared with
+# bounds of ever higher precision, which decides every comparison with probability 1. The magnitude is
+# then *exactly* the inverse-CDF value of the uniform real U, so its distribution is exactly the stated
+# one. A guide table (Chen and Asau 1974; Devroye 1986, Chapter III) indexed by the top bits of u
+# answers most draws with one lookup: a bucket of u values in which no bound changes has one answer.
+
+_U_BITS = 31  # the first bits of U: the top 31 bits of a 32-bit random word; bit 0 is the sign
+_REFINE_BITS = 32  # bits of U added per refinement of an undecided comparison
+_TAIL_GUARD = 8  # the neglected tail mass is at most 2**-(p + _TAIL_GUARD)
+_GAUSS_TABLE_MAX_SIGMA2 = 1 << 26  # inversion tables for σ <= 8192 (at most ~85 000 entries)
+_LAPLACE_TABLE_MAX_SCALE = 1 << 11  # and for Laplace scales <= 2048 (at most ~90 000 entries)
+_TABLE_CACHE_SIZE = 8  # inversion tables kept per process (each at most a few MB)
+_INVERSE_BLOCK = 1 << 16  # draws per block of the inversion sampler (small blocks stay in cache)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _exp_neg_bounds(x: Fraction, w: int) -> tuple[int, int]:
+    """Integers ``lo <= 2**w · exp(-x) <= hi`` for a rational ``x >= 0``, by integer arithmetic only.
+
+    ``exp(-y)`` for ``y = x/2**j <= 1/2`` lies between two consecutive partial sums of its alternating
+    Taylor series (the terms decrease), which are exact rationals; the bounds are then rounded outward to
+    ``w + j + 16`` bits and squared ``j`` times (rounding the lower bound down and the upper bound up).
+    """
+    if x == 0:
+        return 1 << w, 1 << w
+    j = 0
+    y = Fraction(x)
+    while y > Fraction(1, 2):
+        y /= 2
+        j += 1
+    work = w + j + 16
+    eps = Fraction(1, 1 << (work + 2))
+    partial, term, n = Fraction(1), Fraction(1), 0
+    while True:
+        n += 1
+        term = term * y / n
+        following = partial - term if n % 2 else partial + term
+        if term < eps:
+            break
+        partial = following
+    low, high = min(partial, following), max(partial, following)
+    lo = low.numerator * (1 << work) // low.denominator
+    hi = _ceil_div(high.numerator * (1 << work), high.denominator)
+    for _ in range(j):
+        lo = (lo * lo) >> work
+        hi = _ceil_div(hi * hi, 1 << work)
+    drop = work - w
+    return lo >> drop, _ceil_div(hi, 1 << drop)
+
+
+def _gauss_tail_bounds(s2: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """Bounds ``lo[k-1] <= 2**prec · P[|X| >= k] <= hi[k-1]``, ``k = 1..K+1``, X discrete Gaussian σ² = s2.
+
+    With ``e_m = exp(-m²/(2σ²))``: ``P[|X| >= k] = S_k / S_0`` where ``S_k = Σ_{m>=k} w_m``, ``w_0 = 1``,
+    ``w_m = 2e_m``. Fixed-point (``2**W``) bounds of ``e_m`` come from ``e_{m+1} = e_m · r_m`` and
+    ``r_{m+1} = r_m · exp(-1/σ²)`` with ``r_0 = exp(-1/(2σ²))``, every product rounded outward. The terms
+    beyond ``K`` are bounded by ``e_K · r_K/(1 - r_K)`` (as ``(K+i)² >= K² + (2K+1)i``), and ``K`` is the
+    first index where that bound is below ``2**-(prec + 9)``. Beyond the last entry, ``[0, hi[-1]]`` is
+    a valid bound of every ``2**prec · P[|X| >= k]`` (the tail probabilities decrease).
+    """
+    w = prec + _ceil_div(s2.numerator, s2.denominator).bit_length() + 40
+    one = 1 << w
+    a_lo, a_hi = _exp_neg_bounds(1 / (2 * s2), w)
+    b_lo, b_hi = (a_lo * a_lo) >> w, _ceil_div(a_hi * a_hi, one)
+    e_lo = e_hi = one
+    r_lo, r_hi = a_lo, a_hi
+    w_lo, w_hi = [one], [one]
+    target = 1 << (w - prec - _TAIL_GUARD - 1)
+    while True:
+        if r_hi < one:
+            tail = _ceil_div(e_hi * r_hi, one - r_hi)
+            if len(w_lo) > 1 and 2 * tail <= target:
+                break
+        e_lo, e_hi = (e_lo * r_lo) >> w, _ceil_div(e_hi * r_hi, one)
+        r_lo, r_hi = (r_lo * b_lo) >> w, _ceil_div(r_hi * b_hi, one)
+        w_lo.append(2 * e_lo)
+        w_hi.append(2 * e_hi)
+    size = len(w_lo)  # K + 1 weights, m = 0..K
+    s_lo, s_hi = [0] * (size + 1), [2 * tail] * (size + 1)
+    for m in range(size - 1, -1, -1):
+        s_lo[m] = s_lo[m + 1] + w_lo[m]
+        s_hi[m] = s_hi[m + 1] + w_hi[m]
+    z_lo, z_hi = s_lo[0], s_hi[0]
+    lo = [(s_lo[k] << prec) // z_hi for k in range(1, size + 1)]
+    hi = [_ceil_div(s_hi[k] << prec, z_lo) for k in range(1, size + 1)]
+    return lo, hi
+
+
+def _laplace_tail_bounds(t: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """Bounds ``lo[k-1] <= 2**prec · P[|X| >= k] <= hi[k-1]``, ``k = 1..K+1``, X discrete Laplace scale t.
+
+    ``P[|X| >= k] = 2q^k/(1 + q)`` with ``q = exp(-1/t)`` for ``k >= 1``; fixed-point bounds of ``q^k``
+    come from repeated products rounded outward. The last entry is the first with ``hi <= 1``.
+    """
+    w = prec + _ceil_div(t.numerator, t.denominator).bit_length() + 40
+    one = 1 << w
+    q_lo, q_hi = _exp_neg_bounds(1 / t, w)
+    e_lo, e_hi = q_lo, q_hi
+    lo: list[int] = []
+    hi: list[int] = []
+    while True:
+        lo.append((2 * e_lo << prec) // (one + q_hi))
+        hi.append(_ceil_div(2 * e_hi << prec, one + q_lo))
+        if hi[-1] <= 1:
+            return lo, hi
+        e_lo, e_hi = (e_lo * q_lo) >> w, _ceil_div(e_hi * q_hi, one)
+
+
+@functools.lru_cache(maxsize=2 * _TABLE_CACHE_SIZE)
+def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[Any, Any]:
+    """The cached tail bounds of ``kind`` ("gauss": σ² = param, "laplace": scale = param) at ``prec`` bits.
+
+    Kept as int64 arrays when ``prec <= 62`` (8 bytes an entry), as lists of Python ints above.
+    """
+    lo, hi = _gauss_tail_bounds(param, prec) if kind == "gauss" else _laplace_tail_bounds(param, prec)
+    if prec <= 62:
+        return np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64)
+    return lo, hi
+
+
+def _resolve(kind: str, param: Fraction, u: int, count: int, source: RandomSource, slack: int = 0) -> int:
+    """The exact magnitude ``#{k >= 1: U < T_k}`` for a draw whose first bits ``u`` left it undecided.
+
+    ``count`` comparisons are already proven (``U < T_k`` for ``k <= count``). Each remaining comparison
+    is decided with bounds at the current precision, or, when still undecided, after appending
+    ``_REFINE_BITS`` fresh bits to ``U`` and raising the precision: this is the inverse CDF of the uniform
+    real ``U`` whose first bits are ``u``, i.e. exactly the conditional law given those bits. ``slack``
+    (tests only) widens the first bounds, so that more bits are drawn often.
+    """
+    value, prec, k = u, _U_BITS, count + 1
+    while True:
+        lo, hi = _tail_bounds(kind, param, prec)
+        low, high = (int(lo[k - 1]), int(hi[k - 1])) if k <= len(lo) else (0, int(hi[-1]))
+        if prec == _U_BITS:
+            low, high = low - slack, high + slack
+        if value + 1 <= low:
+            count, k = k, k + 1
+        elif value >= high:
+            return count
+        else:
+            value = (value << _REFINE_BITS) | source.randbits(_REFINE_BITS)
+            prec += _REFINE_BITS
+
+
+@dataclass(frozen=True)
+class _InverseTable:
+    """Vectorised inversion data for one distribution (see :func:`_inverse_table`)."""
+
+    kind: str
+    param: Fraction
+    lo_desc: IntArray  # lo_desc[i] <= 2**31·T_{i+1}; a final 0 stands for every later k
+    hi_desc: IntArray  # hi_desc[i] >= 2**31·T_{i+1}; non-increasing
+    lo_asc: IntArray  # lo_desc reversed, for searchsorted
+    guide: IntArray  # the magnitude of every u in bucket u >> shift, or -1 if the bucket is undecided
+    shift: int
+    slack: int  # > 0 only in tests: bounds widened by this much
+
+
+_TABLES: OrderedDict[tuple[str, Fraction, int], _InverseTable] = OrderedDict()
+_TABLES_LOCK = threading.Lock()
+
+
+def _inverse_table(kind: str, param: Fraction, slack: int = 0) -> _InverseTable:
+    """The (cached, at most ``_TABLE_CACHE_SIZE`` kept) inversion table; ``slack`` widens every bound.
+
+    ``slack > 0`` is for tests only: wider bounds are still true bounds, so the sampler stays exact while
+    the exact fallback :func:`_resolve` runs often.
+    """
+    key = (kind, param, slack)
+    with _TABLES_LOCK:
+        table = _TABLES.get(key)
+        if table is not None:
+            _TABLES.move_to_end(key)
+            return table
+    lo, hi = _tail_bounds(kind, param, _U_BITS)
+    top = 1 << _U_BITS
+    lo_desc = np.append(np.maximum(lo - slack, 0), 0)
+    hi_desc = np.minimum(np.append(hi, hi[-1]) + slack, top)
+    lo_asc = lo_desc[::-1].copy()
+    hi_asc = hi_desc[::-1].copy()
+    g = min(max(lo_desc.size.bit_length() + 4, 8), 18)
+    shift = _U_BITS - g
+    starts = np.arange(1 << g, dtype=np.int64) << shift
+    ends = starts + ((1 << shift) - 1)
+    a_end = lo_asc.size - np.searchsorted(lo_asc, ends, side="right")  # proven count at the bucket's end
+    b_start = hi_asc.size - np.searchsorted(hi_asc, starts, side="right")  # possible count at its start
+    guide = np.where(a_end == b_start, a_end, -1).astype(np.int64)
+    table = _InverseTable(kind, param, lo_desc, hi_desc, lo_asc, guide, shift, slack)
+    with _TABLES_LOCK:
+        _TABLES[key] = table
+        while len(_TABLES) > _TABLE_CACHE_SIZE:
+            _TABLES.popitem(last=False)
+    return table
+
+
+def _table_is_cached(kind: str, param: Fraction) -> bool:
+    with _TABLES_LOCK:
+        return (kind, param, 0) in _TABLES
+
+
+def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> IntArray:
+    """``count`` exact draws by inversion: one 32-bit word each (31 bits of ``U``, one sign bit)."""
+    words: npt.NDArray[np.uint32] = np.frombuffer(source.random_bytes(4 * count), dtype="<u4")
+    u: IntArray = np.right_shift(words, np.uint32(32 - _U_BITS)).astype(np.int64)
+    mag: IntArray = table.guide[u >> table.shift]
+    dirty = np.flatnonzero(mag < 0)
+    if dirty.size:
+        ud = u[dirty]
+        proven = table.lo_asc.size - np.searchsorted(table.lo_asc, ud, side="right")
+        mag[dirty] = proven
+        for i in np.flatnonzero(table.hi_desc[proven] > ud):  # some comparison is undecided
+            args = (table.kind, table.param, int(ud[i]), int(proven[i]), source, table.slack)
+            mag[dirty[i]] = _resolve(*args)
+    negative = (words & np.uint32(1)) == 1
+    out: IntArray = np.where(negative, -mag, mag)
+    return out
+
+
+def _fill_exact(size: int, draw: Any) -> IntArray:
+    """Concatenate ``draw(count)`` over blocks of at most ``_INVERSE_BLOCK`` (every draw is kept)."""
+    if size <= _INVERSE_BLOCK:
+        first: IntArray = draw(size)
+        return first
+    out = np.empty(size, dtype=np.int64)
+    for start in range(0, size, _INVERSE_BLOCK):
+        need = min(size - start, _INVERSE_BLOCK)
+        out[start : start + need] = draw(need)
+    return out
+
+
+def _use_table(kind: str, param: Fraction, size: int, entries: int) -> bool:
+    """Use an inversion table when it is cached, or build one when ``size`` amortises its set-up cost."""
+    return _table_is_cached(kind, param) or (size > _SCALAR_BELOW and size >= 2 * entries)
 
 
 _SCALAR_BELOW = 8
@@ -649,6 +920,9 @@ def discrete_gaussian_array(
 ) -> IntArray:
     """``size`` independent exact draws with ``P[x] ∝ exp(-x²/(2·sigma2))``, as an int64 array.
 
+    For ``sigma2 <= 2**26`` (when ``size`` pays for a table, or one is cached): exact inversion of
+    ``P[|X| >= k] = Σ_{m>=k} w_m / Σ_{m>=0} w_m`` (``w_0 = 1``, ``w_m = 2exp(-m²/(2σ²))``) with integer
+    bounds and a random sign (see the module docstring). Otherwise
     CKS 2020 Algorithm 3 on whole blocks: a discrete Laplace draw ``Y`` of scale ``t`` kept with
     probability ``exp(-(|Y| - σ²/t)²/(2σ²))``. The algorithm is exact for *every* ``t > 0`` (the kept
     mass is ``∝ exp(-|y|/t - (|y| - σ²/t)²/(2σ²)) = exp(-y²/(2σ²))·const``); for σ >= 1 the batch path
@@ -656,7 +930,8 @@ def discrete_gaussian_array(
     ``2σ²`` only and stays in int64 for large σ; for σ < 1 it takes the paper's ``t = 1``. (The scalar
     path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
 
-    Source: Canonne, Kamath, Steinke 2020, Algorithm 3.
+    Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion: Devroye 1986, "Non-Uniform Random
+    Variate Generation", Chapter III.
 
     Args:
         sigma2: the variance parameter ``σ² > 0`` (int or Fraction).
@@ -677,6 +952,9 @@ def discrete_gaussian_array(
         raise InvalidParameter(f"sigma2={sigma2!r} must be at most 2**80 (samples must fit in int64)")
     src = _source(source)
     t = s2 / _gaussian_centre(s2)
+    if s2 <= _GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 9 * (math.isqrt(int(s2)) + 1)):
+        table = _inverse_table("gauss", s2)
+        return _fill_exact(size, lambda count: _inverse_block(table, count, src))
     if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
         return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _gaussian_block(s2, count, src))
