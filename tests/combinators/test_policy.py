@@ -104,3 +104,19 @@ def test_auto_uses_optimal_composition_for_pure_children() -> None:
     text = str(dp.explain(dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6), 1))
     assert "· chosen" in text
     assert "laplace(scale=10.0) ×100" in text
+
+
+def test_explain_interaction_column() -> None:
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    sym = dp.SymmetricDistance()
+    svt = dp.m.make_sparse_vector(ints, sym, threshold=10.0, scale=2.0, max_positive=1)
+    count = dp.t.make_count(ints, sym)
+    lap = count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=10.0)
+    rows = dp.explain(dp.make_concurrent(svt, lap), 1).rows
+    assert [r.interaction for r in rows] == [
+        "interactive, concurrent",
+        "interactive",
+        "non-interactive",
+        "non-interactive",
+        "non-interactive",
+    ]

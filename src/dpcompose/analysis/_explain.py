@@ -90,6 +90,15 @@ def explain(
     return Explanation(tuple(rows))
 
 
+def _interaction(interactive: bool, kind: str) -> str:
+    """The interaction column: the node's own kind, marked ``interactive`` when its output is a queryable."""
+    if not interactive or kind == "interactive":
+        return kind
+    if kind == "non-interactive":
+        return "interactive"
+    return f"interactive, {kind}"
+
+
 def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow], repeat: int = 1) -> None:
     """Append the rows of ``node`` (shown once with ``×repeat`` when it is repeated) and its subtree."""
     info = node.node
@@ -102,9 +111,7 @@ def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow], repeat: 
         ExplanationRow(
             depth=depth,
             label=info.label() + (f" ×{repeat}" if repeat > 1 else ""),
-            interaction=("interactive, " if getattr(node, "interactive", False) else "") + info.interaction
-            if info.interaction != "non-interactive" or getattr(node, "interactive", False)
-            else "non-interactive",
+            interaction=_interaction(getattr(node, "interactive", False), info.interaction),
             measure=measure,
             d_in=_num(d_in),
             cost=_display_cost(node, cost),
