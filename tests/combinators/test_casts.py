@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import mpmath
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -138,3 +139,59 @@ def test_group_never_below_the_mechanisms_own_map(d: Fraction, k: int) -> None:
     """Group privacy at a fractional d_in must cover ⌈d⌉ steps (it once truncated: 1/2 for a true 3/4)."""
     lap = dp.m.make_laplace(FLOAT, ABS, scale=2.0)
     assert dp.make_group(lap, k).map(d) >= lap.map(k * d)
+
+
+# --- Rényi casts ----------------------------------------------------------------------------------------
+def _mp_renyi_to_approx(alphas: list[Fraction], values: list[Fraction], delta: Fraction) -> object:
+    """min over the orders of r + ln((α−1)/α) − (ln δ + ln α)/(α − 1) (BBGHS 2020 Thm 21), at 50 digits."""
+    mpmath.mp.dps = 50
+
+    def mp(x: Fraction) -> object:
+        return mpmath.mpf(x.numerator) / x.denominator
+
+    d = mp(delta)
+    return max(
+        mpmath.mpf(0),
+        min(
+            mp(r) + mpmath.log((mp(a) - 1) / mp(a)) - (mpmath.log(d) + mpmath.log(mp(a))) / (mp(a) - 1)
+            for a, r in zip(alphas, values, strict=True)
+        ),
+    )
+
+
+@given(st.floats(0.05, 50), st.integers(1, 4))
+def test_pure_and_zcdp_to_renyi(scale: float, d: int) -> None:
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=scale)
+    eps = lap.map(d)
+    curve = dp.make_pure_to_renyi(lap).map(d)
+    for a in (Fraction(5, 4), Fraction(2), Fraction(64)):
+        assert curve(a) == min(eps, a * eps * eps / 2)
+    g = dp.m.make_gaussian(FLOAT, ABS, scale=scale)
+    assert dp.make_zcdp_to_renyi(g).map(d)(3) == 3 * g.map(d)
+
+
+@given(st.floats(0.5, 50), st.sampled_from([1e-3, 1e-6, 1e-10]))
+def test_renyi_to_approx_is_the_conversion_rounded_up(scale: float, delta: float) -> None:
+    g = dp.m.make_gaussian(FLOAT, ABS, scale=scale)
+    eps, dq = dp.make_renyi_to_approx(dp.make_zcdp_to_renyi(g), delta).map(1)
+    alphas = list(accounting._filters.DEFAULT_ORDERS)
+    reference = _mp_renyi_to_approx(alphas, [a * g.map(1) for a in alphas], dq)
+    ours = mpmath.mpf(eps.numerator) / eps.denominator
+    assert reference <= ours <= reference * (1 + 1e-9) + 1e-15  # type: ignore[operator]
+    # the grid of orders never beats the conversion of the zCDP guarantee over every order
+    assert eps >= accounting.zcdp_to_approx(g.map(1), dq) * (1 - 1e-12)
+
+
+def test_renyi_filter_to_approx_needs_the_filter_orders() -> None:
+    budget = dp.RenyiCurve(lambda a: Fraction(a) / 8, "α/8")
+    f = dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 8, 32])
+    with pytest.raises(dp.InvalidParameter, match="orders"):
+        dp.make_renyi_to_approx(f, 1e-6).map(1)
+    eps, delta = dp.make_renyi_to_approx(f, 1e-6, orders=[2, 8, 32]).map(1)
+    assert delta == Fraction(1, 10**6) and 1 < eps < 3
+    with pytest.raises(dp.InvalidParameter, match="delta=0"):
+        dp.make_renyi_to_approx(f, 0.0)
+    with pytest.raises(dp.DomainMismatch, match="RenyiDP"):
+        dp.make_renyi_to_approx(dp.m.make_laplace(FLOAT, ABS, scale=1.0), 1e-6)
+    with pytest.raises(dp.DomainMismatch, match="PureDP"):
+        dp.make_pure_to_renyi(dp.m.make_gaussian(FLOAT, ABS, scale=1.0))

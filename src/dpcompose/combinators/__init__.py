@@ -10,9 +10,12 @@ from dpcompose.combinators._casts import (
     make_postprocess,
     make_pure_to_approx,
     make_pure_to_profile,
+    make_pure_to_renyi,
     make_pure_to_zcdp,
+    make_renyi_to_approx,
     make_zcdp_to_approx,
     make_zcdp_to_profile,
+    make_zcdp_to_renyi,
     wrap_queryable,
 )
 from dpcompose.combinators._compose import make_concurrent, make_sequential
@@ -38,9 +41,12 @@ __all__ = [
     "make_postprocess",
     "make_pure_to_approx",
     "make_pure_to_profile",
+    "make_pure_to_renyi",
     "make_pure_to_zcdp",
+    "make_renyi_to_approx",
     "make_sequential",
     "make_zcdp_to_approx",
     "make_zcdp_to_profile",
+    "make_zcdp_to_renyi",
     "wrap_queryable",
 ]

@@ -3,13 +3,33 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
 from dpcompose._validation import check_positive_int, check_probability
-from dpcompose.accounting import PrivacyProfile, decimal, group, group_zcdp, pure_to_zcdp, zcdp_to_approx
-from dpcompose.core import ZCDP, ApproxDP, Measurement, Node, ProfileDP, PureDP, Queryable
+from dpcompose.accounting import (
+    PrivacyProfile,
+    decimal,
+    group,
+    group_zcdp,
+    pure_to_zcdp,
+    renyi_to_approx,
+    zcdp_to_approx,
+)
+from dpcompose.accounting._filters import DEFAULT_ORDERS, check_orders, pure_cost_to_renyi
+from dpcompose.combinators._filter import renyi_at
+from dpcompose.core import (
+    ZCDP,
+    ApproxDP,
+    Measurement,
+    Node,
+    ProfileDP,
+    PureDP,
+    Queryable,
+    RenyiCurve,
+    RenyiDP,
+)
 from dpcompose.core._measurement import postprocess
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 
@@ -20,9 +40,12 @@ __all__ = [
     "make_postprocess",
     "make_pure_to_approx",
     "make_pure_to_profile",
+    "make_pure_to_renyi",
     "make_pure_to_zcdp",
+    "make_renyi_to_approx",
     "make_zcdp_to_approx",
     "make_zcdp_to_profile",
+    "make_zcdp_to_renyi",
     "wrap_queryable",
 ]
 
@@ -110,6 +133,87 @@ def make_zcdp_to_approx(m: AnyMeasurement, delta: float) -> AnyMeasurement:
         lambda d: (zcdp_to_approx(m.map(d), dq), dq),
         "zcdp_to_approx",
         "Canonne–Kamath–Steinke 2020 Prop. 12",
+        (("delta", repr(delta)),),
+    )
+
+
+def make_pure_to_renyi(m: AnyMeasurement) -> AnyMeasurement:
+    """View an ε-DP measurement as Rényi DP with the curve α ↦ min(ε, αε²/2).
+
+    Source: Bun–Steinke 2016 Prop. 1.4 (ε-DP ⇒ ε²/2-zCDP, i.e. D_α ≤ αε²/2); van Erven–Harremoës 2014
+    Thm. 3 (D_α is nondecreasing in α, so D_α ≤ D_∞ ≤ ε).
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=2.0)
+        >>> curve = dp.make_pure_to_renyi(lap).map(1)
+        >>> curve(2), curve(16)
+        (Fraction(1, 4), Fraction(1, 2))
+    """
+    _require(m, PureDP, "make_pure_to_renyi")
+
+    def privacy_map(d: Any) -> RenyiCurve:
+        eps = Fraction(m.map(d))
+        return RenyiCurve(lambda a: pure_cost_to_renyi(eps, (Fraction(a),))[0], f"min({eps}, α·{eps}²/2)")
+
+    return _cast(m, RenyiDP(), privacy_map, "pure_to_renyi", "Bun–Steinke 2016 Prop. 1.4; D_α ≤ D_∞")
+
+
+def make_zcdp_to_renyi(m: AnyMeasurement) -> AnyMeasurement:
+    """View a ρ-zCDP measurement as Rényi DP with the curve α ↦ αρ (the definition of zCDP).
+
+    Source: Bun–Steinke 2016 Def. 1.1.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=2.0)
+        >>> dp.make_zcdp_to_renyi(g).map(1)(8)
+        Fraction(1, 1)
+    """
+    _require(m, ZCDP, "make_zcdp_to_renyi")
+
+    def privacy_map(d: Any) -> RenyiCurve:
+        rho = Fraction(m.map(d))
+        return RenyiCurve(lambda a: Fraction(a) * rho, f"α·{rho}")
+
+    return _cast(m, RenyiDP(), privacy_map, "zcdp_to_renyi", "Bun–Steinke 2016 Def. 1.1")
+
+
+def make_renyi_to_approx(
+    m: AnyMeasurement, delta: float, orders: Sequence[float | Fraction] | None = None
+) -> AnyMeasurement:
+    """View a Rényi-DP measurement as (ε, δ)-DP: the least ε of the conversion over ``orders``.
+
+    The curve is evaluated at each order (default: the Rényi filter's grid 1.25 … 256; a Rényi filter built
+    with other ``orders`` needs the same ones here) and the best order is used.
+
+    Source: Balle, Barthe, Gaboardi, Hsu, Sato 2020 (AISTATS) Thm 21, via
+    :func:`~dpcompose.accounting.renyi_to_approx`.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
+        >>> eps, delta = dp.make_renyi_to_approx(dp.make_zcdp_to_renyi(g), 1e-6).map(1)
+        >>> round(float(eps), 3), delta
+        (1.143, Fraction(1, 1000000))
+    """
+    _require(m, RenyiDP, "make_renyi_to_approx")
+    check_probability(delta, "delta")
+    if delta == 0:
+        raise InvalidParameter("delta=0 must be positive: a Rényi guarantee implies no finite ε at δ = 0")
+    dq = decimal(delta, "delta")
+    alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
+
+    def privacy_map(d: Any) -> tuple[Fraction, Fraction]:
+        curve = m.map(d)
+        return renyi_to_approx(alphas, renyi_at(curve, alphas, "the Rényi curve"), dq), dq
+
+    return _cast(
+        m,
+        ApproxDP(),
+        privacy_map,
+        "renyi_to_approx",
+        "Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21",
         (("delta", repr(delta)),),
     )
 
