@@ -7,6 +7,7 @@ takes the one with the smallest result, and the others are kept as runners-up fo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -254,5 +255,6 @@ def plan_composition(
         name = "vadhan-wang-2021" if theorem == "vadhan-wang-2021" and concurrent else "basic"
         return single(name, lambda ds: target.compose(lifted(ds)))
     if isinstance(target, (ZCDP, RenyiDP)):
-        return single("basic", lambda ds: target.compose(lifted(ds)))
+        plan = single("basic", lambda ds: target.compose(lifted(ds)))
+        return dataclasses.replace(plan, source=target.compose_source)  # ρ and Rényi curves add
     return single("basic", lambda ds: target.compose(lifted(ds)))

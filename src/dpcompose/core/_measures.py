@@ -172,7 +172,7 @@ class ZCDP(_ScalarMeasure):
     """
 
     __slots__ = ()
-    compose_source = "Bun–Steinke 2016 Lemma 2.3; Lyu 2022 / Vadhan–Zhang 2023 (concurrent)"
+    compose_source = "Bun–Steinke 2016 Lemma 2.3; Lyu 2022 Cor 1 (concurrent)"
 
     def compose(self, d_mids: Sequence[Fraction]) -> Fraction:
         return zcdp_compose(list(d_mids)) if d_mids else Fraction(0)
@@ -214,7 +214,7 @@ class RenyiDP(Measure[RenyiCurve]):
     """
 
     __slots__ = ()
-    compose_source = "Mironov 2017 Prop. 1; Lyu 2022 (concurrent)"
+    compose_source = "Mironov 2017 Prop. 1; Lyu 2022 Thm 2 (concurrent)"
 
     def parse(self, d: object, name: str = "d_out") -> RenyiCurve:
         if not isinstance(d, RenyiCurve):
