@@ -636,10 +636,10 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
     if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 22 * (n // d + 1)):
         table = _inverse_table("laplace", t)
         return _fill_exact(size, lambda count: _inverse_block(table, count, src))
-    if size > _SCALAR_BELOW and t > _LAPLACE_TABLE_MAX_SCALE:
-        if _plan_is_cached(t) or size >= 2 * _plan_entries(t, _top_bits(t)):
-            plan = _laplace_plan(t)
-            return _fill_exact(size, lambda count: _laplace_digits_block(plan, count, src))
+    big = size > _SCALAR_BELOW and t > _LAPLACE_TABLE_MAX_SCALE
+    if big and (_plan_is_cached(t) or size >= 2 * _plan_entries(t, _top_bits(t))):
+        plan = _laplace_plan(t)
+        return _fill_exact(size, lambda count: _laplace_digits_block(plan, count, src))
     if n > _INT64_SAFE or size <= _SCALAR_BELOW:
         # uniform draws below n need more than one word, or the block machinery costs more than it saves
         # for a handful of draws (a scalar query): use the scalar algorithm, the same distribution
@@ -892,7 +892,9 @@ def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> In
     return out
 
 
-def _inverse_magnitudes(table: _InverseTable, words: npt.NDArray[np.uint32], source: RandomSource) -> IntArray:
+def _inverse_magnitudes(
+    table: _InverseTable, words: npt.NDArray[np.uint32], source: RandomSource
+) -> IntArray:
     """The magnitudes ``#{k >= 1: U < T_k}`` of the 31-bit prefixes ``words >> 1`` (bit 0 is ignored)."""
     u: IntArray = np.right_shift(words, np.uint32(32 - _U_BITS)).astype(np.int64)
     mag: IntArray = table.guide[u >> table.shift]
