@@ -26,6 +26,12 @@ paths:
   draw whose prefix falls between two bounds (probability about ``2·(entries)·2**-31``) is finished
   exactly by drawing more bits of ``U`` against bounds of higher precision (Devroye 1986, Chapter III;
   guide tables: Chen and Asau 1974). Tables are cached per parameter (at most eight).
+* **digit split** (discrete Laplace with scale > 2048, when the request pays for its tables or they are
+  cached): ``X = S·G`` with a random sign ``S`` (``-0`` rejected) and ``G`` geometric, split exactly into
+  independent parts ``G = 2^D·A + Σ_j 2^(o_j)·B_j``: ``A`` geometric of scale ``t/2^D ∈ [32, 64)`` by
+  the inversion above, each binary digit ``B_j`` (a truncated geometric) by rejection from a uniform
+  candidate with an int64 bound test and the same exact refinement (see the section "Huge Laplace
+  scales"). About 12 random bytes and a dozen numpy passes per draw, at any scale up to 2**50.
 * **CKS algorithms on blocks** (larger parameters): every loop of the scalar algorithm becomes a loop
   over *rounds*, each round one vectorised step over the samples still undecided; the undecided set
   shrinks geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when
@@ -605,14 +611,18 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
 
     For ``scale <= 2048`` (when ``size`` pays for a table, or one is cached): exact inversion of
     ``P[|X| >= k] = 2q^k/(1 + q)``, ``q = exp(-1/scale)``, with integer bounds and a random sign (see the
-    module docstring). Otherwise CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the
+    module docstring). For ``scale > 2048`` (likewise when ``size`` pays for the tables, about twice
+    their ~15 000 entries, or they are cached): the exact digit split of the geometric ``|X|`` (section
+    "Huge Laplace scales" of the source: ``X = S·(2^D·A + Σ_j 2^(o_j)·B_j)`` with independent parts,
+    ``-0`` rejected). Otherwise CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the
     numerator ``n`` of ``scale = n/d``, kept with probability ``exp(-U/n)``; ``V`` geometric with
     ``P[V >= v] = e^(-v)``; ``Y = ⌊(U + nV)/d⌋``; a random sign, rejecting ``-0``. Keeping the first
     accepted draws of a block is exact, because the accepted draws are independent of the acceptance
     pattern.
 
     Source: Canonne, Kamath, Steinke 2020, Algorithm 2; inversion: Devroye 1986, "Non-Uniform Random
-    Variate Generation", Chapter III.
+    Variate Generation", Chapter III; the digit split is the factorisation
+    ``(1 - q)q^(La + b) = (1 - q^L)(q^L)^a · (1 - q)q^b/(1 - q^L)`` (derived in the source comment).
 
     Args:
         scale: the scale ``t > 0`` (int or Fraction).
@@ -941,7 +951,10 @@ def _gaussian_block(s2: Fraction, count: int, source: RandomSource) -> IntArray:
     c = _gaussian_centre(s2)
     p, q = c.numerator, c.denominator
     t = s2 / c  # Laplace scale, so that σ²/t = c
-    y = _laplace_block(t.numerator, t.denominator, count, source)
+    if t > _LAPLACE_TABLE_MAX_SCALE:  # huge σ: the digit split draws the Laplace proposals
+        y = _fill_exact(count, lambda n: _laplace_digits_block(_laplace_plan(t), n, source))
+    else:
+        y = _laplace_block(t.numerator, t.denominator, count, source)
     # γ = (|y| - c)² / (2σ²) = b·(q|y| - p)² / (2a·q²)
     den = 2 * a * q * q
     fits = den < _SHIFT_SAFE and (q * (int(np.abs(y).max()) if y.size else 0) + p) ** 2 * b < _INT64_SAFE
@@ -962,8 +975,9 @@ def discrete_gaussian_array(
     probability ``exp(-(|Y| - σ²/t)²/(2σ²))``. The algorithm is exact for *every* ``t > 0`` (the kept
     mass is ``∝ exp(-|y|/t - (|y| - σ²/t)²/(2σ²)) = exp(-y²/(2σ²))·const``); for σ >= 1 the batch path
     takes ``t = σ²/c`` with the integer ``c = ⌊σ⌋``, so that ``γ = (|Y| - c)²/(2σ²)`` has denominator
-    ``2σ²`` only and stays in int64 for large σ; for σ < 1 it takes the paper's ``t = 1``. (The scalar
-    path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
+    ``2σ²`` only and stays in int64 for large σ; for σ < 1 it takes the paper's ``t = 1``. When
+    ``t > 2048`` the Laplace proposals come from the exact digit split (see
+    :func:`discrete_laplace_array`). (The scalar path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
 
     Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion: Devroye 1986, "Non-Uniform Random
     Variate Generation", Chapter III.
