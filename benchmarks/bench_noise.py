@@ -10,6 +10,14 @@ Columns: samples/s of each; ``ours/numpy`` is our time divided by numpy's (the i
 10⁶-vectors); ``opendp/ours`` is OpenDP's time divided by ours (> 1 means we are faster). Each timing is
 the best of ``--repeats`` runs (OpenDP: one run at 10⁶, it is slow).
 
+Rows ``laplace@grid`` / ``gaussian@grid`` (on by default; ``--no-grid`` skips them) time the samplers at the
+parameters the default float mechanisms use: ``make_laplace(scale)`` samples the discrete Laplace of scale
+``t = scale/2^k`` in ``[2^30, 2^31)`` and ``make_gaussian(scale)`` the discrete Gaussian of
+``σ = ⌈scale/2^k⌉`` in ``[2^20, 2^21]`` (``Grid.for_laplace`` / ``Grid.for_gaussian``); the ``scale``
+column is the float scale.
+Rows ``mech-lap`` / ``mech-gau`` time the whole float mechanism (``make_laplace`` / ``make_gaussian`` on a
+float vector of zeros, rounding to the grid included), beside numpy's float noise of the same scale.
+
 For scales up to 2048 (Laplace) and σ up to 8192 (Gaussian) our samplers invert the distribution with a
 per-parameter table of integer bounds, built on the first call whose size pays for it (``size`` at least
 about twice the table length: ~22·scale entries for Laplace, ~9·σ for Gaussian) and then cached; later
@@ -31,7 +39,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+import dpcompose as dp
+from dpcompose.accounting import exact
 from dpcompose.measurements import _sampling
+from dpcompose.measurements._discrete import Grid
 from dpcompose.measurements._sampling import (
     SecureSource,
     discrete_gaussian_array,
@@ -43,6 +54,7 @@ def clear_caches() -> None:
     """Forget every inversion table, so that the next call runs cold."""
     _sampling._TABLES.clear()
     _sampling._tail_bounds.cache_clear()
+    _sampling._PLANS.clear()
 
 
 def best_time(fn: Callable[[], object], repeats: int) -> float:
@@ -82,13 +94,14 @@ def main() -> None:
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 1000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-opendp", action="store_true")
+    parser.add_argument("--no-grid", action="store_true", help="skip the float mechanisms' grid rows")
     args = parser.parse_args()
 
     src = SecureSource()
     gen = np.random.default_rng()
     odp = None if args.no_opendp else opendp_samplers()
     header = (
-        f"{'noise':<9}{'scale':>6}{'size':>9}{'cold/s':>12}{'ours/s':>12}{'numpy/s':>12}{'opendp/s':>12}"
+        f"{'noise':<14}{'scale':>6}{'size':>9}{'cold/s':>12}{'ours/s':>12}{'numpy/s':>12}{'opendp/s':>12}"
         f"{'ours/numpy':>12}{'opendp/ours':>13}"
     )
     print(header)
@@ -113,9 +126,41 @@ def main() -> None:
                     odp_cell = f"{size / theirs:>12.3g}"
                     ratio_cell = f"{theirs / ours:>13.1f}"
                 print(
-                    f"{kind:<9}{scale:>6}{size:>9}{size / cold:>12.3g}{size / ours:>12.3g}"
+                    f"{kind:<14}{scale:>6}{size:>9}{size / cold:>12.3g}{size / ours:>12.3g}"
                     f"{size / ref:>12.3g}{odp_cell}"
                     f"{ours / ref:>12.1f}{ratio_cell}"
+                )
+    if not args.no_grid:
+        grid_rows(args, src, gen)
+
+
+def grid_rows(args: argparse.Namespace, src: SecureSource, gen: np.random.Generator) -> None:
+    """The samplers at the float mechanisms' grid parameters, and the whole float mechanisms."""
+    for kind in ("laplace@grid", "gaussian@grid", "mech-lap", "mech-gau"):
+        for scale in args.scales:
+            for size in args.sizes:
+                fscale = float(scale)
+                is_laplace = kind in ("laplace@grid", "mech-lap")
+                if kind == "laplace@grid":
+                    t = Grid.for_laplace(exact(fscale)).units
+                    run_ours = partial(discrete_laplace_array, t, size, src)
+                elif kind == "gaussian@grid":
+                    sigma = Grid.for_gaussian(exact(fscale)).units
+                    run_ours = partial(discrete_gaussian_array, sigma**2, size, src)
+                else:
+                    domain = dp.VectorDomain(dp.AtomDomain(float), size=size)
+                    make = dp.m.make_laplace if is_laplace else dp.m.make_gaussian
+                    metric = dp.L1Distance() if is_laplace else dp.L2Distance()
+                    meas = make(domain, metric, scale=fscale)
+                    run_ours = partial(meas, np.zeros(size))
+                run_ref = partial(gen.laplace if is_laplace else gen.normal, 0.0, fscale, size)
+                clear_caches()
+                cold = best_time(run_ours, 1)
+                ours = best_time(run_ours, args.repeats)
+                ref = best_time(run_ref, args.repeats)
+                print(
+                    f"{kind:<14}{scale:>6}{size:>9}{size / cold:>12.3g}{size / ours:>12.3g}"
+                    f"{size / ref:>12.3g}{'-':>12}{ours / ref:>12.1f}{'-':>13}"
                 )
 
 

@@ -236,6 +236,8 @@ def exact_tails(kind: str, param: Fraction, count: int) -> list[mpmath.mpf]:
         if kind == "laplace":
             q = mpmath.exp(-1 / p)
             return [2 * q**k / (1 + q) for k in range(1, count + 1)]
+        if kind == "geom":
+            return [mpmath.exp(-p * k) for k in range(1, count + 1)]
         m = int(20 * math.isqrt(int(param) + 1)) + 30
         w = [mpmath.mpf(1)] + [2 * mpmath.exp(-(mpmath.mpf(j) ** 2) / (2 * p)) for j in range(1, m + 1)]
         z = mpmath.fsum(w)
@@ -378,10 +380,16 @@ def test_discrete_gaussian_array_more_variances(sigma2: Fraction) -> None:
     assert_fits(discrete_gaussian_array(sigma2, 200_000, SeededSource(53)), gaussian_pmf(sigma2))
 
 
-def test_discrete_laplace_array_large_scale_uses_block_algorithm() -> None:
-    scale = Fraction(10_000, 3)  # above the inversion-table limit: CKS Algorithm 2 on blocks
+def test_discrete_laplace_array_large_scale_uses_digit_split() -> None:
+    scale = Fraction(10_000, 3)  # above the inversion-table limit: the digit split (tables built)
     assert scale > _sampling._LAPLACE_TABLE_MAX_SCALE
+    _sampling._PLANS.clear()
     assert_fits(discrete_laplace_array(scale, 200_000, SeededSource(54)), laplace_pmf(scale))
+    assert _sampling._plan_is_cached(scale)
+    # a small uncached request at a large scale runs CKS Algorithm 2 on blocks instead
+    other = Fraction(10_001, 3)
+    assert discrete_laplace_array(other, 100, SeededSource(54)).shape == (100,)
+    assert not _sampling._plan_is_cached(other)
 
 
 @pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(50, 3), Fraction(9) + Fraction(1, 2**50)])
@@ -407,6 +415,224 @@ def test_small_uncached_requests_do_not_build_tables() -> None:
     assert not _sampling._table_is_cached("gauss", sigma2)
     discrete_gaussian_array(sigma2, 20_000, SeededSource(57))
     assert _sampling._table_is_cached("gauss", sigma2)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# huge Laplace scales: the split G = 2^D·A + Σ 2^o_j·B_j (top geometric by inversion, digits by rejection)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prec", [31, 63])
+@pytest.mark.parametrize("rate", [Fraction(1, 64), Fraction(1, 33), Fraction(3, 7), Fraction(5, 2)])
+def test_geometric_tail_bounds_are_true_bounds(rate: Fraction, prec: int) -> None:
+    assert_true_tail_bounds("geom", rate, prec)
+
+
+@given(rate=st.fractions(min_value=Fraction(1, 64), max_value=4, max_denominator=2**40))
+def test_geometric_tail_bounds_for_random_rates(rate: Fraction) -> None:
+    assert_true_tail_bounds("geom", rate, _sampling._U_BITS)
+
+
+# rates 2^o/t of the digits: t up to 2^50 with a power-of-two denominator (the float mechanisms' scales)
+digit_rates = st.builds(
+    lambda o, t: Fraction(2**o) / t,
+    st.integers(0, 40),
+    st.fractions(min_value=2**11, max_value=2**50, max_denominator=2**20),
+) | st.fractions(min_value=0, max_value=3, max_denominator=2**62)
+
+
+@settings(deadline=None)
+@given(rate=digit_rates, count=st.integers(1, 40), prec=st.sampled_from([31, 62]))
+def test_power_bounds_are_true_and_tight(rate: Fraction, count: int, prec: int) -> None:
+    lo, hi = _sampling._power_bounds(rate, count, prec)
+    assert lo.dtype == hi.dtype == np.int64
+    with mpmath.workdps(60):
+        r = mpmath.exp(-mpmath.mpf(rate.numerator) / rate.denominator)
+        for i in range(count):
+            value = r**i * mpmath.mpf(2) ** prec
+            assert lo[i] <= value <= hi[i], (rate, i, prec)
+            assert hi[i] - lo[i] <= 2
+
+
+def test_digit_tables_of_a_float_mechanism_scale_are_true_bounds() -> None:
+    # t = scale/2^k for scale = 10.0 (k = -27): t = 10·2^27; spot-check entries across both tables
+    t = Fraction(10 * 2**27)
+    plan = _sampling._laplace_plan(t)
+    assert plan.top_bits == 25 and [(d.offset, d.bits) for d in plan.digits] == [(0, 25)]
+    table = plan.digits[0]
+    with mpmath.workdps(60):
+        rho = mpmath.exp(-mpmath.mpf(table.rate.numerator) / table.rate.denominator)
+        for lo, hi, step in [
+            (table.lo_low, table.hi_low, 1),
+            (table.lo_high, table.hi_high, 2**table.low_bits),
+        ]:
+            for i in [0, 1, 2, 777, lo.size // 2, lo.size - 1]:
+                value = rho ** (i * step) * mpmath.mpf(2) ** 31
+                assert lo[i] <= value <= hi[i] and hi[i] - lo[i] <= 2
+
+
+def finite_pmf_pvalue(samples: np.ndarray, probs: list[float]) -> float:
+    """Chi-square p-value of samples on ``0..len(probs)-1``; bins with expected count < 20 pooled."""
+    n = samples.size
+    assert samples.min() >= 0 and samples.max() < len(probs)
+    observed = np.bincount(samples, minlength=len(probs)).astype(float)
+    expected = n * np.array(probs)
+    big = expected >= 20
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    return float(stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue)
+
+
+def truncated_geometric(rate: Fraction, bits: int) -> list[float]:
+    with mpmath.workdps(40):
+        rho = mpmath.exp(-mpmath.mpf(rate.numerator) / rate.denominator)
+        w = [rho**b for b in range(2**bits)]
+        z = mpmath.fsum(w)
+        return [float(x / z) for x in w]
+
+
+@pytest.mark.parametrize(
+    ("scale", "offset", "bits", "slack"),
+    [
+        (Fraction(3), 0, 3, 0),
+        (Fraction(20, 3), 2, 4, 0),
+        (Fraction(7, 3), 1, 2, 1 << 24),  # bounds widened: the exact refinement runs often
+        (Fraction(2**20 + 1, 2**10), 0, 11, 0),  # nearly uniform: 2048 values
+    ],
+)
+def test_digits_match_the_truncated_geometric(scale: Fraction, offset: int, bits: int, slack: int) -> None:
+    # The digit B_j must have P[b] ∝ exp(-b·2^offset/t) exactly on [0, 2^bits).
+    table = _sampling._digit_table(scale, offset, bits, slack)
+    rec = RecordingSource(SeededSource(61))
+    xs = _sampling._digit_block(table, 100_000, rec)
+    if slack:
+        assert sum(c[0] == "randbits" for c in rec.calls) > 1000
+    assert finite_pmf_pvalue(xs, truncated_geometric(table.rate, bits)) >= ALPHA
+
+
+@pytest.mark.parametrize(
+    ("scale", "top_bits", "max_bits", "slack"),
+    [
+        (Fraction(1, 3), 1, 26, 0),
+        (Fraction(7, 3), 2, 26, 0),
+        (Fraction(10), 3, 26, 0),
+        (Fraction(10), 5, 2, 0),  # three digits of 2, 2 and 1 bits
+        (Fraction(40), 6, 3, 1 << 24),  # two digits, refinement forced
+        (Fraction(40), 0, 26, 0),  # no digits: the top geometric is G itself
+    ],
+)
+def test_digit_split_matches_exact_laplace_pmf(
+    monkeypatch: pytest.MonkeyPatch, scale: Fraction, top_bits: int, max_bits: int, slack: int
+) -> None:
+    # Forced at moderate scales, the whole construction S·(2^D·A + Σ 2^o_j·B_j), -0 rejected, must give
+    # the exact discrete Laplace pmf (tails pooled).
+    monkeypatch.setattr(_sampling, "_DIGIT_MAX_BITS", max_bits)
+    monkeypatch.setattr(_sampling, "_PLANS", type(_sampling._PLANS)())
+    plan = _sampling._laplace_plan(scale, top_bits, slack)
+    assert sum(d.bits for d in plan.digits) == top_bits and all(d.bits <= max_bits for d in plan.digits)
+    src = SeededSource(62)
+    xs = _sampling._fill_exact(200_000, lambda n: _sampling._laplace_digits_block(plan, n, src))
+    assert_fits(xs, laplace_pmf(scale))
+
+
+def laplace_binned_pvalue(samples: np.ndarray, scale: Fraction, edges: list[int]) -> float:
+    """Chi-square p-value of samples in bins (-inf, e0], (e0, e1], ..., (e_last, inf), exact bin masses."""
+    with mpmath.workdps(40):
+        q = mpmath.exp(-mpmath.mpf(scale.denominator) / scale.numerator)
+
+        def cdf(x: int) -> mpmath.mpf:  # P[X <= x]
+            return q ** (-x) / (1 + q) if x < 0 else 1 - q ** (x + 1) / (1 + q)
+
+        cdfs = [cdf(e) for e in edges]
+        probs = [cdfs[0], *[b - a for a, b in itertools.pairwise(cdfs)], 1 - cdfs[-1]]
+        expected = np.array([float(p) for p in probs]) * samples.size
+    idx = np.searchsorted(np.array(edges), samples, side="left")
+    observed = np.bincount(idx, minlength=len(probs)).astype(float)
+    return float(stats.chisquare(observed, expected).pvalue)
+
+
+@pytest.mark.parametrize(
+    "scale", [Fraction(10 * 2**27), Fraction(3 * 2**59 + 1, 2**30), Fraction(2**50), Fraction(5000)]
+)
+def test_huge_scale_laplace_bins_and_low_digits(scale: Fraction) -> None:
+    # Bins of width t/4 out to ±8t (the top geometric and the high digits), plus the residues mod 2^8
+    # and the bins of |X| mod 2^D (the low digits): at these scales P[X ≡ r mod 256] is uniform to a
+    # relative 2^-20, and |X| mod 2^D has the truncated-geometric-like slope that bins of 2^D/8 resolve.
+    xs = discrete_laplace_array(scale, 200_000, SeededSource(63))
+    t = scale.numerator // scale.denominator
+    edges = [j * t // 4 for j in range(-32, 33)]
+    assert laplace_binned_pvalue(xs, scale, edges) >= ALPHA
+    residues = np.bincount(xs % 256, minlength=256).astype(float)
+    assert stats.chisquare(residues).pvalue >= ALPHA
+    d = _sampling._top_bits(scale)
+    low = np.abs(xs) % (1 << d) >> max(d - 3, 0)
+    with mpmath.workdps(40):  # P[|X| mod 2^D in octant j], |X| = 0 weight 1, others 2, both ∝ q^|x|
+        q = mpmath.exp(-mpmath.mpf(scale.denominator) / scale.numerator)
+        width = (1 << d) >> 3 if d >= 3 else 1
+        octants = 1 << min(d, 3)
+        lead = [(1 - q**width) / (1 - q) * q ** (j * width) for j in range(octants)]
+        mass = [2 * x / (1 - q ** (1 << d)) for x in lead]  # summed over every block of 2^D
+        mass[0] -= 1  # x = 0 counted once
+        z = mpmath.fsum(mass)
+        probs = [float(x / z) for x in mass]
+    assert finite_pmf_pvalue(low, probs) >= ALPHA
+
+
+def test_undecided_digit_candidate_is_decided_by_more_bits() -> None:
+    # v = ⌊2^31·ρ^b⌋ is always undecided (ρ^b is irrational); the next 32 (then 64) bits of U place it
+    # just below (accept: the draw is b) or just above (reject: a second word with b = 0 is drawn).
+    table = _sampling._digit_table(Fraction(10**9 + 7, 3), 0, 20)
+    b = 700_001
+    with mpmath.workdps(60):
+        rho_b = mpmath.exp(-mpmath.mpf(table.rate.numerator * b) / table.rate.denominator)
+        v = int(mpmath.floor(rho_b * 2**31))
+        r63 = int(mpmath.floor(rho_b * 2**63)) - (v << 32)
+        r95 = int(mpmath.floor(rho_b * 2**95)) - (int(mpmath.floor(rho_b * 2**63)) << 32)
+    word = ((b << 44) | v).to_bytes(8, "little")
+    zero = (12345).to_bytes(8, "little")  # b = 0: always accepted
+    cases = [([r63 - 1], b), ([r63 + 1], 0), ([r63, r95 - 1], b), ([r63, r95 + 1], 0)]
+    for extra, expected in cases:
+        stream = word + b"".join(e.to_bytes(4, "little") for e in extra)
+        if expected == 0:
+            stream += zero
+        src = BytesSource(stream)
+        assert _sampling._digit_block(table, 1, src).tolist() == [expected]
+        with pytest.raises(EOFError):  # every byte of the stream was used
+            src.random_bytes(1)
+
+
+def test_negative_zero_is_rejected_and_redrawn() -> None:
+    # Top word: U prefix 2^31 - 1 (A = 0) with the sign bit set; digit word: b = 0. The draw -0 is rejected
+    # and the next (positive) draw is returned.
+    plan = _sampling._laplace_plan(Fraction(5000), 4)
+    top_neg = (2**32 - 1).to_bytes(4, "little")
+    top_pos = (2**32 - 2).to_bytes(4, "little")
+    digit_zero, digit_three = (5).to_bytes(8, "little"), ((3 << 60) | 5).to_bytes(8, "little")
+    src = BytesSource(top_neg + digit_zero + top_pos + digit_three)
+    assert _sampling._laplace_digits_block(plan, 1, src).tolist() == [3]
+    src = BytesSource(top_neg + digit_three)
+    assert _sampling._laplace_digits_block(plan, 1, src).tolist() == [-3]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    scale=st.fractions(min_value=2**11, max_value=2**50, max_denominator=2**30),
+    size=st.integers(100, 300),  # with slack, P[no refinement] <= (3/4)**100 < 1e-12
+    slack=st.sampled_from([0, 1 << 28]),
+)
+def test_digit_split_output_is_a_function_of_the_byte_stream(
+    seed: int, scale: Fraction, size: int, slack: int
+) -> None:
+    plan = _sampling._laplace_plan(scale, None, slack)
+    rec = RecordingSource(SeededSource(seed))
+    first = _sampling._laplace_digits_block(plan, size, rec)
+    assert first.dtype == np.int64
+    if slack:
+        assert any(c[0] == "randbits" for c in rec.calls)  # the exact refinement ran
+    np.testing.assert_array_equal(first, _sampling._laplace_digits_block(plan, size, BytesSource(rec.stream)))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -494,6 +720,12 @@ def test_samplers_run_with_float_conversion_forbidden(monkeypatch: pytest.Monkey
     coarse = _sampling._inverse_table("gauss", Fraction(3, 7), slack=1 << 27)
     assert _sampling._inverse_block(coarse, 1000, src).dtype == np.int64
     assert _sampling._table_is_cached("gauss", Fraction(50, 7))
+    # the digit split at a huge scale: plan built and refinement run with floats forbidden
+    _sampling._PLANS.clear()
+    assert discrete_laplace_array(Fraction(2**31 + 1, 3), 20_000, src).dtype == np.int64
+    assert _sampling._plan_is_cached(Fraction(2**31 + 1, 3))
+    plan = _sampling._laplace_plan(Fraction(2**40 + 1, 7), None, slack=1 << 28)
+    assert _sampling._laplace_digits_block(plan, 1000, src).dtype == np.int64
 
 
 def test_sampling_module_has_no_float_operations_in_its_source() -> None:

@@ -26,6 +26,12 @@ paths:
   draw whose prefix falls between two bounds (probability about ``2·(entries)·2**-31``) is finished
   exactly by drawing more bits of ``U`` against bounds of higher precision (Devroye 1986, Chapter III;
   guide tables: Chen and Asau 1974). Tables are cached per parameter (at most eight).
+* **digit split** (discrete Laplace with scale > 2048, when the request pays for its tables or they are
+  cached): ``X = S·G`` with a random sign ``S`` (``-0`` rejected) and ``G`` geometric, split exactly into
+  independent parts ``G = 2^D·A + Σ_j 2^(o_j)·B_j``: ``A`` geometric of scale ``t/2^D ∈ [32, 64)`` by
+  the inversion above, each binary digit ``B_j`` (a truncated geometric) by rejection from a uniform
+  candidate with an int64 bound test and the same exact refinement (see the section "Huge Laplace
+  scales"). About 12 random bytes and a dozen numpy passes per draw, at any scale up to 2**50.
 * **CKS algorithms on blocks** (larger parameters): every loop of the scalar algorithm becomes a loop
   over *rounds*, each round one vectorised step over the samples still undecided; the undecided set
   shrinks geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when
@@ -605,14 +611,18 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
 
     For ``scale <= 2048`` (when ``size`` pays for a table, or one is cached): exact inversion of
     ``P[|X| >= k] = 2q^k/(1 + q)``, ``q = exp(-1/scale)``, with integer bounds and a random sign (see the
-    module docstring). Otherwise CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the
+    module docstring). For ``scale > 2048`` (likewise when ``size`` pays for the tables, about twice
+    their ~15 000 entries, or they are cached): the exact digit split of the geometric ``|X|`` (section
+    "Huge Laplace scales" of the source: ``X = S·(2^D·A + Σ_j 2^(o_j)·B_j)`` with independent parts,
+    ``-0`` rejected). Otherwise CKS 2020 Algorithm 2 run on whole blocks: ``U`` uniform below the
     numerator ``n`` of ``scale = n/d``, kept with probability ``exp(-U/n)``; ``V`` geometric with
     ``P[V >= v] = e^(-v)``; ``Y = ⌊(U + nV)/d⌋``; a random sign, rejecting ``-0``. Keeping the first
     accepted draws of a block is exact, because the accepted draws are independent of the acceptance
     pattern.
 
     Source: Canonne, Kamath, Steinke 2020, Algorithm 2; inversion: Devroye 1986, "Non-Uniform Random
-    Variate Generation", Chapter III.
+    Variate Generation", Chapter III; the digit split is the factorisation
+    ``(1 - q)q^(La + b) = (1 - q^L)(q^L)^a · (1 - q)q^b/(1 - q^L)`` (derived in the source comment).
 
     Args:
         scale: the scale ``t > 0`` (int or Fraction).
@@ -636,6 +646,10 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
     if t <= _LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 22 * (n // d + 1)):
         table = _inverse_table("laplace", t)
         return _fill_exact(size, lambda count: _inverse_block(table, count, src))
+    big = size > _SCALAR_BELOW and t > _LAPLACE_TABLE_MAX_SCALE
+    if big and (_plan_is_cached(t) or size >= 2 * _plan_entries(t, _top_bits(t))):
+        plan = _laplace_plan(t)
+        return _fill_exact(size, lambda count: _laplace_digits_block(plan, count, src))
     if n > _INT64_SAFE or size <= _SCALAR_BELOW:
         # uniform draws below n need more than one word, or the block machinery costs more than it saves
         # for a handful of draws (a scalar query): use the scalar algorithm, the same distribution
@@ -764,13 +778,36 @@ def _laplace_tail_bounds(t: Fraction, prec: int) -> tuple[list[int], list[int]]:
         e_lo, e_hi = (e_lo * q_lo) >> w, _ceil_div(e_hi * q_hi, one)
 
 
+def _geom_tail_bounds(rate: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """Bounds ``lo[k-1] <= 2**prec · exp(-rate·k) <= hi[k-1]``, ``k = 1..K+1`` (a geometric's tails).
+
+    ``P[A >= k] = r^k`` with ``r = exp(-rate)``; fixed-point bounds of ``r^k`` come from repeated products
+    rounded outward. The last entry is the first with ``hi <= 1``.
+    """
+    w = prec + _ceil_div(rate.denominator, rate.numerator).bit_length() + 40
+    one = 1 << w
+    r_lo, r_hi = _exp_neg_bounds(rate, w)
+    e_lo, e_hi = r_lo, r_hi
+    lo: list[int] = []
+    hi: list[int] = []
+    while True:
+        lo.append(e_lo >> (w - prec))
+        hi.append(_ceil_div(e_hi, 1 << (w - prec)))
+        if hi[-1] <= 1:
+            return lo, hi
+        e_lo, e_hi = (e_lo * r_lo) >> w, _ceil_div(e_hi * r_hi, one)
+
+
 @functools.lru_cache(maxsize=2 * _TABLE_CACHE_SIZE)
 def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[Any, Any]:
-    """The cached tail bounds of ``kind`` ("gauss": σ² = param, "laplace": scale = param) at ``prec`` bits.
+    """The cached tail bounds of ``kind`` at ``prec`` bits.
+
+    Kinds: "gauss" (σ² = param), "laplace" (scale = param), "geom" (``P[A >= k] = exp(-param·k)``).
 
     Kept as int64 arrays when ``prec <= 62`` (8 bytes an entry), as lists of Python ints above.
     """
-    lo, hi = _gauss_tail_bounds(param, prec) if kind == "gauss" else _laplace_tail_bounds(param, prec)
+    bounds = {"gauss": _gauss_tail_bounds, "laplace": _laplace_tail_bounds, "geom": _geom_tail_bounds}
+    lo, hi = bounds[kind](param, prec)
     if prec <= 62:
         return np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64)
     return lo, hi
@@ -859,6 +896,16 @@ def _table_is_cached(kind: str, param: Fraction) -> bool:
 def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> IntArray:
     """``count`` exact draws by inversion: one 32-bit word each (31 bits of ``U``, one sign bit)."""
     words: npt.NDArray[np.uint32] = np.frombuffer(source.random_bytes(4 * count), dtype="<u4")
+    mag = _inverse_magnitudes(table, words, source)
+    negative = (words & np.uint32(1)) == 1
+    out: IntArray = np.where(negative, -mag, mag)
+    return out
+
+
+def _inverse_magnitudes(
+    table: _InverseTable, words: npt.NDArray[np.uint32], source: RandomSource
+) -> IntArray:
+    """The magnitudes ``#{k >= 1: U < T_k}`` of the 31-bit prefixes ``words >> 1`` (bit 0 is ignored)."""
     u: IntArray = np.right_shift(words, np.uint32(32 - _U_BITS)).astype(np.int64)
     mag: IntArray = table.guide[u >> table.shift]
     dirty = np.flatnonzero(mag < 0)
@@ -869,9 +916,7 @@ def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> In
         for i in np.flatnonzero(table.hi_desc[proven] > ud):  # some comparison is undecided
             args = (table.kind, table.param, int(ud[i]), int(proven[i]), source, table.slack)
             mag[dirty[i]] = _resolve(*args)
-    negative = (words & np.uint32(1)) == 1
-    out: IntArray = np.where(negative, -mag, mag)
-    return out
+    return mag
 
 
 def _fill_exact(size: int, draw: Any) -> IntArray:
@@ -906,7 +951,10 @@ def _gaussian_block(s2: Fraction, count: int, source: RandomSource) -> IntArray:
     c = _gaussian_centre(s2)
     p, q = c.numerator, c.denominator
     t = s2 / c  # Laplace scale, so that σ²/t = c
-    y = _laplace_block(t.numerator, t.denominator, count, source)
+    if t > _LAPLACE_TABLE_MAX_SCALE:  # huge σ: the digit split draws the Laplace proposals
+        y = _fill_exact(count, lambda n: _laplace_digits_block(_laplace_plan(t), n, source))
+    else:
+        y = _laplace_block(t.numerator, t.denominator, count, source)
     # γ = (|y| - c)² / (2σ²) = b·(q|y| - p)² / (2a·q²)
     den = 2 * a * q * q
     fits = den < _SHIFT_SAFE and (q * (int(np.abs(y).max()) if y.size else 0) + p) ** 2 * b < _INT64_SAFE
@@ -927,8 +975,9 @@ def discrete_gaussian_array(
     probability ``exp(-(|Y| - σ²/t)²/(2σ²))``. The algorithm is exact for *every* ``t > 0`` (the kept
     mass is ``∝ exp(-|y|/t - (|y| - σ²/t)²/(2σ²)) = exp(-y²/(2σ²))·const``); for σ >= 1 the batch path
     takes ``t = σ²/c`` with the integer ``c = ⌊σ⌋``, so that ``γ = (|Y| - c)²/(2σ²)`` has denominator
-    ``2σ²`` only and stays in int64 for large σ; for σ < 1 it takes the paper's ``t = 1``. (The scalar
-    path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
+    ``2σ²`` only and stays in int64 for large σ; for σ < 1 it takes the paper's ``t = 1``. When
+    ``t > 2048`` the Laplace proposals come from the exact digit split (see
+    :func:`discrete_laplace_array`). (The scalar path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
 
     Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion: Devroye 1986, "Non-Uniform Random
     Variate Generation", Chapter III.
@@ -958,3 +1007,200 @@ def discrete_gaussian_array(
     if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
         return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _gaussian_block(s2, count, src))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Huge Laplace scales: the geometric split into independent binary digits
+# ---------------------------------------------------------------------------------------------------------
+#
+# For scale t, q = exp(-1/t), the discrete Laplace is X = S·G with a uniform sign S and G geometric with
+# P[G = g] = (1 - q)·q^g, g >= 0, with the draw (S = -1, G = 0) rejected (CKS 2020, Algorithm 2 does the
+# same): every x != 0 then has mass (1 - q)q^|x|/2 and x = 0 has (1 - q)/2, i.e. P[x] ∝ q^|x|.
+#
+# Digits. For L = 2**D, write G = L·A + B with 0 <= B < L. Then
+#     P[A = a, B = b] = (1 - q)·q^(La + b) = [(1 - q^L)·(q^L)^a] · [(1 - q)·q^b/(1 - q^L)],
+# a product: A and B are independent, A is geometric with ratio q^L = exp(-L/t), and B is the geometric
+# truncated to [0, L), P[B = b] ∝ q^b. Likewise B = Σ_j 2^(o_j)·B_j over disjoint bit ranges
+# [o_j, o_j + k_j) of [0, D), as q^b = Π_j (q^(2^o_j))^(b_j): the B_j are independent, each truncated
+# geometric on [0, 2^k_j) with ratio ρ_j = exp(-2^o_j/t).
+#
+# Sampling. A (ratio exp(-2^D/t), D chosen so that t/2^D lies in [32, 64)) is inverted with the table
+# machinery above (kind "geom", ~1400 entries) from a 32-bit word whose bit 0 is the sign S. Each B_j is
+# drawn by rejection from the uniform: a uniform candidate b on [0, 2^k_j) is accepted with probability
+# ρ_j^b (accepted candidates have P[b] ∝ ρ_j^b exactly); ρ_j^b >= exp(-2^D/t) >= exp(-1/32), so more than
+# 97% are accepted. The acceptance U < ρ_j^b uses one 64-bit word: the top k_j bits are b, the low 31 bits
+# the prefix v of U. With b = b_hi·2^m + b_lo, integer bounds lo <= 2^31·ρ^(b_lo) <= hi and
+# lo' <= 2^31·ρ^(b_hi·2^m) <= hi' (tables of 2^m and 2^(k - m) entries, m = ⌈k/2⌉ <= 13) give
+# lo·lo' <= 2^62·ρ^b <= hi·hi' in int64: (v + 1)·2^31 <= lo·lo' proves U < ρ^b, v·2^31 >= hi·hi' proves
+# U >= ρ^b, and the rare undecided candidate (probability about 2^-29) draws 32 more bits of U at a time
+# against bounds of exp(-b·2^o/t) of ever higher precision, which decides it with probability 1.
+
+_DIGIT_MAX_BITS = 26  # bits of one digit B_j (its candidate and the 31-bit prefix share a 64-bit word)
+_TOP_SCALE_BITS = 5  # D = ⌊log2 t⌋ - 5, so that the top geometric A has scale t/2^D in [32, 64)
+_PLAN_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class _DigitTable:
+    """Acceptance bounds for one digit ``B_j`` (bits ``[offset, offset + bits)`` of ``G``)."""
+
+    offset: int
+    bits: int
+    low_bits: int  # m: b = b_hi·2^m + b_lo
+    rate: Fraction  # ρ = exp(-rate), rate = 2^offset/t
+    lo_low: IntArray  # lo_low[i] <= 2^31·ρ^i <= hi_low[i], i < 2^m
+    hi_low: IntArray
+    lo_high: IntArray  # lo_high[i] <= 2^31·ρ^(i·2^m) <= hi_high[i], i < 2^(bits - m)
+    hi_high: IntArray
+    slack: int  # > 0 only in tests: the accept/reject tests are widened by this many units of 2^-31
+
+
+@dataclass(frozen=True)
+class _LaplacePlan:
+    """Everything :func:`_laplace_digits_block` needs for one scale."""
+
+    scale: Fraction
+    top_bits: int  # D
+    top: _InverseTable  # A: geometric with rate 2^D/t
+    digits: tuple[_DigitTable, ...]
+
+
+_PLANS: OrderedDict[tuple[Fraction, int, int], _LaplacePlan] = OrderedDict()
+
+
+def _power_bounds(rate: Fraction, count: int, prec: int) -> tuple[IntArray, IntArray]:
+    """int64 arrays ``lo[i] <= 2**prec · exp(-rate·i) <= hi[i]`` for ``i < count`` (``prec <= 62``).
+
+    Repeated products of the bounds of ``exp(-rate)`` at ``prec + bitlen(count) + 40`` bits, rounded
+    outward, then rounded outward to ``prec`` bits.
+    """
+    w = prec + count.bit_length() + 40
+    one = 1 << w
+    r_lo, r_hi = _exp_neg_bounds(rate, w)
+    e_lo = e_hi = one
+    drop = w - prec
+    lo, hi = [0] * count, [0] * count
+    for i in range(count):
+        lo[i] = e_lo >> drop
+        hi[i] = _ceil_div(e_hi, 1 << drop)
+        e_lo, e_hi = (e_lo * r_lo) >> w, _ceil_div(e_hi * r_hi, one)
+    return np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64)
+
+
+def _digit_table(scale: Fraction, offset: int, bits: int, slack: int = 0) -> _DigitTable:
+    rate = Fraction(1 << offset) / scale
+    m = _ceil_div(bits, 2)
+    lo_low, hi_low = _power_bounds(rate, 1 << m, _U_BITS)
+    lo_high, hi_high = _power_bounds(rate * (1 << m), 1 << (bits - m), _U_BITS)
+    return _DigitTable(offset, bits, m, rate, lo_low, hi_low, lo_high, hi_high, slack)
+
+
+def _top_bits(scale: Fraction) -> int:
+    """``D = max(0, ⌊log2 t⌋ - 5)``."""
+    return max(0, (scale.numerator // scale.denominator).bit_length() - 1 - _TOP_SCALE_BITS)
+
+
+def _digit_split(top_bits: int) -> list[tuple[int, int]]:
+    """``(offset, bits)`` of near-equal digits covering ``[0, D)``, each at most ``_DIGIT_MAX_BITS``."""
+    if top_bits == 0:
+        return []
+    parts = _ceil_div(top_bits, _DIGIT_MAX_BITS)
+    out, offset = [], 0
+    for j in range(parts):
+        bits = top_bits // parts + (1 if j < top_bits % parts else 0)
+        out.append((offset, bits))
+        offset += bits
+    return out
+
+
+def _plan_entries(scale: Fraction, top_bits: int) -> int:
+    """Roughly the table entries a plan builds (its set-up cost)."""
+    top = 22 * (_ceil_div(scale.numerator, scale.denominator << top_bits) + 1)
+    digits = sum((1 << _ceil_div(b, 2)) + (1 << (b // 2)) for _, b in _digit_split(top_bits))
+    return top + digits
+
+
+def _laplace_plan(scale: Fraction, top_bits: int | None = None, slack: int = 0) -> _LaplacePlan:
+    """The (cached) plan for scale ``t``; ``top_bits`` (default ``D = ⌊log2 t⌋ - 5``) and ``slack`` for
+    tests: any ``D >= 0`` is exact (a small ``D`` only makes the top table longer, a large one rejects
+    more candidates), and ``slack`` widens the digit bounds so that the exact refinement runs often."""
+    d = _top_bits(scale) if top_bits is None else top_bits
+    key = (scale, d, slack)
+    with _TABLES_LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+            return plan
+    top = _inverse_table("geom", Fraction(1 << d) / scale)
+    digits = tuple(_digit_table(scale, o, b, slack) for o, b in _digit_split(d))
+    plan = _LaplacePlan(scale, d, top, digits)
+    with _TABLES_LOCK:
+        _PLANS[key] = plan
+        while len(_PLANS) > _PLAN_CACHE_SIZE:
+            _PLANS.popitem(last=False)
+    return plan
+
+
+def _plan_is_cached(scale: Fraction) -> bool:
+    with _TABLES_LOCK:
+        return (scale, _top_bits(scale), 0) in _PLANS
+
+
+def _accept_exact(rate: Fraction, v: int, source: RandomSource) -> bool:
+    """Decide ``U < exp(-rate)`` for a uniform ``U`` whose first 31 bits are ``v``, exactly.
+
+    Appends 32 fresh bits of ``U`` at a time and compares with bounds of ``2**prec · exp(-rate)`` at the
+    new precision (at most 2 apart), until a comparison is proven.
+    """
+    value, prec = v, _U_BITS
+    while True:
+        value = (value << _REFINE_BITS) | source.randbits(_REFINE_BITS)
+        prec += _REFINE_BITS
+        lo, hi = _exp_neg_bounds(rate, prec)
+        if value + 1 <= lo:
+            return True
+        if value >= hi:
+            return False
+
+
+def _digit_block(table: _DigitTable, count: int, source: RandomSource) -> IntArray:
+    """``count`` exact draws of the truncated geometric ``P[b] ∝ ρ^b`` on ``[0, 2^bits)`` (by rejection)."""
+    out = np.empty(count, dtype=np.int64)
+    pending = np.arange(count)
+    low_mask = (1 << table.low_bits) - 1
+    v_mask = np.uint64((1 << _U_BITS) - 1)
+    while pending.size:
+        words: npt.NDArray[np.uint64] = np.frombuffer(source.random_bytes(8 * pending.size), dtype="<u8")
+        b = np.right_shift(words, np.uint64(64 - table.bits)).astype(np.int64)
+        v = (words & v_mask).astype(np.int64)
+        b_hi, b_lo = b >> table.low_bits, b & low_mask
+        accept = ((v + (1 + table.slack)) << _U_BITS) <= table.lo_high[b_hi] * table.lo_low[b_lo]
+        rest = np.flatnonzero(~accept)
+        if rest.size:
+            upper = table.hi_high[b_hi[rest]] * table.hi_low[b_lo[rest]]
+            undecided = rest[((v[rest] - table.slack) << _U_BITS) < upper]
+            for i in undecided:
+                accept[i] = _accept_exact(table.rate * int(b[i]), int(v[i]), source)
+        out[pending[accept]] = b[accept]
+        pending = pending[~accept]
+    return out
+
+
+def _laplace_digits_block(plan: _LaplacePlan, count: int, source: RandomSource) -> IntArray:
+    """``count`` exact discrete Laplace draws: ``S·(2^D·A + Σ_j 2^(o_j)·B_j)``, rejecting ``-0``."""
+    out = np.empty(count, dtype=np.int64)
+    pending = np.arange(count)
+    limit = ((1 << 62) >> plan.top_bits) - 1  # 2^D·A + B < 2^62 fits int64
+    while pending.size:
+        words: npt.NDArray[np.uint32] = np.frombuffer(source.random_bytes(4 * pending.size), dtype="<u4")
+        a = _inverse_magnitudes(plan.top, words, source)
+        if a.size and int(a.max()) > limit:  # probability far below 2**-1000 for t <= 2**50
+            raise OverflowError("a sample does not fit in int64")
+        g = a << plan.top_bits
+        for table in plan.digits:
+            g += _digit_block(table, pending.size, source) << table.offset
+        negative = (words & np.uint32(1)) == 1
+        keep = ~(negative & (g == 0))
+        out[pending[keep]] = np.where(negative, -g, g)[keep]
+        pending = pending[~keep]
+    return out
