@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -224,7 +224,6 @@ class _FilterAccountant(Accountant):
         self._lock = threading.Lock()
         self._fixed: FilterRule | None = None
         self._candidates: list[FilterRule] | None = None
-        self._factories: list[Callable[[], FilterRule]] = []
         request = rule if isinstance(rule, str) else rule.describe()
         if isinstance(rule, RenyiFilter):
             if orders is not None and check_orders(orders) != rule.orders:
