@@ -55,6 +55,7 @@ def clear_caches() -> None:
     _sampling._TABLES.clear()
     _sampling._tail_bounds.cache_clear()
     _sampling._PLANS.clear()
+    _sampling._GAUSS_PLANS.clear()
 
 
 def best_time(fn: Callable[[], object], repeats: int) -> float:

@@ -725,11 +725,12 @@ def _gauss_tail_bounds(s2: Fraction, prec: int, zero_weight: int = 1) -> tuple[l
 
     With ``e_m = exp(-m²/(2σ²))``: ``P[|X| >= k] = S_k / S_0`` where ``S_k = Σ_{m>=k} w_m``,
     ``w_0 = zero_weight`` (1: the magnitude of the discrete Gaussian; 2: every ``w_m = 2e_m``, i.e. the
-    "half-Gaussian" ``P[M = m] ∝ e_m`` on ``m >= 0``), ``w_m = 2e_m`` for ``m >= 1``. Fixed-point (``2**W``) bounds of ``e_m`` come from ``e_{m+1} = e_m · r_m`` and
-    ``r_{m+1} = r_m · exp(-1/σ²)`` with ``r_0 = exp(-1/(2σ²))``, every product rounded outward. The terms
-    beyond ``K`` are bounded by ``e_K · r_K/(1 - r_K)`` (as ``(K+i)² >= K² + (2K+1)i``), and ``K`` is the
-    first index where that bound is below ``2**-(prec + 9)``. Beyond the last entry, ``[0, hi[-1]]`` is
-    a valid bound of every ``2**prec · P[|X| >= k]`` (the tail probabilities decrease).
+    "half-Gaussian" ``P[M = m] ∝ e_m`` on ``m >= 0``), ``w_m = 2e_m`` for ``m >= 1``. Fixed-point
+    (``2**W``) bounds of ``e_m`` come from ``e_{m+1} = e_m · r_m`` and ``r_{m+1} = r_m · exp(-1/σ²)``
+    with ``r_0 = exp(-1/(2σ²))``, every product rounded outward. The terms beyond ``K`` are bounded by
+    ``e_K · r_K/(1 - r_K)`` (as ``(K+i)² >= K² + (2K+1)i``), and ``K`` is the first index where that
+    bound is below ``2**-(prec + 9)``. Beyond the last entry, ``[0, hi[-1]]`` is a valid bound of every
+    ``2**prec · P[|X| >= k]`` (the tail probabilities decrease).
     """
     w = prec + _ceil_div(s2.numerator, s2.denominator).bit_length() + 40
     one = 1 << w
@@ -919,6 +920,11 @@ def _inverse_magnitudes(
 ) -> IntArray:
     """The magnitudes ``#{k >= 1: U < T_k}`` of the 31-bit prefixes ``words >> 1`` (bit 0 is ignored)."""
     u: IntArray = np.right_shift(words, np.uint32(32 - _U_BITS)).astype(np.int64)
+    return _prefix_magnitudes(table, u, source)
+
+
+def _prefix_magnitudes(table: _InverseTable, u: IntArray, source: RandomSource) -> IntArray:
+    """The magnitudes ``#{k >= 1: U < T_k}`` for the 31-bit prefixes ``u`` (int64) of ``U``."""
     mag: IntArray = table.guide[u >> table.shift]
     dirty = np.flatnonzero(mag < 0)
     if dirty.size:
@@ -1333,54 +1339,68 @@ def _gauss_plan_is_cached(s2: Fraction) -> bool:
 
 
 def _gauss_bucket_block(plan: _GaussPlan, count: int, source: RandomSource) -> IntArray:
-    """``count`` exact discrete Gaussian draws by the bucketed envelope (rejected candidates redrawn)."""
+    """``count`` exact discrete Gaussian draws by the bucketed envelope (rejected candidates redrawn).
+
+    Accepted draws fill the output in order; a rejected candidate is replaced by a later one, which is
+    exact because the candidates are iid.
+    """
     out = np.empty(count, dtype=np.int64)
-    pending = np.arange(count)
+    filled = 0
     s, acc, slack = plan.bucket_bits, plan.accept, plan.slack
     low_mask = (1 << acc.low_bits) - 1
     v_shift = 62 - plan.v_bits
     two_s2 = 2 * plan.sigma2
-    while pending.size:
-        size = pending.size
-        if plan.one_word:
-            words: npt.NDArray[np.uint64] = np.frombuffer(source.random_bytes(8 * size), dtype="<u8")
-            top = np.right_shift(words, np.uint64(32)).astype(np.uint32)
-            r = (np.right_shift(words, np.uint64(32 - s)) & np.uint64((1 << s) - 1)).astype(np.int64)
-            v = (words & np.uint64((1 << plan.v_bits) - 1)).astype(np.int64)
-        else:
-            top = np.frombuffer(source.random_bytes(4 * size), dtype="<u4")
-            words = np.frombuffer(source.random_bytes(8 * size), dtype="<u8")
-            r = np.right_shift(words, np.uint64(64 - s)).astype(np.int64)
-            v = (words & np.uint64((1 << _U_BITS) - 1)).astype(np.int64)
-        j = _inverse_magnitudes(plan.buckets, top, source)
+    while filled < count:
+        size = count - filled
+        words: npt.NDArray[np.uint64] = np.frombuffer(source.random_bytes(8 * size), dtype="<u8")
+        if plan.one_word:  # bits 63..33: bucket prefix, 32: sign, then s bits of R, then v
+            u: IntArray = np.right_shift(words, np.uint64(33)).view(np.int64)
+            negative: BoolArray = (words & np.uint64(1 << 32)) != 0
+            r: IntArray = (np.right_shift(words, np.uint64(32 - s)) & np.uint64((1 << s) - 1)).view(np.int64)
+            v: IntArray = (words & np.uint64((1 << plan.v_bits) - 1)).view(np.int64)
+        else:  # a 32-bit word (bucket prefix, sign) and the 64-bit word (R in the top s bits, 31 bits of v)
+            top: npt.NDArray[np.uint32] = np.frombuffer(source.random_bytes(4 * size), dtype="<u4")
+            u = np.right_shift(top, np.uint32(1)).astype(np.int64)
+            negative = (top & np.uint32(1)) == 1
+            r = np.right_shift(words, np.uint64(64 - s)).view(np.int64) if s else np.zeros(size, np.int64)
+            v = (words & np.uint64((1 << _U_BITS) - 1)).view(np.int64)
+        j = _prefix_magnitudes(plan.buckets, u, source)
         far = np.flatnonzero(j >= plan.cap)
         far_j = [int(x) for x in j[far]]
         j[far] = 0  # decided below in Python integers; keeps the int64 arithmetic in range
-        base = j << s
-        n = r * (2 * base + r)  # = (jW + r)² - (jW)² < 2^62
+        mag = j << s  # jW for now
+        n = mag << 1
+        n += r
+        n *= r  # N = r(2jW + r) = (jW + r)² - (jW)² < 2^62
         if acc.offset:
             n >>= acc.offset  # N' = ⌊N/2^h⌋
+        mag += r  # jW + r
         up = n + 1
-        lower = acc.lo_high[up >> acc.low_bits] * acc.lo_low[up & low_mask]  # <= 2^62·E(N' + 1)
-        accept = ((v + (1 + slack)) << v_shift) <= lower
+        lower = acc.lo_high[up >> acc.low_bits]
+        lower *= acc.lo_low[up & low_mask]  # <= 2^62·E(N' + 1)
+        test = v + (1 + slack)
+        test <<= v_shift
+        accept: BoolArray = test <= lower
         accept[far] = True  # not tested here: decided below
         rest = np.flatnonzero(~accept)
         if rest.size:
             nr = n[rest]
             upper = acc.hi_high[nr >> acc.low_bits] * acc.hi_low[nr & low_mask]  # >= 2^62·E(N')
             for i in rest[((v[rest] - slack) << v_shift) < upper]:
-                ri = int(r[i])
-                gamma = Fraction(ri * (2 * int(base[i]) + ri)) / two_s2
+                m, ri = int(mag[i]), int(r[i])
+                gamma = Fraction(m * m - (m - ri) ** 2) / two_s2
                 accept[i] = _accept_exact(gamma, int(v[i]), source, plan.v_bits)
-        mag = base + r
-        for i, jf in zip(far, far_j):
+        for i, jf in zip(far, far_j, strict=True):
             jw, ri = jf << s, int(r[i])
-            accept[i] = _accept_exact(Fraction(ri * (2 * jw + ri)) / two_s2, int(v[i]), source, plan.v_bits)
+            gamma = Fraction(ri * (2 * jw + ri)) / two_s2
+            accept[i] = _accept_exact(gamma, int(v[i]), source, plan.v_bits)
             if accept[i] and jw + ri >= 1 << 62:  # probability far below 2**-1000
                 raise OverflowError("a sample does not fit in int64")
             mag[i] = jw + ri if accept[i] else 0
-        negative = (top & np.uint32(1)) == 1
-        keep = accept & ~(negative & (mag == 0))
-        out[pending[keep]] = np.where(negative, -mag, mag)[keep]
-        pending = pending[~keep]
+        zero = np.flatnonzero(mag == 0)
+        accept[zero[negative[zero]]] = False  # -0 rejected
+        np.negative(mag, out=mag, where=negative)
+        kept = mag[accept]
+        out[filled : filled + kept.size] = kept
+        filled += kept.size
     return out
