@@ -1249,7 +1249,7 @@ def _laplace_digits_block(plan: _LaplacePlan, count: int, source: RandomSource) 
 #
 # Acceptance test U < exp(-N/(2σ²)) in int64. Let c = 2^h/(2σ²) with h = max(0, bitlen⌊2σ²⌋ - 27), so
 # c <= 2^-26 once h > 0, and N' = ⌊N/2^h⌋: N'·2^h <= N < (N' + 1)·2^h, hence, with E(i) = exp(-c·i),
-#     E(N' + 1) < exp(-N/(2σ²)) <= E(N').
+#     E(N' + 1) < exp(-N/(2σ²)) <= E(N')     (and exp(-N/(2σ²)) = E(N') when h = 0).
 # E(i) = E(i_lo)·E(i_hi·2^l) for i = i_hi·2^l + i_lo, and the two tables of a _DigitTable with rate c
 # bound both factors by 31-bit integers; the products lo·lo' <= 2^62·E(N' + 1) and hi·hi' >= 2^62·E(N')
 # fit int64. With the first b bits v of U: (v + 1)·2^(62 - b) <= lo·lo' proves acceptance,
@@ -1374,10 +1374,12 @@ def _gauss_bucket_block(plan: _GaussPlan, count: int, source: RandomSource) -> I
         n *= r  # N = r(2jW + r) = (jW + r)² - (jW)² < 2^62
         if acc.offset:
             n >>= acc.offset  # N' = ⌊N/2^h⌋
+            up = n + 1
+        else:
+            up = n  # h = 0: N' = N exactly, so E(N') itself is the acceptance probability
         mag += r  # jW + r
-        up = n + 1
         lower = acc.lo_high[up >> acc.low_bits]
-        lower *= acc.lo_low[up & low_mask]  # <= 2^62·E(N' + 1)
+        lower *= acc.lo_low[up & low_mask]  # <= 2^62·E(N' + 1) (or 2^62·E(N') when h = 0)
         test = v + (1 + slack)
         test <<= v_shift
         accept: BoolArray = test <= lower
