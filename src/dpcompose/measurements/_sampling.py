@@ -32,7 +32,13 @@ paths:
   the inversion above, each binary digit ``B_j`` (a truncated geometric) by rejection from a uniform
   candidate with an int64 bound test and the same exact refinement (see the section "Huge Laplace
   scales"). About 12 random bytes and a dozen numpy passes per draw, at any scale up to 2**50.
-* **CKS algorithms on blocks** (larger parameters): every loop of the scalar algorithm becomes a loop
+* **bucketed envelope** (discrete Gaussian with 2**26 < σ² <= 2**60, when the request pays for its
+  tables or they are cached): ``X = S·M`` with ``-0`` rejected, ``M = JW + R`` drawn from the envelope
+  ``P[J = j] ∝ exp(-(jW)²/(2σ²))`` (inversion as above) times a uniform offset ``R < W = 2^s``,
+  ``W ≈ σ/256``, accepted with probability ``exp(-(M² - (JW)²)/(2σ²)) >= exp(-1/16)`` by an int64 bound
+  test and the same exact refinement (see the section "Huge Gaussian variances"). One 64-bit random
+  word per draw for σ < 2**29.
+* **CKS algorithms on blocks** (the other parameters): every loop of the scalar algorithm becomes a loop
   over *rounds*, each round one vectorised step over the samples still undecided; the undecided set
   shrinks geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when
   the parameters provably fit, and exact Python integers (``object`` arrays) otherwise.
@@ -988,7 +994,11 @@ def discrete_gaussian_array(
 
     For ``sigma2 <= 2**26`` (when ``size`` pays for a table, or one is cached): exact inversion of
     ``P[|X| >= k] = Σ_{m>=k} w_m / Σ_{m>=0} w_m`` (``w_0 = 1``, ``w_m = 2exp(-m²/(2σ²))``) with integer
-    bounds and a random sign (see the module docstring). Otherwise
+    bounds and a random sign (see the module docstring). For ``2**26 < sigma2 <= 2**60`` (likewise when
+    ``size`` pays for the tables, about twice their ~12 000 entries, or they are cached): the exact
+    bucketed envelope (section "Huge Gaussian variances" of the source: ``M = JW + R`` with ``J`` from a
+    table of ``P[J = j] ∝ exp(-(jW)²/(2σ²))``, ``R`` uniform below ``W = 2^s``, kept with probability
+    ``exp(-(M² - (JW)²)/(2σ²))``, a random sign, ``-0`` rejected). Otherwise
     CKS 2020 Algorithm 3 on whole blocks: a discrete Laplace draw ``Y`` of scale ``t`` kept with
     probability ``exp(-(|Y| - σ²/t)²/(2σ²))``. The algorithm is exact for *every* ``t > 0`` (the kept
     mass is ``∝ exp(-|y|/t - (|y| - σ²/t)²/(2σ²)) = exp(-y²/(2σ²))·const``); for σ >= 1 the batch path
@@ -997,8 +1007,8 @@ def discrete_gaussian_array(
     ``t > 2048`` the Laplace proposals come from the exact digit split (see
     :func:`discrete_laplace_array`). (The scalar path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
 
-    Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion: Devroye 1986, "Non-Uniform Random
-    Variate Generation", Chapter III.
+    Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion and rejection from an envelope:
+    Devroye 1986, "Non-Uniform Random Variate Generation", Chapters II and III.
 
     Args:
         sigma2: the variance parameter ``σ² > 0`` (int or Fraction).
@@ -1012,6 +1022,9 @@ def discrete_gaussian_array(
         >>> x = discrete_gaussian_array(Fraction(1, 4), 10_000, SeededSource(0))
         >>> bool((abs(x) <= 5).all())
         True
+        >>> y = discrete_gaussian_array(Fraction(2**20) ** 2, 30_000, SeededSource(0))  # the envelope
+        >>> bool((abs(y) < 12 * 2**20).all()), _gauss_plan_is_cached(Fraction(2**40))
+        (True, True)
     """
     s2 = _positive_rational(sigma2, "sigma2")
     check_nonnegative_int(size, "size")
