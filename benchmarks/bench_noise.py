@@ -22,7 +22,10 @@ For scales up to 2048 (Laplace) and σ up to 8192 (Gaussian) our samplers invert
 per-parameter table of integer bounds, built on the first call whose size pays for it (``size`` at least
 about twice the table length: ~22·scale entries for Laplace, ~9·σ for Gaussian) and then cached; later
 calls of any size reuse it. ``ours/s`` is therefore the warm speed; ``cold/s`` is a single first call with
-the caches emptied (set-up included when that call builds a table).
+the caches emptied (set-up included when that call builds a table). Above those (the ``@grid`` rows),
+Laplace uses the digit split and the Gaussian (2**26 < σ² <= 2**60) the bucketed envelope, whose
+per-parameter tables are likewise built when ``size`` pays for them (about 24 000 draws for the
+Gaussian) and cached; smaller uncached requests run CKS 2020 Algorithms 2/3 on blocks.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def clear_caches() -> None:
     _sampling._TABLES.clear()
     _sampling._tail_bounds.cache_clear()
     _sampling._PLANS.clear()
+    _sampling._GAUSS_PLANS.clear()
 
 
 def best_time(fn: Callable[[], object], repeats: int) -> float:

@@ -11,6 +11,7 @@ the tails are tested too. The default run uses 2·10⁵ draws per batch check an
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import itertools
 import math
@@ -726,6 +727,13 @@ def test_samplers_run_with_float_conversion_forbidden(monkeypatch: pytest.Monkey
     assert _sampling._plan_is_cached(Fraction(2**31 + 1, 3))
     plan = _sampling._laplace_plan(Fraction(2**40 + 1, 7), None, slack=1 << 28)
     assert _sampling._laplace_digits_block(plan, 1000, src).dtype == np.int64
+    # the bucketed envelope at a huge σ²: plan built and the acceptance refinement run (v has 12 bits
+    # there, widened by 2^9 units) with floats forbidden
+    _sampling._GAUSS_PLANS.clear()
+    assert discrete_gaussian_array(Fraction(2**41 + 1, 3), 30_000, src).dtype == np.int64
+    assert _sampling._gauss_plan_is_cached(Fraction(2**41 + 1, 3))
+    gplan = _sampling._gauss_plan(Fraction(2**59 + 1, 7), None, slack=1 << 9)
+    assert _sampling._gauss_bucket_block(gplan, 1000, src).dtype == np.int64
 
 
 def test_sampling_module_has_no_float_operations_in_its_source() -> None:
@@ -791,3 +799,287 @@ def test_bad_bernoulli_parameters_raise() -> None:
         discrete_laplace_array(2**60, 1)
     with pytest.raises(EOFError):
         BytesSource(b"").random_bytes(1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# huge Gaussian variances: the bucketed envelope (J by inversion, R uniform, acceptance exp(-N/(2σ²)))
+# ---------------------------------------------------------------------------------------------------------
+
+
+def half_gauss_tails(param: Fraction, count: int) -> list[mpmath.mpf]:
+    """P[M >= k], k = 1..count, for P[M = m] ∝ exp(-m²/(2·param)) on m >= 0, at 60 digits."""
+    with mpmath.workdps(60):
+        p = mpmath.mpf(param.numerator) / param.denominator
+        m = int(20 * math.isqrt(int(param) + 1)) + 30
+        w = [mpmath.exp(-(mpmath.mpf(j) ** 2) / (2 * p)) for j in range(m + 1)]
+        suffix, acc = [mpmath.mpf(0)] * (m + 2), mpmath.mpf(0)
+        for j in range(m, -1, -1):
+            acc += w[j]
+            suffix[j] = acc
+        return [suffix[k] / suffix[0] if k <= m else mpmath.mpf(0) for k in range(1, count + 1)]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    param=st.fractions(min_value=Fraction(1, 50), max_value=100, max_denominator=10**4)
+    | st.sampled_from([Fraction(2**40 + 1, 2**24), Fraction(2**36, 2**20 - 3)]),
+    prec=st.sampled_from([31, 63]),
+)
+def test_half_gaussian_tail_bounds_are_true_bounds(param: Fraction, prec: int) -> None:
+    lo, hi = _sampling._tail_bounds("halfgauss", param, prec)
+    tails = half_gauss_tails(param, len(lo) + 3)
+    with mpmath.workdps(60):
+        scale = mpmath.mpf(2) ** prec
+        for k, tail in enumerate(tails, start=1):
+            low, high = (int(lo[k - 1]), int(hi[k - 1])) if k <= len(lo) else (0, int(hi[-1]))
+            assert low <= tail * scale <= high, (param, prec, k)
+            assert high - low <= 2 or k > len(lo)
+    assert hi[-1] <= 2
+
+
+# σ² of the float Gaussian's grid (integer σ in [2^20, 2^21]), and general rationals up to 2^60
+huge_sigma2 = st.integers(2**20, 2**21).map(lambda s: Fraction(s * s)) | st.fractions(
+    min_value=2**26 + 1, max_value=2**60, max_denominator=2**30
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(sigma2=huge_sigma2, data=st.data())
+def test_bucket_acceptance_bounds_are_true(sigma2: Fraction, data: st.DataObject) -> None:
+    # For random candidates (j < cap, r < W): the int64 bounds lo·lo' <= 2^62·exp(-(N'+1)·c) and
+    # hi·hi' >= 2^62·exp(-N'·c) bracket 2^62·exp(-N/(2σ²)), checked at 60 digits, and they are tight.
+    plan = _sampling._gauss_plan(sigma2)
+    acc = plan.accept
+    assert acc.rate == Fraction(2**acc.offset) / (2 * sigma2)
+    assert plan.v_bits >= 12 and (plan.one_word == (plan.bucket_bits <= 20))
+    width = 1 << plan.bucket_bits
+    mask = (1 << acc.low_bits) - 1
+    for _ in range(5):
+        j = data.draw(st.integers(0, plan.cap - 1))
+        r = data.draw(st.integers(0, width - 1))
+        n = r * (2 * j * width + r)
+        assert n < 2**62
+        n_trunc = n >> acc.offset
+        up = n_trunc + 1
+        lower = int(acc.lo_high[up >> acc.low_bits]) * int(acc.lo_low[up & mask])
+        upper = int(acc.hi_high[n_trunc >> acc.low_bits]) * int(acc.hi_low[n_trunc & mask])
+        with mpmath.workdps(60):
+            value = (
+                mpmath.exp(-mpmath.mpf(n) * sigma2.denominator / (2 * sigma2.numerator)) * mpmath.mpf(2) ** 62
+            )
+            assert lower <= value <= upper, (sigma2, j, r)
+        assert upper - lower <= 2**37  # relative width at most 2^-25: the refinement is rare
+
+
+def gauss_bucket_draws(
+    sigma2: Fraction, bits: int | None, slack: int, size: int, source: RandomSource
+) -> np.ndarray:
+    plan = _sampling._gauss_plan(sigma2, bits, slack)
+    return _sampling._fill_exact(size, lambda n: _sampling._gauss_bucket_block(plan, n, source))
+
+
+@pytest.mark.parametrize(
+    ("sigma2", "bits", "slack", "one_word"),
+    [
+        (Fraction(1, 4), 0, 0, True),  # W = 1: every candidate accepted, the bucket table is the pmf
+        (Fraction(2), 2, 0, True),  # W = 4 > σ: most candidates rejected
+        (Fraction(50, 3), 1, 0, True),
+        (Fraction(400), 2, 0, True),
+        (Fraction(400), 3, 0, False),  # two words per candidate (the layout for s > 20)
+        (Fraction(10**4 + 1, 3), 4, 0, True),
+    ],
+)
+def test_bucket_envelope_matches_exact_gaussian_pmf(
+    monkeypatch: pytest.MonkeyPatch, sigma2: Fraction, bits: int, slack: int, one_word: bool
+) -> None:
+    # Forced at small σ (bins meaningful), the construction S·(JW + R), accepted with probability
+    # exp(-N/(2σ²)), -0 rejected, must give the exact discrete Gaussian pmf (tails pooled); p < 1e-6 fails.
+    monkeypatch.setattr(_sampling, "_GAUSS_PLANS", type(_sampling._GAUSS_PLANS)())
+    if not one_word:
+        monkeypatch.setattr(_sampling, "_ONE_WORD_MAX_BITS", -1)
+    plan = _sampling._gauss_plan(sigma2, bits, slack)
+    assert plan.one_word == one_word and plan.bucket_bits == bits
+    assert_fits(gauss_bucket_draws(sigma2, bits, slack, 200_000, SeededSource(70)), gaussian_pmf(sigma2))
+
+
+@pytest.mark.parametrize(("sigma2", "bits"), [(Fraction(50, 3), 2), (Fraction(400), 3)])
+def test_bucket_envelope_with_widened_bounds_refines_exactly(sigma2: Fraction, bits: int) -> None:
+    # Bucket bounds widened by 2^20 units of 2^-31 and acceptance tests by 2^(v_bits - 5) units of
+    # 2^-v_bits (still true bounds): the exact refinements run often, and the pmf must still be exact.
+    v_bits = 32 - bits
+    rec = RecordingSource(SeededSource(71))
+    plan = _sampling._gauss_plan(sigma2, bits, 1 << (v_bits - 5))
+    assert plan.slack == 1 << (v_bits - 5)
+    xs = _sampling._fill_exact(100_000, lambda n: _sampling._gauss_bucket_block(plan, n, rec))
+    assert sum(c[0] == "randbits" for c in rec.calls) > 1000
+    assert_fits(xs, gaussian_pmf(sigma2))
+
+
+def test_buckets_beyond_the_table_are_decided_in_python_integers() -> None:
+    # With the table's reach cut to three buckets, every J >= 3 (|X| >= 6, about 18% of the draws) takes
+    # the exact Python-integer path.
+    sigma2 = Fraction(50, 3)
+    plan = dataclasses.replace(_sampling._gauss_plan(sigma2, 1), cap=3)
+    src = SeededSource(72)
+    xs = _sampling._fill_exact(100_000, lambda n: _sampling._gauss_bucket_block(plan, n, src))
+    assert_fits(xs, gaussian_pmf(sigma2))
+
+
+def test_undecided_acceptance_is_decided_by_more_bits() -> None:
+    # v = ⌊2^20·exp(-N/(2σ²))⌋ is always undecided; the next 32 (then 64) bits of U place U just below
+    # (accept) or just above (reject: a second candidate, J = 0 and R = 5, is drawn).
+    sigma2 = Fraction(1_500_001**2)
+    plan = _sampling._gauss_plan(sigma2)
+    s = plan.bucket_bits
+    assert (s, plan.v_bits, plan.one_word) == (12, 20, True)
+    j, r = 700, 3001
+    table = plan.buckets
+    u = int(np.flatnonzero(table.guide == j)[0]) << table.shift  # a prefix whose bucket is J = j
+    n = r * (2 * j * (1 << s) + r)
+    with mpmath.workdps(60):
+        p = mpmath.exp(-mpmath.mpf(n) * sigma2.denominator / (2 * sigma2.numerator))
+        v = int(mpmath.floor(p * 2**20))
+        r52 = int(mpmath.floor(p * 2**52)) - (v << 32)
+        r84 = int(mpmath.floor(p * 2**84)) - (int(mpmath.floor(p * 2**52)) << 32)
+    word = ((u << 33) | (r << 20) | v).to_bytes(8, "little")
+    u0 = int(np.flatnonzero(table.guide == 0)[0]) << table.shift
+    second = ((u0 << 33) | (5 << 20) | 0).to_bytes(8, "little")  # v = 0: accepted at once
+    cases = [([r52 - 1], True), ([r52 + 1], False), ([r52, r84 - 1], True), ([r52, r84 + 1], False)]
+    for extra, accepted in cases:
+        stream = word + b"".join(e.to_bytes(4, "little") for e in extra)
+        if not accepted:
+            stream += second
+        src = BytesSource(stream)
+        assert _sampling._gauss_bucket_block(plan, 1, src).tolist() == [j * 2**s + r if accepted else 5]
+        with pytest.raises(EOFError):  # every byte of the stream was used
+            src.random_bytes(1)
+
+
+def test_bucket_negative_zero_is_rejected_and_redrawn() -> None:
+    plan = _sampling._gauss_plan(Fraction(2**41 + 1))
+    s, table = plan.bucket_bits, plan.buckets
+    u0 = int(np.flatnonzero(table.guide == 0)[0]) << table.shift
+    neg_zero = ((u0 << 33) | (1 << 32)).to_bytes(8, "little")  # J = 0, S = -1, R = 0, v = 0
+    neg_seven = ((u0 << 33) | (1 << 32) | (7 << (32 - s))).to_bytes(8, "little")
+    pos_zero = (u0 << 33).to_bytes(8, "little")
+    assert _sampling._gauss_bucket_block(plan, 1, BytesSource(neg_zero + neg_seven)).tolist() == [-7]
+    assert _sampling._gauss_bucket_block(plan, 1, BytesSource(pos_zero)).tolist() == [0]
+
+
+def discrete_gaussian_bin_masses(sigma2: Fraction, edges: list[int]) -> list[float]:
+    """P[X <= e_0], P[e_(i-1) < X <= e_i], P[X > e_last] of the discrete Gaussian, at 40 digits.
+
+    By Euler–Maclaurin, Σ_{x=a+1}^{b} f(x) = ∫_{a+1/2}^{b+1/2} f + (f'(b+1/2) - f'(a+1/2))/24 + ρ with
+    |ρ| <= ∫|f'''|/(5760)·(a few) = O(σ^-3) for f(x) = exp(-x²/(2σ²)); the sum over all integers is
+    σ√(2π)(1 + 2Σ_k exp(-2π²k²σ²)) = σ√(2π) to far more than 40 digits for σ > 2^10. The masses are
+    therefore exact to a relative 10^-9 or better, far below the chi-square's resolution.
+    """
+    with mpmath.workdps(40):
+        s2 = mpmath.mpf(sigma2.numerator) / sigma2.denominator
+        sigma = mpmath.sqrt(s2)
+
+        def cum(e: int) -> mpmath.mpf:  # P[X <= e]
+            y = mpmath.mpf(e) + mpmath.mpf(1) / 2
+            deriv = -y / s2 * mpmath.exp(-(y**2) / (2 * s2))
+            return mpmath.ncdf(y / sigma) + deriv / 24 / (sigma * mpmath.sqrt(2 * mpmath.pi))
+
+        cdfs = [cum(e) for e in edges]
+        probs = [cdfs[0], *[b - a for a, b in itertools.pairwise(cdfs)], 1 - cdfs[-1]]
+        return [float(p) for p in probs]
+
+
+@pytest.mark.parametrize(
+    "sigma2",
+    [
+        Fraction(1_048_576**2),  # the float Gaussian's grid: σ = 2^20, s = 12
+        Fraction((3 * 2**19 + 12345) ** 2),
+        Fraction(2**41 + 1, 3),
+        Fraction(2**59 + 7),  # s = 21: two words per candidate
+    ],
+)
+def test_huge_variance_gaussian_bins_and_residues(sigma2: Fraction) -> None:
+    # Bins of width σ/4 out to ±8σ against exact bin masses (mpmath), residues mod 3 and mod 256
+    # (uniform to a relative exp(-2π²σ²/256²)), and |X| mod W in eighths (the offset R and its acceptance,
+    # expected masses by the normal cdf in float64 — exact to 1e-12 here). Each fails at p < 1e-6.
+    _sampling._GAUSS_PLANS.clear()
+    xs = discrete_gaussian_array(sigma2, 200_000, SeededSource(73))
+    plan = _sampling._gauss_plan(sigma2)
+    assert _sampling._gauss_plan_is_cached(sigma2)
+    sigma = math.isqrt(sigma2.numerator // sigma2.denominator)
+    edges = [j * sigma // 4 for j in range(-32, 33)]
+    probs = np.array(discrete_gaussian_bin_masses(sigma2, edges))
+    idx = np.searchsorted(np.array(edges), xs, side="left")
+    observed = np.bincount(idx, minlength=probs.size).astype(float)
+    keep = probs * xs.size >= 5
+    rest = observed[~keep].sum()
+    assert (
+        stats.chisquare(
+            np.append(observed[keep], rest), np.append(probs[keep], probs[~keep].sum()) * xs.size
+        ).pvalue
+        >= ALPHA
+    )
+    for mod in (3, 256):
+        assert stats.chisquare(np.bincount(xs % mod, minlength=mod)).pvalue >= ALPHA
+    width = 1 << plan.bucket_bits
+    octant = (np.abs(xs) % width) * 8 // width
+    sd = math.sqrt(float(sigma2))
+    top = 10 * sd
+    starts = np.arange(0, top, width, dtype=float)
+    mass = np.zeros(8)
+    for k in range(8):  # P[|X| mod W in [kW/8, (k+1)W/8)], continuity-corrected, |X| = 0 counted once
+        a, b = starts + k * width / 8 - 0.5, starts + (k + 1) * width / 8 - 0.5
+        mass[k] = 2 * np.sum(stats.norm.cdf(b / sd) - stats.norm.cdf(np.maximum(a, 0) / sd))
+    mass[0] -= 2 * (stats.norm.cdf(0.5 / sd) - 0.5)  # x = 0 has weight 1, not 2
+    assert finite_pmf_pvalue(octant, list(mass / mass.sum())) >= ALPHA
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    sigma2=huge_sigma2,
+    size=st.integers(100, 300),
+    widen=st.booleans(),
+)
+def test_bucket_envelope_output_is_a_function_of_the_byte_stream(
+    seed: int, sigma2: Fraction, size: int, widen: bool
+) -> None:
+    # widened acceptance tests (by 2^-3): P[no refinement in 100 candidates] <= (3/4)^100 < 1e-12
+    slack = 1 << (_sampling._gauss_plan(sigma2).v_bits - 3) if widen else 0
+    plan = _sampling._gauss_plan(sigma2, None, slack)
+    rec = RecordingSource(SeededSource(seed))
+    first = _sampling._gauss_bucket_block(plan, size, rec)
+    assert first.dtype == np.int64
+    if slack:
+        assert any(c[0] == "randbits" for c in rec.calls)  # the exact refinement ran
+    np.testing.assert_array_equal(first, _sampling._gauss_bucket_block(plan, size, BytesSource(rec.stream)))
+
+
+def test_bucket_envelope_is_used_and_deterministic_for_a_seed() -> None:
+    sigma2 = Fraction(1_234_567**2)
+    _sampling._GAUSS_PLANS.clear()
+    small = discrete_gaussian_array(sigma2, 100, SeededSource(74))  # too few draws to build a plan
+    assert small.shape == (100,) and not _sampling._gauss_plan_is_cached(sigma2)
+    a = discrete_gaussian_array(sigma2, 50_000, SeededSource(74))
+    assert _sampling._gauss_plan_is_cached(sigma2)
+    np.testing.assert_array_equal(a, discrete_gaussian_array(sigma2, 50_000, SeededSource(74)))
+    assert not np.array_equal(a, discrete_gaussian_array(sigma2, 50_000, SeededSource(75)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sigma2", "bits"), [(Fraction(50, 3), 1), (Fraction(10**4 + 1, 3), 4)])
+def test_bucket_envelope_million(sigma2: Fraction, bits: int) -> None:
+    src = SeededSource(76)
+    assert_fits(gauss_bucket_draws(sigma2, bits, 0, 1_000_000, src), gaussian_pmf(sigma2))
+
+
+@pytest.mark.slow
+def test_huge_variance_gaussian_million_bins() -> None:
+    sigma2 = Fraction(1_500_001**2)
+    xs = discrete_gaussian_array(sigma2, 1_000_000, SeededSource(77))
+    edges = [j * 1_500_001 // 4 for j in range(-32, 33)]
+    probs = np.array(discrete_gaussian_bin_masses(sigma2, edges))
+    idx = np.searchsorted(np.array(edges), xs, side="left")
+    observed = np.bincount(idx, minlength=probs.size).astype(float)
+    keep = probs * xs.size >= 5
+    obs = np.append(observed[keep], observed[~keep].sum())
+    assert stats.chisquare(obs, np.append(probs[keep], probs[~keep].sum()) * xs.size).pvalue >= ALPHA

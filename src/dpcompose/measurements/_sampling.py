@@ -32,7 +32,13 @@ paths:
   the inversion above, each binary digit ``B_j`` (a truncated geometric) by rejection from a uniform
   candidate with an int64 bound test and the same exact refinement (see the section "Huge Laplace
   scales"). About 12 random bytes and a dozen numpy passes per draw, at any scale up to 2**50.
-* **CKS algorithms on blocks** (larger parameters): every loop of the scalar algorithm becomes a loop
+* **bucketed envelope** (discrete Gaussian with 2**26 < σ² <= 2**60, when the request pays for its
+  tables or they are cached): ``X = S·M`` with ``-0`` rejected, ``M = JW + R`` drawn from the envelope
+  ``P[J = j] ∝ exp(-(jW)²/(2σ²))`` (inversion as above) times a uniform offset ``R < W = 2^s``,
+  ``W ≈ σ/256``, accepted with probability ``exp(-(M² - (JW)²)/(2σ²)) >= exp(-1/16)`` by an int64 bound
+  test and the same exact refinement (see the section "Huge Gaussian variances"). One 64-bit random
+  word per draw for σ < 2**29.
+* **CKS algorithms on blocks** (the other parameters): every loop of the scalar algorithm becomes a loop
   over *rounds*, each round one vectorised step over the samples still undecided; the undecided set
   shrinks geometrically, so a block takes a few dozen numpy passes. Integer arithmetic is ``int64`` when
   the parameters provably fit, and exact Python integers (``object`` arrays) otherwise.
@@ -720,15 +726,17 @@ def _exp_neg_bounds(x: Fraction, w: int) -> tuple[int, int]:
     return lo >> drop, _ceil_div(hi, 1 << drop)
 
 
-def _gauss_tail_bounds(s2: Fraction, prec: int) -> tuple[list[int], list[int]]:
+def _gauss_tail_bounds(s2: Fraction, prec: int, zero_weight: int = 1) -> tuple[list[int], list[int]]:
     """Bounds ``lo[k-1] <= 2**prec · P[|X| >= k] <= hi[k-1]``, ``k = 1..K+1``, X discrete Gaussian σ² = s2.
 
-    With ``e_m = exp(-m²/(2σ²))``: ``P[|X| >= k] = S_k / S_0`` where ``S_k = Σ_{m>=k} w_m``, ``w_0 = 1``,
-    ``w_m = 2e_m``. Fixed-point (``2**W``) bounds of ``e_m`` come from ``e_{m+1} = e_m · r_m`` and
-    ``r_{m+1} = r_m · exp(-1/σ²)`` with ``r_0 = exp(-1/(2σ²))``, every product rounded outward. The terms
-    beyond ``K`` are bounded by ``e_K · r_K/(1 - r_K)`` (as ``(K+i)² >= K² + (2K+1)i``), and ``K`` is the
-    first index where that bound is below ``2**-(prec + 9)``. Beyond the last entry, ``[0, hi[-1]]`` is
-    a valid bound of every ``2**prec · P[|X| >= k]`` (the tail probabilities decrease).
+    With ``e_m = exp(-m²/(2σ²))``: ``P[|X| >= k] = S_k / S_0`` where ``S_k = Σ_{m>=k} w_m``,
+    ``w_0 = zero_weight`` (1: the magnitude of the discrete Gaussian; 2: every ``w_m = 2e_m``, i.e. the
+    "half-Gaussian" ``P[M = m] ∝ e_m`` on ``m >= 0``), ``w_m = 2e_m`` for ``m >= 1``. Fixed-point
+    (``2**W``) bounds of ``e_m`` come from ``e_{m+1} = e_m · r_m`` and ``r_{m+1} = r_m · exp(-1/σ²)``
+    with ``r_0 = exp(-1/(2σ²))``, every product rounded outward. The terms beyond ``K`` are bounded by
+    ``e_K · r_K/(1 - r_K)`` (as ``(K+i)² >= K² + (2K+1)i``), and ``K`` is the first index where that
+    bound is below ``2**-(prec + 9)``. Beyond the last entry, ``[0, hi[-1]]`` is a valid bound of every
+    ``2**prec · P[|X| >= k]`` (the tail probabilities decrease).
     """
     w = prec + _ceil_div(s2.numerator, s2.denominator).bit_length() + 40
     one = 1 << w
@@ -736,7 +744,7 @@ def _gauss_tail_bounds(s2: Fraction, prec: int) -> tuple[list[int], list[int]]:
     b_lo, b_hi = (a_lo * a_lo) >> w, _ceil_div(a_hi * a_hi, one)
     e_lo = e_hi = one
     r_lo, r_hi = a_lo, a_hi
-    w_lo, w_hi = [one], [one]
+    w_lo, w_hi = [zero_weight * one], [zero_weight * one]
     target = 1 << (w - prec - _TAIL_GUARD - 1)
     while True:
         if r_hi < one:
@@ -798,15 +806,26 @@ def _geom_tail_bounds(rate: Fraction, prec: int) -> tuple[list[int], list[int]]:
         e_lo, e_hi = (e_lo * r_lo) >> w, _ceil_div(e_hi * r_hi, one)
 
 
+def _half_gauss_tail_bounds(s2: Fraction, prec: int) -> tuple[list[int], list[int]]:
+    """Tail bounds of the half-Gaussian ``P[M = m] ∝ exp(-m²/(2·s2))`` on ``m >= 0`` (see above)."""
+    return _gauss_tail_bounds(s2, prec, zero_weight=2)
+
+
 @functools.lru_cache(maxsize=2 * _TABLE_CACHE_SIZE)
 def _tail_bounds(kind: str, param: Fraction, prec: int) -> tuple[Any, Any]:
     """The cached tail bounds of ``kind`` at ``prec`` bits.
 
-    Kinds: "gauss" (σ² = param), "laplace" (scale = param), "geom" (``P[A >= k] = exp(-param·k)``).
+    Kinds: "gauss" (σ² = param), "halfgauss" (``P[M = m] ∝ exp(-m²/(2·param))``, ``m >= 0``), "laplace"
+    (scale = param), "geom" (``P[A >= k] = exp(-param·k)``).
 
     Kept as int64 arrays when ``prec <= 62`` (8 bytes an entry), as lists of Python ints above.
     """
-    bounds = {"gauss": _gauss_tail_bounds, "laplace": _laplace_tail_bounds, "geom": _geom_tail_bounds}
+    bounds = {
+        "gauss": _gauss_tail_bounds,
+        "halfgauss": _half_gauss_tail_bounds,
+        "laplace": _laplace_tail_bounds,
+        "geom": _geom_tail_bounds,
+    }
     lo, hi = bounds[kind](param, prec)
     if prec <= 62:
         return np.array(lo, dtype=np.int64), np.array(hi, dtype=np.int64)
@@ -907,6 +926,11 @@ def _inverse_magnitudes(
 ) -> IntArray:
     """The magnitudes ``#{k >= 1: U < T_k}`` of the 31-bit prefixes ``words >> 1`` (bit 0 is ignored)."""
     u: IntArray = np.right_shift(words, np.uint32(32 - _U_BITS)).astype(np.int64)
+    return _prefix_magnitudes(table, u, source)
+
+
+def _prefix_magnitudes(table: _InverseTable, u: IntArray, source: RandomSource) -> IntArray:
+    """The magnitudes ``#{k >= 1: U < T_k}`` for the 31-bit prefixes ``u`` (int64) of ``U``."""
     mag: IntArray = table.guide[u >> table.shift]
     dirty = np.flatnonzero(mag < 0)
     if dirty.size:
@@ -970,7 +994,11 @@ def discrete_gaussian_array(
 
     For ``sigma2 <= 2**26`` (when ``size`` pays for a table, or one is cached): exact inversion of
     ``P[|X| >= k] = Σ_{m>=k} w_m / Σ_{m>=0} w_m`` (``w_0 = 1``, ``w_m = 2exp(-m²/(2σ²))``) with integer
-    bounds and a random sign (see the module docstring). Otherwise
+    bounds and a random sign (see the module docstring). For ``2**26 < sigma2 <= 2**60`` (likewise when
+    ``size`` pays for the tables, about twice their ~12 000 entries, or they are cached): the exact
+    bucketed envelope (section "Huge Gaussian variances" of the source: ``M = JW + R`` with ``J`` from a
+    table of ``P[J = j] ∝ exp(-(jW)²/(2σ²))``, ``R`` uniform below ``W = 2^s``, kept with probability
+    ``exp(-(M² - (JW)²)/(2σ²))``, a random sign, ``-0`` rejected). Otherwise
     CKS 2020 Algorithm 3 on whole blocks: a discrete Laplace draw ``Y`` of scale ``t`` kept with
     probability ``exp(-(|Y| - σ²/t)²/(2σ²))``. The algorithm is exact for *every* ``t > 0`` (the kept
     mass is ``∝ exp(-|y|/t - (|y| - σ²/t)²/(2σ²)) = exp(-y²/(2σ²))·const``); for σ >= 1 the batch path
@@ -979,8 +1007,8 @@ def discrete_gaussian_array(
     ``t > 2048`` the Laplace proposals come from the exact digit split (see
     :func:`discrete_laplace_array`). (The scalar path uses the paper's ``t = ⌊σ⌋ + 1`` throughout.)
 
-    Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion: Devroye 1986, "Non-Uniform Random
-    Variate Generation", Chapter III.
+    Source: Canonne, Kamath, Steinke 2020, Algorithm 3; inversion and rejection from an envelope:
+    Devroye 1986, "Non-Uniform Random Variate Generation", Chapters II and III.
 
     Args:
         sigma2: the variance parameter ``σ² > 0`` (int or Fraction).
@@ -994,6 +1022,9 @@ def discrete_gaussian_array(
         >>> x = discrete_gaussian_array(Fraction(1, 4), 10_000, SeededSource(0))
         >>> bool((abs(x) <= 5).all())
         True
+        >>> y = discrete_gaussian_array(Fraction(2**20) ** 2, 30_000, SeededSource(0))  # the envelope
+        >>> bool((abs(y) < 12 * 2**20).all()), _gauss_plan_is_cached(Fraction(2**40))
+        (True, True)
     """
     s2 = _positive_rational(sigma2, "sigma2")
     check_nonnegative_int(size, "size")
@@ -1004,6 +1035,10 @@ def discrete_gaussian_array(
     if s2 <= _GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 9 * (math.isqrt(int(s2)) + 1)):
         table = _inverse_table("gauss", s2)
         return _fill_exact(size, lambda count: _inverse_block(table, count, src))
+    envelope = _BUCKET_MIN_SIGMA2 < s2 <= _BUCKET_MAX_SIGMA2 and size > _SCALAR_BELOW
+    if envelope and (_gauss_plan_is_cached(s2) or size >= 2 * _bucket_entries(s2)):
+        plan = _gauss_plan(s2)
+        return _fill_exact(size, lambda count: _gauss_bucket_block(plan, count, src))
     if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
         return np.array([sample_discrete_gaussian(s2, src) for _ in range(size)], dtype=np.int64)
     return _fill(size, lambda count: _gaussian_block(s2, count, src))
@@ -1146,13 +1181,13 @@ def _plan_is_cached(scale: Fraction) -> bool:
         return (scale, _top_bits(scale), 0) in _PLANS
 
 
-def _accept_exact(rate: Fraction, v: int, source: RandomSource) -> bool:
-    """Decide ``U < exp(-rate)`` for a uniform ``U`` whose first 31 bits are ``v``, exactly.
+def _accept_exact(rate: Fraction, v: int, source: RandomSource, bits: int = _U_BITS) -> bool:
+    """Decide ``U < exp(-rate)`` for a uniform ``U`` whose first ``bits`` bits are ``v``, exactly.
 
     Appends 32 fresh bits of ``U`` at a time and compares with bounds of ``2**prec · exp(-rate)`` at the
     new precision (at most 2 apart), until a comparison is proven.
     """
-    value, prec = v, _U_BITS
+    value, prec = v, bits
     while True:
         value = (value << _REFINE_BITS) | source.randbits(_REFINE_BITS)
         prec += _REFINE_BITS
@@ -1203,4 +1238,184 @@ def _laplace_digits_block(plan: _LaplacePlan, count: int, source: RandomSource) 
         keep = ~(negative & (g == 0))
         out[pending[keep]] = np.where(negative, -g, g)[keep]
         pending = pending[~keep]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Huge Gaussian variances: a bucketed envelope
+# ---------------------------------------------------------------------------------------------------------
+#
+# With e_m = exp(-m²/(2σ²)), the discrete Gaussian is X = S·M with a uniform sign S, M >= 0 drawn with
+# P[M = m] ∝ e_m, and the draw (S = -1, M = 0) rejected: every x != 0 then has mass ∝ e_|x|/2 (one way,
+# S = sign(x), M = |x|), and x = 0 has e_0/2 (only S = +1), so P[x] ∝ exp(-x²/(2σ²)).
+#
+# Envelope. Fix W = 2^s and write m = jW + r, 0 <= r < W (a bijection of m >= 0 with the pairs (j, r)).
+# Draw J with P[J = j] ∝ e_(jW) = exp(-j²/(2σ²/W²)) (a "half-Gaussian" of variance σ²/W², inverted with
+# the table machinery above, kind "halfgauss") and R uniform on [0, W), independently: the candidate
+# M* = JW + R has P[M* = m] ∝ e_(⌊m/W⌋W) >= e_m, as e decreases. Accept it with probability
+# e_m / e_(jW) = exp(-N/(2σ²)), N = m² - (jW)² = r·(2jW + r), an integer in [0, W(2jW + W)). Then
+#     P[M* = m, accepted] ∝ e_(jW) · e_m / e_(jW) = e_m,
+# so an accepted candidate has exactly the law of M; rejected ones (and -0) are redrawn, and the first
+# accepted trial of an iid sequence has the conditional law. With W = 2^(⌊log2 σ⌋ - 8), σ/W is in
+# [256, 512): the bucket table has at most ~3 800 entries, exp(-N/(2σ²)) >= exp(-1/16) for every bucket
+# the table covers, and about 0.1% of the candidates are rejected.
+#
+# Acceptance test U < exp(-N/(2σ²)) in int64. Let c = 2^h/(2σ²) with h = max(0, bitlen⌊2σ²⌋ - 27), so
+# c <= 2^-26 once h > 0, and N' = ⌊N/2^h⌋: N'·2^h <= N < (N' + 1)·2^h, hence, with E(i) = exp(-c·i),
+#     E(N' + 1) < exp(-N/(2σ²)) <= E(N')     (and exp(-N/(2σ²)) = E(N') when h = 0).
+# E(i) = E(i_lo)·E(i_hi·2^l) for i = i_hi·2^l + i_lo, and the two tables of a _DigitTable with rate c
+# bound both factors by 31-bit integers; the products lo·lo' <= 2^62·E(N' + 1) and hi·hi' >= 2^62·E(N')
+# fit int64. With the first b bits v of U: (v + 1)·2^(62 - b) <= lo·lo' proves acceptance,
+# v·2^(62 - b) >= hi·hi' proves rejection, and otherwise (probability about 2^-b + 2^-25 for one
+# candidate) _accept_exact draws more bits of U against bounds of exp(-N/(2σ²)) itself.
+#
+# Random words. For s <= 20 a candidate takes one 64-bit word: bits 63..33 are the 31-bit prefix of the
+# bucket's uniform, bit 32 the sign S, the next s bits R, the low b = 32 - s >= 12 bits the prefix v of
+# the acceptance uniform (8 bytes a draw for the float Gaussian's σ in [2^20, 2^21]: s = 12, b = 20).
+# For 20 < s <= 33: a 32-bit word (bucket prefix and sign) and a 64-bit word (R in the top s bits,
+# b = 31 bits of v in the low bits). Buckets beyond the table (J >= cap, probability below 2^-39) are
+# decided in Python integers by _accept_exact. Everything is exact for every s >= 0 (tests force small
+# σ and s); N < 2^62 for every bucket below ``cap`` is checked when a plan is built.
+
+_BUCKET_RATIO_BITS = 8  # W = 2^(⌊log2 σ⌋ - 8), so σ/W in [256, 512)
+_BUCKET_MIN_SIGMA2 = _GAUSS_TABLE_MAX_SIGMA2  # the envelope serves σ² above the inversion tables' range
+_BUCKET_MAX_SIGMA2 = 1 << 60  # ... up to here (N < 2^62 with room); above, CKS Algorithm 3 on blocks
+_ACCEPT_RATE_BITS = 26  # c = 2^h/(2σ²) <= 2^-26
+_ONE_WORD_MAX_BITS = 20  # one 64-bit word per candidate while the acceptance prefix keeps >= 12 bits
+
+
+@dataclass(frozen=True)
+class _GaussPlan:
+    """Everything :func:`_gauss_bucket_block` needs for one σ² (see the section comment)."""
+
+    sigma2: Fraction
+    bucket_bits: int  # s, W = 2^s
+    buckets: _InverseTable  # J: P[J = j] ∝ exp(-j²W²/(2σ²)), j >= 0
+    cap: int  # buckets j < cap take the int64 path
+    accept: _DigitTable  # bounds of 2^31·exp(-c·i), c = 2^h/(2σ²), i < 2^accept.bits
+    one_word: bool  # one 64-bit word per candidate (s <= 20), else a 32-bit and a 64-bit word
+    v_bits: int  # b: bits of the acceptance uniform in the candidate's words
+    slack: int  # > 0 only in tests: the acceptance tests are widened by this many units of 2^-b
+
+
+_GAUSS_PLANS: OrderedDict[tuple[Fraction, int, int], _GaussPlan] = OrderedDict()
+
+
+def _bucket_bits(s2: Fraction) -> int:
+    """``s = max(0, ⌊log2 σ⌋ - 8)``, from ``⌊σ⌋ = isqrt(⌊σ²⌋)``."""
+    return max(0, math.isqrt(s2.numerator // s2.denominator).bit_length() - 1 - _BUCKET_RATIO_BITS)
+
+
+def _bucket_entries(s2: Fraction) -> int:
+    """Roughly the table entries a plan builds (its set-up cost): buckets plus the acceptance tables."""
+    ratio = math.isqrt(s2.numerator // s2.denominator) >> _bucket_bits(s2)  # ~ σ/W
+    return 9 * (ratio + 1) + (1 << 13)
+
+
+def _gauss_plan(s2: Fraction, bucket_bits: int | None = None, slack: int = 0) -> _GaussPlan:
+    """The (cached) plan for σ² = ``s2``; ``bucket_bits`` (default :func:`_bucket_bits`) and ``slack``
+    for tests: any ``s >= 0`` is exact, and ``slack`` widens the bucket table's bounds and the
+    acceptance tests so that the exact refinements run often."""
+    s = _bucket_bits(s2) if bucket_bits is None else bucket_bits
+    key = (s2, s, slack)
+    with _TABLES_LOCK:
+        plan = _GAUSS_PLANS.get(key)
+        if plan is not None:
+            _GAUSS_PLANS.move_to_end(key)
+            return plan
+    if s > 33:
+        raise InvalidParameter(f"bucket_bits={s} must be at most 33")
+    width = 1 << s
+    buckets = _inverse_table("halfgauss", s2 / (width * width), slack)
+    cap = int(buckets.lo_desc.size)  # the magnitudes the table's bounds cover: 0..cap-1
+    n_max = (width - 1) * (2 * (cap - 1) * width + width - 1)
+    if n_max >= 1 << 62:
+        raise InvalidParameter(f"sigma2={s2} with bucket_bits={s}: candidates do not fit int64")
+    twice = 2 * s2
+    shift = max(0, (twice.numerator // twice.denominator).bit_length() - 1 - _ACCEPT_RATE_BITS)
+    accept = _digit_table(twice, shift, max(1, ((n_max >> shift) + 1).bit_length()), slack)
+    one_word = s <= _ONE_WORD_MAX_BITS
+    v_bits = 32 - s if one_word else _U_BITS
+    if not 0 <= slack < 1 << (v_bits - 1):
+        raise InvalidParameter(f"slack={slack} must lie in [0, 2**{v_bits - 1})")
+    plan = _GaussPlan(s2, s, buckets, cap, accept, one_word, v_bits, slack)
+    with _TABLES_LOCK:
+        _GAUSS_PLANS[key] = plan
+        while len(_GAUSS_PLANS) > _PLAN_CACHE_SIZE:
+            _GAUSS_PLANS.popitem(last=False)
+    return plan
+
+
+def _gauss_plan_is_cached(s2: Fraction) -> bool:
+    with _TABLES_LOCK:
+        return (s2, _bucket_bits(s2), 0) in _GAUSS_PLANS
+
+
+def _gauss_bucket_block(plan: _GaussPlan, count: int, source: RandomSource) -> IntArray:
+    """``count`` exact discrete Gaussian draws by the bucketed envelope (rejected candidates redrawn).
+
+    Accepted draws fill the output in order; a rejected candidate is replaced by a later one, which is
+    exact because the candidates are iid.
+    """
+    out = np.empty(count, dtype=np.int64)
+    filled = 0
+    s, acc, slack = plan.bucket_bits, plan.accept, plan.slack
+    low_mask = (1 << acc.low_bits) - 1
+    v_shift = 62 - plan.v_bits
+    two_s2 = 2 * plan.sigma2
+    while filled < count:
+        size = count - filled
+        words: npt.NDArray[np.uint64] = np.frombuffer(source.random_bytes(8 * size), dtype="<u8")
+        if plan.one_word:  # bits 63..33: bucket prefix, 32: sign, then s bits of R, then v
+            u: IntArray = np.right_shift(words, np.uint64(33)).view(np.int64)
+            negative: BoolArray = (words & np.uint64(1 << 32)) != 0
+            r: IntArray = (np.right_shift(words, np.uint64(32 - s)) & np.uint64((1 << s) - 1)).view(np.int64)
+            v: IntArray = (words & np.uint64((1 << plan.v_bits) - 1)).view(np.int64)
+        else:  # a 32-bit word (bucket prefix, sign) and the 64-bit word (R in the top s bits, 31 bits of v)
+            top: npt.NDArray[np.uint32] = np.frombuffer(source.random_bytes(4 * size), dtype="<u4")
+            u = np.right_shift(top, np.uint32(1)).astype(np.int64)
+            negative = (top & np.uint32(1)) == 1
+            r = np.right_shift(words, np.uint64(64 - s)).view(np.int64) if s else np.zeros(size, np.int64)
+            v = (words & np.uint64((1 << _U_BITS) - 1)).view(np.int64)
+        j = _prefix_magnitudes(plan.buckets, u, source)
+        far = np.flatnonzero(j >= plan.cap)
+        far_j = [int(x) for x in j[far]]
+        j[far] = 0  # decided below in Python integers; keeps the int64 arithmetic in range
+        mag = j << s  # jW for now
+        n = mag << 1
+        n += r
+        n *= r  # N = r(2jW + r) = (jW + r)² - (jW)² < 2^62
+        if acc.offset:
+            n >>= acc.offset  # N' = ⌊N/2^h⌋
+            up = n + 1
+        else:
+            up = n  # h = 0: N' = N exactly, so E(N') itself is the acceptance probability
+        mag += r  # jW + r
+        lower = acc.lo_high[up >> acc.low_bits]
+        lower *= acc.lo_low[up & low_mask]  # <= 2^62·E(N' + 1) (or 2^62·E(N') when h = 0)
+        test = v + (1 + slack)
+        test <<= v_shift
+        accept: BoolArray = test <= lower
+        accept[far] = True  # not tested here: decided below
+        rest = np.flatnonzero(~accept)
+        if rest.size:
+            nr = n[rest]
+            upper = acc.hi_high[nr >> acc.low_bits] * acc.hi_low[nr & low_mask]  # >= 2^62·E(N')
+            for i in rest[((v[rest] - slack) << v_shift) < upper]:
+                m, ri = int(mag[i]), int(r[i])
+                gamma = Fraction(m * m - (m - ri) ** 2) / two_s2
+                accept[i] = _accept_exact(gamma, int(v[i]), source, plan.v_bits)
+        for i, jf in zip(far, far_j, strict=True):
+            jw, ri = jf << s, int(r[i])
+            gamma = Fraction(ri * (2 * jw + ri)) / two_s2
+            accept[i] = _accept_exact(gamma, int(v[i]), source, plan.v_bits)
+            if accept[i] and jw + ri >= 1 << 62:  # probability far below 2**-1000
+                raise OverflowError("a sample does not fit in int64")
+            mag[i] = jw + ri if accept[i] else 0
+        zero = np.flatnonzero(mag == 0)
+        accept[zero[negative[zero]]] = False  # -0 rejected
+        np.negative(mag, out=mag, where=negative)
+        kept = mag[accept]
+        out[filled : filled + kept.size] = kept
+        filled += kept.size
     return out
