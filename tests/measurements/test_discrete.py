@@ -20,9 +20,11 @@ from scipy import stats
 import dpcompose as dp
 from dpcompose.measurements._discrete import (
     Grid,
+    _integer_grid_index,
     grid_sensitivity,
     make_discrete_gaussian,
     make_discrete_laplace,
+    noisy_on_grid,
     to_grid,
 )
 
@@ -46,6 +48,28 @@ def grid_index(values: list[float], k: int) -> list[int]:
 @given(st.lists(floats, min_size=1, max_size=8), st.integers(-60, 1))
 def test_to_grid_is_exact_round_half_up(values: list[float], k: int) -> None:
     assert to_grid(np.array(values), k).tolist() == grid_index(values, k)
+
+
+@given(
+    st.lists(st.integers(-(2**70), 2**70), min_size=1, max_size=8),
+    st.integers(0, 40),
+    st.sampled_from(["list", "int64"]),
+)
+def test_integer_grid_index_is_exact(values: list[int], shift: int, kind: str) -> None:
+    data: object = values
+    if kind == "int64":
+        values = [max(-(2**63), min(2**63 - 1, v)) for v in values]
+        data = np.array(values, dtype=np.int64)
+    index = _integer_grid_index(data, shift)
+    assert [int(v) for v in index] == [v << shift for v in values]
+    assert index.dtype == (np.int64 if all(abs(v << shift) < 2**62 for v in values) else object)
+
+
+@given(st.lists(floats, min_size=1, max_size=8), st.integers(-60, 1), st.integers(-1000, 1000))
+def test_noisy_on_grid_is_the_grid_point(values: list[float], k: int, noise: int) -> None:
+    out = noisy_on_grid(values, True, k, np.full(len(values), noise, dtype=np.int64))
+    expected = [math.ldexp(float(i + noise), k) for i in grid_index(values, k)]
+    assert out.tolist() == expected  # type: ignore[union-attr]
 
 
 def test_to_grid_huge_values_take_exact_path() -> None:

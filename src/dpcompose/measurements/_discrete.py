@@ -290,9 +290,13 @@ def to_grid(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[Any]:
     flat = np.asarray(values, dtype=np.float64)
     if k <= 1:
         with np.errstate(over="ignore"):
-            scaled = np.ldexp(flat, 1 - k)
+            # a product with a power of two is exact unless it overflows, like ldexp, and faster
+            scaled = flat * _pow2(1 - k) if 1 - k <= _POW2_SAFE else np.ldexp(flat, 1 - k)
         if flat.size == 0 or float(np.max(np.abs(scaled))) < _INT64_HALF:
-            return (np.floor(scaled).astype(np.int64) + 1) // 2
+            index = np.floor(scaled).astype(np.int64)
+            index += 1
+            index >>= 1  # an arithmetic shift is floor division by 2, negative values included
+            return index
     factor = Fraction(2) ** (1 - k)
     return np.array([(math.floor(Fraction(float(v)) * factor) + 1) // 2 for v in flat], dtype=object)
 
@@ -350,19 +354,38 @@ def noisy_on_grid(
     deterministic function of it (post-processing).
     """
     if integer and k <= 0:
-        ints = [int(v) for v in (data if vector else [data])]
-        index: npt.NDArray[Any] = np.array([v << -k for v in ints], dtype=object)
-        if all(abs(v) < _INT64_HALF for v in index):
-            index = index.astype(np.int64)
+        index = _integer_grid_index(data if vector else [data], -k)
     else:
         index = to_grid(np.atleast_1d(np.asarray(data, dtype=np.float64)), k)
     if index.dtype == object:
         total = index + noise.astype(object)
         out = np.array([math.ldexp(float(v), k) for v in total], dtype=np.float64)
     else:
-        with np.errstate(over="ignore"):
-            out = np.ldexp((index + noise).astype(np.float64), k)
+        total = (index + noise).astype(np.float64)
+        with np.errstate(over="ignore", under="ignore"):
+            out = total * _pow2(k) if abs(k) <= _POW2_SAFE else np.ldexp(total, k)
     return out if vector else float(out[0])
+
+
+_POW2_SAFE = 1000
+"""Powers of two ``2**j`` with ``|j| <= 1000`` are normal floats, so scaling by them is exact ldexp."""
+
+
+def _pow2(j: int) -> float:
+    return math.ldexp(1.0, j)
+
+
+def _integer_grid_index(values: Any, shift: int) -> npt.NDArray[Any]:
+    """The grid indices ``v·2**shift`` of integer data, exactly: int64 when they fit, Python ints if not."""
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.dtype.kind == "i" and arr.size:
+        top = max(int(arr.max()), -int(arr.min()))
+        if top < _INT64_HALF >> shift:
+            return arr.astype(np.int64) << shift
+    index = np.array([int(v) << shift for v in np.ravel(arr)], dtype=object)
+    if all(abs(v) < _INT64_HALF for v in index):
+        return index.astype(np.int64)
+    return index
 
 
 def grid_runner(
