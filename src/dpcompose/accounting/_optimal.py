@@ -13,9 +13,39 @@ where δ lives; no FFT):
   overflows at kε = 1000 or k = 10⁵;
 * **commensurable** values (all close to multiples of a common step): the exact lattice distribution,
   grouped binomials convolved directly;
-* **otherwise** a grid: every εᵢ rounded *up* to a multiple of a step h (a valid upper bound, since
-  RR_ε is a post-processing of RR_ε′ for ε′ ≥ ε) and also rounded *down* (a lower bound on the exact
-  optimum); h is halved until the two agree to ``tolerance`` or the work budget is spent.
+* **otherwise** a grid of step h: the upper bound replaces each RR_ε by a public-coin *mixture* of its
+  grid neighbours (below), the lower bound rounds every εᵢ *down* to a multiple of h (a lower bound on
+  the exact optimum, since RR_ε′ is a post-processing of RR_ε for ε′ ≤ ε); h is halved until the two
+  agree to ``tolerance`` or the work budget is spent. When even the coarsest mixture is over budget,
+  every εᵢ is rounded *up* instead (RR_ε is a post-processing of RR_ε′ for ε′ ≥ ε).
+
+The mixture upper bound. Let a = nh ≤ ε < b = a + h and p_x = e^x/(1 + e^x). The mechanism M_λ tosses a
+coin with bias λ (independent of the data, and published), then runs RR_a on heads and RR_b on tails.
+Its privacy profile (hockey-stick divergence Σ[P − yQ]₊ at y = e^{ε_g}, any ε_g ∈ ℝ) is the mixture
+λδ_a(y) + (1 − λ)δ_b(y) of those of RR_a and RR_b (the coin splits the outputs into two disjoint parts),
+where δ_x(y) = 1 − y for y ≤ e^{−x}, (e^x − y)/(1 + e^x) for e^{−x} ≤ y ≤ e^x, and 0 beyond (δ_0(y) =
+(1 − y)₊). So D(y) = λδ_a + (1 − λ)δ_b − δ_ε is piecewise linear with kinks only at e^{±a}, e^{±ε},
+e^{±b}, and D = 0 for y ≤ e^{−b} (all three are 1 − y there) and for y ≥ e^b (all 0): D ≥ 0 on
+(0, ∞) iff it is ≥ 0 at the kinks. At e^{−ε}, δ_a = δ_ε, so D = (1 − λ)(δ_b − δ_ε) ≥ 0 (δ_b ≥ δ_ε as
+RR_ε is a post-processing of RR_b); at e^{ε}, δ_ε = 0, so D ≥ 0. At y = e^{−a} and y = e^{a} the
+condition D ≥ 0 reads λ(δ_b − δ_a) ≤ δ_b − δ_ε, and both sides work out to the same bound
+
+    λ ≤ λ* = (p_b − p_ε)/(p_b − p_a) = expm1(b − ε)/expm1(h) · (1 + e^{−a})/(1 + e^{−ε})
+
+(at y = e^{a}: δ_a = 0, δ_b = (e^b − e^a)/(1 + e^b), δ_b − δ_ε = (e^b − e^ε)(1 + e^a)/((1 + e^b)(1 + e^ε));
+at y = e^{−a}: δ_b − δ_a = expm1(h)/(1 + e^b) and δ_b − δ_ε = (e^b − e^ε)(1 + e^{−a})/((1 + e^b)(1 + e^ε))),
+i.e. M_λ* outputs + with exactly RR_ε's probability p_ε; a = 0 is covered, the two kinks coinciding at
+y = 1. D is decreasing in λ, so every λ ∈ [0, λ*] works; we use a float λ ≤ λ* (numerator rounded down,
+denominator up, then λ rounded down to a multiple of 2⁻⁵³ so that 1 − λ is exact too), and the
+mechanism analysed is exactly M_λ with that λ. Profile dominance at every y > 0 means, by the
+primal–dual characterisation of f-DP (Dong, Roth, Su 2022, Prop. 2.12), that every ε-DP mechanism — which
+is T(RR_ε)-DP (ibid. Prop. 2.5; Kairouz, Oh, Viswanath 2015 Thm 2.4) — is T(M_λ)-DP; by the composition
+theorem (ibid. Thm 3.2, adaptive) the composition is ⊗ᵢ T(M_λᵢ)-DP, whose δ at ε_g is E[(1 − e^{ε_g − L})₊]
+with L the sum of the independent mixture losses (atoms ±a w.p. λ(p_a, 1 − p_a), ±b w.p.
+(1 − λ)(p_b, 1 − p_b)). An (εᵢ, δᵢ) mechanism is dominated by the coin "reveal with probability δᵢ, else
+M_λᵢ" in the same way, which gives the same 1 − (1 − A)Π(1 − δᵢ) form. The rounding error of the
+mixture is second order in h (its loss matches RR_ε's sign probabilities exactly), against first order
+when rounding up, so the upper bound is far tighter at the same h; the lower bound is unchanged.
 
 Floating-point error is bounded explicitly: each probability carries a relative-error bound (a few units
 in the last place per multiplication, IEEE-754 round-to-nearest and libm exp/expm1 within 1 ulp), each
@@ -40,6 +70,8 @@ from scipy.special import expit
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
 from dpcompose.accounting._exact import (
     Number,
+    exp_down,
+    exp_up,
     expm1_down,
     expm1_up,
     float_down,
@@ -62,6 +94,7 @@ _U = 2.0**-53  # unit round-off
 _ATOMS_MAX = 1 << 20  # exact enumeration when the support has at most this many atoms
 _LATTICE_MAX = 1 << 22  # largest lattice (number of grid points) we build
 _WORK_MAX = 3e8  # multiply-adds allowed for one grid convolution
+_MIX_WORK_MAX = 6e8  # bound 8·k·X on the element operations of one mixture convolution (4 per atom)
 _COMMENSURABLE_REL = 1e-12  # how close to a common step the values must be to count as commensurable
 _STRETCH = 4e-12  # relative widening of a commensurable step: rounding up then costs ≤ 4e-12 relative
 _TINY = 2.0**-1000  # absolute slack per atom for probabilities lost to underflow
@@ -203,6 +236,89 @@ def _rounded_groups(groups: Sequence[tuple[Fraction, int]], step: float, up: boo
     return sorted(out.items(), reverse=True)
 
 
+def _floor_ratio(value: Fraction, step: float) -> tuple[int, int, int]:
+    """(n, num, den) with n = ⌊value/step⌋ and value − n·step = num/den, in exact integer arithmetic."""
+    r, s = step.as_integer_ratio()
+    num, den = value.numerator * s, value.denominator * r  # value/step = num/den
+    n = num // den
+    return n, num - n * den, value.denominator * s
+
+
+def _mixture_weight(value: Fraction, step: float) -> tuple[int, float]:
+    """n = ⌊ε/h⌋ and a float λ ≤ λ*, a multiple of 2⁻⁵³, for ε = ``value``, h = ``step`` (exactly).
+
+    With a = n·h ≤ ε < b = a + h, λ* = (p_b − p_ε)/(p_b − p_a); M_λ (RR_a with probability λ, else RR_b,
+    public coin) then dominates RR_ε: see the module docstring. Evaluated in floats with outward
+    rounding: b − ε is an exact rational rounded down, the arguments of exp are rounded outward, exp and
+    expm1 are padded (``_exact``), and the five remaining float operations (≤ 2⁻⁵³ relative each) are
+    covered by the final factor 1 − 2⁻⁵⁰ (the computed ratio is ≤ (1 + 2⁻⁵³)⁶ times the padded one).
+    """
+    n, rem_num, rem_den = _floor_ratio(value, step)
+    if rem_num == 0:
+        return n, 1.0  # ε = a: M_1 = RR_a = RR_ε
+    r = step.as_integer_ratio()[0]
+    # b − ε = h − (ε − a) = (q·r − rem_num)/(q·s) with rem_den = q·s: one correctly rounded division
+    gap = math.nextafter((value.denominator * r - rem_num) / rem_den, 0.0)
+    a_hi = math.nextafter(n * step, math.inf)  # ≥ a
+    eps_lo = math.nextafter(float(value), 0.0)  # ≤ ε (float(Fraction) is correctly rounded)
+    num = expm1_down(gap) * (1.0 + exp_down(-a_hi))
+    den = expm1_up(step) * (1.0 + exp_up(-eps_lo))
+    lam = min(1.0, max(0.0, num / den * (1.0 - 2.0**-50)))
+    return n, math.floor(lam * 2.0**53) / 2.0**53
+
+
+def _mixture_children(groups: Sequence[tuple[Fraction, int]], step: float) -> list[tuple[int, float, int]]:
+    """(n, λ, count) per distinct value: its mixture of RR_{n·h} and RR_{(n+1)·h}, h = ``step`` exactly."""
+    return [(*_mixture_weight(value, step), c) for value, c in groups]
+
+
+def _mixture_size(children: Sequence[tuple[int, float, int]]) -> int:
+    """X = Σ c·(n + 1): the mixture lattice has 2X + 1 points."""
+    return sum((n + 1) * c for n, _, c in children)
+
+
+def _mixture(step: float, children: Sequence[tuple[int, float, int]]) -> _Loss:
+    """The distribution of Σ of independent M_λ losses, one per child (n, λ, c) repeated c times.
+
+    The loss lives on the lattice h·(y − X), y = 0 … 2X; a child puts its four atoms at offsets
+    0, 1, 2n + 1, 2n + 2 (losses −b, −a, a, b). Float error: each atom weight λ·p is a product of the
+    exact λ (or the exact 1 − λ) and p = expit(±x̃) with x̃ = fl(x) (|x̃ − x| ≤ x·u, and |d ln p/dx| ≤ 1,
+    so p is off by ≤ 1.01·x·u relative besides expit's own ≤ 4u): ≤ (5 + 1.01·b)u for the weight; each
+    output of one convolution step is a sum of ≤ 4 non-negative products (≤ 4u more). Relative errors
+    compound as Π(1 + rᵢ) ≤ exp(Σrᵢ), which we inflate by 1 % for the float evaluation of the bound.
+    """
+    x_tot = _mixture_size(children)
+    cap = 2 * x_tot + 1
+    cur, nxt, tmp = np.zeros(cap), np.zeros(cap), np.empty(cap)
+    cur[0] = 1.0
+    size = 1
+    rel = 0.0
+    for n, lam, c in children:
+        mu = 1.0 - lam  # exact: λ is a multiple of 2⁻⁵³ in [0, 1]
+        a, b = n * step, (n + 1) * step
+        weights = [
+            (0, mu * float(expit(-b))),
+            (1, lam * float(expit(-a))),
+            (2 * n + 1, lam * float(expit(a))),
+            (2 * n + 2, mu * float(expit(b))),
+        ]
+        terms = [(off, w) for off, w in weights if w != 0.0]
+        child_rel = (9.0 + 1.01 * b) * _U
+        for _ in range(c):
+            new_size = size + 2 * n + 2
+            nxt[:new_size] = 0.0
+            for off, w in terms:
+                np.multiply(cur[:size], w, out=tmp[:size])
+                nxt[off : off + size] += tmp[:size]
+            cur, nxt = nxt, cur
+            size = new_size
+            rel += child_rel
+    assert size == cap
+    y = np.arange(cap, dtype=np.float64) - x_tot  # exact integers
+    top = step * x_tot
+    return _Loss(step * y, cur, 4 * _U * abs(top), math.expm1(rel) * 1.01, top * (1 + 4 * _U))
+
+
 @dataclass(frozen=True)
 class _Plan:
     upper: _Loss
@@ -234,17 +350,44 @@ def _plans(eps_key: tuple[tuple[Fraction, int], ...]) -> list[_Plan]:
     return []  # general grid: built lazily by _grid_plan
 
 
-def _grid_plan(groups: Sequence[tuple[Fraction, int]], level: int) -> _Plan | None:
-    """The general grid at refinement ``level`` (the step halves per level); None once over budget."""
+@dataclass(frozen=True)
+class _GridLevel:
+    upper: _Loss | None  # None when this level's upper bound is not worth building (see _grid_plan)
+    lower: _Loss
+
+
+def _grid_step(groups: Sequence[tuple[Fraction, int]], level: int) -> float:
+    total = sum(float(v) * c for v, c in groups)  # as before: the lower bound's grid is unchanged
+    return float(total / (4096.0 * 2**level))
+
+
+def _mixture_affordable(groups: Sequence[tuple[Fraction, int]], step: float) -> bool:
     k = sum(c for _, c in groups)
-    total = sum(float(v) * c for v, c in groups)
+    x_tot = sum((_floor_ratio(v, step)[0] + 1) * c for v, c in groups)
+    return 2 * x_tot + 1 <= _LATTICE_MAX and 8.0 * k * x_tot <= _MIX_WORK_MAX
+
+
+def _grid_plan(groups: Sequence[tuple[Fraction, int]], level: int) -> _GridLevel | None:
+    """The general grid at refinement ``level`` (the step halves per level); None once over budget.
+
+    The upper bound is the mixture lattice while that fits its budget; past it, no upper bound is built
+    (a coarser mixture is far tighter than rounding up at this step) unless the mixture never fit, in
+    which case every εᵢ is rounded up.
+    """
+    k = sum(c for _, c in groups)
     x_max = 4096.0 * 2**level
     if level > 0 and (x_max > _LATTICE_MAX or (k + len(groups)) * x_max > _WORK_MAX):
         return None
-    step = total / x_max
-    up = _rounded_groups(groups, step, up=True)
-    lo = _rounded_groups(groups, step, up=False)
-    return _Plan(_lattice(step, up), lambda: _lattice(step, lo))
+    step = _grid_step(groups, level)
+    lower = _lattice(step, _rounded_groups(groups, step, up=False))
+    upper: _Loss | None
+    if _mixture_affordable(groups, step):
+        upper = _mixture(step, _mixture_children(groups, step))
+    elif level == 0 or not _mixture_affordable(groups, _grid_step(groups, 0)):
+        upper = _lattice(step, _rounded_groups(groups, step, up=True))
+    else:
+        upper = None
+    return _GridLevel(upper, lower)
 
 
 @lru_cache(maxsize=64)
@@ -253,7 +396,7 @@ def _cached_plans(eps_key: tuple[tuple[Fraction, int], ...]) -> tuple[_Plan, ...
 
 
 @lru_cache(maxsize=64)
-def _cached_grid(eps_key: tuple[tuple[Fraction, int], ...], level: int) -> _Plan | None:
+def _cached_grid(eps_key: tuple[tuple[Fraction, int], ...], level: int) -> _GridLevel | None:
     return _grid_plan(list(eps_key), level)
 
 
@@ -289,6 +432,16 @@ def _inputs(
     dels = delta_list(deltas, len(eps))
     lost_dn, lost_up = _lost_bounds(dels)
     return tuple(_group(eps)), sum(eps, ZERO), lost_dn, lost_up
+
+
+def _tighter(
+    best: tuple[Fraction, Fraction] | None, lo: Fraction, hi: Fraction | None
+) -> tuple[Fraction, Fraction]:
+    """The intersection of the interval so far with this level's (level 0 always has an upper bound)."""
+    if best is None:
+        assert hi is not None
+        return lo, hi
+    return max(lo, best[0]), best[1] if hi is None else min(hi, best[1])
 
 
 def _check_tolerance(tolerance: Number) -> float:
@@ -336,10 +489,9 @@ def optimal_delta_bounds(
         grid = _cached_grid(key, level)
         if grid is None:
             break
-        hi = _combine(_a_up(grid.upper, e), lost)
-        assert grid.lower is not None
-        lo = _combine(_a_low(grid.lower, float_up(eps_g)), lost_dn)
-        best = (lo, hi) if best is None else (max(lo, best[0]), min(hi, best[1]))
+        g_hi = None if grid.upper is None else _combine(_a_up(grid.upper, e), lost)
+        g_lo = _combine(_a_low(grid.lower, float_up(eps_g)), lost_dn)
+        best = _tighter(best, g_lo, g_hi)
         if best[1] - best[0] <= Fraction(tol) * best[1]:
             break
         level += 1
@@ -479,10 +631,11 @@ def _epsilon_bounds(
         grid = _cached_grid(key, level)
         if grid is None:
             break
-        hi = min(total, _certify(grid.upper, lost, target, _least_eps(grid.upper, lost, target, True)))
-        assert grid.lower is not None
-        lo = Fraction(_least_eps(grid.lower, lost_dn, target, False))
-        best = (lo, hi) if best is None else (max(lo, best[0]), min(hi, best[1]))
+        g_hi = None
+        if grid.upper is not None:
+            g_hi = min(total, _certify(grid.upper, lost, target, _least_eps(grid.upper, lost, target, True)))
+        g_lo = Fraction(_least_eps(grid.lower, lost_dn, target, False))
+        best = _tighter(best, g_lo, g_hi)
         if best[1] - best[0] <= Fraction(tol) * best[1]:
             break
         level += 1
