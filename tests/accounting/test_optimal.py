@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompose import accounting as acc
+from dpcompose.accounting import _optimal
 from dpcompose.errors import InvalidParameter
 
 from ._reference import assert_tight, mpf
@@ -221,3 +222,160 @@ def test_bad_input() -> None:
         acc.optimal_delta([], None, 1.0)
     with pytest.raises(InvalidParameter, match="tolerance"):
         acc.optimal_delta([0.1], None, 1.0, tolerance=0)
+
+
+# --- the general grid's upper bound: public-coin mixtures of the grid neighbours -----------------------
+
+
+def _profile(x: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
+    """δ_x(y) = Σ[P − yQ]₊ for RR_x (x ≥ 0), at 50 digits."""
+    ex = mpmath.exp(x)
+    return max(mpf(0), (ex - y) / (1 + ex)) + max(mpf(0), (1 - y * ex) / (1 + ex))
+
+
+def _check_weight(eps: float, step: float, ys: list[float]) -> None:
+    n, lam = _optimal._mixture_weight(Fraction(eps), step)
+    h, e = mpf(step), mpf(eps)
+    a, b = n * h, (n + 1) * h
+    assert a <= e < b
+    assert 0 <= lam <= 1 and lam * 2**53 == int(lam * 2**53)
+    lm = mpf(lam)
+
+    def slack(y: mpmath.mpf) -> mpmath.mpf:
+        return lm * _profile(a, y) + (1 - lm) * _profile(b, y) - _profile(e, y)
+
+    kinks = [mpmath.exp(s * x) for x in (a, e, b) for s in (1, -1)]
+    for y in kinks + [mpf(v) for v in ys]:  # ≥ 0 up to the 50-digit cancellation where D is exactly 0
+        assert slack(y) >= -(mpf(10) ** -45), (eps, step, y)
+    # tight: λ is within float rounding of λ* = (p_b − p_ε)/(p_b − p_a), where both binding kinks
+    # e^{±a} are exactly tight (so the module's closed form for the two constraints is right)
+    if a == e:
+        assert lam == 1
+        return
+    p = [mpmath.exp(x) / (1 + mpmath.exp(x)) for x in (a, e, b)]
+    star = (p[2] - p[1]) / (p[2] - p[0])
+    assert star - lm <= mpf(2) ** -48
+    for y in (mpmath.exp(a), mpmath.exp(-a)):
+        tight = star * _profile(a, y) + (1 - star) * _profile(b, y) - _profile(e, y)
+        assert abs(tight) <= mpf(10) ** -40
+
+
+@settings(max_examples=60)
+@given(
+    st.floats(min_value=1e-4, max_value=5.0),
+    st.floats(min_value=1e-4, max_value=1.0),
+    st.lists(st.floats(min_value=-12.0, max_value=12.0), min_size=1, max_size=8),
+)
+def test_mixture_weight_dominates(eps: float, step: float, log_ys: list[float]) -> None:
+    _check_weight(eps, step, [math.exp(t) for t in log_ys])
+
+
+def test_mixture_weight_edges() -> None:
+    _check_weight(0.5, 0.25, [0.3, 1.0, 2.0])  # ε on the grid: λ = 1
+    _check_weight(0.01, 0.25, [0.5, 1.0, 1.5])  # a = 0: a mixture with the trivial mechanism
+    _check_weight(0.25 - 2**-40, 0.25, [1.0])  # ε just below b: λ ≈ 0
+    _check_weight(2**-40, 0.25, [1.0])  # ε just above a = 0: λ ≈ 1
+
+
+def _grid_distributions(eps: list[float], step: float) -> tuple[_optimal._Loss, _optimal._Loss]:
+    groups = _optimal._group([Fraction(e) for e in eps])
+    mix = _optimal._mixture(step, _optimal._mixture_children(groups, step))
+    old = _optimal._lattice(step, _optimal._rounded_groups(groups, step, up=True))
+    return mix, old
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.floats(min_value=0.01, max_value=1.5), min_size=1, max_size=8),
+    st.floats(min_value=0.005, max_value=0.3),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+def test_mixture_upper_bound_against_brute_force(eps: list[float], step: float, where: float) -> None:
+    eps_g = where * sum(eps)
+    mix, old = _grid_distributions(eps, step)
+    exact = brute_delta(eps, [0.0] * len(eps), eps_g)
+    ours = _optimal._a_up(mix, eps_g)
+    rounded_up = _optimal._a_up(old, eps_g)
+    assert exact <= mpf(ours)
+    # the mixture is dominated by RR_b itself, so it never loses to rounding up (up to the float bounds)
+    assert ours <= rounded_up * (1 + 1e-9) + 1e-300
+
+
+def _exact_a(eps: list[float], eps_g: float) -> float:
+    """A(ε_g) by enumerating all 2^k subsets in float64 (accurate to ~1e-12 for k ≈ 20)."""
+    loss = np.zeros(1)
+    prob = np.ones(1)
+    for e in eps:
+        p = math.exp(e) / (1 + math.exp(e))
+        loss = np.concatenate([loss + e, loss - e])
+        prob = np.concatenate([prob * p, prob * (1 - p)])
+    mask = loss > eps_g
+    return math.fsum(prob[mask] * -np.expm1(eps_g - loss[mask]))
+
+
+def test_mixture_is_far_tighter_than_rounding_up() -> None:
+    eps = list(np.random.default_rng(7).uniform(0.05, 0.6, size=21))
+    exact = _exact_a(eps, 3.0)
+    for step in (0.05, 0.01, 0.002):
+        mix, old = _grid_distributions(eps, step)
+        ours, rounded_up = _optimal._a_up(mix, 3.0), _optimal._a_up(old, 3.0)
+        assert exact * (1 - 1e-10) <= ours <= rounded_up
+        # first-order rounding error cancels: the excess is a small fraction of rounding up's
+        assert ours - exact <= 0.05 * (rounded_up - exact)
+
+
+@pytest.mark.parametrize("budget", [1e6, 1e5])
+def test_grid_budget_fallbacks(monkeypatch: pytest.MonkeyPatch, budget: float) -> None:
+    # 1e6: the mixture fits at level 0 only (finer levels build no upper bound);
+    # 1e5: it never fits, and every εᵢ is rounded up instead
+    eps = list(np.random.default_rng(7).uniform(0.05, 0.6, size=21))
+    exact = _exact_a(eps, 3.0)
+    _optimal._cached_grid.cache_clear()
+    monkeypatch.setattr(_optimal, "_MIX_WORK_MAX", budget)
+    try:
+        levels = [
+            _optimal._cached_grid(tuple(_optimal._group([Fraction(e) for e in eps])), lv) for lv in (0, 1)
+        ]
+        assert levels[0] is not None and levels[0].upper is not None
+        assert levels[1] is not None
+        assert (levels[1].upper is None) == (budget == 1e6)
+        assert (levels[0].upper.loss.size > 4096 * 2) == (budget == 1e6)  # mixture lattice is twice as fine
+        lo, hi = acc.optimal_delta_bounds(eps, None, 3.0, tolerance=1e-3)
+        assert float(lo) <= exact * (1 + 1e-10) and exact * (1 - 1e-10) <= float(hi)
+        e_lo, e_hi = acc.optimal_epsilon_bounds(eps, None, float(hi), tolerance=1e-3)
+        assert e_lo <= 3.0 * (1 + 1e-12) and e_hi >= e_lo
+    finally:
+        _optimal._cached_grid.cache_clear()
+        _optimal._cached_plans.cache_clear()
+
+
+@settings(max_examples=10)
+@given(
+    st.lists(st.floats(min_value=0.01, max_value=1.5), min_size=1, max_size=6),
+    st.floats(min_value=0.05, max_value=0.3),
+)
+def test_mixture_float_error_bound(eps: list[float], step: float) -> None:
+    # the float distribution is within its stated relative error of the 50-digit one (same λ's)
+    children = _optimal._mixture_children(_optimal._group([Fraction(e) for e in eps]), step)
+    dist = _optimal._mixture(step, children)
+    ref = [mpf(1)]
+    h = mpf(step)
+    for n, lam, c in children:
+        a, b, lm = n * h, (n + 1) * h, mpf(lam)
+        pa, pb = mpmath.exp(a) / (1 + mpmath.exp(a)), mpmath.exp(b) / (1 + mpmath.exp(b))
+        atoms = [
+            (0, (1 - lm) * (1 - pb)),
+            (1, lm * (1 - pa)),
+            (2 * n + 1, lm * pa),
+            (2 * n + 2, (1 - lm) * pb),
+        ]
+        for _ in range(c):
+            new = [mpf(0)] * (len(ref) + 2 * n + 2)
+            for off, w in atoms:
+                for i, r in enumerate(ref):
+                    new[off + i] += w * r
+            ref = new
+    assert len(ref) == dist.prob.size
+    for got, want in zip(dist.prob, ref, strict=True):
+        assert abs(mpf(float(got)) - want) <= mpf(dist.rel_err) * want + mpf(2.0**-1000)
+    assert dist.rel_err < 1e-12
