@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -44,6 +45,10 @@ def cases() -> list[Case]:
     out.append(
         ("hetero k=100 eps_i=0.05(1+i%5)", "pure", [0.05 * (1 + i % 5) for i in range(100)], None, 1e-6)
     )
+    for k in (100, 300, 1000):  # unrelated εᵢ: the general grid (mixture upper bound)
+        rng = random.Random(1)
+        unrelated = [rng.uniform(0.01, 0.2) for _ in range(k)]
+        out.append((f"unrelated k={k} eps_i~U(0.01,0.2) seed 1", "pure", unrelated, None, 1e-6))
     out.append(("approx k=100 (0.1,1e-8) dg=1e-5", "approx", [0.1] * 100, [1e-8] * 100, 1e-5))
     out.append(("Gaussian k=1000 sigma=20", "gauss", [20.0] * 1000, None, 1e-6))
     return out
