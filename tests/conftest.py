@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and mpmath's working precision per test.
 
 Profiles: ``dev`` (default, quick), ``ci`` (what .ci/run uses), ``thorough`` (for ``-m slow`` runs).
 Pick one with ``HYPOTHESIS_PROFILE=thorough python -m pytest -m slow``.
@@ -7,7 +7,10 @@ Pick one with ``HYPOTHESIS_PROFILE=thorough python -m pytest -m slow``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import mpmath
+import pytest
 from hypothesis import HealthCheck, settings
 
 # The default profiles are derandomized so the README's test command gives the same verdict on every
@@ -18,3 +21,11 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _mpmath_precision(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test runs at its module's ``MP_DPS`` digits (default 50), whatever another module set
+    mpmath's global precision to when it was imported (all test modules are imported before any runs)."""
+    with mpmath.workdps(getattr(request.module, "MP_DPS", 50)):
+        yield

@@ -234,6 +234,12 @@ def _profile(x: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:
 
 
 def _check_weight(eps: float, step: float, ys: list[float]) -> None:
+    # 50 digits here, whatever another test module set mpmath's global precision to at import
+    with mpmath.workdps(50):
+        _check_weight_50(eps, step, ys)
+
+
+def _check_weight_50(eps: float, step: float, ys: list[float]) -> None:
     n, lam = _optimal._mixture_weight(Fraction(eps), step)
     h, e = mpf(step), mpf(eps)
     a, b = n * h, (n + 1) * h

@@ -43,7 +43,7 @@ from dpcompose.measurements._sampling import (
 )
 
 ALPHA = 1e-6
-mpmath.mp.dps = 40
+MP_DPS = 40  # mpmath digits for this module's tests (tests/conftest.py applies it)
 
 LAPLACE_SCALES = [Fraction(1, 3), Fraction(1), Fraction(7, 3), Fraction(10)]
 GAUSS_SIGMA2 = [Fraction(1, 4), Fraction(1), Fraction(2), Fraction(50, 3), Fraction(400)]
