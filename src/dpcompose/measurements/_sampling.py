@@ -870,7 +870,34 @@ class _InverseTable:
     slack: int  # > 0 only in tests: bounds widened by this much
 
 
-_TABLES: OrderedDict[tuple[str, Fraction, int], _InverseTable] = OrderedDict()
+class _BoundedCache(OrderedDict[Any, Any]):
+    """A least-recently-used map of at most ``size`` set-up objects (tables, plans), thread-safe."""
+
+    def __init__(self, size: int = _TABLE_CACHE_SIZE) -> None:
+        super().__init__()
+        self.size = size
+
+    def recall(self, key: Any) -> Any:
+        """The value for ``key`` (now the most recently used), or ``None``."""
+        with _TABLES_LOCK:
+            value = self.get(key)
+            if value is not None:
+                self.move_to_end(key)
+            return value
+
+    def keep(self, key: Any, value: Any) -> None:
+        """Store ``value``, dropping the least recently used entries beyond ``size``."""
+        with _TABLES_LOCK:
+            self[key] = value
+            while len(self) > self.size:
+                self.popitem(last=False)
+
+    def holds(self, key: Any) -> bool:
+        with _TABLES_LOCK:
+            return key in self
+
+
+_TABLES = _BoundedCache(_TABLE_CACHE_SIZE)  # (kind, param, slack) -> _InverseTable
 _TABLES_LOCK = threading.Lock()
 
 
@@ -881,11 +908,9 @@ def _inverse_table(kind: str, param: Fraction, slack: int = 0) -> _InverseTable:
     the exact fallback :func:`_resolve` runs often.
     """
     key = (kind, param, slack)
-    with _TABLES_LOCK:
-        table = _TABLES.get(key)
-        if table is not None:
-            _TABLES.move_to_end(key)
-            return table
+    table: _InverseTable | None = _TABLES.recall(key)
+    if table is not None:
+        return table
     lo, hi = _tail_bounds(kind, param, _U_BITS)
     top = 1 << _U_BITS
     lo_desc = np.append(np.maximum(lo - slack, 0), 0)
@@ -900,16 +925,12 @@ def _inverse_table(kind: str, param: Fraction, slack: int = 0) -> _InverseTable:
     b_start = hi_asc.size - np.searchsorted(hi_asc, starts, side="right")  # possible count at its start
     guide = np.where(a_end == b_start, a_end, -1).astype(np.int64)
     table = _InverseTable(kind, param, lo_desc, hi_desc, lo_asc, guide, shift, slack)
-    with _TABLES_LOCK:
-        _TABLES[key] = table
-        while len(_TABLES) > _TABLE_CACHE_SIZE:
-            _TABLES.popitem(last=False)
+    _TABLES.keep(key, table)
     return table
 
 
 def _table_is_cached(kind: str, param: Fraction) -> bool:
-    with _TABLES_LOCK:
-        return (kind, param, 0) in _TABLES
+    return _TABLES.holds((kind, param, 0))
 
 
 def _inverse_block(table: _InverseTable, count: int, source: RandomSource) -> IntArray:
@@ -1100,7 +1121,7 @@ class _LaplacePlan:
     digits: tuple[_DigitTable, ...]
 
 
-_PLANS: OrderedDict[tuple[Fraction, int, int], _LaplacePlan] = OrderedDict()
+_PLANS = _BoundedCache(_PLAN_CACHE_SIZE)  # (scale, D, slack) -> _LaplacePlan
 
 
 def _power_bounds(rate: Fraction, count: int, prec: int) -> tuple[IntArray, IntArray]:
@@ -1161,24 +1182,18 @@ def _laplace_plan(scale: Fraction, top_bits: int | None = None, slack: int = 0) 
     more candidates), and ``slack`` widens the digit bounds so that the exact refinement runs often."""
     d = _top_bits(scale) if top_bits is None else top_bits
     key = (scale, d, slack)
-    with _TABLES_LOCK:
-        plan = _PLANS.get(key)
-        if plan is not None:
-            _PLANS.move_to_end(key)
-            return plan
+    plan: _LaplacePlan | None = _PLANS.recall(key)
+    if plan is not None:
+        return plan
     top = _inverse_table("geom", Fraction(1 << d) / scale)
     digits = tuple(_digit_table(scale, o, b, slack) for o, b in _digit_split(d))
     plan = _LaplacePlan(scale, d, top, digits)
-    with _TABLES_LOCK:
-        _PLANS[key] = plan
-        while len(_PLANS) > _PLAN_CACHE_SIZE:
-            _PLANS.popitem(last=False)
+    _PLANS.keep(key, plan)
     return plan
 
 
 def _plan_is_cached(scale: Fraction) -> bool:
-    with _TABLES_LOCK:
-        return (scale, _top_bits(scale), 0) in _PLANS
+    return _PLANS.holds((scale, _top_bits(scale), 0))
 
 
 def _accept_exact(rate: Fraction, v: int, source: RandomSource, bits: int = _U_BITS) -> bool:
@@ -1298,7 +1313,7 @@ class _GaussPlan:
     slack: int  # > 0 only in tests: the acceptance tests are widened by this many units of 2^-b
 
 
-_GAUSS_PLANS: OrderedDict[tuple[Fraction, int, int], _GaussPlan] = OrderedDict()
+_GAUSS_PLANS = _BoundedCache(_PLAN_CACHE_SIZE)  # (σ², s, slack) -> _GaussPlan
 
 
 def _bucket_bits(s2: Fraction) -> int:
@@ -1318,11 +1333,9 @@ def _gauss_plan(s2: Fraction, bucket_bits: int | None = None, slack: int = 0) ->
     acceptance tests so that the exact refinements run often."""
     s = _bucket_bits(s2) if bucket_bits is None else bucket_bits
     key = (s2, s, slack)
-    with _TABLES_LOCK:
-        plan = _GAUSS_PLANS.get(key)
-        if plan is not None:
-            _GAUSS_PLANS.move_to_end(key)
-            return plan
+    plan: _GaussPlan | None = _GAUSS_PLANS.recall(key)
+    if plan is not None:
+        return plan
     if s > 33:
         raise InvalidParameter(f"bucket_bits={s} must be at most 33")
     width = 1 << s
@@ -1339,16 +1352,12 @@ def _gauss_plan(s2: Fraction, bucket_bits: int | None = None, slack: int = 0) ->
     if not 0 <= slack < 1 << (v_bits - 1):
         raise InvalidParameter(f"slack={slack} must lie in [0, 2**{v_bits - 1})")
     plan = _GaussPlan(s2, s, buckets, cap, accept, one_word, v_bits, slack)
-    with _TABLES_LOCK:
-        _GAUSS_PLANS[key] = plan
-        while len(_GAUSS_PLANS) > _PLAN_CACHE_SIZE:
-            _GAUSS_PLANS.popitem(last=False)
+    _GAUSS_PLANS.keep(key, plan)
     return plan
 
 
 def _gauss_plan_is_cached(s2: Fraction) -> bool:
-    with _TABLES_LOCK:
-        return (s2, _bucket_bits(s2), 0) in _GAUSS_PLANS
+    return _GAUSS_PLANS.holds((s2, _bucket_bits(s2), 0))
 
 
 def _gauss_bucket_block(plan: _GaussPlan, count: int, source: RandomSource) -> IntArray:
