@@ -444,6 +444,44 @@ def _tighter(
     return max(lo, best[0]), best[1] if hi is None else min(hi, best[1])
 
 
+def _interval(
+    key: tuple[tuple[Fraction, int], ...],
+    tol: float,
+    upper: Callable[[_Loss], Fraction],
+    lower: Callable[[_Loss], Fraction],
+    need_lower: bool = True,
+) -> tuple[Fraction, Fraction]:
+    """The certified (lower, upper) interval of a quantity read off the composed loss distribution.
+
+    ``upper(dist)`` bounds it from above on an upper-bounding distribution, ``lower(dist)`` from below on
+    a lower-bounding one. Exact plans (few atoms, one value, commensurable values) give one interval
+    (``need_lower=False``: the upper end only, returned twice); otherwise the general grid is refined,
+    intersecting the intervals of successive levels, until they agree to ``tol`` (relative) or the work
+    budget is spent (the grid always needs both ends: the lower one decides when to stop).
+    """
+    plans = _cached_plans(key)
+    if plans:
+        plan = plans[0]
+        hi = upper(plan.upper)
+        if not need_lower:
+            return hi, hi
+        lo = lower(plan.lower if plan.lower is not None else plan.upper)
+        return min(lo, hi), hi
+    best: tuple[Fraction, Fraction] | None = None
+    level = 0
+    while True:
+        grid = _cached_grid(key, level)
+        if grid is None:
+            break
+        best = _tighter(best, lower(grid.lower), None if grid.upper is None else upper(grid.upper))
+        if best[1] - best[0] <= Fraction(tol) * best[1]:
+            break
+        level += 1
+    if best is None:  # pragma: no cover - level 0 is always within budget
+        raise InvalidParameter("the composition is too large for the grid method")
+    return min(best), best[1]
+
+
 def _check_tolerance(tolerance: Number) -> float:
     tol = float(nonnegative(tolerance, "tolerance"))
     if tol <= 0:
@@ -475,29 +513,13 @@ def optimal_delta_bounds(
     tol = _check_tolerance(tolerance)
     if eps_g >= total or not key:
         return _combine(0.0, lost_dn), _combine(0.0, lost)
-    e = float_down(eps_g)
-    plans = _cached_plans(key)
-    if plans:
-        plan = plans[0]
-        hi = _combine(_a_up(plan.upper, e), lost)
-        lo_dist = plan.lower if plan.lower is not None else plan.upper
-        lo = _combine(_a_low(lo_dist, float_up(eps_g)), lost_dn)
-        return min(lo, hi), hi
-    best: tuple[Fraction, Fraction] | None = None
-    level = 0
-    while True:
-        grid = _cached_grid(key, level)
-        if grid is None:
-            break
-        g_hi = None if grid.upper is None else _combine(_a_up(grid.upper, e), lost)
-        g_lo = _combine(_a_low(grid.lower, float_up(eps_g)), lost_dn)
-        best = _tighter(best, g_lo, g_hi)
-        if best[1] - best[0] <= Fraction(tol) * best[1]:
-            break
-        level += 1
-    if best is None:  # pragma: no cover - level 0 is always within budget
-        raise InvalidParameter("the composition is too large for the grid method")
-    return min(best), best[1]
+    e_dn, e_up = float_down(eps_g), float_up(eps_g)
+    return _interval(
+        key,
+        tol,
+        lambda dist: _combine(_a_up(dist, e_dn), lost),
+        lambda dist: _combine(_a_low(dist, e_up), lost_dn),
+    )
 
 
 def optimal_delta(
@@ -616,32 +638,14 @@ def _epsilon_bounds(
         )
     if not key:
         return ZERO, ZERO
-    plans = _cached_plans(key)
-    if plans:
-        plan = plans[0]
-        hi = min(total, _certify(plan.upper, lost, target, _least_eps(plan.upper, lost, target, True)))
-        if not need_lower:
-            return hi, hi
-        lo_dist = plan.lower if plan.lower is not None else plan.upper
-        lo = Fraction(_least_eps(lo_dist, lost_dn, target, False))
-        return min(lo, hi), hi
-    best: tuple[Fraction, Fraction] | None = None
-    level = 0
-    while True:
-        grid = _cached_grid(key, level)
-        if grid is None:
-            break
-        g_hi = None
-        if grid.upper is not None:
-            g_hi = min(total, _certify(grid.upper, lost, target, _least_eps(grid.upper, lost, target, True)))
-        g_lo = Fraction(_least_eps(grid.lower, lost_dn, target, False))
-        best = _tighter(best, g_lo, g_hi)
-        if best[1] - best[0] <= Fraction(tol) * best[1]:
-            break
-        level += 1
-    if best is None:  # pragma: no cover
-        raise InvalidParameter("the composition is too large for the grid method")
-    return min(best), best[1]
+
+    def upper(dist: _Loss) -> Fraction:
+        return min(total, _certify(dist, lost, target, _least_eps(dist, lost, target, True)))
+
+    def lower(dist: _Loss) -> Fraction:
+        return Fraction(_least_eps(dist, lost_dn, target, False))
+
+    return _interval(key, tol, upper, lower, need_lower)
 
 
 def optimal_epsilon(
