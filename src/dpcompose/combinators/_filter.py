@@ -138,6 +138,19 @@ def _restricted_curve(
     return RenyiCurve(curve, f"{budget.label} at α ∈ {{{', '.join(str(a) for a in orders)}}}")
 
 
+def check_accountant_args(
+    input_domain: Domain, input_metric: Metric, output_measure: object, d_in: Any, ledger: object
+) -> Any:
+    """Validate the arguments a filter and an odometer share; returns ``d_in`` as the metric reads it."""
+    input_metric.check_domain(input_domain)
+    if not isinstance(output_measure, Measure):
+        raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
+    d_in_exact = input_metric.validate(d_in)
+    if ledger is not None and not isinstance(ledger, Ledger):
+        raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
+    return d_in_exact
+
+
 class Accountant(ABC):
     """The bookkeeping of a filter or odometer: pure functions of a ledger entry (no data, no locks)."""
 
@@ -228,7 +241,6 @@ class _FilterAccountant(Accountant):
         if isinstance(rule, RenyiFilter):
             if orders is not None and check_orders(orders) != rule.orders:
                 raise InvalidParameter(f"orders={orders!r} differ from the rule's orders {rule.orders}")
-            self.orders = rule.orders
             self._fixed = self._check_rule_object(rule)
         elif isinstance(rule, FilterRule):
             self._fixed = self._check_rule_object(rule)
@@ -247,12 +259,14 @@ class _FilterAccountant(Accountant):
         elif isinstance(measure, RenyiDP):
             if rule not in ("auto", "renyi"):
                 raise InvalidParameter(f"rule={rule!r}: a RenyiDP filter has the rule 'renyi' (or 'auto')")
-            self.orders = check_orders(DEFAULT_ORDERS if orders is None else orders)
-            self._fixed = RenyiFilter(self.orders, renyi_at(budget, self.orders, "d_out"))
+            alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
+            self._fixed = RenyiFilter(alphas, renyi_at(budget, alphas, "d_out"))
         else:
             raise UnsupportedComposition(
                 f"no filter for {measure!r} here: filters exist for PureDP, ApproxDP, ZCDP and RenyiDP"
             )
+        if isinstance(self._fixed, RenyiFilter):
+            self.orders = self._fixed.orders  # costs are read at the rule's orders
         shown = self._fixed.describe() if isinstance(measure, RenyiDP) and self._fixed else budget
         self.spec = f"{measure!r} budget={shown} d_in={d_in} rule={request}"
 
@@ -495,13 +509,8 @@ def make_filter(
         ...
         dpcompose.errors.BudgetExceeded: query laplace(scale=2.0) requests ε=0.5: basic rule: Σε would be ...
     """
-    input_metric.check_domain(input_domain)
-    if not isinstance(output_measure, Measure):
-        raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
-    d_in_exact = input_metric.validate(d_in)
+    d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
     budget = output_measure.parse(d_out, "d_out")
-    if ledger is not None and not isinstance(ledger, Ledger):
-        raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
     accountant = _FilterAccountant(output_measure, budget, rule, d_in_exact, orders)
     guarantee = budget
     if isinstance(accountant._fixed, RenyiFilter):

@@ -6,10 +6,15 @@ from fractions import Fraction
 from typing import Any
 
 from dpcompose.accounting._filters import Cost, settle
-from dpcompose.combinators._filter import Accountant, AccountantQueryable, AnyMeasurement
+from dpcompose.combinators._filter import (
+    Accountant,
+    AccountantQueryable,
+    AnyMeasurement,
+    check_accountant_args,
+)
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, MemoryLedger
 from dpcompose.core import ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP
-from dpcompose.errors import InvalidParameter, UnsupportedComposition
+from dpcompose.errors import UnsupportedComposition
 
 __all__ = ["OdometerQueryable", "make_odometer"]
 
@@ -93,12 +98,7 @@ def make_odometer(
         >>> q.privacy_loss()
         (Fraction(3, 10), Fraction(0, 1))
     """
-    input_metric.check_domain(input_domain)
-    if not isinstance(output_measure, Measure):
-        raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
-    d_in_exact = input_metric.validate(d_in)
-    if ledger is not None and not isinstance(ledger, Ledger):
-        raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
+    d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
     accountant = _OdometerAccountant(output_measure, d_in_exact)
 
     def run(data: Any) -> OdometerQueryable:
