@@ -39,7 +39,7 @@ def ours(kind: str, store: str, n: int) -> list[float]:
     if store == "sqlite":
         ledger = dp.SQLiteLedger(os.path.join(tempfile.mkdtemp(), "bench.db"), "bench")
     if kind == "filter":
-        m = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1e9, ledger=ledger)
+        m = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1e9, ledger=ledger)
     else:
         m = dp.make_odometer(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, ledger=ledger)
     q = m(1.0)

@@ -184,7 +184,7 @@ def test_renyi_to_approx_is_the_conversion_rounded_up(scale: float, delta: float
 
 def test_renyi_filter_to_approx_needs_the_filter_orders() -> None:
     budget = dp.RenyiCurve(lambda a: Fraction(a) / 8, "α/8")
-    f = dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 8, 32])
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 8, 32])
     with pytest.raises(dp.InvalidParameter, match="orders"):
         dp.make_renyi_to_approx(f, 1e-6).map(1)
     eps, delta = dp.make_renyi_to_approx(f, 1e-6, orders=[2, 8, 32]).map(1)

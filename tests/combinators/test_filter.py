@@ -225,8 +225,8 @@ def test_zcdp_budget_is_tight() -> None:
 def test_auto_admits_at_least_what_basic_admits_on_homogeneous_queries(
     eps: float, budget: tuple[float, float]
 ) -> None:
-    f = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, budget)
-    basic = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, budget, rule="basic")
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, budget)
+    basic = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, budget, rule="basic")
     calls: list[Any] = []
     lap = spy(dp.PureDP(), Fraction(eps), calls)
     q, b = f(0.0), basic(0.0)
@@ -245,7 +245,7 @@ def test_auto_admits_at_least_what_basic_admits_on_homogeneous_queries(
 
 @given(st.floats(min_value=0.02, max_value=2.0), st.sampled_from(["basic", "rruv", "whitehouse", "zcdp"]))
 def test_max_queries_like_is_what_the_filter_then_admits(eps: float, rule: str) -> None:
-    f = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (3.0, 1e-6), rule=rule)
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (3.0, 1e-6), rule=rule)
     q = f(0.0)
     m = spy(dp.ApproxDP(), (Fraction(eps), Fraction(0)), [])
     predicted = q.max_queries_like(m)
@@ -264,7 +264,7 @@ def test_max_queries_like_is_what_the_filter_then_admits(eps: float, rule: str) 
 @pytest.mark.parametrize("rule", ["basic", "rruv", "whitehouse", "zcdp", "auto"])
 def test_refusal_runs_nothing_and_changes_nothing(rule: str) -> None:
     ledger = dp.MemoryLedger()
-    q = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule=rule, ledger=ledger)(2.0)
+    q = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule=rule, ledger=ledger)(2.0)
     calls: list[Any] = []
     cheap = spy(dp.ApproxDP(), (Fraction(1, 20), Fraction(0)), calls)
     assert q(cheap) == 2.0
@@ -282,14 +282,14 @@ def test_refusal_runs_nothing_and_changes_nothing(rule: str) -> None:
 
 
 def test_budget_exceeded_states_spent_requested_remaining_separately() -> None:
-    q = dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)(0.0)
+    q = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)(0.0)
     q(spy(dp.PureDP(), Fraction(7, 10), []))
     with pytest.raises(dp.BudgetExceeded, match=r"requests ε=0\.5.*Spent: ε=0\.7.*remaining: ε=0\.3"):
         q(spy(dp.PureDP(), Fraction(1, 2), []))
 
 
 def test_decimal_budget_is_used_up_exactly() -> None:
-    q = dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)(0.0)
+    q = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)(0.0)
     lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)  # ε = 1/10 exactly
     for _ in range(10):
         q(lap)
@@ -299,7 +299,7 @@ def test_decimal_budget_is_used_up_exactly() -> None:
 
 
 def test_filter_map_and_node() -> None:
-    f = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule="whitehouse")
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule="whitehouse")
     assert f.map(1) == (Fraction(1), Fraction(1, 10**6))
     with pytest.raises(dp.InvalidParameter, match="d_in=2"):
         f.map(2)
@@ -309,23 +309,23 @@ def test_filter_map_and_node() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(dp.InvalidParameter):
-        dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, -1.0)
+        dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, -1.0)
     with pytest.raises(dp.InvalidParameter):
-        dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, float("nan"))
+        dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, float("nan"))
     with pytest.raises(dp.InvalidParameter, match="rule='rruv'"):
-        dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, rule="rruv")
+        dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, rule="rruv")
     with pytest.raises(dp.InvalidParameter, match="must be one of"):
-        dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule="optimal")
+        dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule="optimal")
     with pytest.raises(dp.InvalidParameter, match="δ > 0"):
-        dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 0.0), rule="whitehouse")
+        dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 0.0), rule="whitehouse")
     with pytest.raises(dp.InvalidParameter, match="1/e"):
         RRUVFilter(Fraction(1), Fraction(1, 2))
     with pytest.raises(dp.InvalidParameter, match="delta_slack"):
         WhitehouseFilter(Fraction(1), Fraction(1, 10**6), Fraction(0))
     with pytest.raises(dp.UnsupportedComposition, match="no filter for ProfileDP"):
-        dp.make_filter(FLOAT, ABS, dp.ProfileDP(), 1, (1.0, 1e-6))
+        dp.make_privacy_filter(FLOAT, ABS, dp.ProfileDP(), 1, (1.0, 1e-6))
     with pytest.raises(dp.InvalidParameter, match="budget"):
-        dp.make_filter(
+        dp.make_privacy_filter(
             FLOAT,
             ABS,
             dp.ApproxDP(),
@@ -333,7 +333,7 @@ def test_bad_arguments() -> None:
             (1.0, 1e-6),
             rule=WhitehouseFilter(Fraction(2), Fraction(1, 10**6), Fraction(1, 10**7)),
         )
-    q = dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)(0.0)
+    q = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)(0.0)
     with pytest.raises(dp.InvalidParameter, match="Measurement"):
         q(lambda x: x)
     with pytest.raises(dp.DomainMismatch, match="ZCDP"):
@@ -345,7 +345,7 @@ def test_bad_arguments() -> None:
 
 def test_rule_object_with_custom_split() -> None:
     rule = WhitehouseFilter(Fraction(1), Fraction(1, 10**6), Fraction(1, 10**6))
-    q = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule=rule)(0.0)
+    q = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), rule=rule)(0.0)
     assert q.rule == rule.describe()
     q(dp.m.make_laplace(FLOAT, ABS, scale=100.0))
     with pytest.raises(dp.BudgetExceeded, match="δ′"):
@@ -353,7 +353,7 @@ def test_rule_object_with_custom_split() -> None:
 
 
 def test_zcdp_filter_and_pure_queries() -> None:
-    f = dp.make_filter(FLOAT, ABS, dp.ZCDP(), 1, 0.5)
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.ZCDP(), 1, 0.5)
     q = f(0.0)
     q(dp.m.make_gaussian(FLOAT, ABS, scale=2.0))  # ρ = 1/8
     q(dp.m.make_laplace(FLOAT, ABS, scale=2.0))  # ε = 1/2 → ρ = 1/8
@@ -364,7 +364,7 @@ def test_zcdp_filter_and_pure_queries() -> None:
 
 def test_auto_fixes_the_rule_at_the_first_costly_query_only() -> None:
     ledger = dp.MemoryLedger()
-    f = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), ledger=ledger)
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (1.0, 1e-6), ledger=ledger)
     q = f(0.0)
     assert q.rule == "auto (undecided)"
     q(spy(dp.ApproxDP(), (Fraction(0), Fraction(0)), []))  # free: reveals nothing, decides nothing
@@ -380,13 +380,13 @@ def test_auto_fixes_the_rule_at_the_first_costly_query_only() -> None:
 
 
 def test_auto_picks_basic_for_large_queries() -> None:
-    q = dp.make_filter(FLOAT, ABS, dp.ApproxDP(), 1, (0.2, 2e-30))(0.0)
+    q = dp.make_privacy_filter(FLOAT, ABS, dp.ApproxDP(), 1, (0.2, 2e-30))(0.0)
     q(dp.m.make_laplace(FLOAT, ABS, scale=10.0))
     assert q.rule.startswith("basic")
 
 
 def test_eight_threads_never_exceed_the_budget() -> None:
-    f = dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)
     q = f(0.0)
     calls: list[Any] = []
     m = spy(dp.PureDP(), Fraction(1, 5000), calls)
@@ -413,7 +413,7 @@ def test_interactive_children_interleave_for_approx_and_close_for_zcdp() -> None
     ints = dp.VectorDomain(dp.AtomDomain(int))
     sym = dp.SymmetricDistance()
     inner = dp.make_adaptive_concurrent(ints, sym, dp.PureDP(), 1, [0.1, 0.1])
-    f = dp.make_filter(ints, sym, dp.PureDP(), 1, 1.0)
+    f = dp.make_privacy_filter(ints, sym, dp.PureDP(), 1, 1.0)
     q = f([1, 2, 3])
     a, b = q(inner), q(inner)
     count = dp.t.make_count(ints, sym)
@@ -422,7 +422,7 @@ def test_interactive_children_interleave_for_approx_and_close_for_zcdp() -> None
     b(lap)
     a(lap)
     zinner = dp.make_pure_to_zcdp(inner)
-    zq = dp.make_filter(ints, sym, dp.ZCDP(), 1, 0.5)([1, 2, 3])
+    zq = dp.make_privacy_filter(ints, sym, dp.ZCDP(), 1, 0.5)([1, 2, 3])
     c, d = zq(zinner), zq(zinner)
     d(lap)
     with pytest.raises(dp.SequentialityError):
@@ -492,7 +492,7 @@ def test_renyi_filter_on_zcdp_queries_admits_what_the_zcdp_filter_admits(
 
 def test_renyi_filter_measurement() -> None:
     budget = dp.RenyiCurve(lambda a: Fraction(a) / 2, "α/2")  # the curve of ½-zCDP
-    f = dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget)
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget)
     assert f.map(1)(2) == 1 and f.map(1)(Fraction(5, 4)) == Fraction(5, 8)
     with pytest.raises(dp.InvalidParameter, match="orders"):
         f.map(1)(3.3)  # nothing is claimed between the listed orders
@@ -514,26 +514,28 @@ def test_renyi_filter_measurement() -> None:
 
 def test_renyi_filter_orders_and_bad_curves() -> None:
     budget = dp.RenyiCurve(lambda a: Fraction(a), "α")
-    f = dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 4])
+    f = dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 4])
     assert f.map(1)(4) == 4
     with pytest.raises(dp.InvalidParameter, match="orders"):
         f.map(1)(8)
     rule = RenyiFilter((Fraction(2), Fraction(4)), (Fraction(2), Fraction(4)))
-    assert dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule=rule).map(1)(2) == 2
+    assert dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule=rule).map(1)(2) == 2
     with pytest.raises(dp.InvalidParameter, match="budget"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule=RenyiFilter((Fraction(2),), (Fraction(1),)))
+        dp.make_privacy_filter(
+            FLOAT, ABS, dp.RenyiDP(), 1, budget, rule=RenyiFilter((Fraction(2),), (Fraction(1),))
+        )
     with pytest.raises(dp.InvalidParameter, match="> 1"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[1, 2])
+        dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[1, 2])
     with pytest.raises(dp.InvalidParameter, match="repeat"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 2.0])
+        dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, orders=[2, 2.0])
     with pytest.raises(dp.InvalidParameter, match="RenyiDP filter only"):
-        dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, orders=[2])
+        dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, orders=[2])
     with pytest.raises(dp.InvalidParameter, match="'renyi'"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule="basic")
+        dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, budget, rule="basic")
     with pytest.raises(dp.InvalidParameter, match="exact Fraction"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: 0.5))  # type: ignore[arg-type,return-value]
+        dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: 0.5))  # type: ignore[arg-type,return-value]
     with pytest.raises(dp.InvalidParameter, match="exact Fraction"):
-        dp.make_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(-1)))
+        dp.make_privacy_filter(FLOAT, ABS, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(-1)))
     q = f(0.0)
     with pytest.raises(dp.InvalidParameter, match="exact Fraction"):
         q(spy(dp.RenyiDP(), dp.RenyiCurve(lambda a: Fraction(-1, 2)), []))
@@ -546,7 +548,7 @@ def test_renyi_filter_closes_earlier_interactive_children() -> None:
     ints = dp.VectorDomain(dp.AtomDomain(int))
     sym = dp.SymmetricDistance()
     inner = dp.make_pure_to_zcdp(dp.make_adaptive_concurrent(ints, sym, dp.PureDP(), 1, [0.1, 0.1]))
-    q = dp.make_filter(ints, sym, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(a), "α"))([1, 2])
+    q = dp.make_privacy_filter(ints, sym, dp.RenyiDP(), 1, dp.RenyiCurve(lambda a: Fraction(a), "α"))([1, 2])
     c, d = q(inner), q(inner)
     count = dp.t.make_count(ints, sym)
     lap = count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=10.0)

@@ -32,7 +32,7 @@ def spy(cost: Fraction, calls: list[Any]) -> dp.Measurement:  # type: ignore[typ
 
 
 def pure_filter(ledger: Any, budget: float = 1.0) -> Any:
-    return dp.make_filter(FLOAT, ABS, dp.PureDP(), 1, budget, ledger=ledger)
+    return dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, budget, ledger=ledger)
 
 
 def test_sqlite_ledger_persists_across_reopen(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_renyi_filter_state_persists_across_reopen(tmp_path: Path) -> None:
 
     def renyi_filter() -> Any:
         budget = dp.RenyiCurve(lambda a: Fraction(a) / 2, "α/2")  # a new lambda each time: same budget
-        return dp.make_filter(
+        return dp.make_privacy_filter(
             FLOAT, ABS, dp.RenyiDP(), 1, budget, ledger=dp.SQLiteLedger(path, "k"), orders=[2, 8]
         )
 
@@ -157,7 +157,7 @@ CRASH_CHILD = textwrap.dedent(
         return x
 
     m = dp.Measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), slow, lambda d: Fraction(1, 8))
-    f = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
+    f = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
                        ledger=dp.SQLiteLedger({path!r}, "crash"))
     print(f(0.0)(m))
     """
@@ -194,7 +194,7 @@ HAMMER_CHILD = textwrap.dedent(
     import dpcompose as dp
     floats = dp.AtomDomain(float)
     m = dp.Measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), lambda x: x, lambda d: Fraction(1, 50))
-    f = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
+    f = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
                        ledger=dp.SQLiteLedger({path!r}, "shared"))
     q = f(0.0)
     answered = 0

@@ -115,7 +115,7 @@ class FilterRule(ABC):
     :meth:`spent`; :meth:`max_queries_like` has a generic O(log k) implementation.
     """
 
-    #: short name used by ``make_filter(rule=...)``
+    #: short name used by ``make_privacy_filter(rule=...)``
     name: ClassVar[str] = "rule"
     #: the theorem this rule applies
     source: ClassVar[str] = ""

@@ -19,7 +19,7 @@ from dpcompose.combinators._casts import (
     wrap_queryable,
 )
 from dpcompose.combinators._compose import make_concurrent, make_sequential
-from dpcompose.combinators._filter import make_filter
+from dpcompose.combinators._filter import make_privacy_filter
 from dpcompose.combinators._ledger import LedgerError, LedgerLocked, MemoryLedger, SQLiteLedger
 from dpcompose.combinators._odometer import make_odometer
 from dpcompose.combinators._parallel import make_parallel
@@ -33,12 +33,12 @@ __all__ = [
     "make_adaptive_sequential",
     "make_approx_to_profile",
     "make_concurrent",
-    "make_filter",
     "make_fix_delta",
     "make_group",
     "make_odometer",
     "make_parallel",
     "make_postprocess",
+    "make_privacy_filter",
     "make_pure_to_approx",
     "make_pure_to_profile",
     "make_pure_to_renyi",

@@ -1,6 +1,6 @@
 """Privacy filters: interactive measurements that answer adaptively chosen queries until a budget is spent.
 
-``make_filter`` is the fully adaptive cousin of ``make_adaptive_sequential``: instead of a list of budgets
+``make_privacy_filter`` is the fully adaptive cousin of ``make_adaptive_sequential``: instead of a list of budgets
 fixed in advance, it takes any measurement as a query — its privacy parameters chosen after seeing earlier
 answers — and answers while the filter's rule (:mod:`dpcompose.accounting._filters`) says the total stays
 within ``d_out``. Spending lives in a ledger (:mod:`dpcompose.combinators._ledger`), charged before the
@@ -50,7 +50,7 @@ from dpcompose.core import (
 )
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
 
-__all__ = ["FilterQueryable", "make_filter"]
+__all__ = ["FilterQueryable", "make_privacy_filter"]
 
 AnyMeasurement = Measurement[Any, Any, Any, Any]
 
@@ -385,7 +385,7 @@ class _FilterAccountant(Accountant):
 
 
 class FilterQueryable(AccountantQueryable):
-    """The live queryable of :func:`make_filter`."""
+    """The live queryable of :func:`make_privacy_filter`."""
 
     _accountant: _FilterAccountant
 
@@ -430,7 +430,7 @@ class FilterQueryable(AccountantQueryable):
         return rule.max_queries_like(state or rule.start(), cost)
 
 
-def make_filter(
+def make_privacy_filter(
     input_domain: Domain,
     input_metric: Metric,
     output_measure: Measure[Any],
@@ -496,7 +496,7 @@ def make_filter(
     Examples:
         >>> import dpcompose as dp
         >>> floats = dp.AtomDomain(float)
-        >>> f = dp.make_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), d_in=1, d_out=1.0)
+        >>> f = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), d_in=1, d_out=1.0)
         >>> q = f(3.0)
         >>> lap = dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=4.0)  # ε = 1/4
         >>> q.max_queries_like(lap)

@@ -5,7 +5,7 @@ the rule actually in effect, the rule's running sums (``state``) and the number 
 :meth:`Ledger.charge` is atomic: it reads the entry, lets the accountant compute the new one (or refuse by
 raising), and stores it — durably, for :class:`SQLiteLedger` — *before* the caller releases anything.
 
-* :class:`MemoryLedger` — in memory, for one process (the default of ``make_filter``).
+* :class:`MemoryLedger` — in memory, for one process (the default of ``make_privacy_filter``).
 * :class:`SQLiteLedger` — a file (standard library :mod:`sqlite3`, WAL journal, ``synchronous=FULL``),
   shared by every process that opens it with the same key. Each charge runs in a ``BEGIN IMMEDIATE``
   transaction, so two processes are serialised and can never overspend together; a process killed right

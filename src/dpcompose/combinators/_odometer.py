@@ -32,7 +32,7 @@ class _OdometerAccountant(Accountant):
             raise UnsupportedComposition(
                 f"no odometer for {measure!r} here: the basic odometer is proven for PureDP and ApproxDP. "
                 "A zCDP/Rényi sum reported at a data-dependent time is not a valid guarantee by itself "
-                "(Lécuyer 2021); use make_filter with a ρ budget instead"
+                "(Lécuyer 2021); use make_privacy_filter with a ρ budget instead"
             )
         self.measure = measure
         self.sequential = False
@@ -115,7 +115,7 @@ def make_odometer(
     def privacy_map(d: Any) -> Any:
         raise UnsupportedComposition(
             "an odometer has no privacy bound before it runs; read privacy_loss() on its queryable, or use "
-            "make_filter for a budget fixed in advance"
+            "make_privacy_filter for a budget fixed in advance"
         )
 
     return Measurement(
