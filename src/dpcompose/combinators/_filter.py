@@ -1,10 +1,10 @@
 """Privacy filters: interactive measurements that answer adaptively chosen queries until a budget is spent.
 
-``make_privacy_filter`` is the fully adaptive cousin of ``make_adaptive_sequential``: instead of a list of budgets
-fixed in advance, it takes any measurement as a query — its privacy parameters chosen after seeing earlier
-answers — and answers while the filter's rule (:mod:`dpcompose.accounting._filters`) says the total stays
-within ``d_out``. Spending lives in a ledger (:mod:`dpcompose.combinators._ledger`), charged before the
-query runs.
+``make_privacy_filter`` is the fully adaptive cousin of ``make_adaptive_sequential``: instead of a list
+of budgets fixed in advance, it takes any measurement as a query — its privacy parameters chosen after
+seeing earlier answers — and answers while the filter's rule (:mod:`dpcompose.accounting._filters`) says
+the total stays within ``d_out``. Spending lives in a ledger (:mod:`dpcompose.combinators._ledger`),
+charged before the query runs.
 """
 
 from __future__ import annotations
