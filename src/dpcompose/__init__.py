@@ -63,6 +63,8 @@ from dpcompose.core import (
     SymmetricDistance,
     Transformation,
     VectorDomain,
+    make_user_measurement,
+    make_user_transformation,
 )
 from dpcompose.errors import (
     BudgetExceeded,
@@ -132,6 +134,8 @@ __all__ = [
     "make_pure_to_zcdp",
     "make_renyi_to_approx",
     "make_sequential",
+    "make_user_measurement",
+    "make_user_transformation",
     "make_zcdp_to_approx",
     "make_zcdp_to_profile",
     "make_zcdp_to_renyi",

@@ -18,7 +18,7 @@ def spy_measurement(eps: Fraction, calls: list[Any]) -> dp.Measurement:  # type:
         calls.append(x)
         return x
 
-    return dp.Measurement(FLOAT, ABS, dp.PureDP(), run, lambda d: d * eps)
+    return dp.make_user_measurement(FLOAT, ABS, dp.PureDP(), run, lambda d: d * eps, trusted=True)
 
 
 def test_refused_query_runs_nothing_and_spends_nothing() -> None:

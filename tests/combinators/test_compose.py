@@ -17,8 +17,8 @@ class Echo(dp.Queryable[Any, Any]):
 
 
 def interactive(name: str, eps: Fraction) -> dp.Measurement:  # type: ignore[type-arg]
-    return dp.Measurement(
-        FLOAT, ABS, dp.PureDP(), lambda _: Echo(name=name), lambda d: d * eps, interactive=True
+    return dp.make_user_measurement(
+        FLOAT, ABS, dp.PureDP(), lambda _: Echo(name=name), lambda d: d * eps, interactive=True, trusted=True
     )
 
 

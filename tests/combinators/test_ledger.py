@@ -28,7 +28,7 @@ def spy(cost: Fraction, calls: list[Any]) -> dp.Measurement:  # type: ignore[typ
         calls.append(x)
         return x
 
-    return dp.Measurement(FLOAT, ABS, dp.PureDP(), run, lambda d: cost)
+    return dp.make_user_measurement(FLOAT, ABS, dp.PureDP(), run, lambda d: cost, trusted=True)
 
 
 def pure_filter(ledger: Any, budget: float = 1.0) -> Any:
@@ -156,7 +156,8 @@ CRASH_CHILD = textwrap.dedent(
         time.sleep(60)
         return x
 
-    m = dp.Measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), slow, lambda d: Fraction(1, 8))
+    m = dp.make_user_measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), slow, lambda d: Fraction(1, 8),
+                             trusted=True)
     f = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
                        ledger=dp.SQLiteLedger({path!r}, "crash"))
     print(f(0.0)(m))
@@ -193,7 +194,8 @@ HAMMER_CHILD = textwrap.dedent(
     sys.path.insert(0, {src!r})
     import dpcompose as dp
     floats = dp.AtomDomain(float)
-    m = dp.Measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), lambda x: x, lambda d: Fraction(1, 50))
+    m = dp.make_user_measurement(floats, dp.AbsoluteDistance(), dp.PureDP(), lambda x: x,
+                             lambda d: Fraction(1, 50), trusted=True)
     f = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0,
                        ledger=dp.SQLiteLedger({path!r}, "shared"))
     q = f(0.0)

@@ -43,8 +43,13 @@ def test_measurement_refuses_data_outside_domain_and_runs_nothing() -> None:
         calls.append(x)
         return x
 
-    m = dp.Measurement(
-        dp.AtomDomain(float, bounds=(0.0, 1.0)), dp.AbsoluteDistance(), dp.PureDP(), spy, lambda d: d
+    m = dp.make_user_measurement(
+        dp.AtomDomain(float, bounds=(0.0, 1.0)),
+        dp.AbsoluteDistance(),
+        dp.PureDP(),
+        spy,
+        lambda d: d,
+        trusted=True,
     )
     with pytest.raises(dp.DomainMismatch, match="2.0"):
         m(2.0)
@@ -69,9 +74,9 @@ def test_postprocess_keeps_map_and_applies_function() -> None:
 
 def test_measurement_rejects_bad_pairs() -> None:
     with pytest.raises(dp.DomainMismatch):
-        dp.Measurement(dp.AtomDomain(int), SYM, dp.PureDP(), lambda x: x, lambda d: d)
+        dp.make_user_measurement(dp.AtomDomain(int), SYM, dp.PureDP(), lambda x: x, lambda d: d, trusted=True)
     with pytest.raises(dp.DomainMismatch, match="Measure"):
-        dp.Measurement(INTS, SYM, "PureDP", lambda x: x, lambda d: d)  # type: ignore[arg-type]
+        dp.make_user_measurement(INTS, SYM, "PureDP", lambda x: x, lambda d: d, trusted=True)  # type: ignore[arg-type]
 
 
 def test_rshift_with_non_callable_is_type_error() -> None:

@@ -226,8 +226,14 @@ def test_sparse_vector_exact_loss_longer_runs(t1: Fraction) -> None:
 
 def constant_query(value: int | float, domain: dp.Domain = INTS, metric: dp.Metric = SYM) -> Any:
     carrier = int if isinstance(value, int) else float
-    return dp.Transformation(
-        domain, dp.AtomDomain(carrier), metric, dp.AbsoluteDistance(), lambda _: value, lambda d: Fraction(d)
+    return dp.make_user_transformation(
+        domain,
+        dp.AtomDomain(carrier),
+        metric,
+        dp.AbsoluteDistance(),
+        lambda _: value,
+        lambda d: Fraction(d),
+        trusted=True,
     )
 
 
@@ -404,8 +410,8 @@ def test_refused_queries_run_nothing_and_draw_nothing() -> None:
         calls.append(1)
         return len(data)
 
-    query: Any = dp.Transformation(
-        INTS, dp.AtomDomain(int), SYM, dp.AbsoluteDistance(), counted, lambda d: Fraction(d)
+    query: Any = dp.make_user_transformation(
+        INTS, dp.AtomDomain(int), SYM, dp.AbsoluteDistance(), counted, lambda d: Fraction(d), trusted=True
     )
     rec = RecordingSource(SeededSource(1))
     svt = dp.m.make_sparse_vector(INTS, SYM, threshold=-1e6, scale=1.0, max_positive=1, rng=rec)
@@ -429,8 +435,8 @@ def test_non_finite_query_values_are_refused_before_noise() -> None:
     for bad in (float("nan"), float("inf")):
         with pytest.raises(dp.InvalidParameter, match="not a finite number"):
             q(constant_query(bad))
-    wrong_type: Any = dp.Transformation(
-        INTS, dp.AtomDomain(float), SYM, dp.AbsoluteDistance(), lambda _: "1", lambda d: d
+    wrong_type: Any = dp.make_user_transformation(
+        INTS, dp.AtomDomain(float), SYM, dp.AbsoluteDistance(), lambda _: "1", lambda d: d, trusted=True
     )
     with pytest.raises(dp.DomainMismatch, match="not an int or float"):
         q(wrong_type)
@@ -443,8 +449,8 @@ def test_queries_must_match_the_domain() -> None:
     q = svt([1, 2])
     with pytest.raises(dp.DomainMismatch, match="takes"):
         q(dp.t.make_count(INTS, dp.ChangeOneDistance()))
-    label: Any = dp.Transformation(
-        INTS, dp.AtomDomain(str), SYM, dp.DiscreteDistance(), lambda _: "a", lambda d: d
+    label: Any = dp.make_user_transformation(
+        INTS, dp.AtomDomain(str), SYM, dp.DiscreteDistance(), lambda _: "a", lambda d: d, trusted=True
     )
     with pytest.raises(dp.DomainMismatch, match="must output a number"):
         q(label)
@@ -454,8 +460,14 @@ def test_fixed_size_datasets_need_sensitivity_at_one_change() -> None:
     """On a fixed-size domain under SymmetricDistance neighbours are 2 apart, so map(1) <= 1 alone says
     nothing; a query 1-sensitive 'at d_in = 1' but jumping by 10 on one change is refused."""
     sized = dp.VectorDomain(dp.AtomDomain(int), size=5)
-    sneaky: Any = dp.Transformation(
-        sized, dp.AtomDomain(int), SYM, dp.AbsoluteDistance(), sum, lambda d: Fraction(0 if d < 2 else 5 * d)
+    sneaky: Any = dp.make_user_transformation(
+        sized,
+        dp.AtomDomain(int),
+        SYM,
+        dp.AbsoluteDistance(),
+        sum,
+        lambda d: Fraction(0 if d < 2 else 5 * d),
+        trusted=True,
     )
     for m in (
         dp.m.make_sparse_vector(sized, SYM, threshold=0.0, scale=1.0, max_positive=1),

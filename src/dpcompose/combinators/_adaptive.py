@@ -6,9 +6,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpcompose.core import Domain, Measure, Measurement, Metric, Node, Queryable
-from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
+from dpcompose.errors import BudgetExceeded, DomainMismatch, DPError, InvalidParameter
 
-__all__ = ["check_query", "make_adaptive_concurrent", "make_adaptive_sequential", "map_up_to_d_in"]
+__all__ = [
+    "check_query",
+    "make_adaptive_concurrent",
+    "make_adaptive_sequential",
+    "map_up_to_d_in",
+    "priced_cost",
+]
 
 
 def check_query(query: object, domain: Domain, metric: Metric, who: str) -> Measurement[Any, Any, Any, Any]:
@@ -22,6 +28,25 @@ def check_query(query: object, domain: Domain, metric: Metric, who: str) -> Meas
             f"but this {who} holds {domain!r} under {metric!r}"
         )
     return query
+
+
+def priced_cost(query: Measurement[Any, Any, Any, Any], d_in: Any) -> Any:
+    """``query.map(d_in)``, validated by the query's measure (:meth:`Measure.check_cost`).
+
+    The one cost check of every path that charges a budget (adaptive compositors, filters, odometers):
+    a negative, non-finite, float, or wrongly typed cost — or a map that raises something other than a
+    :class:`DPError` — is refused with :class:`InvalidParameter` before anything is charged or run.
+    """
+    label = query.node.label()
+    try:
+        d = query.map(d_in)
+    except DPError:
+        raise
+    except Exception as exc:
+        raise InvalidParameter(
+            f"query {label}: its privacy map raised {type(exc).__name__}: {exc}; nothing was run or spent"
+        ) from exc
+    return query.output_measure.check_cost(d, f"query {label}'s cost at d_in={d_in}")
 
 
 def map_up_to_d_in(d_in: Any, value: Any, who: str) -> Callable[[Any], Any]:
@@ -71,7 +96,7 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
         if self._next >= len(self._d_mids):
             raise BudgetExceeded(f"all {len(self._d_mids)} budgets are used; nothing was run")
         budget = self._d_mids[self._next]
-        cost = query.privacy_map(self._d_in)  # d_in was validated by this same metric at construction
+        cost = priced_cost(query, self._d_in)
         if not self._measure.less_equal(cost, budget):
             raise BudgetExceeded(
                 f"query {self._next} costs {self._measure.display(cost)} at d_in={self._d_in}, over its "

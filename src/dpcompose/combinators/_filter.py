@@ -33,7 +33,7 @@ from dpcompose.accounting._filters import (
     zcdp_cost_to_renyi,
 )
 from dpcompose.accounting._zcdp import pure_to_zcdp
-from dpcompose.combinators._adaptive import check_query, map_up_to_d_in
+from dpcompose.combinators._adaptive import check_query, map_up_to_d_in, priced_cost
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
 from dpcompose.core import (
     ZCDP,
@@ -92,7 +92,7 @@ def query_cost(
             f"query {query.node.label()} is {qm!r}; this accountant takes {filter_measure!r} queries "
             f"(or {also}); cast it first (e.g. make_pure_to_approx, make_zcdp_to_approx)"
         )
-    d = query.map(d_in)
+    d = priced_cost(query, d_in)
     text = qm.display(d)
     if renyi:
         if isinstance(qm, PureDP):
@@ -151,6 +151,27 @@ def check_accountant_args(
     return d_in_exact
 
 
+def spend_only_grows(old: LedgerEntry, new: LedgerEntry) -> LedgerEntry:
+    """``new`` if it records one more query and no running sum below ``old``'s, else ``LedgerError``.
+
+    The last line of defence of every charge, whatever the rule computed: spending never goes down (a
+    refund would let a budget be spent twice). A rule fixed by ``rule="auto"`` starts from an empty state.
+    """
+    grows = new.queries == old.queries + 1 and (
+        not old.state
+        or (
+            len(new.state) == len(old.state)
+            and all(n >= o for n, o in zip(new.state, old.state, strict=True))
+        )
+    )
+    if not grows:
+        raise LedgerError(
+            f"refusing a charge that would lower the ledger's spending ({old.state} over {old.queries} "
+            f"queries -> {new.state} over {new.queries}); nothing was run or spent"
+        )
+    return new
+
+
 class Accountant(ABC):
     """The bookkeeping of a filter or odometer: pure functions of a ledger entry (no data, no locks)."""
 
@@ -192,7 +213,7 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         cost, requested = query_cost(self._accountant.measure, query, self._d_in, self._accountant.orders)
         label = query.node.label()
         # Charged durably before anything is released; a refusal raises inside the transaction.
-        self._ledger.charge(lambda e: self._accountant.charge(e, cost, requested, label))
+        self._ledger.charge(lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label)))
         if self._accountant.sequential:
             for earlier in self._spawned:
                 earlier.close(

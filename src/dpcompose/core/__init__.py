@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
-from dpcompose.core._measurement import Measurement, Transformation, postprocess
+from dpcompose.core._measurement import (
+    Measurement,
+    Transformation,
+    make_user_measurement,
+    make_user_transformation,
+    postprocess,
+)
 from dpcompose.core._measures import (
     ZCDP,
     ApproxDP,
@@ -52,5 +58,7 @@ __all__ = [
     "SymmetricDistance",
     "Transformation",
     "VectorDomain",
+    "make_user_measurement",
+    "make_user_transformation",
     "postprocess",
 ]

@@ -5,6 +5,12 @@ A :class:`Transformation` is a deterministic stable map (``t.map(d_in)`` bounds 
 loss). Chaining checks at construction that the right side's input domain and metric equal the left
 side's output domain and metric, and raises :class:`DomainMismatch` naming both sides otherwise.
 
+Trust is explicit. Library constructors (``make_*``) build these records with maps proven in their
+docstrings. A map written by a user is a claim the library cannot check, so building a record from raw
+parts outside the library is refused; :func:`make_user_measurement` and :func:`make_user_transformation`
+accept one with ``trusted=True``, validate every value its map returns (:meth:`Measure.check_cost`,
+:meth:`Metric.validate`), and mark it ``[UNVERIFIED]`` in ``repr`` and ``dp.explain``.
+
 Examples:
     >>> import dpcompose as dp
     >>> data = dp.VectorDomain(dp.AtomDomain(int))
@@ -18,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
@@ -26,9 +33,9 @@ from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
 from dpcompose.core._metrics import Metric
 from dpcompose.core._node import Node
-from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.errors import DomainMismatch, DPError, InvalidParameter
 
-__all__ = ["Measurement", "Transformation"]
+__all__ = ["Measurement", "Transformation", "make_user_measurement", "make_user_transformation"]
 
 TI = TypeVar("TI")
 TO = TypeVar("TO")
@@ -45,6 +52,23 @@ def _check_pair(domain: Domain, metric: Metric, side: str) -> None:
     if not isinstance(metric, Metric):
         raise DomainMismatch(f"{side} metric {metric!r} is not a Metric")
     metric.check_domain(domain)
+
+
+def _check_origin(kind: str) -> None:
+    """Refuse a record built from raw parts outside the library (see the module docstring).
+
+    Called from ``__post_init__``: frame 2 is whoever called the dataclass ``__init__``. Library code
+    (any ``dpcompose.*`` module) passes; anything else must go through ``make_user_{kind}``.
+    """
+    caller = sys._getframe(3).f_globals.get("__name__", "")
+    if not (isinstance(caller, str) and caller.startswith("dpcompose.")):
+        what = kind.capitalize()
+        raise InvalidParameter(
+            f"a {what} built from raw parts carries a map the library cannot check: use "
+            f"dp.make_user_{kind}(..., trusted=True) to state that you have proven it (its map's "
+            "outputs are then validated on every call and it is marked [UNVERIFIED]), or a library "
+            "make_* constructor"
+        )
 
 
 def _check_chain(left: Any, right: Any) -> None:
@@ -75,6 +99,7 @@ class Transformation(Generic[TI, TO, DI, D2]):
     node: Node = field(default_factory=lambda: Node("transformation"))
 
     def __post_init__(self) -> None:
+        _check_origin("transformation")
         _check_pair(self.input_domain, self.input_metric, "input")
         _check_pair(self.output_domain, self.output_metric, "output")
 
@@ -122,6 +147,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
     node: Node = field(default_factory=lambda: Node("measurement"))
 
     def __post_init__(self) -> None:
+        _check_origin("measurement")
         _check_pair(self.input_domain, self.input_metric, "input")
         if not isinstance(self.output_measure, Measure):
             raise DomainMismatch(f"output measure {self.output_measure!r} is not a Measure")
@@ -154,6 +180,154 @@ class Measurement(Generic[TI, TO, DI, DO]):
             f"Measurement({kind}{self.node.label()}: {self.input_domain!r}, {self.input_metric!r} -> "
             f"{self.output_measure!r})"
         )
+
+
+def _check_trusted(trusted: object, kind: str) -> None:
+    if trusted is not True:
+        raise InvalidParameter(
+            f"trusted={trusted!r}: a user-written {kind} needs trusted=True, your statement that its map is "
+            "proven; the library validates what the map returns but cannot check the proof"
+        )
+
+
+def _check_callable(value: object, name: str) -> None:
+    if not callable(value):
+        raise InvalidParameter(f"{name}={value!r} must be callable")
+
+
+def _checked_user_map(
+    raw: Callable[[Any], Any], validate: Callable[[object, str], Any], label: str
+) -> Callable[[Any], Any]:
+    """``raw`` with its every output validated, and any non-DPError it raises as InvalidParameter."""
+
+    def checked(d_in: Any) -> Any:
+        try:
+            d_out = raw(d_in)
+        except DPError:
+            raise
+        except Exception as exc:
+            raise InvalidParameter(f"{label}: its map raised {type(exc).__name__}: {exc}") from exc
+        return validate(d_out, f"{label}'s map({d_in})")
+
+    return checked
+
+
+def make_user_measurement(
+    input_domain: Domain,
+    input_metric: Metric,
+    output_measure: Measure[DO],
+    function: Callable[[TI], TO],
+    privacy_map: Callable[[DI], DO],
+    *,
+    trusted: bool,
+    interactive: bool = False,
+    name: str = "user_measurement",
+) -> Measurement[TI, TO, DI, DO]:
+    """A measurement from raw parts written by the user: an explicit, visible act of trust.
+
+    The library cannot prove a user's map, so it asks for ``trusted=True``, checks every value the map
+    returns with the measure's cost validation (exact, finite, non-negative, the measure's type — the same
+    check every budget applies before charging), and labels the node ``[UNVERIFIED]`` in ``repr`` and
+    ``dp.explain``. The function should never raise on data in ``input_domain``: an exception is an
+    output no map accounts for.
+
+    Args:
+        input_domain: the domain of the data.
+        input_metric: the metric on it.
+        output_measure: the privacy measure the map returns.
+        function: the mechanism (data -> output; a Queryable if ``interactive``).
+        privacy_map: d_in -> d_out, returning exact values (``fractions.Fraction``).
+        trusted: must be ``True``: your statement that the map is proven for the function.
+        interactive: whether ``function`` returns a Queryable.
+        name: the node's name in ``repr`` and ``dp.explain``.
+
+    Raises:
+        InvalidParameter: ``trusted`` is not ``True``, or a part is not callable.
+        DomainMismatch: the domain/metric pair does not fit.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> from fractions import Fraction
+        >>> m = dp.make_user_measurement(
+        ...     dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(), lambda x: x, lambda d: Fraction(0),
+        ...     trusted=True, name="my_release")
+        >>> m
+        Measurement(my_release [UNVERIFIED]: AtomDomain(int), AbsoluteDistance() -> PureDP())
+        >>> bad = dp.make_user_measurement(dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(),
+        ...     lambda x: x, lambda d: -d, trusted=True)
+        >>> bad.map(1)
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.InvalidParameter: user_measurement [UNVERIFIED]'s map(1)=Fraction(-1, 1) must be ...
+    """
+    _check_trusted(trusted, "measurement")
+    _check_callable(function, "function")
+    _check_callable(privacy_map, "privacy_map")
+    if not isinstance(output_measure, Measure):
+        raise DomainMismatch(f"output measure {output_measure!r} is not a Measure")
+    node = Node(str(name), source="user-written: trusted, not verified", verified=False)
+    return Measurement(
+        input_domain,
+        input_metric,
+        output_measure,
+        function,
+        _checked_user_map(privacy_map, output_measure.check_cost, node.label()),
+        interactive=interactive,
+        node=node,
+    )
+
+
+def make_user_transformation(
+    input_domain: Domain,
+    output_domain: Domain,
+    input_metric: Metric,
+    output_metric: Metric,
+    function: Callable[[TI], TO],
+    stability_map: Callable[[DI], D2],
+    *,
+    trusted: bool,
+    name: str = "user_transformation",
+) -> Transformation[TI, TO, DI, D2]:
+    """A transformation from raw parts written by the user: an explicit, visible act of trust.
+
+    Like :func:`make_user_measurement`: needs ``trusted=True``, validates every value the stability map
+    returns with the output metric (:meth:`Metric.validate`: a non-negative distance of its type), and
+    is labelled ``[UNVERIFIED]``. The function must return values in ``output_domain`` and should never
+    raise on data in ``input_domain``.
+
+    Args:
+        input_domain: the domain of the data.
+        output_domain: the domain of what ``function`` returns.
+        input_metric: the metric on the input.
+        output_metric: the metric on the output.
+        function: the transformation (data -> data).
+        stability_map: d_in -> d_out.
+        trusted: must be ``True``: your statement that the stability map is proven.
+        name: the node's name in ``repr`` and ``dp.explain``.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> rows = dp.VectorDomain(dp.AtomDomain(int))
+        >>> double = dp.make_user_transformation(rows, rows, dp.SymmetricDistance(), dp.SymmetricDistance(),
+        ...     lambda xs: [2 * x for x in xs], lambda d: d, trusted=True, name="double")
+        >>> double([1, 2]), double.map(3)
+        ([2, 4], 3)
+    """
+    _check_trusted(trusted, "transformation")
+    _check_callable(function, "function")
+    _check_callable(stability_map, "stability_map")
+    if not isinstance(output_metric, Metric):
+        raise DomainMismatch(f"output metric {output_metric!r} is not a Metric")
+    node = Node(str(name), source="user-written: trusted, not verified", verified=False)
+    return Transformation(
+        input_domain,
+        output_domain,
+        input_metric,
+        output_metric,
+        function,
+        _checked_user_map(stability_map, output_metric.validate, node.label()),
+        node=node,
+    )
 
 
 def postprocess(

@@ -85,6 +85,15 @@ class Measure(Generic[D]):
         """A short human-readable form of a distance; floats are rounded up."""
         return repr(d)
 
+    def check_cost(self, d: object, what: str = "cost") -> D:  # pragma: no cover - abstract
+        """Validate a distance a privacy map *returned* (a cost about to be charged or composed).
+
+        The one check every charging path applies before a budget or ledger records anything: the cost
+        must be this measure's type, exact, finite and non-negative. Raises :class:`InvalidParameter`
+        naming ``what`` otherwise (a negative cost would refund a budget; a float is not exact).
+        """
+        raise InvalidParameter(f"{what}: {self!r} has no cost validation, so it cannot be charged")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -113,6 +122,25 @@ class _ScalarMeasure(Measure[Fraction]):
 
     def zero(self) -> Fraction:
         return Fraction(0)
+
+    def check_cost(self, d: object, what: str = "cost") -> Fraction:
+        return exact_cost(d, what)
+
+
+def exact_cost(d: object, what: str) -> Fraction:
+    """``d`` as a Fraction if it is an exact number ≥ 0 (int or Fraction), else ``InvalidParameter``.
+
+    Floats are refused: a privacy map returns exact values (``Fraction``), and a float cost would have
+    to be rounded by someone who does not know which way is safe.
+    """
+    if isinstance(d, bool) or not isinstance(d, (int, Fraction)):
+        raise InvalidParameter(
+            f"{what}={d!r} must be an exact number ≥ 0 (int or fractions.Fraction), not "
+            f"{type(d).__name__}; a privacy map must return exact values (see dpcompose.accounting.exact)"
+        )
+    if d < 0:
+        raise InvalidParameter(f"{what}={d!r} must be non-negative: a negative cost would refund a budget")
+    return Fraction(d)
 
 
 class PureDP(_ScalarMeasure):
@@ -160,6 +188,14 @@ class ApproxDP(Measure[tuple[Fraction, Fraction]]):
         if not d_mids:
             return self.zero()
         return basic([e for e, _ in d_mids], [d for _, d in d_mids])
+
+    def check_cost(self, d: object, what: str = "cost") -> tuple[Fraction, Fraction]:
+        if not isinstance(d, tuple) or len(d) != 2:
+            raise InvalidParameter(f"{what}={d!r} must be a pair (epsilon, delta) of exact numbers")
+        eps, delta = exact_cost(d[0], f"{what} epsilon"), exact_cost(d[1], f"{what} delta")
+        if delta > 1:
+            raise InvalidParameter(f"{what} delta={delta} must be at most 1")
+        return eps, delta
 
     def display(self, d: tuple[Fraction, Fraction]) -> str:
         return f"ε={_fmt(d[0])}, δ={_fmt(d[1])}"
@@ -230,6 +266,11 @@ class RenyiDP(Measure[RenyiCurve]):
     def zero(self) -> RenyiCurve:
         return RenyiCurve(lambda alpha: Fraction(0), "0")
 
+    def check_cost(self, d: object, what: str = "cost") -> RenyiCurve:
+        if not isinstance(d, RenyiCurve):
+            raise InvalidParameter(f"{what}={d!r} must be a RenyiCurve")
+        return d
+
     def compose(self, d_mids: Sequence[RenyiCurve]) -> RenyiCurve:
         total = self.zero()
         for c in d_mids:
@@ -279,6 +320,11 @@ class ProfileDP(Measure[PrivacyProfile]):
 
     def compose(self, d_mids: Sequence[PrivacyProfile]) -> PrivacyProfile:
         return PrivacyProfile.compose(list(d_mids))
+
+    def check_cost(self, d: object, what: str = "cost") -> PrivacyProfile:
+        if not isinstance(d, PrivacyProfile):
+            raise InvalidParameter(f"{what}={d!r} must be a PrivacyProfile")
+        return d
 
     def display(self, d: PrivacyProfile) -> str:
         return repr(d)

@@ -26,6 +26,9 @@ class Node:
         children: the parts this node is built from, in order.
         child_inputs: maps this node's ``d_in`` to each child's ``d_in`` (default: every child gets it).
         alternatives: maps ``d_in`` to the runners-up the policy rejected, as ``(theorem, value)`` pairs.
+        verified: ``False`` for a user-written part (``make_user_measurement`` /
+            ``make_user_transformation``): its map is the user's claim, not a library proof; its label
+            says so wherever it is shown (``repr``, ``dp.explain``).
     """
 
     name: str
@@ -36,6 +39,7 @@ class Node:
     children: tuple[Any, ...] = ()
     child_inputs: Callable[[Any], tuple[Any, ...]] | None = field(default=None, compare=False)
     alternatives: Callable[[Any], tuple[tuple[str, Any], ...]] | None = field(default=None, compare=False)
+    verified: bool = True
 
     def inputs_for_children(self, d_in: Any) -> tuple[Any, ...]:
         """Each child's ``d_in`` when this node receives ``d_in``."""
@@ -44,7 +48,8 @@ class Node:
         return tuple(d_in for _ in self.children)
 
     def label(self) -> str:
-        """``name(param=value, …)``."""
-        if not self.params:
-            return self.name
-        return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params)})"
+        """``name(param=value, …)``, with ``[UNVERIFIED]`` after a user-written part."""
+        text = self.name
+        if self.params:
+            text += f"({', '.join(f'{k}={v}' for k, v in self.params)})"
+        return text if self.verified else f"{text} [UNVERIFIED]"
