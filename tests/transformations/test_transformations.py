@@ -40,9 +40,29 @@ def test_float_sum_needs_size_bound() -> None:
     with pytest.raises(dp.InvalidParameter, match="max_size"):
         dp.t.make_sum(dom, SYM)
     s = dp.t.make_sum(dom, SYM, max_size=3)
-    with pytest.raises(dp.DomainMismatch, match="at most 3"):
-        s([0.1] * 4)
     assert s([0.1, 0.2, 0.3]) == math.fsum([0.1, 0.2, 0.3])
+
+
+def test_oversize_float_sum_saturates_instead_of_raising() -> None:
+    """An exception on in-domain data would reveal the dataset's size (issue 11, item 6): more records
+    than max_size are summed and clamped to the largest |sum| max_size records can have."""
+    dom = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1.0, 1.0)))
+    s = dp.t.make_sum(dom, SYM, max_size=3)
+    assert s([1.0] * 4) == 3.0 and s([0.5] * 4) == 2.0 and s([-1.0] * 37) == -3.0
+    assert s([1.0, -1.0] * 20) == 0.0  # within range: the exact sum, whatever the count
+    huge = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e308, 1e308)))
+    top = dp.t.make_sum(huge, SYM, max_size=1)
+    assert top([1e308] * 3) == 1e308 and top([-1e308] * 3) == -1e308  # fsum would overflow
+    with pytest.raises(dp.InvalidParameter, match="max_size"):
+        dp.t.make_sum(huge, SYM, max_size=2)  # 2e308 is beyond the float range: refused when built
+
+
+@given(st.lists(st.floats(-1.0, 1.0), min_size=0, max_size=12), st.floats(-1.0, 1.0))
+def test_saturated_float_sum_keeps_its_sensitivity(data: list[float], extra: float) -> None:
+    """Brute force over datasets larger than max_size: adding one record moves the sum by at most map(1)."""
+    dom = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1.0, 1.0)))
+    s = dp.t.make_sum(dom, SYM, max_size=4)
+    assert abs(Fraction(s(data)) - Fraction(s([*data, extra]))) <= s.map(1)
 
 
 @given(

@@ -36,8 +36,12 @@ def make_sum(
 
     Integers are summed exactly. Floats are summed with :func:`math.fsum` (the correctly rounded exact
     sum), and the sensitivity grows by one ulp of the largest possible |sum| to cover the two roundings —
-    so float sums need a known bound on the number of records: the domain's ``size`` or ``max_size=``
-    (a dataset with more records is refused with :class:`DomainMismatch`, before anything is released).
+    so float sums need a known bound n on the number of records: the domain's ``size`` or ``max_size=``.
+    The sum is then *saturated* to ``[-L, L]`` with ``L`` the least float ≥ n·max(|lo|, |hi|), the
+    largest |sum| n records can have: a dataset with more than n records is summed and clamped, never
+    refused, because a refusal would reveal its size (an exception is an output too). Clamping is
+    1-Lipschitz and every rounding happens at magnitudes ≤ L, so the map is unchanged. A bound with
+    n·max(|lo|, |hi|) beyond the float range is refused at construction.
     Naive float summation can exceed the textbook sensitivity (Casacuberta et al. 2022, "Widespread
     underestimation of sensitivity in differentially private libraries").
 
@@ -82,14 +86,22 @@ def make_sum(
                 "give the VectorDomain a size or pass max_size="
             )
         largest = float_up(limit * max(abs(lo), abs(hi)))
+        if largest == math.inf:
+            raise InvalidParameter(
+                f"max_size={limit} records of at most {float(max(abs(lo), abs(hi))):g} in magnitude can sum "
+                "beyond the float range: lower max_size or the bounds"
+            )
         slack = Fraction(math.ulp(largest))
 
     def run(data: Any) -> Any:
-        if limit is not None and len(data) > limit:
-            raise DomainMismatch(f"data has {len(data)} records but make_sum allows at most {limit}")
         if carrier is int:
             return sum(int(x) for x in data)
-        return math.fsum(np.asarray(data, dtype=np.float64).tolist())
+        values = np.asarray(data, dtype=np.float64).tolist()
+        try:
+            total = math.fsum(values)
+        except OverflowError:  # only for more than max_size records: the exact sum is beyond ±L anyway
+            total = math.inf if sum((Fraction(v) for v in values), Fraction(0)) > 0 else -math.inf
+        return min(max(total, -largest), largest)
 
     def stability(d_in: int) -> Fraction:
         return d_in * per_record + (slack if d_in > 0 else 0)
