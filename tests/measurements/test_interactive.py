@@ -509,8 +509,11 @@ def test_interactive_laplace_releases_integers_without_float_rounding() -> None:
     assert isinstance(m([0])(constant_query(2**60 + 1)), float)
 
 
-def test_interactive_laplace_refuses_non_finite_values_without_charging() -> None:
+def test_interactive_laplace_charges_before_it_evaluates() -> None:
+    """A query is paid for before it touches the data (issue 11, item 6): a value that breaks the query's
+    contract (NaN here) is refused, but only after the charge, so what the refusal reveals is paid for."""
     q = dp.m.make_interactive_laplace(INTS, SYM, scale=1.0, max_queries=1)([0])
     with pytest.raises(dp.InvalidParameter, match="not a finite number"):
         q(constant_query(float("nan")))
-    assert isinstance(q(COUNT), float)  # the one query is still available
+    with pytest.raises(dp.BudgetExceeded, match="all 1 queries are used"):
+        q(COUNT)
