@@ -342,8 +342,8 @@ class _LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
         q = _check_query(query, self._domain, self._metric)
         if self._used >= self._max_queries:
             raise BudgetExceeded(f"all {self._max_queries} queries are used; nothing was run")
+        self._used += 1  # charged before the query touches the data: whatever happens next is paid for
         value = _query_value(q, q.function(self._data))
-        self._used += 1  # charged before release
         if isinstance(value, int):
             return self._release_int(value)  # exact: no int -> float rounding before the grid
         return self._release_float(value)
