@@ -4,7 +4,7 @@ import itertools
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -96,3 +96,48 @@ def test_partition_rejects_bad_keys() -> None:
 def test_worst_allocation_small_cases() -> None:
     assert worst_allocation([lambda k: Fraction(k)], 0) == 0
     assert worst_allocation([lambda k: Fraction(k * k), lambda k: Fraction(3 * k)], 2) == 6
+
+
+def _brute_worst(tables: list[list[Fraction]], total: int) -> Fraction:
+    best = Fraction(0)
+    for alloc in itertools.product(range(total + 1), repeat=len(tables)):
+        if sum(alloc) <= total:
+            best = max(best, sum((t[k] for t, k in zip(tables, alloc, strict=True)), Fraction(0)))
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 6), min_size=4, max_size=4), min_size=1, max_size=3),
+    st.sampled_from(["convex", "concave", "any"]),
+    st.integers(0, 4),
+    st.integers(1, 3),
+)
+def test_worst_allocation_matches_brute_force(
+    raw: list[list[int]], shape: str, total: int, repeat: int
+) -> None:
+    """Convex, concave and arbitrary maps (as cumulative sums of sorted or unsorted increments), some
+    repeated (the same function object), against enumeration of every allocation."""
+    tables = []
+    for increments in raw:
+        steps = sorted(increments) if shape == "convex" else sorted(increments, reverse=True)
+        steps = increments if shape == "any" else steps
+        tables.append([Fraction(sum(steps[:k])) for k in range(5)])
+    maps = [(lambda k, t=t: t[k]) for t in tables]
+    repeated = [f for f in maps for _ in range(repeat)]
+    assert worst_allocation(repeated, total) == _brute_worst(
+        [t for t in tables for _ in range(repeat)], total
+    )
+
+
+def test_parallel_map_is_fast_at_large_d_in() -> None:
+    """Regression (issue 11 item 15): 3,000 changed records took 11 s (O(m·d²)); linear maps now take
+    one evaluation per k. Not a timing assertion: it counts map evaluations."""
+    calls: list[int] = []
+
+    def linear(k: int) -> Fraction:
+        calls.append(k)
+        return Fraction(k, 2)
+
+    assert worst_allocation([linear] * 50, 3000) == 1500
+    assert len(calls) == 3000

@@ -23,28 +23,64 @@ __all__ = ["make_parallel", "worst_allocation"]
 
 
 def worst_allocation(maps: Sequence[Callable[[int], Fraction]], total: int) -> Fraction:
-    """max over (k₁, …, k_m) with Σ kᵢ = total, kᵢ ≥ 0, of Σ mapᵢ(kᵢ) — exactly, by dynamic programming.
+    """max over (k₁, …, k_m) with Σ kᵢ ≤ total, kᵢ ≥ 0, of Σ gᵢ(kᵢ), where gᵢ(0) = 0 (an untouched part
+    costs nothing) and gᵢ(k) = mapᵢ(k) for k ≥ 1 — exactly.
 
     This is the worst case of parallel composition when ``total`` changed records may fall into the parts
-    in any way (each part's map need not be linear). O(m·total²) map evaluations are avoided by
-    evaluating each map once per k ≤ total: O(m·total) calls and O(m·total²) additions. Identical maps
-    (the same function object) are evaluated once.
+    in any way (a child's map need not be linear). Each distinct map (the same function object) is
+    evaluated once per k ≤ total, O(distinct·total) calls, and then:
+
+    * every gᵢ convex on {0, …, total} (second differences ≥ 0; linear maps, zCDP's k²ρ, group privacy):
+      the worst case is maxᵢ gᵢ(total), all records in one part. Proof: convexity and gᵢ(0) = 0 give
+      gᵢ(k) ≤ (k/total)·gᵢ(total), so Σ gᵢ(kᵢ) ≤ maxᵢ gᵢ(total)·Σ kᵢ/total ≤ maxᵢ gᵢ(total), which one
+      allocation attains. O(distinct·total).
+    * every gᵢ concave (non-increasing marginals, e.g. a map capped at a constant): the worst case is the
+      sum of the ``total`` largest positive marginals over all parts (each part's marginals are
+      non-increasing, so the largest ones form a prefix in every part: a valid allocation, and an
+      exchange argument shows nothing beats it). O(distinct·total·log).
+    * otherwise: dynamic programming over the parts, O(m·total²) additions.
 
     Examples:
         >>> from fractions import Fraction
-        >>> square = lambda k: Fraction(k * k)  # a non-linear map: concentrating the records is worst
+        >>> square = lambda k: Fraction(k * k)  # convex: concentrating the records is worst
         >>> worst_allocation([square, square, square], 3)
         Fraction(9, 1)
-        >>> worst_allocation([lambda k: Fraction(min(k, 1))] * 3, 3)  # spreading is worst
+        >>> worst_allocation([lambda k: Fraction(min(k, 1))] * 3, 3)  # concave: spreading is worst
         Fraction(3, 1)
+        >>> bumpy = lambda k: Fraction([0, 2, 2, 5][k])  # neither: the exact dynamic programme
+        >>> worst_allocation([bumpy, bumpy], 3)
+        Fraction(5, 1)
     """
-    cache: dict[int, list[Fraction]] = {}
+    tables: dict[int, list[Fraction]] = {}
+    counts: dict[int, int] = {}
+    order: list[Callable[[int], Fraction]] = []
+    for f in maps:
+        if id(f) not in tables:
+            tables[id(f)] = [Fraction(0)] + [f(k) for k in range(1, total + 1)]
+            counts[id(f)] = 0
+            order.append(f)
+        counts[id(f)] += 1
+    if total == 0 or not order:
+        return Fraction(0)
+    second = [[g[k + 1] - 2 * g[k] + g[k - 1] for k in range(1, total)] for g in tables.values()]
+    if all(d >= 0 for ds in second for d in ds):
+        return max(Fraction(0), *(g[total] for g in tables.values()))
+    if all(d <= 0 for ds in second for d in ds):
+        marginals = sorted(
+            ((g[k] - g[k - 1], counts[key]) for key, g in tables.items() for k in range(1, total + 1)),
+            reverse=True,
+        )
+        acc, left = Fraction(0), total
+        for gain, copies in marginals:
+            if gain <= 0 or left == 0:
+                break
+            take = min(copies, left)
+            acc += gain * take
+            left -= take
+        return acc
     best = [Fraction(0)] + [Fraction(-1)] * total  # best[s]: max over parts so far using s records
     for f in maps:
-        values = cache.get(id(f))
-        if values is None:
-            values = [f(k) for k in range(total + 1)]
-            cache[id(f)] = values
+        values = tables[id(f)]
         new = list(best)
         for s in range(total + 1):
             for k in range(1, s + 1):
