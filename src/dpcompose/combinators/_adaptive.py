@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ __all__ = [
     "make_adaptive_sequential",
     "map_up_to_d_in",
     "priced_cost",
+    "run_query",
 ]
 
 
@@ -47,6 +49,44 @@ def priced_cost(query: Measurement[Any, Any, Any, Any], d_in: Any) -> Any:
             f"query {label}: its privacy map raised {type(exc).__name__}: {exc}; nothing was run or spent"
         ) from exc
     return query.output_measure.check_cost(d, f"query {label}'s cost at d_in={d_in}")
+
+
+class SpawnedChildren:
+    """The interactive answers a compositor, filter or odometer has spawned, kept only as far as needed.
+
+    Sequential interaction closes every earlier child when a later query is answered. Each answer closes
+    the one before it, so at most one child is open at any time: it is the only one kept, by weak
+    reference (a child the analyst has dropped needs no closing). Concurrent interaction keeps nothing.
+    So each query costs O(1) and finished answers are not kept alive (20,000 sparse-vector queries held
+    7 MB before).
+    """
+
+    __slots__ = ("_last", "_reason", "_sequential")
+
+    def __init__(self, sequential: bool, reason: str) -> None:
+        self._sequential, self._reason = sequential, reason
+        self._last: weakref.ReferenceType[Queryable[Any, Any]] | None = None
+
+    def before_answer(self) -> None:
+        """Close the open child (sequential only); call after the charge, before the query runs."""
+        last = self._last() if self._last is not None else None
+        if last is not None:
+            last.close(self._reason)
+        self._last = None
+
+    def after_answer(self, answer: object) -> None:
+        """Remember ``answer`` if it is a child a later query must close."""
+        if self._sequential and isinstance(answer, Queryable):
+            self._last = weakref.ref(answer)
+
+
+def run_query(query: Measurement[Any, Any, Any, Any], data: Any, children: SpawnedChildren) -> Any:
+    """Run an admitted (already charged) query on ``data``, closing or remembering spawned children."""
+    children.before_answer()
+    answer = query.function(data)
+    if query.interactive:
+        children.after_answer(answer)
+    return answer
 
 
 def map_up_to_d_in(d_in: Any, value: Any, who: str) -> Callable[[Any], Any]:
@@ -86,7 +126,7 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
         self._domain, self._metric, self._measure = input_domain, input_metric, measure
         self._d_in, self._d_mids = d_in, d_mids
         self._sequential = sequential
-        self._spawned: list[Queryable[Any, Any]] = []
+        self._children = SpawnedChildren(sequential, "a later query was made to the sequential compositor")
         self._next = 0
 
     def _answer(self, query: Measurement[Any, Any, Any, Any]) -> Any:
@@ -103,13 +143,7 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
                 f"budget {self._measure.display(budget)}; nothing was run or spent"
             )
         self._next += 1  # charged before anything is released
-        if self._sequential:
-            for earlier in self._spawned:
-                earlier.close("a later query was made to the sequential compositor")
-        answer = query.function(self._data)
-        if query.interactive and isinstance(answer, Queryable):
-            self._spawned.append(answer)
-        return answer
+        return run_query(query, self._data, self._children)
 
     @property
     def budgets_used(self) -> int:

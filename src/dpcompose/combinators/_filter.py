@@ -33,7 +33,13 @@ from dpcompose.accounting._filters import (
     zcdp_cost_to_renyi,
 )
 from dpcompose.accounting._zcdp import pure_to_zcdp
-from dpcompose.combinators._adaptive import check_query, map_up_to_d_in, priced_cost
+from dpcompose.combinators._adaptive import (
+    SpawnedChildren,
+    check_query,
+    map_up_to_d_in,
+    priced_cost,
+    run_query,
+)
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
 from dpcompose.core import (
     ZCDP,
@@ -205,7 +211,10 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         self._domain, self._metric, self._d_in = domain, metric, d_in
         self._accountant = accountant
         self._ledger = ledger
-        self._spawned: list[Queryable[Any, Any]] = []
+        self._children = SpawnedChildren(
+            accountant.sequential,
+            f"a later query was made to the {accountant.kind} (sequential for zCDP and Rényi)",
+        )
         ledger.bind(accountant.kind, accountant.spec)
 
     def _answer(self, query: AnyMeasurement) -> Any:
@@ -214,15 +223,7 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         label = query.node.label()
         # Charged durably before anything is released; a refusal raises inside the transaction.
         self._ledger.charge(lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label)))
-        if self._accountant.sequential:
-            for earlier in self._spawned:
-                earlier.close(
-                    f"a later query was made to the {self._accountant.kind} (sequential for zCDP and Rényi)"
-                )
-        answer = query.function(self._data)
-        if query.interactive and isinstance(answer, Queryable):
-            self._spawned.append(answer)
-        return answer
+        return run_query(query, self._data, self._children)
 
     def _entry(self) -> LedgerEntry:
         with self._lock:
