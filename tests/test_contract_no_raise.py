@@ -55,6 +55,8 @@ def atoms(domain: dp.AtomDomain) -> st.SearchStrategy[Any]:
 
 
 def members(domain: dp.Domain) -> st.SearchStrategy[Any]:
+    if isinstance(domain, dp.AtomDomain) and domain.carrier is tuple:
+        return st.lists(st.integers(0, 2), max_size=3).map(tuple)
     if isinstance(domain, dp.AtomDomain):
         return atoms(domain)
     if isinstance(domain, dp.CategoricalDomain):
@@ -111,6 +113,13 @@ CASES: dict[str, list[Case]] = {
     ],
     "make_partition": [
         ("mod", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: r % 3, keys=[0, 1, 2]), []),
+        ("failing by", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: 1 // (r % 3), keys=[0, 1]), []),
+        ("unhashable", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: [r], keys=[0]), []),
+        (
+            "column",
+            lambda: dp.t.make_partition(dp.VectorDomain(dp.AtomDomain(tuple)), SYM, by=1, keys=[0]),
+            [],
+        ),
     ],
     "make_sum": [
         ("int", lambda: dp.t.make_sum(BOUNDED_INTS, SYM), []),

@@ -28,8 +28,10 @@ def make_partition(
 ) -> Transformation[Any, tuple[list[Any], ...], int, int]:
     """Split a dataset into ``len(keys)`` disjoint parts: part i holds the records whose key is ``keys[i]``.
 
-    Records whose key is not declared go to no part. The keys are declared in advance (public), so the
-    number and order of the parts never depend on the data.
+    Records whose key is not declared go to no part, and so does a record for which ``by`` raises or
+    gives an unhashable key (a missing column, say): an exception would be an output no map accounts
+    for, while dropping a record is a function of that record alone, so the stability is unchanged. The
+    keys are declared in advance (public), so the number and order of the parts never depend on the data.
 
     Stability (``PartitionDistance``: records added or removed, summed over parts): add/remove of d
     records changes at most d records in total; changing d records removes d and adds d, so at most 2d.
@@ -46,7 +48,7 @@ def make_partition(
         >>> import dpcompose as dp
         >>> rows = dp.VectorDomain(dp.AtomDomain(tuple))
         >>> part = dp.t.make_partition(rows, dp.SymmetricDistance(), by=0, keys=["a", "b"])
-        >>> part([("a", 1), ("b", 2), ("a", 3), ("z", 4)])
+        >>> part([("a", 1), ("b", 2), ("a", 3), ("z", 4), ()])  # () has no column 0: no part
         ([('a', 1), ('a', 3)], [('b', 2)])
         >>> part.map(1)
         1
@@ -79,7 +81,10 @@ def make_partition(
     def run(data: Any) -> tuple[list[Any], ...]:
         parts: list[list[Any]] = [[] for _ in keys]
         for record in data:
-            i = index.get(key_of(record))
+            try:
+                i = index.get(key_of(record))
+            except Exception:  # a record's own failure sends it to no part; nothing escapes
+                i = None
             if i is not None:
                 parts[i].append(record)
         return tuple(parts)
