@@ -19,6 +19,7 @@ Examples:
 from __future__ import annotations
 
 import enum
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -133,14 +134,14 @@ def exact_cost(d: object, what: str) -> Fraction:
     Floats are refused: a privacy map returns exact values (``Fraction``), and a float cost would have
     to be rounded by someone who does not know which way is safe.
     """
-    if isinstance(d, bool) or not isinstance(d, (int, Fraction)):
+    if isinstance(d, bool) or not isinstance(d, (numbers.Integral, Fraction)):
         raise InvalidParameter(
             f"{what}={d!r} must be an exact number ≥ 0 (int or fractions.Fraction), not "
             f"{type(d).__name__}; a privacy map must return exact values (see dpcompose.accounting.exact)"
         )
     if d < 0:
         raise InvalidParameter(f"{what}={d!r} must be non-negative: a negative cost would refund a budget")
-    return Fraction(d)
+    return d if type(d) is Fraction else Fraction(int(d) if isinstance(d, numbers.Integral) else d)
 
 
 class PureDP(_ScalarMeasure):
