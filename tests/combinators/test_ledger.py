@@ -118,7 +118,11 @@ def test_tampered_row_is_refused(tmp_path: Path) -> None:
     q = pure_filter(ledger)(0.0)
     q(spy(Fraction(1, 2), []))
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE dpcompose_ledger SET state = '0/1,0/1'")  # someone "resets" the budget
+    conn.execute(  # someone "resets" the budget in the key's last journal row
+        "UPDATE dpcompose_journal SET entry = replace(entry, '1/2', '0/1') "
+        "WHERE seq = (SELECT max(seq) FROM dpcompose_journal)"
+    )
+    assert conn.total_changes == 1
     conn.commit()
     conn.close()
     calls: list[Any] = []

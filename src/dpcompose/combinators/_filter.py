@@ -215,7 +215,7 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
             accountant.sequential,
             f"a later query was made to the {accountant.kind} (sequential for zCDP and Rényi)",
         )
-        ledger.bind(accountant.kind, accountant.spec)
+        ledger.bind(accountant.kind, f"domain={domain!r} metric={metric!r} {accountant.spec}")
 
     def _answer(self, query: AnyMeasurement) -> Any:
         query = check_query(query, self._domain, self._metric, self._accountant.kind)

@@ -5,12 +5,14 @@ the rule actually in effect, the rule's running sums (``state``) and the number 
 :meth:`Ledger.charge` is atomic: it reads the entry, lets the accountant compute the new one (or refuse by
 raising), and stores it — durably, for :class:`SQLiteLedger` — *before* the caller releases anything.
 
-* :class:`MemoryLedger` — in memory, for one process (the default of ``make_privacy_filter``).
-* :class:`SQLiteLedger` — a file (standard library :mod:`sqlite3`, WAL journal, ``synchronous=FULL``),
-  shared by every process that opens it with the same key. Each charge runs in a ``BEGIN IMMEDIATE``
-  transaction, so two processes are serialised and can never overspend together; a process killed right
-  after a charge loses nothing. A corrupt, locked, foreign or mismatched file raises :class:`LedgerError`
-  and the accountant refuses to answer rather than starting from zero.
+* :class:`MemoryLedger` — in memory, private to the process that made it (the default of
+  ``make_privacy_filter``). A forked child refuses to use it: a copy of an in-memory budget in every
+  worker would multiply the budget.
+* :class:`SQLiteLedger` — a file (standard library :mod:`sqlite3`), shared by every process that opens it
+  with the same key. It never silently forgets: every charge is appended to a hash-chained journal that
+  is verified when the file is opened, and every failure is a :class:`LedgerError` — the accountant then
+  refuses to answer rather than starting from zero. See its docstring for the durability and threat
+  model.
 
 Examples:
     >>> from fractions import Fraction
@@ -26,27 +28,42 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
+import json
 import os
+import secrets
 import sqlite3
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
-from dpcompose.errors import DPError
+from dpcompose._validation import check_finite_nonnegative
+from dpcompose.errors import DPError, InvalidParameter
 
 __all__ = ["Ledger", "LedgerEntry", "LedgerError", "LedgerLocked", "MemoryLedger", "SQLiteLedger"]
 
 _APPLICATION_ID = 0x4450_4C47  # "DPLG"
-_SCHEMA_VERSION = 1
-_TABLE = "dpcompose_ledger"
+#: 1: one mutable row per key (dpcompose ≤ 0.x, before issue 11); 2: hash-chained append-only journal.
+_SCHEMA_VERSION = 2
+_JOURNAL = "dpcompose_journal"
+_HEAD = "dpcompose_head"
+_SCHEMA = {
+    _JOURNAL: f"CREATE TABLE {_JOURNAL} (seq INTEGER PRIMARY KEY, key BLOB NOT NULL, entry BLOB NOT NULL, "
+    "hash BLOB NOT NULL)",
+    _HEAD: f"CREATE TABLE {_HEAD} (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, "
+    "hash BLOB NOT NULL, file_id BLOB NOT NULL)",
+}
+_DOMAIN_TAG = b"dpcompose-ledger-v2\x00"
+_MAX_TIMEOUT = 2_000_000.0  # seconds; sqlite's busy timeout is a 32-bit count of milliseconds
 
 
 class LedgerError(DPError):
-    """A ledger cannot be trusted or used: corrupt, foreign, locked, or bound to another budget.
+    """A ledger cannot be trusted or used: corrupt, foreign, locked, read-only, full, or bound elsewhere.
 
     The accountant using it refuses every query until the problem is fixed; it never starts from zero.
     """
@@ -62,7 +79,8 @@ class LedgerEntry:
 
     Attributes:
         kind: ``"filter"`` or ``"odometer"``.
-        spec: the accountant's measure, budget and rule request, as canonical text.
+        spec: everything that gives the budget its meaning (input domain and metric, ``d_in``, measure,
+            budget, rule request), as canonical text.
         rule: the rule in effect (``""`` until a ``rule="auto"`` filter fixes it at its first charge).
         state: the rule's running sums.
         queries: how many queries have been charged.
@@ -107,22 +125,64 @@ class Ledger(ABC):
 def _mismatch(current: LedgerEntry, kind: str, spec: str, where: str) -> LedgerError:
     return LedgerError(
         f"{where} belongs to a {current.kind} with spec {current.spec!r}; this {kind} has spec {spec!r}. "
-        "Use another key (or another ledger) for a different budget or rule; nothing was run"
+        "Use another key (or another ledger) for a different budget, rule, domain or metric; nothing was run"
     )
 
 
+def _check_update(old: LedgerEntry, new: object) -> LedgerEntry:
+    """The accountant's new entry, checked so that a bug can never store a smaller or foreign entry."""
+    if not isinstance(new, LedgerEntry):
+        raise LedgerError(f"a ledger update returned {new!r}, not a LedgerEntry; nothing was stored")
+    if (new.kind, new.spec) != (old.kind, old.spec):
+        raise LedgerError("a ledger update changed the entry's kind or spec; nothing was stored")
+    if isinstance(new.queries, bool) or not isinstance(new.queries, int) or new.queries < old.queries:
+        raise LedgerError(
+            f"a ledger update set queries={new.queries!r} below {old.queries}; nothing was stored"
+        )
+    if not isinstance(new.rule, str) or not all(type(q) is Fraction and q >= 0 for q in new.state):
+        raise LedgerError(f"a ledger update returned a malformed entry {new!r}; nothing was stored")
+    return new
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MemoryLedger
+
+
 class MemoryLedger(Ledger):
-    """A ledger in memory, private to this process (the default).
+    """A ledger in memory, private to the process that created it (the default).
 
     Share one instance between several filters built with the same budget to make them draw on a single
-    budget; an instance bound to one spec refuses another.
+    budget; an instance bound to one spec refuses another. A forked child process (``multiprocessing``
+    with the ``fork`` start method, ``os.fork``) inherits a *copy* of the instance; spending in the copy
+    would not be seen by the parent or by the other children, so every method raises
+    :class:`LedgerError` in a process other than the one that created it. Use :class:`SQLiteLedger` to
+    share one budget across processes.
+
+    Examples:
+        >>> ledger = MemoryLedger()
+        >>> ledger.bind("odometer", "demo").queries
+        0
     """
 
     def __init__(self) -> None:
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._entry: LedgerEntry | None = None
 
+    def _check_process(self) -> None:
+        # Checked before taking the lock: a lock held by another thread at fork time stays held forever
+        # in the child.
+        pid = os.getpid()
+        if pid != self._pid:
+            raise LedgerError(
+                f"this MemoryLedger belongs to process {self._pid}; process {pid} (a forked child) holds "
+                "only a copy of it, and spending from the copy would multiply the budget. Refusing; "
+                "nothing was run or spent. To share one budget across processes use "
+                "SQLiteLedger(path, key)"
+            )
+
     def bind(self, kind: str, spec: str) -> LedgerEntry:
+        self._check_process()
         with self._lock:
             if self._entry is None:
                 self._entry = LedgerEntry(kind, spec, "", (), 0)
@@ -131,16 +191,18 @@ class MemoryLedger(Ledger):
             return self._entry
 
     def read(self) -> LedgerEntry:
+        self._check_process()
         with self._lock:
             if self._entry is None:
                 raise LedgerError("this MemoryLedger is not bound to an accountant yet")
             return self._entry
 
     def charge(self, update: Callable[[LedgerEntry], LedgerEntry]) -> LedgerEntry:
+        self._check_process()
         with self._lock:
             if self._entry is None:
                 raise LedgerError("this MemoryLedger is not bound to an accountant yet")
-            new = update(self._entry)
+            new = _check_update(self._entry, update(self._entry))
             self._entry = new
             return new
 
@@ -148,231 +210,594 @@ class MemoryLedger(Ledger):
         return f"MemoryLedger({self._entry!r})"
 
 
-def _encode_state(state: tuple[Fraction, ...]) -> str:
-    return ",".join(f"{q.numerator}/{q.denominator}" for q in state)
+# ---------------------------------------------------------------------------------------------------------
+# SQLiteLedger: encoding and the hash chain
 
 
-def _decode_state(text: str) -> tuple[Fraction, ...]:
-    if not text:
-        return ()
-    out = []
-    for part in text.split(","):
-        num, _, den = part.partition("/")
+def _encode_entry(e: LedgerEntry) -> bytes:
+    state = [f"{q.numerator}/{q.denominator}" for q in e.state]
+    doc = {"kind": e.kind, "spec": e.spec, "rule": e.rule, "state": state, "queries": e.queries}
+    return json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _decode_entry(raw: bytes) -> LedgerEntry:
+    """Parse a stored entry; raises ``ValueError`` on anything malformed (the caller reports corruption)."""
+    doc = json.loads(raw.decode("ascii"))
+    if not isinstance(doc, dict) or set(doc) != {"kind", "spec", "rule", "state", "queries"}:
+        raise ValueError("malformed entry")
+    kind, spec, rule, state, queries = (doc[k] for k in ("kind", "spec", "rule", "state", "queries"))
+    if not all(isinstance(s, str) for s in (kind, spec, rule)) or not isinstance(state, list):
+        raise ValueError("malformed entry")
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 0:
+        raise ValueError(f"malformed query count {queries!r}")
+    sums = []
+    for part in state:
+        if not isinstance(part, str):
+            raise ValueError("malformed running sum")
+        num, slash, den = part.partition("/")
         q = Fraction(int(num), int(den))
-        if q < 0:
-            raise ValueError(f"negative running sum {q}")
-        out.append(q)
-    return tuple(out)
+        if not slash or q < 0 or int(den) <= 0:
+            raise ValueError(f"malformed running sum {part!r}")
+        sums.append(q)
+    return LedgerEntry(kind, spec, rule, tuple(sums), queries)
 
 
-def _checksum(key: str, kind: str, spec: str, rule: str, state: str, queries: int) -> str:
-    h = hashlib.sha256()
-    for part in (key, kind, spec, rule, state, str(queries)):
-        h.update(part.encode())
-        h.update(b"\x00")
-    return h.hexdigest()
+def _genesis(file_id: bytes) -> bytes:
+    return hashlib.sha256(_DOMAIN_TAG + b"genesis\x00" + file_id).digest()
+
+
+def _link(prev: bytes, seq: int, key: bytes, entry: bytes) -> bytes:
+    """The hash of journal row ``seq``: covers the previous row's hash, the sequence, the key, the entry."""
+    h = hashlib.sha256(_DOMAIN_TAG)
+    h.update(prev)
+    h.update(seq.to_bytes(8, "big"))
+    h.update(len(key).to_bytes(4, "big"))
+    h.update(key)
+    h.update(len(entry).to_bytes(8, "big"))
+    h.update(entry)
+    return h.digest()
+
+
+class _Corrupt(Exception):
+    """Internal: the file's contents fail a check (reported as a LedgerError naming the file)."""
+
+
+def _int(value: object, what: str) -> int:
+    if type(value) is not int:
+        raise _Corrupt(f"{what} is {type(value).__name__}, not an integer")
+    return value
+
+
+def _blob(value: object, what: str, size: int | None = None) -> bytes:
+    if type(value) is not bytes or (size is not None and len(value) != size):
+        raise _Corrupt(f"{what} is not a {size or ''}-byte blob".replace(" -byte", ""))
+    return value
+
+
+def _fsync_dir(directory: str) -> None:
+    if os.name != "posix":  # pragma: no cover - directories cannot be opened for fsync elsewhere
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_LIVE: weakref.WeakSet[SQLiteLedger] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # Only the forking thread survives a fork: a lock another thread held is held forever in the child.
+    for ledger in list(_LIVE):
+        ledger._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class SQLiteLedger(Ledger):
     """A ledger in an SQLite file, shared by every process that opens it with the same ``key``.
 
-    Durability: WAL journal with ``synchronous=FULL``, so a committed charge survives a crash of the
-    process (and of the machine, as far as the disk honours fsync). Every charge is one
-    ``BEGIN IMMEDIATE`` transaction: read the entry, check the budget, write, commit — processes and
-    threads sharing the file are serialised, so together they never overspend. Each row carries a
-    SHA-256 checksum of its contents; a row that fails it, a file that is not a database, a database
-    that is not a dpcompose ledger, or a lock held longer than ``timeout`` seconds raise
-    :class:`LedgerError` (:class:`LedgerLocked` for the lock).
+    **Storage.** One file holds any number of keys (budgets). Every charge — and the creation of every
+    key — appends one row to an append-only journal: ``(seq, key, entry, hash)`` where ``seq`` counts
+    1, 2, 3, … over the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and
+    the entry (the first row chains from a random per-file id). A key's current entry is its last row;
+    a separate head row holds the last ``(seq, hash)``. Opening verifies the whole chain; every
+    transaction re-verifies the head and every row appended since (by any process), and a ledger object
+    refuses if the sequence it has seen ever goes backwards.
+
+    **Durability.** Rollback journal (``journal_mode=TRUNCATE``) with ``synchronous=FULL``: when
+    :meth:`charge` returns, the charge is in the main database file and fsynced; the ``-journal`` file only
+    holds data *during* a transaction, so deleting it, or copying the ``.db`` alone, after a process was
+    killed loses no charge that had returned (a torn in-flight transaction is either rolled back by SQLite
+    or detected by the chain). Each charge is one ``BEGIN IMMEDIATE`` transaction, so processes and threads
+    sharing the file are serialised and never overspend together.
+
+    **Creation (``create=``).** A path that does not exist is created as a new ledger (atomically: the
+    file is built under a temporary name and hard-linked into place, so no other process ever sees a
+    half-made ledger). A file that exists is never initialised: an empty, truncated, foreign or corrupt
+    file is a :class:`LedgerError`. In an existing ledger a key that has never existed is added only with
+    ``create=True``; without it a missing key is an error, because it usually means a typo or a file
+    that lost its data. A key that existed is never re-created: its history is in the chain, and a
+    deleted row breaks the chain. Why a missing *path* needs no ``create=True``: nothing about a path
+    that does not exist can be confused with a damaged ledger, and a whole deleted file cannot be
+    detected from inside it anyway (see the threat model).
+
+    **What is detected, what is not (threat model).** Detected: truncation, a deleted or edited row, a
+    row copied back from an older state, a flipped byte anywhere in the records, a foreign database, a
+    file of another schema version (no silent migration), a sequence that goes backwards while a process
+    has the ledger open. Not detected: the chain is unkeyed, so someone who can write the file and
+    recomputes the hashes can rewrite history; and a whole-file rollback to an older *copy* (or deleting
+    the file) cannot be seen from inside the file — only an external high-water mark can: record
+    :meth:`head` somewhere the analyst cannot write (another host, an append-only log) and compare. Keep
+    the file where the analyst cannot write it.
+
+    **Errors.** Every failure is a :class:`LedgerError` whose message says which: locked (the subclass
+    :class:`LedgerLocked`; retry), read-only file or directory, disk full, corrupt, not a ledger, wrong
+    schema version, bound to another budget. The filter then refuses to answer; it never starts at zero.
+
+    **Backups.** Use :meth:`backup` (SQLite's online backup API: a consistent copy while other processes
+    use the file), or copy the ``.db`` file while no process has it open.
 
     Args:
-        path: the file (created if missing).
-        key: which budget in the file this ledger is (one file can hold many keys).
-        timeout: seconds to wait for another process's write lock.
+        path: the file (``str`` or path-like). Created as a new ledger if it does not exist.
+        key: which budget in the file this ledger is (a non-empty string; one file can hold many keys).
+        create: allow adding ``key`` to an existing ledger file that has never had it.
+        timeout: seconds to wait for another process's write lock (a finite real ≥ 0; at most about
+            23 days are honoured).
+
+    Raises:
+        InvalidParameter: ``path``, ``key``, ``create`` or ``timeout`` of the wrong type or value.
 
     Examples:
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "budget.db")
-        >>> ledger = SQLiteLedger(path, "analyst-1")
+        >>> ledger = SQLiteLedger(path, "analyst-1")     # the path does not exist: a new ledger
         >>> ledger.bind("filter", "demo").queries
         0
         >>> ledger.close()
+        >>> SQLiteLedger(path, "analyst-2").bind("filter", "demo")
+        Traceback (most recent call last):
+        ...
+        dpcompose.combinators._ledger.LedgerError: ledger ... has no key 'analyst-2'...
+        >>> with SQLiteLedger(path, "analyst-2", create=True) as other:
+        ...     other.bind("filter", "demo").queries
+        0
     """
 
-    def __init__(self, path: str | os.PathLike[str], key: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], key: str, *, create: bool = False, timeout: float = 30.0
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise InvalidParameter(f"path={path!r} must be a str or os.PathLike naming a file")
+        fspath = os.fspath(path)
+        if not fspath or "\x00" in fspath:
+            raise InvalidParameter(f"path={path!r} must name a file")
         if not isinstance(key, str) or not key:
-            raise LedgerError(f"key={key!r} must be a non-empty string")
-        self.path = os.fspath(path)
+            raise InvalidParameter(f"key={key!r} must be a non-empty string")
+        try:
+            key_bytes = key.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidParameter(f"key={key!r} must be encodable as UTF-8") from exc
+        if not isinstance(create, bool):
+            raise InvalidParameter(f"create={create!r} must be True or False")
+        seconds = check_finite_nonnegative(timeout, "timeout")
+        self.path = fspath
         self.key = key
-        self._timeout = float(timeout)
+        self._key = key_bytes
+        self._create = create
+        self._timeout = float(min(seconds, _MAX_TIMEOUT))
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._conn: sqlite3.Connection | None = None
+        self._finalizer: weakref.finalize[[], SQLiteLedger] | None = None
+        self._inherited: list[sqlite3.Connection] = []
+        self._created_file = False
         self._bound: tuple[str, str] | None = None
+        # What this object has verified: the file's id, the head (seq, hash) and this key's last row.
+        self._file_id: bytes | None = None
+        self._seq = 0
+        self._hash = b""
+        self._entry: LedgerEntry | None = None
+        self._pending: tuple[int, bytes, LedgerEntry] | None = None
+        self._checked_conn: sqlite3.Connection | None = None
+        _LIVE.add(self)
 
-    # -- connection and error handling -------------------------------------------------------------
+    # -- errors ------------------------------------------------------------------------------------
 
-    def _fail(self, exc: sqlite3.Error) -> LedgerError:
-        text = str(exc)
-        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-            return LedgerLocked(
-                f"ledger {self.path!r} stayed locked by another process for {self._timeout} s: {text}; "
-                "nothing was run or spent"
-            )
+    def _where(self) -> str:
+        return f"ledger {self.path!r}"
+
+    def _corrupt(self, why: str) -> LedgerError:
         return LedgerError(
-            f"ledger {self.path!r} is unusable ({type(exc).__name__}: {text}); it may be corrupt or not a "
-            "dpcompose ledger. Refusing rather than starting from zero; nothing was run or spent"
+            f"{self._where()} is corrupt or was tampered with ({why}). Refusing rather than starting from "
+            "zero; nothing was run or spent. Restore it from a backup (see SQLiteLedger.backup)"
         )
 
+    def _fail(self, exc: BaseException) -> LedgerError:
+        """A LedgerError with the right diagnosis for an sqlite3 or OS error."""
+        text = str(exc)
+        low = text.lower()
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        os_errno = exc.errno if isinstance(exc, OSError) else None
+        tail = "; nothing was run or spent"
+        if primary in (5, 6) or (primary is None and ("locked" in low or "busy" in low)):
+            return LedgerLocked(
+                f"{self._where()} stayed locked by another process for {self._timeout} s: {text}{tail}"
+            )
+        if (
+            primary == 8
+            or os_errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+            or "readonly" in low
+            or "read-only" in low
+        ):
+            return LedgerError(
+                f"{self._where()} is read-only (the file, its directory or the file system: the ledger "
+                f"needs to write the file and a '-journal' file beside it): {text}{tail}"
+            )
+        if primary == 13 or os_errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)) or "disk is full" in low:
+            return LedgerError(f"{self._where()}: disk full (or quota exceeded): {text}{tail}")
+        if primary == 14 or "unable to open" in low:
+            return LedgerError(
+                f"{self._where()} cannot be opened ({text}): check that it exists and that it and its "
+                f"directory are readable and writable{tail}"
+            )
+        if primary == 10 or isinstance(exc, OSError):
+            return LedgerError(f"{self._where()}: I/O error ({type(exc).__name__}: {text}){tail}")
+        if primary in (11, 26) or "malformed" in low or "not a database" in low:
+            return self._corrupt(f"{type(exc).__name__}: {text}")
+        return LedgerError(
+            f"{self._where()} is unusable ({type(exc).__name__}: {text}); it may be corrupt or not a "
+            f"dpcompose ledger. Refusing rather than starting from zero{tail}"
+        )
+
+    # -- connection ----------------------------------------------------------------------------------
+
     def _connect(self) -> sqlite3.Connection:
+        if self._pid != os.getpid():
+            # A connection must not be used across fork (SQLite's locks are per process): the child keeps
+            # the inherited one unused and opens its own; the verified head stays valid knowledge.
+            if self._conn is not None:
+                self._inherited.append(self._conn)
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+            self._conn, self._finalizer = None, None
+            self._pid = os.getpid()
         if self._conn is not None:
             return self._conn
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-            )
+            os.stat(self.path)
+        except FileNotFoundError:
+            self._create_file()
+        except OSError as exc:
+            raise self._fail(exc) from exc
+        uri = Path(os.path.abspath(self.path)).as_uri() + "?mode=rw"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None,
+                                   check_same_thread=False)  # fmt: skip
         except sqlite3.Error as exc:
             raise self._fail(exc) from exc
         try:
+            conn.text_factory = bytes  # a flipped byte must not surface as UnicodeDecodeError
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise LedgerError(f"ledger {self.path!r}: could not switch to WAL journal (got {mode!r})")
+            mode = conn.execute("PRAGMA journal_mode = TRUNCATE").fetchone()
+            if mode is None or mode[0] not in (b"truncate", "truncate"):
+                raise LedgerError(f"{self._where()}: could not use a rollback journal (got {mode!r})")
             conn.execute("PRAGMA synchronous = FULL")
-            self._check_or_init(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise self._fail(exc) from exc
-        except LedgerError:
+        except BaseException:
             conn.close()
             raise
         self._conn = conn
-        # Close the connection when the ledger is garbage-collected (newer Pythons warn about unclosed
-        # sqlite3 connections); ``close()`` or ``with ledger:`` close it earlier.
-        weakref.finalize(self, conn.close)
+        # Close the connection when the ledger is garbage-collected; ``close()`` or ``with`` close it earlier.
+        self._finalizer = weakref.finalize(self, conn.close)
         return conn
 
-    def _check_or_init(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
+    def _create_file(self) -> None:
+        """Make a new, empty ledger at ``self.path`` atomically (build aside, then hard-link into place)."""
+        target = os.path.abspath(self.path)
+        directory, name = os.path.split(target)
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(8)}.new")
         try:
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if app == 0 and not tables:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = TRUNCATE")
+                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("BEGIN IMMEDIATE")
                 conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+                for sql in _SCHEMA.values():
+                    conn.execute(sql)
+                file_id = secrets.token_bytes(16)
                 conn.execute(
-                    f"CREATE TABLE {_TABLE} (key TEXT PRIMARY KEY, kind TEXT NOT NULL, spec TEXT NOT NULL, "
-                    "rule TEXT NOT NULL, state TEXT NOT NULL, queries INTEGER NOT NULL, "
-                    "checksum TEXT NOT NULL)"
+                    f"INSERT INTO {_HEAD} (id, seq, hash, file_id) VALUES (1, 0, ?, ?)",
+                    (_genesis(file_id), file_id),
                 )
-            elif app != _APPLICATION_ID or _TABLE not in tables:
-                raise LedgerError(
-                    f"{self.path!r} is an SQLite database but not a dpcompose ledger (application_id={app}, "
-                    f"tables={sorted(tables)}); refusing to use it"
-                )
-            else:
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version != _SCHEMA_VERSION:
-                    raise LedgerError(
-                        f"ledger {self.path!r} has schema version {version}; this dpcompose reads version "
-                        f"{_SCHEMA_VERSION}"
-                    )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _row(self, conn: sqlite3.Connection) -> LedgerEntry | None:
-        row = conn.execute(
-            f"SELECT kind, spec, rule, state, queries, checksum FROM {_TABLE} WHERE key = ?", (self.key,)
-        ).fetchone()
-        if row is None:
-            return None
-        kind, spec, rule, state, queries, checksum = row
-        try:
-            if checksum != _checksum(self.key, kind, spec, rule, state, int(queries)):
-                raise ValueError("checksum mismatch")
-            return LedgerEntry(kind, spec, rule, _decode_state(state), int(queries))
-        except (ValueError, TypeError, ZeroDivisionError) as exc:
-            raise LedgerError(
-                f"ledger {self.path!r} key {self.key!r} is corrupt ({exc}); refusing rather than starting "
-                "from zero"
-            ) from exc
-
-    def _write(self, conn: sqlite3.Connection, e: LedgerEntry) -> None:
-        state = _encode_state(e.state)
-        conn.execute(
-            f"INSERT OR REPLACE INTO {_TABLE} (key, kind, spec, rule, state, queries, checksum) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (self.key, e.kind, e.spec, e.rule, state, e.queries,
-             _checksum(self.key, e.kind, e.spec, e.rule, state, e.queries)),
-        )  # fmt: skip
-
-    def _transaction(self, body: Callable[[sqlite3.Connection], LedgerEntry]) -> LedgerEntry:
-        with self._lock:
-            conn = self._connect()
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise self._fail(exc) from exc
-            try:
-                result = body(conn)
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(conn)
-                raise self._fail(exc) from exc
-            except BaseException:
-                _rollback(conn)
-                raise
-            return result
+            finally:
+                conn.close()
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, target)  # fails if the path exists: never replaces a ledger
+            except FileExistsError:
+                pass  # another process created it first: use theirs
+            else:
+                _fsync_dir(directory)
+        except (sqlite3.Error, OSError) as exc:
+            raise self._fail(exc) from exc
+        finally:
+            for leftover in (tmp, tmp + "-journal"):
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
+        # Whoever won the race, the path did not exist when this ledger looked: adding the key is allowed.
+        self._created_file = True
+
+    @contextlib.contextmanager
+    def _transaction(self, immediate: bool) -> Iterator[sqlite3.Connection]:
+        """A transaction on a verified ledger (the caller holds ``self._lock``)."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+        self._pending = None
+        try:
+            self._verify(conn)
+            yield conn
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise self._fail(exc) from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+        finally:
+            pending, self._pending = self._pending, None
+        if pending is not None:  # committed: what this object appended is now verified state
+            self._seq, self._hash, self._entry = pending
+
+    # -- verification --------------------------------------------------------------------------------
+
+    def _verify(self, conn: sqlite3.Connection) -> None:
+        try:
+            if self._checked_conn is not conn:  # each new connection: header, schema and size first
+                self._check_file(conn)
+                self._checked_conn = conn
+            self._check_chain(conn)
+        except _Corrupt as exc:
+            raise self._corrupt(str(exc)) from None
+        except (ValueError, TypeError, OverflowError, ArithmeticError, UnicodeError, KeyError) as exc:
+            raise self._corrupt(f"{type(exc).__name__}: {exc}") from exc
+
+    def _check_file(self, conn: sqlite3.Connection) -> None:
+        """Checks made when this object first reads the file: header, schema, size."""
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        objects = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+        if app == 0 and version == 0 and not objects:
+            raise LedgerError(
+                f"{self._where()} exists but is an empty database (a truncated or emptied ledger?). A file "
+                "that exists is never initialised as a new ledger; refusing rather than starting from zero. "
+                "Restore it from a backup, or delete it to start a new budget deliberately"
+            )
+        if app != _APPLICATION_ID:
+            raise LedgerError(
+                f"{self._where()} is an SQLite database but not a dpcompose ledger (application_id={app!r}, "
+                f"{len(objects)} schema objects); refusing to use it"
+            )
+        if version != _SCHEMA_VERSION:
+            raise LedgerError(
+                f"{self._where()} has ledger schema version {version!r}; this dpcompose reads version "
+                f"{_SCHEMA_VERSION} only. Files are not migrated silently: finish with that budget under "
+                "the dpcompose that wrote it, or start a new ledger file"
+            )
+        found = {}
+        for kind, name, sql in objects:
+            found[bytes(name) if isinstance(name, bytes) else name] = (kind, sql)
+        want = {name.encode(): (b"table", sql.encode()) for name, sql in _SCHEMA.items()}
+        if found != want:
+            raise _Corrupt(f"unexpected schema objects {sorted(map(repr, found))}")
+        page_size = _int(conn.execute("PRAGMA page_size").fetchone()[0], "page size")
+        pages = _int(conn.execute("PRAGMA page_count").fetchone()[0], "page count")
+        size = os.stat(self.path).st_size
+        if size != page_size * pages:
+            raise _Corrupt(f"the file has {size} bytes, its header says {pages} pages of {page_size}")
+
+    def _check_chain(self, conn: sqlite3.Connection) -> None:
+        """Verify the head and every row after the one this object last verified; track this key's entry."""
+        heads = conn.execute(f"SELECT id, seq, hash, file_id FROM {_HEAD}").fetchall()
+        if len(heads) != 1 or heads[0][0] != 1:
+            raise _Corrupt(f"{len(heads)} head rows")
+        head_seq = _int(heads[0][1], "head seq")
+        head_hash = _blob(heads[0][2], "head hash", 32)
+        file_id = _blob(heads[0][3], "file id", 16)
+        first = self._file_id is None
+        if first:
+            seq, prev = 0, _genesis(file_id)
+        else:
+            if file_id != self._file_id:
+                raise _Corrupt("the file was replaced by another ledger while in use")
+            if head_seq < self._seq:
+                raise _Corrupt(
+                    f"the ledger went back from sequence {self._seq} to {head_seq} while in use (rolled "
+                    "back or replaced by an older copy)"
+                )
+            seq, prev = self._seq, self._hash
+        entry = self._entry
+        rows = conn.execute(
+            f"SELECT seq, key, entry, hash FROM {_JOURNAL} WHERE seq > ? ORDER BY seq",
+            (-(2**63) if first else seq,),
+        )
+        for row_seq, key, raw, digest in rows:
+            row_seq = _int(row_seq, "row seq")
+            if row_seq != seq + 1:
+                raise _Corrupt(f"journal row {seq + 1} is missing (next is {row_seq})")
+            key, raw = _blob(key, "key"), _blob(raw, "entry")
+            if _link(prev, row_seq, key, raw) != _blob(digest, "row hash", 32):
+                raise _Corrupt(f"journal row {row_seq} fails its chained checksum")
+            seq, prev = row_seq, digest
+            if key == self._key:
+                new = _decode_entry(raw)
+                if entry is not None and (
+                    (new.kind, new.spec) != (entry.kind, entry.spec) or new.queries < entry.queries
+                ):
+                    raise _Corrupt(f"journal row {row_seq} does not continue key {self.key!r}")
+                entry = new
+        if (seq, prev) != (head_seq, head_hash):
+            raise _Corrupt(f"the journal ends at sequence {seq} but the head says {head_seq}")
+        if not first and seq > 0:
+            # Re-check the last row itself against the one before it (O(1)): a rewritten or removed last
+            # row is seen even when no row was appended since.
+            last = conn.execute(
+                f"SELECT seq, key, entry, hash FROM {_JOURNAL} WHERE seq >= ? ORDER BY seq", (seq - 1,)
+            ).fetchall()
+            before = _genesis(file_id) if seq == 1 else _blob(last[0][3], "row hash", 32) if last else b""
+            tail = last[-1] if last else None
+            if (
+                tail is None
+                or len(last) != (1 if seq == 1 else 2)
+                or _int(tail[0], "row seq") != seq
+                or _link(before, seq, _blob(tail[1], "key"), _blob(tail[2], "entry")) != prev
+                or tail[3] != prev
+            ):
+                raise _Corrupt(f"journal row {seq} no longer matches the head")
+        self._file_id, self._seq, self._hash, self._entry = file_id, seq, prev, entry
 
     # -- the Ledger interface ----------------------------------------------------------------------
 
     def bind(self, kind: str, spec: str) -> LedgerEntry:
-        def body(conn: sqlite3.Connection) -> LedgerEntry:
-            current = self._row(conn)
+        with self._lock:
+            with self._transaction(immediate=False):
+                current = self._entry
             if current is None:
-                current = LedgerEntry(kind, spec, "", (), 0)
-                self._write(conn, current)
-            elif (current.kind, current.spec) != (kind, spec):
-                raise _mismatch(current, kind, spec, f"ledger {self.path!r} key {self.key!r}")
+                if not (self._create or self._created_file):
+                    raise LedgerError(
+                        f"{self._where()} has no key {self.key!r}: it was never created in this file. "
+                        f"Pass create=True to start a new budget under this key (a key that existed and "
+                        "lost its rows would be reported as corrupt); nothing was run or spent"
+                    )
+                with self._transaction(immediate=True) as conn:
+                    current = self._entry
+                    if current is None:
+                        current = LedgerEntry(kind, spec, "", (), 0)
+                        self._append(conn, current)
+            if (current.kind, current.spec) != (kind, spec):
+                raise _mismatch(current, kind, spec, f"{self._where()} key {self.key!r}")
+            self._bound = (kind, spec)
             return current
 
-        entry = self._transaction(body)
-        self._bound = (kind, spec)
-        return entry
+    def _append(self, conn: sqlite3.Connection, entry: LedgerEntry) -> None:
+        raw = _encode_entry(entry)
+        seq = self._seq + 1
+        digest = _link(self._hash, seq, self._key, raw)
+        conn.execute(
+            f"INSERT INTO {_JOURNAL} (seq, key, entry, hash) VALUES (?, ?, ?, ?)",
+            (seq, self._key, raw, digest),
+        )
+        conn.execute(f"UPDATE {_HEAD} SET seq = ?, hash = ? WHERE id = 1", (seq, digest))
+        self._pending = (seq, digest, entry)  # becomes verified state once the transaction commits
 
-    def read(self) -> LedgerEntry:
-        def body(conn: sqlite3.Connection) -> LedgerEntry:
-            return self._checked(conn)
-
-        return self._transaction(body)
-
-    def _checked(self, conn: sqlite3.Connection) -> LedgerEntry:
-        current = self._row(conn)
+    def _bound_entry(self) -> LedgerEntry:
         if self._bound is None:
-            raise LedgerError(f"ledger {self.path!r} key {self.key!r} is not bound to an accountant yet")
+            raise LedgerError(f"{self._where()} key {self.key!r} is not bound to an accountant yet")
+        current = self._entry
         if current is None:
-            raise LedgerError(
-                f"ledger {self.path!r} lost key {self.key!r} after it was bound; refusing rather than "
-                "starting from zero"
-            )
+            raise self._corrupt(f"key {self.key!r} has no rows although it was bound")
         if (current.kind, current.spec) != self._bound:
-            raise _mismatch(current, *self._bound, f"ledger {self.path!r} key {self.key!r}")
+            raise _mismatch(current, *self._bound, f"{self._where()} key {self.key!r}")
         return current
 
+    def read(self) -> LedgerEntry:
+        with self._lock, self._transaction(immediate=False):
+            return self._bound_entry()
+
     def charge(self, update: Callable[[LedgerEntry], LedgerEntry]) -> LedgerEntry:
-        def body(conn: sqlite3.Connection) -> LedgerEntry:
-            new = update(self._checked(conn))
-            self._write(conn, new)
+        with self._lock:
+            with self._transaction(immediate=True) as conn:
+                current = self._bound_entry()
+                new = _check_update(current, update(current))
+                self._append(conn, new)
             return new
 
-        return self._transaction(body)
+    def head(self) -> tuple[int, str]:
+        """The verified head of the whole file's chain: ``(sequence, SHA-256 hex)``.
+
+        Record it outside the file (another host, an append-only log) after a session; a later
+        :meth:`head` with a smaller sequence, or a different hash at the same sequence, means the file
+        was rolled back or replaced — the one thing the chain cannot detect from inside the file.
+        """
+        with self._lock, self._transaction(immediate=False):
+            return self._seq, self._hash.hex()
+
+    def backup(self, dest: str | os.PathLike[str]) -> None:
+        """Write a consistent copy of the whole ledger file to ``dest`` (which must not exist).
+
+        Uses SQLite's online backup API under a read transaction, so other processes may keep charging;
+        the copy holds every charge committed before it started. The copy is verified before it is put
+        in place, and it is put in place atomically (never a half-written file at ``dest``).
+
+        Raises:
+            InvalidParameter: ``dest`` is not a path.
+            LedgerError: ``dest`` exists, or the ledger or the copy fails verification.
+        """
+        if not isinstance(dest, (str, os.PathLike)) or not isinstance(os.fspath(dest), str):
+            raise InvalidParameter(f"dest={dest!r} must be a str or os.PathLike naming a file")
+        target = os.path.abspath(os.fspath(dest))
+        if os.path.lexists(target):
+            raise LedgerError(f"backup destination {target!r} exists; refusing to overwrite it")
+        directory, name = os.path.split(target)
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(8)}.new")
+        with self._lock:
+            try:
+                with self._transaction(immediate=False) as conn:
+                    copy = sqlite3.connect(tmp, isolation_level=None)
+                    try:
+                        conn.backup(copy)
+                    finally:
+                        copy.close()
+                expected = (self._seq, self._hash)
+                fd = os.open(tmp, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                check = SQLiteLedger(tmp, self.key)
+                try:
+                    with check._lock, check._transaction(immediate=False):
+                        got = (check._seq, check._hash)
+                finally:
+                    check.close()
+                if got != expected:
+                    raise self._corrupt("the backup copy does not match the ledger")
+                try:
+                    os.link(tmp, target)
+                except FileExistsError as exc:
+                    raise LedgerError(f"backup destination {target!r} exists; not overwritten") from exc
+                _fsync_dir(directory)
+            except (sqlite3.Error, OSError) as exc:
+                raise self._fail(exc) from exc
+            finally:
+                for leftover in (tmp, tmp + "-journal"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(leftover)
 
     def close(self) -> None:
-        """Close the connection (it is reopened on next use)."""
+        """Close the connection (it is reopened on next use; the verified head is kept)."""
         with self._lock:
-            if self._conn is not None:
+            if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
-                self._conn = None
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+            self._conn, self._finalizer = None, None
 
     def __enter__(self) -> SQLiteLedger:
         return self
