@@ -45,8 +45,8 @@ def test_sqlite_ledger_persists_across_reopen(tmp_path: Path) -> None:
     assert again.spent() == {"epsilon": Fraction(1, 2), "delta": 0}
     assert again.queries_charged == 2
     assert again.max_queries_like(spy(Fraction(1, 4), [])) == 2
-    # another key in the same file is another budget
-    other = pure_filter(dp.SQLiteLedger(path, "other"))(0.0)
+    # another key in the same file is another budget; adding a key to an existing file is explicit
+    other = pure_filter(dp.SQLiteLedger(path, "other", create=True))(0.0)
     assert other.spent() == {"epsilon": 0, "delta": 0}
 
 
