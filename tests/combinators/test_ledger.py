@@ -139,9 +139,12 @@ def test_locked_file_gives_a_clear_error(tmp_path: Path) -> None:
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        q = pure_filter(dp.SQLiteLedger(path, "k", timeout=0.2))
+        # Reading needs no write lock (binding an existing key only reads); the charge waits and refuses.
+        q = pure_filter(dp.SQLiteLedger(path, "k", timeout=0.2))(0.0)
+        calls: list[Any] = []
         with pytest.raises(dp.LedgerLocked, match="locked"):
-            q(0.0)
+            q(spy(Fraction(1, 4), calls))
+        assert calls == []
     finally:
         holder.execute("ROLLBACK")
         holder.close()
