@@ -59,6 +59,9 @@ _SCHEMA = {
     "hash BLOB NOT NULL, file_id BLOB NOT NULL)",
 }
 _DOMAIN_TAG = b"dpcompose-ledger-v2\x00"
+#: What an sqlite3 call can raise on a damaged file: the module decodes SQLite's error text as UTF-8, so a
+#: damaged schema can surface as UnicodeDecodeError.
+_SQL_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 _MAX_TIMEOUT = 2_000_000.0  # seconds; sqlite's busy timeout is a 32-bit count of milliseconds
 
 
@@ -418,6 +421,8 @@ class SQLiteLedger(Ledger):
 
     def _fail(self, exc: BaseException) -> LedgerError:
         """A LedgerError with the right diagnosis for an sqlite3 or OS error."""
+        if isinstance(exc, UnicodeDecodeError):
+            return self._corrupt(f"SQLite reported an error whose text is not UTF-8 ({exc})")
         text = str(exc)
         low = text.lower()
         code = getattr(exc, "sqlite_errorcode", None)
@@ -440,6 +445,12 @@ class SQLiteLedger(Ledger):
             )
         if primary == 13 or os_errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)) or "disk is full" in low:
             return LedgerError(f"{self._where()}: disk full (or quota exceeded): {text}{tail}")
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if (primary == 14 or "unable to open" in low) and not os.access(directory, os.W_OK):
+            return LedgerError(
+                f"{self._where()}: its directory is read-only (or not writable by this user); the ledger "
+                f"needs to create a '-journal' file beside the database ({text}){tail}"
+            )
         if primary == 14 or "unable to open" in low:
             return LedgerError(
                 f"{self._where()} cannot be opened ({text}): check that it exists and that it and its "
@@ -478,7 +489,7 @@ class SQLiteLedger(Ledger):
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None,
                                    check_same_thread=False)  # fmt: skip
-        except sqlite3.Error as exc:
+        except _SQL_ERRORS as exc:
             raise self._fail(exc) from exc
         try:
             conn.text_factory = bytes  # a flipped byte must not surface as UnicodeDecodeError
@@ -487,7 +498,7 @@ class SQLiteLedger(Ledger):
             if mode is None or mode[0] not in (b"truncate", "truncate"):
                 raise LedgerError(f"{self._where()}: could not use a rollback journal (got {mode!r})")
             conn.execute("PRAGMA synchronous = FULL")
-        except sqlite3.Error as exc:
+        except _SQL_ERRORS as exc:
             conn.close()
             raise self._fail(exc) from exc
         except BaseException:
@@ -504,6 +515,7 @@ class SQLiteLedger(Ledger):
         directory, name = os.path.split(target)
         tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(8)}.new")
         try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))  # OSError names the cause
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode = TRUNCATE")
@@ -532,7 +544,7 @@ class SQLiteLedger(Ledger):
                 pass  # another process created it first: use theirs
             else:
                 _fsync_dir(directory)
-        except (sqlite3.Error, OSError) as exc:
+        except (*_SQL_ERRORS, OSError) as exc:
             raise self._fail(exc) from exc
         finally:
             for leftover in (tmp, tmp + "-journal"):
@@ -547,14 +559,14 @@ class SQLiteLedger(Ledger):
         conn = self._connect()
         try:
             conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-        except sqlite3.Error as exc:
+        except _SQL_ERRORS as exc:
             raise self._fail(exc) from exc
         self._pending = None
         try:
             self._verify(conn)
             yield conn
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except _SQL_ERRORS as exc:
             _rollback(conn)
             raise self._fail(exc) from exc
         except BaseException:
@@ -783,7 +795,7 @@ class SQLiteLedger(Ledger):
                 except FileExistsError as exc:
                     raise LedgerError(f"backup destination {target!r} exists; not overwritten") from exc
                 _fsync_dir(directory)
-            except (sqlite3.Error, OSError) as exc:
+            except (*_SQL_ERRORS, OSError) as exc:
                 raise self._fail(exc) from exc
             finally:
                 for leftover in (tmp, tmp + "-journal"):

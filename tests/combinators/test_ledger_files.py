@@ -1,0 +1,334 @@
+"""SQLiteLedger files (issue 11 C.9, D.10): creation is explicit, nothing is silently forgotten, every
+failure is a LedgerError with the right diagnosis, and its parameters are validated."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpcompose as dp
+from dpcompose.combinators._ledger import LedgerEntry
+
+KIND, SPEC = "filter", "test spec"
+
+
+def add(q: Fraction) -> Any:
+    def update(e: LedgerEntry) -> LedgerEntry:
+        total = e.state[0] if e.state else Fraction(0)
+        return e.replace(rule="basic", state=(total + q,), queries=e.queries + 1)
+
+    return update
+
+
+def make_ledger(path: Path, charges: int = 3, key: str = "k") -> LedgerEntry:
+    ledger = dp.SQLiteLedger(path, key, create=True)
+    ledger.bind(KIND, SPEC)
+    entry = ledger.read()
+    for i in range(charges):
+        entry = ledger.charge(add(Fraction(1, 4 + i)))
+    ledger.close()
+    return entry
+
+
+def charge_repeatedly(ledger: dp.SQLiteLedger, q: Fraction, times: int) -> None:
+    for _ in range(times):
+        ledger.charge(add(q))
+
+
+def read(path: Path, key: str = "k", create: bool = False) -> LedgerEntry:
+    ledger = dp.SQLiteLedger(path, key, create=create)
+    try:
+        ledger.bind(KIND, SPEC)
+        return ledger.read()
+    finally:
+        ledger.close()
+
+
+# -- creation ---------------------------------------------------------------------------------------------
+
+
+def test_a_missing_path_is_created_and_reopened(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    committed = make_ledger(path)
+    assert read(path) == committed
+    assert sorted(os.listdir(tmp_path)) == ["new.db", "new.db-journal"]  # no temporary file left
+
+
+def test_an_empty_file_is_never_initialised(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.write_bytes(b"")
+    for create in (False, True):
+        with pytest.raises(dp.LedgerError, match="empty"):
+            read(path, create=create)
+    assert path.read_bytes() == b""  # untouched
+
+
+@pytest.mark.parametrize("size", [1, 99, 100, 512])
+def test_a_truncated_ledger_is_refused(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "t.db"
+    make_ledger(path)
+    with open(path, "r+b") as f:
+        f.truncate(size)
+    with pytest.raises(dp.LedgerError):
+        read(path, create=True)
+
+
+def test_a_new_key_in_an_existing_file_needs_create(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    make_ledger(path)
+    with pytest.raises(dp.LedgerError, match="no key 'other'.*create=True"):
+        read(path, "other")
+    assert read(path, "other", create=True).queries == 0
+    assert read(path, "other").queries == 0  # exists now
+
+
+def test_a_deleted_key_is_detected_even_with_create(tmp_path: Path) -> None:
+    path = tmp_path / "d.db"
+    make_ledger(path, key="k")
+    make_ledger(path, key="other")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("DELETE FROM dpcompose_journal WHERE key = CAST('k' AS BLOB)")
+        conn.commit()
+    for create in (False, True):
+        with pytest.raises(dp.LedgerError, match="corrupt"):
+            read(path, "k", create=create)
+
+
+def test_deleting_the_last_charge_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "d.db"
+    make_ledger(path)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("DELETE FROM dpcompose_journal WHERE seq = (SELECT max(seq) FROM dpcompose_journal)")
+        conn.commit()
+    with pytest.raises(dp.LedgerError, match="head"):
+        read(path)
+
+
+def test_an_older_row_copied_back_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    make_ledger(path, charges=4)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "UPDATE dpcompose_journal SET (entry, hash) = (SELECT entry, hash FROM dpcompose_journal "
+            "WHERE seq = 2) WHERE seq = (SELECT max(seq) FROM dpcompose_journal)"
+        )
+        conn.commit()
+    with pytest.raises(dp.LedgerError, match="chained checksum"):
+        read(path)
+
+
+def test_a_rollback_while_open_is_detected_and_head_shows_it(tmp_path: Path) -> None:
+    path = tmp_path / "w.db"
+    make_ledger(path, charges=1)
+    shutil.copy(path, tmp_path / "old.db")
+    ledger = dp.SQLiteLedger(path, "k")
+    ledger.bind(KIND, SPEC)
+    ledger.charge(add(Fraction(1, 2)))
+    mark = ledger.head()  # an external high-water mark
+    ledger.close()
+    shutil.copy(tmp_path / "old.db", path)  # the whole file rolled back to an older copy
+    with pytest.raises(dp.LedgerError, match="went back"):
+        ledger.read()
+    fresh = dp.SQLiteLedger(path, "k")
+    assert fresh.head()[0] < mark[0]  # undetectable from inside the file, visible against the mark
+    fresh.close()
+
+
+def test_an_old_schema_file_is_refused_not_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # the layout dpcompose wrote before issue 11
+        conn.execute(f"PRAGMA application_id = {0x44504C47}")
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute(
+            "CREATE TABLE dpcompose_ledger (key TEXT PRIMARY KEY, kind TEXT NOT NULL, spec TEXT NOT NULL, "
+            "rule TEXT NOT NULL, state TEXT NOT NULL, queries INTEGER NOT NULL, checksum TEXT NOT NULL)"
+        )
+        conn.commit()
+    before = path.read_bytes()
+    with pytest.raises(dp.LedgerError, match="schema version 1"):
+        read(path, create=True)
+    assert path.read_bytes() == before
+
+
+def test_invalid_utf8_is_a_ledger_error(tmp_path: Path) -> None:
+    path = tmp_path / "u.db"
+    make_ledger(path)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "UPDATE dpcompose_journal SET entry = CAST(x'7bff22' AS TEXT) "
+            "WHERE seq = (SELECT max(seq) FROM dpcompose_journal)"
+        )
+        conn.commit()
+    with pytest.raises(dp.LedgerError, match="corrupt"):
+        read(path)
+
+
+def test_a_trigger_or_extra_table_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.db"
+    make_ledger(path)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TRIGGER t AFTER INSERT ON dpcompose_journal BEGIN "
+            "DELETE FROM dpcompose_journal WHERE seq < new.seq; END"
+        )
+        conn.commit()
+    with pytest.raises(dp.LedgerError, match="schema"):
+        read(path)
+
+
+# -- diagnosis --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def read_only(*paths: Path) -> Iterator[None]:
+    """Make files/directories read-only, also for root (chattr +i), or skip."""
+    if os.geteuid() != 0:
+        modes = [p.stat().st_mode for p in paths]
+        for p in paths:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            for p, m in zip(paths, modes, strict=True):
+                p.chmod(m)
+        return
+    if shutil.which("chattr") is None:
+        pytest.skip("root without chattr: cannot make a file read-only")
+    done = []
+    try:
+        for p in paths:
+            if subprocess.run(["chattr", "+i", str(p)], capture_output=True).returncode != 0:
+                pytest.skip("chattr +i is not supported here")
+            done.append(p)
+        yield
+    finally:
+        for p in done:
+            subprocess.run(["chattr", "-i", str(p)], check=True)
+
+
+def test_a_read_only_file_is_reported_as_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "ro.db"
+    committed = make_ledger(path)
+    with read_only(path):
+        ledger = dp.SQLiteLedger(path, "k")
+        assert ledger.bind(KIND, SPEC) == committed  # reading works
+        with pytest.raises(dp.LedgerError, match="read-only") as info:
+            ledger.charge(add(Fraction(1)))
+        assert "corrupt" not in str(info.value)
+        ledger.close()
+    assert read(path) == committed
+
+
+def test_a_read_only_directory_is_reported_as_read_only(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with read_only(folder):
+        with pytest.raises(dp.LedgerError, match="read-only") as info:
+            read(folder / "new.db")
+        assert "corrupt" not in str(info.value)
+
+
+def test_a_full_disk_is_reported_as_disk_full(tmp_path: Path) -> None:
+    path = tmp_path / "full.db"
+    committed = make_ledger(path)
+    ledger = dp.SQLiteLedger(path, "k")
+    ledger.bind(KIND, SPEC)
+    conn = ledger._conn
+    assert conn is not None
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")  # SQLite reports SQLITE_FULL past this size
+    big = Fraction(1, 3**4000)  # an entry that does not fit in the free space of the last page
+    with pytest.raises(dp.LedgerError, match="disk full") as info:
+        charge_repeatedly(ledger, big, 20)
+    assert "corrupt" not in str(info.value)
+    ledger.close()
+    entry = read(path)
+    assert entry.queries >= committed.queries  # what was committed before the disk filled stays
+
+
+def test_a_full_file_system_is_reported_as_disk_full(tmp_path: Path) -> None:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
+    ).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        path = mount / "budget.db"
+        make_ledger(path, charges=1)
+        filler = mount / "filler"
+        with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 1024)
+        ledger = dp.SQLiteLedger(path, "k")
+        ledger.bind(KIND, SPEC)
+        with pytest.raises(dp.LedgerError, match="disk full") as info:
+            charge_repeatedly(ledger, Fraction(1, 3**300), 200)
+        assert "corrupt" not in str(info.value)
+        ledger.close()
+        filler.unlink()
+        assert read(path).queries >= 1
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+# -- backup -----------------------------------------------------------------------------------------------
+
+
+def test_backup_is_a_verified_consistent_copy(tmp_path: Path) -> None:
+    path = tmp_path / "live.db"
+    committed = make_ledger(path)
+    ledger = dp.SQLiteLedger(path, "k")
+    ledger.backup(tmp_path / "copy.db")
+    assert read(tmp_path / "copy.db") == committed
+    with pytest.raises(dp.LedgerError, match="exists"):
+        ledger.backup(tmp_path / "copy.db")
+    with pytest.raises(dp.InvalidParameter, match="dest"):
+        ledger.backup(3)  # type: ignore[arg-type]
+    ledger.close()
+
+
+# -- parameters (D.10) ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "timeout", [float("nan"), float("inf"), -1, -0.5, True, False, "3", None, np.float64("nan")]
+)
+def test_timeout_is_validated(tmp_path: Path, timeout: Any) -> None:
+    with pytest.raises(dp.InvalidParameter, match="timeout"):
+        dp.SQLiteLedger(tmp_path / "t.db", "k", timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", [0, 0.0, 2.5, Fraction(1, 2), np.float32(1.5), 10**400])
+def test_valid_timeouts_work(tmp_path: Path, timeout: Any) -> None:
+    ledger = dp.SQLiteLedger(tmp_path / "t.db", "k", timeout=timeout)
+    assert ledger.bind(KIND, SPEC).queries == 0
+    ledger.close()
+
+
+@pytest.mark.parametrize("key", ["", 3, None, b"k", "\udc80"])
+def test_key_is_validated(tmp_path: Path, key: Any) -> None:
+    with pytest.raises(dp.InvalidParameter, match="key"):
+        dp.SQLiteLedger(tmp_path / "k.db", key)
+
+
+@pytest.mark.parametrize("path", [3, None, b"/tmp/x.db", ""])
+def test_path_is_validated(path: Any) -> None:
+    with pytest.raises(dp.InvalidParameter, match="path"):
+        dp.SQLiteLedger(path, "k")
+
+
+@pytest.mark.parametrize("create", [1, "yes", None])
+def test_create_is_validated(tmp_path: Path, create: Any) -> None:
+    with pytest.raises(dp.InvalidParameter, match="create"):
+        dp.SQLiteLedger(tmp_path / "c.db", "k", create=create)
