@@ -144,6 +144,23 @@ def test_a_rollback_while_open_is_detected_and_head_shows_it(tmp_path: Path) -> 
     fresh.close()
 
 
+@pytest.mark.parametrize("how", ["replaced", "deleted"])
+def test_a_file_replaced_or_deleted_while_open_is_detected(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "w.db"
+    make_ledger(path, charges=1)
+    shutil.copy(path, tmp_path / "old.db")
+    ledger = dp.SQLiteLedger(path, "k")
+    ledger.bind(KIND, SPEC)
+    ledger.charge(add(Fraction(1, 2)))
+    if how == "replaced":
+        os.replace(tmp_path / "old.db", path)  # the open connection still holds the newer inode
+    else:
+        path.unlink()
+    with pytest.raises(dp.LedgerError, match=how):
+        ledger.charge(add(Fraction(1, 2)))  # not into an orphaned file that nobody will read again
+    ledger.close()
+
+
 def test_an_old_schema_file_is_refused_not_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     with contextlib.closing(sqlite3.connect(path)) as conn:  # the layout dpcompose wrote before issue 11

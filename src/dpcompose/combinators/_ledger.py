@@ -406,6 +406,7 @@ class SQLiteLedger(Ledger):
         self._entry: LedgerEntry | None = None
         self._pending: tuple[int, bytes, LedgerEntry] | None = None
         self._checked_conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] = (-1, -1)
         _LIVE.add(self)
 
     # -- errors ------------------------------------------------------------------------------------
@@ -504,6 +505,12 @@ class SQLiteLedger(Ledger):
         except BaseException:
             conn.close()
             raise
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            conn.close()
+            raise self._fail(exc) from exc
+        self._identity = (st.st_dev, st.st_ino)
         self._conn = conn
         # Close the connection when the ledger is garbage-collected; ``close()`` or ``with`` close it earlier.
         self._finalizer = weakref.finalize(self, conn.close)
@@ -563,6 +570,7 @@ class SQLiteLedger(Ledger):
             raise self._fail(exc) from exc
         self._pending = None
         try:
+            self._check_identity()
             self._verify(conn)
             yield conn
             conn.execute("COMMIT")
@@ -578,6 +586,17 @@ class SQLiteLedger(Ledger):
             self._seq, self._hash, self._entry = pending
 
     # -- verification --------------------------------------------------------------------------------
+
+    def _check_identity(self) -> None:
+        """The path still names the file this connection has open (not deleted, not replaced)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise self._corrupt("the file was deleted while in use") from None
+        except OSError as exc:
+            raise self._fail(exc) from exc
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise self._corrupt("the file was replaced by another file while in use")
 
     def _verify(self, conn: sqlite3.Connection) -> None:
         try:
