@@ -302,6 +302,7 @@ def _trace(run: Any) -> list[str]:
 @pytest.mark.parametrize(
     ("domain", "metric", "scale", "inputs"),
     [
+        (FLOAT, ABS, 10.0, [1.0, 1.8e10]),  # the reported switch: |x/g| = 2**61 near 1.7e10 at b = 10
         (FLOAT, ABS, 10.0, [1.0, 1.7e10, 2.0**61 * 2**-27, 1e300, 5e-324, -1.7976931348623157e308]),
         (
             dp.VectorDomain(dp.AtomDomain(float), size=3),
