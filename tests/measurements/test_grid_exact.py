@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
 from fractions import Fraction
 from types import FrameType
 from typing import Any
@@ -56,7 +55,7 @@ def reference(x: int | float, k: int, z: int, integer: bool) -> float:
 
 
 @pytest.fixture
-def fixed_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def fixed_noise(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Patch both samplers to return the integers in the yielded list (cycled)."""
     values: list[int] = [0]
 
@@ -65,7 +64,7 @@ def fixed_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(_laplace, "discrete_laplace_array", draw)
     monkeypatch.setattr(_gaussian, "discrete_gaussian_array", draw)
-    yield values
+    return values
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -154,10 +153,11 @@ edge_ints = st.sampled_from(
 any_int = st.integers(-(2**70), 2**70) | edge_ints | st.integers(-1000, 1000)
 
 
-@given(st.lists(any_float, min_size=1, max_size=6), st.integers(-1022, 970), small_noise | big_noise)
+@given(st.lists(any_float, min_size=1, max_size=6), st.integers(-1021, 970), small_noise | big_noise)
 @example([0.5, -0.5, 1.5, -1.5, 2.5], 0, 0)
+@example([1.5, 0.3, -2.5], 0, -33_435_981_181_729_204)  # the exact path rounds to the grid too
 @example([1.3e300, -1.7e308, 5e-324, -0.0], -30, 2**40)
-@example([math.ulp(0.0) * 3, 2.0**-1022], -1022, 1)
+@example([math.ulp(0.0) * 3, 2.0**-1022, -(2.0**-1021) * 0.75, 2.0**-1021 * 0.5], -1021, 1)
 def test_float_release_is_the_correctly_rounded_grid_point(values: list[float], k: int, z: int) -> None:
     out = release_on_grid(values, True, Grid(k, Fraction(1)), np.full(len(values), z, dtype=np.int64))
     assert out.tolist() == [reference(v, k, z, False) for v in values]  # type: ignore[union-attr]
@@ -233,18 +233,18 @@ def test_huge_in_domain_values_release_without_raising(fixed_noise: list[int]) -
 
 def test_scales_outside_the_grid_range_are_refused_at_construction() -> None:
     for make, bad in (
-        (dp.m.make_laplace, 2.0**-993),
+        (dp.m.make_laplace, math.nextafter(2.0**-991, 0)),
         (dp.m.make_laplace, 2.0**1001),
-        (dp.m.make_gaussian, 2.0**-1003),
+        (dp.m.make_gaussian, math.nextafter(2.0**-1001, 0)),
         (dp.m.make_gaussian, 2.0**991),
     ):
         with pytest.raises(dp.InvalidParameter, match="scale="):
             make(FLOAT, ABS, scale=bad)
         make(FLOAT, ABS, scale=bad, rng=np.random.default_rng(0))  # the seeded path does not use the grid
     for make, good in (
-        (dp.m.make_laplace, 2.0**-992),
+        (dp.m.make_laplace, 2.0**-991),
         (dp.m.make_laplace, math.nextafter(2.0**1001, 0)),
-        (dp.m.make_gaussian, 2.0**-1002),
+        (dp.m.make_gaussian, 2.0**-1001),
         (dp.m.make_gaussian, math.nextafter(2.0**991, 0)),
     ):
         m = make(FLOAT, ABS, scale=good)
@@ -304,6 +304,7 @@ def _trace(run: Any) -> list[str]:
     [
         (FLOAT, ABS, 10.0, [1.0, 1.8e10]),  # the reported switch: |x/g| = 2**61 near 1.7e10 at b = 10
         (FLOAT, ABS, 10.0, [1.0, 1.7e10, 2.0**61 * 2**-27, 1e300, 5e-324, -1.7976931348623157e308]),
+        (FLOAT, ABS, 2.0**-991, [1.0, 5e-324, 2.0**-1021, 1e300]),
         (
             dp.VectorDomain(dp.AtomDomain(float), size=3),
             dp.L1Distance(),
@@ -325,6 +326,13 @@ def test_release_takes_the_same_steps_for_small_and_huge_data(
     for make in (dp.m.make_laplace, dp.m.make_gaussian):
         gauss_metric = dp.L2Distance() if isinstance(domain, dp.VectorDomain) else metric
         m = make(domain, metric if make is dp.m.make_laplace else gauss_metric, scale=scale)
-        traces = [_trace(lambda x=x: m(x)) for x in inputs]
+        traces = [_trace(lambda x=x, m=m: m(x)) for x in inputs]
         assert all(t == traces[0] for t in traces), [len(t) for t in traces]
         assert not any("Fraction" in c for c in traces[0])
+
+
+@given(any_int, st.integers(-60, 200))
+def test_sparse_vector_grid_index_of_ints_is_exact(value: int, k: int) -> None:
+    from dpcompose.measurements._interactive import _grid_index
+
+    assert _grid_index(value, k) == math.floor(Fraction(value) / Fraction(2) ** k + Fraction(1, 2))

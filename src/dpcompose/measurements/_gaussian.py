@@ -67,7 +67,7 @@ def make_gaussian(
 
     Raises:
         InvalidParameter: ``scale`` is not finite and positive, or (secure path) outside
-            ``[2**-1002, 2**991)``, where the grid width is not a normal float.
+            ``[2**-1001, 2**991)``, where the grid arithmetic would not be exact.
         DomainMismatch: the domain/metric pair is not one of the above.
 
     Source: Bun–Steinke 2016, Prop. 1.6 (the Gaussian mechanism is (Δ²/2σ²)-zCDP).

@@ -76,7 +76,7 @@ def make_laplace(
 
     Raises:
         InvalidParameter: ``scale`` is not finite and positive, or (secure path) outside
-            ``[2**-992, 2**1001)``, where the grid width is not a normal float.
+            ``[2**-991, 2**1001)``, where the grid arithmetic would not be exact.
         DomainMismatch: the domain/metric pair is not one of the above.
 
     Source: Dwork, McSherry, Nissim, Smith 2006, Prop. 1 (Laplace mechanism).
