@@ -16,7 +16,8 @@ parameters the default float mechanisms use: ``make_laplace(scale)`` samples the
 ``σ = ⌈scale/2^k⌉`` in ``[2^20, 2^21]`` (``Grid.for_laplace`` / ``Grid.for_gaussian``); the ``scale``
 column is the float scale.
 Rows ``mech-lap`` / ``mech-gau`` time the whole float mechanism (``make_laplace`` / ``make_gaussian`` on a
-float vector of zeros, rounding to the grid included), beside numpy's float noise of the same scale.
+float vector of zeros, rounding to the grid included), beside numpy's float noise of the same scale;
+``mech-lap-int`` / ``mech-gau-int`` the same mechanisms on an int64 vector (exact integer grid path).
 
 For scales up to 2048 (Laplace) and σ up to 8192 (Gaussian) our samplers invert the distribution with a
 per-parameter table of integer bounds, built on the first call whose size pays for it (``size`` at least
@@ -140,11 +141,11 @@ def main() -> None:
 
 def grid_rows(args: argparse.Namespace, src: SecureSource, gen: np.random.Generator) -> None:
     """The samplers at the float mechanisms' grid parameters, and the whole float mechanisms."""
-    for kind in ("laplace@grid", "gaussian@grid", "mech-lap", "mech-gau"):
+    for kind in ("laplace@grid", "gaussian@grid", "mech-lap", "mech-gau", "mech-lap-int", "mech-gau-int"):
         for scale in args.scales:
             for size in args.sizes:
                 fscale = float(scale)
-                is_laplace = kind in ("laplace@grid", "mech-lap")
+                is_laplace = kind in ("laplace@grid", "mech-lap", "mech-lap-int")
                 if kind == "laplace@grid":
                     t = Grid.for_laplace(exact(fscale)).units
                     run_ours = partial(discrete_laplace_array, t, size, src)
@@ -152,11 +153,13 @@ def grid_rows(args: argparse.Namespace, src: SecureSource, gen: np.random.Genera
                     sigma = Grid.for_gaussian(exact(fscale)).units
                     run_ours = partial(discrete_gaussian_array, sigma**2, size, src)
                 else:
-                    domain = dp.VectorDomain(dp.AtomDomain(float), size=size)
+                    integer = kind.endswith("-int")
+                    carrier = int if integer else float
+                    domain = dp.VectorDomain(dp.AtomDomain(carrier), size=size)
                     make = dp.m.make_laplace if is_laplace else dp.m.make_gaussian
                     metric = dp.L1Distance() if is_laplace else dp.L2Distance()
                     meas = make(domain, metric, scale=fscale)
-                    run_ours = partial(meas, np.zeros(size))
+                    run_ours = partial(meas, np.zeros(size, dtype=np.int64 if integer else np.float64))
                 run_ref = partial(gen.laplace if is_laplace else gen.normal, 0.0, fscale, size)
                 clear_caches()
                 cold = best_time(run_ours, 1)

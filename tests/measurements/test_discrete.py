@@ -20,12 +20,11 @@ from scipy import stats
 import dpcompose as dp
 from dpcompose.measurements._discrete import (
     Grid,
-    _integer_grid_index,
+    grid_points,
     grid_sensitivity,
     make_discrete_gaussian,
     make_discrete_laplace,
-    noisy_on_grid,
-    to_grid,
+    release_on_grid,
 )
 
 INT = dp.AtomDomain(int)
@@ -46,36 +45,35 @@ def grid_index(values: list[float], k: int) -> list[int]:
 
 
 @given(st.lists(floats, min_size=1, max_size=8), st.integers(-60, 1))
-def test_to_grid_is_exact_round_half_up(values: list[float], k: int) -> None:
-    assert to_grid(np.array(values), k).tolist() == grid_index(values, k)
+def test_grid_points_are_exact_round_half_up(values: list[float], k: int) -> None:
+    expected = [float(i * Fraction(2) ** k) for i in grid_index(values, k)]
+    assert grid_points(np.array(values), k).tolist() == expected
 
 
 @given(
-    st.lists(st.integers(-(2**70), 2**70), min_size=1, max_size=8),
-    st.integers(0, 40),
+    st.lists(st.integers(-(2**59), 2**59), min_size=1, max_size=8),
+    st.integers(-50, 0),
     st.sampled_from(["list", "int64"]),
 )
-def test_integer_grid_index_is_exact(values: list[int], shift: int, kind: str) -> None:
-    data: object = values
-    if kind == "int64":
-        values = [max(-(2**63), min(2**63 - 1, v)) for v in values]
-        data = np.array(values, dtype=np.int64)
-    index = _integer_grid_index(data, shift)
-    assert [int(v) for v in index] == [v << shift for v in values]
-    assert index.dtype == (np.int64 if all(abs(v << shift) < 2**62 for v in values) else object)
+def test_integer_data_are_on_the_grid_exactly(values: list[int], k: int, kind: str) -> None:
+    data: object = values if kind == "list" else np.array(values, dtype=np.int64)
+    grid = Grid(k, Fraction(1), integer=True)
+    out = release_on_grid(data, True, grid, np.zeros(len(values), dtype=np.int64))
+    assert out.tolist() == [float(v) for v in values]  # type: ignore[union-attr]
 
 
 @given(st.lists(floats, min_size=1, max_size=8), st.integers(-60, 1), st.integers(-1000, 1000))
-def test_noisy_on_grid_is_the_grid_point(values: list[float], k: int, noise: int) -> None:
-    out = noisy_on_grid(values, True, k, np.full(len(values), noise, dtype=np.int64))
-    expected = [math.ldexp(float(i + noise), k) for i in grid_index(values, k)]
+def test_release_is_the_grid_point(values: list[float], k: int, noise: int) -> None:
+    out = release_on_grid(values, True, Grid(k, Fraction(1)), np.full(len(values), noise, dtype=np.int64))
+    expected = [float((i + noise) * Fraction(2) ** k) for i in grid_index(values, k)]
     assert out.tolist() == expected  # type: ignore[union-attr]
 
 
-def test_to_grid_huge_values_take_exact_path() -> None:
+def test_huge_values_are_rounded_exactly() -> None:
     values = [1e300, -3.5e20, 0.5]
-    assert to_grid(np.array(values), -30).tolist() == grid_index(values, -30)
-    assert to_grid(np.array(values), 5).tolist() == grid_index(values, 5)
+    for k in (-30, 5):
+        expected = [float(i * Fraction(2) ** k) for i in grid_index(values, k)]
+        assert grid_points(np.array(values), k).tolist() == expected
 
 
 @st.composite

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpcompose._validation import check_finite_nonnegative, check_nonempty, check_probability
 from dpcompose.accounting import decimal
 from dpcompose.core import Measurement
-from dpcompose.errors import InvalidParameter
+from dpcompose.errors import DPError, InvalidParameter
 
 __all__ = ["binary_search_param", "split_budget"]
 
@@ -27,6 +30,35 @@ def _key_to_float(k: int) -> float:
     return float(x)
 
 
+def _read_bounds(bounds: object) -> tuple[float, float] | tuple[int, int]:
+    """``bounds`` as a pair of ints (an integer search) or of finite floats, else ``InvalidParameter``."""
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
+    ints: list[int] = []
+    floats: list[float] = []
+    for b in bounds:
+        if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer, np.floating)):
+            raise InvalidParameter(f"bounds={bounds!r} must be two ints or two finite floats")
+        if isinstance(b, (int, np.integer)):
+            ints.append(int(b))
+        try:
+            f = float(b)
+        except OverflowError:
+            f = math.inf
+        floats.append(f)
+    if len(ints) == 2:
+        lo_i, hi_i = ints
+        if not lo_i < hi_i:
+            raise InvalidParameter(f"bounds={bounds!r} must satisfy lo < hi")
+        return lo_i, hi_i
+    if not all(math.isfinite(f) for f in floats):
+        raise InvalidParameter(f"bounds={bounds!r} must be finite (a float search needs float-sized ends)")
+    lo_f, hi_f = floats
+    if not lo_f < hi_f:
+        raise InvalidParameter(f"bounds={bounds!r} must satisfy lo < hi")
+    return lo_f, hi_f
+
+
 def binary_search_param(
     make: Callable[[Any], Measurement[Any, Any, Any, Any]],
     d_in: Any,
@@ -37,11 +69,19 @@ def binary_search_param(
 
     If larger parameters pass (noise scales) it returns the *smallest* passing one; if smaller ones pass
     (ε-like parameters) the *largest*. The search runs over the floats themselves (or the integers, for
-    integer bounds), so the answer is exact: the boundary float, with no tolerance — the scale giving
-    ε = 1/15 at d_in = 1 is exactly ``15.0``.
+    two integer bounds), so the answer is exact: the boundary float, with no tolerance — the scale giving
+    ε = 1/15 at d_in = 1 is exactly ``15.0``. The returned parameter always passes the check. (If the
+    check is not monotone in the parameter, it is *a* passing parameter next to a failing one.)
+
+    A parameter at which ``make`` or the check raises — a refused parameter (``DPError``) or an
+    arithmetic error inside a map (``ArithmeticError``/``ValueError``, e.g. a conversion at an extreme
+    scale) — counts as not passing: nothing certifies it. No such error escapes the search; when no
+    parameter can be found the refusal names the first one.
 
     Raises:
-        InvalidParameter: bounds are not finite with lo < hi, or neither or both ends pass (no boundary).
+        InvalidParameter: ``make`` is not callable; bounds are not two ints or two finite floats with
+            lo < hi; or the check passes at both ends or at neither (no boundary in the bounds, e.g. no
+            parameter in them meets ``d_out``).
 
     Examples:
         >>> import dpcompose as dp
@@ -51,24 +91,29 @@ def binary_search_param(
         >>> binary_search_param(make, d_in=3, d_out=0.5)
         6.0
     """
-    lo, hi = bounds
-    integer = isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool)
-    for b in bounds:
-        check_finite_nonnegative(abs(b), "bounds")
-    if not lo < hi:
-        raise InvalidParameter(f"bounds={bounds!r} must satisfy lo < hi")
+    if not callable(make):
+        raise InvalidParameter(f"make={make!r} must be a function from a parameter to a Measurement")
+    lo, hi = _read_bounds(bounds)
+    integer = isinstance(lo, int)
+    errors: list[str] = []
 
     def passes(p: float | int) -> bool:
         try:
-            return make(p).check(d_in, d_out)
-        except InvalidParameter:
+            measurement = make(p)
+            if not isinstance(measurement, Measurement):
+                raise InvalidParameter(f"make({p!r}) returned {measurement!r}, not a Measurement")
+            return bool(measurement.check(d_in, d_out))
+        except (DPError, ArithmeticError, ValueError) as exc:
+            if not errors:
+                errors.append(f"at {p!r}: {type(exc).__name__}: {exc}")
             return False
 
     lo_ok, hi_ok = passes(lo), passes(hi)
     if lo_ok == hi_ok:
+        detail = f" (the first error: {errors[0]})" if errors else ""
         raise InvalidParameter(
             f"bounds={bounds!r}: the check {'passes' if lo_ok else 'fails'} at both ends, so there is no "
-            "boundary to find; widen the bounds"
+            f"boundary to find in them; widen the bounds or relax d_out={d_out!r}{detail}"
         )
     increasing = hi_ok  # True: larger params pass; find the smallest passing one
     to_key: Callable[[Any], int] = int if integer else _float_to_key

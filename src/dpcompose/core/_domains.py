@@ -58,6 +58,11 @@ class AtomDomain(Domain):
         bounds: optional closed interval ``(lo, hi)`` the values must lie in (numeric carriers only).
         nan: whether NaN is a member (float carrier only; default ``False``).
 
+    A float atom admits Python floats, numpy floats that are exact float64 values, and ints (Python or
+    numpy) only when they are exactly representable as a float64: converting any other int would round
+    it first (``2**60 + 1`` and ``2**60 + 129`` are 128 apart as floats), so a mechanism could not compute
+    on the exact value. Use ``AtomDomain(int)`` for such integers.
+
     Raises:
         InvalidParameter: bounds on a non-numeric carrier, ``lo > hi``, non-finite bounds.
 
@@ -66,6 +71,8 @@ class AtomDomain(Domain):
         True
         >>> AtomDomain(float).member(float("nan"))
         False
+        >>> AtomDomain(float).member(2**53), AtomDomain(float).member(2**53 + 1)
+        (True, False)
     """
 
     carrier: type
@@ -100,6 +107,8 @@ class AtomDomain(Domain):
             value = value.item()
         if self.carrier is float:
             if isinstance(value, bool) or not isinstance(value, (float, int)):
+                return False
+            if isinstance(value, int) and not _exact_float_int(value):
                 return False
             value = float(value)
             if math.isnan(value):
@@ -199,6 +208,34 @@ class VectorDomain(Domain):
         return f"VectorDomain({self.element_domain!r}{size})"
 
 
+def _exact_float_int(value: int) -> bool:
+    """Whether the int ``value`` is exactly a float64 (so converting it changes nothing)."""
+    try:
+        return float(value) == value  # int/float comparison in Python is exact
+    except OverflowError:
+        return False
+
+
+def _exact_float_ints(value: np.ndarray) -> bool:
+    """Whether every entry of an integer array is exactly a float64, vectorised.
+
+    ``a = |v|`` (as uint64) is a float64 iff its significant bits fit in 53: ``a < 2**53``, or its lowest
+    set bit ``b = a & -a`` satisfies ``a < b·2**53`` (true whenever ``b >= 2**11``, as ``a < 2**64``).
+    """
+    if value.dtype.itemsize <= 4 or not value.size:
+        return True  # 32-bit integers are all exact floats
+    mags = value.astype(np.uint64)
+    if value.dtype.kind == "i":
+        negative = value < 0
+        mags[negative] = (~mags[negative]) + np.uint64(1)  # |v| in uint64, -2**63 included
+    low = mags & (~mags + np.uint64(1))
+    small = mags < np.uint64(1 << 53)
+    coarse = low >= np.uint64(1 << 11)
+    with np.errstate(over="ignore"):
+        fits = mags < (low << np.uint64(53))
+    return bool(np.all(small | coarse | fits))
+
+
 def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
     """Vectorised membership for numpy arrays of numbers."""
     kind = value.dtype.kind
@@ -208,6 +245,12 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
     elif element.carrier is float:
         if kind not in "iuf":
             return False
+        if kind in "iu" and not _exact_float_ints(value):
+            return False
+        if kind == "f" and value.dtype.itemsize > 8:  # longdouble: only values that are exact float64s
+            with np.errstate(over="ignore", invalid="ignore"):
+                if not bool(np.all((value.astype(np.float64) == value) | np.isnan(value))):
+                    return False
         if kind == "f":
             nan = np.isnan(value)
             if nan.any() and not element.nan:

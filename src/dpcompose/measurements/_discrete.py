@@ -43,7 +43,7 @@ from dpcompose.core import (
     PureDP,
     VectorDomain,
 )
-from dpcompose.errors import DomainMismatch
+from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import _noise
 from dpcompose.measurements._sampling import (
     GeneratorSource,
@@ -54,15 +54,13 @@ from dpcompose.measurements._sampling import (
 
 __all__ = [
     "Grid",
+    "grid_points",
     "grid_sensitivity",
     "make_discrete_gaussian",
     "make_discrete_laplace",
-    "noisy_on_grid",
+    "release_on_grid",
     "secure_float_setup",
-    "to_grid",
 ]
-
-_INT64_HALF = 1 << 62
 
 
 def _source(rng: np.random.Generator | None) -> RandomSource | None:
@@ -92,17 +90,34 @@ def check_numeric_input(
 
 
 def _add_integer_noise(data: Any, noise: npt.NDArray[np.int64], vector: bool) -> Any:
-    """Exact integer sum; int64 array for vectors (Python ints if a sum leaves int64), int for atoms."""
+    """Exact integer sum: a Python int for an atom; for a vector, always an int64 array.
+
+    Vector entries beyond int64 are clamped to it (1-Lipschitz: the map is unchanged) and the sum is
+    saturated to the int64 range, ``clip(x + z)`` — a function of the exact noisy value, so
+    post-processing. The saturating add is branch-free (wrapping int64 addition; an overflow is exactly a
+    sum whose sign differs from both operands' signs), so neither the output's type nor the steps taken
+    depend on the data's magnitude.
+    """
     if not vector:
         return int(data) + int(noise[0])
-    values = np.asarray(data)
-    if values.dtype.kind in "iu" and values.size and int(np.abs(values).max()) < _INT64_HALF:
-        return values.astype(np.int64) + noise
-    total = np.array([int(v) for v in data], dtype=object) + noise.astype(object)
-    try:
-        return total.astype(np.int64)
-    except OverflowError:
-        return total
+    top = (1 << 63) - 1
+    if isinstance(data, np.ndarray) and data.dtype.kind == "u":
+        values = np.minimum(data.astype(np.uint64), np.uint64(top)).astype(np.int64)
+    elif isinstance(data, np.ndarray) and data.dtype.kind == "i":
+        values = data.astype(np.int64)
+    else:
+        values = np.fromiter((min(max(int(v), -top - 1), top) for v in data), dtype=np.int64, count=len(data))
+    with np.errstate(over="ignore"):
+        total = values + noise  # wraps on overflow
+    overflow = ((values ^ total) & (noise ^ total)) < 0
+    return np.where(overflow, np.where(noise > 0, np.int64(top), np.int64(-top - 1)), total)
+
+
+DISCRETE_LAPLACE_MAX_SCALE = 1 << 50
+"""The largest discrete Laplace scale the exact samplers take (their samples must fit int64)."""
+
+DISCRETE_GAUSSIAN_MAX_SIGMA2 = 1 << 80
+"""The largest discrete Gaussian σ² the exact samplers take."""
 
 
 def make_discrete_laplace(
@@ -125,10 +140,12 @@ def make_discrete_laplace(
             Default: the operating system's secure source.
 
     Returns:
-        A ``PureDP`` measurement returning an int (atom) or an int64 numpy array (vector).
+        A ``PureDP`` measurement returning an int (atom) or an int64 numpy array (vector; entries and
+        noisy sums are saturated to the int64 range).
 
     Raises:
-        InvalidParameter: ``scale`` is not finite and positive.
+        InvalidParameter: ``scale`` is not finite and positive, or above ``2**50`` (the exact sampler's
+            limit: refused here, before anything runs).
         DomainMismatch: the domain/metric pair is not one of the above.
 
     Source: Ghosh, Roughgarden, Sundararajan 2009 (the geometric mechanism is ε-DP for ε = Δ/t);
@@ -145,6 +162,10 @@ def make_discrete_laplace(
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
+    if scale_q > DISCRETE_LAPLACE_MAX_SCALE:
+        raise InvalidParameter(
+            f"scale={scale!r} must be at most 2**50: the exact sampler's draws must fit int64"
+        )
     vector = check_numeric_input(input_domain, input_metric, L1Distance, (int,))
 
     def run(data: Any) -> Any:
@@ -188,10 +209,12 @@ def make_discrete_gaussian(
         rng: a numpy Generator for reproducible experiments only: NOT private.
 
     Returns:
-        A ``ZCDP`` measurement returning an int (atom) or an int64 numpy array (vector).
+        A ``ZCDP`` measurement returning an int (atom) or an int64 numpy array (vector; saturated as in
+        :func:`make_discrete_laplace`).
 
     Raises:
-        InvalidParameter: ``scale`` is not finite and positive.
+        InvalidParameter: ``scale`` is not finite and positive, or above ``2**40`` (σ² above ``2**80``,
+            the exact sampler's limit: refused here, before anything runs).
         DomainMismatch: the domain/metric pair is not one of the above.
 
     Source: Canonne, Kamath, Steinke 2020, Theorem 4 (univariate: ½(Δ/σ)²-zCDP) and Theorem 14
@@ -205,6 +228,10 @@ def make_discrete_gaussian(
     """
     check_finite_positive(scale, "scale")
     sigma = exact(scale, "scale")
+    if sigma * sigma > DISCRETE_GAUSSIAN_MAX_SIGMA2:
+        raise InvalidParameter(
+            f"scale={scale!r} must be at most 2**40 (σ² <= 2**80): the exact sampler's draws must fit int64"
+        )
     vector = check_numeric_input(input_domain, input_metric, L2Distance, (int,))
 
     def run(data: Any) -> Any:
@@ -234,6 +261,21 @@ def make_discrete_gaussian(
 # ---------------------------------------------------------------------------------------------------------
 
 
+INT_SATURATION = 1 << 60
+"""Integer data are saturated to ``[-2**60, 2**60]`` before the grid (clamping is 1-Lipschitz, so the
+privacy map is unchanged); every integer step of the release then fits int64 (see :func:`release_on_grid`)."""
+
+FINEST_INT_K = -50
+"""Integer data use the grid ``2**max(k, -50)``: still a divisor of 1 (integers stay on the grid), and the
+fractional part of the noise, ``< 2**50`` units, is an exact float."""
+
+EXACT_NOISE = 1 << 53
+"""Noise of magnitude below ``2**53`` grid units is an exact float; larger draws take the exact path."""
+
+GRID_K_RANGE = (-1021, 970)
+"""Exponents of the float grid: ``2**k`` is a normal float and ``z·2**k`` is exact for ``|z| < 2**53``."""
+
+
 def _floor_log2(q: Fraction) -> int:
     e = q.numerator.bit_length() - q.denominator.bit_length()
     return e - 1 if Fraction(2) ** e > q else e
@@ -247,58 +289,104 @@ class Grid:
         k: the grid width is ``2**k``.
         units: the noise parameter in grid units: the discrete Laplace scale ``t = b / 2**k`` or the
             discrete Gaussian ``σ / 2**k`` (an integer for the Gaussian).
+        integer: the grid serves integer data (``k >= -50``; integers are on it when ``k <= 0``).
     """
 
     k: int
     units: Fraction
+    integer: bool = False
 
     @property
     def width(self) -> Fraction:
         """The grid width ``2**k`` as an exact rational."""
         return Fraction(2) ** self.k
 
-    @classmethod
-    def for_laplace(cls, scale: Fraction) -> Grid:
-        """Width ``2**(⌊log₂ b⌋ - 30)``: ``t = b/2**k ∈ [2**30, 2**31)``, the exact scale ``b`` kept."""
-        k = _floor_log2(scale) - 30
-        return cls(k, scale / Fraction(2) ** k)
+    @property
+    def on_grid(self) -> bool:
+        """Integer data on a grid of width ``2**k <= 1``: rounding changes nothing."""
+        return self.integer and self.k <= 0
 
     @classmethod
-    def for_gaussian(cls, sigma: Fraction) -> Grid:
+    def for_laplace(cls, scale: Fraction, integer: bool = False) -> Grid:
+        """Width ``2**(⌊log₂ b⌋ - 30)``: ``t = b/2**k ∈ [2**30, 2**31)``, the exact scale ``b`` kept.
+
+        For integer data the exponent is at least -50 (then ``t < 2**31`` still; smaller).
+        """
+        k = _floor_log2(scale) - 30
+        if integer:
+            k = max(k, FINEST_INT_K)
+        return cls(k, scale / Fraction(2) ** k, integer)
+
+    @classmethod
+    def for_gaussian(cls, sigma: Fraction, integer: bool = False) -> Grid:
         """Width ``2**(⌊log₂ σ⌋ - 20)`` and σ in grid units rounded *up* to an integer in [2**20, 2**21].
 
         The integer keeps the sampler's arithmetic in int64; the mechanism then uses σ' = units·2**k ≥ σ
         (σ' = σ exactly whenever σ/2**k is an integer, e.g. σ with at most 21 significant bits), and its
-        map reports the ρ of σ', which is the true one for the noise drawn.
+        map reports the ρ of σ', which is the true one for the noise drawn. For integer data the exponent
+        is at least -50 (σ in grid units then ``<= 2**21``, possibly small).
         """
         k = _floor_log2(sigma) - 20
-        return cls(k, Fraction(math.ceil(sigma / Fraction(2) ** k)))
+        if integer:
+            k = max(k, FINEST_INT_K)
+        return cls(k, Fraction(math.ceil(sigma / Fraction(2) ** k)), integer)
 
 
-def to_grid(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[Any]:
-    """The grid index ``r(x) = ⌊x/2**k + 1/2⌋`` of every value, exactly (round half up).
+def check_grid_scale(scale: Fraction, bits: int, name: str = "scale") -> None:
+    """Refuse a scale whose float grid ``2**(⌊log₂ scale⌋ - bits)`` leaves :data:`GRID_K_RANGE`.
 
-    Computed as ``(⌊x·2**(1-k)⌋ + 1) // 2``, which equals ``⌊x/2**k + 1/2⌋`` because
-    ``⌊(⌊y⌋ + 1)/2⌋ = ⌊(y + 1)/2⌋``. Scaling a float by a power of two is exact unless it overflows, and
-    ``floor`` of a float is exact, so the int64 result is exact; values out of that range (or ``k > 1``,
-    where scaling down could underflow) take the exact rational path (Python ints, ``object`` array).
+    There the grid width would not be a normal float or ``noise·2**k`` would overflow, so the release
+    could not be computed exactly; refused at construction, before anything runs.
+    """
+    k = _floor_log2(scale) - bits
+    lo, hi = GRID_K_RANGE
+    if not lo <= k <= hi:
+        raise InvalidParameter(
+            f"{name}={float(scale)!r} is outside the secure grid's range "
+            f"[2**{lo + bits}, 2**{hi + bits + 1}): its grid 2**{k} is not a normal float"
+        )
+
+
+def monotone_in_scale(
+    value_at: Callable[[Fraction], Fraction], scale: Fraction, bits: int, integer: bool
+) -> Fraction:
+    """The least non-increasing majorant ``sup_{s >= scale} value_at(s)`` of a grid mechanism's loss.
+
+    ``value_at(s)`` is the loss at scale ``s`` on the grid of ``s`` (``k = ⌊log₂ s⌋ - bits``, at least -50
+    for integer data). It is not monotone in ``s``: within a binade ``[2**j, 2**(j+1))`` the grid is fixed
+    and the loss falls (the noise in grid units grows, the grid-unit sensitivity is fixed), but at
+    ``2**(j+1)`` the grid doubles and the noise in grid units halves, so when ``d_in`` is below the grid
+    width (the sensitivity stays one step) the loss jumps up. Reporting the supremum over all larger scales
+    keeps the map an upper bound and makes it non-increasing in the scale, which searches over the scale
+    (:func:`~dpcompose.analysis.binary_search_param`) rely on.
+
+    The supremum is a maximum of at most three values. Within each binade the maximum is at its start, so
+    the supremum over ``s >= scale`` is ``max(value_at(scale), sup_j value_at(2**j))`` over
+    ``j >= J = ⌊log₂ scale⌋ + 1``. At ``s = 2**j`` the noise in grid units is ``2**bits`` (for integer data
+    below ``k = -50``: ``2**(j+50)``, growing) and the grid-unit sensitivity (``⌈d/g⌉``, ``⌈d/g⌉ + n - 1``,
+    ``d/g + s``, or ``d/g`` on the grid) does not grow with ``g``; so the binade starts are non-increasing
+    in ``j`` — except for integer data where the grid stops being finer than 1 (``k`` from 0 to 1, i.e.
+    ``j = bits + 1``): there the exact ``d/g`` becomes a rounded ``⌈d/g⌉``. Hence the supremum is the
+    largest of ``value_at(scale)``, ``value_at(2**J)`` and, for integer data, ``value_at(2**max(J, bits+1))``.
+
+    Tightness: whenever ``d_in`` is a multiple of the grid width at ``2**J`` the majorant equals
+    ``value_at(scale)`` (e.g. integer ``d_in`` with a grid width <= 1). Otherwise it exceeds it by at most
+    the jump at the next power of two: a factor ``<= 2`` for the Laplace ε (noise ``t ∈ [2**30, 2**31)``
+    grid units) and ``<= 4`` for the Gaussian ρ (``σ_g ∈ [2**20, 2**21]``) when ``d_in >= g``; for ``d_in``
+    below one grid step it is the loss of one full step at the coarser grid, which the rounding can cost.
+
+    Source: proven here (the argument above).
 
     Examples:
-        >>> to_grid(np.array([0.49, 0.5, -0.5, 2.75]), 0).tolist()
-        [0, 1, 0, 3]
+        >>> f = lambda s: Fraction(1) / (s / Fraction(2) ** (_floor_log2(s) - 30))  # one grid step
+        >>> monotone_in_scale(f, Fraction(3 * 2**40), 30, False) == Fraction(1, 2**30)
+        True
     """
-    flat = np.asarray(values, dtype=np.float64)
-    if k <= 1:
-        with np.errstate(over="ignore"):
-            # a product with a power of two is exact unless it overflows, like ldexp, and faster
-            scaled = flat * _pow2(1 - k) if 1 - k <= _POW2_SAFE else np.ldexp(flat, 1 - k)
-        if flat.size == 0 or float(np.max(np.abs(scaled))) < _INT64_HALF:
-            index = np.floor(scaled).astype(np.int64)
-            index += 1
-            index >>= 1  # an arithmetic shift is floor division by 2, negative values included
-            return index
-    factor = Fraction(2) ** (1 - k)
-    return np.array([(math.floor(Fraction(float(v)) * factor) + 1) // 2 for v in flat], dtype=object)
+    power = Fraction(2) ** (_floor_log2(scale) + 1)
+    candidates = [value_at(scale), value_at(power)]
+    if integer:
+        candidates.append(value_at(max(power, Fraction(2) ** (bits + 1))))
+    return max(candidates)
 
 
 def grid_sensitivity(
@@ -318,6 +406,9 @@ def grid_sensitivity(
     * L2, ``size = d``: ``r(x) - r(x') = (x - x')/g + (e - e')`` with rounding errors ``|eᵢ - e'ᵢ| < 1``,
       so by the triangle inequality ``‖r(x) - r(x')‖₂ < D + √d``; we use the rational ``s >= √d`` given by
       ``s = (isqrt(d·2**40 - 1) + 1)/2**20``.
+
+    Integer data are saturated to ``[-2**60, 2**60]`` first; clamping is 1-Lipschitz in every coordinate,
+    so these bounds hold for the saturated values too.
 
     ``size=None`` (unknown length) with off-grid data has no finite bound: refused by the constructors.
     ``d_in = 0`` means identical inputs and gives 0.
@@ -344,54 +435,187 @@ def grid_sensitivity(
     return d + Fraction(math.isqrt(size * (1 << 40) - 1) + 1, 1 << 20)
 
 
-def noisy_on_grid(
-    data: Any, vector: bool, k: int, noise: npt.NDArray[np.int64], integer: bool = False
-) -> float | npt.NDArray[np.float64]:
-    """``(r(x) + noise)·2**k`` as float(s): the grid index plus integer noise, scaled back.
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
-    ``integer=True`` (integer data, ``k <= 0``) computes the grid index ``x·2**(-k)`` exactly from the
-    Python ints instead of from floats. Converting the exact integer grid point to a float at the end is a
-    deterministic function of it (post-processing).
+
+_TINY = 2.0**-1022  # the least normal float
+
+
+def grid_points(x: FloatArray, k: int) -> FloatArray:
+    """The grid points ``r(x)·2**k``, ``r(x) = ⌊x/2**k + 1/2⌋`` (round half up), exactly, as floats.
+
+    One branch-free computation for every element (no path depends on the magnitude), for
+    ``k`` in :data:`GRID_K_RANGE` and finite ``x``:
+
+    * ``|x| >= 2**52·g`` (``g = 2**k``): the spacing of floats there is at least ``g``, so ``x`` is a
+      multiple of ``g``, ``r(x) = x/g`` and the grid point is ``x`` itself.
+    * ``|x| < 2**52·g``: ``y = x·2**(1-k)`` is exact (a power-of-two scaling; if it underflows then
+      ``|x/g| < 1/2`` and every step below gives 0, which is ``r(x)``), ``|y| < 2**53`` so ``⌊y⌋ + 1`` is
+      exact, and ``r(x) = ⌊(⌊y⌋ + 1)/2⌋`` (as ``⌊(⌊y⌋ + 1)/2⌋ = ⌊(y + 1)/2⌋``) is an exact float with
+      ``|r(x)| <= 2**52``; times ``g`` (a normal power of two) it stays exact.
+
+    Both sides are evaluated for all elements (overflow in the discarded side is ignored).
+
+    Examples:
+        >>> grid_points(np.array([0.49, 0.5, -0.5, 2.75, 1e300]), 0).tolist()
+        [0.0, 1.0, 0.0, 3.0, 1e+300]
     """
-    if integer and k <= 0:
-        index = _integer_grid_index(data if vector else [data], -k)
+    g = math.ldexp(1.0, k)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        # subnormal data (|x| < 2**-1022 <= g/2 for k >= -1021) lie within half a step of 0: r(x) = 0.
+        # Replacing them by 0 first keeps subnormal operands (slow on many CPUs) out of the arithmetic.
+        x = np.where(np.abs(x) < _TINY, 0.0, x)
+        y = x * math.ldexp(1.0, 1 - k)
+        np.floor(y, out=y)
+        y += 1.0
+        y *= 0.5
+        np.floor(y, out=y)
+        y *= g
+        return np.where(np.abs(x) < math.ldexp(1.0, 52 + k), y, x)
+
+
+def saturate_ints(data: Any, vector: bool) -> IntArray:
+    """Integer data as int64, each value clamped to ``[-2**60, 2**60]`` (:data:`INT_SATURATION`).
+
+    Numpy integer arrays are clamped vectorised; Python ints (atoms, lists) are clamped one by one before
+    the conversion, so no value, however large, makes the conversion raise or change its path.
+    """
+    lim = INT_SATURATION
+    if not vector:
+        return np.array([min(max(int(data), -lim), lim)], dtype=np.int64)
+    if isinstance(data, np.ndarray) and data.dtype.kind == "u":
+        capped: IntArray = np.minimum(data.astype(np.uint64), np.uint64(lim)).astype(np.int64)
+        return capped
+    if isinstance(data, np.ndarray) and data.dtype.kind == "i":
+        clipped: IntArray = np.clip(data.astype(np.int64), -lim, lim)
+        return clipped
+    return np.fromiter((min(max(int(v), -lim), lim) for v in data), dtype=np.int64, count=len(data))
+
+
+def _float_of(q: Fraction | int) -> float:
+    """The float nearest to the rational ``q`` (ties to even), ``±inf`` beyond the float range."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
+def _release_floats(x: FloatArray, k: int, z: IntArray) -> FloatArray:
+    """``fl((r(x) + z)·2**k)`` for float data: the grid point plus ``z·2**k`` in ONE IEEE addition.
+
+    ``r(x)·2**k`` is exact (:func:`grid_points`) and ``z·2**k`` is exact for ``|z| < 2**53`` (an integer of
+    at most 53 bits times a normal power of two, below ``2**(53 + 970)``), so the sum is the correctly
+    rounded value of the exact grid point ``(r(x) + z)·2**k`` — a function of it alone (post-processing);
+    overflow gives ±inf, the correctly rounded value beyond the float range.
+    """
+    xg = grid_points(x, k)
+    zf = z.astype(np.float64)
+    zf *= math.ldexp(1.0, k)
+    with np.errstate(over="ignore"):
+        zf += xg
+    return zf
+
+
+def _release_ints(x: IntArray, k: int, z: IntArray) -> FloatArray:
+    """``fl((r(x) + z)·2**k)`` for saturated integer data (``|x| <= 2**60``), ``|z| < 2**53``, exactly.
+
+    * ``k > 0``: ``r(x) = ⌊(⌊x/2**(k-1)⌋ + 1)/2⌋`` by arithmetic shifts (floor division; for
+      ``k - 1 >= 62`` both shifted values are 0 or -1 and ``r(x) = 0`` as ``|x/2**k| < 1/2``). ``r + z``
+      fits int64, its conversion to float is correctly rounded and scaling by ``2**k`` is exact (or
+      overflows to ±inf, the correctly rounded value).
+    * ``k = 0``: the value is the integer ``x + z``, converted with correct rounding.
+    * ``k = -m < 0`` (``m <= 50``): ``r(x) = x·2**m`` and the value is ``V = x + z·2**k = q + f`` with the
+      integer ``q = x + (z >> m)`` (``|q| < 2**61``) and the exact fraction ``f = (z mod 2**m)·2**k`` in
+      ``[0, 1)``. If ``|q| <= 2**52``, ``float(q)`` and ``f`` are exact floats and one IEEE addition
+      rounds ``V`` correctly. Otherwise ``|V| >= 2**52``, where the float spacing is at least 1 and the
+      rounding midpoints are multiples of 1/2: with ``W = 4q + 2⌊2f⌋ + [2f ∉ Z]`` (an int64), either
+      ``W = 4V`` or both lie strictly inside the same interval ``(2i, 2i + 2)``, which holds no midpoint
+      of ``4·floats``; so ``fl(W)/4 = fl(V)``.
+
+    Every case is a function of ``V`` alone (``q = ⌊V⌋``, ``f = V - ⌊V⌋``), every element takes the same
+    vectorised steps, and the result is the correctly rounded ``V``.
+    """
+    if k > 0:
+        r = x >> min(k - 1, 62)
+        r += 1
+        r >>= 1
+        r += z
+        out = r.astype(np.float64)
+        with np.errstate(over="ignore"):
+            out *= math.ldexp(1.0, k)
+        return out
+    m = -k
+    q = x + (z >> m)
+    if m == 0:
+        return q.astype(np.float64)
+    frac = z & ((1 << m) - 1)
+    small = q.astype(np.float64)
+    small += frac.astype(np.float64) * math.ldexp(1.0, k)
+    w = q << 2
+    w += (frac >> (m - 1)) << 1
+    w += (frac & ((1 << (m - 1)) - 1)) != 0
+    big = w.astype(np.float64)
+    big *= 0.25
+    return np.where(np.abs(q) <= 1 << 52, small, big)
+
+
+def _release_exact(x: npt.NDArray[Any], grid: Grid, z: IntArray) -> FloatArray:
+    """The same values as the fast paths, with exact Python rationals: for noise ``|z| >= 2**53``.
+
+    Reached with probability far below ``2**-1000`` at the grids' noise scales; the branch depends on the
+    noise only, never on the data.
+    """
+    g = grid.width
+    out = []
+    for v, zi in zip(x.tolist(), z.tolist(), strict=True):
+        point: int | Fraction
+        if grid.integer and grid.k > 0:
+            point = ((int(v) >> (grid.k - 1)) + 1) >> 1
+        elif grid.integer:
+            point = int(v) << -grid.k
+        else:
+            point = math.floor(Fraction(v) / g + Fraction(1, 2))  # r(x), round half up
+        out.append(_float_of((point + zi) * g))
+    return np.array(out, dtype=np.float64)
+
+
+def release_on_grid(data: Any, vector: bool, grid: Grid, noise: IntArray) -> float | FloatArray:
+    """``fl((r(x) + noise)·2**k)``: the grid index of the exact datum plus integer noise, scaled back.
+
+    Float data (the domain admits only ints that are exact floats) are converted exactly and rounded to
+    the grid with :func:`grid_points`; integer data are saturated to ``[-2**60, 2**60]`` and handled in
+    int64 (:func:`_release_ints`). The result is the correctly rounded float of the exact grid point
+    ``(r(x) + noise)·2**k``, a deterministic function of it (post-processing). Noise of ``2**53`` grid
+    units or more (practically never) takes an exact rational path.
+
+    Examples:
+        >>> g = Grid.for_laplace(Fraction(1), integer=True)  # k = -30
+        >>> release_on_grid(2**60 - 1, False, g, np.array([-(2**30)], dtype=np.int64)) == float(2**60 - 2)
+        True
+    """
+    if grid.integer:
+        x: npt.NDArray[Any] = saturate_ints(data, vector)
     else:
-        index = to_grid(np.atleast_1d(np.asarray(data, dtype=np.float64)), k)
-    if index.dtype == object:
-        total = index + noise.astype(object)
-        out = np.array([math.ldexp(float(v), k) for v in total], dtype=np.float64)
+        x = np.atleast_1d(np.asarray(data, dtype=np.float64))
+    if noise.size and int(np.max(np.abs(noise))) >= EXACT_NOISE:
+        out = _release_exact(x, grid, noise)
+    elif grid.integer:
+        out = _release_ints(x, grid.k, noise)
     else:
-        total = (index + noise).astype(np.float64)
-        with np.errstate(over="ignore", under="ignore"):
-            out = total * _pow2(k) if abs(k) <= _POW2_SAFE else np.ldexp(total, k)
+        out = _release_floats(x, grid.k, noise)
     return out if vector else float(out[0])
 
 
-_POW2_SAFE = 1000
-"""Powers of two ``2**j`` with ``|j| <= 1000`` are normal floats, so scaling by them is exact ldexp."""
-
-
-def _pow2(j: int) -> float:
-    return math.ldexp(1.0, j)
-
-
-def _integer_grid_index(values: Any, shift: int) -> npt.NDArray[Any]:
-    """The grid indices ``v·2**shift`` of integer data, exactly: int64 when they fit, Python ints if not."""
-    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    if arr.dtype.kind == "i" and arr.size:
-        top = max(int(arr.max()), -int(arr.min()))
-        if top < _INT64_HALF >> shift:
-            return arr.astype(np.int64) << shift
-    index = np.array([int(v) << shift for v in np.ravel(arr)], dtype=object)
-    if all(abs(v) < _INT64_HALF for v in index):
-        return index.astype(np.int64)
-    return index
+def data_is_integer(input_domain: Domain) -> bool:
+    """Whether the mechanism's data are integers (``AtomDomain(int)`` or a vector of it)."""
+    element = input_domain.element_domain if isinstance(input_domain, VectorDomain) else input_domain
+    return isinstance(element, AtomDomain) and element.carrier is int
 
 
 def grid_runner(
     vector: bool,
     grid: Grid,
-    integer: bool,
     exact_noise: Callable[[int], npt.NDArray[np.int64]],
     float_noise: Callable[[tuple[int, ...], float, np.random.Generator], npt.NDArray[np.float64]],
     scale: float,
@@ -400,14 +624,14 @@ def grid_runner(
     """The release function shared by the float Laplace and Gaussian mechanisms.
 
     Secure (``rng is None``): ``exact_noise(n)`` draws n exact integer noise values in grid units, added by
-    :func:`noisy_on_grid`. Seeded fast path (NOT private): ``float_noise(shape, scale, generator)`` added to
-    the float input.
+    :func:`release_on_grid`. Seeded fast path (NOT private): ``float_noise(shape, scale, generator)`` added
+    to the float input.
     """
 
     def run(data: Any) -> Any:
         if rng is None:  # secure: exact discrete noise on the grid
             noise = exact_noise(len(data) if vector else 1)
-            return noisy_on_grid(data, vector, grid.k, noise, integer)
+            return release_on_grid(data, vector, grid, noise)
         gen = _noise.resolve_rng(rng)  # seeded fast path: NOT private
         if vector:
             values = np.asarray(data, dtype=np.float64)
@@ -418,21 +642,20 @@ def grid_runner(
 
 
 def secure_float_setup(
-    input_domain: Domain, vector: bool, k: int, rng: np.random.Generator | None
-) -> tuple[bool, int | None]:
-    """``(integer, size)`` for a float mechanism on the grid ``2**k``; refuses unknown-size float vectors.
+    input_domain: Domain, vector: bool, grid: Grid, rng: np.random.Generator | None
+) -> int | None:
+    """The number of coordinates (1 for an atom) of a float mechanism on ``grid``; refuses unknown-size
+    vectors that are not on the grid.
 
-    ``integer`` says the data are ints on the grid (``k <= 0``), so rounding changes nothing; ``size`` is
-    the number of coordinates (1 for an atom). A float vector of unknown size has no finite grid bound
+    A vector of unknown size whose entries are rounded has no finite grid bound
     (:func:`grid_sensitivity`), so the secure path refuses it; the seeded path (``rng=``) does not round.
     """
-    element = input_domain.element_domain if isinstance(input_domain, VectorDomain) else input_domain
-    integer = isinstance(element, AtomDomain) and element.carrier is int and k <= 0
     size = input_domain.size if isinstance(input_domain, VectorDomain) else 1
-    if vector and size is None and not integer and rng is None:
+    if vector and size is None and not grid.on_grid and rng is None:
         raise DomainMismatch(
             f"input_domain={input_domain!r}: the secure float mechanism rounds each entry to a grid of "
-            f"width 2**{k}, which can add one grid step per entry to the sensitivity, so it needs a known "
-            "size: use VectorDomain(AtomDomain(float), size=n), or integer data"
+            f"width 2**{grid.k}, which can add one grid step per entry to the sensitivity, so it needs a "
+            "known size: use VectorDomain(AtomDomain(float), size=n), or integer data with a scale below "
+            "the grid's integer limit"
         )
-    return integer, size
+    return size

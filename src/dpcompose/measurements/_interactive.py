@@ -111,16 +111,23 @@ def _query_value(query: Transformation[Any, Any, Any, Any], value: object) -> in
 
 
 def _grid_index(value: int | float, k: int) -> int:
-    """``r(v) = ⌊v/2**k + 1/2⌋`` exactly: round half up, as ``_discrete.to_grid`` does.
+    """``r(v) = ⌊v/2**k + 1/2⌋`` exactly from the exact value: round half up, the definition of
+    :func:`~dpcompose.measurements._discrete.grid_points` (floats) and of the integer release of
+    ``make_laplace`` (ints, which are never rounded to a float first: an int is shifted, exactly, at
+    every ``k``; the sparse vector compares Python integers, so no saturation is needed here).
 
     Examples:
         >>> [_grid_index(v, 0) for v in (0.49, 0.5, -0.5, 2.75, 7)]
         [0, 1, 0, 3, 7]
         >>> _grid_index(3, -2), _grid_index(0.3, -2)  # 0.3·4 = 1.2 rounds to 1
         (12, 1)
+        >>> _grid_index(2**60 + 129, 1), _grid_index(-3, 1)  # exact at any magnitude; -1.5 rounds up
+        (576460752303423553, -1)
     """
-    if isinstance(value, int) and k <= 0:
-        return value << -k  # on the grid already: no rounding
+    if isinstance(value, int):
+        if k <= 0:
+            return value << -k  # on the grid already: no rounding
+        return ((value >> (k - 1)) + 1) >> 1  # ⌊(⌊v/2**(k-1)⌋ + 1)/2⌋ = ⌊v/2**k + 1/2⌋
     return math.floor(Fraction(value) / Fraction(2) ** k + Fraction(1, 2))
 
 

@@ -21,7 +21,9 @@ from dpcompose.core import (
 from dpcompose.measurements import _noise
 from dpcompose.measurements._discrete import (
     Grid,
+    check_grid_scale,
     check_numeric_input,
+    data_is_integer,
     grid_runner,
     grid_sensitivity,
     secure_float_setup,
@@ -41,15 +43,21 @@ def make_laplace(
     """The Laplace mechanism: add Laplace(0, ``scale``) noise to a number or to each vector entry.
 
     Secure by default: the input is rounded to the grid ``g·Z`` with ``g = 2**k``, ``k = ⌊log₂ scale⌋ - 30``
-    (round half up), exact discrete Laplace noise of scale ``scale/g`` is added in grid units from the
-    operating system's secure source, and the grid point is returned as a float. No float arithmetic
-    touches the noise, so the output's low bits reveal nothing (Mironov 2012).
+    (round half up; for integer data ``k >= -50``), exact discrete Laplace noise of scale ``scale/g`` is
+    added in grid units from the operating system's secure source, and the exact grid point is returned
+    as the nearest float. No float arithmetic touches the noise, so the output's low bits reveal nothing
+    (Mironov 2012). The grid index is computed from the exact datum: floats exactly, integers in int64
+    after saturating them to ``[-2**60, 2**60]`` (a 1-Lipschitz clamp, so the map is unchanged); every
+    datum takes the same vectorised steps, whatever its magnitude (see
+    :func:`~dpcompose.measurements._discrete.release_on_grid` and docs/security.md).
 
     Privacy map (secure path): ε = Δ_g·g / scale, with Δ_g the grid-unit sensitivity of
     :func:`~dpcompose.measurements._discrete.grid_sensitivity`: ``⌈d_in/g⌉`` for a number (so
     ε = d_in/scale exactly whenever d_in is a multiple of g, e.g. any integer), ``⌈d_in/g⌉ + n - 1`` for an
     n-vector in L1 (rounding moves each entry by less than one grid step), and d_in/scale for integer data
-    (already on the grid). Float vectors need a known size. ``scale`` is read as its exact binary value.
+    on a grid ``g <= 1`` (scale below 2**31). Float vectors need a known size. ``scale`` is read as its
+    exact binary value. (The grid coarsens at each power of two, so for d_in below a grid step ε can rise
+    with the scale by up to 2× there; the Gaussian map reports a non-increasing majorant instead.)
 
     With ``rng=`` (seeded fast path, NOT private): plain float Laplace noise from the caller's numpy
     Generator, reproducible for experiments; the map then reports the idealised ε = d_in/scale.
@@ -59,14 +67,16 @@ def make_laplace(
             with ``L1Distance``.
         input_metric: ``AbsoluteDistance()`` or ``L1Distance()``.
         scale: the noise scale b > 0.
-        rng: a numpy Generator for reproducible experiments only (not private); default: seeded from
-            :mod:`secrets`.
+        rng: a numpy Generator driving the exact sampler reproducibly, for experiments only: NOT private.
+            Default (``None``): the operating system's secure source (``os.urandom``) through the exact
+            sampler.
 
     Returns:
         A ``PureDP`` measurement returning a float (scalar input) or a float numpy array (vector input).
 
     Raises:
-        InvalidParameter: ``scale`` is not finite and positive.
+        InvalidParameter: ``scale`` is not finite and positive, or (secure path) outside
+            ``[2**-991, 2**1001)``, where the grid arithmetic would not be exact.
         DomainMismatch: the domain/metric pair is not one of the above.
 
     Source: Dwork, McSherry, Nissim, Smith 2006, Prop. 1 (Laplace mechanism).
@@ -82,18 +92,21 @@ def make_laplace(
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
     vector = check_numeric_input(input_domain, input_metric, L1Distance)
-    grid = Grid.for_laplace(scale_q)
-    integer, size = secure_float_setup(input_domain, vector, grid.k, rng)
+    if rng is None:
+        check_grid_scale(scale_q, _BITS)
+    integer = data_is_integer(input_domain)
+    grid = Grid.for_laplace(scale_q, integer)
+    size = secure_float_setup(input_domain, vector, grid, rng)
 
     def exact_noise(n: int) -> Any:
         return discrete_laplace_array(grid.units, n)
 
-    run = grid_runner(vector, grid, integer, exact_noise, _noise.laplace, float(scale), rng)
+    run = grid_runner(vector, grid, exact_noise, _noise.laplace, float(scale), rng)
 
     def privacy_map(d_in: Fraction) -> Fraction:
         if rng is not None:
             return Fraction(d_in) / scale_q
-        return _secure_epsilon(d_in, grid, size, integer)
+        return _secure_epsilon(Fraction(d_in), scale_q, size, integer)
 
     return Measurement(
         input_domain,
@@ -105,8 +118,17 @@ def make_laplace(
     )
 
 
+_BITS = 30
+"""``t = scale/g ∈ [2**30, 2**31)``: the grid exponent is ``⌊log₂ scale⌋ - 30``."""
+
+
+def _grid_epsilon(d_in: Fraction, scale: Fraction, size: int | None, integer: bool) -> Fraction:
+    grid = Grid.for_laplace(scale, integer)
+    return grid_sensitivity(d_in, grid.width, size, 1, grid.on_grid) / grid.units
+
+
 @functools.lru_cache(maxsize=4096)
-def _secure_epsilon(d_in: Fraction, grid: Grid, size: int | None, integer: bool) -> Fraction:
+def _secure_epsilon(d_in: Fraction, scale: Fraction, size: int | None, integer: bool) -> Fraction:
     """ε of the secure path (pure function of exact, hashable values; cached because composites
     evaluate many children with equal parameters at the same d_in)."""
-    return grid_sensitivity(d_in, grid.width, size, 1, integer) / grid.units
+    return _grid_epsilon(d_in, scale, size, integer)
