@@ -136,20 +136,29 @@ CASES: dict[str, list[Case]] = {
         for name, d, m in [
             ("int", INT, ABS),
             ("float", FLOAT, ABS),
-            ("ints", INTS, L1),
+            ("ints3", dp.VectorDomain(INT, size=3), L1),
             ("floats3", dp.VectorDomain(FLOAT, size=3), L1),
         ]
         for scale in (1.0, 2.0**31, 1e-5, 1e12)
+    ]
+    + [
+        # integer vectors of unknown size: only on grids that integers fill (larger scales are refused)
+        (f"ints scale={scale}", (lambda scale=scale: dp.m.make_laplace(INTS, L1, scale=scale)), [])
+        for scale in (1.0, 1e-5)
     ],
     "make_gaussian": [
         (f"{name} scale={scale}", (lambda d=d, m=m, scale=scale: dp.m.make_gaussian(d, m, scale=scale)), [])
         for name, d, m in [
             ("int", INT, ABS),
             ("float", FLOAT, ABS),
-            ("ints", INTS, L2),
+            ("ints3", dp.VectorDomain(INT, size=3), L2),
             ("floats3", dp.VectorDomain(FLOAT, size=3), L2),
         ]
         for scale in (1.0, 2.0**21, 1e-5, 1e10)
+    ]
+    + [
+        (f"ints scale={scale}", (lambda scale=scale: dp.m.make_gaussian(INTS, L2, scale=scale)), [])
+        for scale in (1.0, 1e-5)
     ],
     "make_discrete_laplace": [
         (f"{name}", (lambda d=d, m=m: dp.m.make_discrete_laplace(d, m, scale=3)), [])
@@ -205,28 +214,15 @@ def test_every_public_constructor_has_a_contract_case() -> None:
 
 
 #: Cases that still raise on in-domain data, with the reason; strict xfail, so a fix makes them fail
-#: until they are removed from here.
-KNOWN_RAISES: dict[str, str] = {
-    "make_laplace": "grid index from float(datum): OverflowError on huge data (issue 11 items 1, 6)",
-    "make_gaussian": "grid index from float(datum): OverflowError on huge data (issue 11 items 1, 6)",
-}
-_KNOWN_SAFE = {
-    "make_laplace[float scale=2147483648.0]",
-    "make_laplace[float scale=1000000000000.0]",
-    "make_laplace[floats3 scale=2147483648.0]",
-    "make_laplace[floats3 scale=1000000000000.0]",
-    "make_gaussian[float scale=2097152.0]",
-    "make_gaussian[float scale=10000000000.0]",
-    "make_gaussian[floats3 scale=2097152.0]",
-    "make_gaussian[floats3 scale=10000000000.0]",
-}
+#: until they are removed from here. Empty: keep it that way.
+KNOWN_RAISES: dict[str, str] = {}
 
 
 def _param(ctor: str, name: str, build: Callable[[], Any], queries: list[Any]) -> Any:
     case_id = f"{ctor}[{name}]"
     marks = []
-    if ctor in KNOWN_RAISES and case_id not in _KNOWN_SAFE:
-        marks.append(pytest.mark.xfail(reason=KNOWN_RAISES[ctor], strict=True))
+    if case_id in KNOWN_RAISES:
+        marks.append(pytest.mark.xfail(reason=KNOWN_RAISES[case_id], strict=True))
     return pytest.param(ctor, name, build, queries, id=case_id, marks=marks)
 
 

@@ -111,7 +111,9 @@ def test_integer_data_with_a_coarse_grid_are_rounded_exactly(
 
 def test_interactive_laplace_rounds_integer_values_exactly(fixed_noise: list[int]) -> None:
     def constant(value: int) -> Any:
-        return dp.Transformation(INTS, INT, SYM, ABS, lambda _: value, lambda d: Fraction(d))
+        return dp.make_user_transformation(
+            INTS, INT, SYM, ABS, lambda _: value, lambda d: Fraction(d), trusted=True
+        )
 
     m = dp.m.make_interactive_laplace(INTS, SYM, scale=2.0**31, max_queries=4)
     q = m([0])
