@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_probability
-from dpcompose.accounting import exact
+from dpcompose.accounting import exact, format_up
 from dpcompose.accounting._exact import exp_down
 from dpcompose.core import (
     ApproxDP,
@@ -53,6 +53,15 @@ def _exp_floor(eps: Fraction) -> Fraction:
     while the map says ε. The cap keeps the float finite (e^709.8 overflows).
     """
     return max(Fraction(1), Fraction(exp_down(min(eps, _EPS_CAP))))
+
+
+def _param_text(x: object) -> str:
+    """A parameter as text for the node: its repr, or (an int or Fraction too long for ``repr``) its
+    value rounded up."""
+    try:
+        return repr(x)
+    except ValueError:  # Python refuses to print integers of more than 4300 digits
+        return format_up(x)  # type: ignore[arg-type]
 
 
 def _check_rr_input(input_domain: Domain, input_metric: Metric) -> CategoricalDomain:
@@ -195,7 +204,7 @@ def make_randomized_response(
         privacy_map,
         node=Node(
             "randomized_response",
-            params=(("epsilon", repr(epsilon)), ("k", str(k))),
+            params=(("epsilon", _param_text(epsilon)), ("k", str(k))),
             source="Warner 1965; Kairouz–Oh–Viswanath 2016 (k-RR)",
         ),
     )
@@ -273,7 +282,7 @@ def make_randomized_response_approx(
         privacy_map,
         node=Node(
             "randomized_response_approx",
-            params=(("epsilon", repr(epsilon)), ("delta", repr(delta))),
+            params=(("epsilon", _param_text(epsilon)), ("delta", _param_text(delta))),
             source="Kairouz–Oh–Viswanath 2015 Thm 2.2",
         ),
     )
