@@ -171,7 +171,9 @@ CASES: dict[str, list[Case]] = {
     "make_randomized_response": [
         (
             "abc",
-            lambda: dp.m.make_randomized_response(dp.CategoricalDomain("abc"), dp.DiscreteDistance(), 1.0),
+            lambda: dp.m.make_randomized_response(
+                dp.CategoricalDomain(["a", "b", "c"]), dp.DiscreteDistance(), 1.0
+            ),
             [],
         ),
         (

@@ -76,7 +76,9 @@ def test_binary_search_exact_boundaries() -> None:
     assert not make(float.__sub__(s, s * 2**-52)).check(1, 0.3)
 
     def rr(eps: float) -> dp.Measurement:  # type: ignore[type-arg]
-        return dp.m.make_randomized_response(dp.CategoricalDomain("ab"), dp.DiscreteDistance(), epsilon=eps)
+        return dp.m.make_randomized_response(
+            dp.CategoricalDomain(["a", "b"]), dp.DiscreteDistance(), epsilon=eps
+        )
 
     assert dp.binary_search_param(rr, 1, 0.75, bounds=(0.0, 10.0)) == 0.75  # decreasing: largest passing
     with pytest.raises(dp.InvalidParameter, match="both ends"):

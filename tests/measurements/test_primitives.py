@@ -73,7 +73,7 @@ def test_noise_scale_rejected_with_value(maker: object, bad: object) -> None:
 @pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
 def test_rr_epsilon_rejected(bad: float) -> None:
     with pytest.raises(dp.InvalidParameter, match="epsilon="):
-        dp.m.make_randomized_response(dp.CategoricalDomain("ab"), dp.DiscreteDistance(), epsilon=bad)
+        dp.m.make_randomized_response(dp.CategoricalDomain(["a", "b"]), dp.DiscreteDistance(), epsilon=bad)
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.0, 1.5, math.nan])
@@ -103,7 +103,7 @@ def test_domain_and_metric_pairs_checked() -> None:
 
 
 def test_rr_data_outside_domain_runs_nothing() -> None:
-    rr = dp.m.make_randomized_response(dp.CategoricalDomain("ab"), dp.DiscreteDistance(), epsilon=1.0)
+    rr = dp.m.make_randomized_response(dp.CategoricalDomain(["a", "b"]), dp.DiscreteDistance(), epsilon=1.0)
     with pytest.raises(dp.DomainMismatch, match="'c'"):
         rr("c")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
+from dpcompose.accounting._display import format_down, format_excess, format_up
 from dpcompose.accounting._exact import (
     Number,
     decimal,
@@ -64,6 +65,9 @@ __all__ = [
     "exact",
     "float_down",
     "float_up",
+    "format_down",
+    "format_excess",
+    "format_up",
     "gaussian_delta",
     "gaussian_profile",
     "group",

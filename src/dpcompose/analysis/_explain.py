@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dpcompose.accounting import float_up
+from dpcompose.accounting import format_up
 from dpcompose.core import Measurement, Transformation
+from dpcompose.errors import InvalidParameter
 
 __all__ = ["Explanation", "ExplanationRow", "explain"]
 
@@ -59,9 +60,10 @@ def _display_cost(node: Measurement[Any, Any, Any, Any] | Transformation[Any, An
 
 
 def _num(d: Any) -> str:
+    """A distance (``d_in``, a transformation's ``d_out``) rounded up, or its repr if it is not a number."""
     try:
-        return f"{float_up(d):.6g}"
-    except (TypeError, ValueError):
+        return format_up(d)
+    except InvalidParameter:
         return repr(d)
 
 

@@ -37,7 +37,7 @@ Examples:
     >>> from dpcompose.analysis._finite import randomized_response
     >>> sim = rr_simulator(randomized_response(Fraction(3, 2)), 3)
     >>> sim
-    RRSimulation(exp_epsilon=3, epsilon≈1.09861, views equal for 1 adversaries and 2 transcripts)
+    RRSimulation(exp_epsilon=3, epsilon≈1.09862, views equal for 1 adversaries and 2 transcripts)
     >>> sim.post_processor.probability(0, (), "b", 0)   # T(0) says 0 with probability (3·3/5 − 2/5)/2
     Fraction(7, 10)
 """
@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpcompose._validation import check_finite
+from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import Number, exact, log_up
 from dpcompose.analysis._finite import (
     FiniteInteractiveMechanism,
@@ -79,7 +80,7 @@ class RRSimulation:
 
     def __repr__(self) -> str:
         return (
-            f"RRSimulation(exp_epsilon={self.exp_epsilon}, epsilon≈{log_up(self.exp_epsilon):.6g}, "
+            f"RRSimulation(exp_epsilon={self.exp_epsilon}, epsilon≈{format_up(log_up(self.exp_epsilon))}, "
             f"views equal for {self.adversaries_checked} adversaries and "
             f"{self.transcripts_checked} transcripts)"
         )

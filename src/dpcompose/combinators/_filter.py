@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpcompose.accounting._exact import float_up
+from dpcompose.accounting._display import format_up
 from dpcompose.accounting._filters import (
     DEFAULT_ORDERS,
     BasicFilter,
@@ -68,7 +68,8 @@ CONCURRENT_SOURCE = "Haney–Shoemate–Tian–Vadhan–Vyrros–Xu–Zhang 2023
 
 
 def _fmt(q: Fraction) -> str:
-    return str(q.numerator) if q.denominator == 1 else f"{float_up(q):.6g}"
+    """A spent or remaining amount for a message: rounded up (:func:`~dpcompose.accounting.format_up`)."""
+    return format_up(q)
 
 
 def _fmt_sums(sums: dict[str, Fraction]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -134,34 +134,164 @@ class AtomDomain(Domain):
         return f"AtomDomain({', '.join(parts)})"
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class CategoricalDomain(Domain):
-    """Single values from a finite, declared set of categories (for randomized response).
+    """Single values from a finite, declared, ordered list of categories (for randomized response).
+
+    Membership is exact: a value is a member when it is *equal to* a category *and of the same type*, so
+    ``True``, ``1.0`` and ``np.int64(1)`` are not the category ``1``. Mechanisms work with the category's
+    position (:meth:`index`) and output only the domain's own category objects, so the representation of
+    the caller's value never shows in an output. Membership never raises (an unhashable value is simply
+    not a member).
+
+    Each category must be hashable and equal to itself (``c == c`` is ``True``, ``c != c`` is ``False``),
+    recursively inside tuples and frozensets: NaN (float, numpy, Decimal) and objects with a non-reflexive
+    equality are refused, because ``in`` and ``!=`` misbehave on them. Categories must be pairwise
+    distinct, which also refuses mixtures that Python treats as equal (``1``, ``1.0`` and ``True``; ``0.0``
+    and ``-0.0``). They are kept in the given order: a bare ``str`` or ``bytes`` (which would iterate its
+    characters) and a ``set`` (whose order changes between runs) are refused.
+
+    Args:
+        categories: a non-empty list, tuple or other ordered iterable of categories.
+
+    Raises:
+        InvalidParameter: ``categories`` is not an ordered iterable, is empty, or holds an unhashable,
+            non-reflexive or repeated category.
 
     Examples:
         >>> d = CategoricalDomain(("yes", "no"))
-        >>> d.member("yes"), d.member("maybe")
-        (True, False)
+        >>> d.member("yes"), d.member("maybe"), d.index("no")
+        (True, False, 1)
+        >>> CategoricalDomain([0, 1]).member(True)
+        False
+        >>> CategoricalDomain([1, True])
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.InvalidParameter: categories=[1, True] must be distinct: 1 and True are equal
     """
 
     categories: tuple[Hashable, ...]
+    _by_hash: dict[int, tuple[int, ...]] = field(init=False, repr=False, compare=False)
 
     def __init__(self, categories: Iterable[Hashable]) -> None:
-        cats = tuple(categories)
+        if isinstance(categories, (str, bytes, bytearray)):
+            raise InvalidParameter(
+                f"categories={_short(categories)} must be a list of categories, not a single string "
+                "(write list(...) to make each character a category)"
+            )
+        if isinstance(categories, (set, frozenset)):
+            raise InvalidParameter(
+                f"categories={_short(categories)} must be ordered (a list or tuple): a set's order changes "
+                "between runs"
+            )
+        try:
+            cats = tuple(categories)
+        except Exception as exc:  # not iterable, or its iterator failed
+            raise InvalidParameter(
+                f"categories={_short(categories)} must be an iterable of categories ({exc})"
+            ) from None
         if len(cats) == 0:
             raise InvalidParameter(f"categories={list(cats)!r} must not be empty")
-        if len(set(cats)) != len(cats):
-            raise InvalidParameter(f"categories={list(cats)!r} must be distinct")
+        by_hash: dict[int, list[int]] = {}
+        first: dict[Hashable, int] = {}
+        for i, c in enumerate(cats):
+            problem = _category_problem(c)
+            if problem is not None:
+                raise InvalidParameter(f"categories={_short(list(cats))}: category {_short(c)} {problem}")
+            j = first.setdefault(c, i)
+            if j != i:
+                raise InvalidParameter(
+                    f"categories={_short(list(cats))} must be distinct: {cats[j]!r} and {c!r} are equal"
+                )
+            by_hash.setdefault(hash(c), []).append(i)
         object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "_by_hash", {h: tuple(ix) for h, ix in by_hash.items()})
+
+    def index(self, value: object) -> int:
+        """The position of ``value``'s category in :attr:`categories`.
+
+        Raises:
+            DomainMismatch: ``value`` is not a member.
+        """
+        i = self._find(value)
+        if i is None:
+            self.check(value)  # raises, with the reason
+            raise DomainMismatch(f"data={_short(value)} is not a member of {self!r}")  # pragma: no cover
+        return i
+
+    def _find(self, value: object) -> int | None:
+        """The index of the one category that is ``value`` (same type, equal both ways), else None."""
+        try:
+            candidates = self._by_hash.get(hash(value), ())
+            found = [
+                i
+                for i in candidates
+                if type(self.categories[i]) is type(value)
+                and _is_true(value == self.categories[i])
+                and _is_true(self.categories[i] == value)
+            ]
+        except Exception:  # unhashable, or an equality that raises: not a member
+            return None
+        return found[0] if len(found) == 1 else None
 
     def member(self, value: object) -> bool:
-        try:
-            return value in self.categories
-        except TypeError:
-            return False
+        return self._find(value) is not None
+
+    def check(self, value: object, what: str = "data") -> None:
+        if self._find(value) is not None:
+            return
+        hint = ""
+        for c in self.categories:
+            try:
+                same = type(c) is not type(value) and _is_true(c == value)
+            except Exception:
+                same = False
+            if same:
+                hint = (
+                    f" (it equals the category {c!r} but its type is {type(value).__name__}, not "
+                    f"{type(c).__name__}: membership is exact)"
+                )
+                break
+        raise DomainMismatch(f"{what}={_short(value)} is not a member of {self!r}{hint}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CategoricalDomain):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple[tuple[type, Hashable], ...]:
+        return tuple((type(c), c) for c in self.categories)
 
     def __repr__(self) -> str:
         return f"CategoricalDomain({list(self.categories)!r})"
+
+
+def _is_true(result: object) -> bool:
+    """Whether a comparison returned exactly true (a ``bool`` or ``numpy.bool_``, not an array)."""
+    return isinstance(result, (bool, np.bool_)) and bool(result)
+
+
+def _category_problem(c: object) -> str | None:
+    """Why ``c`` cannot be a category (unhashable, not equal to itself), or None if it can."""
+    try:
+        hash(c)
+    except Exception:
+        return f"is not hashable (a {type(c).__name__})"
+    try:
+        reflexive = _is_true(c == c) and not _is_true(c != c) and isinstance(c != c, (bool, np.bool_))
+    except Exception:
+        reflexive = False
+    if not reflexive:
+        return "is not equal to itself (a NaN, or an object whose == is not reflexive)"
+    if isinstance(c, (tuple, frozenset)):
+        for part in c:
+            problem = _category_problem(part)
+            if problem is not None:
+                return f"contains {_short(part)}, which {problem}"
+    return None
 
 
 @dataclass(frozen=True, slots=True, repr=False)

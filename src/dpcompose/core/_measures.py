@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import Any, Generic, TypeVar
 
 from dpcompose._validation import check_finite_nonnegative, check_probability
-from dpcompose.accounting import PrivacyProfile, basic, decimal, float_up, zcdp_compose
+from dpcompose.accounting import PrivacyProfile, basic, decimal, format_up, zcdp_compose
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
@@ -83,7 +83,8 @@ class Measure(Generic[D]):
         return Composability.CONCURRENT
 
     def display(self, d: D) -> str:
-        """A short human-readable form of a distance; floats are rounded up."""
+        """A short human-readable form of a distance; every number in it is rounded up
+        (:func:`~dpcompose.accounting.format_up`), so it never shows less than the cost."""
         return repr(d)
 
     def check_cost(self, d: object, what: str = "cost") -> D:  # pragma: no cover - abstract
@@ -106,7 +107,8 @@ class Measure(Generic[D]):
 
 
 def _fmt(q: Fraction) -> str:
-    return f"{float_up(q):.6g}" if q.denominator != 1 else str(q.numerator)
+    """A privacy number for people: rounded up to 6 significant digits (docs/concepts.md)."""
+    return format_up(q)
 
 
 class _ScalarMeasure(Measure[Fraction]):
@@ -328,4 +330,18 @@ class ProfileDP(Measure[PrivacyProfile]):
         return d
 
     def display(self, d: PrivacyProfile) -> str:
-        return repr(d)
+        bits: list[str] = []
+        if d.approx_parts:
+            counts: dict[tuple[Fraction, Fraction], int] = {}
+            for pair in d.approx_parts:
+                counts[pair] = counts.get(pair, 0) + 1
+            shown = [
+                f"(ε={_fmt(e)}, δ={_fmt(delta)})" + (f"×{c}" if c > 1 else "")
+                for (e, delta), c in list(counts.items())[:4]
+            ]
+            bits.append("approx=[" + ", ".join(shown) + (", …" if len(counts) > 4 else "") + "]")
+        if d.gaussian_mu_sq:
+            bits.append(f"gaussian μ²={_fmt(d.gaussian_mu_sq)}")
+        if d.rho:
+            bits.append(f"zcdp ρ={_fmt(d.rho)}")
+        return "PrivacyProfile(" + ", ".join(bits) + ")"

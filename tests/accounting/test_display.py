@@ -1,0 +1,177 @@
+"""format_up / format_down / format_excess; every display of a privacy number rounds up (issue 11, D.13).
+
+The reference for "the least decimal with d significant digits ≥ q" is Python's :mod:`decimal` division,
+which is correctly rounded in the context's rounding mode (here ROUND_CEILING / ROUND_FLOOR).
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpcompose as dp
+from dpcompose.accounting import format_down, format_excess, format_up
+
+NUMBER = re.compile(r"-?\d+(\.\d+)?(e[+-]\d{2,})?")
+
+
+def _reference(q: Fraction, digits: int, rounding: str) -> Fraction:
+    """The decimal with ``digits`` significant digits nearest ``q`` in the direction ``rounding``."""
+    ctx = decimal.Context(prec=digits, rounding=rounding, Emax=10**6, Emin=-(10**6))
+    return Fraction(ctx.divide(Decimal(q.numerator), Decimal(q.denominator)))
+
+
+fractions_st = st.builds(
+    lambda n, d, e: Fraction(n, d) * Fraction(10) ** e,
+    st.integers(-(10**30), 10**30),
+    st.integers(1, 10**30),
+    st.integers(-400, 400),
+)
+floats_st = st.floats(allow_nan=False, allow_infinity=False)
+digits_st = st.integers(1, 17)
+
+
+@given(st.one_of(fractions_st, floats_st.map(Fraction)), digits_st)
+def test_format_up_is_the_least_decimal_at_or_above(q: Fraction, digits: int) -> None:
+    shown = format_up(q, digits)
+    assert NUMBER.fullmatch(shown), shown
+    assert Fraction(shown) >= q
+    assert Fraction(shown) == _reference(q, digits, decimal.ROUND_CEILING)
+
+
+@given(st.one_of(fractions_st, floats_st.map(Fraction)), digits_st)
+def test_format_down_is_the_greatest_decimal_at_or_below(q: Fraction, digits: int) -> None:
+    shown = format_down(q, digits)
+    assert NUMBER.fullmatch(shown), shown
+    assert Fraction(shown) <= q
+    assert Fraction(shown) == _reference(q, digits, decimal.ROUND_FLOOR)
+
+
+@given(floats_st)
+def test_floats_are_read_as_their_exact_value(x: float) -> None:
+    assert format_up(x) == format_up(Fraction(x))
+    assert Fraction(format_up(x)) >= Fraction(x)
+
+
+@given(st.floats(min_value=1e-300, max_value=1e300), st.integers(1, 15))
+def test_presentation_is_pythons_g(x: float, digits: int) -> None:
+    """Same layout as ``format(v, ".{d}g")`` (fixed vs scientific, no trailing zeros) for the value shown."""
+    shown = format_up(x, digits)
+    assert format(float(Fraction(shown)), f".{digits}g") == shown
+
+
+@pytest.mark.parametrize(
+    ("q", "up", "down"),
+    [
+        (Fraction(1, 3), "0.333334", "0.333333"),
+        (1 + Fraction(6, 10**10), "1.00001", "1"),
+        (Fraction(1), "1", "1"),
+        (0, "0", "0"),
+        (-0.0, "0", "0"),
+        (0.1, "0.100001", "0.1"),  # the float 0.1 is 0.1000000000000000055…
+        (0.5, "0.5", "0.5"),
+        (Fraction(9999995, 10), "1e+06", "999999"),
+        (Fraction(10**5000, 3), "3.33334e+4999", "3.33333e+4999"),
+        (5e-324, "4.94066e-324", "4.94065e-324"),
+        (-Fraction(1, 3), "-0.333333", "-0.333334"),
+        (math.inf, "inf", "inf"),
+        (math.nan, "nan", "nan"),
+        (np.float32(0.3), "0.300001", "0.3"),
+        (np.int64(7), "7", "7"),
+        (Decimal("0.25"), "0.25", "0.25"),
+    ],
+)
+def test_examples(q: object, up: str, down: str) -> None:
+    assert format_up(q, 6) == up  # type: ignore[arg-type]
+    assert format_down(q, 6) == down  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["1", None, True, [1], complex(1, 1)])
+def test_non_numbers_refused(bad: object) -> None:
+    with pytest.raises(dp.InvalidParameter, match="q="):
+        format_up(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "6"])
+def test_bad_digits_refused(bad: object) -> None:
+    with pytest.raises(dp.InvalidParameter, match="digits="):
+        format_up(Fraction(1, 3), bad)  # type: ignore[arg-type]
+
+
+@given(fractions_st, st.one_of(fractions_st, floats_st.map(Fraction)))
+def test_format_excess_shows_the_excess(a: Fraction, b: Fraction) -> None:
+    if a == b:
+        return
+    larger, limit = max(a, b), min(a, b)
+    shown_larger, shown_limit = format_excess(larger, limit)
+    assert larger >= Fraction(shown_larger) > Fraction(shown_limit) >= limit
+
+
+# --- every display of a privacy number rounds up ------------------------------------------------------
+
+ONE_PLUS = 1 + Fraction(6, 10**10)  # ≈ the cost of a Laplace release at scale 1/(1 + 6e-10)
+
+
+def _numbers(text: str) -> list[Fraction]:
+    return [Fraction(m.group(0)) for m in NUMBER.finditer(text)]
+
+
+@given(fractions_st.map(abs))
+def test_measure_displays_never_show_less(q: Fraction) -> None:
+    assert _numbers(dp.PureDP().display(q)) == [Fraction(format_up(q))]
+    assert _numbers(dp.ZCDP().display(q)) == [Fraction(format_up(q))]
+    small = q / (1 + q)  # a valid δ
+    shown = _numbers(dp.ApproxDP().display((q, small)))
+    assert shown[0] >= q and shown[1] >= small
+
+
+def test_measure_displays_of_one_plus_6e_10() -> None:
+    assert dp.PureDP().display(ONE_PLUS) == "ε=1.00001"
+    assert dp.ZCDP().display(ONE_PLUS) == "ρ=1.00001"
+    assert dp.ApproxDP().display((ONE_PLUS, Fraction(1, 3))) == "ε=1.00001, δ=0.333334"
+
+
+def test_profile_display_rounds_up() -> None:
+    profile = dp.accounting.PrivacyProfile(
+        approx_parts=((ONE_PLUS, Fraction(1, 3)),), gaussian_mu_sq=Fraction(2, 3), rho=ONE_PLUS
+    )
+    assert dp.ProfileDP().display(profile) == (
+        "PrivacyProfile(approx=[(ε=1.00001, δ=0.333334)], gaussian μ²=0.666667, zcdp ρ=1.00001)"
+    )
+
+
+def _lap_costing_one_plus() -> dp.Measurement:  # type: ignore[type-arg]
+    scale = float(1 / ONE_PLUS)
+    lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=scale)
+    assert 1 < lap.map(1) < 1 + Fraction(7, 10**10) and not lap.check(1, 1.0)
+    return lap
+
+
+def test_filter_refusal_shows_the_request_rounded_up() -> None:
+    """Was: 'query laplace(...) requests ε=1: …', a request the budget of 1 seems to allow."""
+    lap = _lap_costing_one_plus()
+    filt = dp.make_privacy_filter(dp.AtomDomain(float), dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0)
+    queryable = filt(0.5)
+    with pytest.raises(dp.BudgetExceeded) as refusal:
+        queryable(lap)
+    message = str(refusal.value)
+    assert "requests ε=1.00001:" in message
+    assert "remaining: ε=1," in message
+
+
+def test_filter_spent_is_rounded_up() -> None:
+    lap = _lap_costing_one_plus()
+    filt = dp.make_privacy_filter(dp.AtomDomain(float), dp.AbsoluteDistance(), dp.PureDP(), 1, 3.0)
+    queryable = filt(0.5)
+    queryable(lap)
+    queryable(lap)
+    with pytest.raises(dp.BudgetExceeded, match=r"Spent: ε=2\.00001, δ=0 over 2 queries"):
+        queryable(lap)

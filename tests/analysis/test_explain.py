@@ -1,0 +1,51 @@
+"""dp.explain shows every privacy number rounded up (issue 11, D.13)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpcompose as dp
+
+FLOATS = dp.AtomDomain(float)
+ABS = dp.AbsoluteDistance()
+NUMBER = re.compile(r"\d+(\.\d+)?(e[+-]\d{2,})?")
+
+
+def test_cost_just_above_one_is_not_shown_as_one() -> None:
+    """Was 'ε=1' for a cost of 1 + 6e-10 that check(1, 1.0) rejects."""
+    lap = dp.m.make_laplace(FLOATS, ABS, scale=float(1 / (1 + Fraction(6, 10**10))))
+    assert not lap.check(1, 1.0)
+    row = dp.explain(lap, 1).rows[0]
+    assert row.cost == "ε=1.00001"
+    assert "ε=1 " not in str(dp.explain(lap, 1)) + " "
+
+
+def test_d_in_and_stability_rounded_up() -> None:
+    lap = dp.m.make_laplace(FLOATS, ABS, scale=1.0)
+    assert dp.explain(lap, Fraction(1, 3)).rows[0].d_in == "0.333334"
+    clamp = dp.t.make_clamp(dp.VectorDomain(FLOATS), dp.SymmetricDistance(), (0.0, 0.1))
+    total = dp.t.make_sum(clamp.output_domain, clamp.output_metric, max_size=10)
+    stability = total.map(1)
+    assert stability > Fraction(1, 10)  # 0.1 as a float, plus rounding slack
+    shown = dp.explain(total, 1).rows[0].cost
+    assert shown.startswith("d_out=") and Fraction(shown.removeprefix("d_out=")) >= stability
+
+
+@given(st.floats(min_value=1e-2, max_value=1e6))
+def test_every_cost_cell_is_at_least_the_cost(scale: float) -> None:
+    lap = dp.m.make_laplace(FLOATS, ABS, scale=scale)
+    pure = dp.make_sequential(lap, lap)
+    zcdp = dp.make_sequential(dp.make_pure_to_zcdp(lap), dp.m.make_gaussian(FLOATS, ABS, scale=scale))
+    approx = dp.make_sequential(*[lap] * 3, output_measure=dp.ApproxDP(), delta=1e-6)
+    for node in (pure, zcdp, approx):
+        explained = dp.explain(node, 1)
+        for row in explained.rows:
+            shown = [Fraction(x.group(0)) for x in NUMBER.finditer(row.cost)]
+            assert shown
+        top = [Fraction(x.group(0)) for x in NUMBER.finditer(explained.rows[0].cost)]
+        cost = node.map(1)
+        assert top[0] >= (cost if isinstance(cost, Fraction) else cost[0])
