@@ -8,7 +8,7 @@ from importlib import resources
 from typing import Any
 
 import dpcompose as dp
-from dpcompose.accounting import float_up
+from dpcompose.accounting import format_up
 
 
 def load_people() -> dict[str, list[Any]]:
@@ -88,7 +88,7 @@ def run_tour() -> int:
     _say(f"   two sparse-vector monitors under make_concurrent: map(1) = {monitors.map(1)}")
     hundred = dp.make_sequential(*[count] * 100, output_measure=dp.ApproxDP(), delta=1e-6)
     eps100, _ = hundred.map(1)
-    _say(f"   100 counts at ε = 0.1 as (ε, 1e-6)-DP, optimal: ε = {float_up(eps100):.6f} (basic 10)")
+    _say(f"   100 counts at ε = 0.1 as (ε, 1e-6)-DP, optimal: ε = {format_up(eps100, 7)} (basic 10)")
 
     # Now, and only now, touch the data.
     _say()
@@ -124,11 +124,11 @@ def run_tour() -> int:
     # 5. Verification: check a mechanism's privacy exactly, and simulate it from randomized response.
     rr3 = dp.analysis.randomized_response(Fraction(3))  # RR with e^ε = 3, as a finite interactive mechanism
     _say("5. Verification (Vadhan–Wang 2021): exact privacy loss of randomized response with e^ε = 3:")
-    _say(f"   privacy_loss(RR, δ=0) = {float_up(dp.analysis.privacy_loss(rr3, 0)):.6f}  (ln 3 = 1.098612)")
+    _say(f"   privacy_loss(RR, δ=0) = {format_up(dp.analysis.privacy_loss(rr3, 0), 7)}  (ln 3 = 1.0986123)")
     sim = dp.analysis.rr_simulator(rr3, Fraction(3))
     _say(f"   simulated exactly as a post-processing of RR_ε: {sim!r}")
     _say()
     spent, _ = dp.accounting.basic([count.map(1), mean.map(1), histogram.map(1), monitors.map(1)])
-    _say(f"Total spent by everything released above (basic composition): ε = {spent} ≤ {float_up(spent):.6g}")
+    _say(f"Total spent by everything released above (basic composition): ε = {spent} ≤ {format_up(spent)}")
     _say("Next: docs/index.md, then concepts, measurements, combinators, accounting, verification, security.")
     return 0

@@ -6,7 +6,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dpcompose.core import Domain, Measure, Measurement, Metric, Node, Queryable
+from dpcompose.accounting._display import format_down
+from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
 from dpcompose.errors import BudgetExceeded, DomainMismatch, DPError, InvalidParameter
 
 __all__ = [
@@ -49,6 +50,18 @@ def priced_cost(query: Measurement[Any, Any, Any, Any], d_in: Any) -> Any:
             f"query {label}: its privacy map raised {type(exc).__name__}: {exc}; nothing was run or spent"
         ) from exc
     return query.output_measure.check_cost(d, f"query {label}'s cost at d_in={d_in}")
+
+
+def _display_down(measure: Measure[Any], budget: Any) -> str:
+    """A budget for a refusal message, rounded *down* (costs are shown rounded up), so the message itself
+    shows the cost above the budget."""
+    if isinstance(measure, ApproxDP):
+        return f"ε={format_down(budget[0])}, δ={format_down(budget[1])}"
+    if isinstance(measure, PureDP):
+        return f"ε={format_down(budget)}"
+    if isinstance(measure, ZCDP):
+        return f"ρ={format_down(budget)}"
+    return measure.display(budget)
 
 
 class SpawnedChildren:
@@ -140,7 +153,7 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
         if not self._measure.less_equal(cost, budget):
             raise BudgetExceeded(
                 f"query {self._next} costs {self._measure.display(cost)} at d_in={self._d_in}, over its "
-                f"budget {self._measure.display(budget)}; nothing was run or spent"
+                f"budget {_display_down(self._measure, budget)}; nothing was run or spent"
             )
         self._next += 1  # charged before anything is released
         return run_query(query, self._data, self._children)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpcompose.accounting._display import format_up
+from dpcompose.accounting._display import format_down, format_up
 from dpcompose.accounting._filters import (
     DEFAULT_ORDERS,
     BasicFilter,
@@ -67,14 +67,12 @@ AnyMeasurement = Measurement[Any, Any, Any, Any]
 CONCURRENT_SOURCE = "Haney–Shoemate–Tian–Vadhan–Vyrros–Xu–Zhang 2023 (concurrent filters and odometers)"
 
 
-def _fmt(q: Fraction) -> str:
-    """A spent or remaining amount for a message: rounded up (:func:`~dpcompose.accounting.format_up`)."""
-    return format_up(q)
-
-
-def _fmt_sums(sums: dict[str, Fraction]) -> str:
+def _fmt_sums(sums: dict[str, Fraction], down: bool = False) -> str:
+    """Running sums for a message, rounded up (spent) or down (``down=True``: what remains), so that a
+    refusal shows a request strictly above what remains (:mod:`dpcompose.accounting._display`)."""
     names = {"epsilon": "ε", "delta": "δ", "rho": "ρ", "sum_eps_sq": "Σε²", "epsilon_bound": "ε-bound"}
-    return ", ".join(f"{names.get(k, k)}={_fmt(v)}" for k, v in sums.items())
+    fmt = format_down if down else format_up
+    return ", ".join(f"{names.get(k, k)}={fmt(v)}" for k, v in sums.items())
 
 
 def query_cost(
@@ -402,7 +400,7 @@ class _FilterAccountant(Accountant):
             raise BudgetExceeded(
                 f"query {label} requests {requested}: {rule.why_not(state, cost)}. "
                 f"Spent: {_fmt_sums(rule.spent(state))} over {entry.queries} queries; "
-                f"remaining: {_fmt_sums(rule.remaining(state))}; nothing was run or spent"
+                f"remaining: {_fmt_sums(rule.remaining(state), down=True)}; nothing was run or spent"
             )
         return entry.replace(rule=rule.describe(), state=new, queries=entry.queries + 1)
 

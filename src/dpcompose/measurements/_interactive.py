@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite, check_finite_positive, check_positive_int
-from dpcompose.accounting import exact
+from dpcompose.accounting import exact, format_up
 from dpcompose.core import (
     AbsoluteDistance,
     AtomDomain,
@@ -91,7 +91,7 @@ def _check_query(
         sensitivity = query.map(d)
         if sensitivity > d:
             raise InvalidParameter(
-                f"query {query.node.label()} has sensitivity {float(sensitivity):.6g} at d_in={d}; "
+                f"query {query.node.label()} has sensitivity {format_up(sensitivity)} at d_in={d}; "
                 f"at most {d} is allowed"
             )
     return query

@@ -34,11 +34,25 @@ def gaussian(shape: tuple[int, ...], scale: float, rng: np.random.Generator) -> 
     return rng.normal(0.0, scale, size=shape)
 
 
+_LIMB = 1 << 62
+
+
 def uniform_below(n: int, rng: np.random.Generator | None) -> int:
     """A uniform integer in [0, n), exactly: ``secrets.randbelow`` or the caller's generator."""
     if rng is None:
         return secrets.randbelow(n)
-    return int(rng.integers(0, n))
+    if n <= _LIMB:
+        return int(rng.integers(0, n))
+    # beyond numpy's int64 range: uniform bits in 62-bit limbs, rejection (expected < 2 rounds)
+    bits = n.bit_length()
+    while True:
+        value, got = 0, 0
+        while got < bits:
+            value = (value << 62) | int(rng.integers(0, _LIMB))
+            got += 62
+        value >>= got - bits
+        if value < n:
+            return value
 
 
 def bernoulli(p: Fraction, rng: np.random.Generator | None) -> bool:
