@@ -20,8 +20,10 @@ a ``float`` (when the value is exactly a double) or a :class:`~fractions.Fractio
 Refused with ``InvalidParameter``: ``bool`` and ``numpy.bool_`` (a flag is not a number), complex numbers,
 strings, ``None`` and every other type; NaN and ±inf (any type, ``Decimal('NaN')`` included); and numbers
 whose magnitude exceeds the largest double (about 1.8e308, e.g. ``10**400`` or ``Decimal('1e400')``),
-which no computation downstream could carry — they are refused as too large rather than overflowing later.
-``-0.0`` is read as ``0``; subnormals are read exactly.
+which no computation downstream could carry — they are refused as too large rather than overflowing later;
+likewise a rational whose denominator exceeds 2**10000 (a ``longdouble`` subnormal near 1e-4950,
+``Decimal('1e-5000')``), which is refused as too small to use exactly. ``-0.0`` is read as ``0``; double
+subnormals such as ``5e-324`` are read exactly.
 
 Which number a budget or a cost *means* (its binary value or the decimal it prints as) is decided in
 :mod:`dpcompose.accounting._exact` (``exact`` and ``decimal``), on top of this reading.
@@ -84,6 +86,17 @@ def _too_large(value: object, name: str) -> InvalidParameter:
     )
 
 
+_MIN_EXPONENT = 3000
+_MAX_DENOMINATOR_BITS = 10_000  # 2**-10000 ≈ 1e-3010: far below the smallest double, 5e-324
+
+
+def _too_small(value: object, name: str) -> InvalidParameter:
+    return InvalidParameter(
+        f"{name}={_show(value)} is too small (or too finely divided) to be used exactly: numbers need a "
+        "denominator below 2**10000 (any double, and any decimal down to 1e-3000, qualifies)"
+    )
+
+
 def read_real(value: object, name: str) -> float | Fraction | int:
     """The exact value of a finite real number of any supported type (see the module docstring).
 
@@ -135,8 +148,8 @@ def read_real(value: object, name: str) -> float | Fraction | int:
             raise InvalidParameter(f"{name}={_show(value)} must be finite (not NaN or ±inf)")
         if v.adjusted() > 400:  # far beyond the double range: refuse before building a huge integer
             raise _too_large(value, name)
-        if v.adjusted() < -100_000 and v != 0:  # reading it exactly would build a 100,000-digit integer
-            raise InvalidParameter(f"{name}={_show(value)} is too small to be read exactly; use 0 or a double")
+        if v.adjusted() < -_MIN_EXPONENT and v != 0:  # refuse before building a huge integer
+            raise _too_small(value, name)
         out = Fraction(v)
     elif isinstance(v, numbers.Rational):
         out = Fraction(int(v.numerator), int(v.denominator))
@@ -144,6 +157,8 @@ def read_real(value: object, name: str) -> float | Fraction | int:
         raise InvalidParameter(f"{name}={_show(value)} must be a real number ({_TYPES})")
     if abs(out) > _FLOAT_MAX:
         raise _too_large(value, name)
+    if out.denominator.bit_length() > _MAX_DENOMINATOR_BITS:
+        raise _too_small(value, name)
     if out.denominator & (out.denominator - 1) == 0 and out.denominator.bit_length() <= 1075:
         f = float(out)
         if Fraction(f) == out:

@@ -72,6 +72,7 @@ __all__ = [
     "next_up",
     "sqrt_down",
     "sqrt_up",
+    "sqrt_up_q",
 ]
 
 Number = int | float | Fraction
@@ -282,6 +283,15 @@ def sqrt_up(x: Number) -> float:
         q = Fraction(x)
         return float_up(math.isqrt(-(-q.numerator // q.denominator)) + 1)
     return next_up(math.sqrt(xf), 1) if xf > 0 else 0.0
+
+
+def sqrt_up_q(x: Number) -> Fraction:
+    """An upper bound on √x, for x ≥ 0, as an exact rational (finite for every finite rational x)."""
+    f = sqrt_up(x)
+    if math.isfinite(f):
+        return Fraction(f)
+    q = Fraction(x)
+    return Fraction(math.isqrt(-(-q.numerator // q.denominator)) + 1)
 
 
 def sqrt_down(x: Number) -> float:

@@ -53,6 +53,7 @@ from dpcompose.accounting._exact import (
     log_up,
     sqrt_down,
     sqrt_up,
+    sqrt_up_q,
 )
 from dpcompose.accounting._zcdp import pure_to_zcdp, zcdp_to_approx
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
@@ -495,8 +496,12 @@ class RRUVFilter(FilterRule):
         return (ZERO, ZERO, ZERO)
 
     @staticmethod
-    def _drift(eps: Fraction) -> Fraction:
-        return settle(eps * Fraction(expm1_up(eps)) / 2) if eps else ZERO
+    def _drift(eps: Fraction) -> Fraction | None:
+        """εᵢ(e^{εᵢ} − 1)/2 rounded up; ``None`` when e^{εᵢ} overflows (no ε_g admits such a query)."""
+        if not eps:
+            return ZERO
+        gain = expm1_up(eps)
+        return settle(eps * Fraction(gain) / 2) if math.isfinite(gain) else None
 
     def _admit_sums(self, s: Fraction, drift: Fraction, dsum: Fraction) -> bool:
         if dsum > self.delta / 2:
@@ -505,14 +510,20 @@ class RRUVFilter(FilterRule):
         return math.isfinite(bound) and Fraction(bound) <= self.epsilon
 
     def admit(self, state: State, cost: Cost) -> State | None:
+        step = self._drift(cost[0])
+        if step is None:
+            return None
         s = settle(state[0] + cost[0] * cost[0])
-        drift = settle(state[1] + self._drift(cost[0]))
+        drift = settle(state[1] + step)
         dsum = settle(state[2] + cost[1])
         return (s, drift, dsum) if self._admit_sums(s, drift, dsum) else None
 
     def _admit_k(self, state: State, cost: Cost, k: int) -> State | None:
+        step = self._drift(cost[0])
+        if step is None:
+            return None
         s = settle(state[0] + k * cost[0] * cost[0])
-        drift = settle(state[1] + k * self._drift(cost[0]))
+        drift = settle(state[1] + k * step)
         dsum = settle(state[2] + k * cost[1])
         return (s, drift, dsum) if self._admit_sums(s, drift, dsum) else None
 
@@ -520,7 +531,10 @@ class RRUVFilter(FilterRule):
         if state[2] + cost[1] > self.delta / 2:
             return f"rruv rule: Σδ would be {_show(state[2] + cost[1])} > δ_g/2={_show(self.delta / 2)}"
         s = state[0] + cost[0] * cost[0]
-        b = _rruv_bound_up(s, state[1] + self._drift(cost[0]), self._h_lo, self._h_hi, self._log2d)
+        step = self._drift(cost[0])
+        if step is None:
+            return f"rruv rule (Thm 5.1): ε={_show(cost[0])} is too large (e^ε overflows) for any budget"
+        b = _rruv_bound_up(s, state[1] + step, self._h_lo, self._h_hi, self._log2d)
         return f"rruv rule (Thm 5.1): the bound would be {b:.6g} > ε_g={_show(self.epsilon)}"
 
     def remaining(self, state: State) -> dict[str, Fraction]:
@@ -546,7 +560,7 @@ def _whitehouse_vmax(epsilon: Fraction, delta_slack: Fraction) -> Fraction:
     v = Fraction(max(0.0, s)) ** 2
 
     def ok(x: Fraction) -> bool:
-        return Fraction(sqrt_up(2 * a_up * x)) + x / 2 <= epsilon
+        return sqrt_up_q(2 * a_up * x) + x / 2 <= epsilon
 
     step = Fraction(1, 10**12) * (v if v > 0 else Fraction(1))
     while v > 0 and not ok(v):
@@ -675,7 +689,15 @@ def rruv_filter_epsilon(epsilons: Sequence[Number], epsilon_g: Number, delta_g: 
     rule = RRUVFilter(e_g, d_g)
     eps = [nonnegative(e, f"epsilons[{i}]") for i, e in enumerate(as_sequence(epsilons, "epsilons"))]
     s = sum((e * e for e in eps), ZERO)
-    drift = sum((rule._drift(e) for e in eps), ZERO)
+    drift = ZERO
+    for i, e in enumerate(eps):
+        step = rule._drift(e)
+        if step is None:
+            raise InvalidParameter(
+                f"epsilons[{i}]={float(e):.6g} is too large for the RRUV bound (e^ε exceeds every float): "
+                "no budget admits it"
+            )
+        drift += step
     return Fraction(_rruv_bound_up(s, drift, rule._h_lo, rule._h_hi, rule._log2d))
 
 
@@ -693,7 +715,7 @@ def whitehouse_filter_epsilon(epsilons: Sequence[Number], delta_slack: Number) -
     if slack == 0:
         raise InvalidParameter(f"delta_slack={delta_slack!r} must be positive")
     v = sum((e * e for e in eps), ZERO)
-    return Fraction(sqrt_up(2 * Fraction(-log_down(slack)) * v)) + v / 2
+    return sqrt_up_q(2 * Fraction(-log_down(slack)) * v) + v / 2
 
 
 def pure_cost_to_zcdp(cost: Cost) -> Cost:

@@ -647,7 +647,7 @@ def _epsilon_bounds(
     tol = _check_tolerance(tolerance)
     if lost > target:
         raise InvalidParameter(
-            f"delta={delta!r} must be at least 1 − Π(1 − δᵢ) ≈ {float(lost):.6g}: "
+            f"delta={delta!r} must be at least 1 − Π(1 − deltas[i]) ≈ {float(lost):.6g}: "
             "no ε_g reaches a smaller δ_g"
         )
     if not key:

@@ -16,7 +16,7 @@ from scipy.optimize import minimize_scalar
 
 from dpcompose._validation import check_positive_int, check_same_length
 from dpcompose.accounting._common import ZERO, as_sequence, nonnegative, positive, probability
-from dpcompose.accounting._exact import Number, exact_sum, exp_up, float_up, log_down, log_up, sqrt_up
+from dpcompose.accounting._exact import Number, exact_sum, exp_up, float_up, log_down, log_up, sqrt_up_q
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
@@ -146,7 +146,7 @@ def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
     r = _round_bits(r, up=True)
     d = _round_bits(d, up=False)
     log_inv = Fraction(-log_down(d))
-    bs = r + 2 * Fraction(sqrt_up(r * log_inv))
+    bs = r + 2 * sqrt_up_q(r * log_inv)
     rf = float_up(r)
     lf = float(log_inv)
     if not _MODERATE[0] <= rf <= _MODERATE[1]:
