@@ -21,7 +21,7 @@ from dpcompose.accounting._exact import (
     log1p_down,
     log_down,
     log_up,
-    sqrt_up,
+    sqrt_up_q,
 )
 from dpcompose.errors import InvalidParameter
 
@@ -136,9 +136,15 @@ def advanced_drv(
         133.5998964576...
     """
     eps, dels, slack = _advanced_inputs(epsilons, deltas, delta_slack)
+    for i, e in enumerate(eps):
+        if not math.isfinite(expm1_up(e)):
+            raise InvalidParameter(
+                f"epsilons[{i}]={float(e):.6g} is too large for the DRV bound (its term ε(e^ε − 1) exceeds "
+                "every float); use advanced() or basic()"
+            )
     sum_sq = sum((e * e for e in eps), ZERO)
     log_inv = Fraction(-log_down(slack))
-    root = Fraction(sqrt_up(2 * sum_sq * log_inv))
+    root = sqrt_up_q(2 * sum_sq * log_inv)
     drift = sum((e * Fraction(expm1_up(e)) for e in eps if e), ZERO)
     return root + drift, _cap(sum(dels, ZERO) + slack)
 
@@ -174,9 +180,9 @@ def advanced_kov(
     sum_sq = sum((e * e for e in eps), ZERO)
     drift = sum((e * _tanh_half_up(e) for e in eps if e), ZERO)
     log_inv = Fraction(-log_down(slack))
-    third = drift + Fraction(sqrt_up(2 * sum_sq * log_inv))
-    inner = Fraction(math.nextafter(math.e, math.inf)) + Fraction(sqrt_up(sum_sq)) / slack
-    second = drift + Fraction(sqrt_up(2 * sum_sq * Fraction(log_up(inner))))
+    third = drift + sqrt_up_q(2 * sum_sq * log_inv)
+    inner = Fraction(math.nextafter(math.e, math.inf)) + sqrt_up_q(sum_sq) / slack
+    second = drift + sqrt_up_q(2 * sum_sq * Fraction(log_up(inner)))
     eps_out = min(total, second, third)
     # δ = 1 − (1 − δ′)Π(1 − δᵢ), rounded up: Π(1 − δᵢ) is bounded below through Σ ln(1 − δᵢ).
     if all(d == 0 for d in dels):
@@ -218,8 +224,10 @@ def advanced(
         >>> float(advanced([0.1] * 1000, None, 1e-6)[0])
         21.61841885...
     """
-    drv = advanced_drv(epsilons, deltas, delta_slack)
     kov = advanced_kov(epsilons, deltas, delta_slack)
+    if any(not math.isfinite(expm1_up(e)) for e in epsilon_list(epsilons)):
+        return kov  # DRV's drift term is beyond every float there, so KOV (never above it) is the answer
+    drv = advanced_drv(epsilons, deltas, delta_slack)
     if kov[0] <= drv[0] and kov[1] <= drv[1]:
         return kov
     if drv[0] <= kov[0] and drv[1] <= kov[1]:

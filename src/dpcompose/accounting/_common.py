@@ -47,9 +47,14 @@ def as_sequence(values: object, name: str) -> Sequence[object]:
     return values
 
 
+def _in_range(x: Fraction) -> bool:
+    """A cheap sufficient test that ``|x|`` is within the double range (the slow path checks exactly)."""
+    return x.numerator.bit_length() - x.denominator.bit_length() < 1023
+
+
 def nonnegative(x: object, name: str) -> Fraction:
     """The exact value of a finite, non-negative number."""
-    if type(x) is Fraction and x >= 0:  # fast path: already exact
+    if type(x) is Fraction and x >= 0 and _in_range(x):  # fast path: already exact
         return x
     return exact(check_finite_nonnegative(x, name), name)
 

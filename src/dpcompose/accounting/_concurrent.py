@@ -8,7 +8,16 @@ from fractions import Fraction
 from functools import cmp_to_key
 
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list
-from dpcompose.accounting._exact import Number, exp_up, expm1_down, expm1_up
+from dpcompose.accounting._exact import (
+    Number,
+    exp_up,
+    expm1_down,
+    expm1_up,
+    float_down,
+    float_up,
+    log_down,
+    log_up,
+)
 
 __all__ = ["concurrent_vadhan_wang", "vadhan_wang_delta"]
 
@@ -85,6 +94,12 @@ def concurrent_vadhan_wang(
     gain_lo = [expm1_down(e) for e in eps]
     gain_hi = [expm1_up(e) for e in eps]
 
+    def log_key(i: int) -> tuple[float, float]:
+        # bounds on ln((e^ε − 1)/δ); for ε > 709, ln(e^ε − 1) lies in (ε − 2e^{−ε}, ε)
+        lg_lo = log_down(gain_lo[i]) if math.isfinite(gain_lo[i]) else float_down(eps[i]) - 1e-300
+        lg_hi = log_up(gain_hi[i]) if math.isfinite(gain_hi[i]) else float_up(eps[i])
+        return lg_lo - log_up(dels[i]) - 1e-12, lg_hi - log_down(dels[i]) + 1e-12
+
     def compare(a: int, b: int) -> int:
         # key(a) < key(b)  ⇔  (e^{εa} − 1) δb < (e^{εb} − 1) δa
         da, db = dels[a], dels[b]
@@ -94,6 +109,13 @@ def concurrent_vadhan_wang(
             return 1
         if db == 0:
             return -1
+        if not all(math.isfinite(gain_hi[i]) for i in (a, b)):  # e^ε overflows: compare logarithms
+            (a_lo, a_hi), (b_lo, b_hi) = log_key(a), log_key(b)
+            if a_hi < b_lo:
+                return -1
+            if b_hi < a_lo:
+                return 1
+            return (a > b) - (a < b)
         if Fraction(gain_hi[a]) * db < Fraction(gain_lo[b]) * da:
             return -1
         if Fraction(gain_hi[b]) * da < Fraction(gain_lo[a]) * db:

@@ -47,11 +47,13 @@ from dpcompose.accounting._exact import (
     Number,
     expm1_up,
     float_down,
+    float_up,
     log1p_up,
     log_down,
     log_up,
     sqrt_down,
     sqrt_up,
+    sqrt_up_q,
 )
 from dpcompose.accounting._zcdp import pure_to_zcdp, zcdp_to_approx
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
@@ -250,7 +252,7 @@ class BasicFilter(FilterRule):
         return {"epsilon": state[0], "delta": state[1]}
 
     def describe(self) -> str:
-        return f"basic(epsilon={self.epsilon}, delta={self.delta})"
+        return f"basic(epsilon={_text(self.epsilon)}, delta={_text(self.delta)})"
 
 
 @dataclass(frozen=True)
@@ -305,7 +307,7 @@ class ZCDPFilter(FilterRule):
         return {"rho": state[0]}
 
     def describe(self) -> str:
-        return f"zcdp(rho={self.rho})"
+        return f"zcdp(rho={_text(self.rho)})"
 
 
 @dataclass(frozen=True)
@@ -377,7 +379,7 @@ class ZCDPApproxFilter(FilterRule):
         return {"rho": state[0]}
 
     def describe(self) -> str:
-        return f"zcdp(epsilon={self.epsilon}, delta={self.delta})"
+        return f"zcdp(epsilon={_text(self.epsilon)}, delta={_text(self.delta)})"
 
 
 def zcdp_budget(epsilon: Number, delta: Number) -> Fraction:
@@ -411,8 +413,7 @@ def zcdp_budget(epsilon: Number, delta: Number) -> Fraction:
 def _zcdp_budget(e: Fraction, d: Fraction) -> Fraction:
     if e == 0:
         return ZERO
-    lo, hi = ZERO, e * e  # ρ ≥ ε²/... : zcdp_to_approx(ρ) ≥ ρ, so ρ ≤ ε is enough; ε² covers ε ≤ 1 too
-    hi = max(hi, e)
+    lo, hi = ZERO, e  # zcdp_to_approx(ρ) ≥ ρ (its Bun–Steinke term is ρ + 2√(ρ ln(1/δ))), so ρ ≤ ε
     while zcdp_to_approx(hi, d) <= e:  # pragma: no cover - hi is already above the answer
         hi *= 2
     for _ in range(64):
@@ -426,6 +427,14 @@ def _zcdp_budget(e: Fraction, d: Fraction) -> Fraction:
     return lo
 
 
+def _text(q: Fraction) -> str:
+    """``str(q)``, or a hexadecimal form when a part has more digits than Python prints (a ``longdouble``
+    subnormal has a 4,951-digit denominator)."""
+    if q.numerator.bit_length() < 10_000 and q.denominator.bit_length() < 10_000:
+        return str(q)
+    return f"0x{q.numerator:x}/0x{q.denominator:x}"
+
+
 def _show(q: Fraction) -> str:
     if q.denominator == 1:
         return str(q.numerator)
@@ -435,7 +444,8 @@ def _show(q: Fraction) -> str:
 def _rruv_bound_up(s: Fraction, drift: Fraction, h_lo: Fraction, h_hi: Fraction, log2d: Fraction) -> float:
     """An upper bound on √(2(S + H)(1 + ½ ln(S/H + 1)) ln(2/δ_g)) + drift, for any H in [h_lo, h_hi]."""
     inner = (s + h_hi) * (1 + Fraction(log1p_up(s / h_lo)) / 2) * 2 * log2d
-    return float(Fraction(sqrt_up(inner)) + drift)
+    root = sqrt_up(inner)
+    return float_up(Fraction(root) + drift) if math.isfinite(root) else math.inf
 
 
 @dataclass(frozen=True)
@@ -486,8 +496,12 @@ class RRUVFilter(FilterRule):
         return (ZERO, ZERO, ZERO)
 
     @staticmethod
-    def _drift(eps: Fraction) -> Fraction:
-        return settle(eps * Fraction(expm1_up(eps)) / 2) if eps else ZERO
+    def _drift(eps: Fraction) -> Fraction | None:
+        """εᵢ(e^{εᵢ} − 1)/2 rounded up; ``None`` when e^{εᵢ} overflows (no ε_g admits such a query)."""
+        if not eps:
+            return ZERO
+        gain = expm1_up(eps)
+        return settle(eps * Fraction(gain) / 2) if math.isfinite(gain) else None
 
     def _admit_sums(self, s: Fraction, drift: Fraction, dsum: Fraction) -> bool:
         if dsum > self.delta / 2:
@@ -496,14 +510,20 @@ class RRUVFilter(FilterRule):
         return math.isfinite(bound) and Fraction(bound) <= self.epsilon
 
     def admit(self, state: State, cost: Cost) -> State | None:
+        step = self._drift(cost[0])
+        if step is None:
+            return None
         s = settle(state[0] + cost[0] * cost[0])
-        drift = settle(state[1] + self._drift(cost[0]))
+        drift = settle(state[1] + step)
         dsum = settle(state[2] + cost[1])
         return (s, drift, dsum) if self._admit_sums(s, drift, dsum) else None
 
     def _admit_k(self, state: State, cost: Cost, k: int) -> State | None:
+        step = self._drift(cost[0])
+        if step is None:
+            return None
         s = settle(state[0] + k * cost[0] * cost[0])
-        drift = settle(state[1] + k * self._drift(cost[0]))
+        drift = settle(state[1] + k * step)
         dsum = settle(state[2] + k * cost[1])
         return (s, drift, dsum) if self._admit_sums(s, drift, dsum) else None
 
@@ -511,7 +531,10 @@ class RRUVFilter(FilterRule):
         if state[2] + cost[1] > self.delta / 2:
             return f"rruv rule: Σδ would be {_show(state[2] + cost[1])} > δ_g/2={_show(self.delta / 2)}"
         s = state[0] + cost[0] * cost[0]
-        b = _rruv_bound_up(s, state[1] + self._drift(cost[0]), self._h_lo, self._h_hi, self._log2d)
+        step = self._drift(cost[0])
+        if step is None:
+            return f"rruv rule (Thm 5.1): ε={_show(cost[0])} is too large (e^ε overflows) for any budget"
+        b = _rruv_bound_up(s, state[1] + step, self._h_lo, self._h_hi, self._log2d)
         return f"rruv rule (Thm 5.1): the bound would be {b:.6g} > ε_g={_show(self.epsilon)}"
 
     def remaining(self, state: State) -> dict[str, Fraction]:
@@ -526,7 +549,7 @@ class RRUVFilter(FilterRule):
         return {"sum_eps_sq": state[0], "epsilon_bound": b, "delta": state[2]}
 
     def describe(self) -> str:
-        return f"rruv(epsilon={self.epsilon}, delta={self.delta})"
+        return f"rruv(epsilon={_text(self.epsilon)}, delta={_text(self.delta)})"
 
 
 def _whitehouse_vmax(epsilon: Fraction, delta_slack: Fraction) -> Fraction:
@@ -537,7 +560,7 @@ def _whitehouse_vmax(epsilon: Fraction, delta_slack: Fraction) -> Fraction:
     v = Fraction(max(0.0, s)) ** 2
 
     def ok(x: Fraction) -> bool:
-        return Fraction(sqrt_up(2 * a_up * x)) + x / 2 <= epsilon
+        return sqrt_up_q(2 * a_up * x) + x / 2 <= epsilon
 
     step = Fraction(1, 10**12) * (v if v > 0 else Fraction(1))
     while v > 0 and not ok(v):
@@ -640,7 +663,10 @@ class WhitehouseFilter(FilterRule):
         return {"sum_eps_sq": state[0], "delta": state[1]}
 
     def describe(self) -> str:
-        return f"whitehouse(epsilon={self.epsilon}, delta={self.delta}, delta_slack={self.delta_slack})"
+        return (
+            f"whitehouse(epsilon={_text(self.epsilon)}, delta={_text(self.delta)}, "
+            f"delta_slack={_text(self.delta_slack)})"
+        )
 
 
 def rruv_filter_epsilon(epsilons: Sequence[Number], epsilon_g: Number, delta_g: Number) -> Fraction:
@@ -655,10 +681,23 @@ def rruv_filter_epsilon(epsilons: Sequence[Number], epsilon_g: Number, delta_g: 
         >>> float(b) <= 2.6306683894319134 * (1 + 1e-9)
         True
     """
-    rule = RRUVFilter(nonnegative(epsilon_g, "epsilon_g"), probability(delta_g, "delta_g"))
+    e_g, d_g = nonnegative(epsilon_g, "epsilon_g"), probability(delta_g, "delta_g")
+    if e_g == 0:
+        raise InvalidParameter(f"epsilon_g={epsilon_g!r} must be positive for the RRUV filter")
+    if d_g == 0 or not float(d_g) < math.exp(-1) * (1 - 1e-12):
+        raise InvalidParameter(f"delta_g={delta_g!r} must lie in (0, 1/e) for the RRUV filter (Thm 5.1)")
+    rule = RRUVFilter(e_g, d_g)
     eps = [nonnegative(e, f"epsilons[{i}]") for i, e in enumerate(as_sequence(epsilons, "epsilons"))]
     s = sum((e * e for e in eps), ZERO)
-    drift = sum((rule._drift(e) for e in eps), ZERO)
+    drift = ZERO
+    for i, e in enumerate(eps):
+        step = rule._drift(e)
+        if step is None:
+            raise InvalidParameter(
+                f"epsilons[{i}]={float(e):.6g} is too large for the RRUV bound (e^ε exceeds every float): "
+                "no budget admits it"
+            )
+        drift += step
     return Fraction(_rruv_bound_up(s, drift, rule._h_lo, rule._h_hi, rule._log2d))
 
 
@@ -676,7 +715,7 @@ def whitehouse_filter_epsilon(epsilons: Sequence[Number], delta_slack: Number) -
     if slack == 0:
         raise InvalidParameter(f"delta_slack={delta_slack!r} must be positive")
     v = sum((e * e for e in eps), ZERO)
-    return Fraction(sqrt_up(2 * Fraction(-log_down(slack)) * v)) + v / 2
+    return sqrt_up_q(2 * Fraction(-log_down(slack)) * v) + v / 2
 
 
 def pure_cost_to_zcdp(cost: Cost) -> Cost:
@@ -808,7 +847,7 @@ class RenyiFilter(FilterRule):
         return {f"alpha={_show(a)}": s for a, s in zip(self.orders, state, strict=True)}
 
     def describe(self) -> str:
-        pairs = ", ".join(f"{a}:{b}" for a, b in zip(self.orders, self.budgets, strict=True))
+        pairs = ", ".join(f"{_text(a)}:{_text(b)}" for a, b in zip(self.orders, self.budgets, strict=True))
         return f"renyi({pairs})"
 
 

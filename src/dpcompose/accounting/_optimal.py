@@ -482,6 +482,18 @@ def _interval(
     return min(best), best[1]
 
 
+_EPS_FLOAT_MAX = 700  # e^ε of a larger εᵢ overflows the float loss distributions
+
+
+def _beyond_floats(key: tuple[tuple[Fraction, int], ...]) -> bool:
+    """Whether some εᵢ is too large for the float loss distributions (e^εᵢ would overflow).
+
+    Then only the trivial certified bounds are returned: δ_g ∈ [1 − Π(1 − δᵢ), 1] below Σεᵢ, and
+    ε_g ∈ [0, Σεᵢ] (basic composition, valid at every δ_g ≥ 1 − Π(1 − δᵢ)). Never under-reports.
+    """
+    return any(value > _EPS_FLOAT_MAX for value, _ in key)
+
+
 def _check_tolerance(tolerance: Number) -> float:
     tol = float(nonnegative(tolerance, "tolerance"))
     if tol <= 0:
@@ -513,6 +525,8 @@ def optimal_delta_bounds(
     tol = _check_tolerance(tolerance)
     if eps_g >= total or not key:
         return _combine(0.0, lost_dn), _combine(0.0, lost)
+    if _beyond_floats(key):
+        return _combine(0.0, lost_dn), ONE
     e_dn, e_up = float_down(eps_g), float_up(eps_g)
     return _interval(
         key,
@@ -633,11 +647,13 @@ def _epsilon_bounds(
     tol = _check_tolerance(tolerance)
     if lost > target:
         raise InvalidParameter(
-            f"delta={delta!r} must be at least 1 − Π(1 − δᵢ) ≈ {float(lost):.6g}: "
+            f"delta={delta!r} must be at least 1 − Π(1 − deltas[i]) ≈ {float(lost):.6g}: "
             "no ε_g reaches a smaller δ_g"
         )
     if not key:
         return ZERO, ZERO
+    if _beyond_floats(key):
+        return ZERO, total
 
     def upper(dist: _Loss) -> Fraction:
         return min(total, _certify(dist, lost, target, _least_eps(dist, lost, target, True)))

@@ -65,14 +65,18 @@ def gaussian_delta(mu_sq: Number, epsilon: Number) -> Fraction:
     mu_up, mu_dn = Fraction(sqrt_up(m2)), Fraction(sqrt_down(m2))
     if mu_dn == 0:
         mu_dn = Fraction(5e-324)
-    a_up = float_up(mu_up / 2 - eps / mu_up)
+    # Φ is increasing: raising a (to at least −1e150, where log Φ is still finite) only raises the bound.
+    a_up = max(float_up(mu_up / 2 - eps / mu_up), -1e150)
     b_dn = float_down(-(mu_up / 2 + eps / mu_dn))
     la = _log_ndtr_up(a_up)
-    lb = _log_ndtr_down(b_dn)
     ef = float_down(eps)
-    t = ef + lb - la
-    t_dn = t - 4 * _U * (abs(ef) + abs(lb) + abs(la))
-    w_up = -expm1_down(min(t_dn, 0.0))
+    if b_dn < -1e150 or ef > 1e300:  # e^ε Φ(b) is bounded below by 0: the factor w is at most 1
+        w_up = 1.0
+    else:
+        lb = _log_ndtr_down(b_dn)
+        t = ef + lb - la
+        t_dn = t - 4 * _U * (abs(ef) + abs(lb) + abs(la))
+        w_up = -expm1_down(min(t_dn, 0.0))
     return min(ONE, Fraction(exp_up(la)) * Fraction(w_up))
 
 

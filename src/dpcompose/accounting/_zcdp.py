@@ -16,7 +16,7 @@ from scipy.optimize import minimize_scalar
 
 from dpcompose._validation import check_positive_int, check_same_length
 from dpcompose.accounting._common import ZERO, as_sequence, nonnegative, positive, probability
-from dpcompose.accounting._exact import Number, exact_sum, exp_up, log_down, log_up, sqrt_up
+from dpcompose.accounting._exact import Number, exact_sum, exp_up, float_up, log_down, log_up, sqrt_up_q
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
@@ -98,6 +98,9 @@ def _optimise_alpha(f: Callable[[float], float], lo: float, hi: float) -> float:
     return 1.0 + math.exp(u)  # > 1 for u ≥ −30
 
 
+_MODERATE = (1e-150, 1e150)  # ρ, ε in this range keep the float objectives of the α search finite
+
+
 def _round_bits(q: Fraction, up: bool, bits: int = 40) -> Fraction:
     """``q > 0`` rounded to ``bits`` significant binary digits, up or down."""
     e = q.numerator.bit_length() - q.denominator.bit_length()  # 2**(e-1) < q < 2**(e+1)
@@ -143,9 +146,12 @@ def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
     r = _round_bits(r, up=True)
     d = _round_bits(d, up=False)
     log_inv = Fraction(-log_down(d))
-    bs = r + 2 * Fraction(sqrt_up(r * log_inv))
-    rf = float(r)
+    bs = r + 2 * sqrt_up_q(r * log_inv)
+    rf = float_up(r)
     lf = float(log_inv)
+    if not _MODERATE[0] <= rf <= _MODERATE[1]:
+        # The float optimiser over α would overflow or underflow; Bun–Steinke's bound is valid at any ρ.
+        return bs
 
     def objective(u: float) -> float:
         am1 = math.exp(u)
@@ -154,8 +160,11 @@ def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
 
     # The optimum is near α ≈ 1 + √(ln(1/δ)/ρ); search log(α − 1) in a wide bracket around it.
     centre = 0.5 * (math.log(lf) - math.log(rf)) if lf > 0 else 0.0
-    alpha = _optimise_alpha(objective, centre - 30.0, centre + 30.0)
-    best = min(bs, _bbghs_epsilon(Fraction(alpha), Fraction(alpha) * r, log_inv))
+    try:
+        alpha = _optimise_alpha(objective, centre - 30.0, centre + 30.0)
+        best = min(bs, _bbghs_epsilon(Fraction(alpha), Fraction(alpha) * r, log_inv))
+    except (ValueError, OverflowError, ZeroDivisionError):  # a float step failed: any α is optional
+        best = bs
     return max(ZERO, best)
 
 
@@ -180,10 +189,17 @@ def zcdp_delta(rho: Number, epsilon: Number) -> Fraction:
         a = 1.0 + am1
         return am1 * (a * rf - ef) - u + a * math.log(am1 / a)
 
-    alpha = Fraction(_optimise_alpha(log_delta, -30.0, 40.0))
+    if _MODERATE[0] <= rf <= _MODERATE[1] and ef <= _MODERATE[1]:
+        alpha = Fraction(_optimise_alpha(log_delta, -30.0, 40.0))
+    else:
+        # Out of the optimiser's float range: the minimiser of the leading term (α−1)(αρ − ε),
+        # α = (ε + ρ)/(2ρ) (any α > 1 gives a valid bound; this one is near-optimal for large ε/ρ).
+        alpha = max((e + r) / (2 * r), Fraction(1) + Fraction(1, 2**20))
+        alpha = _round_bits(alpha, up=True)
     am1 = alpha - 1
     exponent = am1 * (alpha * r - e) - Fraction(log_down(am1)) + alpha * Fraction(log_up(am1 / alpha))
-    return min(Fraction(1), Fraction(exp_up(exponent)))
+    bound = exp_up(exponent)
+    return min(Fraction(1), Fraction(bound)) if math.isfinite(bound) else Fraction(1)
 
 
 def renyi_to_approx(alphas: Sequence[Number], epsilons: Sequence[Number], delta: Number) -> Fraction:

@@ -41,6 +41,7 @@ from scipy.stats import beta
 from dpcompose._validation import (
     check_finite,
     check_finite_nonnegative,
+    check_nonnegative_int,
     check_positive_int,
     check_probability,
 )
@@ -86,11 +87,18 @@ class AuditResult:
         )
 
 
+_MAX_TRIALS = 10**7
+
+
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     """One-sided exact binomial bounds: (lower, upper), each failing with probability at most ``alpha``.
 
     Source: Clopper and Pearson, "The use of confidence or fiducial limits illustrated in the case of the
     binomial" (Biometrika, 1934); the beta-quantile form.
+
+    Raises:
+        InvalidParameter: ``n`` not an integer ≥ 1, ``k`` not an integer in [0, n], or ``alpha`` not in
+            (0, 1).
 
     Examples:
         >>> lo, hi = clopper_pearson(50, 100, 0.025)
@@ -99,6 +107,14 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
         >>> clopper_pearson(0, 10, 0.05)[0], clopper_pearson(10, 10, 0.05)[1]
         (0.0, 1.0)
     """
+    n = check_positive_int(n, "n")
+    k = check_nonnegative_int(k, "k")
+    if k > n:
+        raise InvalidParameter(f"k={k!r} must be at most n={n!r}")
+    a = float(check_finite(alpha, "alpha"))
+    if not 0 < a < 1:
+        raise InvalidParameter(f"alpha={alpha!r} must lie strictly between 0 and 1")
+    alpha = a
     lo = 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1 - alpha, k + 1, n - k))
     return lo, hi
@@ -159,16 +175,27 @@ def audit(
         as in statistical DP auditing (Ding et al., "Detecting Violations of Differential Privacy",
         CCS 2018; Jagielski, Ullman, Oprea, NeurIPS 2020).
     """
+    if not callable(measurement):
+        raise InvalidParameter(f"measurement={measurement!r} must be callable")
     eps = float(check_finite_nonnegative(epsilon, "epsilon"))
     dlt = float(check_probability(delta, "delta"))
     n = check_positive_int(trials, "trials")
     if n < 20:
         raise InvalidParameter(f"trials={trials!r} must be at least 20")
+    if n > _MAX_TRIALS:
+        raise InvalidParameter(
+            f"trials={trials!r} is too large: every sample is kept in memory (at most {_MAX_TRIALS})"
+        )
     conf = float(check_finite(confidence, "confidence"))
     if not 0 < conf < 1:
         raise InvalidParameter(f"confidence={confidence!r} must lie strictly between 0 and 1")
     alpha = (1 - conf) / 2  # two one-sided bounds on the second half, union bound
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        rng = seed
+    elif seed is None:
+        rng = np.random.default_rng()
+    else:
+        rng = np.random.default_rng(check_nonnegative_int(seed, "seed"))
 
     samples = [[measurement(x) for _ in range(n)] for x in (x0, x1)]
     for s in samples:
@@ -179,17 +206,26 @@ def audit(
     n_eval = half
 
     if all(_is_real(v) for s in samples for v in s):
-        arr_a = [np.sort(np.asarray(s, dtype=np.float64)) for s in first]
-        arr_b = [np.asarray(s, dtype=np.float64) for s in second]
+        bad = InvalidParameter(
+            "measurement(x0) or measurement(x1) returned NaN, infinite or out-of-range outputs; "
+            "cannot audit them"
+        )
+        try:
+            with np.errstate(all="ignore"):
+                arr_a = [np.sort(np.asarray(s, dtype=np.float64)) for s in first]
+                arr_b = [np.asarray(s, dtype=np.float64) for s in second]
+        except (OverflowError, TypeError, ValueError):
+            raise bad from None
         if not all(np.all(np.isfinite(a)) for a in arr_a + arr_b):
-            raise InvalidParameter("measurement returned NaN or infinite outputs; cannot audit them")
+            raise bad
         event, k0, k1 = _real_events(arr_a, arr_b, half, dlt, alpha)
     else:
         try:
             event, k0, k1 = _discrete_events(first, second, half, dlt, alpha)
         except TypeError as exc:
             raise InvalidParameter(
-                "measurement outputs must be all real numbers or all hashable values to be audited"
+                "the outputs of measurement(x0) and measurement(x1) must be all real numbers or all hashable "
+                "values to be audited"
             ) from exc
     lower = _bound(k0, k1, n_eval, dlt, alpha)
     return AuditResult(lower, eps, dlt, conf, lower > eps, event, n, (k0, k1, n_eval))

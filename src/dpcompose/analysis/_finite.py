@@ -72,6 +72,19 @@ Adversary = dict[History, Hashable]
 _FLOAT_SUM_TOLERANCE = 1e-9
 
 
+def _stated_delta(value: object, name: str) -> Fraction:
+    """A δ the user states, in [0, 1), read as the decimal it prints as in its own type."""
+    check_probability(value, name)
+    return decimal(value, name)
+
+
+def check_mechanism(value: object, name: str = "mechanism") -> FiniteInteractiveMechanism:
+    """``value`` if it is a :class:`FiniteInteractiveMechanism`, else ``InvalidParameter`` naming it."""
+    if not isinstance(value, FiniteInteractiveMechanism):
+        raise InvalidParameter(f"{name}={value!r} must be a FiniteInteractiveMechanism")
+    return value
+
+
 def _probability(value: object, name: str) -> tuple[Fraction, bool]:
     """``value`` as an exact Fraction in [0, 1], and whether it was given as a float."""
     v = check_finite(value, name)
@@ -337,7 +350,7 @@ class FiniteInteractiveMechanism:
             ...
             dpcompose.errors.SequentialityError: finite_interactive is closed: the interaction is over ...
         """
-        d = decimal(check_probability(delta, "delta"), "delta")
+        d = _stated_delta(delta, "delta")
         if not isinstance(labels, tuple) or len(labels) != 2 or labels[0] == labels[1]:
             raise InvalidParameter(f"labels={labels!r} must be a pair of two different values")
         eps = privacy_loss(self, d)
@@ -431,7 +444,7 @@ def randomized_response(exp_epsilon: Number, delta: Number = 0) -> FiniteInterac
     t = exact(check_finite(exp_epsilon, "exp_epsilon"), "exp_epsilon")
     if t < 1:
         raise InvalidParameter(f"exp_epsilon={exp_epsilon!r} must be at least 1 (ε ≥ 0)")
-    d = decimal(check_probability(delta, "delta"), "delta")
+    d = _stated_delta(delta, "delta")
     keep, flip = (1 - d) * t / (1 + t), (1 - d) / (1 + t)
     answers: dict[Answer, tuple[object, object]] = {0: (keep, flip), 1: (flip, keep)}
     if d > 0:
@@ -441,6 +454,20 @@ def randomized_response(exp_epsilon: Number, delta: Number = 0) -> FiniteInterac
 
 
 # --- the tightest ε between two finite distributions --------------------------------------------------
+
+
+def _unit_list(values: object, name: str) -> list[Fraction]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)) or (
+        isinstance(values, np.ndarray) and values.ndim != 1
+    ):
+        raise InvalidParameter(f"{name}={values!r} must be a sequence of probabilities")
+    out = []
+    for i, v in enumerate(values):
+        x = exact(check_finite(v, f"{name}[{i}]"), f"{name}[{i}]")
+        if not 0 <= x <= 1:
+            raise InvalidParameter(f"{name}[{i}]={v!r} must lie in [0, 1]")
+        out.append(x)
+    return out
 
 
 def tightest_exp_epsilon(p: Sequence[Fraction], q: Sequence[Fraction], delta: Fraction) -> Fraction | None:
@@ -470,7 +497,11 @@ def tightest_exp_epsilon(p: Sequence[Fraction], q: Sequence[Fraction], delta: Fr
         >>> tightest_exp_epsilon([F(1, 2), F(1, 2)], [F(1), F(0)], F(1, 4)) is None
         True
     """
-    check_same_length(p, "p", q, "q")
+    ps = _unit_list(p, "p")
+    qs = _unit_list(q, "q")
+    check_same_length(ps, "p", qs, "q")
+    delta = exact(check_probability(delta, "delta"), "delta")
+    p, q = ps, qs
     inf_mass = Fraction(0)
     finite: list[tuple[Fraction, Fraction, Fraction]] = []  # (ratio, P, Q) with ratio > 1
     for pi, qi in zip(p, q, strict=True):
@@ -571,6 +602,7 @@ def deterministic_adversaries(mechanism: FiniteInteractiveMechanism) -> Iterator
         >>> list(deterministic_adversaries(m))
         [{(): 'b'}]
     """
+    check_mechanism(mechanism)
     reps = _pruned_queries(mechanism)
 
     def expand(h: History, p0: Fraction, p1: Fraction) -> Iterator[Adversary]:
@@ -602,6 +634,7 @@ def adversary_count(mechanism: FiniteInteractiveMechanism) -> int:
         >>> adversary_count(m)  # 1 · 2^2
         4
     """
+    check_mechanism(mechanism)
     reps = _pruned_queries(mechanism)
 
     def count(h: History, p0: Fraction, p1: Fraction) -> int:
@@ -721,7 +754,10 @@ def exp_privacy_loss(
         >>> exp_privacy_loss(randomized_response(3, 0.125), 0) is None
         True
     """
-    d = decimal(check_probability(delta, "delta"), "delta")
+    check_mechanism(mechanism)
+    d = _stated_delta(delta, "delta")
+    if not isinstance(method, str) or method not in ("best-response", "enumerate"):
+        raise InvalidParameter(f"method={method!r} must be 'best-response' or 'enumerate'")
     if method == "best-response":
         results = [_exp_loss_one_direction(mechanism, d, direction) for direction in (0, 1)]
     elif method == "enumerate":
@@ -818,6 +854,8 @@ def concurrent_composition(
                 else:
                     build((*h, ((idx, q), a)), h1, (*h2, (q, a)))
 
+    check_mechanism(first, "first")
+    check_mechanism(second, "second")
     build((), (), ())
     return FiniteInteractiveMechanism(table)
 
@@ -881,8 +919,10 @@ def compare_concurrent(
         >>> c.delta, c.exp_theorem_1_8, c.exp_optimal, c.exp_exact
         (Fraction(1, 5), Fraction(9, 1), Fraction(2593, 361), Fraction(2593, 361))
     """
-    d1 = decimal(check_probability(delta1, "delta1"), "delta1")
-    d2 = decimal(check_probability(delta2, "delta2"), "delta2")
+    check_mechanism(first, "first")
+    check_mechanism(second, "second")
+    d1 = _stated_delta(delta1, "delta1")
+    d2 = _stated_delta(delta2, "delta2")
     t1 = exp_privacy_loss(first, d1)
     t2 = exp_privacy_loss(second, d2)
     if t1 is None or t2 is None:

@@ -47,7 +47,7 @@ from scipy.optimize import linprog
 
 from dpcompose._validation import check_finite, check_finite_nonnegative, check_probability
 from dpcompose.accounting._exact import Number, decimal, exact, float_up
-from dpcompose.analysis._finite import FiniteInteractiveMechanism, History
+from dpcompose.analysis._finite import FiniteInteractiveMechanism, History, check_mechanism
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["RR_OUTPUTS", "LPSimulation", "lp_simulation", "two_round_mechanism"]
@@ -112,8 +112,10 @@ def lp_simulation(mechanism: FiniteInteractiveMechanism, epsilon: Number, delta:
         RR_(ε, δ) from Kairouz–Oh–Viswanath (ICML 2015). The LP (C1)–(C2) is derived in this module's
         docstring.
     """
+    check_mechanism(mechanism)
     eps = float_up(check_finite_nonnegative(epsilon, "epsilon"))
-    dlt = float(decimal(check_probability(delta, "delta"), "delta"))
+    check_probability(delta, "delta")
+    dlt = float(decimal(delta, "delta"))
     m = mechanism
     nodes: list[History] = []  # every history ≠ (), terminal or not
     for h in m.histories():
@@ -201,6 +203,11 @@ def two_round_mechanism(p: Sequence[Number], p_prime: Sequence[Number]) -> Finit
         >>> m.probability(1, (("start", 1),), 1, 0)
         Fraction(1, 4)
     """
+    for name, vals in (("p", p), ("p_prime", p_prime)):
+        if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray)) or (
+            isinstance(vals, np.ndarray) and vals.ndim != 1
+        ):
+            raise InvalidParameter(f"{name}={vals!r} must be a sequence of 5 numbers")
     if len(p) != 5 or len(p_prime) != 5:
         raise InvalidParameter(
             f"p and p_prime must each hold 5 numbers (p0, p00, p01, p10, p11), "

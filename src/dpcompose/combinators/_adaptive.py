@@ -173,11 +173,17 @@ def _make_adaptive(
     sequential: bool,
 ) -> Measurement[Any, Any, Any, Any]:
     kind = "sequential" if sequential else "concurrent"
-    input_metric.check_domain(input_domain)
+    if not isinstance(input_domain, Domain):
+        raise DomainMismatch(f"input_domain={input_domain!r} must be a Domain")
+    if not isinstance(input_metric, Metric):
+        raise DomainMismatch(f"input_metric={input_metric!r} must be a Metric")
+    input_metric.check_domain(input_domain, "input_domain")
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
     d_in_exact = input_metric.validate(d_in)
-    budgets = tuple(output_measure.parse(d, "d_mids") for d in d_mids)
+    if isinstance(d_mids, (str, bytes)) or not isinstance(d_mids, Sequence):
+        raise InvalidParameter(f"d_mids={d_mids!r} must be a sequence of budgets, one per query")
+    budgets = tuple(output_measure.parse(d, f"d_mids[{i}]") for i, d in enumerate(d_mids))
     if not budgets:
         raise InvalidParameter("d_mids must hold at least one budget")
     total = output_measure.compose(list(budgets))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpcompose._validation import check_positive_int, check_probability
+from dpcompose._validation import check_callable, check_positive_int, check_probability
 from dpcompose.accounting import (
     PrivacyProfile,
     decimal,
@@ -73,10 +73,10 @@ def _cast(
 
 def _require(m: AnyMeasurement, measure_type: type, cast: str) -> None:
     if not isinstance(m, Measurement):
-        raise InvalidParameter(f"{cast} needs a Measurement, not {m!r}")
+        raise InvalidParameter(f"{cast}: m={m!r} must be a Measurement")
     if not isinstance(m.output_measure, measure_type):
         raise DomainMismatch(
-            f"{cast} needs a {measure_type.__name__}() measurement, not {m.output_measure!r}"
+            f"{cast} needs a {measure_type.__name__}() measurement m, not one with {m.output_measure!r}"
         )
 
 
@@ -124,9 +124,9 @@ def make_zcdp_to_approx(m: AnyMeasurement, delta: float) -> AnyMeasurement:
     """
     _require(m, ZCDP, "make_zcdp_to_approx")
     check_probability(delta, "delta")
-    if delta == 0:
-        raise InvalidParameter("delta=0 must be positive: zCDP implies no finite ε at δ = 0")
     dq = decimal(delta, "delta")  # a target the user states: read as the decimal it prints as
+    if dq == 0:
+        raise InvalidParameter(f"delta={delta!r} must be positive: zCDP implies no finite ε at δ = 0")
     return _cast(
         m,
         ApproxDP(),
@@ -199,9 +199,11 @@ def make_renyi_to_approx(
     """
     _require(m, RenyiDP, "make_renyi_to_approx")
     check_probability(delta, "delta")
-    if delta == 0:
-        raise InvalidParameter("delta=0 must be positive: a Rényi guarantee implies no finite ε at δ = 0")
     dq = decimal(delta, "delta")
+    if dq == 0:
+        raise InvalidParameter(
+            f"delta={delta!r} must be positive: a Rényi guarantee implies no finite ε at δ = 0"
+        )
     alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
 
     def privacy_map(d: Any) -> tuple[Fraction, Fraction]:
@@ -317,7 +319,7 @@ def make_group(m: AnyMeasurement, k: int) -> AnyMeasurement:
     """
     check_positive_int(k, "k")
     if not isinstance(m, Measurement):
-        raise InvalidParameter(f"make_group needs a Measurement, not {m!r}")
+        raise InvalidParameter(f"make_group: m={m!r} must be a Measurement")
     measure = m.output_measure
 
     def privacy_map(d: Any) -> Any:
@@ -361,7 +363,7 @@ def make_postprocess(m: AnyMeasurement, function: Callable[[Any], Any]) -> AnyMe
         (Fraction(1, 2), True)
     """
     if not isinstance(m, Measurement):
-        raise InvalidParameter(f"make_postprocess needs a Measurement, not {m!r}")
+        raise InvalidParameter(f"make_postprocess: m={m!r} must be a Measurement")
     if not callable(function):
         raise InvalidParameter(f"function={function!r} must be callable")
     return postprocess(m, function)
@@ -396,4 +398,8 @@ def wrap_queryable(
         >>> words(list(range(5)))(dp.t.make_count(ints, dp.SymmetricDistance()))
         'below'
     """
+    if not isinstance(inner, Queryable):
+        raise InvalidParameter(f"inner={inner!r} must be a Queryable")
+    check_callable(query_map, "query_map")
+    check_callable(answer_map, "answer_map")
     return _Wrapped(inner, query_map, answer_map)

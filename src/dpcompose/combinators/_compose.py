@@ -17,10 +17,10 @@ AnyMeasurement = Measurement[Any, Any, Any, Any]
 
 def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
     if len(measurements) == 0:
-        raise InvalidParameter(f"{who} needs at least one measurement (got none)")
+        raise InvalidParameter(f"{who} needs at least one measurement (got none in measurements)")
     for i, child in enumerate(measurements):
         if not isinstance(child, Measurement):
-            raise InvalidParameter(f"{who}: argument {i}={child!r} is not a Measurement")
+            raise InvalidParameter(f"{who}: measurements[{i}]={child!r} is not a Measurement")
     first = measurements[0]
     for i, child in enumerate(measurements[1:], start=1):
         if child is first:

@@ -157,8 +157,10 @@ def plan_composition(
         InvalidParameter: an unknown theorem name, or a bad ``delta``.
         UnsupportedComposition: no proven theorem covers the case, or the forced one does not apply.
     """
-    if theorem not in THEOREMS:
+    if not isinstance(theorem, str) or theorem not in THEOREMS:
         raise InvalidParameter(f"theorem={theorem!r} must be one of {', '.join(THEOREMS)}")
+    if output_measure is not None and not isinstance(output_measure, Measure):
+        raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure or None")
     first = measures[0]
     if output_measure is None:
         for i, m in enumerate(measures):
@@ -174,7 +176,9 @@ def plan_composition(
     delta_q: Fraction | None = None
     if delta is not None:
         if not isinstance(target, ApproxDP):
-            raise InvalidParameter(f"delta= is a target for ApproxDP output, not for {target!r}")
+            raise InvalidParameter(
+                f"delta= is a target for ApproxDP output, not for output_measure={target!r}"
+            )
         delta_q = ApproxDP().parse((0, delta), "delta")[1]
     sources = _CONCURRENT_SOURCES if concurrent else _SOURCES
     kind = "concurrent" if concurrent else "sequential"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dpcompose._validation import check_finite_nonnegative
+from dpcompose._validation import check_finite_nonnegative, read_real
 from dpcompose.accounting import decimal, exact
 from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
 from dpcompose.errors import DomainMismatch, InvalidParameter
@@ -46,8 +46,9 @@ class Metric:
         """Check a distance and return it in canonical exact form."""
         raise NotImplementedError
 
-    def check_domain(self, domain: Domain) -> None:  # pragma: no cover - abstract
-        """Raise :class:`DomainMismatch` if this metric cannot measure distances on ``domain``."""
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:  # pragma: no cover
+        """Raise :class:`DomainMismatch` (naming the parameter ``name``) if this metric cannot measure
+        distances on ``domain``."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -55,18 +56,28 @@ class Metric:
 
 
 def _validate_count(d: object, name: str) -> int:
-    if isinstance(d, bool) or not isinstance(d, int):
-        if isinstance(d, float) and d.is_integer() and d >= 0:
-            return int(d)
+    if type(d) is int and d >= 0:  # fast path
+        return d
+    try:
+        v = read_real(d, name)
+    except InvalidParameter:
+        raise InvalidParameter(f"{name}={d!r} must be a non-negative integer number of records") from None
+    if v != int(v):
         raise InvalidParameter(f"{name}={d!r} must be a non-negative integer number of records")
-    if d < 0:
+    if v < 0:
         raise InvalidParameter(f"{name}={d!r} must be non-negative")
-    return d
+    return int(v)
 
 
 def _validate_sensitivity(d: object, name: str) -> Fraction:
-    if type(d) is Fraction and d >= 0:  # fast path: already exact
-        return d
+    """A stated sensitivity as the larger of its exact value and the decimal it prints as.
+
+    Either reading alone could be too small (``0.1`` is above ``1/10`` in binary; ``numpy.float32(0.3)``
+    is above ``3/10``; ``0.3`` is below ``3/10``), and a sensitivity read too small under-reports. A
+    ``longdouble`` is read with all its bits (never rounded to a double first).
+    """
+    if type(d) is Fraction and d >= 0 and d.numerator.bit_length() - d.denominator.bit_length() < 1023:
+        return d  # fast path: already exact
     check_finite_nonnegative(d, name)
     return max(exact(d, name), decimal(d, name))
 
@@ -81,9 +92,11 @@ class _DatasetMetric(Metric):
     def validate(self, d: object, name: str = "d_in") -> int:
         return _validate_count(d, name)
 
-    def check_domain(self, domain: Domain) -> None:
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not isinstance(domain, VectorDomain):
-            raise DomainMismatch(f"{self!r} measures datasets: it needs a VectorDomain, not {domain!r}")
+            raise DomainMismatch(
+                f"{self!r} measures datasets: it needs a VectorDomain, not {name}={domain!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -103,9 +116,11 @@ class DiscreteDistance(Metric):
     def validate(self, d: object, name: str = "d_in") -> int:
         return _validate_count(d, name)
 
-    def check_domain(self, domain: Domain) -> None:
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not isinstance(domain, (AtomDomain, CategoricalDomain)):
-            raise DomainMismatch(f"{self!r} compares single values: it needs an atom domain, not {domain!r}")
+            raise DomainMismatch(
+                f"{self!r} compares single values: it needs an atom domain, not {name}={domain!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -115,9 +130,9 @@ class AbsoluteDistance(Metric):
     def validate(self, d: object, name: str = "d_in") -> Fraction:
         return _validate_sensitivity(d, name)
 
-    def check_domain(self, domain: Domain) -> None:
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not _is_numeric_atom(domain):
-            raise DomainMismatch(f"{self!r} needs a numeric AtomDomain, not {domain!r}")
+            raise DomainMismatch(f"{self!r} needs a numeric AtomDomain, not {name}={domain!r}")
 
 
 class _VectorNormMetric(Metric):
@@ -126,9 +141,9 @@ class _VectorNormMetric(Metric):
     def validate(self, d: object, name: str = "d_in") -> Fraction:
         return _validate_sensitivity(d, name)
 
-    def check_domain(self, domain: Domain) -> None:
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not (isinstance(domain, VectorDomain) and _is_numeric_atom(domain.element_domain)):
-            raise DomainMismatch(f"{self!r} needs a VectorDomain of numeric atoms, not {domain!r}")
+            raise DomainMismatch(f"{self!r} needs a VectorDomain of numeric atoms, not {name}={domain!r}")
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -149,6 +164,8 @@ class PartitionDistance(Metric):
     def validate(self, d: object, name: str = "d_in") -> int:
         return _validate_count(d, name)
 
-    def check_domain(self, domain: Domain) -> None:
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not (isinstance(domain, VectorDomain) and isinstance(domain.element_domain, VectorDomain)):
-            raise DomainMismatch(f"{self!r} needs a VectorDomain of VectorDomains (parts), not {domain!r}")
+            raise DomainMismatch(
+                f"{self!r} needs a VectorDomain of VectorDomains (parts), not {name}={domain!r}"
+            )

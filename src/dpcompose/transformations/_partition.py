@@ -56,7 +56,10 @@ def make_partition(
     check_dataset_metric(input_metric)
     if not isinstance(input_domain, VectorDomain):
         raise DomainMismatch(f"input_domain={input_domain!r} must be a VectorDomain of records")
-    keys = tuple(keys)
+    try:
+        keys = tuple(keys)
+    except TypeError:
+        raise InvalidParameter(f"keys={keys!r} must be a sequence of keys") from None
     if len(keys) == 0:
         raise InvalidParameter(f"keys={list(keys)!r} must not be empty")
     try:

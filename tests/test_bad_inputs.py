@@ -1,0 +1,961 @@
+"""Every invalid public input gets a ``DPError`` naming the parameter (issue 11, item D.10).
+
+The registry below lists every public callable of ``dp``, ``dp.m``, ``dp.t``, ``dp.accounting``,
+``dp.analysis`` and ``dp.combinators`` with a set of *valid* arguments. The tests replace one argument
+at a time by a bad value — NaN, ±inf, −0.0, subnormals, 1e308, −1, bools, strings, None, numpy scalars of
+every dtype, Decimal, huge ints and Fractions, object/0-d/2-d arrays, lists, dicts — and assert that the
+call either
+
+* succeeds (the value was valid, e.g. ``1e308`` as a noise scale), with a result whose privacy map (or
+  value) is finite and can be evaluated without a raw Python error, or
+* raises a :class:`dpcompose.DPError` subclass whose message names the parameter.
+
+A raw ``TypeError``/``ValueError``/``OverflowError``/… is a failure. A public callable that the registry
+does not know also fails the test (:func:`test_registry_covers_every_public_callable`), so a new
+constructor has to be added here, and a new parameter of a known one too
+(:func:`test_registry_covers_every_parameter`).
+
+Escapes in files owned by someone else are listed in :data:`KNOWN_ESCAPES` with one bad value that still
+escapes; :func:`test_known_escapes_are_still_escapes` asserts that it does, so the table cannot go stale:
+when the escape is fixed, that test fails and says to remove the entry.
+
+The default run draws a few bad values per (callable, parameter) with Hypothesis; the ``slow`` run sweeps
+the whole catalogue of bad values over every parameter.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpcompose as dp
+from dpcompose.accounting import PrivacyProfile
+from dpcompose.analysis import randomized_response
+
+# --- the bad values ----------------------------------------------------------------------------------
+
+
+class _Opaque:
+    """An object of no numeric type at all."""
+
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+def _numpy_scalars() -> list[Any]:
+    out: list[Any] = []
+    for dtype in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+        info = np.iinfo(dtype)
+        out += [dtype(0), dtype(1), dtype(info.max)]
+        if info.min < 0:
+            out.append(dtype(-1))
+    for fdtype in (np.float16, np.float32, np.float64, np.longdouble):
+        out += [
+            fdtype("nan"),
+            fdtype("inf"),
+            fdtype("-inf"),
+            fdtype("-0.0"),
+            fdtype("0.3"),
+            fdtype("1e-300") if fdtype in (np.float64, np.longdouble) else fdtype("1e-7"),
+            np.finfo(fdtype).max,
+            np.finfo(fdtype).smallest_subnormal,
+            fdtype(-1),
+        ]
+    out += [np.longdouble("1e400")] if np.finfo(np.longdouble).max > 1e400 else []
+    out += [np.bool_(True), np.bool_(False), np.complex64(1), np.complex128(1 + 1j), np.str_("1")]
+    return out
+
+
+BAD_VALUES: list[Any] = [
+    math.nan,
+    math.inf,
+    -math.inf,
+    -0.0,
+    5e-324,
+    2.2250738585072014e-308,
+    1e308,
+    -1e308,
+    750.0,
+    -1,
+    -1.0,
+    0,
+    0.0,
+    1,
+    2,
+    0.5,
+    True,
+    False,
+    "x",
+    "",
+    "0.5",
+    b"1",
+    None,
+    1j,
+    Decimal("NaN"),
+    Decimal("sNaN"),
+    Decimal("Infinity"),
+    Decimal("-Infinity"),
+    Decimal("0.1"),
+    Decimal("-1"),
+    Decimal("1e400"),
+    Decimal("1e-400"),
+    10**400,
+    -(10**400),
+    2**1024,
+    2**63,
+    Fraction(10**400, 3),
+    Fraction(1, 10**400),
+    Fraction(-1, 3),
+    np.array([1.0], dtype=object),
+    np.array(0.5),
+    np.array(np.nan),
+    np.array([[1.0]]),
+    np.array([]),
+    [1.0],
+    [],
+    [math.nan],
+    (1, 2),
+    {},
+    {"a": 1},
+    _Opaque(),
+    *_numpy_scalars(),
+]
+
+
+def _describe(value: object) -> str:
+    return f"{type(value).__name__}:{value!r}"[:80]
+
+
+# --- the registry -------------------------------------------------------------------------------------
+
+FLOATS = dp.AtomDomain(float)
+INTS = dp.AtomDomain(int)
+FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)))
+INT_DATA = dp.VectorDomain(dp.AtomDomain(int))
+ROWS = dp.VectorDomain(dp.AtomDomain(tuple))
+BITS = dp.CategoricalDomain([0, 1])
+
+
+def _lap(scale: float = 2.0) -> dp.Measurement[Any, Any, Any, Any]:
+    return dp.m.make_laplace(FLOATS, dp.AbsoluteDistance(), scale=scale)
+
+
+def _gauss(scale: float = 2.0) -> dp.Measurement[Any, Any, Any, Any]:
+    return dp.m.make_gaussian(FLOATS, dp.AbsoluteDistance(), scale=scale)
+
+
+def _rr_approx() -> dp.Measurement[Any, Any, Any, Any]:
+    return dp.m.make_randomized_response_approx(BITS, dp.DiscreteDistance(), epsilon=1.0, delta=1e-6)
+
+
+def _count_then_lap() -> dp.Measurement[Any, Any, Any, Any]:
+    count = dp.t.make_count(INT_DATA, dp.SymmetricDistance())
+    return count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=2.0)
+
+
+class _Echo(dp.Queryable[Any, Any]):
+    def _answer(self, query: Any) -> Any:
+        return query
+
+
+def _tmp_db() -> str:
+    fd, path = tempfile.mkstemp(suffix=".db", prefix="dpc-badinput-")
+    os.close(fd)
+    os.unlink(path)  # a path that does not exist yet: the ledger creates it
+    return path
+
+
+def _in_scratch(func: Callable[[], Any]) -> Any:
+    """Run ``func`` in a fresh temporary directory, so a relative bad path (``"x"``) lands there."""
+    cwd = os.getcwd()
+    os.chdir(tempfile.mkdtemp(prefix="dpc-badinput-"))
+    try:
+        return func()
+    finally:
+        os.chdir(cwd)
+
+
+def _sqlite_in_tmpdir(path: Any, key: Any, *, create: Any, timeout: Any) -> Any:
+    ledger = _in_scratch(lambda: dp.SQLiteLedger(path, key, create=create, timeout=timeout))
+    _in_scratch(lambda: ledger.bind("t", "s"))  # first use: a bad timeout fails here
+    return ledger
+
+
+@dataclass(frozen=True)
+class Case:
+    """A public callable with valid arguments, and how to evaluate its result."""
+
+    func: Callable[..., Any]
+    base: Callable[[], dict[str, Any]]
+    evaluate: Callable[[Any], None] | None = None
+    star: str | None = None  # the name of a *args parameter, passed as a list in ``base``
+    skip_params: frozenset[str] = field(default_factory=frozenset)  # parameters not fuzzed (say why)
+    covers: Any = None  # the public object a wrapper lambda exercises (default: ``func``)
+
+    def call(self, kwargs: dict[str, Any], single_star: bool = False) -> Any:
+        """Call with ``kwargs``; the ``*args`` parameter's value is spread, or passed as one positional
+        argument when ``single_star`` (a bad value standing for the whole argument list)."""
+        kwargs = dict(kwargs)
+        if self.star is None:
+            return self.func(**kwargs)
+        star = kwargs.pop(self.star)
+        args = [star] if single_star else list(star)
+        return self.func(*args, **kwargs)
+
+
+def _finite_value(v: Any) -> None:
+    """A privacy quantity must be a finite number (or a tuple/profile/curve of them)."""
+    if isinstance(v, tuple):
+        for x in v:
+            _finite_value(x)
+    elif isinstance(v, PrivacyProfile):
+        _finite_value(v.delta(1))
+    elif isinstance(v, dp.RenyiCurve):
+        _finite_value(v(2))
+    elif isinstance(v, (int, Fraction)):
+        pass
+    elif isinstance(v, float):
+        assert math.isfinite(v), v
+    else:
+        raise AssertionError(f"unexpected privacy quantity {v!r}")
+
+
+def _map_at(d_in: Any) -> Callable[[Any], None]:
+    def evaluate(result: Any) -> None:
+        _finite_value(result.map(d_in))
+
+    return evaluate
+
+
+def _numbers(result: Any) -> None:
+    _finite_value(result)
+
+
+def _not_nan(result: Any) -> None:
+    assert isinstance(result, float) and not math.isnan(result), result  # ±inf is the answer for ±inf
+
+
+def _rule(result: Any) -> None:
+    state = result.start()
+    result.describe()
+    result.remaining(state)
+    cost = (
+        tuple(Fraction(1, 100) for _ in state)
+        if isinstance(result, dp.accounting.RenyiFilter)
+        else (
+            Fraction(1, 100),
+            Fraction(0),
+        )
+    )
+    result.admit(state, cost)
+
+
+def _profile_eval(result: Any) -> None:
+    _finite_value(result.delta(1))
+
+
+_MAP1 = _map_at(1)
+
+CASES: dict[str, Case] = {
+    # --- core ---------------------------------------------------------------------------------------
+    "AtomDomain": Case(dp.AtomDomain, lambda: {"carrier": float, "bounds": (0.0, 1.0), "nan": False}),
+    "CategoricalDomain": Case(dp.CategoricalDomain, lambda: {"categories": [0, 1]}),
+    "VectorDomain": Case(dp.VectorDomain, lambda: {"element_domain": FLOATS, "size": 3}),
+    "make_user_measurement": Case(
+        dp.make_user_measurement,
+        lambda: {
+            "input_domain": FLOATS,
+            "input_metric": dp.AbsoluteDistance(),
+            "output_measure": dp.PureDP(),
+            "function": lambda x: x,
+            "privacy_map": lambda d: Fraction(d),
+            "trusted": True,
+            "interactive": False,
+            "name": "user",
+        },
+        _MAP1,
+    ),
+    "make_user_transformation": Case(
+        dp.make_user_transformation,
+        lambda: {
+            "input_domain": FLOATS,
+            "output_domain": FLOATS,
+            "input_metric": dp.AbsoluteDistance(),
+            "output_metric": dp.AbsoluteDistance(),
+            "function": lambda x: x,
+            "stability_map": lambda d: Fraction(d),
+            "trusted": True,
+            "name": "user",
+        },
+        _MAP1,
+    ),
+    "Queryable": Case(_Echo, lambda: {"lock": None, "name": "echo"}, covers=dp.Queryable),
+    "RenyiCurve": Case(dp.RenyiCurve, lambda: {"curve": lambda a: Fraction(a) / 8, "label": "α/8"}, _numbers),
+    "SQLiteLedger": Case(
+        lambda path, key, create, timeout: _sqlite_in_tmpdir(path, key, create=create, timeout=timeout),
+        lambda: {"path": _tmp_db(), "key": "k", "create": True, "timeout": 5.0},
+        covers=dp.SQLiteLedger,
+    ),
+    "MemoryLedger": Case(dp.MemoryLedger, dict),
+    "Metric.validate": Case(
+        lambda d, metric: metric.validate(d),
+        lambda: {"d": 1, "metric": dp.SymmetricDistance()},
+        _numbers,
+        skip_params=frozenset({"metric"}),  # the bound method's receiver, not a user parameter
+    ),
+    "Metric.validate[sensitivity]": Case(
+        lambda d, metric: metric.validate(d),
+        lambda: {"d": 0.5, "metric": dp.AbsoluteDistance()},
+        _numbers,
+        skip_params=frozenset({"metric"}),
+    ),
+    "Measure.parse[pure]": Case(
+        lambda d_out, measure: measure.parse(d_out),
+        lambda: {"d_out": 0.5, "measure": dp.PureDP()},
+        _numbers,
+        skip_params=frozenset({"measure"}),
+    ),
+    "Measure.parse[approx]": Case(
+        lambda d_out, measure: measure.parse(d_out),
+        lambda: {"d_out": (0.5, 1e-6), "measure": dp.ApproxDP()},
+        _numbers,
+        skip_params=frozenset({"measure"}),
+    ),
+    "Measurement.map": Case(lambda d_in: _lap().map(d_in), lambda: {"d_in": 1}, _numbers),
+    "Measurement.check": Case(
+        lambda d_in, d_out: _count_then_lap().check(d_in, d_out), lambda: {"d_in": 1, "d_out": 0.5}
+    ),
+    "Transformation.map": Case(
+        lambda d_in: dp.t.make_count(INT_DATA, dp.SymmetricDistance()).map(d_in),
+        lambda: {"d_in": 1},
+        _numbers,
+    ),
+    # --- measurements -------------------------------------------------------------------------------
+    "m.make_laplace": Case(
+        dp.m.make_laplace,
+        lambda: {"input_domain": FLOATS, "input_metric": dp.AbsoluteDistance(), "scale": 2.0, "rng": None},
+        _MAP1,
+    ),
+    "m.make_gaussian": Case(
+        dp.m.make_gaussian,
+        lambda: {"input_domain": FLOATS, "input_metric": dp.AbsoluteDistance(), "scale": 2.0, "rng": None},
+        _MAP1,
+    ),
+    "m.make_discrete_laplace": Case(
+        dp.m.make_discrete_laplace,
+        lambda: {"input_domain": INTS, "input_metric": dp.AbsoluteDistance(), "scale": 2.0, "rng": None},
+        _MAP1,
+    ),
+    "m.make_discrete_gaussian": Case(
+        dp.m.make_discrete_gaussian,
+        lambda: {"input_domain": INTS, "input_metric": dp.AbsoluteDistance(), "scale": 2.0, "rng": None},
+        _MAP1,
+    ),
+    "m.make_randomized_response": Case(
+        dp.m.make_randomized_response,
+        lambda: {"input_domain": BITS, "input_metric": dp.DiscreteDistance(), "epsilon": 1.0, "rng": None},
+        _MAP1,
+    ),
+    "m.make_randomized_response_approx": Case(
+        dp.m.make_randomized_response_approx,
+        lambda: {
+            "input_domain": BITS,
+            "input_metric": dp.DiscreteDistance(),
+            "epsilon": 1.0,
+            "delta": 1e-6,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "m.make_sparse_vector": Case(
+        dp.m.make_sparse_vector,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "threshold": 10.0,
+            "scale": 2.0,
+            "max_positive": 1,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "m.make_interactive_laplace": Case(
+        dp.m.make_interactive_laplace,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "scale": 2.0,
+            "max_queries": 3,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    # --- transformations ----------------------------------------------------------------------------
+    "t.make_clamp": Case(
+        dp.t.make_clamp,
+        lambda: {
+            "input_domain": dp.VectorDomain(FLOATS),
+            "input_metric": dp.SymmetricDistance(),
+            "bounds": (0.0, 1.0),
+        },
+        _MAP1,
+    ),
+    "t.make_count": Case(
+        dp.t.make_count, lambda: {"input_domain": INT_DATA, "input_metric": dp.SymmetricDistance()}, _MAP1
+    ),
+    "t.make_partition": Case(
+        dp.t.make_partition,
+        lambda: {"input_domain": ROWS, "input_metric": dp.SymmetricDistance(), "by": 0, "keys": ["a", "b"]},
+        _MAP1,
+    ),
+    "t.make_sum": Case(
+        dp.t.make_sum,
+        lambda: {"input_domain": FLOAT_DATA, "input_metric": dp.SymmetricDistance(), "max_size": 10},
+        _MAP1,
+    ),
+    # --- combinators --------------------------------------------------------------------------------
+    "make_sequential": Case(
+        dp.make_sequential,
+        lambda: {"measurements": [_lap(), _lap()], "theorem": "auto", "output_measure": None, "delta": None},
+        _MAP1,
+        star="measurements",
+    ),
+    "make_sequential[approx]": Case(
+        dp.make_sequential,
+        lambda: {
+            "measurements": [_lap(), _lap()],
+            "theorem": "auto",
+            "output_measure": dp.ApproxDP(),
+            "delta": 1e-6,
+        },
+        _MAP1,
+        star="measurements",
+    ),
+    "make_concurrent": Case(
+        dp.make_concurrent,
+        lambda: {
+            "measurements": [_rr_approx(), _rr_approx()],
+            "theorem": "auto",
+            "output_measure": None,
+            "delta": None,
+        },
+        _MAP1,
+        star="measurements",
+    ),
+    "make_adaptive_sequential": Case(
+        dp.make_adaptive_sequential,
+        lambda: {
+            "input_domain": FLOATS,
+            "input_metric": dp.AbsoluteDistance(),
+            "output_measure": dp.PureDP(),
+            "d_in": 1,
+            "d_mids": [0.5, 0.5],
+        },
+        _MAP1,
+    ),
+    "make_adaptive_concurrent": Case(
+        dp.make_adaptive_concurrent,
+        lambda: {
+            "input_domain": FLOATS,
+            "input_metric": dp.AbsoluteDistance(),
+            "output_measure": dp.ZCDP(),
+            "d_in": 1,
+            "d_mids": [0.125, 0.125],
+        },
+        _MAP1,
+    ),
+    "make_privacy_filter": Case(
+        dp.make_privacy_filter,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "output_measure": dp.PureDP(),
+            "d_in": 1,
+            "d_out": 1.0,
+            "rule": "auto",
+            "ledger": None,
+            "orders": None,
+        },
+        _MAP1,
+    ),
+    "make_privacy_filter[approx]": Case(
+        dp.make_privacy_filter,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "output_measure": dp.ApproxDP(),
+            "d_in": 1,
+            "d_out": (1.0, 1e-6),
+            "rule": "auto",
+            "ledger": None,
+            "orders": None,
+        },
+        _MAP1,
+    ),
+    "make_odometer": Case(
+        dp.make_odometer,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "output_measure": dp.PureDP(),
+            "d_in": 1,
+            "ledger": None,
+        },
+    ),
+    "make_parallel": Case(
+        dp.make_parallel,
+        lambda: {
+            "partition": dp.t.make_partition(ROWS, dp.SymmetricDistance(), by=0, keys=["a", "b"]),
+            "measurements": [
+                dp.t.make_count(dp.VectorDomain(dp.AtomDomain(tuple)), dp.SymmetricDistance())
+                >> dp.m.make_laplace(INTS, dp.AbsoluteDistance(), scale=1.0)
+            ]
+            * 2,
+        },
+        _MAP1,
+    ),
+    "make_pure_to_zcdp": Case(dp.make_pure_to_zcdp, lambda: {"m": _lap()}, _MAP1),
+    "make_pure_to_approx": Case(dp.make_pure_to_approx, lambda: {"m": _lap()}, _MAP1),
+    "make_pure_to_renyi": Case(dp.make_pure_to_renyi, lambda: {"m": _lap()}, _MAP1),
+    "make_pure_to_profile": Case(dp.make_pure_to_profile, lambda: {"m": _lap()}, _MAP1),
+    "make_zcdp_to_approx": Case(dp.make_zcdp_to_approx, lambda: {"m": _gauss(), "delta": 1e-6}, _MAP1),
+    "make_zcdp_to_renyi": Case(dp.make_zcdp_to_renyi, lambda: {"m": _gauss()}, _MAP1),
+    "make_zcdp_to_profile": Case(dp.make_zcdp_to_profile, lambda: {"m": _gauss()}, _MAP1),
+    "make_approx_to_profile": Case(dp.make_approx_to_profile, lambda: {"m": _rr_approx()}, _MAP1),
+    "make_renyi_to_approx": Case(
+        dp.make_renyi_to_approx,
+        lambda: {"m": dp.make_zcdp_to_renyi(_gauss()), "delta": 1e-6, "orders": None},
+        _MAP1,
+    ),
+    "make_fix_delta": Case(
+        dp.make_fix_delta, lambda: {"m": dp.make_pure_to_profile(_lap()), "delta": 1e-6}, _MAP1
+    ),
+    "make_group": Case(dp.make_group, lambda: {"m": _lap(), "k": 2}, _MAP1),
+    "make_postprocess": Case(dp.make_postprocess, lambda: {"m": _lap(), "function": round}, _MAP1),
+    "wrap_queryable": Case(
+        dp.wrap_queryable, lambda: {"inner": _Echo(), "query_map": abs, "answer_map": abs}
+    ),
+    # --- analysis -----------------------------------------------------------------------------------
+    "binary_search_param": Case(
+        dp.binary_search_param,
+        lambda: {"make": _lap, "d_in": 1, "d_out": 0.5, "bounds": (0.5, 100.0)},
+        _numbers,
+    ),
+    "explain": Case(dp.explain, lambda: {"measurement": _count_then_lap(), "d_in": 1}, str),
+    "split_budget": Case(dp.split_budget, lambda: {"d_out": 1.0, "weights": [1, 3]}, lambda r: None),
+    "analysis.FiniteInteractiveMechanism": Case(
+        dp.analysis.FiniteInteractiveMechanism,
+        lambda: {
+            "table": {(): {"q": {0: (Fraction(3, 4), Fraction(1, 4)), 1: (Fraction(1, 4), Fraction(3, 4))}}}
+        },
+    ),
+    "analysis.randomized_response": Case(
+        dp.analysis.randomized_response, lambda: {"exp_epsilon": 3, "delta": 0.1}
+    ),
+    "analysis.adversary_count": Case(
+        dp.analysis.adversary_count, lambda: {"mechanism": randomized_response(3)}, _numbers
+    ),
+    "analysis.deterministic_adversaries": Case(
+        lambda mechanism: list(dp.analysis.deterministic_adversaries(mechanism)),
+        lambda: {"mechanism": randomized_response(3)},
+        covers=dp.analysis.deterministic_adversaries,
+    ),
+    "analysis.concurrent_composition": Case(
+        dp.analysis.concurrent_composition,
+        lambda: {"first": randomized_response(3), "second": randomized_response(2)},
+    ),
+    "analysis.compare_concurrent": Case(
+        dp.analysis.compare_concurrent,
+        lambda: {
+            "first": randomized_response(3),
+            "second": randomized_response(2),
+            "delta1": 0,
+            "delta2": 0.1,
+        },
+    ),
+    "analysis.exp_privacy_loss": Case(
+        dp.analysis.exp_privacy_loss,
+        lambda: {"mechanism": randomized_response(3), "delta": 0.1, "method": "best-response"},
+    ),
+    "analysis.privacy_loss": Case(
+        dp.analysis.privacy_loss,
+        lambda: {"mechanism": randomized_response(3), "delta": 0.1, "method": "best-response"},
+    ),
+    "analysis.tightest_exp_epsilon": Case(
+        dp.analysis.tightest_exp_epsilon,
+        lambda: {"p": [Fraction(3, 4), Fraction(1, 4)], "q": [Fraction(1, 4), Fraction(3, 4)], "delta": 0},
+    ),
+    "analysis.rr_simulator": Case(
+        dp.analysis.rr_simulator, lambda: {"mechanism": randomized_response(3), "exp_epsilon": 3}
+    ),
+    "analysis.lp_simulation": Case(
+        dp.analysis.lp_simulation,
+        lambda: {"mechanism": randomized_response(3), "epsilon": 1.2, "delta": 0.01},
+    ),
+    "analysis.two_round_mechanism": Case(
+        dp.analysis.two_round_mechanism, lambda: {"p": [0.5] * 5, "p_prime": [0.5, 0.5, 0.5, 0.5, 0.25]}
+    ),
+    "analysis.audit": Case(
+        dp.analysis.audit,
+        lambda: {
+            "measurement": lambda x: x,
+            "x0": 0,
+            "x1": 1,
+            "epsilon": 1.0,
+            "delta": 0.0,
+            "trials": 40,
+            "confidence": 0.95,
+            "seed": 0,
+        },
+    ),
+    "analysis.clopper_pearson": Case(
+        dp.analysis.clopper_pearson, lambda: {"k": 5, "n": 10, "alpha": 0.05}, _numbers
+    ),
+    # --- accounting ---------------------------------------------------------------------------------
+    "accounting.basic": Case(
+        dp.accounting.basic, lambda: {"epsilons": [0.5, 0.25], "deltas": None}, _numbers
+    ),
+    "accounting.advanced": Case(
+        dp.accounting.advanced,
+        lambda: {"epsilons": [0.1] * 10, "deltas": [1e-7] * 10, "delta_slack": 1e-6},
+        _numbers,
+    ),
+    "accounting.advanced_drv": Case(
+        dp.accounting.advanced_drv,
+        lambda: {"epsilons": [0.1] * 10, "deltas": None, "delta_slack": 1e-6},
+        _numbers,
+    ),
+    "accounting.advanced_kov": Case(
+        dp.accounting.advanced_kov,
+        lambda: {"epsilons": [0.1] * 10, "deltas": [1e-7] * 10, "delta_slack": 1e-6},
+        _numbers,
+    ),
+    "accounting.group": Case(dp.accounting.group, lambda: {"epsilon": 1.0, "delta": 1e-6, "k": 2}, _numbers),
+    "accounting.group_zcdp": Case(dp.accounting.group_zcdp, lambda: {"rho": 0.5, "k": 2}, _numbers),
+    "accounting.concurrent_vadhan_wang": Case(
+        dp.accounting.concurrent_vadhan_wang,
+        lambda: {"epsilons": [1.0, 0.5], "deltas": [1e-6, 1e-6]},
+        lambda r: _finite_value(r[:2]),
+    ),
+    "accounting.decimal": Case(dp.accounting.decimal, lambda: {"x": 0.1, "name": "x"}, _numbers),
+    "accounting.exact": Case(dp.accounting.exact, lambda: {"x": 0.1, "name": "x"}, _numbers),
+    "accounting.float_up": Case(dp.accounting.float_up, lambda: {"q": Fraction(1, 3)}, _not_nan),
+    "accounting.float_down": Case(dp.accounting.float_down, lambda: {"q": Fraction(1, 3)}, _not_nan),
+    "accounting.gaussian_delta": Case(
+        dp.accounting.gaussian_delta, lambda: {"mu_sq": 1, "epsilon": 1.0}, _numbers
+    ),
+    "accounting.gaussian_profile": Case(
+        dp.accounting.gaussian_profile, lambda: {"sensitivity": 1.0, "sigma": 20.0}, _profile_eval
+    ),
+    "accounting.optimal_delta": Case(
+        dp.accounting.optimal_delta,
+        lambda: {"epsilons": [0.1] * 10, "deltas": None, "epsilon": 0.5, "tolerance": 1e-9},
+        _numbers,
+    ),
+    "accounting.optimal_delta_bounds": Case(
+        dp.accounting.optimal_delta_bounds,
+        lambda: {"epsilons": [0.1] * 10, "deltas": None, "epsilon": 0.5, "tolerance": 1e-9},
+        _numbers,
+    ),
+    "accounting.optimal_epsilon": Case(
+        dp.accounting.optimal_epsilon,
+        lambda: {"epsilons": [0.1] * 10, "deltas": [1e-8] * 10, "delta": 1e-6, "tolerance": 1e-9},
+        _numbers,
+    ),
+    "accounting.optimal_epsilon_bounds": Case(
+        dp.accounting.optimal_epsilon_bounds,
+        lambda: {"epsilons": [0.1] * 10, "deltas": None, "delta": 1e-6, "tolerance": 1e-9},
+        _numbers,
+    ),
+    "accounting.pure_to_zcdp": Case(dp.accounting.pure_to_zcdp, lambda: {"epsilon": 0.5}, _numbers),
+    "accounting.renyi_to_approx": Case(
+        dp.accounting.renyi_to_approx,
+        lambda: {"alphas": [2, 8, 32], "epsilons": [1.0, 4.0, 16.0], "delta": 1e-6},
+        _numbers,
+    ),
+    "accounting.rruv_filter_epsilon": Case(
+        dp.accounting.rruv_filter_epsilon,
+        lambda: {"epsilons": [0.1] * 10, "epsilon_g": 3.0, "delta_g": 1e-6},
+        _numbers,
+    ),
+    "accounting.whitehouse_filter_epsilon": Case(
+        dp.accounting.whitehouse_filter_epsilon,
+        lambda: {"epsilons": [0.1] * 10, "delta_slack": 1e-6},
+        _numbers,
+    ),
+    "accounting.zcdp_budget": Case(
+        dp.accounting.zcdp_budget, lambda: {"epsilon": 1.0, "delta": 1e-6}, _numbers
+    ),
+    "accounting.zcdp_compose": Case(dp.accounting.zcdp_compose, lambda: {"rhos": [0.125, 0.25]}, _numbers),
+    "accounting.zcdp_delta": Case(dp.accounting.zcdp_delta, lambda: {"rho": 0.5, "epsilon": 5.0}, _numbers),
+    "accounting.zcdp_to_approx": Case(
+        dp.accounting.zcdp_to_approx, lambda: {"rho": 0.5, "delta": 1e-6}, _numbers
+    ),
+    "accounting.BasicFilter": Case(dp.accounting.BasicFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule),
+    "accounting.ZCDPFilter": Case(dp.accounting.ZCDPFilter, lambda: {"rho": 0.5}, _rule),
+    "accounting.ZCDPApproxFilter": Case(
+        dp.accounting.ZCDPApproxFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule
+    ),
+    "accounting.RRUVFilter": Case(dp.accounting.RRUVFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule),
+    "accounting.WhitehouseFilter": Case(
+        dp.accounting.WhitehouseFilter, lambda: {"epsilon": 2.0, "delta": 2e-6, "delta_slack": 1e-6}, _rule
+    ),
+    "accounting.RenyiFilter": Case(
+        dp.accounting.RenyiFilter, lambda: {"orders": (2, 8), "budgets": (1.0, 2.0)}, _rule
+    ),
+    "accounting.PrivacyProfile.pure": Case(PrivacyProfile.pure, lambda: {"epsilon": 0.5}, _profile_eval),
+    "accounting.PrivacyProfile.approx": Case(
+        PrivacyProfile.approx, lambda: {"epsilon": 0.5, "delta": 1e-6}, _profile_eval
+    ),
+    "accounting.PrivacyProfile.zcdp": Case(PrivacyProfile.zcdp, lambda: {"rho": 0.5}, _profile_eval),
+    "accounting.PrivacyProfile.compose": Case(
+        PrivacyProfile.compose, lambda: {"profiles": [PrivacyProfile.pure(0.5)] * 2}, _profile_eval
+    ),
+    "accounting.PrivacyProfile.delta": Case(
+        lambda epsilon: PrivacyProfile.compose([PrivacyProfile.pure(0.5)] * 3).delta(epsilon),
+        lambda: {"epsilon": 1.0},
+        _numbers,
+    ),
+    "accounting.PrivacyProfile.epsilon": Case(
+        lambda delta: PrivacyProfile.compose([PrivacyProfile.pure(0.5)] * 3).epsilon(delta),
+        lambda: {"delta": 1e-6},
+        _numbers,
+    ),
+}
+
+#: Public names that are not constructors or functions taking user numbers (with the reason).
+NOT_CALLED = {
+    "Domain": "abstract base",
+    "Measurement": "raw parts are refused; users build one with make_user_measurement (covered)",
+    "Transformation": "raw parts are refused; users build one with make_user_transformation (covered)",
+    "Metric": "abstract base (validate is covered by Metric.validate)",
+    "Measure": "abstract base (parse is covered by Measure.parse)",
+    "SymmetricDistance": "no parameters",
+    "ChangeOneDistance": "no parameters",
+    "DiscreteDistance": "no parameters",
+    "AbsoluteDistance": "no parameters",
+    "L1Distance": "no parameters",
+    "L2Distance": "no parameters",
+    "PartitionDistance": "no parameters",
+    "PureDP": "no parameters",
+    "ApproxDP": "no parameters",
+    "ZCDP": "no parameters",
+    "RenyiDP": "no parameters",
+    "ProfileDP": "no parameters",
+    "DPError": "exception class",
+    "InvalidParameter": "exception class",
+    "DomainMismatch": "exception class",
+    "BudgetExceeded": "exception class",
+    "SequentialityError": "exception class",
+    "UnsupportedComposition": "exception class",
+    "LedgerError": "exception class",
+    "LedgerLocked": "exception class",
+    "FilterRule": "abstract base",
+    "PrivacyProfile": "record; its constructors (pure, approx, zcdp, compose) are covered",
+    "Number": "type alias",
+    "RR_OUTPUTS": "constant",
+    "AuditResult": "result record (built by audit)",
+    "ConcurrentComparison": "result record (built by compare_concurrent)",
+    "Explanation": "result record (built by explain)",
+    "ExplanationRow": "result record (built by explain)",
+    "LPSimulation": "result record (built by lp_simulation)",
+    "RRSimulation": "result record (built by rr_simulator)",
+    "__version__": "constant",
+}
+
+#: Aliases: the same object exported under several namespaces is registered once.
+_NAMESPACES = {
+    "": dp,
+    "m.": dp.m,
+    "t.": dp.t,
+    "accounting.": dp.accounting,
+    "analysis.": dp.analysis,
+    "combinators.": dp.combinators,
+}
+
+#: Escapes in files owned by others, found by the sweep: ``(case, parameter) -> (a value that still
+#: escapes or gets a DPError not naming the parameter, the file to fix)``. The property tests tolerate
+#: any problem of these (case, parameter) pairs; test_known_escapes_are_still_escapes fails as soon as
+#: one is fixed, so the entry is removed and the pair is checked in full again.
+KNOWN_ESCAPES: dict[tuple[str, str], tuple[Any, str]] = {
+    ("AtomDomain", "bounds"): (math.nan, "core/_domains.py: TypeError (len of a non-pair)"),
+    ("AtomDomain", "nan"): (np.array([]), "core/_domains.py: ValueError (truth value of an array)"),
+    ("CategoricalDomain", "categories"): (math.nan, "core/_domains.py: TypeError (not iterable)"),
+    ("CategoricalDomain", "categories[0]"): (np.array([]), "core/_domains.py: TypeError (unhashable)"),
+    ("Queryable", "name"): (np.array([]), "core/_queryable.py: ValueError (truth value of an array)"),
+    ("RenyiCurve", "curve"): (math.nan, "core/_measures.py RenyiCurve: TypeError when called (not callable)"),
+    ("make_user_measurement", "input_domain"): (math.nan, "core/_measurement.py: message lacks input_domain"),
+    ("make_user_measurement", "input_metric"): (math.nan, "core/_measurement.py: message lacks input_metric"),
+    ("make_user_measurement", "output_measure"): (math.nan, "core/_measurement.py: message lacks the name"),
+    ("make_user_transformation", "input_domain"): (math.nan, "core/_measurement.py: message lacks the name"),
+    ("make_user_transformation", "input_metric"): (math.nan, "core/_measurement.py: message lacks the name"),
+    ("make_user_transformation", "output_domain"): (math.nan, "core/_measurement.py: message lacks the name"),
+    ("make_user_transformation", "output_metric"): (math.nan, "core/_measurement.py: message lacks the name"),
+    ("analysis.rr_simulator", "exp_epsilon"): (1, "analysis/_rr.py: refusal does not name exp_epsilon"),
+    ("analysis.rr_simulator", "mechanism"): (math.nan, "analysis/_rr.py: AttributeError"),
+    ("binary_search_param", "bounds[0]"): (
+        -1e308,
+        "analysis/_planning.py: struct.error (argument out of range)",
+    ),
+    ("binary_search_param", "d_in"): (1e308, "analysis/_planning.py: refusal does not name d_in"),
+    ("split_budget", "weights"): (math.nan, "analysis/_planning.py: TypeError (not iterable)"),
+    ("explain", "measurement"): (math.nan, "analysis/_explain.py: AttributeError"),
+    ("m.make_laplace", "input_metric"): (math.nan, "measurements/_laplace.py: message lacks input_metric"),
+    ("m.make_gaussian", "input_metric"): (math.nan, "measurements/_gaussian.py: message lacks input_metric"),
+    ("m.make_discrete_laplace", "input_metric"): (math.nan, "measurements/_discrete.py: message"),
+    ("m.make_discrete_gaussian", "input_metric"): (math.nan, "measurements/_discrete.py: message"),
+    ("m.make_randomized_response", "epsilon"): (1e308, "measurements/_randomized_response.py: Overflow"),
+    ("m.make_randomized_response", "input_domain"): (math.nan, "measurements/_randomized_response.py"),
+    ("m.make_randomized_response", "input_metric"): (math.nan, "measurements/_randomized_response.py"),
+    ("m.make_randomized_response_approx", "epsilon"): (1e308, "measurements/_randomized_response.py"),
+    ("m.make_randomized_response_approx", "input_domain"): (math.nan, "measurements/_randomized_response.py"),
+    ("m.make_randomized_response_approx", "input_metric"): (math.nan, "measurements/_randomized_response.py"),
+    ("make_odometer", "input_metric"): (
+        math.nan,
+        "combinators/_filter.py check_accountant_args: AttributeError",
+    ),
+    ("make_privacy_filter", "input_metric"): (math.nan, "combinators/_filter.py: AttributeError"),
+    ("make_privacy_filter", "rule"): (math.nan, "combinators/_filter.py: AttributeError (rule not a str)"),
+    ("make_privacy_filter[approx]", "input_metric"): (math.nan, "combinators/_filter.py: AttributeError"),
+    ("make_privacy_filter[approx]", "rule"): (math.nan, "combinators/_filter.py: AttributeError"),
+    ("make_parallel", "measurements"): (math.nan, "combinators/_parallel.py: TypeError (not iterable)"),
+    ("make_parallel", "measurements[0]"): (math.nan, "combinators/_parallel.py: AttributeError"),
+}
+
+
+def _registered_objects() -> set[int]:
+    ids = set()
+    for case in CASES.values():
+        ids.add(id(case.func))
+        ids.add(id(case.covers))
+        inner = getattr(case.func, "__func__", None)
+        if inner is not None:
+            ids.add(id(inner))
+    return ids
+
+
+def _fuzzed_params() -> Iterator[tuple[str, str]]:
+    """Every (case, parameter); a list-valued parameter also as ``param[0]`` (its first element)."""
+    for name, case in CASES.items():
+        for param, value in case.base().items():
+            if param in case.skip_params:
+                continue
+            yield name, param
+            if isinstance(value, (list, tuple)) and value and param != case.star:
+                yield name, f"{param}[0]"
+
+
+PARAMS = sorted(_fuzzed_params())
+
+
+def _names_param(message: str, param: str) -> bool:
+    return param in message
+
+
+def _problem(name: str, param: str, value: Any) -> str | None:
+    """Run one bad-input call; describe what went wrong (a raw exception, or a DPError that does not
+    name the parameter), or return None if the outcome is acceptable."""
+    case = CASES[name]
+    kwargs = case.base()
+    param_was_element = param.endswith("[0]")
+    if param_was_element:
+        base_name = param[:-3]
+        rest = list(kwargs[base_name])[1:]
+        kwargs[base_name] = type(kwargs[base_name])([value, *rest])
+        param = base_name  # a message naming the parameter (or the element) is enough
+    else:
+        kwargs[param] = value
+    call = f"{name}({param}={_describe(value)})"
+    try:
+        result = case.call(kwargs, single_star=param == case.star and not param_was_element)
+    except dp.DPError as exc:
+        if _names_param(str(exc), param):
+            return None
+        return f"{call} raised {type(exc).__name__} without naming {param!r}: {exc}"
+    except Exception as exc:  # this is what the test looks for
+        return f"{call} escaped as a raw {type(exc).__name__}: {exc}"
+    if case.evaluate is not None:
+        try:
+            case.evaluate(result)
+        except dp.DPError:
+            pass  # a map may refuse a distance it makes no claim at; it must not crash
+        except Exception as exc:
+            return f"{call} was accepted, but using the result raised a raw {type(exc).__name__}: {exc}"
+    return None
+
+
+def _assert_no_escape(name: str, param: str, value: Any) -> None:
+    problem = _problem(name, param, value)
+    if problem is not None and (name, param) not in KNOWN_ESCAPES:
+        raise AssertionError(problem)
+
+
+# --- the tests ----------------------------------------------------------------------------------------
+
+
+def test_registry_covers_every_public_callable() -> None:
+    known = _registered_objects()
+    missing = []
+    for prefix, module in _NAMESPACES.items():
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if inspect.ismodule(obj) or attr in NOT_CALLED or not callable(obj):
+                continue
+            if id(obj) in known:
+                continue
+            missing.append(prefix + attr)
+    assert not missing, f"public callables without a bad-input case in tests/test_bad_inputs.py: {missing}"
+
+
+def test_registry_covers_every_parameter() -> None:
+    """A new parameter of a registered public callable must be given a valid base value here."""
+    for name, case in CASES.items():
+        if name.split(".")[-1] in ("validate", "parse", "map", "check", "delta", "epsilon") or "[" in name:
+            continue
+        func = case.func if case.covers is None else case.covers
+        params = [p for p in inspect.signature(func).parameters.values() if p.name not in ("self", "cls")]
+        given_names = set(case.base())
+        for p in params:
+            assert p.name in given_names, f"{name}: parameter {p.name!r} has no base value in the registry"
+
+
+def test_base_arguments_are_valid() -> None:
+    for case in CASES.values():
+        result = case.call(case.base())
+        if case.evaluate is not None:
+            case.evaluate(result)
+
+
+@pytest.mark.parametrize(("name", "param"), PARAMS)
+@settings(max_examples=12, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(value=st.sampled_from(BAD_VALUES))
+def test_bad_value_gets_a_dp_error(name: str, param: str, value: Any) -> None:
+    _assert_no_escape(name, param, value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "param"), PARAMS)
+def test_every_bad_value_gets_a_dp_error(name: str, param: str) -> None:
+    for value in BAD_VALUES:
+        _assert_no_escape(name, param, value)
+
+
+@pytest.mark.parametrize(("name", "param"), sorted(KNOWN_ESCAPES))
+def test_known_escapes_are_still_escapes(name: str, param: str) -> None:
+    value, owner = KNOWN_ESCAPES[(name, param)]
+    assert _problem(name, param, value) is not None, (
+        f"{name}({param}={_describe(value)}) is fixed ({owner}): remove its entry from KNOWN_ESCAPES in "
+        "tests/test_bad_inputs.py, so that every bad value of this parameter is checked again"
+    )
