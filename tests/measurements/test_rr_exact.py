@@ -265,13 +265,12 @@ BAD = [
     False,
     "1",
     None,
-    Decimal("1"),
+    Decimal("NaN"),
     np.float64("nan"),
     np.float32("inf"),
     np.bool_(True),
     complex(1, 0),
     [1.0],
-    np.array(1.0),
     np.array([1.0, 2.0]),
     Fraction(-1, 3),
 ]
@@ -304,10 +303,8 @@ GOOD: list[Any] = [
     np.int64(2),
     np.uint8(1),
     Fraction(1, 3),
-    10**400,
-    Fraction(10**400, 3),
-    10**5000,  # too long for repr()
-    Fraction(1, 10**5000),
+    Decimal("1"),
+    np.array(1.0),  # a 0-d array is read as the scalar it holds
     709.79,
     709.8,
     1000,
@@ -320,6 +317,14 @@ def _id(x: object) -> str:
         return repr(x)[:24]
     except ValueError:  # an int too long for repr
         return f"{type(x).__name__}-huge"
+
+
+@pytest.mark.parametrize("eps", [10**400, Fraction(10**400, 3), 10**5000, Fraction(1, 10**5000)], ids=_id)
+def test_epsilons_beyond_the_readers_range_are_refused(eps: Any) -> None:
+    """The one number reader refuses magnitudes beyond the double range and denominators beyond 2**10000
+    (docs/concepts.md, rule 0) with a message naming the parameter — never a raw error."""
+    with pytest.raises(dp.InvalidParameter, match="epsilon"):
+        dp.m.make_randomized_response(dp.CategoricalDomain([0, 1, 2]), DISC, epsilon=eps)
 
 
 @pytest.mark.parametrize("eps", GOOD, ids=_id)
