@@ -247,6 +247,14 @@ def _not_nan(result: Any) -> None:
     assert isinstance(result, float) and not math.isnan(result), result  # ±inf is the answer for ±inf
 
 
+def _text(result: Any) -> None:
+    assert isinstance(result, str) and result, result
+
+
+def _texts(result: Any) -> None:
+    assert isinstance(result, tuple) and all(isinstance(t, str) and t for t in result), result
+
+
 def _rule(result: Any) -> None:
     state = result.start()
     result.describe()
@@ -653,6 +661,15 @@ CASES: dict[str, Case] = {
     "accounting.exact": Case(dp.accounting.exact, lambda: {"x": 0.1, "name": "x"}, _numbers),
     "accounting.float_up": Case(dp.accounting.float_up, lambda: {"q": Fraction(1, 3)}, _not_nan),
     "accounting.float_down": Case(dp.accounting.float_down, lambda: {"q": Fraction(1, 3)}, _not_nan),
+    "accounting.format_up": Case(dp.accounting.format_up, lambda: {"q": Fraction(1, 3), "digits": 6}, _text),
+    "accounting.format_down": Case(
+        dp.accounting.format_down, lambda: {"q": Fraction(1, 3), "digits": 6}, _text
+    ),
+    "accounting.format_excess": Case(
+        dp.accounting.format_excess,
+        lambda: {"larger": Fraction(2), "limit": Fraction(1), "digits": 6},
+        _texts,
+    ),
     "accounting.gaussian_delta": Case(
         dp.accounting.gaussian_delta, lambda: {"mu_sq": 1, "epsilon": 1.0}, _numbers
     ),
@@ -790,10 +807,10 @@ _NAMESPACES = {
 #: any problem of these (case, parameter) pairs; test_known_escapes_are_still_escapes fails as soon as
 #: one is fixed, so the entry is removed and the pair is checked in full again.
 KNOWN_ESCAPES: dict[tuple[str, str], tuple[Any, str]] = {
+    ("accounting.format_excess", "larger"): (True, "accounting/_display.py: message names q, not larger"),
+    ("accounting.format_excess", "limit"): (True, "accounting/_display.py: message names q, not limit"),
     ("AtomDomain", "bounds"): (math.nan, "core/_domains.py: TypeError (len of a non-pair)"),
     ("AtomDomain", "nan"): (np.array([]), "core/_domains.py: ValueError (truth value of an array)"),
-    ("CategoricalDomain", "categories"): (math.nan, "core/_domains.py: TypeError (not iterable)"),
-    ("CategoricalDomain", "categories[0]"): (np.array([]), "core/_domains.py: TypeError (unhashable)"),
     ("Queryable", "name"): (np.array([]), "core/_queryable.py: ValueError (truth value of an array)"),
     ("RenyiCurve", "curve"): (math.nan, "core/_measures.py RenyiCurve: TypeError when called (not callable)"),
     ("make_user_measurement", "input_domain"): (math.nan, "core/_measurement.py: message lacks input_domain"),
@@ -816,10 +833,8 @@ KNOWN_ESCAPES: dict[tuple[str, str], tuple[Any, str]] = {
     ("m.make_gaussian", "input_metric"): (math.nan, "measurements/_gaussian.py: message lacks input_metric"),
     ("m.make_discrete_laplace", "input_metric"): (math.nan, "measurements/_discrete.py: message"),
     ("m.make_discrete_gaussian", "input_metric"): (math.nan, "measurements/_discrete.py: message"),
-    ("m.make_randomized_response", "epsilon"): (1e308, "measurements/_randomized_response.py: Overflow"),
     ("m.make_randomized_response", "input_domain"): (math.nan, "measurements/_randomized_response.py"),
     ("m.make_randomized_response", "input_metric"): (math.nan, "measurements/_randomized_response.py"),
-    ("m.make_randomized_response_approx", "epsilon"): (1e308, "measurements/_randomized_response.py"),
     ("m.make_randomized_response_approx", "input_domain"): (math.nan, "measurements/_randomized_response.py"),
     ("m.make_randomized_response_approx", "input_metric"): (math.nan, "measurements/_randomized_response.py"),
     ("make_odometer", "input_metric"): (
