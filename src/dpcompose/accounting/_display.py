@@ -101,10 +101,10 @@ def format_excess(
         >>> format_excess(2, 1)
         ('2', '1')
     """
-    a, b = _as_fraction(larger), _as_fraction(limit)
+    a, b = _as_fraction(larger, "larger"), _as_fraction(limit, "limit")
     _check_digits(digits)
     if not isinstance(a, Fraction) or not isinstance(b, Fraction) or a <= b:
-        return _format(larger, digits, up=True), _format(limit, digits, up=True)
+        return _format(larger, digits, up=True, name="larger"), _format(limit, digits, up=True, name="limit")
     for d in range(digits, _EXCESS_MAX_DIGITS + 1):
         shown_a, shown_b = _format(a, d, up=False), _format(b, d, up=True)
         if Fraction(shown_a) > Fraction(shown_b):
@@ -117,12 +117,12 @@ def _check_digits(digits: object) -> None:
         raise InvalidParameter(f"digits={digits!r} must be a positive integer")
 
 
-def _as_fraction(q: object) -> Fraction | str:
+def _as_fraction(q: object, name: str = "q") -> Fraction | str:
     """The exact value of ``q`` (any real number type, numpy's included), or the text of a NaN or ±inf."""
     if isinstance(q, Fraction):
         return q
     if isinstance(q, bool) or not isinstance(q, numbers.Real | Decimal):
-        raise InvalidParameter(f"q={q!r} must be a real number (int, float or Fraction)")
+        raise InvalidParameter(f"{name}={q!r} must be a real number (int, float or Fraction)")
     if isinstance(q, numbers.Integral):
         return Fraction(int(q))
     try:
@@ -133,13 +133,13 @@ def _as_fraction(q: object) -> Fraction | str:
     except (ValueError, AttributeError):
         if isinstance(q, Decimal) or math.isnan(float(q)):
             return "nan"
-        raise InvalidParameter(f"q={q!r} must be a real number (int, float or Fraction)") from None
+        raise InvalidParameter(f"{name}={q!r} must be a real number (int, float or Fraction)") from None
     return Fraction(num, den)
 
 
-def _format(q: object, digits: int, *, up: bool) -> str:
+def _format(q: object, digits: int, *, up: bool, name: str = "q") -> str:
     _check_digits(digits)
-    x = _as_fraction(q)
+    x = _as_fraction(q, name)
     if isinstance(x, str):
         return x
     if x == 0:

@@ -87,6 +87,8 @@ def explain(
           count               non-interactive  metric   1     d_out=1  Dwork–Roth 2014 §3.3
           laplace(scale=2.0)  non-interactive  PureDP   1     ε=0.5    Dwork–McSherry–Nissim–Smith 2006
     """
+    if not isinstance(measurement, (Measurement, Transformation)):
+        raise InvalidParameter(f"measurement={measurement!r} must be a Measurement or a Transformation")
     rows: list[ExplanationRow] = []
     _walk(measurement, measurement.input_metric.validate(d_in), 0, rows)
     return Explanation(tuple(rows))

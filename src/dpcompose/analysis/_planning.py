@@ -25,8 +25,9 @@ def _float_to_key(x: float) -> int:
 
 
 def _key_to_float(k: int) -> float:
+    """The inverse of :func:`_float_to_key` (a negative key sets the sign bit: an unsigned pattern)."""
     bits = k if k >= 0 else (-k) | (1 << 63)
-    (x,) = struct.unpack("<d", struct.pack("<q", bits))
+    (x,) = struct.unpack("<d", struct.pack("<Q", bits))
     return float(x)
 
 
@@ -112,8 +113,9 @@ def binary_search_param(
     if lo_ok == hi_ok:
         detail = f" (the first error: {errors[0]})" if errors else ""
         raise InvalidParameter(
-            f"bounds={bounds!r}: the check {'passes' if lo_ok else 'fails'} at both ends, so there is no "
-            f"boundary to find in them; widen the bounds or relax d_out={d_out!r}{detail}"
+            f"bounds={bounds!r}: the check of d_in={d_in!r} against d_out={d_out!r} "
+            f"{'passes' if lo_ok else 'fails'} at both ends, so there is no boundary to find in them; "
+            f"widen the bounds or change d_in or d_out{detail}"
         )
     increasing = hi_ok  # True: larger params pass; find the smallest passing one
     to_key: Callable[[Any], int] = int if integer else _float_to_key
@@ -143,11 +145,17 @@ def split_budget(d_out: Any, weights: Sequence[float | int | Fraction]) -> list[
         >>> split_budget((1.0, 1e-6), [1, 3])
         [(Fraction(1, 4), Fraction(1, 4000000)), (Fraction(3, 4), Fraction(3, 4000000))]
     """
+    if (
+        isinstance(weights, (str, bytes))
+        or not isinstance(weights, (Sequence, np.ndarray))
+        or (isinstance(weights, np.ndarray) and weights.ndim != 1)
+    ):
+        raise InvalidParameter(f"weights={weights!r} must be a sequence of non-negative numbers")
     check_nonempty(list(weights), "weights")
     ws = []
-    for w in weights:
-        check_finite_nonnegative(w, "weights")
-        ws.append(decimal(w, "weights"))
+    for i, w in enumerate(weights):
+        check_finite_nonnegative(w, f"weights[{i}]")
+        ws.append(decimal(w, f"weights[{i}]"))
     total = sum(ws, Fraction(0))
     if total == 0:
         raise InvalidParameter(f"weights={list(weights)!r} must not all be zero")

@@ -54,6 +54,7 @@ from dpcompose.accounting._exact import Number, exact, log_up
 from dpcompose.analysis._finite import (
     FiniteInteractiveMechanism,
     History,
+    check_mechanism,
     deterministic_adversaries,
 )
 from dpcompose.errors import InvalidParameter
@@ -119,16 +120,16 @@ def rr_simulator(mechanism: FiniteInteractiveMechanism, exp_epsilon: Number) -> 
         ...
         dpcompose.errors.InvalidParameter: mechanism is not ln(2)-DP: transcript ... has probabilities ...
     """
+    m = check_mechanism(mechanism)
     t = exact(check_finite(exp_epsilon, "exp_epsilon"), "exp_epsilon")
     if t < 1:
         raise InvalidParameter(f"exp_epsilon={exp_epsilon!r} must be at least 1 (ε ≥ 0)")
-    m = mechanism
     for tau in m.transcripts():
         p0, p1 = m.transcript_probability(0, tau), m.transcript_probability(1, tau)
         if p0 > t * p1 or p1 > t * p0:
             raise InvalidParameter(
                 f"mechanism is not ln({t})-DP: transcript {tau!r} has probabilities {p0} under x0 and "
-                f"{p1} under x1, a ratio above e^ε = {t}"
+                f"{p1} under x1, a ratio above e^ε = exp_epsilon = {t}"
             )
 
     def big_q(c: int, p0: Fraction, p1: Fraction) -> Fraction:

@@ -8,6 +8,7 @@ from typing import Any
 
 from dpcompose.accounting._display import format_down
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
+from dpcompose.core._metrics import check_space
 from dpcompose.errors import BudgetExceeded, DomainMismatch, DPError, InvalidParameter
 
 __all__ = [
@@ -173,11 +174,7 @@ def _make_adaptive(
     sequential: bool,
 ) -> Measurement[Any, Any, Any, Any]:
     kind = "sequential" if sequential else "concurrent"
-    if not isinstance(input_domain, Domain):
-        raise DomainMismatch(f"input_domain={input_domain!r} must be a Domain")
-    if not isinstance(input_metric, Metric):
-        raise DomainMismatch(f"input_metric={input_metric!r} must be a Metric")
-    input_metric.check_domain(input_domain, "input_domain")
+    check_space(input_domain, input_metric)
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
     d_in_exact = input_metric.validate(d_in)

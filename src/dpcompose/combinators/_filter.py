@@ -54,6 +54,7 @@ from dpcompose.core import (
     RenyiCurve,
     RenyiDP,
 )
+from dpcompose.core._metrics import check_space
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
 
 __all__ = ["FilterQueryable", "make_privacy_filter"]
@@ -147,7 +148,7 @@ def check_accountant_args(
     input_domain: Domain, input_metric: Metric, output_measure: object, d_in: Any, ledger: object
 ) -> Any:
     """Validate the arguments a filter and an odometer share; returns ``d_in`` as the metric reads it."""
-    input_metric.check_domain(input_domain)
+    check_space(input_domain, input_metric)
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
     d_in_exact = input_metric.validate(d_in)
@@ -258,6 +259,8 @@ class _FilterAccountant(Accountant):
         self._lock = threading.Lock()
         self._fixed: FilterRule | None = None
         self._candidates: list[FilterRule] | None = None
+        if not isinstance(rule, (str, FilterRule)):
+            raise InvalidParameter(f"rule={rule!r} must be a rule name or a FilterRule")
         request = rule if isinstance(rule, str) else rule.describe()
         if isinstance(rule, RenyiFilter):
             if orders is not None and check_orders(orders) != rule.orders:
@@ -265,8 +268,6 @@ class _FilterAccountant(Accountant):
             self._fixed = self._check_rule_object(rule)
         elif isinstance(rule, FilterRule):
             self._fixed = self._check_rule_object(rule)
-        elif not isinstance(rule, str):
-            raise InvalidParameter(f"rule={rule!r} must be a rule name or a FilterRule")
         elif isinstance(measure, PureDP):
             if rule not in ("auto", "basic"):
                 raise InvalidParameter(f"rule={rule!r}: a PureDP filter has the rule 'basic' (or 'auto')")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from dpcompose.core import (
     ZCDP,
@@ -130,7 +132,16 @@ def make_parallel(
         )
     out_domain = partition.output_domain
     assert isinstance(out_domain, VectorDomain)
+    if (
+        isinstance(measurements, (str, bytes, Mapping))
+        or not isinstance(measurements, Iterable)
+        or (isinstance(measurements, np.ndarray) and measurements.ndim != 1)
+    ):
+        raise InvalidParameter(f"measurements={measurements!r} must be a sequence of Measurements")
     children = tuple(measurements)
+    for i, child in enumerate(children):
+        if not isinstance(child, Measurement):
+            raise InvalidParameter(f"measurements[{i}]={child!r} must be a Measurement")
     if len(children) != out_domain.size:
         raise InvalidParameter(
             f"the partition has {out_domain.size} parts but {len(children)} measurements were given"

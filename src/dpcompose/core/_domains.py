@@ -64,7 +64,8 @@ class AtomDomain(Domain):
     on the exact value. Use ``AtomDomain(int)`` for such integers.
 
     Raises:
-        InvalidParameter: bounds on a non-numeric carrier, ``lo > hi``, non-finite bounds.
+        InvalidParameter: bounds that are not a pair of finite numbers ``lo <= hi``, or on a non-numeric
+            carrier; ``nan`` not a bool.
 
     Examples:
         >>> AtomDomain(float, bounds=(0.0, 1.0)).member(0.5)
@@ -82,6 +83,9 @@ class AtomDomain(Domain):
     def __post_init__(self) -> None:
         if not isinstance(self.carrier, type):
             raise InvalidParameter(f"carrier={self.carrier!r} must be a type such as int or float")
+        if not isinstance(self.nan, (bool, np.bool_)):
+            raise InvalidParameter(f"nan={self.nan!r} must be a bool")
+        object.__setattr__(self, "nan", bool(self.nan))
         if self.nan and self.carrier is not float:
             raise InvalidParameter(
                 f"nan=True is only meaningful for float atoms, not {self.carrier.__name__}"
@@ -89,8 +93,12 @@ class AtomDomain(Domain):
         if self.bounds is not None:
             if self.carrier not in (int, float, Fraction):
                 raise InvalidParameter(f"bounds={self.bounds!r} need a numeric carrier, not {self.carrier!r}")
-            if len(self.bounds) != 2:
+            pair = isinstance(self.bounds, tuple | list) or (
+                isinstance(self.bounds, np.ndarray) and self.bounds.ndim == 1
+            )
+            if not pair or len(self.bounds) != 2:
                 raise InvalidParameter(f"bounds={self.bounds!r} must be a pair (lo, hi)")
+            object.__setattr__(self, "bounds", tuple(self.bounds))
             lo, hi = self.bounds
             for b in (lo, hi):
                 if (

@@ -31,7 +31,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
-from dpcompose.core._metrics import Metric
+from dpcompose.core._metrics import Metric, check_space
 from dpcompose.core._node import Node
 from dpcompose.errors import DomainMismatch, DPError, InvalidParameter
 
@@ -47,11 +47,13 @@ D3 = TypeVar("D3")
 
 
 def _check_pair(domain: Domain, metric: Metric, side: str) -> None:
-    if not isinstance(domain, Domain):
-        raise DomainMismatch(f"{side} domain {domain!r} is not a Domain")
-    if not isinstance(metric, Metric):
-        raise DomainMismatch(f"{side} metric {metric!r} is not a Metric")
-    metric.check_domain(domain)
+    """The ``{side}_domain``/``{side}_metric`` pair of a record, named as the parameters are."""
+    check_space(domain, metric, f"{side}_domain", f"{side}_metric")
+
+
+def _check_measure(measure: object) -> None:
+    if not isinstance(measure, Measure):
+        raise DomainMismatch(f"output_measure={measure!r} must be a Measure")
 
 
 def _check_origin(kind: str) -> None:
@@ -149,8 +151,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
     def __post_init__(self) -> None:
         _check_origin("measurement")
         _check_pair(self.input_domain, self.input_metric, "input")
-        if not isinstance(self.output_measure, Measure):
-            raise DomainMismatch(f"output measure {self.output_measure!r} is not a Measure")
+        _check_measure(self.output_measure)
         if not isinstance(self.interactive, bool):
             raise InvalidParameter(f"interactive={self.interactive!r} must be a bool")
 
@@ -263,8 +264,7 @@ def make_user_measurement(
     _check_trusted(trusted, "measurement")
     _check_callable(function, "function")
     _check_callable(privacy_map, "privacy_map")
-    if not isinstance(output_measure, Measure):
-        raise DomainMismatch(f"output measure {output_measure!r} is not a Measure")
+    _check_measure(output_measure)
     node = Node(str(name), source="user-written: trusted, not verified", verified=False)
     return Measurement(
         input_domain,
@@ -317,7 +317,7 @@ def make_user_transformation(
     _check_callable(function, "function")
     _check_callable(stability_map, "stability_map")
     if not isinstance(output_metric, Metric):
-        raise DomainMismatch(f"output metric {output_metric!r} is not a Metric")
+        raise DomainMismatch(f"output_metric={output_metric!r} must be a Metric")
     node = Node(str(name), source="user-written: trusted, not verified", verified=False)
     return Transformation(
         input_domain,

@@ -236,6 +236,10 @@ class RenyiCurve:
     curve: Callable[[Any], Fraction]
     label: str = "curve"
 
+    def __post_init__(self) -> None:
+        if not callable(self.curve):
+            raise InvalidParameter(f"curve={self.curve!r} must be a function of the order α")
+
     def __call__(self, alpha: float | Fraction) -> Fraction:
         if not alpha > 1:
             raise InvalidParameter(f"alpha={alpha!r} must be > 1")

@@ -34,6 +34,7 @@ __all__ = [
     "Metric",
     "PartitionDistance",
     "SymmetricDistance",
+    "check_space",
 ]
 
 
@@ -53,6 +54,27 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def check_space(
+    domain: object, metric: object, domain_name: str = "input_domain", metric_name: str = "input_metric"
+) -> None:
+    """The one check of a (domain, metric) pair a constructor receives: ``domain`` is a :class:`Domain`,
+    ``metric`` a :class:`Metric` that measures it; :class:`DomainMismatch` naming the parameter otherwise.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> check_space(dp.AtomDomain(int), dp.AbsoluteDistance())
+        >>> check_space(dp.AtomDomain(int), "abs")
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.DomainMismatch: input_metric='abs' must be a Metric
+    """
+    if not isinstance(domain, Domain):
+        raise DomainMismatch(f"{domain_name}={domain!r} must be a Domain")
+    if not isinstance(metric, Metric):
+        raise DomainMismatch(f"{metric_name}={metric!r} must be a Metric")
+    metric.check_domain(domain, domain_name)
 
 
 def _validate_count(d: object, name: str) -> int:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from dpcompose.errors import SequentialityError
+from dpcompose.errors import InvalidParameter, SequentialityError
 
 __all__ = ["Queryable"]
 
@@ -49,6 +49,8 @@ class Queryable(Generic[Q, A]):
         self._closed_reason: str | None = None
         self._guards: list[Callable[[Queryable[Q, A]], None]] = []
         self._queries = 0
+        if name is not None and not isinstance(name, str):
+            raise InvalidParameter(f"name={name!r} must be a str or None")
         self.name = name or type(self).__name__
 
     def __call__(self, query: Q) -> A:

@@ -75,7 +75,7 @@ def check_numeric_input(
     ``AbsoluteDistance`` or a ``VectorDomain`` of such atoms with ``vector_metric``."""
     if isinstance(domain, AtomDomain) and domain.carrier in carriers:
         if not isinstance(metric, AbsoluteDistance):
-            raise DomainMismatch(f"a scalar input needs AbsoluteDistance(), not {metric!r}")
+            raise DomainMismatch(f"input_metric={metric!r} must be AbsoluteDistance() for a scalar input")
         return False
     if (
         isinstance(domain, VectorDomain)
@@ -83,7 +83,9 @@ def check_numeric_input(
         and domain.element_domain.carrier in carriers
     ):
         if not isinstance(metric, vector_metric):
-            raise DomainMismatch(f"a vector input needs {vector_metric.__name__}(), not {metric!r}")
+            raise DomainMismatch(
+                f"input_metric={metric!r} must be {vector_metric.__name__}() for a vector input"
+            )
         return True
     names = "|".join(c.__name__ for c in carriers)
     raise DomainMismatch(f"input_domain={domain!r} must be AtomDomain({names}) or a VectorDomain of those")

@@ -32,6 +32,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._metrics import check_space
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import Grid, grid_sensitivity
 from dpcompose.measurements._laplace import make_laplace
@@ -46,7 +47,7 @@ def _check_dataset_input(input_domain: Domain, input_metric: Metric) -> None:
             f"input_metric={input_metric!r} must be SymmetricDistance() or ChangeOneDistance(): the privacy "
             "map at d_in = k uses group privacy along a path of k neighbouring datasets"
         )
-    input_metric.check_domain(input_domain)
+    check_space(input_domain, input_metric)
 
 
 def _sized_symmetric(input_domain: Domain, input_metric: Metric) -> bool:

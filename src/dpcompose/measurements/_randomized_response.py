@@ -66,9 +66,14 @@ def _param_text(x: object) -> str:
 
 def _check_rr_input(input_domain: Domain, input_metric: Metric) -> CategoricalDomain:
     if not isinstance(input_domain, CategoricalDomain):
-        raise DomainMismatch(f"randomized response needs a CategoricalDomain, not {input_domain!r}")
+        raise DomainMismatch(
+            f"input_domain={input_domain!r} must be a CategoricalDomain: randomized response releases "
+            "one of its categories"
+        )
     if not isinstance(input_metric, DiscreteDistance):
-        raise DomainMismatch(f"randomized response needs DiscreteDistance(), not {input_metric!r}")
+        raise DomainMismatch(
+            f"input_metric={input_metric!r} must be DiscreteDistance() for randomized response"
+        )
     return input_domain
 
 
