@@ -175,3 +175,65 @@ def test_filter_spent_is_rounded_up() -> None:
     queryable(lap)
     with pytest.raises(dp.BudgetExceeded, match=r"Spent: ε=2\.00001, δ=0 over 2 queries"):
         queryable(lap)
+
+
+# --- a filter rule's refusal shows numbers that make the refusal evident --------------------------------
+
+
+def _shown_excess(text: str) -> tuple[Fraction, Fraction]:
+    match = re.search(r"would be (\S+) > (?:\S+=)?([^\s)]+)", text)
+    assert match is not None, text
+    return Fraction(match.group(1)), Fraction(match.group(2))
+
+
+def _sqrt_above(q: Fraction) -> Fraction:
+    """A rational a little above √q (so that its square exceeds q by a relative 2e-12)."""
+    return Fraction(math.sqrt(float(q))) * (1 + Fraction(1, 10**12))
+
+
+def _least_refused(rule: dp.accounting.FilterRule) -> Fraction:
+    """About the least ε (to 2**-60) that ``rule`` refuses as a first query: the bound just over ε_g."""
+    lo, hi = Fraction(0), Fraction(4)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rule.admit(rule.start(), (mid, Fraction(0))) is not None else (lo, mid)
+    return hi
+
+
+def _near_limit_refusals() -> list[tuple[dp.accounting.FilterRule, tuple[Fraction, ...], str | None]]:
+    tiny = Fraction(1, 10**17)
+    zcdp_approx = dp.accounting.ZCDPApproxFilter(1.0, 1e-6)
+    whitehouse = dp.accounting.WhitehouseFilter(2.0, 2e-6, 1e-6)
+    rruv = dp.accounting.RRUVFilter(1.0, 1e-6)
+    return [
+        (dp.accounting.BasicFilter(1.0, 1e-6), (ONE_PLUS, Fraction(0)), "Σε would be 1.0000000006 > ε_g=1"),
+        (
+            dp.accounting.BasicFilter(1.0, 1e-6),
+            (Fraction(1, 2), Fraction(1, 10**6) + tiny),
+            "Σδ would be 1.00000000001e-06 > δ_g=1e-06",
+        ),
+        (dp.accounting.ZCDPFilter(0.5), (ONE_PLUS / 2, Fraction(0)), "Σρ would be 0.5000000003 > ρ_g=0.5"),
+        (zcdp_approx, (_sqrt_above(2 * zcdp_approx._rho), Fraction(0)), None),
+        (rruv, (Fraction(0), Fraction(1, 2 * 10**6) + tiny), "Σδ would be 5.0000000001e-07 > δ_g/2=5e-07"),
+        (rruv, (_least_refused(rruv), Fraction(0)), None),
+        (whitehouse, (_sqrt_above(whitehouse._vmax), Fraction(0)), None),
+        (
+            dp.accounting.RenyiFilter((2, 8), (1.0, 2.0)),
+            (ONE_PLUS, Fraction(1)),
+            "Σε(α) at α=2 would be 1.0000000006 > B(α)=1",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("rule", "cost", "expected"), _near_limit_refusals())
+def test_rule_refusals_show_the_excess(
+    rule: dp.accounting.FilterRule, cost: tuple[Fraction, ...], expected: str | None
+) -> None:
+    """Was: 'Σε would be 1 > ε_g=1' (rounded to nearest), a refusal its own numbers do not explain."""
+    state = rule.start()
+    assert rule.admit(state, cost) is None
+    text = rule.why_not(state, cost)
+    shown_total, shown_limit = _shown_excess(text)
+    assert shown_total > shown_limit, text
+    if expected is not None:
+        assert expected in text, text

@@ -43,6 +43,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from dpcompose.accounting._common import ZERO, as_sequence, nonnegative, probability
+from dpcompose.accounting._display import format_excess, format_up
 from dpcompose.accounting._exact import (
     Number,
     expm1_up,
@@ -240,10 +241,10 @@ class BasicFilter(FilterRule):
 
     def why_not(self, state: State, cost: Cost) -> str:
         return (
-            f"basic rule: Σε would be {_show(state[0] + cost[0])} > ε_g={_show(self.epsilon)} "
-            if state[0] + cost[0] > self.epsilon
-            else f"basic rule: Σδ would be {_show(state[1] + cost[1])} > δ_g={_show(self.delta)}"
-        ).strip()
+            "basic rule: Σε would be {} > ε_g={}".format(*_excess(state[0] + cost[0], self.epsilon))
+            if settle(state[0] + cost[0]) > self.epsilon
+            else "basic rule: Σδ would be {} > δ_g={}".format(*_excess(state[1] + cost[1], self.delta))
+        )
 
     def remaining(self, state: State) -> dict[str, Fraction]:
         return {"epsilon": max(ZERO, self.epsilon - state[0]), "delta": max(ZERO, self.delta - state[1])}
@@ -298,7 +299,7 @@ class ZCDPFilter(FilterRule):
     def why_not(self, state: State, cost: Cost) -> str:
         if cost[1] != 0:
             return "zcdp rule: a query with δ > 0 has no zCDP guarantee"
-        return f"zcdp rule: Σρ would be {_show(state[0] + cost[0])} > ρ_g={_show(self.rho)}"
+        return "zcdp rule: Σρ would be {} > ρ_g={}".format(*_excess(state[0] + cost[0], self.rho))
 
     def remaining(self, state: State) -> dict[str, Fraction]:
         return {"rho": max(ZERO, self.rho - state[0])}
@@ -370,7 +371,7 @@ class ZCDPApproxFilter(FilterRule):
         if cost[1] != 0:
             return "zcdp rule: a query with δ > 0 has no zCDP guarantee"
         r = state[0] + pure_to_zcdp(cost[0])
-        return f"zcdp rule: Σεᵢ²/2 would be {_show(r)} > ρ_g={_show(self._rho)}"
+        return "zcdp rule: Σεᵢ²/2 would be {} > ρ_g={}".format(*_excess(r, self._rho))
 
     def remaining(self, state: State) -> dict[str, Fraction]:
         return {"rho": max(ZERO, self._rho - state[0])}
@@ -435,7 +436,14 @@ def _text(q: Fraction) -> str:
     return f"0x{q.numerator:x}/0x{q.denominator:x}"
 
 
-def _show(q: Fraction) -> str:
+def _excess(total: Fraction, limit: Fraction) -> tuple[str, str]:
+    """A refused running sum (settled up, as :meth:`FilterRule.admit` compares it) and its limit, with
+    enough digits that the shown numbers themselves exceed one another (:func:`format_excess`)."""
+    return format_excess(settle(total), limit)
+
+
+def _order(q: Fraction) -> str:
+    """A Rényi order α as a short label (an order is not a privacy quantity: nothing to round safely)."""
     if q.denominator == 1:
         return str(q.numerator)
     return f"{float(q):.6g}"
@@ -529,13 +537,14 @@ class RRUVFilter(FilterRule):
 
     def why_not(self, state: State, cost: Cost) -> str:
         if state[2] + cost[1] > self.delta / 2:
-            return f"rruv rule: Σδ would be {_show(state[2] + cost[1])} > δ_g/2={_show(self.delta / 2)}"
+            shown = _excess(state[2] + cost[1], self.delta / 2)
+            return "rruv rule: Σδ would be {} > δ_g/2={}".format(*shown)
         s = state[0] + cost[0] * cost[0]
         step = self._drift(cost[0])
         if step is None:
-            return f"rruv rule (Thm 5.1): ε={_show(cost[0])} is too large (e^ε overflows) for any budget"
+            return f"rruv rule (Thm 5.1): ε={format_up(cost[0])} is too large (e^ε overflows) for any budget"
         b = _rruv_bound_up(s, state[1] + step, self._h_lo, self._h_hi, self._log2d)
-        return f"rruv rule (Thm 5.1): the bound would be {b:.6g} > ε_g={_show(self.epsilon)}"
+        return "rruv rule (Thm 5.1): the bound would be {} > ε_g={}".format(*format_excess(b, self.epsilon))
 
     def remaining(self, state: State) -> dict[str, Fraction]:
         b = Fraction(_rruv_bound_up(state[0], state[1], self._h_lo, self._h_hi, self._log2d))
@@ -645,12 +654,13 @@ class WhitehouseFilter(FilterRule):
 
     def why_not(self, state: State, cost: Cost) -> str:
         if state[1] + cost[1] > self.delta_queries:
-            return (
-                f"whitehouse rule: Σδ would be {_show(state[1] + cost[1])} > δ′={_show(self.delta_queries)}"
+            return "whitehouse rule: Σδ would be {} > δ′={}".format(
+                *_excess(state[1] + cost[1], self.delta_queries)
             )
+        total, vmax = _excess(state[0] + cost[0] ** 2, self._vmax)
         return (
-            f"whitehouse rule: Σε² would be {_show(state[0] + cost[0] ** 2)} > {_show(self._vmax)} "
-            f"(the most that keeps √(2 ln(1/δ″)Σε²) + Σε²/2 ≤ ε_g={_show(self.epsilon)})"
+            f"whitehouse rule: Σε² would be {total} > {vmax} "
+            f"(the most that keeps √(2 ln(1/δ″)Σε²) + Σε²/2 ≤ ε_g={format_up(self.epsilon)})"
         )
 
     def remaining(self, state: State) -> dict[str, Fraction]:
@@ -694,7 +704,7 @@ def rruv_filter_epsilon(epsilons: Sequence[Number], epsilon_g: Number, delta_g: 
         step = rule._drift(e)
         if step is None:
             raise InvalidParameter(
-                f"epsilons[{i}]={float(e):.6g} is too large for the RRUV bound (e^ε exceeds every float): "
+                f"epsilons[{i}]={format_up(e)} is too large for the RRUV bound (e^ε exceeds every float): "
                 "no budget admits it"
             )
         drift += step
@@ -834,17 +844,18 @@ class RenyiFilter(FilterRule):
         self._check_cost(cost)
         for alpha, s, c, b in zip(self.orders, state, cost, self.budgets, strict=True):
             if s + c > b:
-                return f"renyi rule: Σε(α) at α={_show(alpha)} would be {_show(s + c)} > B(α)={_show(b)}"
+                total, limit = _excess(s + c, b)
+                return f"renyi rule: Σε(α) at α={_order(alpha)} would be {total} > B(α)={limit}"
         return "renyi rule: within budget"  # pragma: no cover - only called after a refusal
 
     def remaining(self, state: State) -> dict[str, Fraction]:
         return {
-            f"alpha={_show(a)}": max(ZERO, b - s)
+            f"alpha={_order(a)}": max(ZERO, b - s)
             for a, s, b in zip(self.orders, state, self.budgets, strict=True)
         }
 
     def spent(self, state: State) -> dict[str, Fraction]:
-        return {f"alpha={_show(a)}": s for a, s in zip(self.orders, state, strict=True)}
+        return {f"alpha={_order(a)}": s for a, s in zip(self.orders, state, strict=True)}
 
     def describe(self) -> str:
         pairs = ", ".join(f"{_text(a)}:{_text(b)}" for a, b in zip(self.orders, self.budgets, strict=True))
