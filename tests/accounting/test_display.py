@@ -237,3 +237,30 @@ def test_rule_refusals_show_the_excess(
     assert shown_total > shown_limit, text
     if expected is not None:
         assert expected in text, text
+
+
+def test_profile_repr_rounds_up() -> None:
+    """Was: 'PrivacyProfile(approx=[(ε=1, δ=0.333)])' (nearest), below both numbers."""
+    profile = dp.accounting.PrivacyProfile.approx(ONE_PLUS, Fraction(1, 3))
+    assert repr(profile) == "PrivacyProfile(approx=[(ε=1.00001, δ=0.333334)])"
+
+
+def _least_delta_message(call: object) -> Fraction:
+    with pytest.raises(dp.InvalidParameter) as refusal:
+        call()  # type: ignore[operator]
+    match = re.search(r"≤ (\S+?):?(?:\s|$)", str(refusal.value))
+    assert match is not None, str(refusal.value)
+    return Fraction(match.group(1))
+
+
+def test_least_delta_in_refusals_rounds_up() -> None:
+    """Was: '≈ 0.265306' for 1 − (6/7)² = 13/49 = 0.2653061224…, a δ that is still refused."""
+    floor = 1 - Fraction(6, 7) ** 2
+    approx = dp.accounting.PrivacyProfile.approx
+    profile = dp.accounting.PrivacyProfile.compose(
+        [approx(0.5, Fraction(1, 7)), approx(0.5, Fraction(1, 7)), dp.accounting.PrivacyProfile.zcdp(0.1)]
+    )
+    shown = _least_delta_message(lambda: profile.epsilon(0.2))
+    assert shown >= floor and shown == Fraction(format_up(floor))
+    shown = _least_delta_message(lambda: dp.accounting.optimal_epsilon([0.5, 0.5], [Fraction(1, 7)] * 2, 0.2))
+    assert shown >= floor

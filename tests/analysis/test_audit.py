@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -103,3 +105,13 @@ def test_result_record() -> None:
     assert res.trials == 2000
     assert res.counts[2] == 1000
     assert res.confidence == 0.95
+
+
+def test_repr_rounds_the_lower_bound_down_and_shows_a_contradiction() -> None:
+    """Was: 'ε ≥ 1' for a lower bound of 0.99996 (above it), and 'ε ≥ 1 … claimed ε = 1: CONTRADICTED'."""
+    below = AuditResult(0.99996, 1.0, 0.0, 0.95, False, "e", 10, (1, 2, 3))
+    assert repr(below).startswith("AuditResult(ε ≥ 0.9999 with 95% confidence; claimed ε = 1, δ = 0:")
+    above = AuditResult(1.00004, 1.0, 0.0, 0.95, True, "e", 10, (1, 2, 3))
+    text = repr(above)
+    lower, claimed = re.search(r"ε ≥ (\S+) .* claimed ε = (\S+),", text).groups()  # type: ignore[union-attr]
+    assert Fraction(lower) > Fraction(claimed) and Fraction(lower) <= Fraction(1.00004), text

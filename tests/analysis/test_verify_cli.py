@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from fractions import Fraction
 
 import pytest
 
@@ -74,3 +75,26 @@ def test_bad_arguments(argv: list[str], capsys: pytest.CaptureFixture[str]) -> N
 def test_full_section6_reproduction(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lp", "--trials", "10000", "--delta", "0.01", "--seed", "0", "--jobs", "2"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == "feasible: 10000/10000"
+
+
+def test_summary_rounds_epsilons_up(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: ε min/median/max and an infeasible trial's ε printed with '.6g' (1 + 6e-10 showed as 1)."""
+    one_plus = 1 + 6e-10
+    fake = [
+        _verify_cli.TrialResult(0, (0.5,), one_plus, False, 0.0, "infeasible"),
+        _verify_cli.TrialResult(1, (0.5,), 0.1, True, 0.0, "optimal"),
+        _verify_cli.TrialResult(2, (0.5,), 0.2, True, 0.0, "optimal"),
+        _verify_cli.TrialResult(3, (0.5,), 0.3, True, 0.0, "optimal"),
+    ]
+    monkeypatch.setattr(_verify_cli, "_results", lambda seed, trials, delta, jobs: iter(fake))
+    assert main(["lp", "--trials", "4", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    rows = {}
+    for line in out.splitlines():
+        key, _, value = line.strip().rpartition("  ")
+        rows[key.strip()] = value
+    assert Fraction(rows["ε: max"]) >= Fraction(one_plus)
+    assert Fraction(rows["ε: median"]) >= (Fraction(0.2) + Fraction(0.3)) / 2
+    assert "infeasible trial 0: ε=1.00001 " in out

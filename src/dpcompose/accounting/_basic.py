@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from dpcompose._validation import check_positive_int
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
+from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import (
     Number,
     exact_sum,
@@ -139,7 +140,7 @@ def advanced_drv(
     for i, e in enumerate(eps):
         if not math.isfinite(expm1_up(e)):
             raise InvalidParameter(
-                f"epsilons[{i}]={float(e):.6g} is too large for the DRV bound (its term ε(e^ε − 1) exceeds "
+                f"epsilons[{i}]={format_up(e)} is too large for the DRV bound (its term ε(e^ε − 1) exceeds "
                 "every float); use advanced() or basic()"
             )
     sum_sq = sum((e * e for e in eps), ZERO)

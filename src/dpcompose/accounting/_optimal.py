@@ -68,6 +68,7 @@ from scipy.optimize import brentq
 from scipy.special import expit
 
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
+from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import (
     Number,
     exp_down,
@@ -647,7 +648,7 @@ def _epsilon_bounds(
     tol = _check_tolerance(tolerance)
     if lost > target:
         raise InvalidParameter(
-            f"delta={delta!r} must be at least 1 − Π(1 − deltas[i]) ≈ {float(lost):.6g}: "
+            f"delta={delta!r} must be at least 1 − Π(1 − deltas[i]) ≤ {format_up(lost)}: "
             "no ε_g reaches a smaller δ_g"
         )
     if not key:

@@ -16,6 +16,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from dpcompose.accounting._common import ONE, ZERO, nonnegative, positive, probability
+from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import (
     Number,
     exp_up,
@@ -268,7 +269,10 @@ class PrivacyProfile:
             return epsilon_at(target)
         floor = parts[0][2]  # only the (ε, δ) part has a floor, and it comes first
         if target <= floor:
-            raise InvalidParameter(f"delta={delta!r} must exceed 1 − Π(1 − δᵢ) ≈ {float(floor):.6g}")
+            raise InvalidParameter(
+                f"delta={delta!r} must exceed the least δ the profile reaches, 1 − Π(1 − δᵢ) ≤ "
+                f"{format_up(floor)}"
+            )
         # Give each part a share of the spare δ (1 − Π(1 − δⱼ) ≤ Σ δⱼ, so every split is valid) and
         # take the best split on a grid of the simplex with step 1/8. A share may be 0 where the part's
         # ε stays finite at its least δ (the (ε, δ) part), so the grid contains "all spare δ to one part".
@@ -300,7 +304,7 @@ class PrivacyProfile:
             for pair in self.approx_parts:
                 counts[pair] = counts.get(pair, 0) + 1
             shown = [
-                f"(ε={float(e):.6g}, δ={float(d):.3g})" + (f"×{c}" if c > 1 else "")
+                f"(ε={format_up(e)}, δ={format_up(d)})" + (f"×{c}" if c > 1 else "")
                 for (e, d), c in list(counts.items())[:4]
             ]
             more = ", …" if len(counts) > 4 else ""

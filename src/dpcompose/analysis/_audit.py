@@ -45,6 +45,7 @@ from dpcompose._validation import (
     check_positive_int,
     check_probability,
 )
+from dpcompose.accounting._display import format_down, format_excess, format_up
 from dpcompose.accounting._exact import log_down
 from dpcompose.errors import InvalidParameter
 
@@ -80,9 +81,14 @@ class AuditResult:
 
     def __repr__(self) -> str:
         verdict = "CONTRADICTED" if self.contradicted else "not contradicted"
+        # the lower bound rounds down and the claim up; a contradiction gets the digits that show it
+        if self.epsilon_lower > self.claimed_epsilon:
+            lower, claimed = format_excess(self.epsilon_lower, self.claimed_epsilon, 4)
+        else:
+            lower, claimed = format_down(self.epsilon_lower, 4), format_up(self.claimed_epsilon)
         return (
-            f"AuditResult(ε ≥ {self.epsilon_lower:.4g} with {self.confidence:.0%} confidence; "
-            f"claimed ε = {self.claimed_epsilon:g}, δ = {self.delta:g}: {verdict}; "
+            f"AuditResult(ε ≥ {lower} with {self.confidence:.0%} confidence; "
+            f"claimed ε = {claimed}, δ = {format_up(self.delta)}: {verdict}; "
             f"event: {self.event}; {self.trials} trials per input)"
         )
 

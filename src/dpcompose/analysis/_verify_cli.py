@@ -26,10 +26,12 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TextIO
 
 import numpy as np
 
+from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import float_up
 from dpcompose.analysis._finite import privacy_loss
 from dpcompose.analysis._lp import lp_simulation, two_round_mechanism
@@ -160,9 +162,9 @@ def _run_lp(trials: int, delta: float, seed: int, jobs: int, progress: bool) -> 
         ("trials", f"{trials}"),
         ("δ", f"{delta:g}"),
         ("seed", f"{seed}"),
-        ("ε = PrivLoss(M, δ): min", f"{min(eps):.6g}"),
-        ("ε: median", f"{statistics.median(eps):.6g}"),
-        ("ε: max", f"{max(eps):.6g}"),
+        ("ε = PrivLoss(M, δ): min", format_up(min(eps))),
+        ("ε: median", format_up(statistics.median(Fraction(e) for e in eps))),  # exact mean of the middle two
+        ("ε: max", format_up(max(eps))),
         ("feasible", f"{len(feasible)}"),
         ("infeasible", f"{len(infeasible)}"),
         ("largest residual (feasible LPs)", f"{worst:.3g}"),
@@ -177,7 +179,8 @@ def _run_lp(trials: int, delta: float, seed: int, jobs: int, progress: bool) -> 
     for k, v in rows:
         print(f"  {k:<{width}}  {v}", file=out)
     for r in infeasible[:5]:
-        print(f"  infeasible trial {r.index}: ε={r.epsilon:.6g} p={r.parameters} ({r.status})", file=out)
+        shown = format_up(r.epsilon)
+        print(f"  infeasible trial {r.index}: ε={shown} p={r.parameters} ({r.status})", file=out)
     print(f"feasible: {len(feasible)}/{trials}", file=out)
     return 0 if not infeasible else 1
 

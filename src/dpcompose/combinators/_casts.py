@@ -119,8 +119,8 @@ def make_zcdp_to_approx(m: AnyMeasurement, delta: float) -> AnyMeasurement:
         >>> import dpcompose as dp
         >>> g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
         >>> eps, delta = dp.make_zcdp_to_approx(g, 1e-6).map(1)
-        >>> round(float(eps), 3), delta
-        (1.143, Fraction(1, 1000000))
+        >>> dp.accounting.format_up(eps), delta
+        ('1.14293', Fraction(1, 1000000))
     """
     _require(m, ZCDP, "make_zcdp_to_approx")
     check_probability(delta, "delta")
@@ -194,8 +194,8 @@ def make_renyi_to_approx(
         >>> import dpcompose as dp
         >>> g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
         >>> eps, delta = dp.make_renyi_to_approx(dp.make_zcdp_to_renyi(g), 1e-6).map(1)
-        >>> round(float(eps), 3), delta
-        (1.143, Fraction(1, 1000000))
+        >>> dp.accounting.format_up(eps), delta
+        ('1.14317', Fraction(1, 1000000))
     """
     _require(m, RenyiDP, "make_renyi_to_approx")
     check_probability(delta, "delta")
@@ -229,8 +229,8 @@ def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         >>> import dpcompose as dp
         >>> lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
         >>> prof = dp.make_sequential(*[dp.make_pure_to_profile(lap)] * 100)
-        >>> round(float(prof.map(1).epsilon(1e-6)), 6)
-        4.774568
+        >>> dp.accounting.format_up(prof.map(1).epsilon(1e-6))
+        '4.77457'
     """
     _require(m, PureDP, "make_pure_to_profile")
     return _cast(
@@ -285,8 +285,8 @@ def make_fix_delta(m: AnyMeasurement, delta: float) -> AnyMeasurement:
         >>> lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
         >>> many = dp.make_sequential(*[dp.make_pure_to_profile(lap)] * 100)
         >>> eps, delta = dp.make_fix_delta(many, 1e-6).map(1)
-        >>> round(float(eps), 6), delta
-        (4.774568, Fraction(1, 1000000))
+        >>> dp.accounting.format_up(eps), delta
+        ('4.77457', Fraction(1, 1000000))
     """
     _require(m, ProfileDP, "make_fix_delta")
     check_probability(delta, "delta")
