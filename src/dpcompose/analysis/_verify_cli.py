@@ -160,7 +160,7 @@ def _run_lp(trials: int, delta: float, seed: int, jobs: int, progress: bool) -> 
     worst = max((r.max_residual for r in feasible), default=float("nan"))
     rows = [
         ("trials", f"{trials}"),
-        ("δ", f"{delta:g}"),
+        ("δ", format_up(delta)),
         ("seed", f"{seed}"),
         ("ε = PrivLoss(M, δ): min", format_up(min(eps))),
         ("ε: median", format_up(statistics.median(Fraction(e) for e in eps))),  # exact mean of the middle two
