@@ -264,3 +264,11 @@ def test_least_delta_in_refusals_rounds_up() -> None:
     assert shown >= floor and shown == Fraction(format_up(floor))
     shown = _least_delta_message(lambda: dp.accounting.optimal_epsilon([0.5, 0.5], [Fraction(1, 7)] * 2, 0.2))
     assert shown >= floor
+
+
+def test_digits_are_bounded() -> None:
+    """A huge ``digits`` (10**400 in the bad-input sweep) hung in 10**digits; it is refused instead."""
+    for bad in (0, 101, 10**400, True, 2.0):
+        with pytest.raises(dp.InvalidParameter, match="digits"):
+            dp.accounting.format_up(Fraction(1, 3), bad)  # type: ignore[arg-type]
+    assert dp.accounting.format_up(Fraction(1, 3), 100) == "0." + "3" * 99 + "4"

@@ -58,7 +58,7 @@ def format_up(q: int | float | Fraction, digits: int = 6) -> str:
         digits: at most this many significant digits (≥ 1).
 
     Raises:
-        InvalidParameter: ``q`` is not a number or ``digits`` is not a positive integer.
+        InvalidParameter: ``q`` is not a number or ``digits`` is not an integer from 1 to 100.
 
     Examples:
         >>> from fractions import Fraction
@@ -112,9 +112,12 @@ def format_excess(
     return str(a), str(b)
 
 
+_MAX_DIGITS = 100
+
+
 def _check_digits(digits: object) -> None:
-    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
-        raise InvalidParameter(f"digits={digits!r} must be a positive integer")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= _MAX_DIGITS:
+        raise InvalidParameter(f"digits={digits!r} must be an integer from 1 to {_MAX_DIGITS}")
 
 
 def _as_fraction(q: object, name: str = "q") -> Fraction | str:
