@@ -172,6 +172,23 @@ CRASH_CHILD = textwrap.dedent(
 )
 
 
+def reap(children: list[subprocess.Popen[bytes]]) -> None:
+    """Kill the children still running, wait for them and close their pipes.
+
+    A test that fails while its children run must not leave them behind: a running child or an open pipe
+    is a ResourceWarning (an error here, filterwarnings = error) when its Popen object is collected, which
+    happens in whichever later test next runs the garbage collector — test_sqlite_ledger_closes_its_connection
+    then failed for test_two_processes_never_overspend_together's sake.
+    """
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def test_charge_survives_sigkill(tmp_path: Path) -> None:
     path, marker = str(tmp_path / "budget.db"), str(tmp_path / "charged")
     code = CRASH_CHILD.format(src=SRC, marker=marker, path=path)
@@ -185,8 +202,7 @@ def test_charge_survives_sigkill(tmp_path: Path) -> None:
         child.send_signal(signal.SIGKILL)
         out, _ = child.communicate(timeout=10)
     finally:
-        if child.poll() is None:
-            child.kill()
+        reap([child])
     assert child.returncode == -signal.SIGKILL
     assert out == b""  # killed before it printed anything
     q = pure_filter(dp.SQLiteLedger(path, "crash"))(0.0)
@@ -226,10 +242,13 @@ def test_two_processes_never_overspend_together(tmp_path: Path) -> None:
         for _ in range(2)
     ]
     counts = []
-    for child in children:
-        out, err = child.communicate(timeout=120)
-        assert child.returncode == 0, err.decode()
-        counts.append(int(out))
+    try:
+        for child in children:
+            out, err = child.communicate(timeout=120)
+            assert child.returncode == 0, err.decode()
+            counts.append(int(out))
+    finally:
+        reap(children)
     assert sum(counts) == 50  # 1.0 / (1/50): exactly the budget, never more
     q = pure_filter(dp.SQLiteLedger(path, "shared"))(0.0)
     assert q.spent() == {"epsilon": 1, "delta": 0}
