@@ -255,6 +255,45 @@ def test_two_processes_never_overspend_together(tmp_path: Path) -> None:
     assert q.queries_charged == 50
 
 
+def test_a_new_file_without_keys_takes_the_key_of_a_second_opener(tmp_path: Path) -> None:
+    # The window test_two_processes_never_overspend_together fell into under load: process A creates the
+    # file, and process B opens it before A's bind has added the key. B was refused ("has no key"), by
+    # timing alone: had B looked a moment earlier it would have created the file itself.
+    path = tmp_path / "budget.db"
+    first = dp.SQLiteLedger(path, "shared")
+    assert first.head()[0] == 0  # the file exists now, with no key yet (A between creating and binding)
+    second = pure_filter(dp.SQLiteLedger(path, "shared"))(0.0)  # B: no create=True, as in the hammer
+    q = pure_filter(first)(0.0)  # A binds the key B has added: one budget
+    q(spy(Fraction(1, 2), []))
+    second(spy(Fraction(1, 2), []))
+    with pytest.raises(dp.BudgetExceeded):
+        q(spy(Fraction(1, 100), []))
+    assert second.queries_charged == 2
+    # a file that holds a key is not new: a key it never had is still added only when asked for
+    with pytest.raises(dp.LedgerError, match="no key 'other'.*create=True"):
+        pure_filter(dp.SQLiteLedger(path, "other"))(0.0)
+
+
+def test_a_key_added_between_bind_read_and_write_makes_the_file_not_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "budget.db"
+    dp.SQLiteLedger(path, "maker").head()  # a file no key was ever added to
+    late = dp.SQLiteLedger(path, "late")
+    original = late._transaction
+
+    def interleaved(immediate: bool) -> Any:
+        if immediate:  # between late's read (file still new) and its write, another process adds a key
+            pure_filter(dp.SQLiteLedger(path, "first"))(0.0)
+        return original(immediate)
+
+    monkeypatch.setattr(late, "_transaction", interleaved)
+    with pytest.raises(dp.LedgerError, match="no key 'late'.*create=True"):
+        pure_filter(late)(0.0)
+    with pytest.raises(dp.LedgerError, match="no key 'late'"):
+        pure_filter(dp.SQLiteLedger(path, "late"))(0.0)  # nothing was added for it
+
+
 def test_memory_ledger_shared_by_two_runs() -> None:
     ledger = dp.MemoryLedger()
     f = pure_filter(ledger, 1.0)
