@@ -172,6 +172,23 @@ CRASH_CHILD = textwrap.dedent(
 )
 
 
+def reap(children: list[subprocess.Popen[bytes]]) -> None:
+    """Kill the children still running, wait for them and close their pipes.
+
+    A test that fails while its children run must not leave them behind: a running child or an open pipe
+    is a ResourceWarning (an error here, filterwarnings = error) when its Popen object is collected, which
+    happens in whichever later test next runs the garbage collector — test_sqlite_ledger_closes_its_connection
+    then failed for test_two_processes_never_overspend_together's sake.
+    """
+    for child in children:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def test_charge_survives_sigkill(tmp_path: Path) -> None:
     path, marker = str(tmp_path / "budget.db"), str(tmp_path / "charged")
     code = CRASH_CHILD.format(src=SRC, marker=marker, path=path)
@@ -185,8 +202,7 @@ def test_charge_survives_sigkill(tmp_path: Path) -> None:
         child.send_signal(signal.SIGKILL)
         out, _ = child.communicate(timeout=10)
     finally:
-        if child.poll() is None:
-            child.kill()
+        reap([child])
     assert child.returncode == -signal.SIGKILL
     assert out == b""  # killed before it printed anything
     q = pure_filter(dp.SQLiteLedger(path, "crash"))(0.0)
@@ -226,14 +242,56 @@ def test_two_processes_never_overspend_together(tmp_path: Path) -> None:
         for _ in range(2)
     ]
     counts = []
-    for child in children:
-        out, err = child.communicate(timeout=120)
-        assert child.returncode == 0, err.decode()
-        counts.append(int(out))
+    try:
+        for child in children:
+            out, err = child.communicate(timeout=120)
+            assert child.returncode == 0, err.decode()
+            counts.append(int(out))
+    finally:
+        reap(children)
     assert sum(counts) == 50  # 1.0 / (1/50): exactly the budget, never more
     q = pure_filter(dp.SQLiteLedger(path, "shared"))(0.0)
     assert q.spent() == {"epsilon": 1, "delta": 0}
     assert q.queries_charged == 50
+
+
+def test_a_new_file_without_keys_takes_the_key_of_a_second_opener(tmp_path: Path) -> None:
+    # The window test_two_processes_never_overspend_together fell into under load: process A creates the
+    # file, and process B opens it before A's bind has added the key. B was refused ("has no key"), by
+    # timing alone: had B looked a moment earlier it would have created the file itself.
+    path = tmp_path / "budget.db"
+    first = dp.SQLiteLedger(path, "shared")
+    assert first.head()[0] == 0  # the file exists now, with no key yet (A between creating and binding)
+    second = pure_filter(dp.SQLiteLedger(path, "shared"))(0.0)  # B: no create=True, as in the hammer
+    q = pure_filter(first)(0.0)  # A binds the key B has added: one budget
+    q(spy(Fraction(1, 2), []))
+    second(spy(Fraction(1, 2), []))
+    with pytest.raises(dp.BudgetExceeded):
+        q(spy(Fraction(1, 100), []))
+    assert second.queries_charged == 2
+    # a file that holds a key is not new: a key it never had is still added only when asked for
+    with pytest.raises(dp.LedgerError, match="no key 'other'.*create=True"):
+        pure_filter(dp.SQLiteLedger(path, "other"))(0.0)
+
+
+def test_a_key_added_between_bind_read_and_write_makes_the_file_not_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "budget.db"
+    dp.SQLiteLedger(path, "maker").head()  # a file no key was ever added to
+    late = dp.SQLiteLedger(path, "late")
+    original = late._transaction
+
+    def interleaved(immediate: bool) -> Any:
+        if immediate:  # between late's read (file still new) and its write, another process adds a key
+            pure_filter(dp.SQLiteLedger(path, "first"))(0.0)
+        return original(immediate)
+
+    monkeypatch.setattr(late, "_transaction", interleaved)
+    with pytest.raises(dp.LedgerError, match="no key 'late'.*create=True"):
+        pure_filter(late)(0.0)
+    with pytest.raises(dp.LedgerError, match="no key 'late'"):
+        pure_filter(dp.SQLiteLedger(path, "late"))(0.0)  # nothing was added for it
 
 
 def test_memory_ledger_shared_by_two_runs() -> None:

@@ -321,12 +321,14 @@ class SQLiteLedger(Ledger):
     **Creation (``create=``).** A path that does not exist is created as a new ledger (atomically: the
     file is built under a temporary name and hard-linked into place, so no other process ever sees a
     half-made ledger). A file that exists is never initialised: an empty, truncated, foreign or corrupt
-    file is a :class:`LedgerError`. In an existing ledger a key that has never existed is added only with
-    ``create=True``; without it a missing key is an error, because it usually means a typo or a file
-    that lost its data. A key that existed is never re-created: its history is in the chain, and a
-    deleted row breaks the chain. Why a missing *path* needs no ``create=True``: nothing about a path
+    file is a :class:`LedgerError`. In a ledger that holds a key, a key that has never existed is added
+    only with ``create=True``; without it a missing key is an error, because it usually means a typo or
+    a file that lost its data. A key that existed is never re-created: its history is in the chain, and
+    a deleted row breaks the chain. Why a missing *path* needs no ``create=True``: nothing about a path
     that does not exist can be confused with a damaged ledger, and a whole deleted file cannot be
-    detected from inside it anyway (see the threat model).
+    detected from inside it anyway (see the threat model). A verified ledger file whose journal is still
+    empty (sequence 0: no key was ever added to it) counts as new too, so that processes starting together
+    on a new path all succeed, whichever of them creates the file and however late the others open it.
 
     **What is detected, what is not (threat model).** Detected: truncation, a deleted or edited row, a
     row copied back from an older state, a flipped byte anywhere in the records, a foreign database, a
@@ -705,26 +707,41 @@ class SQLiteLedger(Ledger):
 
     # -- the Ledger interface ----------------------------------------------------------------------
 
+    def _may_add_key(self) -> bool:
+        """Whether this key may be added: asked for, this object made the file, or no key was ever added.
+
+        The last case is the file another process has just created and not yet added its key to (its
+        ``bind`` is a transaction after the file is linked into place): without it, a process opening a
+        new path a moment after another would be refused or not depending on timing.
+        """
+        return self._create or self._created_file or self._seq == 0
+
     def bind(self, kind: str, spec: str) -> LedgerEntry:
         with self._lock:
             with self._transaction(immediate=False):
                 current = self._entry
+                allowed = self._may_add_key()
             if current is None:
-                if not (self._create or self._created_file):
-                    raise LedgerError(
-                        f"{self._where()} has no key {self.key!r}: it was never created in this file. "
-                        f"Pass create=True to start a new budget under this key (a key that existed and "
-                        "lost its rows would be reported as corrupt); nothing was run or spent"
-                    )
+                if not allowed:
+                    raise self._no_key()
                 with self._transaction(immediate=True) as conn:
                     current = self._entry
                     if current is None:
+                        if not self._may_add_key():  # another key was added since the read: decide again
+                            raise self._no_key()
                         current = LedgerEntry(kind, spec, "", (), 0)
                         self._append(conn, current)
             if (current.kind, current.spec) != (kind, spec):
                 raise _mismatch(current, kind, spec, f"{self._where()} key {self.key!r}")
             self._bound = (kind, spec)
             return current
+
+    def _no_key(self) -> LedgerError:
+        return LedgerError(
+            f"{self._where()} has no key {self.key!r}: it was never created in this file. "
+            "Pass create=True to start a new budget under this key (a key that existed and "
+            "lost its rows would be reported as corrupt); nothing was run or spent"
+        )
 
     def _append(self, conn: sqlite3.Connection, entry: LedgerEntry) -> None:
         raw = _encode_entry(entry)
