@@ -64,9 +64,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import brentq
-from scipy.special import expit
 
+from dpcompose._scipy import brentq, expit
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
 from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import (

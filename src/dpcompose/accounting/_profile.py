@@ -12,9 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
-
+from dpcompose._scipy import brentq, log_ndtr
 from dpcompose.accounting._common import ONE, ZERO, nonnegative, positive, probability
 from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import (

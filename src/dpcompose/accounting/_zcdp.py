@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
+from dpcompose._scipy import minimize_scalar
 from dpcompose._validation import check_positive_int, check_same_length
 from dpcompose.accounting._common import ZERO, as_sequence, nonnegative, positive, probability
 from dpcompose.accounting._exact import Number, exact_sum, exp_up, float_up, log_down, log_up, sqrt_up_q

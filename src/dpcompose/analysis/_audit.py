@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import beta
 
+from dpcompose._scipy import beta_ppf
 from dpcompose._validation import (
     check_finite,
     check_finite_nonnegative,
@@ -121,8 +121,8 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     if not 0 < a < 1:
         raise InvalidParameter(f"alpha={alpha!r} must lie strictly between 0 and 1")
     alpha = a
-    lo = 0.0 if k == 0 else float(beta.ppf(alpha, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - alpha, k + 1, n - k))
+    lo = 0.0 if k == 0 else beta_ppf(alpha, k, n - k + 1)
+    hi = 1.0 if k == n else beta_ppf(1 - alpha, k + 1, n - k)
     return lo, hi
 
 

@@ -43,8 +43,8 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linprog
 
+from dpcompose._scipy import linprog
 from dpcompose._validation import check_finite, check_finite_nonnegative, check_probability
 from dpcompose.accounting._exact import Number, decimal, exact, float_up
 from dpcompose.analysis._finite import FiniteInteractiveMechanism, History, check_mechanism
