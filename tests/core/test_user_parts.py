@@ -80,3 +80,21 @@ def test_user_parts_compose_like_library_parts() -> None:
     m = dp.make_user_measurement(INT, ABS, dp.PureDP(), lambda x: x, lambda d: d / 2, trusted=True)
     assert dp.make_sequential(m, m).map(1) == 1
     assert m(3) == 3
+
+
+def test_chaining_a_measurement_into_a_transformation_says_what_to_do() -> None:
+    count = dp.t.make_count(INTS, SYM)
+    lap = dp.m.make_laplace(INT, ABS, scale=1.0)
+    with pytest.raises(dp.DomainMismatch, match=r"t >> m"):
+        (count >> lap) >> count  # type: ignore[operator]
+    with pytest.raises(dp.DomainMismatch, match="make_sequential"):
+        (count >> lap) >> (count >> lap)  # type: ignore[operator]
+
+
+def test_queryable_reprs_are_public_and_informative() -> None:
+    svt = dp.m.make_sparse_vector(INTS, SYM, threshold=5.0, scale=1.0, max_positive=2)
+    assert repr(svt([1, 2])) == "<sparse vector: open, 0 answered; 0 of 2 positive answers used>"
+    f = dp.make_privacy_filter(INTS, SYM, dp.PureDP(), 1, 1.0)([1])
+    f(dp.t.make_count(INTS, SYM) >> dp.m.make_laplace(INT, ABS, scale=3.0))
+    assert repr(f) == "<privacy filter: open, 1 answered; spent ε=0.333334, δ=0, remaining ε=0.666666, δ=0>"
+    assert "_" not in repr(dp.make_odometer(INTS, SYM, dp.PureDP(), 1)([1])).split(":")[0]

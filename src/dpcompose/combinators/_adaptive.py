@@ -159,6 +159,9 @@ class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
         self._next += 1  # charged before anything is released
         return run_query(query, self._data, self._children)
 
+    def _status(self) -> str:
+        return f"{self._next} of {len(self._d_mids)} budgets used"
+
     @property
     def budgets_used(self) -> int:
         """How many of the budgets ``d_mids`` have been used."""

@@ -417,6 +417,12 @@ class FilterQueryable(AccountantQueryable):
         state: State = entry.state if (rule is not None and entry.rule) else ()
         return rule, state, entry
 
+    def _status(self) -> str:
+        try:
+            return f"spent {_fmt_sums(self.spent())}, remaining {_fmt_sums(self.remaining(), down=True)}"
+        except LedgerError as exc:
+            return f"ledger unusable: {exc}"
+
     @property
     def rule(self) -> str:
         """The rule in effect (``"auto (undecided)"`` until auto has seen a query with a nonzero cost)."""

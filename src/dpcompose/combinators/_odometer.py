@@ -12,7 +12,7 @@ from dpcompose.combinators._filter import (
     AnyMeasurement,
     check_accountant_args,
 )
-from dpcompose.combinators._ledger import Ledger, LedgerEntry, MemoryLedger
+from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
 from dpcompose.core import ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP
 from dpcompose.errors import UnsupportedComposition
 
@@ -46,6 +46,12 @@ class _OdometerAccountant(Accountant):
 
 class OdometerQueryable(AccountantQueryable):
     """The live queryable of :func:`make_odometer`."""
+
+    def _status(self) -> str:
+        try:
+            return f"privacy loss {self._accountant.measure.display(self.privacy_loss())}"
+        except LedgerError as exc:
+            return f"ledger unusable: {exc}"
 
     def privacy_loss(self) -> Any:
         """The privacy loss so far: ε (PureDP) or (ε, δ) (ApproxDP), summed over every charged query."""

@@ -169,8 +169,17 @@ class Measurement(Generic[TI, TO, DI, DO]):
         return self.output_measure.less_equal(self.map(d_in), bound)
 
     def __rshift__(self, function: Callable[[TO], T2]) -> Measurement[TI, T2, DI, DO]:
-        if isinstance(function, (Measurement, Transformation)):
-            return NotImplemented
+        if isinstance(function, Transformation):
+            raise DomainMismatch(
+                f"cannot chain {self.node.label()} >> {function.node.label()}: a measurement's output is a "
+                "noisy release, not data. Put transformations before the measurement (t >> m), or "
+                "post-process the release with m >> function"
+            )
+        if isinstance(function, Measurement):
+            raise DomainMismatch(
+                f"cannot chain {self.node.label()} >> {function.node.label()}: to run both on the same "
+                "data, compose them: dp.make_sequential(m1, m2) or dp.make_concurrent(m1, m2)"
+            )
         if not callable(function):
             return NotImplemented
         return postprocess(self, function)

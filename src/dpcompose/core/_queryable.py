@@ -37,6 +37,8 @@ class Queryable(Generic[Q, A]):
         >>> q = Echo(name="echo")
         >>> q(3)
         3
+        >>> q
+        <echo: open, 1 answered>
         >>> q.close("done")
         >>> q(4)
         Traceback (most recent call last):
@@ -88,6 +90,11 @@ class Queryable(Generic[Q, A]):
         """How many queries this queryable has answered."""
         return self._queries
 
+    def _status(self) -> str:
+        """What a subclass adds to ``repr``: the budget used or left (``""`` by default)."""
+        return ""
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<{type(self).__name__} {self.name!r}: {state}, {self._queries} answered>"
+        status = self._status()
+        return f"<{self.name}: {state}, {self._queries} answered{'; ' + status if status else ''}>"

@@ -202,6 +202,9 @@ class _SparseVector(Queryable[Transformation[Any, Any, Any, Any], bool]):
         self._noisy_threshold = plan.threshold + sample_discrete_laplace(plan.threshold_noise, source)
         self._positives = 0
 
+    def _status(self) -> str:
+        return f"{self._positives} of {self._plan.max_positive} positive answers used"
+
     def _answer(self, query: Transformation[Any, Any, Any, Any]) -> bool:
         q = _check_query(query, self._domain, self._metric)
         if self._positives >= self._plan.max_positive:
@@ -345,6 +348,9 @@ class _LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
         self._release_int, self._release_float = release_int, release_float
         self._max_queries = max_queries
         self._used = 0
+
+    def _status(self) -> str:
+        return f"{self._used} of {self._max_queries} queries used"
 
     def _answer(self, query: Transformation[Any, Any, Any, Any]) -> float:
         q = _check_query(query, self._domain, self._metric)
