@@ -49,3 +49,28 @@ def test_every_cost_cell_is_at_least_the_cost(scale: float) -> None:
         top = [Fraction(x.group(0)) for x in NUMBER.finditer(explained.rows[0].cost)]
         cost = node.map(1)
         assert top[0] >= (cost if isinstance(cost, Fraction) else cost[0])
+
+
+def test_explain_and_queryables_render_as_escaped_html() -> None:
+    import dpcompose as dp
+
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    size = dp.make_user_transformation(
+        ints,
+        dp.AtomDomain(int),
+        dp.SymmetricDistance(),
+        dp.AbsoluteDistance(),
+        len,
+        lambda d: d,
+        trusted=True,
+        name="<size & co>",
+    )
+    m = size >> dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
+    page = dp.explain(m, 1)._repr_html_()
+    assert page.startswith("<table>") and page.count("<tr>") == 1 + len(dp.explain(m, 1).rows)
+    assert "&lt;size &amp; co&gt; [UNVERIFIED]" in page and "<size" not in page
+    q = dp.m.make_sparse_vector(ints, dp.SymmetricDistance(), threshold=1.0, scale=1.0, max_positive=1)([1])
+    assert (
+        q._repr_html_()
+        == "<code>&lt;sparse vector: open, 0 answered; 0 of 1 positive answers used&gt;</code>"
+    )

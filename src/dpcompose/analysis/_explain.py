@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,32 @@ class Explanation:
 
     def __repr__(self) -> str:
         return f"Explanation({len(self.rows)} nodes)\n{self}"
+
+    def _repr_html_(self) -> str:
+        """The table as HTML, for Jupyter (every cell escaped; depth shown as indentation)."""
+        headers = ("node", "interaction", "measure", "d_in", "cost", "theorem / source")
+        out = [
+            "<table>",
+            "<thead><tr>" + "".join(f"<th>{h}</th>" for h in headers) + "</tr></thead>",
+            "<tbody>",
+        ]
+        for r in self.rows:
+            why = r.theorem + (f" — {r.source}" if r.source and r.theorem else r.source)
+            cells = (r.label, r.interaction, r.measure, r.d_in, r.cost, why)
+            pad = f' style="padding-left: {1.5 * r.depth + 0.5:g}em"'
+            out.append(
+                "<tr>"
+                + "".join(f"<td{pad if i == 0 else ''}>{html.escape(c)}</td>" for i, c in enumerate(cells))
+                + "</tr>"
+            )
+            for theorem, value in r.runners_up:
+                mark = "chosen" if value == r.cost else "runner-up"
+                out.append(
+                    f'<tr><td style="padding-left: {1.5 * r.depth + 2:g}em">· {mark}</td><td></td><td></td>'
+                    f"<td></td><td>{html.escape(value)}</td><td>{html.escape(theorem)}</td></tr>"
+                )
+        out += ["</tbody>", "</table>"]
+        return "\n".join(out)
 
 
 def _display_cost(node: Measurement[Any, Any, Any, Any] | Transformation[Any, Any, Any, Any], d: Any) -> str:

@@ -7,6 +7,7 @@ a subclass can validate a query, charge its budget and only then release an answ
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -93,6 +94,10 @@ class Queryable(Generic[Q, A]):
     def _status(self) -> str:
         """What a subclass adds to ``repr``: the budget used or left (``""`` by default)."""
         return ""
+
+    def _repr_html_(self) -> str:
+        """The ``repr`` for Jupyter, escaped."""
+        return f"<code>{html.escape(repr(self))}</code>"
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
