@@ -255,6 +255,33 @@ def _texts(result: Any) -> None:
     assert isinstance(result, tuple) and all(isinstance(t, str) and t for t in result), result
 
 
+def _curve(result: Any) -> None:
+    assert all(e is None or (isinstance(e, Fraction) and e >= 0) for _, e in result), result
+
+
+def _plot_with_stub_matplotlib(**kwargs: Any) -> Any:
+    """dp.plot_profile with a stand-in for matplotlib (an optional extra, not installed for tests)."""
+    import sys
+    import types
+
+    class _Axes:
+        def __getattr__(self, name: str) -> Any:
+            return lambda *a, **k: None
+
+    stub = types.ModuleType("matplotlib.pyplot")
+    stub.subplots = lambda **kw: (None, _Axes())  # type: ignore[attr-defined]
+    saved = {k: sys.modules.get(k) for k in ("matplotlib", "matplotlib.pyplot")}
+    sys.modules["matplotlib"], sys.modules["matplotlib.pyplot"] = types.ModuleType("matplotlib"), stub
+    try:
+        return dp.plot_profile(**kwargs)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
 def _rule(result: Any) -> None:
     state = result.start()
     result.describe()
@@ -563,6 +590,14 @@ CASES: dict[str, Case] = {
     ),
     "explain": Case(dp.explain, lambda: {"measurement": _count_then_lap(), "d_in": 1}, str),
     "split_budget": Case(dp.split_budget, lambda: {"d_out": 1.0, "weights": [1, 3]}, lambda r: None),
+    "privacy_curve": Case(
+        dp.privacy_curve, lambda: {"measurement": _gauss(), "d_in": 1, "deltas": [1e-6, 0.1]}, _curve
+    ),
+    "plot_profile": Case(
+        _plot_with_stub_matplotlib,
+        lambda: {"measurement": _gauss(), "d_in": 1, "deltas": [1e-6, 0.1], "ax": None},
+        covers=dp.plot_profile,
+    ),
     "analysis.FiniteInteractiveMechanism": Case(
         dp.analysis.FiniteInteractiveMechanism,
         lambda: {

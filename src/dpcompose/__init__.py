@@ -13,7 +13,7 @@ from __future__ import annotations
 from dpcompose import accounting, analysis, combinators, core, measurements, transformations
 from dpcompose import measurements as m
 from dpcompose import transformations as t
-from dpcompose.analysis import binary_search_param, explain, split_budget
+from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
 from dpcompose.combinators import (
     LedgerError,
     LedgerLocked,
@@ -140,6 +140,8 @@ __all__ = [
     "make_zcdp_to_profile",
     "make_zcdp_to_renyi",
     "measurements",
+    "plot_profile",
+    "privacy_curve",
     "split_budget",
     "t",
     "transformations",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dpcompose.analysis._audit import AuditResult, audit, clopper_pearson
+from dpcompose.analysis._curve import plot_profile, privacy_curve
 from dpcompose.analysis._explain import Explanation, ExplanationRow, explain
 from dpcompose.analysis._finite import (
     ConcurrentComparison,
@@ -39,6 +40,8 @@ __all__ = [
     "exp_privacy_loss",
     "explain",
     "lp_simulation",
+    "plot_profile",
+    "privacy_curve",
     "privacy_loss",
     "randomized_response",
     "rr_simulator",

@@ -1,0 +1,71 @@
+"""dp.privacy_curve and dp.plot_profile (issue 14, notebook display)."""
+
+from __future__ import annotations
+
+import sys
+import types
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+import dpcompose as dp
+
+INT = dp.AtomDomain(int)
+ABS = dp.AbsoluteDistance()
+
+
+def test_curves_per_measure() -> None:
+    lap = dp.m.make_laplace(INT, ABS, scale=2.0)
+    assert dp.privacy_curve(lap, 1, [1e-9, 0.1]) == [
+        (Fraction(1, 10**9), Fraction(1, 2)),
+        (Fraction(1, 10), Fraction(1, 2)),
+    ]
+    rr = dp.m.make_randomized_response_approx(
+        dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), 1.0, Fraction(1, 10**4)
+    )
+    assert dp.privacy_curve(rr, 1, [1e-5, 1e-4]) == [(Fraction(1, 10**5), None), (Fraction(1, 10**4), 1)]
+    gauss = dp.m.make_gaussian(INT, ABS, scale=4.0)
+    curve = dp.privacy_curve(gauss, 1)
+    eps = [e for _, e in curve]
+    assert all(e is not None for e in eps)
+    assert eps == sorted(eps, reverse=True)  # ε falls as δ grows
+    assert curve[0][1] == dp.accounting.zcdp_to_approx(gauss.map(1), curve[0][0])
+
+
+def test_bad_deltas_are_refused() -> None:
+    lap = dp.m.make_laplace(INT, ABS, scale=2.0)
+    with pytest.raises(dp.InvalidParameter, match=r"deltas\[1\]"):
+        dp.privacy_curve(lap, 1, [0.1, 1.5])
+    with pytest.raises(dp.InvalidParameter, match="measurement"):
+        dp.privacy_curve("laplace", 1)  # type: ignore[arg-type]
+
+
+def test_plot_profile_draws_the_certified_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in for matplotlib records what is drawn (matplotlib is an optional extra)."""
+    calls: dict[str, Any] = {}
+
+    class Axes:
+        def plot(self, xs: list[float], ys: list[float], **kw: Any) -> None:
+            calls["xy"] = (xs, ys)
+
+        def __getattr__(self, name: str) -> Any:
+            return lambda *a, **k: calls.setdefault(name, a)
+
+    pyplot = types.ModuleType("matplotlib.pyplot")
+    pyplot.subplots = lambda **kw: (None, Axes())  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "matplotlib", types.ModuleType("matplotlib"))
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", pyplot)
+    rr = dp.m.make_randomized_response_approx(
+        dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), 1.0, Fraction(1, 10**4)
+    )
+    dp.plot_profile(rr, 1, [1e-5, 1e-4, 1e-3])
+    xs, ys = calls["xy"]
+    assert xs == [1e-4, 1e-3] and ys == [1.0, 1.0]  # no ε is certified at δ = 1e-5 < δ₀
+    assert calls["set_xscale"] == ("log",)
+
+
+def test_plot_profile_without_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # import fails
+    with pytest.raises(dp.InvalidParameter, match=r"dpcompose\[plot\]"):
+        dp.plot_profile(dp.m.make_laplace(INT, ABS, scale=2.0), 1)
