@@ -89,3 +89,14 @@ def test_count() -> None:
     assert t(["a", "b", "c"]) == 3
     assert t.map(2) == 2
     assert dp.t.make_count(dp.VectorDomain(dp.AtomDomain(str)), CHG).map(2) == 0
+
+
+def test_oversize_float_sum_with_intermediate_overflow_clamps_the_exact_sum() -> None:
+    """Review finding: fsum raises OverflowError when a running partial sum overflows even though the
+    exact total is small; the fallback must clamp the exact sum, not jump to ±L (an under-report)."""
+    dom = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e307, 1e307)))
+    s = dp.t.make_sum(dom, SYM, max_size=10)
+    a = [1e307] * 20 + [-1e307] * 20
+    b = [1e307] * 20 + [-1e307] * 19  # one record removed
+    assert s(a) == 0.0 and s(b) == 1e307
+    assert abs(Fraction(s(a)) - Fraction(s(b))) <= s.map(1)

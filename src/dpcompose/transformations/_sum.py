@@ -92,6 +92,7 @@ def make_sum(
                 "beyond the float range: lower max_size or the bounds"
             )
         slack = Fraction(math.ulp(largest))
+        limit_q = Fraction(largest)
 
     def run(data: Any) -> Any:
         if carrier is int:
@@ -99,8 +100,11 @@ def make_sum(
         values = np.asarray(data, dtype=np.float64).tolist()
         try:
             total = math.fsum(values)
-        except OverflowError:  # only for more than max_size records: the exact sum is beyond ±L anyway
-            total = math.inf if sum((Fraction(v) for v in values), Fraction(0)) > 0 else -math.inf
+        except OverflowError:
+            # a running partial sum overflowed (possible only with more than max_size records); the exact
+            # total may still be small, so clamp the EXACT sum and round it once
+            exact_total = sum((Fraction(v) for v in values), Fraction(0))
+            total = float(min(max(exact_total, -limit_q), limit_q))
         return min(max(total, -largest), largest)
 
     def stability(d_in: int) -> Fraction:
