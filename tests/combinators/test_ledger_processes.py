@@ -30,7 +30,7 @@ def ask(_: int) -> str:
         QUERYABLE(LAP)
     except dp.BudgetExceeded:
         return "refused: budget"
-    except dp.LedgerError as exc:
+    except (dp.LedgerError, dp.SequentialityError) as exc:  # the queryable or its ledger refuses
         return f"refused: {exc}"
     return "answered"
 

@@ -98,3 +98,25 @@ def test_queryable_reprs_are_public_and_informative() -> None:
     f(dp.t.make_count(INTS, SYM) >> dp.m.make_laplace(INT, ABS, scale=3.0))
     assert repr(f) == "<privacy filter: open, 1 answered; spent ε=0.333334, δ=0, remaining ε=0.666666, δ=0>"
     assert "_" not in repr(dp.make_odometer(INTS, SYM, dp.PureDP(), 1)([1])).split(":")[0]
+
+
+def test_cost_checks_cannot_be_fooled_and_cover_renyi_curves() -> None:
+    """Review findings: a Fraction subclass overriding < passed as non-negative; a user Rényi curve was
+    only type-checked; a cost too large to record escaped as a raw ValueError from the ledger."""
+
+    class Sneaky(Fraction):
+        def __lt__(self, other: object) -> bool:
+            return False
+
+    neg = dp.make_user_measurement(INT, ABS, dp.PureDP(), lambda x: x, lambda d: Sneaky(-1, 2), trusted=True)
+    with pytest.raises(dp.InvalidParameter, match="non-negative"):
+        neg.map(1)
+    curve = dp.RenyiCurve(lambda a: Fraction(-99))
+    renyi = dp.make_user_measurement(INT, ABS, dp.RenyiDP(), lambda x: x, lambda d: curve, trusted=True)
+    with pytest.raises(dp.InvalidParameter, match="non-negative"):
+        dp.make_sequential(renyi, renyi).map(1)(2)
+    huge = dp.make_user_measurement(
+        INT, ABS, dp.PureDP(), lambda x: x, lambda d: Fraction(10**5000), trusted=True
+    )
+    with pytest.raises(dp.InvalidParameter, match="too large"):
+        huge.map(1)

@@ -9,6 +9,7 @@ from typing import Any
 from dpcompose.accounting._display import format_down
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
 from dpcompose.core._metrics import check_space
+from dpcompose.core._queryable import created_queryables
 from dpcompose.errors import BudgetExceeded, DomainMismatch, DPError, InvalidParameter
 
 __all__ = [
@@ -68,38 +69,40 @@ def _display_down(measure: Measure[Any], budget: Any) -> str:
 class SpawnedChildren:
     """The interactive answers a compositor, filter or odometer has spawned, kept only as far as needed.
 
-    Sequential interaction closes every earlier child when a later query is answered. Each answer closes
-    the one before it, so at most one child is open at any time: it is the only one kept, by weak
-    reference (a child the analyst has dropped needs no closing). Concurrent interaction keeps nothing.
-    So each query costs O(1) and finished answers are not kept alive (20,000 sparse-vector queries held
-    7 MB before).
+    Sequential interaction closes every child an earlier query created when a later query is answered.
+    The children are found structurally: every :class:`Queryable` constructed while a query runs is
+    recorded (:func:`~dpcompose.core._queryable.created_queryables`), so a child wrapped in a list, a
+    post-processing or a composite is closed too. Only the latest query's children are kept, by weak
+    reference (a child the analyst has dropped needs no closing); concurrent interaction keeps nothing.
+    So each query costs O(its own children) and finished answers are not kept alive.
     """
 
     __slots__ = ("_last", "_reason", "_sequential")
 
     def __init__(self, sequential: bool, reason: str) -> None:
         self._sequential, self._reason = sequential, reason
-        self._last: weakref.ReferenceType[Queryable[Any, Any]] | None = None
+        self._last: list[weakref.ReferenceType[Any]] = []
 
     def before_answer(self) -> None:
-        """Close the open child (sequential only); call after the charge, before the query runs."""
-        last = self._last() if self._last is not None else None
-        if last is not None:
-            last.close(self._reason)
-        self._last = None
+        """Close the open children (sequential only); call after the charge, before the query runs."""
+        for ref in self._last:
+            child = ref()
+            if child is not None:
+                child.close(self._reason)
+        self._last = []
 
-    def after_answer(self, answer: object) -> None:
-        """Remember ``answer`` if it is a child a later query must close."""
-        if self._sequential and isinstance(answer, Queryable):
-            self._last = weakref.ref(answer)
+    def after_answer(self, created: list[weakref.ReferenceType[Any]]) -> None:
+        """Remember the queryables the query created, if a later query must close them."""
+        if self._sequential:
+            self._last = created
 
 
 def run_query(query: Measurement[Any, Any, Any, Any], data: Any, children: SpawnedChildren) -> Any:
     """Run an admitted (already charged) query on ``data``, closing or remembering spawned children."""
     children.before_answer()
-    answer = query.function(data)
-    if query.interactive:
-        children.after_answer(answer)
+    with created_queryables() as created:
+        answer = query.function(data)
+    children.after_answer(created)
     return answer
 
 

@@ -40,7 +40,7 @@ from dpcompose.combinators._adaptive import (
     priced_cost,
     run_query,
 )
-from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
+from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger, SQLiteLedger
 from dpcompose.core import (
     ZCDP,
     ApproxDP,
@@ -207,6 +207,8 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         name: str,
     ) -> None:
         super().__init__(name=name)
+        # a file ledger is shared by every process: the filter itself may answer in a forked worker
+        self._process_local = not isinstance(ledger, SQLiteLedger)
         self._data = data
         self._domain, self._metric, self._d_in = domain, metric, d_in
         self._accountant = accountant

@@ -59,7 +59,8 @@ def _check_measure(measure: object) -> None:
 def _check_origin(kind: str) -> None:
     """Refuse a record built from raw parts outside the library (see the module docstring).
 
-    Called from ``__post_init__``: frame 2 is whoever called the dataclass ``__init__``. Library code
+    Called from ``__post_init__``: frame 3 (this function, ``__post_init__``, the dataclass ``__init__``,
+    then its caller) is whoever built the record. Library code
     (any ``dpcompose.*`` module) passes; anything else must go through ``make_user_{kind}``.
     """
     caller = sys._getframe(3).f_globals.get("__name__", "")
@@ -268,7 +269,7 @@ def make_user_measurement(
         >>> bad.map(1)
         Traceback (most recent call last):
         ...
-        dpcompose.errors.InvalidParameter: user_measurement [UNVERIFIED]'s map(1)=Fraction(-1, 1) must be ...
+        dpcompose.errors.InvalidParameter: user_measurement [UNVERIFIED]'s map(1)=-1 must be non-negative: ...
     """
     _check_trusted(trusted, "measurement")
     _check_callable(function, "function")

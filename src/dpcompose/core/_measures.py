@@ -141,9 +141,22 @@ def exact_cost(d: object, what: str) -> Fraction:
             f"{what}={d!r} must be an exact number ≥ 0 (int or fractions.Fraction), not "
             f"{type(d).__name__}; a privacy map must return exact values (see dpcompose.accounting.exact)"
         )
-    if d < 0:
-        raise InvalidParameter(f"{what}={d!r} must be non-negative: a negative cost would refund a budget")
-    return d if type(d) is Fraction else Fraction(int(d) if isinstance(d, numbers.Integral) else d)
+    # a plain Fraction first: a subclass could override the comparison below
+    if isinstance(d, numbers.Integral):
+        q = Fraction(int(d))
+    else:
+        q = Fraction(int(d.numerator), int(d.denominator))
+    if q < 0:
+        raise InvalidParameter(f"{what}={q} must be non-negative: a negative cost would refund a budget")
+    if max(q.numerator.bit_length(), q.denominator.bit_length()) > _MAX_COST_BITS:
+        raise InvalidParameter(
+            f"{what} has a numerator or denominator of more than {_MAX_COST_BITS} bits: too large to charge "
+            "or record (round it up to a simpler fraction)"
+        )
+    return q
+
+
+_MAX_COST_BITS = 10_000
 
 
 class PureDP(_ScalarMeasure):
@@ -274,9 +287,15 @@ class RenyiDP(Measure[RenyiCurve]):
         return RenyiCurve(lambda alpha: Fraction(0), "0")
 
     def check_cost(self, d: object, what: str = "cost") -> RenyiCurve:
+        """The curve, with every value it gives checked as an exact cost ≥ 0 when it is evaluated."""
         if not isinstance(d, RenyiCurve):
             raise InvalidParameter(f"{what}={d!r} must be a RenyiCurve")
-        return d
+        curve = d.curve
+
+        def checked(alpha: Any) -> Fraction:
+            return exact_cost(curve(alpha), f"{what} at α={alpha}")
+
+        return RenyiCurve(checked, d.label)
 
     def compose(self, d_mids: Sequence[RenyiCurve]) -> RenyiCurve:
         total = self.zero()

@@ -1,20 +1,46 @@
 """Queryable: a live interactive mechanism that answers one query at a time.
 
-The base class owns the parts that must never vary (STYLE §8): the lock, the closed state and the call
-sequence. A subclass implements only :meth:`Queryable._answer`. Inside ``_answer`` the lock is held, so
-a subclass can validate a query, charge its budget and only then release an answer without races.
+The base class owns the parts that must never vary (STYLE §8): the lock, the closed state, the owning
+process and the call sequence. A subclass implements only :meth:`Queryable._answer`. Inside ``_answer``
+the lock is held, so a subclass can validate a query, charge its budget and only then release an answer
+without races.
+
+A queryable's budget state lives in its process's memory, so a forked copy would spend it again: a
+queryable answers only in the process that created it (a subclass whose state is shared across
+processes, such as a filter on an ``SQLiteLedger``, opts out with ``_process_local = False``).
+:func:`created_queryables` lets a compositor learn every queryable that running a query created, however
+deeply it is wrapped, so that sequential interaction can close them all.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import html
+import os
 import threading
-from collections.abc import Callable
-from typing import Generic, TypeVar
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 from dpcompose.errors import InvalidParameter, SequentialityError
 
-__all__ = ["Queryable"]
+__all__ = ["Queryable", "created_queryables"]
+
+_CREATED: contextvars.ContextVar[list[weakref.ReferenceType[Any]] | None] = contextvars.ContextVar(
+    "dpcompose_created_queryables", default=None
+)
+
+
+@contextlib.contextmanager
+def created_queryables() -> Iterator[list[weakref.ReferenceType[Any]]]:
+    """Collect (weak references to) every Queryable constructed in this context, nested ones included."""
+    created: list[weakref.ReferenceType[Any]] = []
+    token = _CREATED.set(created)
+    try:
+        yield created
+    finally:
+        _CREATED.reset(token)
 
 Q = TypeVar("Q")
 A = TypeVar("A")
@@ -47,11 +73,18 @@ class Queryable(Generic[Q, A]):
         dpcompose.errors.SequentialityError: echo is closed: done
     """
 
+    #: Whether the budget state is in this process's memory (then a forked copy refuses to answer).
+    _process_local: bool = True
+
     def __init__(self, *, lock: threading.RLock | None = None, name: str | None = None) -> None:
         self._lock = lock if lock is not None else threading.RLock()
         self._closed_reason: str | None = None
         self._guards: list[Callable[[Queryable[Q, A]], None]] = []
         self._queries = 0
+        self._pid = os.getpid()
+        registry = _CREATED.get()
+        if registry is not None:
+            registry.append(weakref.ref(self))
         if name is not None and not isinstance(name, str):
             raise InvalidParameter(f"name={name!r} must be a str or None")
         self.name = name or type(self).__name__
@@ -60,6 +93,12 @@ class Queryable(Generic[Q, A]):
         with self._lock:
             if self._closed_reason is not None:
                 raise SequentialityError(f"{self.name} is closed: {self._closed_reason}")
+            if self._process_local and os.getpid() != self._pid:
+                raise SequentialityError(
+                    f"{self.name} was created in process {self._pid} and keeps its budget in that process's "
+                    f"memory; this process ({os.getpid()}) is a fork of it and would spend the budget again. "
+                    "To share a budget across processes use make_privacy_filter with an SQLiteLedger"
+                )
             for guard in self._guards:
                 guard(self)
             answer = self._answer(query)
