@@ -190,6 +190,16 @@ def test_map_rows_output_type_and_values_do_not_depend_on_the_representation() -
         dp.VectorDomain(dp.AtomDomain(int)), SYM, lambda x: (x, -x), dp.AtomDomain(tuple), default=()
     )
     assert objects([1, 2]) == [(1, -1), (2, -2)]
+    label = ("big",)
+    labels = dp.t.make_map_rows(
+        dp.VectorDomain(dp.AtomDomain(int)),
+        SYM,
+        lambda x: ("big",) if x > 9 else "small",
+        dp.CategoricalDomain(["small", label]),
+        default="small",
+    )
+    out = labels([3, 10])
+    assert out == ["small", label] and out[1] is label  # the domain's own category object is output
 
 
 def test_map_rows_default_is_checked_when_built() -> None:

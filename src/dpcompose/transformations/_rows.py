@@ -122,11 +122,14 @@ def _pack(values: list[Any], element: Domain) -> Any:
 
 
 def _canonical(value: Any, element: Domain) -> Any:
-    """The value a numeric record is output as (a Python ``float``/``int``); others unchanged."""
+    """The value a member is output as: a Python ``float``/``int`` for numeric atoms, the domain's own
+    category object for a ``CategoricalDomain``; other values unchanged."""
     if isinstance(element, AtomDomain) and element.carrier in (int, float):
         if isinstance(value, np.generic):
             value = value.item()
         return element.carrier(value)
+    if isinstance(element, CategoricalDomain):
+        return element.categories[element.index(value)]
     return value
 
 
