@@ -448,3 +448,22 @@ def test_chains_into_a_count_and_explains() -> None:
     text = str(dp.explain(noisy, 1))
     assert "drop_null" in text
     assert "subset_by(predicate=test_chains_into_a_count_and_explains.<locals>.<lambda>)" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(),
+    st.sampled_from(
+        [
+            dp.AtomDomain(float),
+            dp.AtomDomain(float, nan=True),
+            dp.AtomDomain(float, bounds=(-1.0, 1.0)),
+            dp.AtomDomain(float, bounds=(0, Fraction(1, 3)), nan=True),
+        ]
+    ),
+)
+def test_map_rows_float_fast_path_agrees_with_membership(value: float, output: dp.AtomDomain) -> None:
+    default = 0.0
+    t = dp.t.make_map_rows(dp.VectorDomain(dp.AtomDomain(int)), SYM, lambda _: value, output, default)
+    expected = value if output.member(value) else default
+    assert _token(t([0])[0]) == _token(expected)

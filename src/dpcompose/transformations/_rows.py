@@ -31,6 +31,7 @@ and values never depend on the representation of the input.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping
 from decimal import Decimal
 from fractions import Fraction
@@ -156,12 +157,27 @@ def _check_default(default: object, domain: Domain, name: str, domain_name: str)
     )
 
 
+def _float_member(element: Domain) -> Callable[[float], bool] | None:
+    """For ``AtomDomain(float)``: membership of a Python ``float``, inlined (as ``AtomDomain.member``)."""
+    if not (isinstance(element, AtomDomain) and element.carrier is float):
+        return None
+    nan = element.nan
+    if element.bounds is None:
+        return lambda v: -math.inf < v < math.inf or (nan and v != v)
+    lo, hi = element.bounds
+    return lambda v: lo <= v <= hi or (nan and v != v)
+
+
 def _safe_map(function: Callable[[Any], Any], element: Domain, default: Any) -> Callable[[Any], Any]:
     """``function`` made total: its result as a canonical member of ``element``, else ``default``."""
+
+    float_member = _float_member(element)
 
     def apply(row: Any) -> Any:
         try:
             value = function(row)
+            if float_member is not None and type(value) is float:  # the common case, without the calls
+                return value if float_member(value) else default
             if not _member(element, value):
                 return default
             value = _canonical(value, element)
