@@ -460,6 +460,55 @@ CASES: dict[str, Case] = {
         lambda: {"input_domain": FLOAT_DATA, "input_metric": dp.SymmetricDistance(), "max_size": 10},
         _MAP1,
     ),
+    "t.make_subset_by": Case(
+        dp.t.make_subset_by,
+        lambda: {"input_domain": INT_DATA, "input_metric": dp.ChangeOneDistance(), "predicate": bool},
+        _MAP1,
+    ),
+    "t.make_map_rows": Case(
+        dp.t.make_map_rows,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "function": abs,
+            "output_domain": dp.AtomDomain(float, bounds=(0.0, 1.0)),
+            "default": 0.5,
+        },
+        _MAP1,
+    ),
+    "t.make_select_column": Case(
+        dp.t.make_select_column,
+        lambda: {
+            "input_domain": ROWS,
+            "input_metric": dp.SymmetricDistance(),
+            "key": 0,
+            "column_domain": INTS,
+            "default": 0,
+        },
+        _MAP1,
+    ),
+    "t.make_impute_constant": Case(
+        dp.t.make_impute_constant,
+        lambda: {
+            "input_domain": dp.VectorDomain(dp.AtomDomain(float, nan=True)),
+            "input_metric": dp.SymmetricDistance(),
+            "constant": 0.5,
+        },
+        _MAP1,
+    ),
+    "t.make_drop_null": Case(
+        dp.t.make_drop_null,
+        lambda: {
+            "input_domain": dp.VectorDomain(dp.AtomDomain(float, nan=True)),
+            "input_metric": dp.ChangeOneDistance(),
+        },
+        _MAP1,
+    ),
+    "t.make_count_distinct": Case(
+        dp.t.make_count_distinct,
+        lambda: {"input_domain": ROWS, "input_metric": dp.SymmetricDistance()},
+        _MAP1,
+    ),
     # --- combinators --------------------------------------------------------------------------------
     "make_sequential": Case(
         dp.make_sequential,

@@ -57,6 +57,11 @@ def atoms(domain: dp.AtomDomain) -> st.SearchStrategy[Any]:
 def members(domain: dp.Domain) -> st.SearchStrategy[Any]:
     if isinstance(domain, dp.AtomDomain) and domain.carrier is tuple:
         return st.lists(st.integers(0, 2), max_size=3).map(tuple)
+    if isinstance(domain, dp.AtomDomain) and domain.carrier is dict:
+        values = st.one_of(st.integers(), st.floats(), st.text(max_size=2), st.none())
+        return st.dictionaries(st.sampled_from(["a", "b", 0]), values, max_size=3)
+    if isinstance(domain, dp.AtomDomain) and domain.carrier is str:
+        return st.text(max_size=4)
     if isinstance(domain, dp.AtomDomain):
         return atoms(domain)
     if isinstance(domain, dp.CategoricalDomain):
@@ -87,6 +92,13 @@ FLOATS = dp.VectorDomain(FLOAT)
 BOUNDED_INTS = dp.VectorDomain(dp.AtomDomain(int, bounds=(-(10**12), 10**12)))
 BOUNDED_FLOATS = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e300, 1e300)))
 UNIT_FLOATS = dp.VectorDomain(dp.AtomDomain(float, bounds=(-1.0, 1.0)))
+FLOATS_NAN = dp.VectorDomain(dp.AtomDomain(float, nan=True))
+UNIT_FLOAT = dp.AtomDomain(float, bounds=(0.0, 1.0))
+SIZED_UNIT_NAN = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0), nan=True), size=3)
+TUPLES = dp.VectorDomain(dp.AtomDomain(tuple))
+DICTS = dp.VectorDomain(dp.AtomDomain(dict))
+STRS = dp.VectorDomain(dp.AtomDomain(str))
+CATEGORIES = dp.CategoricalDomain([0, "a", (1, 2)])
 
 
 def _count_query(domain: dp.Domain) -> Any:
@@ -130,6 +142,47 @@ CASES: dict[str, list[Case]] = {
             lambda: dp.t.make_sum(dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=4), SYM),
             [],
         ),
+    ],
+    "make_subset_by": [
+        ("float failing", lambda: dp.t.make_subset_by(FLOATS_NAN, SYM, lambda x: 1 / x > 0.5), []),
+        ("int non-bool", lambda: dp.t.make_subset_by(INTS, CHG, lambda x: x % 3), []),
+        ("bounded", lambda: dp.t.make_subset_by(BOUNDED_INTS, SYM, lambda x: 2**64 // x > 3), []),
+        ("rows", lambda: dp.t.make_subset_by(TUPLES, CHG, lambda r: r[1] == 1), []),
+    ],
+    "make_map_rows": [
+        (
+            "float",
+            lambda: dp.t.make_map_rows(
+                FLOATS_NAN, SYM, lambda x: x * 1e300, dp.AtomDomain(float, bounds=(-1.0, 1.0)), 0.0
+            ),
+            [],
+        ),
+        ("int", lambda: dp.t.make_map_rows(INTS, CHG, lambda x: 2**70 // x, dp.AtomDomain(int), -1), []),
+        ("to float", lambda: dp.t.make_map_rows(INTS, SYM, lambda x: x / 7, FLOAT, 0.0), []),
+        ("rows", lambda: dp.t.make_map_rows(TUPLES, SYM, lambda r: r[0] - r[2], dp.AtomDomain(int), 0), []),
+        ("str", lambda: dp.t.make_map_rows(STRS, SYM, float, FLOAT, 0.0), []),
+    ],
+    "make_select_column": [
+        ("tuple", lambda: dp.t.make_select_column(TUPLES, SYM, 1, dp.AtomDomain(int, bounds=(0, 1)), 0), []),
+        ("dict", lambda: dp.t.make_select_column(DICTS, CHG, "a", UNIT_FLOAT, 0.0), []),
+        ("dict int key", lambda: dp.t.make_select_column(DICTS, SYM, 0, dp.AtomDomain(str), ""), []),
+    ],
+    "make_impute_constant": [
+        ("float", lambda: dp.t.make_impute_constant(FLOATS_NAN, SYM, 0.0), []),
+        ("bounded sized", lambda: dp.t.make_impute_constant(SIZED_UNIT_NAN, CHG, 1.0), []),
+    ],
+    "make_drop_null": [
+        ("float", lambda: dp.t.make_drop_null(FLOATS_NAN, SYM), []),
+        ("bounded sized", lambda: dp.t.make_drop_null(SIZED_UNIT_NAN, CHG), []),
+    ],
+    "make_count_distinct": [
+        ("float", lambda: dp.t.make_count_distinct(FLOATS_NAN, SYM), []),
+        ("int", lambda: dp.t.make_count_distinct(INTS, CHG), []),
+        ("bounded int", lambda: dp.t.make_count_distinct(BOUNDED_INTS, SYM), []),
+        ("rows", lambda: dp.t.make_count_distinct(TUPLES, SYM), []),
+        ("dicts", lambda: dp.t.make_count_distinct(DICTS, CHG), []),
+        ("str", lambda: dp.t.make_count_distinct(STRS, SYM), []),
+        ("categories", lambda: dp.t.make_count_distinct(dp.VectorDomain(CATEGORIES), SYM), []),
     ],
     "make_laplace": [
         (f"{name} scale={scale}", (lambda d=d, m=m, scale=scale: dp.m.make_laplace(d, m, scale=scale)), [])

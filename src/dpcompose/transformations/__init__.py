@@ -5,6 +5,25 @@ from __future__ import annotations
 from dpcompose.transformations._clamp import make_clamp
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._partition import make_partition
+from dpcompose.transformations._rows import (
+    make_count_distinct,
+    make_drop_null,
+    make_impute_constant,
+    make_map_rows,
+    make_select_column,
+    make_subset_by,
+)
 from dpcompose.transformations._sum import make_sum
 
-__all__ = ["make_clamp", "make_count", "make_partition", "make_sum"]
+__all__ = [
+    "make_clamp",
+    "make_count",
+    "make_count_distinct",
+    "make_drop_null",
+    "make_impute_constant",
+    "make_map_rows",
+    "make_partition",
+    "make_select_column",
+    "make_subset_by",
+    "make_sum",
+]
