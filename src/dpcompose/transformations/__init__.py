@@ -5,6 +5,15 @@ from __future__ import annotations
 from dpcompose.transformations._clamp import make_clamp
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._partition import make_partition
+from dpcompose.transformations._stats import make_mean, make_resize, make_variance
 from dpcompose.transformations._sum import make_sum
 
-__all__ = ["make_clamp", "make_count", "make_partition", "make_sum"]
+__all__ = [
+    "make_clamp",
+    "make_count",
+    "make_mean",
+    "make_partition",
+    "make_resize",
+    "make_sum",
+    "make_variance",
+]
