@@ -328,7 +328,12 @@ def _sized_bounded(
         raise DomainMismatch(
             f"input_domain={input_domain!r} is too large: {who} supports up to 2**53 records"
         )
-    lo, hi = exact(element.bounds[0], "lo"), exact(element.bounds[1], "hi")
+    try:
+        lo, hi = exact(element.bounds[0], "lo"), exact(element.bounds[1], "hi")
+    except InvalidParameter:
+        raise InvalidParameter(
+            f"input_domain={input_domain!r}: the bounds exceed the float range; lower the bounds"
+        ) from None
     return carrier, lo, hi, n
 
 
