@@ -144,6 +144,7 @@ FLOATS = dp.AtomDomain(float)
 INTS = dp.AtomDomain(int)
 FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)))
 INT_DATA = dp.VectorDomain(dp.AtomDomain(int))
+SIZED_FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=3)
 ROWS = dp.VectorDomain(dp.AtomDomain(tuple))
 BITS = dp.CategoricalDomain([0, 1])
 
@@ -431,6 +432,27 @@ CASES: dict[str, Case] = {
     "t.make_sum": Case(
         dp.t.make_sum,
         lambda: {"input_domain": FLOAT_DATA, "input_metric": dp.SymmetricDistance(), "max_size": 10},
+        _MAP1,
+    ),
+    "t.make_resize": Case(
+        dp.t.make_resize,
+        lambda: {
+            "input_domain": FLOAT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "size": 3,
+            "constant": 0.5,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "t.make_mean": Case(
+        dp.t.make_mean,
+        lambda: {"input_domain": SIZED_FLOAT_DATA, "input_metric": dp.SymmetricDistance()},
+        _map_at(2),
+    ),
+    "t.make_variance": Case(
+        dp.t.make_variance,
+        lambda: {"input_domain": SIZED_FLOAT_DATA, "input_metric": dp.ChangeOneDistance(), "ddof": 1},
         _MAP1,
     ),
     # --- combinators --------------------------------------------------------------------------------
