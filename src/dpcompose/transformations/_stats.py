@@ -5,12 +5,13 @@ domain in their sensitivity, so they need data whose size is public; :func:`make
 unknown size into data of a known size (truncating at random or padding with a constant), so that they
 compose with add/remove neighbours.
 
-Floating point: every float result is computed by a fixed sequence of correctly rounded operations
-(``math.fsum`` — the correctly rounded exact sum — and IEEE-754 ``-``, ``*``, ``/``) whose rounding error is
-bounded in the standard model: a correctly rounded result ``fl(y)`` satisfies ``|fl(y) - y| <= u|y| + η``
-with ``u = 2**-53`` and ``η = 2**-1075`` (half the smallest subnormal), and a sum or difference that is
-subnormal is exact. The stability maps add twice the per-dataset error bound (one error per dataset), so
-they bound the distance between the *computed* outputs, not only between the exact statistics.
+Floating point: sums of floats are exact (:func:`exact_float_sum`, vectorised) and rounded once; every
+float result is computed by a fixed sequence of correctly rounded operations (those rounded sums and
+IEEE-754 ``-``, ``*``, ``/``) whose rounding error is bounded in the standard model: a correctly rounded
+result ``fl(y)`` satisfies ``|fl(y) - y| <= u|y| + η`` with ``u = 2**-53`` and ``η = 2**-1075`` (half the
+smallest subnormal), and a sum or difference that is subnormal is exact. The stability maps add twice the
+per-dataset error bound (one error per dataset), so they bound the distance between the *computed*
+outputs, not only between the exact statistics.
 """
 
 from __future__ import annotations
@@ -99,15 +100,19 @@ def random_selection(count: int, take: int, source: RandomSource) -> npt.NDArray
         return np.empty(0, dtype=np.intp)
     while True:
         keys = np.frombuffer(source.random_bytes(8 * count), dtype="<u8")
-        part = np.argpartition(keys, take - 1)[:take] if take < count else np.arange(count, dtype=np.intp)
-        chosen = keys[part]
-        order = np.argsort(chosen, kind="stable")
-        ranked = chosen[order]
+        if take < count:
+            part = np.argpartition(keys, take - 1)[:take]
+            chosen = keys[part]
+            order = np.argsort(chosen)
+            selection = part[order]
+        else:
+            selection = np.argsort(keys)
+        ranked = keys[selection]
         if take > 1 and bool(np.any(ranked[1:] == ranked[:-1])):
             continue  # a tie among the chosen keys: their order would not be uniform
         if take < count and int(np.count_nonzero(keys <= ranked[-1])) != take:
             continue  # a tie at the boundary: the chosen set would not be uniform
-        return part[order]
+        return selection
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -143,14 +148,39 @@ def _exact_int_sum(values: npt.NDArray[np.int64], bound: int) -> int:
     return sum(int(values[i : i + block].sum()) for i in range(0, len(values), block))
 
 
-def _fsum(values: npt.NDArray[np.float64]) -> float:
-    """The correctly rounded sum of float64 values (``math.fsum``; exact rational fallback if an
-    intermediate partial overflows — the callers guarantee the exact sum itself is within range)."""
-    items = values.tolist()
-    try:
-        return math.fsum(items)
-    except OverflowError:
-        return float(sum((Fraction(v) for v in items), Fraction(0)))
+_CHUNK = 1 << 20
+_OFFSET = 1126  # the smallest float64 unit is 2**-1074 = 2**(-1073 - 53 + 52): exponent - 53 >= -1126
+
+
+def exact_float_sum(values: npt.NDArray[np.float64]) -> Fraction:
+    """The exact sum of finite float64 values, as a Fraction, vectorised (no Python loop over records).
+
+    Each value is ``m·2**(e - 53)`` with ``frexp`` (``|m| < 2**53`` an integer, exact); ``m`` is split into
+    ``h·2**26 + l`` with ``|h| < 2**27`` and ``0 <= l < 2**26``, and ``h`` and ``l`` are summed per exponent
+    with ``numpy.bincount``. In blocks of 2**20 records every partial sum is an integer below 2**48, so each
+    float addition inside ``bincount`` is exact; the at most 2,098 exponent buckets are then combined as
+    Python integers over the common denominator ``2**1126``. Memory is a constant number of blocks.
+
+    Examples:
+        >>> exact_float_sum(np.array([0.1, 0.2, -0.3])) == Fraction(0.1) + Fraction(0.2) - Fraction(0.3)
+        True
+        >>> float(exact_float_sum(np.array([1e308, 1e308, -1e308])))  # fsum overflows here
+        1e+308
+    """
+    numerator = 0
+    for start in range(0, len(values), _CHUNK):
+        frac, exp = np.frexp(values[start : start + _CHUNK])
+        mantissa = (frac * 9007199254740992.0).astype(np.int64)  # frac·2**53: an exact integer
+        index = (exp + (_OFFSET - 53)).astype(np.intp)
+        high = mantissa >> 26
+        low = mantissa - (high << 26)
+        sums_high = np.bincount(index, weights=high.astype(np.float64))
+        sums_low = np.bincount(index, weights=low.astype(np.float64))
+        for i in np.flatnonzero(sums_high).tolist():
+            numerator += int(sums_high[i]) << (i + 26)
+        for i in np.flatnonzero(sums_low).tolist():
+            numerator += int(sums_low[i]) << i
+    return Fraction(numerator, 1 << _OFFSET)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -347,16 +377,13 @@ def _changes(d_in: int, change_one: bool) -> int:
 def mean_error_bound(carrier: type, lo: Fraction, hi: Fraction) -> Fraction:
     """A bound on ``|computed mean - exact mean|`` for one dataset of records in ``[lo, hi]``.
 
-    Integers: the exact sum S is an int and ``S / n`` is one correct rounding of the mean μ, ``|μ| <= M``
-    with ``M = max(|lo|, |hi|)``: error ≤ ``u·M + η``. Floats: ``s = fsum(x)`` is S correctly rounded
-    (``|s - S| <= u|S|``; a subnormal sum is exact), then ``fl(s/n)`` adds ``u|s|/n + η``, so the error is
-    at most ``u·M + u(1 + u)·M + η = (2u + u²)·M + η``; clamping the result to ``[lo, hi]`` (rounded
-    outward) only moves it toward μ.
+    The sum S is exact (integers: int64 blocks added as Python ints; floats: :func:`exact_float_sum`), so
+    the result is the mean μ = S/n rounded once, and ``|μ| <= M = max(|lo|, |hi|)``: the error is at most
+    ``u·M + η``. (``carrier`` is kept for callers: the bound is the same for both.) Clamping the result to
+    ``[lo, hi]`` rounded outward only moves it toward μ.
     """
-    big = max(abs(lo), abs(hi))
-    if carrier is int:
-        return _U * big + _ETA
-    return (2 * _U + _U * _U) * big + _ETA
+    del carrier
+    return _U * max(abs(lo), abs(hi)) + _ETA
 
 
 def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any, float, int, Fraction]:
@@ -369,11 +396,10 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     d_in. With the rounding slack ``2·e`` of :func:`mean_error_bound` (the two computed means each lie
     within e of the exact ones):
     ``d_out = min(k, n)·(hi - lo)/n + 2·e`` for k ≥ 1, and 0 for k = 0 (equal multisets give equal outputs:
-    the sum is exact, or correctly rounded and so independent of order).
+    the sum is exact, so independent of order).
 
-    Integers are summed exactly (int64 blocks) and divided with one correct rounding; floats are summed
-    with ``math.fsum`` and divided once (the bound n·max(|lo|, |hi|) must be a finite float). The result is
-    kept in ``[lo, hi]``.
+    The sum is exact (integers in int64 blocks, floats by :func:`exact_float_sum`) and the mean S/n is
+    rounded once to a float; the result lies in ``[lo, hi]``.
 
     Args:
         input_domain: ``VectorDomain(AtomDomain(int|float, bounds=(lo, hi)), size=n)`` with n ≥ 1 — use
@@ -383,7 +409,7 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     Raises:
         DomainMismatch: the domain has no bounds (chain ``make_clamp``), no size (chain ``make_resize``),
             size 0, admits NaN, or the metric is not a dataset metric.
-        InvalidParameter: bounds whose n-fold sum (floats) or whose mean exceeds the float range.
+        InvalidParameter: bounds beyond the float range.
 
     Source: Dwork–Roth 2014 §3.3 (sensitivity of bounded queries; the mean of n known records is the sum
     over public n); rounding per the standard model (Higham 2002, §2.2) and Casacuberta et al. 2022.
@@ -412,15 +438,9 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     slack = 2 * mean_error_bound(carrier, lo, hi)
     change_one = isinstance(input_metric, ChangeOneDistance)
     if carrier is float:
-        if n * big > _MAX_FLOAT:
-            raise InvalidParameter(
-                f"input_domain={input_domain!r}: {n} records of magnitude up to {float(big):g} can sum "
-                "beyond the float range; lower the bounds"
-            )
 
         def run(data: Any) -> float:
-            with np.errstate(all="ignore"):
-                mean = _fsum(_float_values(data)) / n
+            mean = float(exact_float_sum(_float_values(data)) / n)  # one correct rounding of S/n
             return min(max(mean, lo_f), hi_f)
 
     else:
@@ -460,12 +480,11 @@ def variance_error_bound(carrier: type, lo: Fraction, hi: Fraction, n: int, ddof
     ``u·V_max + η``.
 
     Floats (two passes): m = the computed mean (error ``e_m`` of :func:`mean_error_bound`), ``d_i =
-    fl(x_i - m) = (x_i - m)(1 + ε_i)``, ``q_i = fl(d_i²) = d_i²(1 + ε'_i) + η_i``, ``T = fsum(q)``, ``V̂ =
-    fl(T/(n - ddof))`` clamped to ``[0, V_max]``. With ``D = Σ(x_i - m)² = SSD + n(μ - m)²`` (so ``SSD <= D
-    <= D_max = SSD_max + n·e_m²``) and ``γ = (1 + u)³ - 1``:
-    ``|Σq - D| <= γ·D_max + nη``, ``|Σq| <= A = (1 + u)³·D_max + nη``, ``|T - Σq| <= u·A``, so
-    ``|T - SSD| <= u·A + γ·D_max + nη + n·e_m²``, ``|T| <= (1 + u)·A``, and dividing by k = n − ddof
-    adds ``u·|T|/k + η``.
+    fl(x_i - m) = (x_i - m)(1 + ε_i)`` (a subnormal difference is exact), ``q_i = fl(d_i²) = d_i²(1 + ε'_i)
+    + η_i``, and ``V̂ = fl(Σq/k)`` with k = n − ddof and Σq summed exactly (:func:`exact_float_sum`),
+    clamped to ``[0, V_max]``. With ``D = Σ(x_i - m)² = SSD + n(μ - m)²`` (so ``SSD <= D <= D_max =
+    SSD_max + n·e_m²``) and ``γ = (1 + u)³ - 1``: ``|Σq - D| <= γ·D_max + nη`` and ``|Σq| <= A = (1 + u)³·
+    D_max + nη``, so ``|V̂ - SSD/k| <= (γ·D_max + nη + n·e_m²)/k + u·A/k + η``.
     """
     width = hi - lo
     k = n - ddof
@@ -476,8 +495,7 @@ def variance_error_bound(carrier: type, lo: Fraction, hi: Fraction, n: int, ddof
     d_max = ssd_max + n * e_m * e_m
     gamma = (1 + _U) ** 3 - 1
     a = (1 + _U) ** 3 * d_max + n * _ETA
-    t_error = _U * a + gamma * d_max + n * _ETA + n * e_m * e_m
-    return t_error / k + _U * (1 + _U) * a / k + _ETA
+    return (gamma * d_max + n * _ETA + n * e_m * e_m) / k + _U * a / k + _ETA
 
 
 def make_variance(
@@ -501,7 +519,8 @@ def make_variance(
     (2015) and OpenDP's ``make_variance``, ``(n − 1)/n·w²/(n − ddof)``, with the range cap added.
 
     Integers are computed exactly (``(nΣx² − (Σx)²)/(n(n − ddof))`` in integers, rounded once); floats
-    by two passes (``math.fsum`` for the mean, then ``fsum`` of the squared deviations).
+    by two vectorised passes (the exactly summed mean, then the exact sum of the rounded squared
+    deviations, divided with one rounding).
 
     Args:
         input_domain: ``VectorDomain(AtomDomain(int|float, bounds=(lo, hi)), size=n)`` with n > ddof —
@@ -553,7 +572,7 @@ def make_variance(
     if carrier is float:
         lo_f, hi_f = float_down(lo), float_up(hi)
         w_f = Fraction(float_up(Fraction(hi_f) - Fraction(lo_f)))
-        if n * big > _MAX_FLOAT or 2 * n * w_f * w_f > _MAX_FLOAT:
+        if 2 * n * w_f * w_f > _MAX_FLOAT:
             raise InvalidParameter(
                 f"input_domain={input_domain!r}: {n} records in these bounds can have sums of squares beyond "
                 "the float range; lower the bounds"
@@ -561,11 +580,11 @@ def make_variance(
 
         def run(data: Any) -> float:
             values = _float_values(data)
-            with np.errstate(all="ignore"):
-                mean = min(max(_fsum(values) / n, lo_f), hi_f)
+            mean = min(max(float(exact_float_sum(values) / n), lo_f), hi_f)
+            with np.errstate(all="ignore"):  # underflow of tiny squares is within the bound
                 deviations = values - mean
-                total = _fsum(deviations * deviations)
-            return min(max(total / k, 0.0), v_max_f)
+                squares = deviations * deviations
+            return min(max(float(exact_float_sum(squares) / k), 0.0), v_max_f)  # one rounding
 
     else:
         int64_ok = big <= _INT64_MAX
