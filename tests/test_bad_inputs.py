@@ -143,6 +143,7 @@ def _describe(value: object) -> str:
 FLOATS = dp.AtomDomain(float)
 INTS = dp.AtomDomain(int)
 FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)))
+SIZED_FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=3)
 INT_DATA = dp.VectorDomain(dp.AtomDomain(int))
 ROWS = dp.VectorDomain(dp.AtomDomain(tuple))
 BITS = dp.CategoricalDomain([0, 1])
@@ -507,6 +508,27 @@ CASES: dict[str, Case] = {
     "t.make_count_distinct": Case(
         dp.t.make_count_distinct,
         lambda: {"input_domain": ROWS, "input_metric": dp.SymmetricDistance()},
+        _MAP1,
+    ),
+    "t.make_resize": Case(
+        dp.t.make_resize,
+        lambda: {
+            "input_domain": FLOAT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "size": 3,
+            "constant": 0.5,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "t.make_mean": Case(
+        dp.t.make_mean,
+        lambda: {"input_domain": SIZED_FLOAT_DATA, "input_metric": dp.SymmetricDistance()},
+        _map_at(2),
+    ),
+    "t.make_variance": Case(
+        dp.t.make_variance,
+        lambda: {"input_domain": SIZED_FLOAT_DATA, "input_metric": dp.ChangeOneDistance(), "ddof": 1},
         _MAP1,
     ),
     # --- combinators --------------------------------------------------------------------------------

@@ -184,6 +184,43 @@ CASES: dict[str, list[Case]] = {
         ("str", lambda: dp.t.make_count_distinct(STRS, SYM), []),
         ("categories", lambda: dp.t.make_count_distinct(dp.VectorDomain(CATEGORIES), SYM), []),
     ],
+    "make_resize": [
+        ("int grow", lambda: dp.t.make_resize(INTS, SYM, size=7, constant=0), []),
+        ("int huge constant", lambda: dp.t.make_resize(INTS, CHG, size=3, constant=2**70), []),
+        ("float shrink", lambda: dp.t.make_resize(BOUNDED_FLOATS, SYM, size=2, constant=-1e300), []),
+        (
+            "float nan",
+            lambda: dp.t.make_resize(dp.VectorDomain(dp.AtomDomain(float, nan=True)), SYM, 3, 0.0),
+            [],
+        ),
+        ("tuples", lambda: dp.t.make_resize(dp.VectorDomain(dp.AtomDomain(tuple)), SYM, 4, ()), []),
+        ("empty", lambda: dp.t.make_resize(UNIT_FLOATS, SYM, size=0, constant=0.0), []),
+    ],
+    "make_mean": [
+        (f"{name} n={n} {m!r}", (lambda d=d, n=n, m=m: dp.t.make_mean(dp.VectorDomain(d, size=n), m)), [])
+        for name, d in [
+            ("int", dp.AtomDomain(int, bounds=(-(2**62), 2**62))),
+            ("bigint", dp.AtomDomain(int, bounds=(-(10**30), 10**30))),
+            ("float", dp.AtomDomain(float, bounds=(-1e300, 1e300))),
+            ("unit", dp.AtomDomain(float, bounds=(-1.0, 1.0))),
+        ]
+        for n in (1, 5)
+        for m in (SYM, CHG)
+    ],
+    "make_variance": [
+        (
+            f"{name} n={n} ddof={q}",
+            (lambda d=d, n=n, q=q: dp.t.make_variance(dp.VectorDomain(d, size=n), CHG, q)),
+            [],
+        )
+        for name, d in [
+            ("int", dp.AtomDomain(int, bounds=(-(2**40), 2**40))),
+            ("bigint", dp.AtomDomain(int, bounds=(-(10**30), 10**30))),
+            ("float", dp.AtomDomain(float, bounds=(-1e100, 1e100))),
+            ("tiny", dp.AtomDomain(float, bounds=(-1e-300, 1e-300))),
+        ]
+        for n, q in ((1, 0), (5, 1))
+    ],
     "make_laplace": [
         (f"{name} scale={scale}", (lambda d=d, m=m, scale=scale: dp.m.make_laplace(d, m, scale=scale)), [])
         for name, d, m in [

@@ -13,6 +13,7 @@ from dpcompose.transformations._rows import (
     make_select_column,
     make_subset_by,
 )
+from dpcompose.transformations._stats import make_mean, make_resize, make_variance
 from dpcompose.transformations._sum import make_sum
 
 __all__ = [
@@ -22,8 +23,11 @@ __all__ = [
     "make_drop_null",
     "make_impute_constant",
     "make_map_rows",
+    "make_mean",
     "make_partition",
+    "make_resize",
     "make_select_column",
     "make_subset_by",
     "make_sum",
+    "make_variance",
 ]
