@@ -76,6 +76,7 @@ from dpcompose.errors import (
 )
 
 __version__ = "0.1.0"
+"""The version of this dpcompose release."""
 
 __all__ = [
     "ZCDP",

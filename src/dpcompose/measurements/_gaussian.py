@@ -34,7 +34,7 @@ def make_gaussian(
     *,
     rng: np.random.Generator | None = None,
 ) -> Measurement[Any, Any, Fraction, Fraction]:
-    """The Gaussian mechanism: add N(0, ``scale``²) noise to a number or to each vector entry.
+    """The Gaussian mechanism: add N(0, scale²) noise to a number or to each vector entry.
 
     Secure by default: the input is rounded to the grid ``g·Z``, ``g = 2**k``, ``k = ⌊log₂ σ⌋ - 20`` (round
     half up; for integer data ``k >= -50``), and exact discrete Gaussian noise of parameter σ_g = ⌈σ/g⌉
