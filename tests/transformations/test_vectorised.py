@@ -24,7 +24,7 @@ from dpcompose.transformations._sum import exact_float_sum
 SYM, CHG = dp.SymmetricDistance(), dp.ChangeOneDistance()
 
 
-class NoIter(np.ndarray):  # type: ignore[type-arg]
+class NoIter(np.ndarray):
     """An array that refuses Python iteration: only vectorised code can read it."""
 
     def __iter__(self) -> Any:

@@ -108,8 +108,8 @@ def make_clamp(
         >>> dp.t.make_clamp(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance(), (0, 9))([-3, 12])
         array([0, 9])
     """
-    check_space(input_domain, input_metric)
     check_dataset_metric(input_metric)
+    check_space(input_domain, input_metric)
     carrier = numeric_vector_carrier(input_domain)
     assert isinstance(input_domain, VectorDomain)
     if input_domain.element_domain.member(float("nan")) if carrier is float else False:

@@ -74,8 +74,8 @@ def make_sum(
         >>> s1.map(1)
         Fraction(10, 1)
     """
-    check_space(input_domain, input_metric)
     check_dataset_metric(input_metric)
+    check_space(input_domain, input_metric)
     carrier = numeric_vector_carrier(input_domain)
     assert isinstance(input_domain, VectorDomain)
     element = input_domain.element_domain
