@@ -255,8 +255,9 @@ def make_count_by_categories(
     carrier = _atom_carrier(input_domain, "make_count_by_categories")
     cats = _categories(categories, carrier)
     null = _check_bool(null_category, "null_category")
-    if isinstance(norm, bool) or norm not in (1, 2):
-        raise InvalidParameter(f"norm={_short(norm)} must be 1 (L1Distance) or 2 (L2Distance)")
+    if not isinstance(norm, (int, np.integer)) or isinstance(norm, bool) or norm not in (1, 2):
+        raise InvalidParameter(f"norm={_short(norm)} must be the integer 1 (L1Distance) or 2 (L2Distance)")
+    norm = int(norm)
     k = len(cats)
     buckets = k + 1 if null else k
     coder = _Coder(cats, carrier)
@@ -287,7 +288,9 @@ def make_count_by_categories(
     )
 
 
-def make_count_by(input_domain: Domain, input_metric: Metric) -> Transformation[Any, Any, int, Any]:
+def make_count_by(
+    input_domain: Domain, input_metric: Metric
+) -> Transformation[Any, dict[Any, int], int, tuple[int, Fraction, Fraction]]:
     """Counts per key, for keys read from the data: a ``dict`` mapping each distinct record to the number
     of times it occurs, in sorted key order (so the order reveals nothing about the row order).
 
