@@ -239,3 +239,24 @@ def test_map_domain_and_l01inf_distance() -> None:
     by = dp.t.make_count_by(STRS, SYM)
     assert by.output_domain == dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
     assert by.output_metric == metric
+
+
+EDGES = [-(2**63), -(2**63) + 1, -1, 0, 1, 2**63 - 2, 2**63 - 1, 70000]
+EDGE_CATEGORIES = [
+    [2**63 - 2, 2**63 - 1],
+    [-(2**63), -(2**63) + 1],
+    [1, -1, 0],
+    [0, 70000],
+    [-(2**63), 2**63 - 1],
+]
+
+
+@given(st.lists(st.sampled_from(EDGES), max_size=20))
+def test_int_table_and_search_paths_at_the_int64_edges(data: list[int]) -> None:
+    """Narrow categories use a lookup table on the wrapped offset from the least category; wide ones
+    use searchsorted. Neither may confuse a record near the other end of int64 with a category."""
+    for cats in EDGE_CATEGORIES:
+        t = dp.t.make_count_by_categories(INTS, SYM, cats)
+        expected = [data.count(c) for c in cats] + [sum(x not in cats for x in data)]
+        assert t(np.array(data, dtype=np.int64)).tolist() == expected, cats
+        assert t(data).tolist() == expected

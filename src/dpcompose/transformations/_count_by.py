@@ -29,6 +29,7 @@ from dpcompose.transformations._clamp import INT64_MAX, INT64_MIN, check_dataset
 __all__ = ["make_count_by", "make_count_by_categories"]
 
 _CARRIERS = (int, float, str, bool)
+_TABLE_SPAN = 1 << 16  # int categories spanning fewer values than this are coded by table lookup
 
 
 def _short(value: object) -> str:
@@ -152,8 +153,38 @@ class _Coder:
         dtype: Any = {int: np.int64, float: np.float64, bool: np.bool_, str: np.str_}[carrier]
         self.sorted_values = np.array([c for c, _ in vectorised], dtype=dtype)
         self.positions = np.array([i for _, i in vectorised] + [self.k], dtype=np.intp)
+        # ints in a narrow range: a lookup table indexed by the offset from the least category
+        self.table: np.ndarray[Any, np.dtype[np.intp]] | None = None
+        if carrier is int and vectorised and vectorised[-1][0] - vectorised[0][0] < _TABLE_SPAN:
+            self.low = vectorised[0][0]
+            span = vectorised[-1][0] - self.low
+            self.table = np.full(span + 2, self.k, dtype=np.intp)  # the last entry: beyond the range
+            for c, i in vectorised:
+                self.table[c - self.low] = i
+            self.consecutive = [c for c, _ in vectorised] == list(range(self.low, self.low + self.k)) and [
+                i for _, i in vectorised
+            ] == list(range(self.k))
+
+    def _table_codes(self, arr: np.ndarray[Any, np.dtype[np.int64]]) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """Codes of int64 records through the table. ``arr − low`` is computed in int64 with wrap-around
+        and read as uint64: that is ``(x − low) mod 2**64``, which lies in ``[0, span]`` exactly when
+        ``low ≤ x ≤ low + span`` (a wrapped difference is at least ``span + 1``, as ``low + span`` fits in
+        int64), so every other record lands on the table's last entry ("other")."""
+        assert self.table is not None
+        with np.errstate(over="ignore"):
+            offset = np.subtract(arr, np.int64(self.low), dtype=np.int64).view(np.uint64)
+        np.minimum(offset, np.uint64(self.table.size - 1), out=offset)
+        index = offset.view(np.int64)  # now in [0, span + 1]
+        out: np.ndarray[Any, np.dtype[np.intp]]
+        if self.consecutive:  # categories low, low + 1, … in declared order: the offset is the code
+            out = index.astype(np.intp, copy=False)
+        else:
+            out = self.table[index]
+        return out
 
     def _search(self, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.intp]]:
+        if self.table is not None:
+            return self._table_codes(arr)
         m = self.sorted_values.size
         if m == 0:
             return np.full(arr.shape, self.k, dtype=np.intp)
