@@ -139,7 +139,8 @@ class _Coder:
     """Maps a dataset to bucket codes 0 … k (k = "other"), vectorised, exact, never raising.
 
     The categories are sorted once (``sorted_values`` with their declared positions ``positions``);
-    a record's code is found with ``np.searchsorted`` and an exact equality check. Records numpy cannot
+    a record's code is found with ``np.searchsorted`` and an exact equality check — or, for int
+    categories spanning fewer than 2**16 values, by a lookup table (``_table_codes``). Records numpy cannot
     hold exactly (ints beyond int64, str records in a Python list) are looked up in a dict, converted to
     plain Python values first so that equality is the carrier's own.
     """
@@ -175,11 +176,10 @@ class _Coder:
             offset = np.subtract(arr, np.int64(self.low), dtype=np.int64).view(np.uint64)
         np.minimum(offset, np.uint64(self.table.size - 1), out=offset)
         index = offset.view(np.int64)  # now in [0, span + 1]
-        out: np.ndarray[Any, np.dtype[np.intp]]
-        if self.consecutive:  # categories low, low + 1, … in declared order: the offset is the code
-            out = index.astype(np.intp, copy=False)
-        else:
-            out = self.table[index]
+        # categories low, low + 1, … in declared order: the offset is the code itself
+        out: np.ndarray[Any, np.dtype[np.intp]] = (
+            index.astype(np.intp, copy=False) if self.consecutive else self.table[index]
+        )
         return out
 
     def _search(self, arr: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.intp]]:
