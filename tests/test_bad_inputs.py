@@ -451,6 +451,38 @@ CASES: dict[str, Case] = {
     "t.make_count": Case(
         dp.t.make_count, lambda: {"input_domain": INT_DATA, "input_metric": dp.SymmetricDistance()}, _MAP1
     ),
+    "t.make_count_by_categories": Case(
+        dp.t.make_count_by_categories,
+        lambda: {
+            "input_domain": dp.VectorDomain(dp.AtomDomain(str)),
+            "input_metric": dp.SymmetricDistance(),
+            "categories": ["a", "b"],
+            "null_category": True,
+            "norm": 1,
+        },
+        _MAP1,
+    ),
+    "t.make_count_by_categories[float]": Case(
+        dp.t.make_count_by_categories,
+        lambda: {
+            "input_domain": dp.VectorDomain(FLOATS),
+            "input_metric": dp.ChangeOneDistance(),
+            "categories": [0.5, 1.0],
+            "null_category": False,
+            "norm": 2,
+        },
+        _MAP1,
+    ),
+    "t.make_count_by": Case(
+        dp.t.make_count_by, lambda: {"input_domain": INT_DATA, "input_metric": dp.SymmetricDistance()}, _MAP1
+    ),
+    "MapDomain": Case(dp.MapDomain, lambda: {"key_domain": INTS, "value_domain": INTS}),
+    "L01InfDistance.validate": Case(
+        lambda d, metric: metric.validate(d),
+        lambda: {"d": (1, 1, 1), "metric": dp.L01InfDistance()},
+        _numbers,
+        skip_params=frozenset({"metric"}),
+    ),
     "t.make_partition": Case(
         dp.t.make_partition,
         lambda: {"input_domain": ROWS, "input_metric": dp.SymmetricDistance(), "by": 0, "keys": ["a", "b"]},
@@ -872,6 +904,7 @@ NOT_CALLED = {
     "L1Distance": "no parameters",
     "L2Distance": "no parameters",
     "PartitionDistance": "no parameters",
+    "L01InfDistance": "no parameters (validate is covered by L01InfDistance.validate)",
     "PureDP": "no parameters",
     "ApproxDP": "no parameters",
     "ZCDP": "no parameters",

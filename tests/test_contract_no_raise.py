@@ -40,6 +40,10 @@ def atoms(domain: dp.AtomDomain) -> st.SearchStrategy[Any]:
             st.integers(-(2**70), 2**70),
             st.sampled_from([2**53 + 1, 2**60 + 129, 2**63 - 1, -(2**63), 2**64, 2**1024 + 1, -(2**1100)]),
         )
+    if domain.carrier is str:
+        return st.one_of(st.text(max_size=4), st.sampled_from(["a", "b", "a\x00", "é", ""]))
+    if domain.carrier is bool:
+        return st.booleans()
     assert domain.carrier is float
     if domain.bounds is not None:
         lo, hi = (float(b) for b in domain.bounds)
@@ -76,6 +80,8 @@ def members(domain: dp.Domain) -> st.SearchStrategy[Any]:
         dtype = np.int64 if domain.element_domain.carrier is int else np.float64
         arrays = lists.filter(lambda xs: _fits(xs, dtype)).map(lambda xs: np.asarray(xs, dtype=dtype))
         return st.one_of(lists, arrays).filter(domain.member)
+    if isinstance(domain.element_domain, dp.AtomDomain) and domain.element_domain.carrier in (str, bool):
+        return st.one_of(lists, lists.map(np.array).filter(domain.member))
     return lists
 
 
@@ -99,6 +105,7 @@ TUPLES = dp.VectorDomain(dp.AtomDomain(tuple))
 DICTS = dp.VectorDomain(dp.AtomDomain(dict))
 STRS = dp.VectorDomain(dp.AtomDomain(str))
 CATEGORIES = dp.CategoricalDomain([0, "a", (1, 2)])
+BOOLS = dp.VectorDomain(dp.AtomDomain(bool))
 
 
 def _count_query(domain: dp.Domain) -> Any:
@@ -122,6 +129,18 @@ CASES: dict[str, list[Case]] = {
     "make_count": [
         ("int", lambda: dp.t.make_count(INTS, SYM), []),
         ("float", lambda: dp.t.make_count(FLOATS, CHG), []),
+    ],
+    "make_count_by_categories": [
+        ("str", lambda: dp.t.make_count_by_categories(STRS, SYM, ["a", "a\x00", "é"]), []),
+        ("int huge", lambda: dp.t.make_count_by_categories(INTS, CHG, [0, 2**70, -(2**63)], norm=2), []),
+        ("float", lambda: dp.t.make_count_by_categories(FLOATS_NAN, SYM, [0.0, 5e-324], False), []),
+        ("bool", lambda: dp.t.make_count_by_categories(BOOLS, CHG, [True], null_category=False), []),
+    ],
+    "make_count_by": [
+        ("str", lambda: dp.t.make_count_by(STRS, SYM), []),
+        ("int", lambda: dp.t.make_count_by(INTS, CHG), []),
+        ("float", lambda: dp.t.make_count_by(FLOATS_NAN, SYM), []),
+        ("bool", lambda: dp.t.make_count_by(BOOLS, SYM), []),
     ],
     "make_partition": [
         ("mod", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: r % 3, keys=[0, 1, 2]), []),

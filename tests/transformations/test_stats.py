@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import dpcompose as dp
 from dpcompose.measurements._sampling import BytesSource, SeededSource
 from dpcompose.transformations._stats import (
-    exact_float_sum,
+    exact_fraction_sum,
     mean_error_bound,
     random_selection,
     variance_error_bound,
@@ -234,16 +234,16 @@ def test_random_selection_is_uniform_and_rejects_ties() -> None:
         max_size=40,
     )
 )
-def test_exact_float_sum_is_exact(values: list[float]) -> None:
-    assert exact_float_sum(np.asarray(values, dtype=np.float64)) == sum(map(Fraction, values), Fraction(0))
+def test_exact_fraction_sum_is_exact(values: list[float]) -> None:
+    assert exact_fraction_sum(np.asarray(values, dtype=np.float64)) == sum(map(Fraction, values), Fraction(0))
 
 
-def test_exact_float_sum_over_blocks() -> None:
+def test_exact_fraction_sum_over_blocks() -> None:
     values = np.full(3 * 2**20 + 5, 0.1)
     values[::7] = -(2.0**60)
     values[1::11] = 2.0**-1060
     counts = Counter(values.tolist())
-    assert exact_float_sum(values) == sum((Fraction(v) * c for v, c in counts.items()), Fraction(0))
+    assert exact_fraction_sum(values) == sum((Fraction(v) * c for v, c in counts.items()), Fraction(0))
 
 
 # --- mean ---------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
+from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, MapDomain, VectorDomain
 from dpcompose.core._measurement import (
     Measurement,
     Transformation,
@@ -24,6 +24,7 @@ from dpcompose.core._metrics import (
     AbsoluteDistance,
     ChangeOneDistance,
     DiscreteDistance,
+    L01InfDistance,
     L1Distance,
     L2Distance,
     Metric,
@@ -43,8 +44,10 @@ __all__ = [
     "Composability",
     "DiscreteDistance",
     "Domain",
+    "L01InfDistance",
     "L1Distance",
     "L2Distance",
+    "MapDomain",
     "Measure",
     "Measurement",
     "Metric",

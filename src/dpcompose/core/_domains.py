@@ -12,7 +12,7 @@ Examples:
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
-__all__ = ["AtomDomain", "CategoricalDomain", "Domain", "VectorDomain"]
+__all__ = ["AtomDomain", "CategoricalDomain", "Domain", "MapDomain", "VectorDomain"]
 
 _NUMERIC = (int, float, Fraction)
 
@@ -344,6 +344,41 @@ class VectorDomain(Domain):
     def __repr__(self) -> str:
         size = "" if self.size is None else f", size={self.size}"
         return f"VectorDomain({self.element_domain!r}{size})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class MapDomain(Domain):
+    """Mappings (a ``dict`` or other :class:`~collections.abc.Mapping`) whose keys all belong to
+    ``key_domain`` and whose values all belong to ``value_domain``: counts per key, for example.
+
+    Args:
+        key_domain: the domain of each key.
+        value_domain: the domain of each value.
+
+    Examples:
+        >>> counts = MapDomain(AtomDomain(str), AtomDomain(int))
+        >>> counts.member({"a": 2, "b": 1}), counts.member({"a": 0.5}), counts.member([("a", 1)])
+        (True, False, False)
+    """
+
+    key_domain: Domain
+    value_domain: Domain
+
+    def __post_init__(self) -> None:
+        for name in ("key_domain", "value_domain"):
+            if not isinstance(getattr(self, name), Domain):
+                raise InvalidParameter(f"{name}={getattr(self, name)!r} must be a Domain")
+
+    def member(self, value: object) -> bool:
+        if not isinstance(value, Mapping):
+            return False
+        try:
+            return all(self.key_domain.member(k) and self.value_domain.member(v) for k, v in value.items())
+        except Exception:  # a mapping whose iteration fails is not a member
+            return False
+
+    def __repr__(self) -> str:
+        return f"MapDomain({self.key_domain!r}, {self.value_domain!r})"
 
 
 def _exact_float_int(value: int) -> bool:

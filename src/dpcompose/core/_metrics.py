@@ -22,13 +22,14 @@ from typing import Any
 
 from dpcompose._validation import check_finite_nonnegative, read_real
 from dpcompose.accounting import decimal, exact
-from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, VectorDomain
+from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, MapDomain, VectorDomain
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = [
     "AbsoluteDistance",
     "ChangeOneDistance",
     "DiscreteDistance",
+    "L01InfDistance",
     "L1Distance",
     "L2Distance",
     "Metric",
@@ -191,3 +192,33 @@ class PartitionDistance(Metric):
             raise DomainMismatch(
                 f"{self!r} needs a VectorDomain of VectorDomains (parts), not {name}={domain!r}"
             )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class L01InfDistance(Metric):
+    """Between two mappings of numbers (a key absent from one counts as 0 there): the triple
+    ``(l0, l1, l∞)`` = (how many keys differ, Σ|xₖ − x′ₖ|, maxₖ|xₖ − x′ₖ|). A distance bound
+    ``(a, b, c)`` holds when all three are within it. The output metric of ``make_count_by``: partition
+    selection needs to know both how many keys can change (``l0``: keys that appear or vanish) and by how
+    much each can change (``l∞``), and noise on all keys needs ``l1`` (or ``√l0·l∞`` for an L2 bound).
+
+    A distance is validated as a triple: ``l0`` a non-negative integer, ``l1`` and ``l∞`` non-negative
+    sensitivities (read exactly, never rounded down).
+
+    Examples:
+        >>> L01InfDistance().validate((2, 2, 1))
+        (2, Fraction(2, 1), Fraction(1, 1))
+    """
+
+    def validate(self, d: object, name: str = "d_in") -> tuple[int, Fraction, Fraction]:
+        if not isinstance(d, (tuple, list)) or len(d) != 3:
+            raise InvalidParameter(f"{name}={d!r} must be a triple (l0, l1, l_inf) for {self!r}")
+        return (
+            _validate_count(d[0], f"{name}[0]"),
+            _validate_sensitivity(d[1], f"{name}[1]"),
+            _validate_sensitivity(d[2], f"{name}[2]"),
+        )
+
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
+        if not (isinstance(domain, MapDomain) and _is_numeric_atom(domain.value_domain)):
+            raise DomainMismatch(f"{self!r} needs a MapDomain with numeric values, not {name}={domain!r}")

@@ -16,6 +16,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._metrics import check_space
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["make_clamp"]
@@ -42,10 +43,53 @@ def numeric_vector_carrier(input_domain: Domain) -> type:
     raise DomainMismatch(f"input_domain={input_domain!r} must be a VectorDomain of int or float atoms")
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def int64_array(data: Any) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The members of an int vector domain whose values all fit in int64, as one int64 array.
+
+    Numpy integer arrays are converted in C (exact: the caller guarantees the values fit); a Python list is
+    converted once (``np.asarray``), with a per-element fallback for lists whose elements numpy cannot
+    convert in one go (a mixture of numpy scalar types, say). Never used on values outside int64.
+    """
+    if isinstance(data, np.ndarray):
+        return data.astype(np.int64, copy=False)
+    try:
+        return np.asarray(data, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):  # pragma: no cover - defensive, values fit
+        return np.fromiter((int(x) for x in data), dtype=np.int64, count=len(data))
+
+
+def _clamp_int64(data: Any, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Clamp an int dataset (any member of an int vector domain) into ``[lo, hi]`` ⊂ int64, vectorised.
+
+    Signed arrays are widened to int64 and clipped; unsigned arrays are first capped at ``max(hi, 0)``
+    in their own type (so values ≥ 2**63 never reach int64); a list is converted once, and a list holding
+    a value beyond int64 (a Python int such as 2**70) is clamped element by element in Python first —
+    exact either way, and the result is the same array.
+    """
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind == "u":
+            data = np.minimum(data, np.uint64(max(hi, 0)))
+        arr = data.astype(np.int64, copy=False)
+    else:
+        try:
+            arr = np.asarray(data, dtype=np.int64)
+        except (OverflowError, TypeError, ValueError):  # a value beyond int64: clamp it exactly first
+            arr = np.fromiter((min(max(int(x), lo), hi) for x in data), dtype=np.int64, count=len(data))
+    out: np.ndarray[Any, np.dtype[np.int64]] = np.clip(arr, lo, hi)
+    return out
+
+
 def make_clamp(
     input_domain: Domain, input_metric: Metric, bounds: tuple[Any, Any]
 ) -> Transformation[Any, Any, int, int]:
     """Clamp each record into ``bounds = (lo, hi)``; stability d_out = d_in (record-wise map).
+
+    Vectorised: the result is a numpy array — ``float64`` for floats, ``int64`` for ints whose bounds lie
+    in the int64 range. Integer bounds beyond int64 (which only Python ints can reach) give a list of
+    Python ints, clamped exactly; which of the two is decided by the public bounds, never by the data.
 
     Args:
         input_domain: a ``VectorDomain`` of int or float atoms (NaN is not allowed for floats).
@@ -61,24 +105,30 @@ def make_clamp(
         [0.0, 0.5, 1.0]
         >>> t.output_domain
         VectorDomain(AtomDomain(float, bounds=(0.0, 1.0)))
+        >>> dp.t.make_clamp(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance(), (0, 9))([-3, 12])
+        array([0, 9])
     """
     check_dataset_metric(input_metric)
+    check_space(input_domain, input_metric)
     carrier = numeric_vector_carrier(input_domain)
     assert isinstance(input_domain, VectorDomain)
     if input_domain.element_domain.member(float("nan")) if carrier is float else False:
         raise DomainMismatch("make_clamp cannot clamp NaN: use an AtomDomain(float) with nan=False")
     if not isinstance(bounds, tuple) or len(bounds) != 2:
         raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
-    lo, hi = bounds
     if carrier is int and not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
         raise InvalidParameter(f"bounds={bounds!r} must be integers for an int domain")
-    output_domain = VectorDomain(AtomDomain(carrier, bounds=(lo, hi)), size=input_domain.size)
-    dtype = np.int64 if carrier is int else np.float64
+    output_domain = VectorDomain(AtomDomain(carrier, bounds=bounds), size=input_domain.size)
+    lo, hi = output_domain.element_domain.bounds  # type: ignore[attr-defined]
+    int64_bounds = carrier is int and lo >= INT64_MIN and hi <= INT64_MAX
 
     def run(data: Any) -> Any:
-        if carrier is int:
-            return [min(max(int(x), lo), hi) for x in data]
-        return np.clip(np.asarray(data, dtype=dtype), lo, hi)
+        if carrier is float:
+            return np.clip(np.asarray(data, dtype=np.float64), lo, hi)
+        if int64_bounds:
+            return _clamp_int64(data, lo, hi)
+        values = data.tolist() if isinstance(data, np.ndarray) else data
+        return [min(max(int(x), lo), hi) for x in values]  # bounds beyond int64: exact Python ints
 
     return Transformation(
         input_domain,

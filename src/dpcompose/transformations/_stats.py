@@ -5,7 +5,7 @@ domain in their sensitivity, so they need data whose size is public; :func:`make
 unknown size into data of a known size (truncating at random or padding with a constant), so that they
 compose with add/remove neighbours.
 
-Floating point: sums of floats are exact (:func:`exact_float_sum`, vectorised) and rounded once; every
+Floating point: sums of floats are exact (:func:`exact_fraction_sum`, vectorised) and rounded once; every
 float result is computed by a fixed sequence of correctly rounded operations (those rounded sums and
 IEEE-754 ``-``, ``*``, ``/``) whose rounding error is bounded in the standard model: a correctly rounded
 result ``fl(y)`` satisfies ``|fl(y) - y| <= u|y| + η`` with ``u = 2**-53`` and ``η = 2**-1075`` (half the
@@ -41,6 +41,7 @@ from dpcompose.core._metrics import check_space
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._sampling import GeneratorSource, RandomSource, SecureSource
 from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
+from dpcompose.transformations._sum import exact_float_total
 
 __all__ = ["make_mean", "make_resize", "make_variance"]
 
@@ -148,39 +149,17 @@ def _exact_int_sum(values: npt.NDArray[np.int64], bound: int) -> int:
     return sum(int(values[i : i + block].sum()) for i in range(0, len(values), block))
 
 
-_CHUNK = 1 << 20
-_OFFSET = 1126  # the smallest float64 unit is 2**-1074 = 2**(-1073 - 53 + 52): exponent - 53 >= -1126
-
-
-def exact_float_sum(values: npt.NDArray[np.float64]) -> Fraction:
-    """The exact sum of finite float64 values, as a Fraction, vectorised (no Python loop over records).
-
-    Each value is ``m·2**(e - 53)`` with ``frexp`` (``|m| < 2**53`` an integer, exact); ``m`` is split into
-    ``h·2**26 + l`` with ``|h| < 2**27`` and ``0 <= l < 2**26``, and ``h`` and ``l`` are summed per exponent
-    with ``numpy.bincount``. In blocks of 2**20 records every partial sum is an integer below 2**48, so each
-    float addition inside ``bincount`` is exact; the at most 2,098 exponent buckets are then combined as
-    Python integers over the common denominator ``2**1126``. Memory is a constant number of blocks.
+def exact_fraction_sum(values: npt.NDArray[np.float64]) -> Fraction:
+    """The exact sum of finite float64 values, as a Fraction, vectorised (no Python loop over records):
+    :func:`~dpcompose.transformations._sum.exact_float_total` over the common denominator 2**1127.
 
     Examples:
-        >>> exact_float_sum(np.array([0.1, 0.2, -0.3])) == Fraction(0.1) + Fraction(0.2) - Fraction(0.3)
+        >>> exact_fraction_sum(np.array([0.1, 0.2, -0.3])) == Fraction(0.1) + Fraction(0.2) - Fraction(0.3)
         True
-        >>> float(exact_float_sum(np.array([1e308, 1e308, -1e308])))  # fsum overflows here
+        >>> float(exact_fraction_sum(np.array([1e308, 1e308, -1e308])))  # fsum overflows here
         1e+308
     """
-    numerator = 0
-    for start in range(0, len(values), _CHUNK):
-        frac, exp = np.frexp(values[start : start + _CHUNK])
-        mantissa = (frac * 9007199254740992.0).astype(np.int64)  # frac·2**53: an exact integer
-        index = (exp + (_OFFSET - 53)).astype(np.intp)
-        high = mantissa >> 26
-        low = mantissa - (high << 26)
-        sums_high = np.bincount(index, weights=high.astype(np.float64))
-        sums_low = np.bincount(index, weights=low.astype(np.float64))
-        for i in np.flatnonzero(sums_high).tolist():
-            numerator += int(sums_high[i]) << (i + 26)
-        for i in np.flatnonzero(sums_low).tolist():
-            numerator += int(sums_low[i]) << i
-    return Fraction(numerator, 1 << _OFFSET)
+    return Fraction(exact_float_total(values), 1 << 1127)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -377,7 +356,7 @@ def _changes(d_in: int, change_one: bool) -> int:
 def mean_error_bound(carrier: type, lo: Fraction, hi: Fraction) -> Fraction:
     """A bound on ``|computed mean - exact mean|`` for one dataset of records in ``[lo, hi]``.
 
-    The sum S is exact (integers: int64 blocks added as Python ints; floats: :func:`exact_float_sum`), so
+    The sum S is exact (integers: int64 blocks added as Python ints; floats: :func:`exact_fraction_sum`), so
     the result is the mean μ = S/n rounded once, and ``|μ| <= M = max(|lo|, |hi|)``: the error is at most
     ``u·M + η``. (``carrier`` is kept for callers: the bound is the same for both.) Clamping the result to
     ``[lo, hi]`` rounded outward only moves it toward μ.
@@ -398,7 +377,7 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     ``d_out = min(k, n)·(hi - lo)/n + 2·e`` for k ≥ 1, and 0 for k = 0 (equal multisets give equal outputs:
     the sum is exact, so independent of order).
 
-    The sum is exact (integers in int64 blocks, floats by :func:`exact_float_sum`) and the mean S/n is
+    The sum is exact (integers in int64 blocks, floats by :func:`exact_fraction_sum`) and the mean S/n is
     rounded once to a float; the result lies in ``[lo, hi]``.
 
     Args:
@@ -440,7 +419,7 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     if carrier is float:
 
         def run(data: Any) -> float:
-            mean = float(exact_float_sum(_float_values(data)) / n)  # one correct rounding of S/n
+            mean = float(exact_fraction_sum(_float_values(data)) / n)  # one correct rounding of S/n
             return min(max(mean, lo_f), hi_f)
 
     else:
@@ -481,7 +460,7 @@ def variance_error_bound(carrier: type, lo: Fraction, hi: Fraction, n: int, ddof
 
     Floats (two passes): m = the computed mean (error ``e_m`` of :func:`mean_error_bound`), ``d_i =
     fl(x_i - m) = (x_i - m)(1 + ε_i)`` (a subnormal difference is exact), ``q_i = fl(d_i²) = d_i²(1 + ε'_i)
-    + η_i``, and ``V̂ = fl(Σq/k)`` with k = n − ddof and Σq summed exactly (:func:`exact_float_sum`),
+    + η_i``, and ``V̂ = fl(Σq/k)`` with k = n − ddof and Σq summed exactly (:func:`exact_fraction_sum`),
     clamped to ``[0, V_max]``. With ``D = Σ(x_i - m)² = SSD + n(μ - m)²`` (so ``SSD <= D <= D_max =
     SSD_max + n·e_m²``) and ``γ = (1 + u)³ - 1``: ``|Σq - D| <= γ·D_max + nη`` and ``|Σq| <= A = (1 + u)³·
     D_max + nη``, so ``|V̂ - SSD/k| <= (γ·D_max + nη + n·e_m²)/k + u·A/k + η``.
@@ -580,11 +559,11 @@ def make_variance(
 
         def run(data: Any) -> float:
             values = _float_values(data)
-            mean = min(max(float(exact_float_sum(values) / n), lo_f), hi_f)
+            mean = min(max(float(exact_fraction_sum(values) / n), lo_f), hi_f)
             with np.errstate(all="ignore"):  # underflow of tiny squares is within the bound
                 deviations = values - mean
                 squares = deviations * deviations
-            return min(max(float(exact_float_sum(squares) / k), 0.0), v_max_f)  # one rounding
+            return min(max(float(exact_fraction_sum(squares) / k), 0.0), v_max_f)  # one rounding
 
     else:
         int64_ok = big <= _INT64_MAX

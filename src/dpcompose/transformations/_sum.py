@@ -20,8 +20,15 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._metrics import check_space
 from dpcompose.errors import DomainMismatch, InvalidParameter
-from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
+from dpcompose.transformations._clamp import (
+    INT64_MAX,
+    INT64_MIN,
+    check_dataset_metric,
+    int64_array,
+    numeric_vector_carrier,
+)
 
 __all__ = ["make_sum"]
 
@@ -34,8 +41,13 @@ def make_sum(
     Sensitivity for records in [lo, hi]: add/remove of d records moves the sum by at most
     d·max(|lo|, |hi|); changing d records moves it by at most d·(hi − lo).
 
-    Integers are summed exactly. Floats are summed with :func:`math.fsum` (the correctly rounded exact
-    sum), and the sensitivity grows by one ulp of the largest possible |sum| to cover the two roundings —
+    Integers are summed exactly, vectorised in int64: the public bounds fix at construction how many
+    records one ``np.sum`` may add without overflow (``⌊(2**63 − 1)/max(|lo|, |hi|)⌋``, in chunks of that
+    size); when that is fewer than 2**16 each record is split into 32-bit halves summed separately (exact
+    for any int64); bounds beyond int64 are summed as Python ints. Floats are summed exactly and rounded
+    once (the correctly rounded exact sum, as :func:`math.fsum` gives, computed on the array without a
+    Python list: :func:`exact_float_sum`), and the sensitivity grows by one ulp of the largest possible
+    |sum| to cover the two roundings —
     so float sums need a known bound n on the number of records: the domain's ``size`` or ``max_size=``.
     The sum is then *saturated* to ``[-L, L]`` with ``L`` the least float ≥ n·max(|lo|, |hi|), the
     largest |sum| n records can have: a dataset with more than n records is summed and clamped, never
@@ -46,7 +58,7 @@ def make_sum(
     underestimation of sensitivity in differentially private libraries").
 
     Args:
-        input_domain: ``VectorDomain(AtomDomain(int|float, bounds=(lo, hi)))``.
+        input_domain: ``VectorDomain(AtomDomain(int|float, bounds=(lo, hi)))``, without NaN.
         input_metric: ``SymmetricDistance()`` or ``ChangeOneDistance()``.
         max_size: for floats without a domain ``size``: the most records a dataset may hold.
 
@@ -63,6 +75,7 @@ def make_sum(
         Fraction(10, 1)
     """
     check_dataset_metric(input_metric)
+    check_space(input_domain, input_metric)
     carrier = numeric_vector_carrier(input_domain)
     assert isinstance(input_domain, VectorDomain)
     element = input_domain.element_domain
@@ -70,6 +83,11 @@ def make_sum(
     if element.bounds is None:
         raise DomainMismatch(
             f"make_sum needs bounded records, but {input_domain!r} has no bounds: chain make_clamp first"
+        )
+    if element.nan:
+        raise DomainMismatch(
+            f"make_sum cannot sum NaN, but {input_domain!r} admits it: its sum would be NaN, at no bounded "
+            "distance from a number"
         )
     lo, hi = exact(element.bounds[0], "lo"), exact(element.bounds[1], "hi")
     per_record = (hi - lo) if isinstance(input_metric, ChangeOneDistance) else max(abs(lo), abs(hi))
@@ -92,20 +110,14 @@ def make_sum(
                 "beyond the float range: lower max_size or the bounds"
             )
         slack = Fraction(math.ulp(largest))
-        limit_q = Fraction(largest)
 
-    def run(data: Any) -> Any:
-        if carrier is int:
-            return sum(int(x) for x in data)
-        values = np.asarray(data, dtype=np.float64).tolist()
-        try:
-            total = math.fsum(values)
-        except OverflowError:
-            # a running partial sum overflowed (possible only with more than max_size records); the exact
-            # total may still be small, so clamp the EXACT sum and round it once
-            exact_total = sum((Fraction(v) for v in values), Fraction(0))
-            total = float(min(max(exact_total, -limit_q), limit_q))
-        return min(max(total, -largest), largest)
+    if carrier is int:
+        run = _int_sum(int(max(abs(lo), abs(hi))), int(lo), int(hi))
+    else:
+        saturation = int(Fraction(largest) * _SCALE)  # L·2**1127, an exact integer
+
+        def run(data: Any) -> Any:
+            return exact_float_sum(_float64_array(data), saturation)
 
     def stability(d_in: int) -> Fraction:
         return d_in * per_record + (slack if d_in > 0 else 0)
@@ -122,3 +134,138 @@ def make_sum(
         stability,
         node=Node("sum", params=tuple(params), source="Dwork–Roth 2014 §3.3; Casacuberta et al. 2022"),
     )
+
+
+# --- exact integer sums ---------------------------------------------------------------------------------
+
+_SPLIT_CHUNK = 1 << 30  # halves: |x >> 32| ≤ 2**31 and x & (2**32 − 1) < 2**32, so 2**30 of each fit int64
+
+
+def _int_sum(bound: int, lo: int, hi: int) -> Any:
+    """The exact summation for records in ``[lo, hi]`` with ``bound = max(|lo|, |hi|)``, chosen from the
+    public bounds alone (never from the data).
+
+    * bounds inside int64 and ``chunk = ⌊(2**63 − 1)/bound⌋ ≥ 2**16``: ``np.sum`` in int64 over chunks of
+      ``chunk`` records (every partial sum of a chunk is at most ``chunk·bound < 2**63`` in magnitude, so
+      nothing wraps), the chunk totals added as Python ints;
+    * bounds inside int64 but larger: each record ``x = 2**32·(x >> 32) + (x & (2**32 − 1))``, both halves
+      summed in int64 over chunks of 2**30 records (exact for every int64), recombined as Python ints;
+    * bounds beyond int64: the records are Python ints already; summed by Python (exact, slow).
+    """
+    if not (lo >= INT64_MIN and hi <= INT64_MAX):
+
+        def python_sum(data: Any) -> int:
+            values = data.tolist() if isinstance(data, np.ndarray) else data
+            return sum(int(x) for x in values)
+
+        return python_sum
+    chunk = INT64_MAX // max(bound, 1)
+    if chunk >= 1 << 16:
+
+        def chunked_sum(data: Any) -> int:
+            arr = int64_array(data)
+            if arr.size <= chunk:
+                return int(np.sum(arr, dtype=np.int64))
+            return sum(int(np.sum(arr[i : i + chunk], dtype=np.int64)) for i in range(0, arr.size, chunk))
+
+        return chunked_sum
+
+    def split_sum(data: Any) -> int:
+        arr = int64_array(data)
+        total = 0
+        for i in range(0, arr.size, _SPLIT_CHUNK):
+            part = arr[i : i + _SPLIT_CHUNK]
+            high = int(np.sum(part >> 32, dtype=np.int64))
+            low = int(np.sum(part & 0xFFFFFFFF, dtype=np.int64))
+            total += (high << 32) + low
+        return total
+
+    return split_sum
+
+
+# --- exact float sums -----------------------------------------------------------------------------------
+
+#: Every float64 is an integer multiple of 2**-1074; with the frexp mantissa scaled to 53 bits the smallest
+#: exponent is 2**(-1073 - 53), so sums are carried as integers in units of 2**-1127 (``_SCALE``).
+_SCALE_BITS = 1127
+_SCALE = 1 << _SCALE_BITS
+_EXP_OFFSET = 1100  # frexp exponents of finite doubles lie in [-1073, 1024]: indices 27 … 2124
+_BINS = 2200
+_FLOAT_CHUNK = 1 << 16  # per chunk, per bin: at most 2**16 halves of magnitude ≤ 2**27: exact in a double
+_FOLD_EVERY = 1 << 12  # int64 bin totals reach at most 2**12·2**16·2**27 = 2**55 before they are folded
+
+
+def _float64_array(data: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """A member of a float vector domain as one float64 array (exact: members are float64 values)."""
+    if isinstance(data, np.ndarray):
+        return data.astype(np.float64, copy=False)
+    return np.asarray(data, dtype=np.float64)
+
+
+def exact_float_total(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
+    """The exact sum of finite float64 ``values`` as one Python integer in units of 2**-1127, vectorised.
+
+    Each value is ``m·2**(e − 53)`` with ``m = frexp mantissa·2**53`` an integer below 2**53 in magnitude.
+    ``m`` is split into ``h = ⌊m/2**26⌋`` and ``l = m − h·2**26`` (|h| ≤ 2**27, 0 ≤ l < 2**26, both exact
+    doubles), and ``np.bincount`` adds the halves per exponent. Within a chunk of 2**16 values every partial
+    sum is an integer of magnitude below 2**43, so the double additions inside ``bincount`` are exact
+    whatever their order; the per-exponent totals are carried in int64 (folded into Python ints every
+    2**12 chunks) and finally combined exactly. Memory: a few arrays of one chunk, whatever the input size.
+
+    Source: exact summation by exponent buckets (error-free splitting as in Dekker 1971).
+
+    Examples:
+        >>> import numpy as np
+        >>> from fractions import Fraction
+        >>> t = exact_float_total(np.array([0.1, 0.2, -0.3]))
+        >>> Fraction(t, 2**1127) == Fraction(0.1) + Fraction(0.2) - Fraction(0.3)
+        True
+    """
+    bins_high = np.zeros(_BINS, dtype=np.int64)
+    bins_low = np.zeros(_BINS, dtype=np.int64)
+    total = 0
+    for chunks, start in enumerate(range(0, values.size, _FLOAT_CHUNK), start=1):
+        mantissa, exponent = np.frexp(values[start : start + _FLOAT_CHUNK])
+        mantissa *= 2.0**53
+        high = np.floor(mantissa * 2.0**-26)
+        mantissa -= high * 2.0**26  # now the low half, exact
+        index = exponent.astype(np.intp)
+        index += _EXP_OFFSET
+        bins_high += np.bincount(index, weights=high, minlength=_BINS).astype(np.int64)
+        bins_low += np.bincount(index, weights=mantissa, minlength=_BINS).astype(np.int64)
+        if chunks % _FOLD_EVERY == 0:
+            total += _fold(bins_high, bins_low)
+            bins_high[:] = 0
+            bins_low[:] = 0
+    total += _fold(bins_high, bins_low)
+    return total
+
+
+def exact_float_sum(values: np.ndarray[Any, np.dtype[np.float64]], saturation: int) -> float:
+    """The exact sum of finite float64 ``values``, clamped to ``±saturation·2**-1127`` (``saturation`` is
+    an integer in units of 2**-1127) and rounded once to the nearest double (ties to even): what
+    ``math.fsum`` returns, without a Python list and without intermediate overflow.
+
+    The exact total ``T`` (:func:`exact_float_total`) is clamped exactly, and ``T / 2**1127`` is Python's
+    correctly rounded integer division.
+
+    Source: correct rounding of an exact sum as in Shewchuk 1997 (the algorithm behind ``math.fsum``).
+
+    Examples:
+        >>> import math, numpy as np
+        >>> xs = np.array([1e16, 1.0, -1e16, 0.1])
+        >>> exact_float_sum(xs, 1 << 2200) == math.fsum(xs.tolist()) == 1.1
+        True
+    """
+    total = exact_float_total(values)
+    total = min(max(total, -saturation), saturation)
+    return total / _SCALE if total else 0.0
+
+
+def _fold(bins_high: np.ndarray[Any, Any], bins_low: np.ndarray[Any, Any]) -> int:
+    """Σ over exponents e of (high_e·2**26 + low_e)·2**(e − 53), in units of 2**-1127, exactly."""
+    total = 0
+    for i in np.flatnonzero(bins_high | bins_low).tolist():
+        shift = i - _EXP_OFFSET - 53 + _SCALE_BITS  # ≥ -1073 - 53 + 1127 = 1
+        total += ((int(bins_high[i]) << 26) + int(bins_low[i])) << shift
+    return total
