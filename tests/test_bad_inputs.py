@@ -764,6 +764,7 @@ CASES: dict[str, Case] = {
             "trials": 40,
             "confidence": 0.95,
             "seed": 0,
+            "progress": False,
         },
     ),
     "analysis.clopper_pearson": Case(

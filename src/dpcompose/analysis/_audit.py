@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpcompose._progress import progress as show_progress
 from dpcompose._scipy import beta_ppf
 from dpcompose._validation import (
     check_finite,
@@ -149,6 +150,7 @@ def audit(
     trials: int = 50000,
     confidence: float = 0.95,
     seed: int | np.random.Generator | None = None,
+    progress: bool = False,
 ) -> AuditResult:
     """Sample ``measurement`` on adjacent ``x0`` and ``x1`` and test the claim "(ε, δ)-DP".
 
@@ -169,6 +171,8 @@ def audit(
         confidence: the confidence of the reported lower bound, in (0, 1).
         seed: seed or generator for shuffling the samples before the split (the mechanism's own
             randomness is its business).
+        progress: report sampling progress on standard error (tqdm if installed, else plain lines); the
+            run can be stopped with Ctrl-C (KeyboardInterrupt), which leaves nothing behind.
 
     Returns:
         An :class:`AuditResult`.
@@ -203,7 +207,12 @@ def audit(
     else:
         rng = np.random.default_rng(check_nonnegative_int(seed, "seed"))
 
-    samples = [[measurement(x) for _ in range(n)] for x in (x0, x1)]
+    if not isinstance(progress, bool):
+        raise InvalidParameter(f"progress={progress!r} must be True or False")
+    samples = [
+        [measurement(x) for _ in show_progress(range(n), n, f"samples of {name}", enabled=progress)]
+        for name, x in (("x0", x0), ("x1", x1))
+    ]
     for s in samples:
         rng.shuffle(s)
     half = n // 2

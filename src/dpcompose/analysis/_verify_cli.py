@@ -4,7 +4,8 @@ For each trial: draw the 10 parameters of a random 2-round, 1-bit interactive me
 [0, 1) (:func:`~dpcompose.analysis._lp.two_round_mechanism`), compute ε = PrivLoss(M, δ) exactly
 (rounded up), and solve the linear program of :func:`~dpcompose.analysis._lp.lp_simulation`: is M an
 interactive post-processing of RR_(ε, δ)? Prints progress (tqdm if installed, else plain lines on
-stderr), a summary table, and, last, ``feasible: N/T``.
+stderr), a summary table, and, last, ``feasible: N/T``. Ctrl-C stops cleanly: queued work is cancelled,
+the trials finished so far are summarised, and the exit status is 130.
 
 Trial ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])``, so the result does not
 depend on ``--jobs``.
@@ -19,18 +20,17 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, TextIO
 
 import numpy as np
 
+from dpcompose._progress import progress
 from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import float_up
 from dpcompose.analysis._finite import privacy_loss
@@ -79,34 +79,13 @@ def _results(seed: int, trials: int, delta: float, jobs: int) -> Iterator[TrialR
         return
     chunk = max(1, min(200, trials // (jobs * 8) or 1))
     work = [(seed, range(s, min(s + chunk, trials)), delta) for s in range(0, trials, chunk)]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
         for part in pool.map(_run_chunk, work):
             yield from part
-
-
-def _load_tqdm() -> Any:
-    """``tqdm.tqdm`` if tqdm is installed (an optional extra), else ``None``."""
-    try:
-        return importlib.import_module("tqdm").tqdm
-    except ImportError:
-        return None
-
-
-def _progress(items: Iterable[TrialResult], total: int, enabled: bool, err: TextIO) -> Iterator[TrialResult]:
-    if not enabled:
-        yield from items
-        return
-    tqdm = _load_tqdm()
-    if tqdm is not None:
-        yield from tqdm(items, total=total, desc="LP trials", file=err)
-        return
-    step = max(1, total // 20)
-    start = time.perf_counter()
-    for k, item in enumerate(items, start=1):
-        yield item
-        if k % step == 0 or k == total:
-            elapsed = time.perf_counter() - start
-            print(f"  {k}/{total} trials ({100 * k // total}%), {elapsed:.1f}s", file=err, flush=True)
+    finally:
+        # on Ctrl-C (or any early stop) queued chunks are cancelled rather than waited for
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -127,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``verify <command> [options]``; returns the exit status (0 when every LP is feasible).
 
     ``argv`` is the argument list after ``verify`` (a leading ``"verify"`` is accepted and skipped).
-    Exit status: 0 all feasible, 1 some infeasible, 2 bad arguments.
+    Exit status: 0 all feasible, 1 some infeasible, 2 bad arguments, 130 interrupted (Ctrl-C).
     """
     args_in = list(sys.argv[1:] if argv is None else argv)
     if args_in[:1] == ["verify"]:
@@ -149,17 +128,27 @@ def main(argv: list[str] | None = None) -> int:
     return _run_lp(ns.trials, ns.delta, ns.seed, ns.jobs, not ns.no_progress)
 
 
-def _run_lp(trials: int, delta: float, seed: int, jobs: int, progress: bool) -> int:
+def _run_lp(trials: int, delta: float, seed: int, jobs: int, show: bool) -> int:
     out, err = sys.stdout, sys.stderr
     start = time.perf_counter()
-    results = list(_progress(_results(seed, trials, delta, jobs), trials, progress, err))
+    results: list[TrialResult] = []
+    interrupted = False
+    try:
+        for r in progress(_results(seed, trials, delta, jobs), trials, "trials", enabled=show, stream=err):
+            results.append(r)
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"interrupted after {len(results)}/{trials} trials; summarising those", file=err, flush=True)
+        if not results:
+            return 130
     elapsed = time.perf_counter() - start
+    done = len(results)
     feasible = [r for r in results if r.feasible]
     infeasible = [r for r in results if not r.feasible]
     eps = [r.epsilon for r in results]
     worst = max((r.max_residual for r in feasible), default=float("nan"))
     rows = [
-        ("trials", f"{trials}"),
+        ("trials", f"{done}" + (f" of {trials} (interrupted)" if interrupted else "")),
         ("δ", format_up(delta)),
         ("seed", f"{seed}"),
         ("ε = PrivLoss(M, δ): min", format_up(min(eps))),
@@ -181,7 +170,9 @@ def _run_lp(trials: int, delta: float, seed: int, jobs: int, progress: bool) -> 
     for r in infeasible[:5]:
         shown = format_up(r.epsilon)
         print(f"  infeasible trial {r.index}: ε={shown} p={r.parameters} ({r.status})", file=out)
-    print(f"feasible: {len(feasible)}/{trials}", file=out)
+    print(f"feasible: {len(feasible)}/{done}", file=out)
+    if interrupted:
+        return 130
     return 0 if not infeasible else 1
 
 
