@@ -698,7 +698,7 @@ CASES: dict[str, Case] = {
     ),
     "plot_profile": Case(
         _plot_with_stub_matplotlib,
-        lambda: {"measurement": _gauss(), "d_in": 1, "deltas": [1e-6, 0.1], "ax": None},
+        lambda: {"measurement": _gauss(), "d_in": 1, "deltas": [1e-6, 0.1], "ax": None, "label": None},
         covers=dp.plot_profile,
     ),
     "analysis.FiniteInteractiveMechanism": Case(

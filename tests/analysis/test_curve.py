@@ -69,3 +69,34 @@ def test_plot_profile_without_matplotlib_says_how_to_install(monkeypatch: pytest
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # import fails
     with pytest.raises(dp.InvalidParameter, match=r"dpcompose\[plot\]"):
         dp.plot_profile(dp.m.make_laplace(INT, ABS, scale=2.0), 1)
+
+
+def test_the_docs_picture_script_draws_with_real_matplotlib(tmp_path: Any) -> None:
+    """docs/plot_profile.py draws docs/privacy_curve.png with dp.plot_profile (matplotlib: test extra)."""
+    pytest.importorskip("matplotlib")
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "docs" / "plot_profile.py"
+    namespace = runpy.run_path(str(script))
+    out = tmp_path / "curve.png"
+    namespace["main"](out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_plot_profile_labels_each_curve(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    laplace = dp.m.make_laplace(INT, ABS, scale=2.0)
+    assert dp.plot_profile(laplace, 1, [1e-6, 1e-3], ax=ax, label="mine") is ax
+    dp.plot_profile(laplace, 1, [1e-6, 1e-3], ax=ax)
+    assert [line.get_label() for line in ax.get_lines()] == ["mine", laplace.node.label()]
+    assert list(ax.get_lines()[0].get_ydata()) == [0.5, 0.5]
+    plt.close(fig)
+    with pytest.raises(dp.InvalidParameter, match="label"):
+        dp.plot_profile(laplace, 1, label=3)  # type: ignore[arg-type]

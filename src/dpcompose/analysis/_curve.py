@@ -80,26 +80,32 @@ def plot_profile(
     d_in: Any,
     deltas: Sequence[object] = DEFAULT_DELTAS,
     ax: Any = None,
+    label: str | None = None,
 ) -> Any:
     """Draw ε(δ) of :func:`privacy_curve` on a log δ axis; returns the matplotlib ``Axes``.
 
     Needs matplotlib (``pip install dpcompose[plot]``). The plotted ε are the certified upper bounds
-    (exact values rounded up to floats); δ where nothing is certified are left out.
+    (exact values rounded up to floats); δ where nothing is certified are left out. Pass ``ax`` to draw
+    several curves on one axes, each with its ``label`` (default: the measurement's node label), then
+    call ``ax.legend()``; docs/plot_profile.py draws the picture in docs/concepts.md this way.
     """
     if ax is not None and not callable(getattr(ax, "plot", None)):
         raise InvalidParameter(f"ax={ax!r} must be a matplotlib Axes (or None for a new figure)")
+    if label is not None and not isinstance(label, str):
+        raise InvalidParameter(f"label={label!r} must be a string (or None for the measurement's label)")
     curve = [(d, e) for d, e in privacy_curve(measurement, d_in, deltas) if e is not None]
+    name = measurement.node.label() if label is None else label
     try:
         plt = importlib.import_module("matplotlib.pyplot")
     except ImportError as exc:
         raise InvalidParameter("plot_profile needs matplotlib: pip install 'dpcompose[plot]'") from exc
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot([float(d) for d, _ in curve], [_up(e) for _, e in curve], marker="o")
+    ax.plot([float(d) for d, _ in curve], [_up(e) for _, e in curve], marker="o", label=name)
     ax.set_xscale("log")
     ax.set_xlabel("δ")
     ax.set_ylabel("ε (upper bound)")
-    ax.set_title(f"{measurement.node.label()} at d_in={d_in}")
+    ax.set_title(f"{name} at d_in={d_in}")
     ax.grid(True, which="both", alpha=0.3)
     return ax
 
