@@ -115,7 +115,8 @@ def test_value_semantics_and_repr() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.rho = Fraction(1)  # type: ignore[misc]
     assert "ε=0.5" in repr(p)
-    assert "μ²=1/400" in repr(gaussian_profile(1, 20))
+    assert "μ²=0.0025" in repr(gaussian_profile(1, 20))
+    assert "ρ=0.333334" in repr(PrivacyProfile(rho=Fraction(1, 3)))  # decimals rounded up, not 1/3
     empty = PrivacyProfile.compose([])
     assert empty.delta(0) == 0
     assert empty.epsilon(0) == 0

@@ -140,7 +140,7 @@ def gaussian_profile(sensitivity: Number, sigma: Number) -> PrivacyProfile:
     Examples:
         >>> p = gaussian_profile(1.0, 20.0)
         >>> p
-        PrivacyProfile(gaussian μ²=1/400)
+        PrivacyProfile(gaussian μ²=0.0025)
         >>> big = PrivacyProfile.compose([p] * 1000)
         >>> float(big.epsilon(1e-6))
         8.3062250...
@@ -308,9 +308,9 @@ class PrivacyProfile:
             more = ", …" if len(counts) > 4 else ""
             bits.append("approx=[" + ", ".join(shown) + more + "]")
         if self.gaussian_mu_sq:
-            bits.append(f"gaussian μ²={self.gaussian_mu_sq}")
+            bits.append(f"gaussian μ²={format_up(self.gaussian_mu_sq)}")
         if self.rho:
-            bits.append(f"zcdp ρ={self.rho}")
+            bits.append(f"zcdp ρ={format_up(self.rho)}")
         return "PrivacyProfile(" + ", ".join(bits) + ")"
 
 

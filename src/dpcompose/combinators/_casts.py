@@ -265,7 +265,7 @@ def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         >>> import dpcompose as dp
         >>> g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
         >>> dp.make_zcdp_to_profile(g).map(1)
-        PrivacyProfile(zcdp ρ=1/32)
+        PrivacyProfile(zcdp ρ=0.03125)
     """
     _require(m, ZCDP, "make_zcdp_to_profile")
     return _cast(
