@@ -117,8 +117,10 @@ def test_resize_distribution_is_uniform_over_selections() -> None:
 @pytest.mark.parametrize("size", [0, 1, 2, 3])
 def test_resize_symmetric_stability_by_brute_force(size: int) -> None:
     """For every pair of small datasets at symmetric distance 1 or 2, a coupling of the two exact output
-    distributions keeps the outputs within map(d_in) (symmetric distance of multisets), and — the outputs
-    being in random order — within map(d_in)/2 changed positions; the bound is attained."""
+    distributions keeps the outputs within map(d_in) (symmetric distance of multisets), and — when both
+    datasets are truncated, so that the outputs are in random order — within map(d_in)/2 changed
+    positions; the bound is attained. (Padded outputs keep the input's order: the dataset metrics compare
+    multisets, so positions are not part of the guarantee.)"""
     t = dp.t.make_resize(dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 9))), SYM, size=size, constant=9)
     datasets = _multisets([0, 1], 3)
     cache = {tuple(x): _resize_distribution(x, size, SYM) for x in datasets}
@@ -131,7 +133,8 @@ def test_resize_symmetric_stability_by_brute_force(size: int) -> None:
         bound = t.map(d_in)
         assert bound == min(2 * d_in, 2 * size)
         assert _max_flow_is_total(p, q, lambda a, b, limit=bound: _symmetric(a, b) <= limit)
-        assert _max_flow_is_total(p, q, lambda a, b, limit=bound: 2 * _hamming(a, b) <= limit)
+        if len(x) > size and len(y) > size:
+            assert _max_flow_is_total(p, q, lambda a, b, limit=bound: 2 * _hamming(a, b) <= limit)
         below = bound - 1
         if bound > 0 and not _max_flow_is_total(p, q, lambda a, b, limit=below: _symmetric(a, b) <= limit):
             tight = True
