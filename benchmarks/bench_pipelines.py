@@ -9,6 +9,8 @@ Pipelines (each timed as the whole call ``t(data)``: the input-domain check and 
 * ``int sum``: ``make_clamp(ints, (0, 100)) >> make_sum`` on int64 records in [-5, 105);
 * ``float sum``: ``make_clamp(floats, (0.0, 1.0)) >> make_sum(max_size=n)`` on float64 records in
   [-0.5, 1.5);
+* ``mean``: ``make_clamp(floats, (0.0, 1.0)) >> make_resize(size=n, constant=0.5) >> make_mean`` on float64
+  records in [-0.5, 1.5) (the data already has n records, so the resize keeps them all);
 * ``by category``: ``make_count_by_categories`` on int records with the 10 categories 0 … 9 (plus "other").
 
 OpenDP's equivalents are built on ``atom_domain(T="i64")`` / ``T=float`` with ``then_sum`` and
@@ -61,10 +63,16 @@ def ours(dp: Any, n: int) -> dict[str, Callable[[Any], Any] | None]:
     iclamp = dp.t.make_clamp(ints, sym, (0, 100))
     fclamp = dp.t.make_clamp(floats, sym, (0.0, 1.0))
     by_cat = getattr(dp.t, "make_count_by_categories", None)
+    resize = getattr(dp.t, "make_resize", None)
+    mean = None
+    if resize is not None:
+        sized = resize(fclamp.output_domain, sym, size=n, constant=0.5)
+        mean = fclamp >> sized >> dp.t.make_mean(sized.output_domain, sized.output_metric)
     return {
         "count": dp.t.make_count(ints, sym),
         "int sum": iclamp >> dp.t.make_sum(iclamp.output_domain, sym),
         "float sum": fclamp >> dp.t.make_sum(fclamp.output_domain, sym, max_size=n),
+        "mean": mean,
         "by category": None if by_cat is None else by_cat(ints, sym, list(range(10))),
     }
 
@@ -73,10 +81,14 @@ def theirs(odp: Any, n: int) -> dict[str, Callable[[Any], Any]]:
     sym = odp.symmetric_distance()
     ints = odp.vector_domain(odp.atom_domain(T="i64"))
     floats = odp.vector_domain(odp.atom_domain(T=float, nan=False), size=n)  # see the module docstring
+    unsized = odp.vector_domain(odp.atom_domain(T=float, nan=False))
     return {
         "count": odp.t.make_count(ints, sym),
         "int sum": odp.t.make_clamp(ints, sym, (0, 100)) >> odp.t.then_sum(),
         "float sum": odp.t.make_clamp(floats, sym, (0.0, 1.0)) >> odp.t.then_sum(),
+        "mean": odp.t.make_clamp(unsized, sym, (0.0, 1.0))
+        >> odp.t.then_resize(size=n, constant=0.5)
+        >> odp.t.then_mean(),
         "by category": odp.t.make_count_by_categories(ints, sym, categories=list(range(10))),
     }
 
@@ -102,7 +114,7 @@ def peak_bytes(func: Callable[[Any], Any], data: Any) -> int:
 
 
 def data_for(name: str, n: int, rng: np.random.Generator) -> np.ndarray[Any, Any]:
-    if name == "float sum":
+    if name in ("float sum", "mean"):
         return rng.uniform(-0.5, 1.5, n)
     return rng.integers(-5, 105, n, dtype=np.int64)
 
@@ -152,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _same(a: Any, b: Any, name: str) -> bool:
     """Both libraries compute the same value (a check that the pipelines are equivalent)."""
-    if name == "float sum":
+    if name in ("float sum", "mean"):
         return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(b)))
     if name == "by category":
         return list(np.asarray(a).tolist()) == list(b)

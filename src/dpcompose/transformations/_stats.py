@@ -177,10 +177,12 @@ def make_resize(
 ) -> Transformation[Any, Any, int, int]:
     """Resize a dataset of any length to exactly ``size`` records (a public, known size).
 
-    A dataset with more than ``size`` records keeps a uniformly random subset of ``size`` of them; one with
-    fewer is padded with copies of ``constant``. The output is in uniformly random order in both cases
-    (an exchangeable output, so the stability below holds for order-sensitive consumers too). The random
-    choice is exact (:func:`random_selection`: independent uniform 64-bit keys, ties rejected) and draws
+    A dataset with more than ``size`` records keeps a uniformly random subset of ``size`` of them, in
+    uniformly random order; one with at most ``size`` records is kept as it is, in its own order, and padded
+    at the end with copies of ``constant`` (no randomness is drawn: ``SymmetricDistance`` and
+    ``ChangeOneDistance`` compare datasets as multisets, so an order changes no distance, and every
+    consumer of a dataset metric must be order-invariant anyway; OpenDP's ``make_resize`` pads the same
+    way). The random choice is exact (:func:`random_selection`: independent uniform 64-bit keys, ties rejected) and draws
     from the operating system's secure source; ``rng=`` (a numpy ``Generator`` or a ``RandomSource``)
     makes runs reproducible and is **not private**. Numeric data (int/float atoms) is handled as numpy
     arrays and returned as an ``int64``/``float64`` array (integers beyond int64 as a list); other
@@ -198,7 +200,8 @@ def make_resize(
       ``N >= size``, draw ``x'``'s selection; when it omits r use the same selection for ``x``, when it
       holds r replace r by a uniform unselected record of ``x``. The construction commutes with
       relabelling ``x``'s records, so ``x``'s selection is uniform, and the outputs differ in at most one
-      record (distance ≤ 2). Both outputs then get one common random order. Inputs d_in apart are joined
+      record (distance ≤ 2). If ``N = size``, ``x`` is kept whole and ``x'`` loses one uniform record:
+      the same coupling, as multisets. Inputs d_in apart are joined
       by d_in single additions/removals; gluing the couplings along the path and the triangle inequality
       give 2·d_in. Two outputs of ``size`` records are never more than ``2·size`` apart. Tight: padding
       ``x`` and ``x`` plus d_in records gives exactly 2·d_in.
@@ -268,13 +271,13 @@ def make_resize(
         elif numeric == "float":
             values = _float_values(data)
         if values is not None:
-            if len(values) < n:
+            if len(values) <= n:  # kept whole, padded: nothing random to draw
                 pad = np.full(n - len(values), constant, dtype=values.dtype)
-                values = np.concatenate([values, pad])
+                return np.concatenate([values, pad])
             return values[random_selection(len(values), n, source)]
         items = data.tolist() if isinstance(data, np.ndarray) else list(data)
-        if len(items) < n:
-            items.extend([constant] * (n - len(items)))
+        if len(items) <= n:
+            return items + [constant] * (n - len(items))
         return [items[i] for i in random_selection(len(items), n, source).tolist()]
 
     change_one = isinstance(input_metric, ChangeOneDistance)
