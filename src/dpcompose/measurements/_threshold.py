@@ -80,7 +80,8 @@ def _check_counts_space(input_domain: Domain, input_metric: Metric, ctor: str) -
 
 
 def _read_threshold(threshold: object) -> int:
-    """The least integer ≥ ``threshold`` (noisy counts are integers, so ``c ≥ T ⟺ c ≥ ⌈T⌉``), in [2, 2**62]."""
+    """The least integer ≥ ``threshold`` (noisy counts are integers, so ``c ≥ T ⟺ c ≥ ⌈T⌉``), in
+    [2, 2**62]."""
     value = exact(check_finite(threshold, "threshold"), "threshold")
     t = math.ceil(value)
     if t < 2:
@@ -281,7 +282,9 @@ def make_laplace_threshold(
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
     if scale_q > DISCRETE_LAPLACE_MAX_SCALE:
-        raise InvalidParameter(f"scale={scale!r} must be at most 2**50: the exact sampler's draws must fit int64")
+        raise InvalidParameter(
+            f"scale={scale!r} must be at most 2**50: the exact sampler's draws must fit int64"
+        )
     t = _read_threshold(threshold)
     carrier = _check_counts_space(input_domain, input_metric, "make_laplace_threshold")
     source = _source(rng)
