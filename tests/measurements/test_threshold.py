@@ -18,7 +18,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -415,3 +415,36 @@ def test_partition_threshold_refuses() -> None:
     with pytest.raises(dp.InvalidParameter, match="delta"):
         dp.m.partition_threshold(1.0, Fraction(1, 10**400))
     assert dp.m.partition_threshold(1.0, 1e-6, (0, 0, 0)) == 2
+
+
+_KEYS = {
+    int: st.one_of(st.integers(), st.sampled_from([2**70, -(2**63)]), st.integers(-5, 5).map(np.int64)),
+    float: st.one_of(st.floats(), st.sampled_from([-0.0, 0.0, math.nan, 5e-324])),
+    str: st.text(max_size=3),
+    bool: st.booleans(),
+}
+_COUNTS = st.one_of(
+    st.integers(),
+    st.sampled_from([0, -1, 2**62, 2**63, 2**200, -(2**200)]),
+    st.integers(-3, 30).map(np.int64),
+)
+
+
+@pytest.mark.parametrize("carrier", [int, float, str, bool])
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_no_count_mapping_in_the_domain_makes_it_raise(carrier: type, kind: str) -> None:
+    domain = dp.MapDomain(
+        dp.AtomDomain(carrier, nan=True) if carrier is float else dp.AtomDomain(carrier), dp.AtomDomain(int)
+    )
+    make = dp.m.make_laplace_threshold if kind == "laplace" else dp.m.make_gaussian_threshold
+    sel = make(domain, dp.L01InfDistance(), scale=1.0, threshold=5)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.dictionaries(_KEYS[carrier], _COUNTS, max_size=6))
+    def check(counts: dict[Any, Any]) -> None:
+        assume(domain.member(counts))
+        out = sel(counts)
+        assert list(out) == sorted(out)
+        assert all(type(v) is int and v >= 5 for v in out.values())
+
+    check()

@@ -52,6 +52,7 @@ _MAX_THRESHOLD = 1 << 62
 """Thresholds above this are refused: counts are clamped to ``[0, 2**62]`` and noisy counts are int64."""
 _COUNT_CAP = 1 << 62
 _PI_DOWN = Fraction(math.pi)  # math.pi = 3.14159265358979311… < π
+_SQRT_2PI_DOWN = Fraction(sqrt_down(2 * _PI_DOWN))  # a rational ≤ √(2π)
 
 
 # --- the input space --------------------------------------------------------------------------------------
@@ -92,6 +93,13 @@ def _read_threshold(threshold: object) -> int:
     if t > _MAX_THRESHOLD:
         raise InvalidParameter(f"threshold={threshold!r} must be at most 2**62")
     return t
+
+
+def _rng_source(rng: object) -> Any:
+    """The caller's generator as a (not private) bit source, or None (the secure default)."""
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise InvalidParameter(f"rng={rng!r} must be a numpy Generator or None")
+    return _source(rng)
 
 
 def _normal_key(key: Any, carrier: type) -> Any:
@@ -177,10 +185,7 @@ def gaussian_tail_up(sigma: Fraction, k: int) -> Fraction:
     """
     x_up = float_up(-Fraction(k) / sigma)  # Φ is increasing: a larger argument bounds it from above
     normal_tail = Fraction(exp_up(_log_ndtr_up(max(x_up, -1e150))))
-    root = Fraction(sqrt_down(2 * _PI_DOWN * sigma * sigma))
-    if root == 0:
-        return Fraction(1)
-    point = Fraction(exp_up(-Fraction(k * k) / (2 * sigma * sigma))) / root
+    point = Fraction(exp_up(-Fraction(k * k) / (2 * sigma * sigma))) / (sigma * _SQRT_2PI_DOWN)
     return min(Fraction(1), normal_tail + point)
 
 
@@ -287,7 +292,7 @@ def make_laplace_threshold(
         )
     t = _read_threshold(threshold)
     carrier = _check_counts_space(input_domain, input_metric, "make_laplace_threshold")
-    source = _source(rng)
+    source = _rng_source(rng)
 
     def draw(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:
         return discrete_laplace_array(scale_q, n, source)
@@ -387,7 +392,7 @@ def make_gaussian_threshold(
             raise InvalidParameter(f"noise_delta={noise_delta!r} must lie in (0, 1)")
         fixed_delta = v
     carrier = _check_counts_space(input_domain, input_metric, "make_gaussian_threshold")
-    source = _source(rng)
+    source = _rng_source(rng)
     sigma2 = sigma * sigma
 
     def draw(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:
