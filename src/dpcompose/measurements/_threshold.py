@@ -48,6 +48,8 @@ from dpcompose.measurements._sampling import discrete_gaussian_array, discrete_l
 __all__ = ["make_gaussian_threshold", "make_laplace_threshold", "partition_threshold"]
 
 _KEY_CARRIERS = (int, float, str, bool)
+L01Inf = tuple[int, Fraction, Fraction]
+"""A distance ``(l0, l1, l∞)`` of :class:`~dpcompose.L01InfDistance` (the map receives it validated)."""
 _MAX_THRESHOLD = 1 << 62
 """Thresholds above this are refused: counts are clamped to ``[0, 2**62]`` and noisy counts are int64."""
 _COUNT_CAP = 1 << 62
@@ -149,7 +151,7 @@ def _runner(
 # --- the distance and the tails ---------------------------------------------------------------------------
 
 
-def _reduce(d_in: tuple[int, Fraction, Fraction]) -> tuple[int, int, int, int]:
+def _reduce(d_in: L01Inf) -> tuple[int, int, int, int]:
     """``(l0, l1, l∞, m)`` as integers: counts are integers, so every difference is an integer and the
     bounds may be floored; ``l∞ ≤ l1``; ``m = min(l0, l1)`` bounds the number of keys counted (positive)
     in one neighbour only (each such key differs by at least 1). All zero if nothing can differ."""
@@ -224,7 +226,7 @@ def make_laplace_threshold(
     threshold: float | int | Fraction,
     *,
     rng: np.random.Generator | None = None,
-) -> Measurement[Any, dict[Any, int], tuple[int, Fraction, Fraction], tuple[Fraction, Fraction]]:
+) -> Measurement[Any, dict[Any, int], L01Inf, tuple[Fraction, Fraction]]:
     """Partition selection with discrete Laplace noise: release ``{key: c + Z}`` for the keys whose noisy
     count ``c + Z`` reaches ``threshold``, with ``Z`` exact discrete Laplace noise of ``scale`` per key.
 
@@ -300,7 +302,7 @@ def make_laplace_threshold(
     def tail(j: int) -> Fraction:
         return laplace_tail_up(scale_q, j)
 
-    def privacy_map(d_in: tuple[int, Fraction, Fraction]) -> tuple[Fraction, Fraction]:
+    def privacy_map(d_in: L01Inf) -> tuple[Fraction, Fraction]:
         reduced = _reduce(d_in)
         l0, l1, li, _ = reduced
         delta = _threshold_delta(tail, t, reduced, d_in)
@@ -329,7 +331,7 @@ def make_gaussian_threshold(
     *,
     noise_delta: float | Fraction | None = None,
     rng: np.random.Generator | None = None,
-) -> Measurement[Any, dict[Any, int], tuple[int, Fraction, Fraction], tuple[Fraction, Fraction]]:
+) -> Measurement[Any, dict[Any, int], L01Inf, tuple[Fraction, Fraction]]:
     """Partition selection with discrete Gaussian noise: release ``{key: c + Z}`` for the keys whose noisy
     count reaches ``threshold``, ``Z`` exact discrete Gaussian noise with ``σ = scale`` per key.
 
@@ -401,7 +403,7 @@ def make_gaussian_threshold(
     def tail(j: int) -> Fraction:
         return gaussian_tail_up(sigma, j)
 
-    def privacy_map(d_in: tuple[int, Fraction, Fraction]) -> tuple[Fraction, Fraction]:
+    def privacy_map(d_in: L01Inf) -> tuple[Fraction, Fraction]:
         reduced = _reduce(d_in)
         l0, l1, li, _ = reduced
         delta_t = _threshold_delta(tail, t, reduced, d_in)
