@@ -147,6 +147,7 @@ SIZED_FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size
 INT_DATA = dp.VectorDomain(dp.AtomDomain(int))
 ROWS = dp.VectorDomain(dp.AtomDomain(tuple))
 BITS = dp.CategoricalDomain([0, 1])
+COUNTS = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
 
 
 def _lap(scale: float = 2.0) -> dp.Measurement[Any, Any, Any, Any]:
@@ -475,6 +476,34 @@ CASES: dict[str, Case] = {
     ),
     "t.make_count_by": Case(
         dp.t.make_count_by, lambda: {"input_domain": INT_DATA, "input_metric": dp.SymmetricDistance()}, _MAP1
+    ),
+    "m.make_laplace_threshold": Case(
+        dp.m.make_laplace_threshold,
+        lambda: {
+            "input_domain": COUNTS,
+            "input_metric": dp.L01InfDistance(),
+            "scale": 2.0,
+            "threshold": 30,
+            "rng": None,
+        },
+        _map_at((1, 1, 1)),
+    ),
+    "m.make_gaussian_threshold": Case(
+        dp.m.make_gaussian_threshold,
+        lambda: {
+            "input_domain": COUNTS,
+            "input_metric": dp.L01InfDistance(),
+            "scale": 2.0,
+            "threshold": 30,
+            "noise_delta": None,
+            "rng": None,
+        },
+        _map_at((1, 1, 1)),
+    ),
+    "m.partition_threshold": Case(
+        dp.m.partition_threshold,
+        lambda: {"scale": 1.0, "delta": 1e-6, "d_in": (1, 1, 1), "noise": "laplace"},
+        _numbers,
     ),
     "MapDomain": Case(dp.MapDomain, lambda: {"key_domain": INTS, "value_domain": INTS}),
     "L01InfDistance.validate": Case(

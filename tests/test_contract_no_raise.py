@@ -309,6 +309,41 @@ CASES: dict[str, list[Case]] = {
             [_count_query, _sum_query],
         ),
     ],
+    "make_laplace_threshold": [
+        (
+            f"{name}",
+            (
+                lambda d=d, m=m: (
+                    dp.t.make_count_by(d, m)
+                    >> dp.m.make_laplace_threshold(
+                        dp.t.make_count_by(d, m).output_domain, dp.L01InfDistance(), scale=1.0, threshold=3
+                    )
+                )
+            ),
+            [],
+        )
+        for name, d, m in [
+            ("str", STRS, SYM),
+            ("int", INTS, CHG),
+            ("float", FLOATS_NAN, SYM),
+            ("bool", BOOLS, SYM),
+        ]
+    ],
+    "make_gaussian_threshold": [
+        (
+            f"{name}",
+            (
+                lambda d=d, m=m: (
+                    dp.t.make_count_by(d, m)
+                    >> dp.m.make_gaussian_threshold(
+                        dp.t.make_count_by(d, m).output_domain, dp.L01InfDistance(), scale=0.5, threshold=2
+                    )
+                )
+            ),
+            [],
+        )
+        for name, d, m in [("str", STRS, CHG), ("int", INTS, SYM), ("float", FLOATS_NAN, SYM)]
+    ],
     "make_interactive_laplace": [
         (
             "ints",

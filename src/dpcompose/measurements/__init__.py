@@ -10,14 +10,22 @@ from dpcompose.measurements._randomized_response import (
     make_randomized_response,
     make_randomized_response_approx,
 )
+from dpcompose.measurements._threshold import (
+    make_gaussian_threshold,
+    make_laplace_threshold,
+    partition_threshold,
+)
 
 __all__ = [
     "make_discrete_gaussian",
     "make_discrete_laplace",
     "make_gaussian",
+    "make_gaussian_threshold",
     "make_interactive_laplace",
     "make_laplace",
+    "make_laplace_threshold",
     "make_randomized_response",
     "make_randomized_response_approx",
     "make_sparse_vector",
+    "partition_threshold",
 ]

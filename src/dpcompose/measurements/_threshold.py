@@ -1,0 +1,496 @@
+"""Partition selection for unknown keys: noisy counts per key, released only above a threshold.
+
+``make_count_by`` turns a dataset into a mapping key → count whose *keys* are data. Adding noise to the
+counts is not enough to release it: a key held by one person alone would appear in the output exactly when
+that person is in the data. The mechanisms here add exact discrete noise to every count and release only
+the keys whose noisy count reaches a threshold; a key that exists in one neighbour only is then released
+with a small probability, which is the δ of an (ε, δ) guarantee.
+
+The analysis (proven in :func:`make_laplace_threshold`) splits the keys of two neighbouring count mappings
+into keys counted in both, whose noisy counts are an ordinary noise mechanism (the ε part), and keys counted
+in one of them only, which the other never releases (the δ part: the probability that such a key passes the
+threshold). The noise is exact (:mod:`dpcompose.measurements._sampling`), so integer counts stay integers and
+the probabilities in the map are those of the noise actually drawn.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> by = dp.t.make_count_by(dp.VectorDomain(dp.AtomDomain(str)), dp.SymmetricDistance())
+    >>> m = by >> dp.m.make_laplace_threshold(by.output_domain, by.output_metric, scale=1.0, threshold=20)
+    >>> eps, delta = m.map(1)
+    >>> eps, delta < 1e-8
+    (Fraction(1, 1), True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpcompose._validation import check_finite, check_finite_positive, check_str
+from dpcompose.accounting import decimal, exact, format_up, zcdp_to_approx
+from dpcompose.accounting._exact import exp_down, exp_up, float_up, sqrt_down
+from dpcompose.accounting._profile import _log_ndtr_up
+from dpcompose.core import ApproxDP, AtomDomain, Domain, MapDomain, Measurement, Metric, Node
+from dpcompose.core._metrics import L01InfDistance, check_space
+from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.measurements._discrete import (
+    DISCRETE_GAUSSIAN_MAX_SIGMA2,
+    DISCRETE_LAPLACE_MAX_SCALE,
+    _add_integer_noise,
+    _source,
+)
+from dpcompose.measurements._sampling import discrete_gaussian_array, discrete_laplace_array
+
+__all__ = ["make_gaussian_threshold", "make_laplace_threshold", "partition_threshold"]
+
+_KEY_CARRIERS = (int, float, str, bool)
+L01Inf = tuple[int, Fraction, Fraction]
+"""A distance ``(l0, l1, l∞)`` of :class:`~dpcompose.L01InfDistance` (the map receives it validated)."""
+_MAX_THRESHOLD = 1 << 62
+"""Thresholds above this are refused: counts are clamped to ``[0, 2**62]`` and noisy counts are int64."""
+_COUNT_CAP = 1 << 62
+_PI_DOWN = Fraction(math.pi)  # math.pi = 3.14159265358979311… < π
+_SQRT_2PI_DOWN = Fraction(sqrt_down(2 * _PI_DOWN))  # a rational ≤ √(2π)
+
+
+# --- the input space --------------------------------------------------------------------------------------
+
+
+def _check_counts_space(input_domain: Domain, input_metric: Metric, ctor: str) -> type:
+    """The key carrier of a count mapping space (``make_count_by``'s output); DomainMismatch otherwise."""
+    check_space(input_domain, input_metric)
+    if not isinstance(input_metric, L01InfDistance):
+        raise DomainMismatch(
+            f"input_metric={input_metric!r} must be L01InfDistance() (the output metric of make_count_by)"
+        )
+    assert isinstance(input_domain, MapDomain)  # L01InfDistance measures MapDomains only (check_space)
+    value, key = input_domain.value_domain, input_domain.key_domain
+    if not (isinstance(value, AtomDomain) and value.carrier is int):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r}: {ctor} needs integer counts, MapDomain(..., AtomDomain(int)) "
+            "(the output of make_count_by)"
+        )
+    if not (isinstance(key, AtomDomain) and key.carrier in _KEY_CARRIERS):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r}: {ctor} needs keys in AtomDomain(int | float | str | bool), so "
+            "that the released keys can be put in a data-independent (sorted) order"
+        )
+    return key.carrier
+
+
+def _read_threshold(threshold: object) -> int:
+    """The least integer ≥ ``threshold`` (noisy counts are integers, so ``c ≥ T ⟺ c ≥ ⌈T⌉``), in
+    [2, 2**62]."""
+    value = exact(check_finite(threshold, "threshold"), "threshold")
+    t = math.ceil(value)
+    if t < 2:
+        raise InvalidParameter(
+            f"threshold={threshold!r} must be above 1: a key held by a single record would pass it at "
+            "least half of the time (δ ≥ 1/2)"
+        )
+    if t > _MAX_THRESHOLD:
+        raise InvalidParameter(f"threshold={threshold!r} must be at most 2**62")
+    return t
+
+
+def _rng_source(rng: object) -> Any:
+    """The caller's generator as a (not private) bit source, or None (the secure default)."""
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise InvalidParameter(f"rng={rng!r} must be a numpy Generator or None")
+    return _source(rng)
+
+
+def _normal_key(key: Any, carrier: type) -> Any:
+    """A key as a plain value of its carrier (so the output depends on the key's value only), or None for
+    a float NaN (a NaN key equals nothing; dropping it is a per-key map to "absent", a contraction)."""
+    if carrier is str:
+        return str.__str__(key)
+    if carrier is bool:
+        return bool(key)
+    if carrier is int:
+        return int(key)
+    f = float(key)
+    return None if f != f else f + 0.0  # -0.0 + 0.0 is 0.0
+
+
+def _positive_counts(counts: Mapping[Any, Any], carrier: type) -> tuple[list[Any], np.ndarray[Any, Any]]:
+    """The keys whose count is positive, sorted, and their counts clamped to ``[1, 2**62]`` (int64).
+
+    Replacing each count ``c`` by ``min(max(c, 0), 2**62)`` and dropping the zeros (a key absent from a
+    mapping counts 0 in :class:`~dpcompose.L01InfDistance`) is a per-key 1-Lipschitz map: it never increases
+    any of ``l0``, ``l1``, ``l∞`` between two mappings, so the privacy map is unchanged.
+    """
+    pairs = []
+    for k, v in counts.items():
+        key = _normal_key(k, carrier)
+        c = int(v)
+        if key is not None and c > 0:
+            pairs.append((key, min(c, _COUNT_CAP)))
+    pairs.sort(key=lambda kv: kv[0])
+    keys = [k for k, _ in pairs]
+    values = np.fromiter((c for _, c in pairs), dtype=np.int64, count=len(pairs))
+    return keys, values
+
+
+def _runner(
+    carrier: type, threshold: int, draw: Callable[[int], np.ndarray[Any, np.dtype[np.int64]]]
+) -> Callable[[Mapping[Any, Any]], dict[Any, int]]:
+    def run(counts: Mapping[Any, Any]) -> dict[Any, int]:
+        keys, values = _positive_counts(counts, carrier)
+        noisy = _add_integer_noise(values, draw(len(keys)), True)  # saturated to int64: monotone
+        passed = np.flatnonzero(noisy >= threshold)
+        return {keys[i]: int(noisy[i]) for i in passed.tolist()}
+
+    return run
+
+
+# --- the distance and the tails ---------------------------------------------------------------------------
+
+
+def _reduce(d_in: L01Inf) -> tuple[int, int, int, int]:
+    """``(l0, l1, l∞, m)`` as integers: counts are integers, so every difference is an integer and the
+    bounds may be floored; ``l∞ ≤ l1``; ``m = min(l0, l1)`` bounds the number of keys counted (positive)
+    in one neighbour only (each such key differs by at least 1). All zero if nothing can differ."""
+    l0, l1, li = d_in[0], math.floor(d_in[1]), math.floor(d_in[2])
+    li = min(li, l1)
+    if l0 == 0 or li == 0:
+        return 0, 0, 0, 0
+    return l0, l1, li, min(l0, l1)
+
+
+def laplace_tail_up(scale: Fraction, k: int) -> Fraction:
+    """An upper bound on ``P[Z ≥ k]`` for discrete Laplace noise ``P[Z = z] ∝ exp(−|z|/scale)``, k ≥ 1.
+
+    Exactly ``α**k / (1 + α)`` with ``α = exp(−1/scale)``: the mass is ``(1 − α)/(1 + α)·α**|z|`` and
+    ``Σ_{z≥k} α**z = α**k/(1 − α)``. Evaluated as ``exp_up(−k/scale) / (1 + exp_down(−1/scale))``
+    (numerator rounded up, denominator down).
+
+    Source: the geometric mechanism's distribution, Ghosh–Roughgarden–Sundararajan 2009 (as in
+    Canonne–Kamath–Steinke 2020 Def. 27).
+    """
+    return Fraction(exp_up(-Fraction(k) / scale)) / (1 + Fraction(exp_down(-1 / scale)))
+
+
+def gaussian_tail_up(sigma: Fraction, k: int) -> Fraction:
+    """An upper bound on ``P[Z ≥ k]`` for the discrete Gaussian ``P[Z = z] ∝ exp(−z²/(2σ²))``, k ≥ 1.
+
+    With ``f(x) = exp(−x²/(2σ²))``, decreasing on ``[0, ∞)``: ``Σ_{z≥k} f(z) ≤ f(k) + ∫_k^∞ f`` and, by
+    Poisson summation, ``Σ_{z∈ℤ} f(z) = σ√(2π)·Σ_{n∈ℤ} exp(−2π²σ²n²) ≥ σ√(2π)`` (Canonne–Kamath–Steinke
+    2020 §2, the normalising constant). Hence ``P[Z ≥ k] ≤ Φ(−k/σ) + f(k)/(σ√(2π))`` — the continuous
+    Gaussian's tail plus one point's density. Evaluated with log Φ rounded up (as
+    :func:`~dpcompose.accounting.gaussian_delta`), ``exp`` rounded up and ``σ√(2π)`` rounded down; capped
+    at 1.
+    """
+    x_up = float_up(-Fraction(k) / sigma)  # Φ is increasing: a larger argument bounds it from above
+    normal_tail = Fraction(exp_up(_log_ndtr_up(max(x_up, -1e150))))
+    point = Fraction(exp_up(-Fraction(k * k) / (2 * sigma * sigma))) / (sigma * _SQRT_2PI_DOWN)
+    return min(Fraction(1), normal_tail + point)
+
+
+def _threshold_delta(
+    tail: Callable[[int], Fraction], threshold: int, reduced: tuple[int, int, int, int], d_in: object
+) -> Fraction:
+    """``m · P[l∞ + Z ≥ threshold]``: at most ``m`` keys are counted in one neighbour only, each with a
+    count ≤ l∞ there; InvalidParameter when the threshold does not exceed l∞ (δ ≥ 1/2 per key)."""
+    _, _, li, m = reduced
+    if m == 0:
+        return Fraction(0)
+    if threshold - li < 1:
+        raise InvalidParameter(
+            f"threshold={threshold} must exceed the l∞ distance {li} of d_in={d_in!r}: a key that only the "
+            "differing records hold would pass it at least half of the time (δ ≥ 1/2); raise the threshold "
+            "(see dp.m.partition_threshold)"
+        )
+    return m * tail(threshold - li)
+
+
+def _refuse_large_delta(delta: Fraction, threshold: int, d_in: object) -> None:
+    if delta >= 1:
+        raise InvalidParameter(
+            f"threshold={threshold}: the δ for d_in={d_in!r} would be {format_up(delta)} ≥ 1, no guarantee "
+            "at all; raise the threshold (see dp.m.partition_threshold)"
+        )
+
+
+# --- the mechanisms ---------------------------------------------------------------------------------------
+
+
+def make_laplace_threshold(
+    input_domain: Domain,
+    input_metric: Metric,
+    scale: float | int | Fraction,
+    threshold: float | int | Fraction,
+    *,
+    rng: np.random.Generator | None = None,
+) -> Measurement[Any, dict[Any, int], L01Inf, tuple[Fraction, Fraction]]:
+    """Partition selection with discrete Laplace noise: release ``{key: c + Z}`` for the keys whose noisy
+    count ``c + Z`` reaches ``threshold``, with ``Z`` exact discrete Laplace noise of ``scale`` per key.
+
+    The input is ``make_count_by``'s output (counts per key read from the data). Keys with a count ≤ 0 are
+    treated as absent (never released; absent keys count 0 in the metric). The output is a ``dict`` with the
+    released keys in sorted order (so the order reveals nothing about the input's order) and ``int`` noisy
+    counts. Output measure: ``ApproxDP``.
+
+    Privacy map, for ``d_in = (l0, l1, l∞)`` (floored to integers, as counts are; ``l∞ ≤ l1``):
+    ``ε = min(l1, l0·l∞) / scale`` and ``δ = min(l0, l1) · α**(T − l∞) / (1 + α)`` with ``α = e^(−1/scale)``
+    and ``T = ⌈threshold⌉``, rounded up; refused (``InvalidParameter``) when ``T ≤ l∞`` or ``δ ≥ 1``.
+
+    Proof. Fix two count mappings ``x, x'`` at distance ≤ ``d_in``. The keys are released independently
+    (one noise draw each), so the output is a product of per-key mechanisms ``M_k``, and by the basic
+    composition theorem (Dwork–Roth 2014 Thm 3.16, which holds for a fixed pair of inputs) the pair
+    ``M(x), M(x')`` is ``(Σ ε_k, Σ δ_k)``-indistinguishable if each ``M_k(x_k), M_k(x'_k)`` is
+    ``(ε_k, δ_k)``-indistinguishable. Three kinds of keys:
+
+    * counted (positive) in both: ``M_k`` is a post-processing of ``c_k + Z``, the discrete Laplace
+      mechanism, so ``ε_k = |c_k − c'_k| / scale``, ``δ_k = 0`` (Ghosh–Roughgarden–Sundararajan 2009).
+      Summed: ``ε ≤ Σ|c_k − c'_k| / scale ≤ min(l1, l0·l∞) / scale``.
+    * counted in ``x`` only (or ``x'`` only, symmetrically): ``M_k(x')`` is always "absent", ``M_k(x)`` is
+      released with probability ``p = P[c_k + Z ≥ T]``; the hockey-stick divergence is ``p`` in both
+      directions for every ``ε_k ≥ 0``, so ``ε_k = 0``, ``δ_k = p ≤ P[Z ≥ T − l∞]`` as ``c_k ≤ l∞``.
+      There are at most ``min(l0, l1)`` such keys (each differs by at least 1).
+    * all others: the same distribution on both sides.
+
+    ``P[Z ≥ j] = α**j / (1 + α)`` for ``j ≥ 1`` (:func:`laplace_tail_up`). The bound is attained for one
+    person contributing ``l∞`` to each of ``l0`` new keys (``l1 = l0·l∞``), e.g. ``(1, 1, 1)``.
+
+    Args:
+        input_domain: ``MapDomain(AtomDomain(int | float | str | bool), AtomDomain(int))``, as from
+            ``make_count_by``.
+        input_metric: ``L01InfDistance()``.
+        scale: the discrete Laplace scale, ``0 < scale ≤ 2**50`` (a float is read as its exact value).
+        threshold: release a key when its noisy count is at least this (``⌈threshold⌉`` in ``[2, 2**62]``);
+            choose it from a target δ with :func:`partition_threshold`.
+        rng: a numpy Generator for reproducible experiments only: NOT private.
+
+    Raises:
+        InvalidParameter: a bad ``scale`` or ``threshold``; from the map, a ``d_in`` whose l∞ is not below
+            the threshold or whose δ would be ≥ 1.
+        DomainMismatch: not a count mapping space.
+
+    Source: Korolova–Kenthapadi–Mishra–Ntoulas 2009 (Laplace noise then a threshold, for keys read from the
+    data); Wilson et al. 2020 (PoPETs, "Differentially private SQL with bounded user contribution": the
+    same with l0 partitions per user, δ a union over them); Desfontaines–Voss–Gipson–Mandayam 2022
+    (partition selection). The δ is derived above for the discrete noise actually drawn.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> by = dp.t.make_count_by(dp.VectorDomain(dp.AtomDomain(str)), dp.SymmetricDistance())
+        >>> sel = dp.m.make_laplace_threshold(by.output_domain, by.output_metric, scale=2.0, threshold=30)
+        >>> eps, delta = sel.map((1, 1, 1))
+        >>> eps, float(delta) < 1e-6
+        (Fraction(1, 2), True)
+        >>> sorted((by >> sel)(["a"] * 100 + ["b"]))  # "b" (one record) is almost never released
+        ['a']
+    """
+    check_finite_positive(scale, "scale")
+    scale_q = exact(scale, "scale")
+    if scale_q > DISCRETE_LAPLACE_MAX_SCALE:
+        raise InvalidParameter(
+            f"scale={scale!r} must be at most 2**50: the exact sampler's draws must fit int64"
+        )
+    t = _read_threshold(threshold)
+    carrier = _check_counts_space(input_domain, input_metric, "make_laplace_threshold")
+    source = _rng_source(rng)
+
+    def draw(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        return discrete_laplace_array(scale_q, n, source)
+
+    def tail(j: int) -> Fraction:
+        return laplace_tail_up(scale_q, j)
+
+    def privacy_map(d_in: L01Inf) -> tuple[Fraction, Fraction]:
+        reduced = _reduce(d_in)
+        l0, l1, li, _ = reduced
+        delta = _threshold_delta(tail, t, reduced, d_in)
+        _refuse_large_delta(delta, t, d_in)
+        return Fraction(min(l1, l0 * li)) / scale_q, delta
+
+    return Measurement(
+        input_domain,
+        input_metric,
+        ApproxDP(),
+        _runner(carrier, t, draw),
+        privacy_map,
+        node=Node(
+            "laplace_threshold",
+            params=(("scale", repr(scale)), ("threshold", str(t))),
+            source="Korolova et al. 2009; Wilson et al. 2020; discrete Laplace tail (exact)",
+        ),
+    )
+
+
+def make_gaussian_threshold(
+    input_domain: Domain,
+    input_metric: Metric,
+    scale: float | int | Fraction,
+    threshold: float | int | Fraction,
+    *,
+    noise_delta: float | Fraction | None = None,
+    rng: np.random.Generator | None = None,
+) -> Measurement[Any, dict[Any, int], L01Inf, tuple[Fraction, Fraction]]:
+    """Partition selection with discrete Gaussian noise: release ``{key: c + Z}`` for the keys whose noisy
+    count reaches ``threshold``, ``Z`` exact discrete Gaussian noise with ``σ = scale`` per key.
+
+    As :func:`make_laplace_threshold` (same input, output and treatment of keys), with Gaussian noise: its
+    tail is lighter, so for many keys per person (large ``l0``) the noise on the counts grows with
+    ``√l0`` instead of ``l0``. Output measure: ``ApproxDP``.
+
+    Privacy map, for ``d_in = (l0, l1, l∞)`` (floored, ``l∞ ≤ l1``), ``T = ⌈threshold⌉``:
+
+    * the keys counted in both neighbours are the multivariate discrete Gaussian mechanism, ρ-zCDP with
+      ``ρ = Δ₂²/(2σ²)``, ``Δ₂² = min(l0·l∞², l1·l∞) ≥ Σ(c_k − c'_k)²`` (Canonne–Kamath–Steinke 2020
+      Thm 14), converted to ``(ε, noise_delta)`` by CKS 2020 Cor 13
+      (:func:`~dpcompose.accounting.zcdp_to_approx`);
+    * the keys counted in one neighbour only add ``δ_T = min(l0, l1)·P[Z ≥ T − l∞]``, bounded by
+      :func:`gaussian_tail_up` (``Φ(−j/σ) + e^(−j²/2σ²)/(σ√(2π))``, rounded up);
+    * composed per key as in :func:`make_laplace_threshold` (basic composition for a fixed pair, Dwork–Roth
+      2014 Thm 3.16): ``(ε, noise_delta + δ_T)``.
+
+    ``noise_delta`` defaults to ``δ_T`` (so the total δ is ``2·δ_T``); it is not spent when ``ρ = 0``.
+    Refused (``InvalidParameter``) when ``T ≤ l∞`` or the total δ would be ≥ 1.
+
+    Args:
+        input_domain: ``MapDomain(AtomDomain(int | float | str | bool), AtomDomain(int))``.
+        input_metric: ``L01InfDistance()``.
+        scale: σ of the discrete Gaussian, ``0 < σ ≤ 2**40`` (a float is read as its exact value).
+        threshold: release a key when its noisy count is at least this (``⌈threshold⌉`` in ``[2, 2**62]``).
+        noise_delta: the δ at which the zCDP guarantee of the counts becomes ``(ε, δ)``, in ``(0, 1)``
+            (read as its exact binary value); default: the threshold's δ.
+        rng: a numpy Generator for reproducible experiments only: NOT private.
+
+    Raises:
+        InvalidParameter: a bad ``scale``, ``threshold`` or ``noise_delta``; from the map, a ``d_in`` whose
+            l∞ is not below the threshold or whose δ would be ≥ 1.
+        DomainMismatch: not a count mapping space.
+
+    Source: Canonne–Kamath–Steinke 2020 Thm 14 (multivariate discrete Gaussian zCDP) and Cor 13 (zCDP to
+    (ε, δ)); the threshold's δ as in Korolova et al. 2009 / Wilson et al. 2020, derived for the discrete
+    Gaussian above.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> by = dp.t.make_count_by(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance())
+        >>> sel = dp.m.make_gaussian_threshold(
+        ...     by.output_domain, by.output_metric, scale=4.0, threshold=25, noise_delta=1e-6)
+        >>> eps, delta = sel.map((1, 1, 1))
+        >>> round(float(eps), 2), float(delta) < 1.01e-6
+        (1.14, True)
+    """
+    check_finite_positive(scale, "scale")
+    sigma = exact(scale, "scale")
+    if sigma * sigma > DISCRETE_GAUSSIAN_MAX_SIGMA2:
+        raise InvalidParameter(
+            f"scale={scale!r} must be at most 2**40 (σ² <= 2**80): the exact sampler's draws must fit int64"
+        )
+    t = _read_threshold(threshold)
+    fixed_delta: Fraction | None = None
+    if noise_delta is not None:
+        v = exact(check_finite(noise_delta, "noise_delta"), "noise_delta")
+        if not 0 < v < 1:
+            raise InvalidParameter(f"noise_delta={noise_delta!r} must lie in (0, 1)")
+        fixed_delta = v
+    carrier = _check_counts_space(input_domain, input_metric, "make_gaussian_threshold")
+    source = _rng_source(rng)
+    sigma2 = sigma * sigma
+
+    def draw(n: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        return discrete_gaussian_array(sigma2, n, source)
+
+    def tail(j: int) -> Fraction:
+        return gaussian_tail_up(sigma, j)
+
+    def privacy_map(d_in: L01Inf) -> tuple[Fraction, Fraction]:
+        reduced = _reduce(d_in)
+        l0, l1, li, _ = reduced
+        delta_t = _threshold_delta(tail, t, reduced, d_in)
+        rho = Fraction(min(l0 * li * li, l1 * li)) / (2 * sigma2)
+        if rho == 0:
+            _refuse_large_delta(delta_t, t, d_in)
+            return Fraction(0), delta_t
+        nd = delta_t if fixed_delta is None else fixed_delta
+        total = delta_t + nd
+        _refuse_large_delta(total, t, d_in)
+        return zcdp_to_approx(rho, nd), total
+
+    params = [("scale", repr(scale)), ("threshold", str(t))]
+    if fixed_delta is not None:
+        params.append(("noise_delta", format_up(fixed_delta)))
+    return Measurement(
+        input_domain,
+        input_metric,
+        ApproxDP(),
+        _runner(carrier, t, draw),
+        privacy_map,
+        node=Node(
+            "gaussian_threshold",
+            params=tuple(params),
+            source="Canonne–Kamath–Steinke 2020 Thm 14 + Cor 13; threshold δ (Korolova et al. 2009; Wilson "
+            "et al. 2020), discrete Gaussian tail bounded",
+        ),
+    )
+
+
+def partition_threshold(
+    scale: float | int | Fraction,
+    delta: float | Fraction,
+    d_in: tuple[int, Any, Any] = (1, 1, 1),
+    noise: str = "laplace",
+) -> int:
+    """The least integer threshold whose partition-selection δ at ``d_in`` is at most ``delta``.
+
+    The δ is the one the privacy map of :func:`make_laplace_threshold` (``noise="laplace"``) or the
+    threshold part ``δ_T`` of :func:`make_gaussian_threshold` (``noise="gaussian"``; its total δ adds
+    ``noise_delta``) reports, computed by the same bounds, so the mechanism built with the result reports
+    a δ of at most ``delta``. Found by bisection over integers (the bound falls as the threshold rises).
+
+    Args:
+        scale: the noise scale (Laplace) or σ (Gaussian).
+        delta: the target δ in (0, 1), read as the decimal it prints as (a budget).
+        d_in: the ``(l0, l1, l∞)`` distance, e.g. ``make_count_by(...).map(1)``; default one record.
+        noise: ``"laplace"`` or ``"gaussian"``.
+
+    Raises:
+        InvalidParameter: a bad argument, or a δ no threshold up to ``2**62`` reaches.
+
+    Source: the δ of :func:`make_laplace_threshold` / :func:`make_gaussian_threshold` (Korolova et al.
+    2009; Wilson et al. 2020), inverted.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> dp.m.partition_threshold(scale=1.0, delta=1e-6)
+        15
+        >>> dp.m.partition_threshold(scale=1.0, delta=1e-6, d_in=(3, 3, 1))
+        16
+    """
+    kind = check_str(noise, "noise", ("laplace", "gaussian"))
+    check_finite_positive(scale, "scale")
+    s = exact(scale, "scale")
+    target = decimal(check_finite(delta, "delta"), "delta")
+    if not 0 < target < 1:
+        raise InvalidParameter(f"delta={delta!r} must lie in (0, 1)")
+    reduced = _reduce(L01InfDistance().validate(d_in, "d_in"))
+    _, _, li, m = reduced
+    if m == 0:
+        return 2
+
+    def delta_at(t: int) -> Fraction:
+        j = t - li
+        return m * (laplace_tail_up(s, j) if kind == "laplace" else gaussian_tail_up(s, j))
+
+    lo, hi = max(2, li + 1), _MAX_THRESHOLD
+    if delta_at(hi) > target:
+        raise InvalidParameter(
+            f"delta={delta!r} is below what any threshold up to 2**62 reaches at scale={scale!r} (the bound "
+            "cannot go below the smallest float); use a larger delta"
+        )
+    while lo < hi:  # invariant: delta_at(hi) <= target
+        mid = (lo + hi) // 2
+        if delta_at(mid) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
