@@ -87,7 +87,19 @@ def _display_cost(node: Measurement[Any, Any, Any, Any] | Transformation[Any, An
 
 
 def _num(d: Any) -> str:
-    """A distance (``d_in``, a transformation's ``d_out``) rounded up, or its repr if it is not a number."""
+    """A distance (``d_in``, a transformation's ``d_out``) rounded up; a tuple of numbers (e.g. the
+    (l0, l1, l∞) of ``L01InfDistance``) element by element; else its repr.
+
+    Examples:
+        >>> from fractions import Fraction
+        >>> _num(Fraction(1, 3)), _num((1, Fraction(2, 1), Fraction(1, 3))), _num("x")
+        ('0.333334', '(1, 2, 0.333334)', "'x'")
+    """
+    if isinstance(d, tuple) and d:
+        try:
+            return "(" + ", ".join(format_up(x) for x in d) + ")"
+        except InvalidParameter:
+            return repr(d)
     try:
         return format_up(d)
     except InvalidParameter:
