@@ -681,6 +681,22 @@ CASES: dict[str, Case] = {
         dp.make_fix_delta, lambda: {"m": dp.make_pure_to_profile(_lap()), "delta": 1e-6}, _MAP1
     ),
     "make_group": Case(dp.make_group, lambda: {"m": _lap(), "k": 2}, _MAP1),
+    "make_subsample": Case(
+        dp.make_subsample,
+        lambda: {"m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None},
+        _MAP1,
+    ),
+    "make_subsample[without_replacement]": Case(
+        dp.make_subsample,
+        lambda: {
+            "m": _count_then_lap(),
+            "rate": 0.5,
+            "method": "without_replacement",
+            "dataset_size": 10,
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "make_postprocess": Case(dp.make_postprocess, lambda: {"m": _lap(), "function": round}, _MAP1),
     "wrap_queryable": Case(
         dp.wrap_queryable, lambda: {"inner": _Echo(), "query_map": abs, "answer_map": abs}
