@@ -10,7 +10,7 @@ Examples:
 
 from __future__ import annotations
 
-from dpcompose import accounting, analysis, combinators, core, measurements, transformations
+from dpcompose import accounting, accuracy, analysis, combinators, core, measurements, transformations
 from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
@@ -118,6 +118,7 @@ __all__ = [
     "VectorDomain",
     "__version__",
     "accounting",
+    "accuracy",
     "analysis",
     "binary_search_param",
     "combinators",
