@@ -112,6 +112,11 @@ def _scale(scale: object, name: str = "scale") -> Fraction:
     return exact(scale, name)
 
 
+def _log_over(c: int, alpha: Fraction) -> float:
+    """``ln(c/alpha)`` (an estimate for starting points; finite for every positive ``alpha``)."""
+    return math.log(c) - log_down(alpha)
+
+
 # --- discrete Laplace ---------------------------------------------------------------------------------------
 
 
@@ -206,8 +211,8 @@ def accuracy_to_discrete_laplace_scale(accuracy: float | int, alpha: float) -> f
     def ok(t: float) -> bool:
         return _dlap_log_tail_up(Fraction(t), k) <= limit
 
-    guess = (k + 1) / math.log(2 / float(a))  # 2r^(k+1) <= α suffices
-    return _largest_passing(ok, guess, float(1 << 50))
+    guess = (k + 1) / _log_over(2, a)  # 2r^(k+1) <= α suffices
+    return _largest_passing(ok, guess, float(1 << 50), f"accuracy={accuracy!r}, alpha={alpha!r}")
 
 
 # --- discrete Gaussian --------------------------------------------------------------------------------------
@@ -244,9 +249,10 @@ class _DGaussTail:
             z = np.arange(self.top + 1, dtype=np.float64)
             # z²/(2σ²) rounded outward: the float product/quotient err by half an ulp each
             inv_up, inv_down = float_up(1 / self.two_s2), float_down(1 / self.two_s2)
-            with np.errstate(under="ignore"):
+            with np.errstate(under="ignore", over="ignore", invalid="ignore"):
                 expo_up = np.nextafter(np.nextafter(z * z, np.inf) * inv_up, np.inf)
                 expo_down = np.nextafter(np.nextafter(z * z, -np.inf) * inv_down, -np.inf)
+                expo_up[0] = expo_down[0] = 0.0  # f(0) = 1 (0·inf is NaN for a tiny σ)
                 f_up = np.exp(-expo_down) * (1 + 2.0**-40) + 1e-320
                 f_down = np.maximum(np.exp(-expo_up) * (1 - 2.0**-40) - 1e-320, 0.0)
             pad_up, pad_down = 1 + 2.0**-30, 1 - 2.0**-30
@@ -268,6 +274,8 @@ class _DGaussTail:
         return next_up(self.half_area_up * _erfc_up(x))
 
     def _integral_down(self, c: int) -> float:
+        if self.root_down == 0:
+            return 0.0
         x = float_up(Fraction(c) / Fraction(self.root_down))
         return max(0.0, next_down(self.half_area_down * _erfc_down(x)))
 
@@ -287,7 +295,7 @@ class _DGaussTail:
             return Fraction(self.tail_up(k)) <= alpha
 
         sigma = sqrt_up(self.s2)
-        hi = math.ceil(sigma * math.sqrt(2 * math.log(4 / float(alpha)))) + 2
+        hi = math.ceil(sigma * math.sqrt(2 * _log_over(4, alpha))) + 2
         while not ok(hi):
             hi *= 2
         lo = -1
@@ -353,21 +361,23 @@ def accuracy_to_discrete_gaussian_scale(accuracy: float | int, alpha: float) -> 
     def ok(sigma: float) -> bool:
         return Fraction(_DGaussTail(Fraction(sigma) ** 2).tail_up(k)) <= a
 
-    guess = (k + 1) / math.sqrt(2 * math.log(4 / float(a)))
-    return _largest_passing(ok, guess, float(1 << 40))
+    guess = (k + 1) / math.sqrt(2 * _log_over(4, a))
+    return _largest_passing(ok, guess, float(1 << 40), f"accuracy={accuracy!r}, alpha={alpha!r}")
 
 
 # --- the grid mechanisms ------------------------------------------------------------------------------------
 
 
-def _largest_passing(ok: Callable[[float], bool], guess: float, cap: float) -> float:
+def _largest_passing(ok: Callable[[float], bool], guess: float, cap: float, what: str) -> float:
     """The largest float ``x`` in ``(0, cap]`` found by bisection with ``ok(x)``, starting near ``guess``
     (``ok`` is assumed to hold for small ``x``); the result always satisfies ``ok``."""
     lo = min(max(guess, 2.0**-900), cap)
     while not ok(lo):
         lo /= 2
         if lo < 2.0**-1000:
-            raise InvalidParameter("accuracy is too small: no representable scale reaches it")
+            raise InvalidParameter(
+                f"{what}: no float scale reaches that accuracy (the certified tails stop near 1e-300)"
+            )
     if ok(cap):
         return cap
     hi = min(cap, lo * 2)
@@ -458,18 +468,18 @@ def accuracy_to_laplace_scale(accuracy: float, alpha: float) -> float:
             return False
         return _laplace_accuracy(q, a) <= target
 
-    guess = float(target) / math.log(1 / float(a))
-    return _largest_passing(ok, guess, 2.0**990)
+    guess = float(target) / _log_over(1, a)
+    return _largest_passing(ok, guess, 2.0**990, f"accuracy={accuracy!r}, alpha={alpha!r}")
 
 
 def _gauss_continuous_accuracy(sigma: Fraction, alpha: Fraction) -> Fraction:
     """The least float ``a`` (by bisection) with a certified ``erfc(a/(σ√2)) <= alpha``."""
-    root = sqrt_down(2 * sigma * sigma)
+    root = sigma * Fraction(sqrt_up(2))  # >= σ√2, never 0
 
     def ok(a: float) -> bool:
-        return Fraction(_erfc_up(float_down(Fraction(a) / Fraction(root)))) <= alpha
+        return Fraction(_erfc_up(float_down(Fraction(a) / root))) <= alpha
 
-    hi = float(sigma) * math.sqrt(2 * math.log(2 / float(alpha))) + float(sigma)
+    hi = float(sigma) * math.sqrt(2 * _log_over(2, alpha)) + float(sigma)
     while not ok(hi):
         hi *= 2
     lo = 0.0
@@ -555,8 +565,8 @@ def accuracy_to_gaussian_scale(accuracy: float, alpha: float) -> float:
             return False
         return _gaussian_accuracy(Fraction(sigma), a) <= target
 
-    guess = float(target) / math.sqrt(2 * math.log(2 / float(a)))
-    return _largest_passing(ok, guess, 2.0**980)
+    guess = float(target) / math.sqrt(2 * _log_over(2, a))
+    return _largest_passing(ok, guess, 2.0**980, f"accuracy={accuracy!r}, alpha={alpha!r}")
 
 
 # --- confidence intervals -----------------------------------------------------------------------------------
