@@ -285,3 +285,16 @@ def test_accuracy_needs_no_scipy() -> None:
     env = {**os.environ, "PYTHONPATH": src}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "False"
+
+
+def test_limits_are_refused_by_name() -> None:
+    with pytest.raises(dp.InvalidParameter, match="alpha"):
+        A.discrete_gaussian_scale_to_accuracy(1, 1e-301)
+    assert A.discrete_gaussian_scale_to_accuracy(1, 1e-300) > 30
+    with pytest.raises(dp.InvalidParameter, match="scale"):
+        A.discrete_gaussian_scale_to_accuracy(2.0**41, 0.05)
+    with pytest.raises(dp.InvalidParameter, match="scale"):
+        A.discrete_laplace_scale_to_accuracy(2.0**51, 0.05)
+    assert A.confidence_interval(10**400, 1.0, 0.05) == (-math.inf, math.inf)
+    lo, hi = A.confidence_interval(2**60 + 1, 1.0, 0.05)  # an int standing for a float: a full ulp
+    assert lo < 2**60 - 256 and hi > 2**60 + 256

@@ -246,7 +246,7 @@ def _numbers(result: Any) -> None:
 
 def _interval(result: Any) -> None:
     lo, hi = result
-    assert lo <= hi, result  # ±inf ends are the answer for an infinite release
+    assert np.all(np.asarray(lo) <= np.asarray(hi)), result  # ±inf ends: the answer for an infinite release
 
 
 def _not_nan(result: Any) -> None:

@@ -74,7 +74,12 @@ from dpcompose.accounting._exact import (
     sqrt_up,
 )
 from dpcompose.errors import InvalidParameter
-from dpcompose.measurements._discrete import Grid, check_grid_scale
+from dpcompose.measurements._discrete import (
+    DISCRETE_GAUSSIAN_MAX_SIGMA2,
+    DISCRETE_LAPLACE_MAX_SCALE,
+    Grid,
+    check_grid_scale,
+)
 
 __all__ = [
     "accuracy_to_discrete_gaussian_scale",
@@ -89,6 +94,8 @@ __all__ = [
 ]
 
 MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+MIN_ALPHA = Fraction(1, 10**300)
+"""The smallest level accepted: the tail bounds carry an absolute padding near ``1e-320``."""
 _LAPLACE_BITS = 30  # make_laplace's grid: t = scale/g in [2**30, 2**31)
 _GAUSS_BITS = 20  # make_gaussian's grid: σ/g in [2**20, 2**21]
 _LOG2_UP = next_up(math.log(2.0), 2)
@@ -104,7 +111,12 @@ def _alpha(alpha: object) -> Fraction:
     a = check_finite(alpha, "alpha")
     if not 0 < a < 1:
         raise InvalidParameter(f"alpha={alpha!r} must lie in (0, 1)")
-    return exact(alpha, "alpha")
+    q = exact(alpha, "alpha")
+    if q < MIN_ALPHA:
+        raise InvalidParameter(
+            f"alpha={alpha!r} must be at least 1e-300: smaller tail probabilities are not certified here"
+        )
+    return q
 
 
 def _scale(scale: object, name: str = "scale") -> Fraction:
@@ -179,7 +191,10 @@ def discrete_laplace_scale_to_accuracy(scale: float | int | Fraction, alpha: flo
         >>> discrete_laplace_scale_to_accuracy(2, 0.05), discrete_laplace_scale_to_accuracy(0.5, 0.5)
         (6, 0)
     """
-    return _dlap_accuracy(_scale(scale), _alpha(alpha))
+    t = _scale(scale)
+    if t > DISCRETE_LAPLACE_MAX_SCALE:
+        raise InvalidParameter(f"scale={scale!r} must be at most 2**50, as in make_discrete_laplace")
+    return _dlap_accuracy(t, _alpha(alpha))
 
 
 def accuracy_to_discrete_laplace_scale(accuracy: float | int, alpha: float) -> float:
@@ -331,6 +346,8 @@ def discrete_gaussian_scale_to_accuracy(scale: float | int | Fraction, alpha: fl
         (2, 20)
     """
     sigma = _scale(scale)
+    if sigma * sigma > DISCRETE_GAUSSIAN_MAX_SIGMA2:
+        raise InvalidParameter(f"scale={scale!r} must be at most 2**40, as in make_discrete_gaussian")
     return _DGaussTail(sigma * sigma).accuracy(_alpha(alpha))
 
 
@@ -624,16 +641,18 @@ def _scalar_interval(value: object, half: Fraction | int) -> tuple[Any, Any]:
         raise InvalidParameter(f"value={value!r} must be a released number (int or float)")
     if isinstance(value, (int, np.integer)) and isinstance(half, int):
         return int(value) - half, int(value) + half
-    v = float(value) if not isinstance(value, (int, np.integer)) else None
-    if v is not None and math.isnan(v):
+    try:  # a float mechanism releases floats: an int is read as the float it stands for
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if math.isnan(v):
         raise InvalidParameter("value=nan must be a released number, not NaN")
-    if v is not None and math.isinf(v):
+    if math.isinf(v):
         return -math.inf, math.inf
-    exact_v = Fraction(int(value)) if v is None else Fraction(v)
-    slack = Fraction(half) + (Fraction(math.ulp(v)) / 2 if v is not None else 0)
-    if v is None:  # an int release of a float mechanism: the float it came from is within half an ulp
-        slack += Fraction(math.ulp(float_up(abs(exact_v)))) / 2
-    return float_down(exact_v - slack), float_up(exact_v + slack)
+    # half an ulp for the release's rounding; a full one if an int stood for the float (read rounded)
+    ulps = Fraction(1) if isinstance(value, (int, np.integer)) else Fraction(1, 2)
+    slack = Fraction(half) + Fraction(math.ulp(v)) * ulps
+    return float_down(Fraction(v) - slack), float_up(Fraction(v) + slack)
 
 
 def _array_interval(value: Any, half: Fraction | int) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
