@@ -63,10 +63,6 @@ from dpcompose.measurements._sampling import (
 __all__ = ["amplify_epsilon", "make_subsample"]
 
 _METHODS = ("poisson", "without_replacement")
-_SOURCE = (
-    "Balle–Barthe–Gaboardi 2018 Thm 8 (Poisson, add/remove) / Thm 9 (without replacement, substitution); "
-    "Steinke 2022 Thm 29"
-)
 
 
 def amplify_epsilon(epsilon: Fraction, q: Fraction) -> Fraction:
@@ -289,6 +285,8 @@ def make_subsample(
                 f"input_metric={metric!r} must be SymmetricDistance()"
             )
         q, child_d = q_rate, 1
+        params: tuple[tuple[str, str], ...] = (("method", method), ("rate", repr(rate)))
+        source_text = "Balle–Barthe–Gaboardi 2018 Thm 8; Steinke 2022 Thm 29 (Poisson, add/remove)"
         outer_domain, outer_metric = domain, SymmetricDistance()
 
         def function(data: Any) -> Any:
@@ -315,6 +313,8 @@ def make_subsample(
                 f"m's input_metric={metric!r} must be ChangeOneDistance() or SymmetricDistance()"
             )
         q = Fraction(k, n)
+        params = (("method", method), ("sample", f"{k} of {n}"))
+        source_text = "Balle–Barthe–Gaboardi 2018 Thm 9 (without replacement, substitution)"
         outer_domain, outer_metric = VectorDomain(domain.element_domain, size=n), ChangeOneDistance()
 
         def function(data: Any) -> Any:
@@ -337,8 +337,8 @@ def make_subsample(
         privacy_map,
         node=Node(
             "subsample",
-            params=(("method", method), ("rate", repr(rate)), ("q", str(q))),
-            source=_SOURCE,
+            params=params,
+            source=source_text,
             theorem="amplification by subsampling",
             children=(m,),
             child_inputs=child_inputs,
