@@ -7,9 +7,9 @@ NeurIPS; Table 1):
 * **Poisson** (``method="poisson"``): every record is kept independently with probability ``q = rate``.
   Neighbours: add/remove one record (``SymmetricDistance``). If the child is (ε, δ)-DP under add/remove,
   the subsampled mechanism is ``(log(1 + q(e^ε − 1)), qδ)``-DP under add/remove (BBG 2018 Thm 8 for the
-  removal direction; the addition direction gives the smaller ``−log(1 + q(e^{−ε} − 1))`` for ε and the
-  same ``qδ``, see Steinke 2022, "Composition of differential privacy & privacy amplification by
-  subsampling", arXiv:2210.00597, Thm 29).
+  removal direction; the addition direction gives the smaller ``−log(1 + q(e^{−ε} − 1))`` for ε with a δ
+  of at most ``qδ``, see Steinke 2022, "Composition of differential privacy & privacy amplification by
+  subsampling", arXiv:2210.00597, the section on Poisson subsampling).
 * **Without replacement** (``method="without_replacement"``): a uniformly random subset of exactly
   ``m = ⌊rate·n⌋`` of the ``n`` records (``n`` public: a known-size dataset). Neighbours: substitute one
   record (``ChangeOneDistance``). If the child is (ε, δ)-DP under substitution on datasets of size ``m``,
@@ -227,7 +227,7 @@ def make_subsample(
         UnsupportedComposition: ``m``'s output measure cannot be amplified yet, or ``m`` is interactive.
 
     Source: Balle, Barthe, Gaboardi 2018 (NeurIPS), Thm 8 (Poisson, add/remove) and Thm 9 (without
-    replacement, substitution); Steinke 2022 (arXiv:2210.00597) Thm 29 (both directions of add/remove);
+    replacement, substitution); Steinke 2022 (arXiv:2210.00597; both directions of add/remove);
     group privacy: Dwork–Roth 2014 Thm 2.2, Vadhan 2017 Lemma 2.2.
 
     Examples:
@@ -286,7 +286,7 @@ def make_subsample(
             )
         q, child_d = q_rate, 1
         params: tuple[tuple[str, str], ...] = (("method", method), ("rate", repr(rate)))
-        source_text = "Balle–Barthe–Gaboardi 2018 Thm 8; Steinke 2022 Thm 29 (Poisson, add/remove)"
+        source_text = "Balle–Barthe–Gaboardi 2018 Thm 8; Steinke 2022 (Poisson, add/remove)"
         outer_domain, outer_metric = domain, SymmetricDistance()
 
         def function(data: Any) -> Any:
