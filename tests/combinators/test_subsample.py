@@ -364,3 +364,58 @@ def test_no_in_domain_datum_makes_it_raise(data: Any, rate: float) -> None:
         sized = dp.make_subsample(m, rate, "without_replacement", dataset_size=max(len(data), 1))
         if sized.input_domain.member(data):
             assert isinstance(sized(data), int)
+
+
+# --- beyond one step: a child whose loss at distance 2 really is twice its loss at distance 1 ---------------
+# Two randomized-response bits (p = 3/4 each) on b1 = [at least one 1] and b2 = [at least two 1s]: adding or
+# removing one record flips at most one of them (ln 3 per step), two records can flip both (2 ln 3).
+
+
+def _two_bit_dist(sample: Sequence[int]) -> dict[tuple[int, int], Fraction]:
+    ones = sum(1 for v in sample if v == 1)
+    bits = (int(ones >= 1), int(ones >= 2))
+    out = {}
+    for o in itertools.product([0, 1], repeat=2):
+        p = Fraction(1)
+        for oi, bi in zip(o, bits, strict=True):
+            p *= P_TRUE if oi == bi else 1 - P_TRUE
+        out[o] = p
+    return out
+
+
+@functools.cache
+def _two_bit_poisson(data: tuple[int, ...], q: Fraction) -> dict[tuple[int, int], Fraction]:
+    out: dict[tuple[int, int], Fraction] = {}
+    for keep in itertools.product([False, True], repeat=len(data)):
+        p = Fraction(1)
+        for k in keep:
+            p *= q if k else 1 - q
+        for o, po in _two_bit_dist([x for x, k in zip(data, keep, strict=True) if k]).items():
+            out[o] = out.get(o, Fraction(0)) + p * po
+    return out
+
+
+@pytest.mark.parametrize("q", [Fraction(1, 5), Fraction(2, 3)])
+def test_poisson_group_bound_holds_and_is_tight_at_two_steps(q: Fraction) -> None:
+    eps = Fraction(log_up(3))
+    child = dp.make_user_measurement(
+        INTS, SYM, dp.PureDP(), lambda s: (0, 0), lambda d: d * eps, trusted=True, name="two_bits"
+    )
+    sub = dp.make_subsample(child, q)
+    bound = _mp(sub.map(2))
+    worst = mpmath.mpf(0)
+    for x in _datasets(2):
+        for i in range(len(x) + 1):
+            for j in range(len(x) + 2):
+                for v, w in itertools.product([0, 1, 2], repeat=2):
+                    y = list(x)
+                    y.insert(i, v)
+                    y.insert(j, w)
+                    px, py = _two_bit_poisson(tuple(x), q), _two_bit_poisson(tuple(y), q)
+                    for o in px:
+                        loss = abs(mpmath.log(_mp(py[o]) / _mp(px[o])))
+                        worst = max(worst, loss)
+    assert worst <= bound * (1 + mpmath.mpf(10) ** -40)
+    # empty vs two 1s: the ratio of P[(1, 1)] is (1 + 2q)², i.e. twice the one-step amplified ε
+    assert worst == pytest.approx(2 * mpmath.log(1 + 2 * _mp(q)), rel=1e-30)
+    assert bound <= worst * (1 + 1e-9) + 1e-15
