@@ -245,6 +245,11 @@ def _numbers(result: Any) -> None:
     _finite_value(result)
 
 
+def _interval(result: Any) -> None:
+    lo, hi = result
+    assert np.all(np.asarray(lo) <= np.asarray(hi)), result  # ±inf ends: the answer for an infinite release
+
+
 def _not_nan(result: Any) -> None:
     assert isinstance(result, float) and not math.isnan(result), result  # ±inf is the answer for ±inf
 
@@ -710,6 +715,22 @@ CASES: dict[str, Case] = {
         dp.make_fix_delta, lambda: {"m": dp.make_pure_to_profile(_lap()), "delta": 1e-6}, _MAP1
     ),
     "make_group": Case(dp.make_group, lambda: {"m": _lap(), "k": 2}, _MAP1),
+    "make_subsample": Case(
+        dp.make_subsample,
+        lambda: {"m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None},
+        _MAP1,
+    ),
+    "make_subsample[without_replacement]": Case(
+        dp.make_subsample,
+        lambda: {
+            "m": _count_then_lap(),
+            "rate": 0.5,
+            "method": "without_replacement",
+            "dataset_size": 10,
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "make_postprocess": Case(dp.make_postprocess, lambda: {"m": _lap(), "function": round}, _MAP1),
     "wrap_queryable": Case(
         dp.wrap_queryable, lambda: {"inner": _Echo(), "query_map": abs, "answer_map": abs}
@@ -800,6 +821,41 @@ CASES: dict[str, Case] = {
         dp.analysis.clopper_pearson, lambda: {"k": 5, "n": 10, "alpha": 0.05}, _numbers
     ),
     # --- accounting ---------------------------------------------------------------------------------
+    # --- accuracy -----------------------------------------------------------------------------------
+    "accuracy.laplace_scale_to_accuracy": Case(
+        dp.accuracy.laplace_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.accuracy_to_laplace_scale": Case(
+        dp.accuracy.accuracy_to_laplace_scale, lambda: {"accuracy": 5.0, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.gaussian_scale_to_accuracy": Case(
+        dp.accuracy.gaussian_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.accuracy_to_gaussian_scale": Case(
+        dp.accuracy.accuracy_to_gaussian_scale, lambda: {"accuracy": 5.0, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.discrete_laplace_scale_to_accuracy": Case(
+        dp.accuracy.discrete_laplace_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.accuracy_to_discrete_laplace_scale": Case(
+        dp.accuracy.accuracy_to_discrete_laplace_scale, lambda: {"accuracy": 5, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.discrete_gaussian_scale_to_accuracy": Case(
+        dp.accuracy.discrete_gaussian_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.accuracy_to_discrete_gaussian_scale": Case(
+        dp.accuracy.accuracy_to_discrete_gaussian_scale, lambda: {"accuracy": 5, "alpha": 0.05}, _numbers
+    ),
+    "accuracy.confidence_interval": Case(
+        dp.accuracy.confidence_interval,
+        lambda: {"value": 10.0, "scale": 2.0, "alpha": 0.05, "mechanism": "laplace"},
+        _interval,
+    ),
+    "accuracy.confidence_interval[discrete]": Case(
+        dp.accuracy.confidence_interval,
+        lambda: {"value": 10, "scale": 2, "alpha": 0.05, "mechanism": "discrete_gaussian"},
+        _interval,
+    ),
     "accounting.basic": Case(
         dp.accounting.basic, lambda: {"epsilons": [0.5, 0.25], "deltas": None}, _numbers
     ),
@@ -967,6 +1023,7 @@ _NAMESPACES = {
     "m.": dp.m,
     "t.": dp.t,
     "accounting.": dp.accounting,
+    "accuracy.": dp.accuracy,
     "analysis.": dp.analysis,
     "combinators.": dp.combinators,
 }

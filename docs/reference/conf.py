@@ -80,6 +80,7 @@ NAMESPACES = [
     "dpcompose.transformations",
     "dpcompose.combinators",
     "dpcompose.accounting",
+    "dpcompose.accuracy",
     "dpcompose.analysis",
     "dpcompose.errors",
     "dpcompose",

@@ -10,7 +10,7 @@ Examples:
 
 from __future__ import annotations
 
-from dpcompose import accounting, analysis, combinators, core, measurements, transformations
+from dpcompose import accounting, accuracy, analysis, combinators, core, measurements, transformations
 from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
@@ -35,6 +35,7 @@ from dpcompose.combinators import (
     make_pure_to_zcdp,
     make_renyi_to_approx,
     make_sequential,
+    make_subsample,
     make_zcdp_to_approx,
     make_zcdp_to_profile,
     make_zcdp_to_renyi,
@@ -117,6 +118,7 @@ __all__ = [
     "VectorDomain",
     "__version__",
     "accounting",
+    "accuracy",
     "analysis",
     "binary_search_param",
     "combinators",
@@ -139,6 +141,7 @@ __all__ = [
     "make_pure_to_zcdp",
     "make_renyi_to_approx",
     "make_sequential",
+    "make_subsample",
     "make_user_measurement",
     "make_user_transformation",
     "make_zcdp_to_approx",

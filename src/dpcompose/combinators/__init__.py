@@ -23,6 +23,7 @@ from dpcompose.combinators._filter import make_privacy_filter
 from dpcompose.combinators._ledger import LedgerError, LedgerLocked, MemoryLedger, SQLiteLedger
 from dpcompose.combinators._odometer import make_odometer
 from dpcompose.combinators._parallel import make_parallel
+from dpcompose.combinators._subsample import make_subsample
 
 __all__ = [
     "LedgerError",
@@ -45,6 +46,7 @@ __all__ = [
     "make_pure_to_zcdp",
     "make_renyi_to_approx",
     "make_sequential",
+    "make_subsample",
     "make_zcdp_to_approx",
     "make_zcdp_to_profile",
     "make_zcdp_to_renyi",

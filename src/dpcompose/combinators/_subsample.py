@@ -1,0 +1,347 @@
+"""Privacy amplification by subsampling: run a measurement on a random subsample of the dataset.
+
+Two samplers, each paired with the neighbouring relation its theorem is proven for (Balle, Barthe,
+Gaboardi 2018, "Privacy amplification by subsampling: tight analyses via couplings and divergences",
+NeurIPS; Table 1):
+
+* **Poisson** (``method="poisson"``): every record is kept independently with probability ``q = rate``.
+  Neighbours: add/remove one record (``SymmetricDistance``). If the child is (ε, δ)-DP under add/remove,
+  the subsampled mechanism is ``(log(1 + q(e^ε − 1)), qδ)``-DP under add/remove (BBG 2018 Thm 8 for the
+  removal direction; the addition direction gives the smaller ``−log(1 + q(e^{−ε} − 1))`` for ε with a δ
+  of at most ``qδ``, see Steinke 2022, "Composition of differential privacy & privacy amplification by
+  subsampling", arXiv:2210.00597, the section on Poisson subsampling).
+* **Without replacement** (``method="without_replacement"``): a uniformly random subset of exactly
+  ``m = ⌊rate·n⌋`` of the ``n`` records (``n`` public: a known-size dataset). Neighbours: substitute one
+  record (``ChangeOneDistance``). If the child is (ε, δ)-DP under substitution on datasets of size ``m``,
+  the subsampled mechanism is ``(log(1 + (m/n)(e^ε − 1)), (m/n)δ)``-DP under substitution (BBG 2018 Thm 9).
+
+Examples:
+    >>> import dpcompose as dp
+    >>> import numpy as np
+    >>> ints = dp.VectorDomain(dp.AtomDomain(int))
+    >>> count = dp.t.make_count(ints, dp.SymmetricDistance()) >> dp.m.make_discrete_laplace(
+    ...     dp.AtomDomain(int), dp.AbsoluteDistance(), scale=1
+    ... )
+    >>> sub = dp.make_subsample(count, rate=0.1, rng=np.random.default_rng(0))
+    >>> float(sub.map(1))  # log(1 + 0.1·(e − 1)), rounded up
+    0.158565078740...
+    >>> isinstance(sub(np.arange(1000)), int)
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpcompose._validation import check_finite, check_positive_int, check_str
+from dpcompose.accounting._basic import group
+from dpcompose.accounting._exact import decimal, exact, exp_up, expm1_up, log1p_up, log_up
+from dpcompose.core import (
+    ApproxDP,
+    ChangeOneDistance,
+    Measurement,
+    Metric,
+    Node,
+    PureDP,
+    SymmetricDistance,
+    VectorDomain,
+)
+from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
+from dpcompose.measurements._sampling import (
+    GeneratorSource,
+    RandomSource,
+    SecureSource,
+    _uniform_words,
+)
+
+__all__ = ["amplify_epsilon", "make_subsample"]
+
+_METHODS = ("poisson", "without_replacement")
+
+
+def amplify_epsilon(epsilon: Fraction, q: Fraction) -> Fraction:
+    """An upper bound on ``log(1 + q(e^ε − 1))``, the amplified ε, as an exact rational.
+
+    Evaluated as ``log1p(q·expm1(ε))`` (no cancellation for any q or ε), and for ε beyond the float range
+    of ``e^ε`` as ``ε + log(q + (1 − q)e^{−ε})`` (the same number:
+    ``1 + q(e^ε − 1) = e^ε(q + (1 − q)e^{−ε})``); every irrational step is rounded up
+    (:mod:`dpcompose.accounting._exact`). The result is capped at ε, which it never exceeds for ``q <= 1``.
+
+    Source: Balle, Barthe, Gaboardi 2018, Thm 8 and Thm 9 (the formula).
+
+    Examples:
+        >>> amplify_epsilon(Fraction(1), Fraction(1, 10)) > Fraction(0.15856)
+        True
+        >>> amplify_epsilon(Fraction(3), Fraction(1)), amplify_epsilon(Fraction(3), Fraction(0))
+        (Fraction(3, 1), Fraction(0, 1))
+    """
+    if q == 0 or epsilon == 0:
+        return Fraction(0)
+    if q == 1:
+        return epsilon
+    grow = expm1_up(epsilon)
+    if math.isfinite(grow):
+        bound = Fraction(log1p_up(q * Fraction(grow)))
+    else:  # e^ε beyond the float range
+        inner = q + (1 - q) * Fraction(exp_up(-epsilon))
+        bound = epsilon + Fraction(log_up(inner))
+    return min(epsilon, bound)
+
+
+def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np.bool_]:
+    """``n`` independent ``Bernoulli(q)`` draws for a rational ``q``, exactly.
+
+    The byte-wise comparison of a uniform real ``U`` with ``q`` of
+    :func:`dpcompose.measurements._sampling._bern_ratio`: with ``f = ⌊256·r/den⌋`` and a random byte ``w``,
+    ``w < f`` means ``U < q``, ``w > f`` means ``U > q`` and ``w == f`` asks the same question of the next
+    bits with ``r ← 256·r − f·den``. Every record has the same ``q``, so the remainder ``r`` is one exact
+    Python integer shared by all undecided records (any denominator, no int64 limit), and each round is
+    one vectorised comparison; 255/256 of the undecided records are decided per round.
+    """
+    keep = np.zeros(n, dtype=np.bool_)
+    if q == 1:
+        keep[:] = True
+        return keep
+    r, den = q.numerator, q.denominator
+    pending = np.arange(n)
+    while pending.size:
+        w = _uniform_words(source, pending.size, 8)
+        shifted = r * 256
+        f = shifted // den  # in [0, 255]: r < den
+        keep[pending[w < f]] = True
+        pending = pending[w == f]
+        r = shifted - f * den
+    return keep
+
+
+def _uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int64]:
+    """The sorted indices of a uniformly random ``m``-subset of ``range(n)``, exactly.
+
+    Each index gets a uniform 62-bit key; the ``m`` smallest keys are taken. Given that all keys are
+    distinct (redrawn otherwise: a collision has probability below ``n²/2**63``), their order is a uniformly
+    random permutation by symmetry, so the set of the ``m`` smallest is a uniform ``m``-subset.
+    """
+    if m == 0:
+        return np.zeros(0, dtype=np.int64)
+    if m == n:
+        return np.arange(n, dtype=np.int64)
+    while True:
+        keys = _uniform_words(source, n, 62)
+        if np.unique(keys).size == n:
+            break
+    chosen = np.argpartition(keys, m - 1)[:m]
+    chosen.sort()
+    return chosen.astype(np.int64)
+
+
+def _resolve_source(rng: object) -> RandomSource:
+    """The operating system's secure source, or the caller's bits (NOT private); refuse anything else."""
+    if rng is None:
+        return SecureSource()
+    if isinstance(rng, np.random.Generator):
+        return GeneratorSource(rng)
+    if not isinstance(rng, type) and isinstance(rng, RandomSource):
+        return rng
+    raise InvalidParameter(
+        f"rng=<{type(rng).__name__}> must be a numpy Generator, a RandomSource (e.g. SeededSource) or None"
+    )
+
+
+def _select(data: Any, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Any:
+    """The records of ``data`` at ``index`` (a mask or sorted indices), in their original order: a numpy
+    array stays an array; any other sequence becomes a list."""
+    if isinstance(data, np.ndarray):
+        return data[index]
+    positions = np.flatnonzero(index) if index.dtype == np.bool_ else index
+    return [data[i] for i in positions.tolist()]
+
+
+def _amplified(measure: Any, one: Any, q: Fraction, k: int) -> Any:
+    """The amplified guarantee at distance ``k`` from the child's guarantee ``one`` at one step."""
+    if k == 0:
+        return measure.zero()
+    if isinstance(measure, PureDP):
+        return k * amplify_epsilon(Fraction(one), q)
+    eps, delta = one
+    eps1, delta1 = amplify_epsilon(Fraction(eps), q), q * Fraction(delta)
+    if k == 1:
+        return eps1, delta1
+    return group(eps1, delta1, k)
+
+
+def make_subsample(
+    m: Measurement[Any, Any, Any, Any],
+    rate: float | Fraction,
+    method: str = "poisson",
+    *,
+    dataset_size: int | None = None,
+    rng: np.random.Generator | RandomSource | None = None,
+) -> Measurement[Any, Any, Any, Any]:
+    """Run ``m`` on a random subsample of the dataset; the privacy map applies amplification by subsampling.
+
+    ``method="poisson"``: each record is kept independently with probability ``q = rate`` (read as its
+    exact binary value), drawn with the exact Bernoulli sampler (no floating point; the secure source by
+    default). ``m`` must take datasets of any size (``VectorDomain(..., size=None)``) under
+    ``SymmetricDistance`` (add/remove); the result has the same domain and metric.
+
+    ``method="without_replacement"``: the dataset has the public size ``n = dataset_size``; a uniformly
+    random subset of ``k = ⌊rate·n⌋`` records is taken (in the records' original order; ``rate`` read as
+    the decimal it prints as, so ``0.3`` of 10 records is 3), and the map uses ``q = k/n`` exactly. ``m``
+    must take datasets of size ``k`` (``size=k`` or ``None``) under ``ChangeOneDistance``
+    (substitution; its map is read at 1) or ``SymmetricDistance`` (a substitution is one removal plus one
+    addition: its map is read at 2); the result takes ``VectorDomain(element, size=n)`` under
+    ``ChangeOneDistance``.
+
+    Privacy map: with ``m``'s guarantee (ε, δ) at one step (one record added/removed, resp. substituted),
+    one step of the result costs ``ε' = log(1 + q(e^ε − 1))`` and ``δ' = qδ`` (rounded up:
+    :func:`amplify_epsilon`); ``d_in = j > 1`` steps cost group privacy over ``j`` steps of that
+    guarantee (``jε'`` for pure DP; ``(jε', δ'·(e^{jε'} − 1)/(e^{ε'} − 1))`` for (ε, δ)). ``m`` is read at
+    one step only: no multi-record amplification theorem is used. Output measures: ``PureDP`` and
+    ``ApproxDP``; other measures (zCDP, Rényi, privacy profiles) are refused, as no amplification bound
+    for them is implemented yet. Interactive ``m`` is refused (the theorems are for one release).
+
+    Args:
+        m: the measurement to run on the subsample (``PureDP`` or ``ApproxDP``, non-interactive).
+        rate: the sampling rate ``q ∈ [0, 1]`` (Poisson), or the fraction of records kept (without
+            replacement: ``⌊rate·n⌋`` records).
+        method: ``"poisson"`` or ``"without_replacement"``.
+        dataset_size: the public dataset size ``n`` (required for ``"without_replacement"``, refused for
+            ``"poisson"``).
+        rng: a numpy Generator (or a ``RandomSource`` such as ``SeededSource``) driving the exact sampler
+            reproducibly, for experiments only: NOT private. Default: the operating system's secure source.
+            (``m`` draws its own noise as it was built.)
+
+    Returns:
+        A measurement with ``m``'s output measure.
+
+    Raises:
+        InvalidParameter: ``rate`` outside ``[0, 1]``, an unknown ``method``, a missing or bad
+            ``dataset_size``, or ``m`` not a measurement.
+        DomainMismatch: ``m``'s input domain or metric does not fit the method (see above).
+        UnsupportedComposition: ``m``'s output measure cannot be amplified yet, or ``m`` is interactive.
+
+    Source: Balle, Barthe, Gaboardi 2018 (NeurIPS), Thm 8 (Poisson, add/remove) and Thm 9 (without
+    replacement, substitution); Steinke 2022 (arXiv:2210.00597; both directions of add/remove);
+    group privacy: Dwork–Roth 2014 Thm 2.2, Vadhan 2017 Lemma 2.2.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> import numpy as np
+        >>> sized = dp.VectorDomain(dp.AtomDomain(int), size=10)
+        >>> count = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance())
+        >>> noisy = count >> dp.m.make_discrete_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), 2)
+        >>> sub = dp.make_subsample(noisy, 0.5, "without_replacement", dataset_size=100)
+        >>> sub.input_domain, sub.input_metric
+        (VectorDomain(AtomDomain(int), size=100), ChangeOneDistance())
+        >>> sub.map(1) < noisy.map(2)  # ε = 1 for the child at a substitution, amplified with q = 1/2
+        True
+    """
+    if not isinstance(m, Measurement):
+        raise InvalidParameter(f"make_subsample: m={m!r} must be a Measurement")
+    rate_v = check_finite(rate, "rate")
+    if not 0 <= rate_v <= 1:
+        raise InvalidParameter(f"rate={rate!r} must lie in [0, 1]")
+    q_rate = exact(rate, "rate")
+    check_str(method, "method", _METHODS)
+    measure = m.output_measure
+    if not isinstance(measure, (PureDP, ApproxDP)):
+        raise UnsupportedComposition(
+            f"make_subsample: m's output measure {measure!r} cannot be amplified yet: only PureDP and "
+            "ApproxDP have an amplification bound here (convert m first, e.g. with make_zcdp_to_approx)"
+        )
+    if m.interactive:
+        raise UnsupportedComposition(
+            "make_subsample: m is interactive; the amplification theorems cover one non-interactive release"
+        )
+    domain, metric = m.input_domain, m.input_metric
+    if not isinstance(domain, VectorDomain):
+        raise DomainMismatch(
+            f"make_subsample: m's input_domain={domain!r} must be a VectorDomain (a dataset)"
+        )
+    source = _resolve_source(rng)
+
+    function: Callable[[Any], Any]
+    outer_metric: Metric
+    if method == "poisson":
+        if dataset_size is not None:
+            raise InvalidParameter(
+                f"dataset_size={dataset_size!r} is only for method='without_replacement' (Poisson "
+                "subsampling takes data of any size)"
+            )
+        if domain.size is not None:
+            raise DomainMismatch(
+                f"make_subsample: a Poisson subsample has a random size, so m's input_domain={domain!r} "
+                "must have size=None"
+            )
+        if not isinstance(metric, SymmetricDistance):
+            raise DomainMismatch(
+                f"make_subsample: Poisson subsampling is amplified for add/remove neighbours: m's "
+                f"input_metric={metric!r} must be SymmetricDistance()"
+            )
+        q, child_d = q_rate, 1
+        params: tuple[tuple[str, str], ...] = (("method", method), ("rate", repr(rate)))
+        source_text = "Balle–Barthe–Gaboardi 2018 Thm 8; Steinke 2022 (Poisson, add/remove)"
+        outer_domain, outer_metric = domain, SymmetricDistance()
+
+        def function(data: Any) -> Any:
+            return m.function(_select(data, _bernoulli_mask(q, len(data), source)))
+
+    else:
+        if dataset_size is None:
+            raise InvalidParameter(
+                "dataset_size=None: method='without_replacement' needs the public dataset size n"
+            )
+        n = check_positive_int(dataset_size, "dataset_size")
+        k = math.floor(decimal(rate, "rate") * n)
+        if domain.size not in (None, k):
+            raise DomainMismatch(
+                f"make_subsample: the subsample has ⌊rate·n⌋ = {k} records, but m's input_domain={domain!r}"
+            )
+        if isinstance(metric, ChangeOneDistance):
+            child_d = 1
+        elif isinstance(metric, SymmetricDistance):
+            child_d = 2
+        else:
+            raise DomainMismatch(
+                f"make_subsample: sampling without replacement is amplified for substitution neighbours: "
+                f"m's input_metric={metric!r} must be ChangeOneDistance() or SymmetricDistance()"
+            )
+        q = Fraction(k, n)
+        params = (("method", method), ("sample", f"{k} of {n}"))
+        source_text = "Balle–Barthe–Gaboardi 2018 Thm 9 (without replacement, substitution)"
+        outer_domain, outer_metric = VectorDomain(domain.element_domain, size=n), ChangeOneDistance()
+
+        def function(data: Any) -> Any:
+            return m.function(_select(data, _uniform_subset(len(data), k, source)))
+
+    def privacy_map(d_in: int) -> Any:
+        steps = int(d_in)
+        if steps == 0:
+            return measure.zero()
+        return _amplified(measure, m.map(child_d), q, steps)
+
+    def child_inputs(d_in: Any) -> tuple[Any, ...]:
+        return (child_d if d_in else 0,)
+
+    return Measurement(
+        outer_domain,
+        outer_metric,
+        measure,
+        function,
+        privacy_map,
+        node=Node(
+            "subsample",
+            params=params,
+            source=source_text,
+            theorem="amplification by subsampling",
+            children=(m,),
+            child_inputs=child_inputs,
+        ),
+    )
+
