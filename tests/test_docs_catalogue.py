@@ -18,4 +18,4 @@ def _table_rows() -> list[str]:
 @pytest.mark.parametrize("name", sorted(set(dp.t.__all__) | set(dp.m.__all__)))
 def test_every_constructor_has_a_table_row(name: str) -> None:
     rows = [row for row in _table_rows() if row.startswith(f"| `{name}(")]
-    assert rows, f"docs/measurements.md has no table row for {name}: add one (constructor, input, output, map)"
+    assert rows, f"docs/measurements.md has no table row for {name}: add one (constructor, input, output, …)"
