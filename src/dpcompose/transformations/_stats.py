@@ -184,9 +184,9 @@ def make_resize(
     consumer of a dataset metric must be order-invariant anyway; OpenDP's ``make_resize`` pads the same
     way). The random choice is exact (:func:`random_selection`: independent uniform 64-bit keys, ties
     rejected) and draws from the operating system's secure source; ``rng=`` (a numpy ``Generator`` or a
-    ``RandomSource``) makes runs reproducible and is **not private**. Numeric data (int/float atoms) is handled as numpy
-    arrays and returned as an ``int64``/``float64`` array (integers beyond int64 as a list); other
-    records are returned as a list.
+    ``RandomSource``) makes runs reproducible and is **not private**. Numeric data (int/float atoms) is
+    handled as numpy arrays and returned as an ``int64``/``float64`` array (integers beyond int64 as a
+    list); other records are returned as a list.
 
     Stability. Resize is randomised, so its stability is a *coupling* statement: for inputs ``d_in``
     apart there is a joint distribution of the two outputs under which they are always at most ``d_out``
