@@ -187,9 +187,9 @@ class SymmetricIdDistance(Metric):
       one identifier; ``True``/``False`` are not ``1``/``0``;
     * ``str`` and ``bytes`` (and their numpy scalars) as themselves, ``None`` as itself, ``uuid.UUID`` by
       value; tuples (namedtuples too), lists, sets and dicts by their parts (unhashable values included);
-    * a value of any other type (a ``complex``, a ``datetime``, a user object) is the single identifier
-      "other": all such rows are one person to this metric. Convert such identifiers to ``str`` upstream
-      for a finer unit;
+    * a value of any other type (a ``complex``, a ``datetime``, a user object), and a value nested more
+      than 64 levels deep (a cyclic list), is the single identifier "other": all such rows are one
+      person to this metric. Convert such identifiers to ``str`` upstream for a finer unit;
     * a record without the column (a missing key, a short tuple) belongs to the single identifier
       "missing".
 

@@ -90,11 +90,15 @@ def _decimal_class(value: Decimal) -> bytes:
     return _frame(b"E", _int_bytes(-coefficient if sign else coefficient) + b"e" + _int_bytes(exponent))
 
 
+class _TooDeep(Exception):
+    """A value nested deeper than ``_MAX_DEPTH`` (or cyclic): its class is "other" as a whole."""
+
+
 def _class_of(value: Any, depth: int = 0) -> bytes:
     """The identifier (or group) class of ``value`` as bytes: equal bytes iff equal identifiers, under
     the rule documented on :class:`~dpcompose.core.SymmetricIdDistance`."""
     if depth > _MAX_DEPTH:
-        return _OTHER
+        raise _TooDeep
     kind = type(value)
     if value is None:
         return b"\x00none"
@@ -131,7 +135,7 @@ def _class_of(value: Any, depth: int = 0) -> bytes:
 def _safe_class(value: Any) -> bytes:
     try:
         return _class_of(value)
-    except Exception:  # an odd container (a recursion limit, a failing iterator): "other", never raised
+    except Exception:  # too deep, cyclic, or an odd container (a failing iterator): "other", never raised
         return _OTHER
 
 
