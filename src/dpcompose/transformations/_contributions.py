@@ -43,6 +43,9 @@ def _frame(tag: bytes, payload: bytes) -> bytes:
     return tag + len(payload).to_bytes(8, "big") + payload
 
 
+_PACK_DOUBLE = struct.Struct(">d").pack
+
+
 def _int_bytes(value: int) -> bytes:
     return int.to_bytes(value, (int.bit_length(value) + 8) // 8, "big", signed=True)
 
@@ -54,9 +57,12 @@ def _type_name(value: object) -> bytes:
 
 # --- identifiers and groups: classes of values compared by value ----------------------------------------
 
+_DENOMINATOR_ONE = _frame(b"d", _int_bytes(1))
+
 
 def _number_class(numerator: int, denominator: int) -> bytes:
-    return _frame(b"Q", _frame(b"n", _int_bytes(numerator)) + _frame(b"d", _int_bytes(denominator)))
+    tail = _DENOMINATOR_ONE if denominator == 1 else _frame(b"d", _int_bytes(denominator))
+    return _frame(b"Q", _frame(b"n", _int_bytes(numerator)) + tail)
 
 
 def _float_class(value: Any) -> bytes:
@@ -100,6 +106,10 @@ def _class_of(value: Any, depth: int = 0) -> bytes:
     if depth > _MAX_DEPTH:
         raise _TooDeep
     kind = type(value)
+    if kind is int:  # fast path, as below
+        return _number_class(value, 1)
+    if kind is str:
+        return _frame(b"S", value.encode("utf-8", "surrogatepass"))
     if value is None:
         return b"\x00none"
     if kind is bool or kind is np.bool_:
@@ -178,9 +188,18 @@ class _Encoding:
         return b"" if type(value) is base else _frame(b"t", _type_name(value))
 
     def encode(self, value: Any, depth: int = 0) -> bytes:
+        kind = type(value)  # fast paths for the common exact types (the same bytes as the general ones)
+        if kind is int:
+            return _frame(b"I", _int_bytes(value))
+        if kind is str:
+            return _frame(b"S", value.encode("utf-8", "surrogatepass"))
+        if kind is float:
+            return _frame(b"F", _PACK_DOUBLE(value))
         if depth > _MAX_DEPTH:
             self.opaque = True
             return _frame(b"?", b"deep")
+        if kind is tuple:
+            return _frame(b"T", b"".join([self.encode(v, depth + 1) for v in value]))
         if value is None:
             return _frame(b"N", b"")
         if type(value) is bool:
