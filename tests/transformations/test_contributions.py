@@ -167,6 +167,13 @@ def test_row_encoding_is_the_documented_one() -> None:
     assert bc._row_encoding((0.0,)) != bc._row_encoding((-0.0,))
     assert bc._row_encoding(({1},)) != bc._row_encoding((frozenset({1}),))
     assert bc._row_encoding((object(),))[1] is True
+    half = bc._row_encoding(np.float64(0.5))[0]
+    assert half == frame(b"g", frame(b"t", b"float64") + bytes.fromhex("3fe0000000000000"))
+    assert bc._row_encoding(np.float64(-0.0)) != bc._row_encoding(np.float64(0.0))
+    assert bc._row_encoding(np.float32("nan")) != bc._row_encoding(-np.float32("nan"))
+    assert bc._row_encoding(np.float32(1)) != bc._row_encoding(np.float64(1))
+    day = bc._row_encoding(np.datetime64("1970-01-02"))[0]
+    assert day.endswith(bytes.fromhex("0000000000000001"))
 
 
 # --- the transformation: construction ---------------------------------------------------------------

@@ -205,7 +205,8 @@ class _Encoding:
         if type(value) is bool:
             return _frame(b"B", b"1" if value else b"0")
         if isinstance(value, np.generic):
-            return _frame(b"g", value.dtype.str.encode() + self.numpy_payload(value))
+            dtype = value.dtype.str if value.dtype.kind == "V" else value.dtype.name
+            return _frame(b"g", _frame(b"t", dtype.encode()) + self.numpy_payload(value))
         if isinstance(value, int):
             return _frame(b"I", self.typed(value, int) + _int_bytes(int.__index__(value)))
         if isinstance(value, float):
@@ -242,7 +243,9 @@ class _Encoding:
         return _frame(b"?", _type_name(value))
 
     def numpy_payload(self, value: np.generic) -> bytes:
-        if isinstance(value, np.floating):
+        if isinstance(value, np.floating) and value.dtype.itemsize <= 8:  # IEEE bits, big-endian
+            return np.asarray(value, dtype=value.dtype.newbyteorder(">")).tobytes()
+        if isinstance(value, np.floating):  # longdouble: its exact value (its padding bytes are undefined)
             if np.isnan(value):
                 return b"nan"
             sign = b"-" if np.signbit(value) else b"+"
@@ -258,7 +261,9 @@ class _Encoding:
             return _int_bytes(int(value))
         if isinstance(value, (np.str_, np.bytes_)):
             return self.encode(value.item())
-        return value.tobytes()  # datetime64, timedelta64, void: fixed-width, the dtype names the layout
+        if value.dtype.kind in "mM":  # datetime64, timedelta64: the int64 count, big-endian
+            return np.asarray(value, dtype=value.dtype.newbyteorder(">")).tobytes()
+        return value.tobytes()  # void (structured): fixed-width, the dtype names the layout
 
 
 def _row_encoding(row: Any) -> tuple[bytes, bool]:
@@ -327,21 +332,24 @@ def make_bound_contributions(
     1. Each row's identifier class ``u`` (and group class ``g``) is read from the column ``id_key``
        (``by``) and compared by value as :class:`~dpcompose.core.SymmetricIdDistance` documents (a row
        without the column belongs to the class "missing").
-    2. With ``by``: each pair ``(u, g)`` present gets the key ``H_group(c(u) ‖ c(g))``, with ``c`` the
-       class's canonical bytes; of each identifier's groups the ``max_groups`` with the smallest
-       ``(key, c(g))`` are kept, the rows of the other groups dropped.
-    3. Each row gets ``e`` = its canonical encoding (type-tagged and length-prefixed: ``None``, ``bool``,
-       ``int``, ``float`` by its IEEE bits, ``str``, ``bytes``, ``Fraction``, ``Decimal`` by its text,
-       ``complex``, ``UUID``, numpy scalars with their dtype, tuples/lists element by element, sets and
-       mappings sorted by their elements' encodings, a subclass tagged with its module and name) and the
-       key ``H_row(e)``. Of each identifier's (identifier and group's) rows the ``max_rows`` with the
-       smallest ``(key, e)`` are kept.
+    2. With ``by``: each pair ``(u, g)`` present gets the key
+       ``H_group(frame("u", c(u)) + frame("g", c(g)))``, where ``c`` is the class's canonical bytes and
+       ``frame(tag, p)`` is the tag byte, ``len(p)`` as 8 big-endian bytes, then ``p``; of each
+       identifier's groups the ``max_groups`` with the smallest ``(key, c(g))`` are kept, the rows of the
+       other groups dropped.
+    3. Each row gets ``e`` = its canonical encoding, built from such frames (type-tagged, so
+       prefix-free): ``None``, ``bool``, ``int`` (two's complement), ``float`` by its IEEE bits, ``str``
+       (UTF-8), ``bytes``, ``Fraction``, ``Decimal`` by its text, ``complex``, ``UUID``, numpy scalars
+       with their dtype's name (floats by their big-endian bits), tuples and lists element by element,
+       sets and mappings sorted by their elements' encodings, a subclass tagged with its module and
+       name; and the key ``H_row(e)``. Of each identifier's (identifier and group's) rows the
+       ``max_rows`` with the smallest ``(key, e)`` are kept.
     4. The kept rows are output in their input order, as a list.
 
     ``H_row`` and ``H_group`` are BLAKE2b with a 16-byte digest, the key
     ``b"dpcompose.make_bound_contributions.v1"`` and the personalisation ``b"row"`` / ``b"group"``. The
-    hash is public (it is a pseudo-random tie-break, not a secret: privacy does not rest on it), and the
-    choice of rows is independent of their values in the sense that matters for bias.
+    hash is public: it only spreads the choice pseudo-randomly over each identifier's rows (rather than,
+    say, keeping the smallest values); privacy does not rest on it being secret.
 
     Rows with equal encodings are equal values, so which of them is kept does not matter — except for a
     value of a type the encoding does not know (a user object: only its type's name is encoded). If
