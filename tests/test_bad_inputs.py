@@ -517,6 +517,19 @@ CASES: dict[str, Case] = {
         _numbers,
         skip_params=frozenset({"metric"}),
     ),
+    "SymmetricIdDistance": Case(dp.SymmetricIdDistance, lambda: {"id_key": "user"}, lambda m: m.validate(1)),
+    "t.make_bound_contributions": Case(
+        dp.t.make_bound_contributions,
+        lambda: {
+            "input_domain": ROWS,
+            "input_metric": dp.SymmetricIdDistance(0),
+            "id_key": 0,
+            "max_rows": 2,
+            "max_groups": 3,
+            "by": 1,
+        },
+        _MAP1,
+    ),
     "t.make_partition": Case(
         dp.t.make_partition,
         lambda: {"input_domain": ROWS, "input_metric": dp.SymmetricDistance(), "by": 0, "keys": ["a", "b"]},
@@ -1211,3 +1224,40 @@ def test_known_escapes_are_still_escapes(name: str, param: str) -> None:
         f"{name}({param}={_describe(value)}) is fixed ({owner}): remove its entry from KNOWN_ESCAPES in "
         "tests/test_bad_inputs.py, so that every bad value of this parameter is checked again"
     )
+
+
+# --- the privacy unit: every row-level constructor refuses a user-level metric (issue 15) --------------
+
+_ROW_LEVEL = (dp.SymmetricDistance, dp.ChangeOneDistance)
+
+
+def _row_level_cases() -> list[str]:
+    """Every ``dp.t`` constructor (walked from ``__all__``) and every ``dp.m`` constructor whose valid base
+    arguments take a dataset under a row-level metric."""
+    names = [f"t.{name}" for name in dp.t.__all__ if name != "make_bound_contributions"]
+    names += [
+        name
+        for name, case in CASES.items()
+        if name.startswith("m.") and isinstance(case.base().get("input_metric"), _ROW_LEVEL)
+    ]
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _row_level_cases())
+@pytest.mark.parametrize(
+    "domain",
+    [None, dp.VectorDomain(dp.AtomDomain(tuple)), dp.VectorDomain(dp.AtomDomain(dict))],
+    ids=["base domain", "tuple rows", "dict rows"],
+)
+def test_row_level_constructors_refuse_the_user_level_metric(name: str, domain: dp.Domain | None) -> None:
+    """Forgetting the privacy unit is never silent: a constructor that counts rows refuses
+    ``SymmetricIdDistance`` with a message naming ``make_bound_contributions``."""
+    assert name in CASES, f"{name} has no registry case (test_registry_covers_every_public_callable)"
+    case = CASES[name]
+    kwargs = case.base()
+    assert "input_metric" in kwargs, f"{name}: a dp.t constructor without input_metric"
+    kwargs["input_metric"] = dp.SymmetricIdDistance(0)
+    if domain is not None:
+        kwargs["input_domain"] = domain
+    with pytest.raises(dp.DomainMismatch, match="make_bound_contributions"):
+        case.call(kwargs)

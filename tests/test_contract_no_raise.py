@@ -277,6 +277,21 @@ CASES: dict[str, list[Case]] = {
         (f"{name}", (lambda d=d, m=m: dp.m.make_discrete_gaussian(d, m, scale=3)), [])
         for name, d, m in [("int", INT, ABS), ("ints", INTS, L2)]
     ],
+    "make_bound_contributions": [
+        ("tuple id", lambda: dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2), []),
+        ("tuple last", lambda: dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(-1), -1, 1), []),
+        ("dict id", lambda: dp.t.make_bound_contributions(DICTS, dp.SymmetricIdDistance("a"), "a", 1), []),
+        (
+            "dict groups",
+            lambda: dp.t.make_bound_contributions(DICTS, dp.SymmetricIdDistance("a"), "a", 1, 2, by=0),
+            [],
+        ),
+        (
+            "tuple groups",
+            lambda: dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2, 1, by=1),
+            [],
+        ),
+    ],
     "make_randomized_response": [
         (
             "abc",

@@ -30,6 +30,7 @@ from dpcompose.core._metrics import (
     Metric,
     PartitionDistance,
     SymmetricDistance,
+    SymmetricIdDistance,
 )
 from dpcompose.core._node import Node
 from dpcompose.core._queryable import Queryable
@@ -59,6 +60,7 @@ __all__ = [
     "RenyiCurve",
     "RenyiDP",
     "SymmetricDistance",
+    "SymmetricIdDistance",
     "Transformation",
     "VectorDomain",
     "make_user_measurement",

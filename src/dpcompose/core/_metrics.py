@@ -1,7 +1,8 @@
 """Metrics: how far apart two inputs are. A distance ``d_in`` is a plain number.
 
 Dataset metrics (:class:`SymmetricDistance`, :class:`ChangeOneDistance`, :class:`DiscreteDistance`)
-count records, so their distances are non-negative integers. Numeric metrics (:class:`AbsoluteDistance`,
+count records, so their distances are non-negative integers; :class:`SymmetricIdDistance` counts
+identifiers (people), each of whom may own several records. Numeric metrics (:class:`AbsoluteDistance`,
 :class:`L1Distance`, :class:`L2Distance`) measure sensitivities, which are exact rationals here: a float
 the user states as ``d_in`` is read as the larger of its binary value and the decimal it prints as, so
 neither reading can under-report.
@@ -16,9 +17,12 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, read_real
 from dpcompose.accounting import decimal, exact
@@ -35,7 +39,9 @@ __all__ = [
     "Metric",
     "PartitionDistance",
     "SymmetricDistance",
+    "SymmetricIdDistance",
     "check_space",
+    "refuse_identifier_metric",
 ]
 
 
@@ -58,10 +64,20 @@ class Metric:
 
 
 def check_space(
-    domain: object, metric: object, domain_name: str = "input_domain", metric_name: str = "input_metric"
+    domain: object,
+    metric: object,
+    domain_name: str = "input_domain",
+    metric_name: str = "input_metric",
+    *,
+    allow_identifiers: bool = False,
 ) -> None:
     """The one check of a (domain, metric) pair a constructor receives: ``domain`` is a :class:`Domain`,
     ``metric`` a :class:`Metric` that measures it; :class:`DomainMismatch` naming the parameter otherwise.
+
+    A user-level metric (:class:`SymmetricIdDistance`) is refused unless ``allow_identifiers`` is true,
+    with a message that names ``make_bound_contributions``: a constructor whose map counts records must
+    not receive a distance that counts people. Only the constructors that are generic over the metric
+    (``Transformation``/``Measurement`` records, accountants, ``make_bound_contributions``) allow it.
 
     Examples:
         >>> import dpcompose as dp
@@ -75,7 +91,32 @@ def check_space(
         raise DomainMismatch(f"{domain_name}={domain!r} must be a Domain")
     if not isinstance(metric, Metric):
         raise DomainMismatch(f"{metric_name}={metric!r} must be a Metric")
+    if not allow_identifiers:
+        refuse_identifier_metric(metric, metric_name)
     metric.check_domain(domain, domain_name)
+
+
+def refuse_identifier_metric(metric: object, metric_name: str = "input_metric") -> None:
+    """Raise :class:`DomainMismatch` naming ``make_bound_contributions`` if ``metric`` is user-level.
+
+    Every constructor whose stability or privacy map counts *records* calls this (through
+    :func:`check_space` or ``check_dataset_metric``): a person with many records would otherwise be
+    protected as if they had one, silently.
+
+    Examples:
+        >>> refuse_identifier_metric(SymmetricDistance())
+        >>> refuse_identifier_metric(SymmetricIdDistance("user"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.DomainMismatch: input_metric=SymmetricIdDistance('user') counts identifiers ...
+    """
+    if isinstance(metric, SymmetricIdDistance):
+        raise DomainMismatch(
+            f"{metric_name}={metric!r} counts identifiers (all the rows of one person), but this "
+            "constructor counts rows: bound each identifier's rows first with "
+            f"dp.t.make_bound_contributions(domain, {metric!r}, id_key={metric.id_key!r}, max_rows=...), "
+            "whose output is measured in rows (SymmetricDistance())"
+        )
 
 
 def _validate_count(d: object, name: str) -> int:
@@ -125,6 +166,98 @@ class _DatasetMetric(Metric):
 @dataclass(frozen=True, slots=True, repr=False)
 class SymmetricDistance(_DatasetMetric):
     """Add/remove distance: the number of records added or removed to turn one dataset into the other."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SymmetricIdDistance(Metric):
+    """User-level add/remove distance: the number of identifiers (people) whose rows are added or removed.
+
+    Records carry an identifier in the column ``id_key``; two datasets are neighbours when one is the
+    other plus *all* the rows of one identifier. The distance between ``x`` and ``x'`` is the fewest such
+    steps: for each identifier ``u`` whose multisets of rows ``x_u`` and ``x'_u`` differ, 1 if one of them
+    is empty and 2 otherwise (remove all of ``u``'s rows, then add the new ones). Rows are compared by
+    type and value (``{"x": 1}`` and ``{"x": 1.0}`` are different rows: an output's type is an output;
+    a dict's key order does not matter).
+
+    Identifiers are compared by value, as follows (the same rule ``make_bound_contributions`` groups
+    by; it never raises):
+
+    * numbers (``int``, ``float``, ``Fraction``, ``Decimal``, numpy integers and floats) by exact value
+      (``1``, ``1.0`` and ``numpy.int64(1)`` are one identifier; ``0.0`` and ``-0.0`` too); every NaN is
+      one identifier; ``True``/``False`` are not ``1``/``0``;
+    * ``str`` and ``bytes`` (and their numpy scalars) as themselves, ``None`` as itself, ``uuid.UUID`` by
+      value; tuples (namedtuples too), lists, sets and dicts by their parts (unhashable values included);
+    * a value of any other type (a ``complex``, a ``datetime``, a user object), and a value nested more
+      than 64 levels deep (a cyclic list), is the single identifier "other": all such rows are one
+      person to this metric. Convert such identifiers to ``str`` upstream for a finer unit;
+    * a record without the column (a missing key, a short tuple) belongs to the single identifier
+      "missing".
+
+    Args:
+        id_key: the identifier's column: an ``int`` (a position in tuple or list records, or a key of
+            mapping records) or a ``str`` (a key of mapping records, or a namedtuple's field name).
+
+    Pairs with a ``VectorDomain`` without a fixed size (adding a person changes the number of rows)
+    whose elements are ``AtomDomain(tuple)``, ``AtomDomain(list)`` or ``AtomDomain(dict)`` (or a
+    subclass: a namedtuple class, another ``Mapping``). A ``str`` ``id_key`` on tuple records needs a
+    namedtuple carrier with that field.
+
+    Only ``make_bound_contributions`` (and constructors generic over the metric) accept it; every
+    constructor that counts rows refuses it with a message naming ``make_bound_contributions``.
+
+    Source: user-level neighbouring relation (Amin, Kulesza, Muñoz Medina, Vassilvitskii 2019, "Bounding
+    User Contributions", §2; Wilson et al. 2020, "Differentially Private SQL with Bounded User
+    Contribution", §2).
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> dp.SymmetricIdDistance("user")
+        SymmetricIdDistance('user')
+        >>> dp.SymmetricIdDistance(0) == dp.SymmetricIdDistance(0), dp.SymmetricIdDistance(0).validate(2)
+        (True, 2)
+        >>> dp.SymmetricIdDistance(0).check_domain(dp.VectorDomain(dp.AtomDomain(tuple)))
+    """
+
+    id_key: int | str
+
+    def __post_init__(self) -> None:
+        key = self.id_key
+        if isinstance(key, np.generic) and not isinstance(key, np.bool_):
+            key = key.item()
+        if isinstance(key, bool) or not isinstance(key, (int, str)):
+            raise InvalidParameter(f"id_key={key!r} must be a column position (int) or a column name (str)")
+        object.__setattr__(self, "id_key", int(key) if isinstance(key, int) else str(key))
+
+    def validate(self, d: object, name: str = "d_in") -> int:
+        return _validate_count(d, name)
+
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
+        element = domain.element_domain if isinstance(domain, VectorDomain) else None
+        carrier = element.carrier if isinstance(element, AtomDomain) else None
+        records = carrier is not None and issubclass(carrier, (tuple, list, Mapping))
+        if not records:
+            raise DomainMismatch(
+                f"{self!r} measures datasets of records with an identifier column: it needs a VectorDomain "
+                f"of AtomDomain(tuple), AtomDomain(list) or AtomDomain(dict), not {name}={domain!r}"
+            )
+        assert isinstance(domain, VectorDomain)
+        assert carrier is not None
+        if domain.size is not None:
+            raise DomainMismatch(
+                f"{self!r} adds and removes people, which changes the number of rows: {name}={domain!r} "
+                "must not fix a size"
+            )
+        if isinstance(self.id_key, str) and not issubclass(carrier, Mapping):
+            fields = getattr(carrier, "_fields", None)
+            if not (isinstance(fields, tuple) and self.id_key in fields):
+                raise DomainMismatch(
+                    f"{self!r} reads the column {self.id_key!r} by name: {name}={domain!r} must hold "
+                    "mappings (AtomDomain(dict)) or a namedtuple with that field; use an int position for "
+                    "tuples"
+                )
+
+    def __repr__(self) -> str:
+        return f"SymmetricIdDistance({self.id_key!r})"
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -32,7 +32,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
-from dpcompose.core._metrics import check_space
+from dpcompose.core._metrics import check_space, refuse_identifier_metric
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import Grid, grid_sensitivity
 from dpcompose.measurements._laplace import make_laplace
@@ -42,6 +42,7 @@ __all__ = ["make_interactive_laplace", "make_sparse_vector"]
 
 
 def _check_dataset_input(input_domain: Domain, input_metric: Metric) -> None:
+    refuse_identifier_metric(input_metric)
     if not isinstance(input_metric, (SymmetricDistance, ChangeOneDistance)):
         raise DomainMismatch(
             f"input_metric={input_metric!r} must be SymmetricDistance() or ChangeOneDistance(): the privacy "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dpcompose.transformations._clamp import make_clamp
+from dpcompose.transformations._contributions import make_bound_contributions
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._count_by import make_count_by, make_count_by_categories
 from dpcompose.transformations._partition import make_partition
@@ -18,6 +19,7 @@ from dpcompose.transformations._stats import make_mean, make_resize, make_varian
 from dpcompose.transformations._sum import make_sum
 
 __all__ = [
+    "make_bound_contributions",
     "make_clamp",
     "make_count",
     "make_count_by",

@@ -16,7 +16,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
-from dpcompose.core._metrics import check_space
+from dpcompose.core._metrics import check_space, refuse_identifier_metric
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["make_clamp"]
@@ -25,7 +25,9 @@ _DATASET_METRICS = (SymmetricDistance, ChangeOneDistance)
 
 
 def check_dataset_metric(input_metric: Metric) -> None:
-    """Raise DomainMismatch unless ``input_metric`` counts changed records."""
+    """Raise DomainMismatch unless ``input_metric`` counts changed records (a user-level metric is
+    refused with a message naming ``make_bound_contributions``)."""
+    refuse_identifier_metric(input_metric)
     if not isinstance(input_metric, _DATASET_METRICS):
         raise DomainMismatch(
             f"input_metric={input_metric!r} must be SymmetricDistance() or ChangeOneDistance()"
