@@ -114,10 +114,15 @@ def run_tour() -> int:
         )
 
     q_a, q_b = monitors(rows)
-    smokers, seniors = [], []
-    for reg in regions:  # the two monitors' queries interleave
-        smokers.append(f"{reg} {'above' if q_a(region_count_where(reg, 2, 'yes')) else 'below'}")
-        seniors.append(f"{reg} {'above' if q_b(region_count_where(reg, 0, 90)) else 'below'}")
+    smokers: list[str] = []
+    seniors: list[str] = []
+    for reg in regions:  # the two monitors' queries interleave; a monitor halts after its positive answer
+        for answers, queryable, column, value in ((smokers, q_a, 2, "yes"), (seniors, q_b, 0, 90)):
+            if any(a.endswith("above") for a in answers):
+                answers.append(f"{reg} (halted)")
+                continue
+            above = queryable(region_count_where(reg, column, value))
+            answers.append(f"{reg} {'above' if above else 'below'}")
     _say("   monitor A, smokers per region above 150?  " + ", ".join(smokers))
     _say("   monitor B, aged 90 per region above 150?  " + ", ".join(seniors))
     _say()
