@@ -32,6 +32,7 @@ from dpcompose.core._metrics import (
     SymmetricDistance,
 )
 from dpcompose.core._node import Node
+from dpcompose.core._norm_domain import NormBallDomain
 from dpcompose.core._queryable import Queryable
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Measurement",
     "Metric",
     "Node",
+    "NormBallDomain",
     "PartitionDistance",
     "ProfileDP",
     "PureDP",
