@@ -288,6 +288,10 @@ CASES: dict[str, list[Case]] = {
     "make_discrete_laplace": [
         (f"{name}", (lambda d=d, m=m: dp.m.make_discrete_laplace(d, m, scale=3)), [])
         for name, d, m in [("int", INT, ABS), ("ints", INTS, L1)]
+    ]
+    + [
+        # a scale whose denominator exceeds int64 (1e-5 = n/2**69): the block sampler divided by it in int64
+        ("ints scale=1e-05", lambda: dp.m.make_discrete_laplace(INTS, L1, scale=1e-5), []),
     ],
     "make_discrete_gaussian": [
         (f"{name}", (lambda d=d, m=m: dp.m.make_discrete_gaussian(d, m, scale=3)), [])
