@@ -277,3 +277,26 @@ def test_domain_membership_of_row_arrays() -> None:
     assert dp.NormBallDomain(size=2, norm=0.1).norm == 0.1
     assert dp.NormBallDomain(size=2, norm=Fraction(1, 10)).norm == math.nextafter(0.1, 0)
     assert dp.NormBallDomain(size=2, norm=1) == dp.NormBallDomain(size=2, norm=1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
+    st.sampled_from([0.0, 2.0**-60, -(2.0**-60), 2.0**-26, -(2.0**-26), 2.0**-24, -(2.0**-24), 2.0**-19]),
+    st.sampled_from([1, 2]),
+    st.sampled_from([1.0, 3.7, 1e-200, 1e200]),
+)
+def test_membership_agrees_with_exact_rationals_near_the_boundary(
+    row: list[float], offset: float, p: int, bound: float
+) -> None:
+    """Rows placed within ±2**-19 of the sphere (both sides of the exact-decision band): the vectorised
+    membership equals the exact rational answer."""
+    x = np.array(row)
+    norm = float(np.abs(x).sum()) if p == 1 else float(np.sqrt(np.square(x).sum()))
+    if norm == 0:
+        return
+    scaled = x * (bound / norm) * (1 + offset)
+    if not np.isfinite(scaled).all():
+        return
+    got = bool(exact_norm_within(scaled.reshape(1, -1), p, bound)[0])
+    assert got == within(scaled, p, bound)

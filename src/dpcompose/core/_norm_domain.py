@@ -48,8 +48,8 @@ class NormBallDomain(VectorDomain):
 
     A ``VectorDomain(AtomDomain(float), size=size)`` (finite floats; ints that are exact floats) with the
     extra condition ``‖x‖_p <= norm``, decided exactly: a vectorised float estimate with a rigorous error
-    bound settles every row whose norm is not within 2**-20 of the bound, and the rest are decided with
-    exact rationals. The bound is stored as the greatest float at or below the ``norm`` given.
+    bound settles every row whose norm is not within a relative 2**-25 of the bound, and the rest are
+    decided with exact rationals. The bound is stored as the greatest float at or below the ``norm`` given.
 
     Args:
         size: the dimension d (1 to 2**20).
@@ -134,30 +134,39 @@ def _threshold(bound: float, e: npt.NDArray[np.int64], factor: float) -> FloatRo
 
 
 MARGIN = 2.0**-20
-"""The relative band around the bound in which the float estimate decides nothing."""
+"""The clipping margin: rows within this relative distance of the bound are scaled (to just inside it)."""
+
+DECIDE = 2.0**-25
+"""The relative band around the bound in which membership is decided exactly, not by the float estimate
+(narrower than :data:`MARGIN`, so clipped rows, which end about 2**-20 inside the bound, are settled fast)."""
 
 
-def certainly_within(s: FloatRows, e: npt.NDArray[np.int64], bound: float) -> npt.NDArray[np.bool_]:
-    """Rows whose exact norm is certainly <= ``bound``: ``s <= fl(fl(bound·2**-E)·(1 − 2**-20))``.
+def certainly_within(
+    s: FloatRows, e: npt.NDArray[np.int64], bound: float, margin: float = MARGIN
+) -> npt.NDArray[np.bool_]:
+    """Rows whose exact norm is certainly <= ``bound``: ``s <= fl(fl(bound·2**-E)·(1 − margin))``, for a
+    ``margin`` of at least 2**-28.
 
-    Then ``‖x‖ <= (1 + 2**-30)·s·2**E <= (1 + 2**-30)(1 + u)²(1 − 2**-20)·bound < bound`` (if the threshold
-    overflows, ``bound·2**-E > 2**1023 > 2**21 >= s·(1 + 2**-30)``; if it underflows, no nonzero row
-    passes, and a zero row has norm 0).
+    Then ``‖x‖ <= (1 + 2**-30)·s·2**E <= (1 + 2**-30)(1 + u)²(1 − margin)·bound < bound`` (if the
+    threshold overflows, ``bound·2**-E > 2**1023 > 2**21 >= s·(1 + 2**-30)``; if it underflows, no nonzero
+    row passes, and a zero row has norm 0).
     """
-    return s <= _threshold(bound, e, 1.0 - MARGIN)
+    return s <= _threshold(bound, e, 1.0 - margin)
 
 
-def certainly_beyond(s: FloatRows, e: npt.NDArray[np.int64], bound: float) -> npt.NDArray[np.bool_]:
-    """Rows whose exact norm is certainly > ``bound``: ``s >= fl(fl(bound·2**-E)·(1 + 2**-20))`` (by the
+def certainly_beyond(
+    s: FloatRows, e: npt.NDArray[np.int64], bound: float, margin: float = MARGIN
+) -> npt.NDArray[np.bool_]:
+    """Rows whose exact norm is certainly > ``bound``: ``s >= fl(fl(bound·2**-E)·(1 + margin))`` (by the
     mirror argument of :func:`certainly_within`; an underflowed threshold means ``max|xᵢ| > bound``)."""
-    return (s > 0) & (s >= _threshold(bound, e, 1.0 + MARGIN))
+    return (s > 0) & (s >= _threshold(bound, e, 1.0 + margin))
 
 
 def exact_norm_within(rows: FloatRows, p: int, bound: float) -> npt.NDArray[np.bool_]:
     """Per row of finite floats: whether ``‖row‖_p <= bound`` exactly (NaN or ±inf entries: ``False``).
 
-    Vectorised for every row the float estimate settles; rows within 2**-20 of the bound are decided
-    with exact rationals.
+    Vectorised for every row the float estimate settles; rows within a relative 2**-25 of the bound are
+    decided with exact rationals.
 
     Examples:
         >>> rows = np.array([[0.6, 0.8], [0.0, 1.0], [3.0, 4.0], [1.0, 1e-300], [np.nan, 0.0]])
@@ -168,8 +177,8 @@ def exact_norm_within(rows: FloatRows, p: int, bound: float) -> npt.NDArray[np.b
     finite = np.asarray(np.isfinite(rows).all(axis=1), dtype=bool)
     clean = np.where(finite[:, None], rows, 0.0)
     s, _, e = scaled_norms(clean, p)
-    inside = certainly_within(s, e, bound)
-    undecided = finite & ~inside & ~certainly_beyond(s, e, bound)
+    inside = certainly_within(s, e, bound, DECIDE)
+    undecided = finite & ~inside & ~certainly_beyond(s, e, bound, DECIDE)
     out[finite & inside] = True
     limit = Fraction(bound) if p == 1 else Fraction(bound) ** 2
     for i in np.flatnonzero(undecided).tolist():
