@@ -77,11 +77,12 @@ class NormBallDomain(VectorDomain):
         bound = float_down(exact(norm, "norm"))
         if bound < MIN_NORM:
             raise InvalidParameter(f"norm={norm!r} must be at least 2**-900")
-        if isinstance(p, bool) or p not in (1, 2):
+        order = check_positive_int(p, "p")
+        if order not in (1, 2):
             raise InvalidParameter(f"p={p!r} must be 1 or 2")
         object.__setattr__(self, "element_domain", AtomDomain(float))
         object.__setattr__(self, "size", d)
-        object.__setattr__(self, "p", int(p))
+        object.__setattr__(self, "p", order)
         object.__setattr__(self, "norm", bound)
 
     def member(self, value: object) -> bool:
