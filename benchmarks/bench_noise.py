@@ -17,7 +17,8 @@ parameters the default float mechanisms use: ``make_laplace(scale)`` samples the
 column is the float scale.
 Rows ``mech-lap`` / ``mech-gau`` time the whole float mechanism (``make_laplace`` / ``make_gaussian`` on a
 float vector of zeros, rounding to the grid included), beside numpy's float noise of the same scale;
-``mech-lap-int`` / ``mech-gau-int`` the same mechanisms on an int64 vector (exact integer grid path).
+``mech-lap-int`` / ``mech-gau-int`` the same mechanisms on an int64 vector (since issue 15 the discrete
+mechanisms: exact integer noise of the given scale, no grid, an int64 release).
 
 For scales up to 2048 (Laplace) and σ up to 8192 (Gaussian) our samplers invert the distribution with a
 per-parameter table of integer bounds, built on the first call whose size pays for it (``size`` at least

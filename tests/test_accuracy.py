@@ -88,7 +88,8 @@ def test_discrete_gaussian_accuracy_for_large_sigma_uses_integral_bounds_that_ho
 )
 @settings(max_examples=40)
 def test_laplace_accuracy_covers_the_grid_release_and_the_seeded_path(scale: float, alpha: float) -> None:
-    a = A.laplace_scale_to_accuracy(scale, alpha)
+    a = A.laplace_scale_to_accuracy(scale, alpha, data="float")
+    assert A.laplace_scale_to_accuracy(scale, alpha, data="any") >= a  # "any" covers integer data too
     b = Fraction(scale)
     continuous = _mp(b) * mpmath.log(1 / _mp(alpha))
     assert a >= continuous  # seeded float path: P[|L| > a] = e^{−a/b}
@@ -106,7 +107,8 @@ def test_laplace_accuracy_covers_the_grid_release_and_the_seeded_path(scale: flo
 )
 @settings(max_examples=25)
 def test_gaussian_accuracy_covers_the_grid_release_and_the_seeded_path(scale: float, alpha: float) -> None:
-    a = A.gaussian_scale_to_accuracy(scale, alpha)
+    a = A.gaussian_scale_to_accuracy(scale, alpha, data="float")
+    assert A.gaussian_scale_to_accuracy(scale, alpha, data="any") >= a  # "any" covers integer data too
     sigma = _mp(Fraction(scale))
     continuous = sigma * mpmath.sqrt(2) * mpmath.erfinv(1 - _mp(alpha))
     assert a >= continuous
@@ -236,14 +238,29 @@ def test_float_mechanisms_coverage_on_samples(kind: str, scale: float, alpha: fl
     assert _binomial_ok(misses, p)  # and it is tight: the miss rate is alpha, not far below
 
 
-def test_make_laplace_on_integers_still_releases_floats() -> None:
-    """Tripwire: the float accuracy functions assume make_laplace/make_gaussian release a grid point. If
-    they start releasing integers with integer noise of the same scale on int data, that noise's accuracy
-    is the discrete one (a whole number: larger), and laplace_scale_to_accuracy/gaussian_scale_to_accuracy
-    must take the maximum with discrete_*_scale_to_accuracy (see src/dpcompose/accuracy.py)."""
+def test_make_laplace_on_integers_is_covered_by_the_float_accuracy() -> None:
+    """make_laplace/make_gaussian on int data release integers with discrete noise of the same scale
+    (issue 15): laplace_scale_to_accuracy/gaussian_scale_to_accuracy with data="int" or "any" cover that
+    release (at least the discrete accuracy, a whole number), and confidence_interval reads an int release
+    as one."""
+    for scale in (1.0, 3.0, 10.0, 1000.5):
+        for alpha in (0.5, 0.05, 1e-6):
+            assert dp.accuracy.laplace_scale_to_accuracy(scale, alpha, data="any") >= (
+                dp.accuracy.discrete_laplace_scale_to_accuracy(scale, alpha)
+            )
+            assert dp.accuracy.gaussian_scale_to_accuracy(scale, alpha, data="any") >= (
+                dp.accuracy.discrete_gaussian_scale_to_accuracy(scale, alpha)
+            )
+    assert dp.accuracy.laplace_scale_to_accuracy(10.0, 0.05, data="any") == 30  # discrete Laplace, 10
+    assert dp.accuracy.laplace_scale_to_accuracy(10.0, 0.05, data="int") == 30
+    assert dp.accuracy.gaussian_scale_to_accuracy(1.0, 0.05, data="int") == 2
+    with pytest.raises(dp.InvalidParameter, match="data"):
+        dp.accuracy.laplace_scale_to_accuracy(10.0, 0.05, data="str")
     for make in (dp.m.make_laplace, dp.m.make_gaussian):
         m = make(dp.AtomDomain(int), dp.AbsoluteDistance(), 3.0)
-        assert isinstance(m(5), float)
+        assert isinstance(m(5), int)
+    assert A.confidence_interval(100, 10.0, 0.05) == (70, 130)  # an int release: discrete Laplace of 10
+    assert A.confidence_interval(np.array([100]), 10.0, 0.05)[0].tolist() == [70]
 
 
 # --- confidence intervals -----------------------------------------------------------------------------------
@@ -295,6 +312,9 @@ def test_limits_are_refused_by_name() -> None:
         A.discrete_gaussian_scale_to_accuracy(2.0**41, 0.05)
     with pytest.raises(dp.InvalidParameter, match="scale"):
         A.discrete_laplace_scale_to_accuracy(2.0**51, 0.05)
-    assert A.confidence_interval(10**400, 1.0, 0.05) == (-math.inf, math.inf)
-    lo, hi = A.confidence_interval(2**60 + 1, 1.0, 0.05)  # an int standing for a float: a full ulp
-    assert lo < 2**60 - 256 and hi > 2**60 + 256
+    assert A.confidence_interval(1e308 * 10, 1.0, 0.05) == (-math.inf, math.inf)  # an overflowed float
+    # an int release is make_laplace on integer data: exact discrete noise, an exact integer interval
+    assert A.confidence_interval(10**400, 1.0, 0.05) == (10**400 - 3, 10**400 + 3)
+    assert A.confidence_interval(2**60 + 1, 1.0, 0.05) == (2**60 - 2, 2**60 + 4)
+    lo, hi = A.confidence_interval(float(2**60), 1.0, 0.05)  # a float release: half an ulp (128) more
+    assert lo < 2**60 - 128 and hi > 2**60 + 128

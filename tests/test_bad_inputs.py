@@ -146,6 +146,8 @@ FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)))
 SIZED_FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=3)
 INT_DATA = dp.VectorDomain(dp.AtomDomain(int))
 ROWS = dp.VectorDomain(dp.AtomDomain(tuple))
+ROW_DATA = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=3))
+BALL_DATA = dp.VectorDomain(dp.NormBallDomain(size=3, norm=1.0, p=1))
 BITS = dp.CategoricalDomain([0, 1])
 COUNTS = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
 
@@ -608,6 +610,23 @@ CASES: dict[str, Case] = {
     "t.make_variance": Case(
         dp.t.make_variance,
         lambda: {"input_domain": SIZED_FLOAT_DATA, "input_metric": dp.ChangeOneDistance(), "ddof": 1},
+        _MAP1,
+    ),
+    # --- vectors (issue 15) ----------------------------------------------------------------------------
+    "NormBallDomain": Case(dp.NormBallDomain, lambda: {"size": 3, "norm": 1.0, "p": 2}),
+    "t.make_clip_l1": Case(
+        dp.t.make_clip_l1,
+        lambda: {"input_domain": ROW_DATA, "input_metric": dp.SymmetricDistance(), "norm": 2.0},
+        _MAP1,
+    ),
+    "t.make_clip_l2": Case(
+        dp.t.make_clip_l2,
+        lambda: {"input_domain": ROW_DATA, "input_metric": dp.ChangeOneDistance(), "norm": 0.5},
+        _MAP1,
+    ),
+    "t.make_vector_sum": Case(
+        dp.t.make_vector_sum,
+        lambda: {"input_domain": BALL_DATA, "input_metric": dp.SymmetricDistance(), "max_size": 10},
         _MAP1,
     ),
     # --- combinators --------------------------------------------------------------------------------

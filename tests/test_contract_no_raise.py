@@ -71,6 +71,12 @@ def members(domain: dp.Domain) -> st.SearchStrategy[Any]:
     if isinstance(domain, dp.CategoricalDomain):
         return st.sampled_from(domain.categories)
     assert isinstance(domain, dp.VectorDomain)
+    inner = domain.element_domain
+    if isinstance(inner, dp.VectorDomain) and inner.size is not None and domain.size is None:
+        # datasets of fixed-size rows: also as one (n, d) array
+        row_lists = st.lists(members(inner), max_size=6)
+        as_array = row_lists.map(lambda rows, d=inner.size: np.array(rows, dtype=np.float64).reshape(-1, d))
+        return st.one_of(row_lists, as_array.filter(domain.member))
     element = members(domain.element_domain)
     if domain.size is not None:
         lists = st.lists(element, min_size=domain.size, max_size=domain.size)
@@ -106,6 +112,16 @@ DICTS = dp.VectorDomain(dp.AtomDomain(dict))
 STRS = dp.VectorDomain(dp.AtomDomain(str))
 CATEGORIES = dp.CategoricalDomain([0, "a", (1, 2)])
 BOOLS = dp.VectorDomain(dp.AtomDomain(bool))
+
+
+def _rows(d: int, nan: bool = False) -> dp.VectorDomain:
+    """Datasets of float rows of size d."""
+    return dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, nan=nan), size=d))
+
+
+def _clipped_sum(p: int, norm: float, max_size: int) -> Any:
+    clip = (dp.t.make_clip_l1 if p == 1 else dp.t.make_clip_l2)(_rows(3), SYM, norm)
+    return clip >> dp.t.make_vector_sum(clip.output_domain, SYM, max_size=max_size)
 
 
 def _count_query(domain: dp.Domain) -> Any:
@@ -272,6 +288,10 @@ CASES: dict[str, list[Case]] = {
     "make_discrete_laplace": [
         (f"{name}", (lambda d=d, m=m: dp.m.make_discrete_laplace(d, m, scale=3)), [])
         for name, d, m in [("int", INT, ABS), ("ints", INTS, L1)]
+    ]
+    + [
+        # a scale whose denominator exceeds int64 (1e-5 = n/2**69): the block sampler divided by it in int64
+        ("ints scale=1e-05", lambda: dp.m.make_discrete_laplace(INTS, L1, scale=1e-5), []),
     ],
     "make_discrete_gaussian": [
         (f"{name}", (lambda d=d, m=m: dp.m.make_discrete_gaussian(d, m, scale=3)), [])
@@ -291,6 +311,22 @@ CASES: dict[str, list[Case]] = {
             lambda: dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2, 1, by=1),
             [],
         ),
+    ],
+    "make_clip_l1": [
+        (f"d={d} norm={c}", (lambda d=d, c=c: dp.t.make_clip_l1(_rows(d), SYM, c)), [])
+        for d, c in ((1, 1.0), (3, 2.0**-900), (2, 1.7976931348623157e308))
+    ],
+    "make_clip_l2": [
+        (f"d={d} norm={c}", (lambda d=d, c=c: dp.t.make_clip_l2(_rows(d, nan=True), CHG, c)), [])
+        for d, c in ((1, 1.0), (3, 1e-270), (2, 1e300))
+    ],
+    "make_vector_sum": [
+        (
+            f"p={p} norm={c} max_size={n}",
+            (lambda p=p, c=c, n=n: _clipped_sum(p, c, n)),
+            [],
+        )
+        for p, c, n in ((1, 1.0, 3), (2, 1.7976931348623157e308, 1), (2, 2.0**-900, 0))
     ],
     "make_randomized_response": [
         (

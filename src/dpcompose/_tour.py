@@ -96,11 +96,11 @@ def run_tour() -> int:
     true_count, true_mean = len(ages), sum(ages) / len(ages)
     noisy_count, noisy_mean = count(ages), mean(ages)
     _say(f"   {'statistic':<12} {'true':>10} {'DP release':>12}")
-    _say(f"   {'count':<12} {true_count:>10} {noisy_count:>12.1f}")
+    _say(f"   {'count':<12} {true_count:>10} {noisy_count:>12}")
     _say(f"   {'mean age':<12} {true_mean:>10.2f} {noisy_mean:>12.2f}")
     for region, noisy in zip(regions, histogram(rows), strict=True):
         true = sum(1 for r in rows if r[1] == region)
-        _say(f"   {'n ' + region:<12} {true:>10} {noisy:>12.1f}")
+        _say(f"   {'n ' + region:<12} {true:>10} {noisy:>12}")
 
     def region_count_where(region: str, column: int, value: object) -> dp.Transformation[Any, Any, Any, Any]:
         """Records of one region with ``record[column] == value``: a 1-stable count query."""

@@ -411,29 +411,41 @@ def _largest_passing(ok: Callable[[float], bool], guess: float, cap: float, what
     return lo
 
 
-def _laplace_accuracy(scale: Fraction, alpha: Fraction) -> Fraction:
-    candidates = [Fraction(float_up(scale * Fraction(log_up(1 / alpha))))]  # seeded path: e^{−a/b}
-    for integer in (False, True):
-        grid = Grid.for_laplace(scale, integer)
-        units = _dlap_accuracy(grid.units, alpha)
+def _data_kind(data: object) -> str:
+    if data not in ("any", "float", "int"):
+        raise InvalidParameter(f"data={data!r} must be 'any', 'float' or 'int'")
+    return str(data)
+
+
+def _laplace_accuracy(scale: Fraction, alpha: Fraction, data: str = "float") -> Fraction:
+    candidates: list[Fraction] = []
+    if data != "int":
+        candidates.append(Fraction(float_up(scale * Fraction(log_up(1 / alpha)))))  # seeded path: e^{−a/b}
+        grid = Grid.for_laplace(scale, False)  # float data: the secure grid release
         half = Fraction(0) if grid.on_grid else Fraction(1, 2)
-        candidates.append((units + half) * grid.width)
+        candidates.append((_dlap_accuracy(grid.units, alpha) + half) * grid.width)
+    if data != "float" and scale <= 2**50:  # integer data: exact discrete Laplace noise of this scale (refused above 2**50)
+        candidates.append(Fraction(_dlap_accuracy(scale, alpha)))
     return max(candidates)
 
 
-def laplace_scale_to_accuracy(scale: float | int | Fraction, alpha: float) -> float:
+def laplace_scale_to_accuracy(scale: float | int | Fraction, alpha: float, *, data: str = "float") -> float:
     """The accuracy of ``make_laplace(scale)``: ``a`` with ``P[|release − x| > a] <= alpha`` (see the module
     docstring for the release's last-place rounding).
 
-    The secure release is ``(r(x) + Z)·g`` with ``r(x)`` the grid index of ``x`` (within half a step) and
-    ``Z`` discrete Laplace of ``scale/g`` grid units, so ``a = (k + 1/2)·g`` with ``k`` the discrete
-    accuracy in grid units. The result is the larger of that (for the grids of float and of integer
-    data) and the continuous ``scale·ln(1/alpha)`` (the seeded ``rng=`` path), rounded up to a float.
-    Per coordinate for a vector release.
+    Float data: the secure release is ``(r(x) + Z)·g`` with ``r(x)`` the grid index of ``x`` (within
+    half a step) and ``Z`` discrete Laplace of ``scale/g`` grid units, so ``a = (k + 1/2)·g`` with ``k``
+    the discrete accuracy in grid units; the result is the larger of that and the continuous
+    ``scale·ln(1/alpha)`` (the seeded ``rng=`` path). Integer data: ``make_laplace`` adds exact discrete
+    Laplace noise of ``scale`` (:func:`discrete_laplace_scale_to_accuracy`, a whole number). ``data=``
+    says which release to cover: ``"float"`` (the default, as OpenDP's ``laplacian_scale_to_accuracy``),
+    ``"int"``, or ``"any"`` (the larger, valid for both). Rounded up to a float; per coordinate for a
+    vector release.
 
     Args:
         scale: the Laplace scale ``b > 0`` (within the secure grid's range, as ``make_laplace`` requires).
         alpha: the level, in (0, 1).
+        data: ``"float"`` (default), ``"int"`` or ``"any"``: the data type ``make_laplace`` was built on.
 
     Returns:
         The half-width ``a`` (a float).
@@ -449,10 +461,12 @@ def laplace_scale_to_accuracy(scale: float | int | Fraction, alpha: float) -> fl
         >>> a = laplace_scale_to_accuracy(10.0, 0.05)
         >>> 29.957 < a < 29.958
         True
+        >>> laplace_scale_to_accuracy(10.0, 0.05, data="int")  # integer data: discrete noise
+        30.0
     """
     s = _scale(scale)
     check_grid_scale(s, _LAPLACE_BITS)
-    return float_up(_laplace_accuracy(s, _alpha(alpha)))
+    return float_up(_laplace_accuracy(s, _alpha(alpha), _data_kind(data)))
 
 
 def accuracy_to_laplace_scale(accuracy: float, alpha: float) -> float:
@@ -511,28 +525,32 @@ def _gauss_continuous_accuracy(sigma: Fraction, alpha: Fraction) -> Fraction:
     return Fraction(hi)
 
 
-def _gaussian_accuracy(sigma: Fraction, alpha: Fraction) -> Fraction:
-    candidates = [_gauss_continuous_accuracy(sigma, alpha)]
-    for integer in (False, True):
-        grid = Grid.for_gaussian(sigma, integer)
-        units = _DGaussTail(grid.units * grid.units).accuracy(alpha)
+def _gaussian_accuracy(sigma: Fraction, alpha: Fraction, data: str = "float") -> Fraction:
+    candidates: list[Fraction] = []
+    if data != "int":
+        candidates.append(_gauss_continuous_accuracy(sigma, alpha))  # the seeded path
+        grid = Grid.for_gaussian(sigma, False)  # float data: the secure grid release
         half = Fraction(0) if grid.on_grid else Fraction(1, 2)
-        candidates.append((units + half) * grid.width)
+        candidates.append((_DGaussTail(grid.units * grid.units).accuracy(alpha) + half) * grid.width)
+    if data != "float" and sigma <= 2**40:  # integer data: exact discrete Gaussian noise of this σ (refused above 2**40)
+        candidates.append(Fraction(_DGaussTail(sigma * sigma).accuracy(alpha)))
     return max(candidates)
 
 
-def gaussian_scale_to_accuracy(scale: float | int | Fraction, alpha: float) -> float:
+def gaussian_scale_to_accuracy(scale: float | int | Fraction, alpha: float, *, data: str = "float") -> float:
     """The accuracy of ``make_gaussian(scale)``: ``a`` with ``P[|release − x| > a] <= alpha``.
 
-    The secure release adds discrete Gaussian noise of ``σ_g = ⌈σ/g⌉`` grid units to the grid index
-    ``r(x)``, so ``a = (k + 1/2)·g`` with ``k`` the discrete accuracy in grid units. As for
-    :func:`laplace_scale_to_accuracy`, the result is the larger of that (float and integer grids) and the
-    continuous Gaussian's ``σ·√2·erfc⁻¹(alpha)`` (the seeded path), rounded up. Per coordinate for a
-    vector release.
+    Float data: the secure release adds discrete Gaussian noise of ``σ_g = ⌈σ/g⌉`` grid units to the
+    grid index ``r(x)``, so ``a = (k + 1/2)·g`` with ``k`` the discrete accuracy in grid units; the result
+    is the larger of that and the continuous Gaussian's ``σ·√2·erfc⁻¹(alpha)`` (the seeded path).
+    Integer data: exact discrete Gaussian noise of σ (:func:`discrete_gaussian_scale_to_accuracy`).
+    ``data=`` as for :func:`laplace_scale_to_accuracy` (default ``"float"``). Rounded up; per coordinate
+    for a vector release.
 
     Args:
         scale: σ > 0 (within the secure grid's range, as ``make_gaussian`` requires).
         alpha: the level, in (0, 1).
+        data: ``"float"`` (default), ``"int"`` or ``"any"``: the data type ``make_gaussian`` was built on.
 
     Returns:
         The half-width ``a`` (a float).
@@ -548,10 +566,12 @@ def gaussian_scale_to_accuracy(scale: float | int | Fraction, alpha: float) -> f
         >>> a = gaussian_scale_to_accuracy(1.0, 0.05)
         >>> 1.959 < a < 1.961  # the normal quantile 1.95996...
         True
+        >>> gaussian_scale_to_accuracy(1.0, 0.05, data="int")  # integer data: discrete noise
+        2.0
     """
     s = _scale(scale)
     check_grid_scale(s, _GAUSS_BITS)
-    return float_up(_gaussian_accuracy(s, _alpha(alpha)))
+    return float_up(_gaussian_accuracy(s, _alpha(alpha), _data_kind(data)))
 
 
 def accuracy_to_gaussian_scale(accuracy: float, alpha: float) -> float:
@@ -601,6 +621,8 @@ def confidence_interval(
     release is the exact grid point rounded to the nearest float) and its ends are rounded outward, so
     ``P[lo <= true value <= hi] >= 1 − alpha``. An infinite release (an overflowed float) gives
     ``(-inf, inf)``. A numpy array (a vector release) gives arrays, coordinate by coordinate.
+    ``make_laplace``/``make_gaussian`` built on integer data release ints with exact discrete noise of the
+    same scale, so for those mechanisms an int release (or an integer array) gets the discrete interval.
 
     Args:
         value: the released number (int or float) or a 1-d array of them.
@@ -609,7 +631,7 @@ def confidence_interval(
         mechanism: one of ``"laplace"``, ``"gaussian"``, ``"discrete_laplace"``, ``"discrete_gaussian"``.
 
     Returns:
-        ``(lo, hi)``: ints for the discrete mechanisms on an int, floats otherwise (arrays for arrays).
+        ``(lo, hi)``: ints for an int release, floats otherwise (arrays for arrays).
 
     Raises:
         InvalidParameter: a bad ``scale``, ``alpha``, ``mechanism`` or ``value`` (NaN, not a number).
@@ -623,10 +645,23 @@ def confidence_interval(
         (3, 11)
     """
     check_str(mechanism, "mechanism", MECHANISMS)
+    # make_laplace/make_gaussian release an int exactly when they were built on integer data (exact discrete
+    # noise of the same scale), and a float otherwise: the release's type says which noise it carries
+    integer_release = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if isinstance(value, np.ndarray):
+        integer_release = value.dtype.kind in "iu"
     if mechanism == "laplace":
-        half: Fraction | int = Fraction(laplace_scale_to_accuracy(scale, alpha))
+        half: Fraction | int = (
+            discrete_laplace_scale_to_accuracy(scale, alpha)
+            if integer_release
+            else Fraction(laplace_scale_to_accuracy(scale, alpha, data="float"))
+        )
     elif mechanism == "gaussian":
-        half = Fraction(gaussian_scale_to_accuracy(scale, alpha))
+        half = (
+            discrete_gaussian_scale_to_accuracy(scale, alpha)
+            if integer_release
+            else Fraction(gaussian_scale_to_accuracy(scale, alpha, data="float"))
+        )
     elif mechanism == "discrete_laplace":
         half = discrete_laplace_scale_to_accuracy(scale, alpha)
     else:

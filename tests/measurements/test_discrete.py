@@ -143,7 +143,7 @@ def test_integer_data_are_exact_and_need_no_size() -> None:
     gauss = dp.m.make_gaussian(vec, dp.L2Distance(), scale=2.0)
     assert gauss.map(1) == Fraction(1, 8)
     out = lap([1, 2, 3])
-    assert out.dtype == np.float64 and out.shape == (3,)
+    assert out.dtype == np.int64 and out.shape == (3,)  # integers stay integers (issue 15)
 
 
 def test_float_vector_of_unknown_size_is_refused_on_the_secure_path() -> None:

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import dpcompose as dp
-from dpcompose.measurements._gaussian import _grid_rho
+from dpcompose.measurements._gaussian import _grid_rho, grid_gaussian
 
 ABS = dp.AbsoluteDistance()
 sigmas = st.floats(min_value=1e-3, max_value=1e15, allow_nan=False, allow_infinity=False)
@@ -33,10 +33,20 @@ def test_reported_case() -> None:
 def test_rho_is_non_increasing_in_sigma_and_bounds_the_grid(a: float, b: float, d_in: Fraction) -> None:
     lo, hi = sorted((a, b))
     for domain, metric, size in CASES:
-        small = dp.m.make_gaussian(domain, metric, scale=lo)
-        large = dp.m.make_gaussian(domain, metric, scale=hi)
-        assert small.map(d_in) >= large.map(d_in)
         integer = size == 4 or domain == dp.AtomDomain(int)
+        if integer:
+            # integer data get the exact discrete Gaussian (issue 15): ρ = (d_in/σ)²/2 exactly, for σ up to
+            # 2**40 (larger scales are refused for integers)
+            lo_i, hi_i = min(lo, 2.0**40), min(hi, 2.0**40)
+            small = dp.m.make_gaussian(domain, metric, scale=lo_i)
+            large = dp.m.make_gaussian(domain, metric, scale=hi_i)
+            assert small.map(d_in) >= large.map(d_in)
+            assert small.map(d_in) == (d_in / Fraction(lo_i)) ** 2 / 2
+        # the grid release (floats; integers kept on the grid by grid_gaussian) keeps its guarantees
+        make = grid_gaussian if integer else dp.m.make_gaussian
+        small = make(domain, metric, scale=lo)
+        large = make(domain, metric, scale=hi)
+        assert small.map(d_in) >= large.map(d_in)
         assert small.map(d_in) >= _grid_rho(d_in, Fraction(lo), size, integer)  # never below the truth
 
 
@@ -44,6 +54,9 @@ def test_rho_is_non_increasing_in_sigma_and_bounds_the_grid(a: float, b: float, 
 def test_unknown_size_integer_vectors_are_monotone(a: float, b: float, d_in: int) -> None:
     lo, hi = sorted((min(a, 2.0**21 - 1), min(b, 2.0**21 - 1)))
     vec = dp.VectorDomain(dp.AtomDomain(int))
+    assert grid_gaussian(vec, dp.L2Distance(), scale=lo).map(d_in) >= grid_gaussian(
+        vec, dp.L2Distance(), scale=hi
+    ).map(d_in)
     assert dp.m.make_gaussian(vec, dp.L2Distance(), scale=lo).map(d_in) >= dp.m.make_gaussian(
         vec, dp.L2Distance(), scale=hi
     ).map(d_in)

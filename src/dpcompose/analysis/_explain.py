@@ -121,10 +121,10 @@ def explain(
         ...     dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
         >>> print(dp.explain(m, 1))
         node                  interaction      measure  d_in  cost     theorem / source
-        --------------------  ---------------  -------  ----  -------  --------------------------------
+        --------------------  ---------------  -------  ----  -------  -----------------------------------
         chain                 non-interactive  PureDP   1     ε=0.5    stability map, then privacy map
           count               non-interactive  metric   1     d_out=1  Dwork–Roth 2014 §3.3
-          laplace(scale=2.0)  non-interactive  PureDP   1     ε=0.5    Dwork–McSherry–Nissim–Smith 2006
+          laplace(scale=2.0)  non-interactive  PureDP   1     ε=0.5    Ghosh–Roughgarden–Sundararajan 2009
     """
     if not isinstance(measurement, (Measurement, Transformation)):
         raise InvalidParameter(f"measurement={measurement!r} must be a Measurement or a Transformation")

@@ -33,6 +33,7 @@ from dpcompose.core._metrics import (
     SymmetricIdDistance,
 )
 from dpcompose.core._node import Node
+from dpcompose.core._norm_domain import NormBallDomain
 from dpcompose.core._queryable import Queryable
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "Measurement",
     "Metric",
     "Node",
+    "NormBallDomain",
     "PartitionDistance",
     "ProfileDP",
     "PureDP",

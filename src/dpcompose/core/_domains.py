@@ -330,6 +330,10 @@ class VectorDomain(Domain):
 
     def member(self, value: object) -> bool:
         if isinstance(value, np.ndarray):
+            if value.ndim == 2 and isinstance(self.element_domain, VectorDomain):
+                # a dataset of fixed-size numeric rows as one (n, d) array (vectorised)
+                sized = self.size is None or len(value) == self.size
+                return sized and self.element_domain.member_rows(value)
             if value.ndim != 1:
                 return False
         elif not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
@@ -340,6 +344,16 @@ class VectorDomain(Domain):
         if isinstance(value, np.ndarray) and isinstance(element, AtomDomain):
             return _array_member(value, element)
         return all(element.member(v) for v in value)
+
+    def member_rows(self, rows: np.ndarray[Any, Any]) -> bool:
+        """Whether every row of the 2-d array ``rows`` is a member: only for a known ``size`` equal to the
+        row length and numeric atoms (vectorised); ``False`` otherwise."""
+        element = self.element_domain
+        if rows.ndim != 2 or self.size is None or rows.shape[1] != self.size:
+            return False
+        if not (isinstance(element, AtomDomain) and element.carrier in (int, float)):
+            return False
+        return _array_member(rows.reshape(-1), element)
 
     def __repr__(self) -> str:
         size = "" if self.size is None else f", size={self.size}"

@@ -11,20 +11,23 @@ import numpy as np
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import exact
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
+from dpcompose.errors import InvalidParameter
 from dpcompose.measurements import _noise
 from dpcompose.measurements._discrete import (
+    DISCRETE_GAUSSIAN_MAX_SIGMA2,
     Grid,
     check_grid_scale,
     check_numeric_input,
     data_is_integer,
     grid_runner,
     grid_sensitivity,
+    make_discrete_gaussian,
     monotone_in_scale,
     secure_float_setup,
 )
 from dpcompose.measurements._sampling import discrete_gaussian_array
 
-__all__ = ["make_gaussian"]
+__all__ = ["grid_gaussian", "make_gaussian"]
 
 
 def make_gaussian(
@@ -35,6 +38,96 @@ def make_gaussian(
     rng: np.random.Generator | None = None,
 ) -> Measurement[Any, Any, Fraction, Fraction]:
     """The Gaussian mechanism: add N(0, scale²) noise to a number or to each vector entry.
+
+    **Integer data stay integers.** On ``AtomDomain(int)`` (or a vector of it) the noise is the exact
+    discrete Gaussian ``P[z] ∝ exp(-z²/(2σ²))`` with σ = ``scale`` exactly, and the release is an ``int``
+    (an int64 numpy array for a vector, saturated to the int64 range): this is
+    :func:`~dpcompose.measurements.make_discrete_gaussian`. Privacy map: ρ = (d_in/σ)²/2 exactly
+    (Canonne–Kamath–Steinke 2020 Thm 4, and Thm 14 for vectors under L2), non-increasing in σ, for σ up
+    to 2**40 (larger scales are refused for integer data: the exact sampler's draws must fit int64; use a
+    float domain for them). No vector size is needed.
+
+    **Float data**: secure by default: the input is rounded to the grid ``g·Z``, ``g = 2**k``,
+    ``k = ⌊log₂ σ⌋ - 20`` (round half up), and exact discrete Gaussian noise of parameter σ_g = ⌈σ/g⌉ grid
+    units is added from the operating system's secure source; the exact grid point is returned as the
+    nearest float. The noise actually used has σ' = σ_g·g ≥ σ (σ' = σ when σ has at most 21 significant
+    bits, e.g. 2.0 or 10.0).
+
+    Privacy map (float data, secure path): ρ = Δ_g² / (2σ_g²) with the grid-unit L2 sensitivity Δ_g of
+    :func:`~dpcompose.measurements._discrete.grid_sensitivity`: ``⌈d_in/g⌉`` for a number,
+    ``d_in/g + s`` with a rational ``s >= √n`` for an n-vector (each entry moves by less than one grid
+    step). Float vectors need a known size. Because the grid coarsens at each power of two, that ρ is not
+    monotone in σ when d_in is below a grid step; the map reports its least non-increasing majorant
+    (:func:`~dpcompose.measurements._discrete.monotone_in_scale`), so ρ never rises with σ.
+
+    With ``rng=`` (seeded, NOT private): float data get plain float Gaussian noise and the map reports the
+    idealised ρ = (d_in/σ)²/2; integer data get the exact discrete sampler driven by the Generator (same
+    map).
+
+    Args:
+        input_domain: ``AtomDomain(int|float)`` with ``AbsoluteDistance``, or a ``VectorDomain`` of those
+            with ``L2Distance``.
+        input_metric: ``AbsoluteDistance()`` or ``L2Distance()``.
+        scale: the standard deviation σ > 0.
+        rng: a numpy Generator for reproducible experiments only (not private).
+
+    Returns:
+        A ``ZCDP`` measurement returning an int or an int64 array (integer data), or a float or a float
+        numpy array (float data).
+
+    Raises:
+        InvalidParameter: ``scale`` is not finite and positive; for integer data above 2**40; for float
+            data (secure path) outside ``[2**-1001, 2**991)``, where the grid arithmetic would not be exact.
+        DomainMismatch: the domain/metric pair is not one of the above.
+
+    Source: Bun–Steinke 2016, Prop. 1.6 (the Gaussian mechanism is (Δ²/2σ²)-zCDP); integers: Canonne,
+    Kamath, Steinke 2020, Theorems 4 and 14 (discrete Gaussian).
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> v = dp.VectorDomain(dp.AtomDomain(int))
+        >>> m = dp.m.make_gaussian(v, dp.L2Distance(), scale=2.0)
+        >>> m.map(1), m([10, 20, 30]).dtype
+        (Fraction(1, 8), dtype('int64'))
+        >>> dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=2.0).map(1)
+        Fraction(1, 8)
+    """
+    check_finite_positive(scale, "scale")
+    scale_q = exact(scale, "scale")
+    check_numeric_input(input_domain, input_metric, L2Distance)
+    if data_is_integer(input_domain):  # integers stay integers: exact discrete Gaussian noise
+        if scale_q * scale_q > DISCRETE_GAUSSIAN_MAX_SIGMA2:
+            raise InvalidParameter(
+                f"scale={scale!r} must be at most 2**40 for integer data, whose noise is exact integer noise "
+                "(its draws must fit int64); for a larger scale use a float domain"
+            )
+        discrete = make_discrete_gaussian(input_domain, input_metric, scale_q, rng=rng)
+        return Measurement(
+            input_domain,
+            input_metric,
+            ZCDP(),
+            discrete.function,
+            discrete.privacy_map,
+            node=Node(
+                "gaussian",
+                params=(("scale", repr(scale)),),
+                source="Canonne–Kamath–Steinke 2020 Thm 4 / Thm 14",
+            ),
+        )
+    return grid_gaussian(input_domain, input_metric, scale, rng=rng)
+
+
+def grid_gaussian(
+    input_domain: Domain,
+    input_metric: Metric,
+    scale: float,
+    *,
+    rng: np.random.Generator | None = None,
+) -> Measurement[Any, Any, Fraction, Fraction]:
+    """The Gaussian mechanism on the secure float grid, for int or float data, always releasing floats.
+
+    :func:`make_gaussian` runs this for float data; integer data there get exact discrete Gaussian noise
+    and stay integers.
 
     Secure by default: the input is rounded to the grid ``g·Z``, ``g = 2**k``, ``k = ⌊log₂ σ⌋ - 20`` (round
     half up; for integer data ``k >= -50``), and exact discrete Gaussian noise of parameter σ_g = ⌈σ/g⌉
@@ -75,15 +168,15 @@ def make_gaussian(
     Examples:
         >>> import dpcompose as dp
         >>> v = dp.VectorDomain(dp.AtomDomain(int))
-        >>> dp.m.make_gaussian(v, dp.L2Distance(), scale=2.0).map(1)
+        >>> grid_gaussian(v, dp.L2Distance(), scale=2.0).map(1)
         Fraction(1, 8)
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
     vector = check_numeric_input(input_domain, input_metric, L2Distance)
+    integer = data_is_integer(input_domain)
     if rng is None:
         check_grid_scale(scale_q, _BITS)
-    integer = data_is_integer(input_domain)
     grid = Grid.for_gaussian(scale_q, integer)
     size = secure_float_setup(input_domain, vector, grid, rng)
 

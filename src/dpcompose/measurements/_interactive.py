@@ -35,7 +35,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space, refuse_identifier_metric
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import Grid, grid_sensitivity
-from dpcompose.measurements._laplace import make_laplace
+from dpcompose.measurements._laplace import grid_laplace
 from dpcompose.measurements._sampling import GeneratorSource, RandomSource, sample_discrete_laplace
 
 __all__ = ["make_interactive_laplace", "make_sparse_vector"]
@@ -115,7 +115,7 @@ def _query_value(query: Transformation[Any, Any, Any, Any], value: object) -> in
 def _grid_index(value: int | float, k: int) -> int:
     """``r(v) = ⌊v/2**k + 1/2⌋`` exactly from the exact value: round half up, the definition of
     :func:`~dpcompose.measurements._discrete.grid_points` (floats) and of the integer release of
-    ``make_laplace`` (ints, which are never rounded to a float first: an int is shifted, exactly, at
+    ``grid_laplace`` (ints, which are never rounded to a float first: an int is shifted, exactly, at
     every ``k``; the sparse vector compares Python integers, so no saturation is needed here).
 
     Examples:
@@ -237,7 +237,7 @@ def make_sparse_vector(
     values); Lyu–Su–Li §3 catalogues them.
 
     **Secure by default, in integers.** Query values and the threshold are put on the grid ``g·Z``,
-    ``g = 2**k`` with ``k = ⌊log₂ b⌋ - 30`` (the grid of :func:`make_laplace`), and every step is exact
+    ``g = 2**k`` with ``k = ⌊log₂ b⌋ - 30`` (the grid of :func:`grid_laplace`), and every step is exact
     integer arithmetic in grid units: the query's index ``u = ⌊q(x)/g + 1/2⌋`` (round half up; an integer
     query with ``g <= 1`` is already on the grid), the threshold ``T_g = ⌈T/g⌉``, the noises
     ρ ~ DLap(t₁), νᵢ ~ DLap(t₂) with the exact rational scales ``t₁ = b/g ∈ [2**30, 2**31)`` and
@@ -375,12 +375,14 @@ def make_interactive_laplace(
     """An interactive Laplace answerer: up to ``max_queries`` adaptively chosen 1-sensitive queries, each
     answered with Laplace(``scale``) noise.
 
-    Each answer is released by :func:`make_laplace` on the query's value (exact discrete noise from the
-    secure source by default; ``rng=`` takes its seeded, not private, path). An integer value goes to
-    ``make_laplace`` on ``AtomDomain(int)``, which puts it on the grid exactly; converting it to a float
+    Each answer is released as a float by :func:`~dpcompose.measurements._laplace.grid_laplace` (the float
+    path of ``make_laplace``: exact discrete noise on a grid, from the secure source by default; ``rng=``
+    takes its seeded, not private, path), for integer values too, so that an answer's type never depends
+    on the value. An integer value goes to ``grid_laplace`` on ``AtomDomain(int)``, which puts it on the
+    grid exactly; converting it to a float
     first would round integers above 2**53, which can move two values 1 apart by 2.
 
-    Privacy map: ε = max_queries · d_in · ε₁, where ε₁ = ``make_laplace(...).map(1)`` is the loss of one
+    Privacy map: ε = max_queries · d_in · ε₁, where ε₁ = ``grid_laplace(...).map(1)`` is the loss of one
     answer for values at most 1 apart (1/scale whenever 1 is a multiple of its grid width; the same for
     integer and float values) — adaptive composition adds the answers, and group privacy scales by d_in.
 
@@ -397,8 +399,10 @@ def make_interactive_laplace(
     _check_dataset_input(input_domain, input_metric)
     check_finite_positive(scale, "scale")
     k = check_positive_int(max_queries, "max_queries")
-    for_ints = make_laplace(AtomDomain(int), AbsoluteDistance(), scale=scale, rng=rng)
-    for_floats = make_laplace(AtomDomain(float), AbsoluteDistance(), scale=scale, rng=rng)
+    # both kinds of value are released as floats on the secure grid (grid_laplace), so that an answer's
+    # type never depends on the value (make_laplace would release an int for an int)
+    for_ints = grid_laplace(AtomDomain(int), AbsoluteDistance(), scale=scale, rng=rng)
+    for_floats = grid_laplace(AtomDomain(float), AbsoluteDistance(), scale=scale, rng=rng)
     per_answer = max(for_ints.map(Fraction(1)), for_floats.map(Fraction(1)))
 
     def run(data: Any) -> _LaplaceAnswerer:

@@ -18,19 +18,22 @@ from dpcompose.core import (
     Node,
     PureDP,
 )
+from dpcompose.errors import InvalidParameter
 from dpcompose.measurements import _noise
 from dpcompose.measurements._discrete import (
+    DISCRETE_LAPLACE_MAX_SCALE,
     Grid,
     check_grid_scale,
     check_numeric_input,
     data_is_integer,
     grid_runner,
     grid_sensitivity,
+    make_discrete_laplace,
     secure_float_setup,
 )
 from dpcompose.measurements._sampling import discrete_laplace_array
 
-__all__ = ["make_laplace"]
+__all__ = ["grid_laplace", "make_laplace"]
 
 
 def make_laplace(
@@ -41,6 +44,101 @@ def make_laplace(
     rng: np.random.Generator | None = None,
 ) -> Measurement[Any, Any, Fraction, Fraction]:
     """The Laplace mechanism: add Laplace(0, ``scale``) noise to a number or to each vector entry.
+
+    **Integer data stay integers.** On ``AtomDomain(int)`` (or a vector of it) the noise is the exact
+    discrete Laplace (geometric) distribution ``P[z] ∝ exp(-|z|/scale)`` and the release is an ``int``
+    (an int64 numpy array for a vector, saturated to the int64 range as in
+    :func:`~dpcompose.measurements.make_discrete_laplace`, which this is). Privacy map: ε = d_in/scale
+    exactly (Ghosh–Roughgarden–Sundararajan 2009), for any scale up to 2**50 (larger scales are refused
+    for integer data: the exact sampler's draws must fit int64; use a float domain for them).
+
+    **Float data**: secure by default: the input is rounded to the grid ``g·Z`` with ``g = 2**k``,
+    ``k = ⌊log₂ scale⌋ - 30`` (round half up), exact discrete Laplace noise of scale ``scale/g`` is added
+    in grid units from the operating system's secure source, and the exact grid point is returned as the
+    nearest float. No float arithmetic touches the noise, so the output's low bits reveal nothing
+    (Mironov 2012); every datum takes the same vectorised steps, whatever its magnitude (see
+    :func:`~dpcompose.measurements._discrete.release_on_grid` and docs/security.md).
+
+    Privacy map (float data, secure path): ε = Δ_g·g / scale, with Δ_g the grid-unit sensitivity of
+    :func:`~dpcompose.measurements._discrete.grid_sensitivity`: ``⌈d_in/g⌉`` for a number (so
+    ε = d_in/scale exactly whenever d_in is a multiple of g), ``⌈d_in/g⌉ + n - 1`` for an n-vector in L1
+    (rounding moves each entry by less than one grid step). Float vectors need a known size. ``scale`` is
+    read as its exact binary value. (The grid coarsens at each power of two, so for d_in below a grid step
+    ε can rise with the scale by up to 2× there.)
+
+    With ``rng=`` (seeded, NOT private): float data get plain float Laplace noise from the caller's numpy
+    Generator and the map reports the idealised ε = d_in/scale; integer data get the exact discrete
+    sampler driven by the Generator (same map).
+
+    Args:
+        input_domain: ``AtomDomain(int|float)`` with ``AbsoluteDistance``, or ``VectorDomain`` of those
+            with ``L1Distance``.
+        input_metric: ``AbsoluteDistance()`` or ``L1Distance()``.
+        scale: the noise scale b > 0.
+        rng: a numpy Generator for reproducible experiments only: NOT private. Default (``None``): the
+            operating system's secure source (``os.urandom``) through the exact sampler.
+
+    Returns:
+        A ``PureDP`` measurement returning an int or an int64 array (integer data), or a float or a float
+        numpy array (float data).
+
+    Raises:
+        InvalidParameter: ``scale`` is not finite and positive; for integer data above 2**50; for float
+            data (secure path) outside ``[2**-991, 2**1001)``, where the grid arithmetic would not be
+            exact.
+        DomainMismatch: the domain/metric pair is not one of the above.
+
+    Source: Dwork, McSherry, Nissim, Smith 2006, Prop. 1 (Laplace mechanism); integers: Ghosh,
+    Roughgarden, Sundararajan 2009 (geometric mechanism).
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> m = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
+        >>> m.map(1)
+        Fraction(1, 10)
+        >>> isinstance(m(3.0), float)
+        True
+        >>> counts = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(int)), dp.L1Distance(), scale=10.0)
+        >>> counts.map(1), counts([3, 40]).dtype
+        (Fraction(1, 10), dtype('int64'))
+    """
+    check_finite_positive(scale, "scale")
+    scale_q = exact(scale, "scale")
+    check_numeric_input(input_domain, input_metric, L1Distance)
+    if data_is_integer(input_domain):  # integers stay integers: exact discrete Laplace noise
+        if scale_q > DISCRETE_LAPLACE_MAX_SCALE:
+            raise InvalidParameter(
+                f"scale={scale!r} must be at most 2**50 for integer data, whose noise is exact integer noise "
+                "(its draws must fit int64); for a larger scale use a float domain"
+            )
+        discrete = make_discrete_laplace(input_domain, input_metric, scale_q, rng=rng)
+        return Measurement(
+            input_domain,
+            input_metric,
+            PureDP(),
+            discrete.function,
+            discrete.privacy_map,
+            node=Node(
+                "laplace",
+                params=(("scale", repr(scale)),),
+                source="Ghosh–Roughgarden–Sundararajan 2009",
+            ),
+        )
+    return grid_laplace(input_domain, input_metric, scale, rng=rng)
+
+
+def grid_laplace(
+    input_domain: Domain,
+    input_metric: Metric,
+    scale: float,
+    *,
+    rng: np.random.Generator | None = None,
+) -> Measurement[Any, Any, Fraction, Fraction]:
+    """The Laplace mechanism on the secure float grid, for int or float data, always releasing floats.
+
+    :func:`make_laplace` runs this for float data; integer data there get exact discrete noise and stay
+    integers. The interactive answerer uses it for both kinds of value, so that an answer's type (a float)
+    never depends on the value.
 
     Secure by default: the input is rounded to the grid ``g·Z`` with ``g = 2**k``, ``k = ⌊log₂ scale⌋ - 30``
     (round half up; for integer data ``k >= -50``), exact discrete Laplace noise of scale ``scale/g`` is
@@ -83,18 +181,18 @@ def make_laplace(
 
     Examples:
         >>> import dpcompose as dp
-        >>> m = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
+        >>> m = grid_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=10.0)
         >>> m.map(1)
         Fraction(1, 10)
-        >>> isinstance(m(3.0), float)
+        >>> isinstance(m(3), float)
         True
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
     vector = check_numeric_input(input_domain, input_metric, L1Distance)
+    integer = data_is_integer(input_domain)
     if rng is None:
         check_grid_scale(scale_q, _BITS)
-    integer = data_is_integer(input_domain)
     grid = Grid.for_laplace(scale_q, integer)
     size = secure_float_setup(input_domain, vector, grid, rng)
 

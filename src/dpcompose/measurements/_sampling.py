@@ -591,7 +591,7 @@ def _laplace_block(n: int, d: int, count: int, source: RandomSource) -> IntArray
         num: AnyIntArray = u if n < _SHIFT_SAFE else u.astype(object)
         u = u[_bern_exp_frac(num, n, source)]
     v = _geometric_exp_minus_one(u.shape[0], source)
-    if v.size and n * (int(v.max()) + 1) < _INT64_SAFE:
+    if v.size and d < _INT64_SAFE and n * (int(v.max()) + 1) < _INT64_SAFE:
         y: AnyIntArray = (u + n * v) // d
     else:
         y = (u.astype(object) + n * v.astype(object)) // d

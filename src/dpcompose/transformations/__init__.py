@@ -17,10 +17,13 @@ from dpcompose.transformations._rows import (
 )
 from dpcompose.transformations._stats import make_mean, make_resize, make_variance
 from dpcompose.transformations._sum import make_sum
+from dpcompose.transformations._vectors import make_clip_l1, make_clip_l2, make_vector_sum
 
 __all__ = [
     "make_bound_contributions",
     "make_clamp",
+    "make_clip_l1",
+    "make_clip_l2",
     "make_count",
     "make_count_by",
     "make_count_by_categories",
@@ -35,4 +38,5 @@ __all__ = [
     "make_subset_by",
     "make_sum",
     "make_variance",
+    "make_vector_sum",
 ]
