@@ -855,13 +855,13 @@ CASES: dict[str, Case] = {
     # --- accounting ---------------------------------------------------------------------------------
     # --- accuracy -----------------------------------------------------------------------------------
     "accuracy.laplace_scale_to_accuracy": Case(
-        dp.accuracy.laplace_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05}, _numbers
+        dp.accuracy.laplace_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05, "data": "any"}, _numbers
     ),
     "accuracy.accuracy_to_laplace_scale": Case(
         dp.accuracy.accuracy_to_laplace_scale, lambda: {"accuracy": 5.0, "alpha": 0.05}, _numbers
     ),
     "accuracy.gaussian_scale_to_accuracy": Case(
-        dp.accuracy.gaussian_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05}, _numbers
+        dp.accuracy.gaussian_scale_to_accuracy, lambda: {"scale": 2.0, "alpha": 0.05, "data": "any"}, _numbers
     ),
     "accuracy.accuracy_to_gaussian_scale": Case(
         dp.accuracy.accuracy_to_gaussian_scale, lambda: {"accuracy": 5.0, "alpha": 0.05}, _numbers

@@ -424,7 +424,7 @@ def _laplace_accuracy(scale: Fraction, alpha: Fraction, data: str = "float") -> 
         grid = Grid.for_laplace(scale, False)  # float data: the secure grid release
         half = Fraction(0) if grid.on_grid else Fraction(1, 2)
         candidates.append((_dlap_accuracy(grid.units, alpha) + half) * grid.width)
-    if data != "float" and scale <= 2**50:  # integer data: exact discrete Laplace noise of this scale (refused above 2**50)
+    if data != "float" and scale <= 2**50:  # integer data: exact discrete Laplace noise (refused above 2**50)
         candidates.append(Fraction(_dlap_accuracy(scale, alpha)))
     return max(candidates)
 
@@ -532,7 +532,7 @@ def _gaussian_accuracy(sigma: Fraction, alpha: Fraction, data: str = "float") ->
         grid = Grid.for_gaussian(sigma, False)  # float data: the secure grid release
         half = Fraction(0) if grid.on_grid else Fraction(1, 2)
         candidates.append((_DGaussTail(grid.units * grid.units).accuracy(alpha) + half) * grid.width)
-    if data != "float" and sigma <= 2**40:  # integer data: exact discrete Gaussian noise of this σ (refused above 2**40)
+    if data != "float" and sigma <= 2**40:  # integer data: exact discrete Gaussian (refused above 2**40)
         candidates.append(Fraction(_DGaussTail(sigma * sigma).accuracy(alpha)))
     return max(candidates)
 
