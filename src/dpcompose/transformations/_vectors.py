@@ -239,8 +239,8 @@ def make_vector_sum(
     rounding slack below.
 
     Each coordinate is summed exactly (the exact float sum of
-    :func:`~dpcompose.transformations._sum.exact_float_total`, vectorised over the rows), clamped to ``[-L, L]`` and rounded once to the nearest
-    float, as in :func:`~dpcompose.transformations.make_sum`. ``L`` is the least float >= n·c for a bound n
+    :func:`~dpcompose.transformations._sum.exact_float_total`, vectorised over the rows), clamped to
+    ``[-L, L]`` and rounded once to the nearest float, as in :func:`~dpcompose.transformations.make_sum`. ``L`` is the least float >= n·c for a bound n
     on the number of rows (the domain's ``size`` or ``max_size=``): no coordinate of n rows exceeds n·c, so
     the clamp changes nothing for them, and a larger dataset is summed and clamped, never refused (an
     exception would reveal its size). Clamping each coordinate is 1-Lipschitz in every p-norm; rounding to
