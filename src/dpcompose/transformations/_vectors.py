@@ -239,14 +239,14 @@ def make_vector_sum(
     rounding slack below.
 
     Each coordinate is summed exactly (the exact float sum of
-    :func:`~dpcompose.transformations._sum.exact_float_total`, vectorised over the rows), clamped to
-    ``[-L, L]`` and rounded once to the nearest float, as in :func:`~dpcompose.transformations.make_sum`. ``L`` is the least float >= n·c for a bound n
-    on the number of rows (the domain's ``size`` or ``max_size=``): no coordinate of n rows exceeds n·c, so
-    the clamp changes nothing for them, and a larger dataset is summed and clamped, never refused (an
-    exception would reveal its size). Clamping each coordinate is 1-Lipschitz in every p-norm; rounding to
-    nearest at magnitudes <= L moves each coordinate by at most ``ulp(L)/2``, so two outputs are further
-    apart than their exact clamped sums by at most ``d·ulp(L)`` in L1 and ``√d·ulp(L)`` in L2 (a rational
-    upper bound of √d is used). That slack is added to the map for d_in > 0.
+    :func:`~dpcompose.transformations._sum.exact_float_total`, vectorised over the rows), clamped to ``[-L,
+    L]`` and rounded once to the nearest float, as in :func:`~dpcompose.transformations.make_sum`. ``L`` is
+    the least float >= n·c for a bound n on the number of rows (the domain's ``size`` or ``max_size=``): no
+    coordinate of n rows exceeds n·c, so the clamp changes nothing for them, and a larger dataset is summed
+    and clamped, never refused (an exception would reveal its size). Clamping each coordinate is 1-Lipschitz
+    in every p-norm; rounding to nearest at magnitudes <= L moves each coordinate by at most ``ulp(L)/2``,
+    so two outputs are further apart than their exact clamped sums by at most ``d·ulp(L)`` in L1 and
+    ``√d·ulp(L)`` in L2 (a rational upper bound of √d is used). That slack is added to the map for d_in > 0.
 
     Args:
         input_domain: ``VectorDomain(NormBallDomain(size=d, norm=c, p=1|2))``, optionally sized.
