@@ -145,6 +145,7 @@ INTS = dp.AtomDomain(int)
 FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)))
 SIZED_FLOAT_DATA = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=3)
 INT_DATA = dp.VectorDomain(dp.AtomDomain(int))
+SCORES = dp.VectorDomain(dp.AtomDomain(int), size=4)
 ROWS = dp.VectorDomain(dp.AtomDomain(tuple))
 ROW_DATA = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=3))
 BALL_DATA = dp.VectorDomain(dp.NormBallDomain(size=3, norm=1.0, p=1))
@@ -614,6 +615,52 @@ CASES: dict[str, Case] = {
     ),
     # --- vectors (issue 15) ----------------------------------------------------------------------------
     "NormBallDomain": Case(dp.NormBallDomain, lambda: {"size": 3, "norm": 1.0, "p": 2}),
+    "LInfDistance": Case(dp.LInfDistance, lambda: {"monotonic": False}, lambda m: m.validate(1)),
+    "m.make_report_noisy_max": Case(
+        dp.m.make_report_noisy_max,
+        lambda: {
+            "input_domain": SCORES,
+            "input_metric": dp.LInfDistance(),
+            "scale": 2.0,
+            "optimize": "max",
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "m.make_noisy_top_k": Case(
+        dp.m.make_noisy_top_k,
+        lambda: {
+            "input_domain": SCORES,
+            "input_metric": dp.LInfDistance(monotonic=True),
+            "scale": 2.0,
+            "k": 2,
+            "optimize": "min",
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "t.make_quantile_score_candidates": Case(
+        dp.t.make_quantile_score_candidates,
+        lambda: {
+            "input_domain": FLOAT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "candidates": [0.0, 0.5, 1.0],
+            "alpha": 0.25,
+        },
+        _MAP1,
+    ),
+    "m.make_private_quantile": Case(
+        dp.m.make_private_quantile,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.ChangeOneDistance(),
+            "candidates": [0, 10, 20],
+            "alpha": 0.5,
+            "scale": 1.0,
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "t.make_clip_l1": Case(
         dp.t.make_clip_l1,
         lambda: {"input_domain": ROW_DATA, "input_metric": dp.SymmetricDistance(), "norm": 2.0},

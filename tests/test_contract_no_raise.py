@@ -112,6 +112,8 @@ DICTS = dp.VectorDomain(dp.AtomDomain(dict))
 STRS = dp.VectorDomain(dp.AtomDomain(str))
 CATEGORIES = dp.CategoricalDomain([0, "a", (1, 2)])
 BOOLS = dp.VectorDomain(dp.AtomDomain(bool))
+INT_SCORES = dp.VectorDomain(INT, size=3)
+FLOAT_SCORES = dp.VectorDomain(FLOAT, size=3)
 
 
 def _rows(d: int, nan: bool = False) -> dp.VectorDomain:
@@ -359,6 +361,28 @@ CASES: dict[str, list[Case]] = {
             lambda: dp.m.make_sparse_vector(INTS, SYM, threshold=3.0, scale=2.0, max_positive=2),
             [_count_query, _sum_query],
         ),
+    ],
+    "make_report_noisy_max": [
+        ("int max", lambda: dp.m.make_report_noisy_max(INT_SCORES, dp.LInfDistance(), 1.0), []),
+        (
+            "float min monotonic",
+            lambda: dp.m.make_report_noisy_max(FLOAT_SCORES, dp.LInfDistance(monotonic=True), 1e-9, "min"),
+            [],
+        ),
+        ("int huge scale", lambda: dp.m.make_report_noisy_max(INT_SCORES, dp.LInfDistance(), 2.0**50), []),
+    ],
+    "make_noisy_top_k": [
+        ("int k=2", lambda: dp.m.make_noisy_top_k(INT_SCORES, dp.LInfDistance(), 1.0, 2), []),
+        ("float k=all", lambda: dp.m.make_noisy_top_k(FLOAT_SCORES, dp.LInfDistance(), 3.0, 3, "min"), []),
+    ],
+    "make_quantile_score_candidates": [
+        ("int", lambda: dp.t.make_quantile_score_candidates(INTS, SYM, [-(2**59), 0, 5, 2**59], 0.5), []),
+        ("float", lambda: dp.t.make_quantile_score_candidates(FLOATS, CHG, [-1e300, 0.0, 1e300], 0.1), []),
+    ],
+    "make_private_quantile": [
+        ("int median", lambda: dp.m.make_private_quantile(INTS, SYM, [0, 10, 20], 0.5, 1.0), []),
+        ("float q0", lambda: dp.m.make_private_quantile(FLOATS, CHG, [-1.0, 1.0], 0.0, 1e-9), []),
+        ("float q1", lambda: dp.m.make_private_quantile(FLOATS, SYM, [5e-324, 1e308], 1.0, 3.0), []),
     ],
     "make_laplace_threshold": [
         (

@@ -3,9 +3,9 @@
 Dataset metrics (:class:`SymmetricDistance`, :class:`ChangeOneDistance`, :class:`DiscreteDistance`)
 count records, so their distances are non-negative integers; :class:`SymmetricIdDistance` counts
 identifiers (people), each of whom may own several records. Numeric metrics (:class:`AbsoluteDistance`,
-:class:`L1Distance`, :class:`L2Distance`) measure sensitivities, which are exact rationals here: a float
-the user states as ``d_in`` is read as the larger of its binary value and the decimal it prints as, so
-neither reading can under-report.
+:class:`L1Distance`, :class:`L2Distance`, :class:`LInfDistance`) measure sensitivities, which are exact
+rationals here: a float the user states as ``d_in`` is read as the larger of its binary value and the
+decimal it prints as, so neither reading can under-report.
 
 Examples:
     >>> import dpcompose as dp
@@ -36,6 +36,7 @@ __all__ = [
     "L01InfDistance",
     "L1Distance",
     "L2Distance",
+    "LInfDistance",
     "Metric",
     "PartitionDistance",
     "SymmetricDistance",
@@ -310,6 +311,33 @@ class L1Distance(_VectorNormMetric):
 @dataclass(frozen=True, slots=True, repr=False)
 class L2Distance(_VectorNormMetric):
     """√Σ(xᵢ − x′ᵢ)² between two vectors of numbers."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class LInfDistance(_VectorNormMetric):
+    """maxᵢ|xᵢ − x′ᵢ| between two vectors of numbers (score vectors for report noisy max).
+
+    Args:
+        monotonic: the distance also promises that the two vectors move in one direction: ``xᵢ <= x′ᵢ``
+            for every ``i`` or ``xᵢ >= x′ᵢ`` for every ``i`` (as counts do when one record is added).
+            Selection mechanisms charge half as much for monotonic scores.
+
+    Examples:
+        >>> LInfDistance().validate(1)
+        Fraction(1, 1)
+        >>> LInfDistance(monotonic=True)
+        LInfDistance(monotonic=True)
+    """
+
+    monotonic: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.monotonic, (bool, np.bool_)):
+            raise InvalidParameter(f"monotonic={self.monotonic!r} must be a bool")
+        object.__setattr__(self, "monotonic", bool(self.monotonic))
+
+    def __repr__(self) -> str:
+        return "LInfDistance(monotonic=True)" if self.monotonic else "LInfDistance()"
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -7,6 +7,7 @@ from dpcompose.transformations._contributions import make_bound_contributions
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._count_by import make_count_by, make_count_by_categories
 from dpcompose.transformations._partition import make_partition
+from dpcompose.transformations._quantile import make_quantile_score_candidates
 from dpcompose.transformations._rows import (
     make_count_distinct,
     make_drop_null,
@@ -33,6 +34,7 @@ __all__ = [
     "make_map_rows",
     "make_mean",
     "make_partition",
+    "make_quantile_score_candidates",
     "make_resize",
     "make_select_column",
     "make_subset_by",
