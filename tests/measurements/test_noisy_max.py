@@ -246,3 +246,123 @@ def test_huge_noise_takes_the_exact_path(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(nm, "discrete_laplace_array", fake)
     assert nm.noisy_argmax(np.array([0, 2**60], dtype=np.int64), Fraction(1), None) == 1
+
+
+# --- noisy top-k: the exact distribution of peeling ------------------------------------------------------
+
+
+def top_k_distribution(r: list[int], t: Fraction, k: int) -> dict[tuple[int, ...], Any]:
+    """Exact law of peeling: round j is report noisy max (fresh noise) over the candidates not yet chosen,
+    the lowest remaining index winning ties, so P[(i₁, …, i_k)] is a product of argmax probabilities."""
+    out: dict[tuple[int, ...], Any] = {}
+
+    def walk(prefix: tuple[int, ...], prob: Any) -> None:
+        if len(prefix) == k:
+            out[prefix] = prob
+            return
+        remaining = [i for i in range(len(r)) if i not in prefix]
+        probs = argmax_distribution([r[i] for i in remaining], t)
+        for i, p in zip(remaining, probs, strict=True):
+            walk((*prefix, i), prob * p)
+
+    walk((), mpmath.mpf(1))
+    return out
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+@pytest.mark.parametrize("scale", [Fraction(1, 2), Fraction(2)])
+def test_noisy_top_k_privacy_by_exact_distribution(monotonic: bool, scale: Fraction) -> None:
+    """Top-2 of 3 by peeling: over every pair of score vectors in {0, 1, 2}³ within L∞ distance 1 (monotone
+    pairs for the monotonic metric), the exact loss of the released ordered pair is within the map (k times
+    the one-round map), and more than one round's map: the composition is needed."""
+    k = 2
+    meas = dp.m.make_noisy_top_k(
+        dp.VectorDomain(dp.AtomDomain(int), size=3), dp.LInfDistance(monotonic=monotonic), scale, k
+    )
+    eps = meas.map(1)
+    one_round = dp.m.make_report_noisy_max(
+        dp.VectorDomain(dp.AtomDomain(int), size=3), dp.LInfDistance(monotonic=monotonic), scale
+    ).map(1)
+    assert eps == k * one_round
+    worst = mpmath.mpf(0)
+    for s, s2 in _neighbours(3, 1, monotonic):
+        p, p2 = top_k_distribution(s, scale, k), top_k_distribution(s2, scale, k)
+        assert abs(sum(p.values()) - 1) < mpmath.mpf(10) ** -40
+        worst = max(worst, max(abs(mpmath.log(p[o]) - mpmath.log(p2[o])) for o in p))
+    assert worst <= mpmath.mpf(eps.numerator) / eps.denominator
+    assert worst > mpmath.mpf(one_round.numerator) / one_round.denominator
+
+
+def test_noisy_top_k_releases_distinct_indices_best_first() -> None:
+    scores = dp.VectorDomain(dp.AtomDomain(int), size=4)
+    top = dp.m.make_noisy_top_k(scores, dp.LInfDistance(), scale=1.0, k=3, rng=np.random.default_rng(0))
+    assert top([0, 10**6, 5 * 10**5, 10**5]) == (1, 2, 3)
+    low = dp.m.make_noisy_top_k(scores, dp.LInfDistance(), 1.0, 2, "min", rng=np.random.default_rng(1))
+    assert low([0, 10**6, 5 * 10**5, 10**5]) == (0, 3)
+
+
+# --- quantile scores: stability by brute force -------------------------------------------------------------
+
+
+def _datasets(alphabet: list[int], max_len: int) -> list[list[int]]:
+    return [
+        list(c)
+        for n in range(max_len + 1)
+        for c in itertools.combinations_with_replacement(alphabet, n)
+    ]
+
+
+@pytest.mark.parametrize("alpha", [Fraction(1, 2), Fraction(1, 4), Fraction(2, 3), Fraction(0), Fraction(1)])
+@pytest.mark.parametrize("metric", ["symmetric", "change"])
+def test_quantile_score_stability_by_brute_force(alpha: Fraction, metric: str) -> None:
+    """Every pair of datasets over {0, …, 4} with at most 4 records that are neighbours (one record added or
+    removed; one record changed): the scores move by at most map(1) in L∞, and the bound is attained."""
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    m = dp.SymmetricDistance() if metric == "symmetric" else dp.ChangeOneDistance()
+    candidates = [0, 1, 2, 3, 4]
+    t = dp.t.make_quantile_score_candidates(ints, m, candidates, alpha)
+    bound = t.map(1)
+    worst = 0
+    for x in _datasets(list(range(5)), 4):
+        if metric == "symmetric":
+            neighbours = [x + [v] for v in range(5)]
+        else:
+            neighbours = [x[:i] + [v] + x[i + 1 :] for i in range(len(x)) for v in range(5)]
+        sx = t(x)
+        for y in neighbours:
+            sy = t(y)
+            worst = max(worst, int(np.max(np.abs(sx - sy))) if len(candidates) else 0)
+    assert worst == bound  # within the map, and attained
+
+
+def test_quantile_scores_are_the_documented_integers() -> None:
+    """score(c) = |(b − a)·#{x < c} − a·#{x > c}| for α = a/b, on a hand-checked case, lists and arrays."""
+    floats = dp.VectorDomain(dp.AtomDomain(float))
+    t = dp.t.make_quantile_score_candidates(floats, dp.SymmetricDistance(), [0.0, 0.5, 1.0], Fraction(1, 4))
+    data = [0.1, 0.2, 0.6, 0.7, 0.9]
+    expected = [abs(3 * sum(x < c for x in data) - 1 * sum(x > c for x in data)) for c in (0.0, 0.5, 1.0)]
+    assert t(data).tolist() == expected == t(np.array(data)).tolist()
+
+
+@pytest.mark.parametrize("metric", ["symmetric", "change"])
+def test_private_quantile_privacy_by_exact_distribution(metric: str) -> None:
+    """The one-call private median over 3 candidates: for every pair of neighbouring datasets over
+    {0, 1, 2} with at most 3 records, the exact loss of the released candidate (the argmax law of the
+    noisy scores) is within the map."""
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    m = dp.SymmetricDistance() if metric == "symmetric" else dp.ChangeOneDistance()
+    candidates, alpha, scale = [0, 1, 2], Fraction(1, 2), Fraction(1)
+    median = dp.m.make_private_quantile(ints, m, candidates, alpha, scale)
+    score = dp.t.make_quantile_score_candidates(ints, m, candidates, alpha)
+    eps = median.map(1)
+    t = scale * alpha.denominator  # the noise scale on the integer scores
+    worst = mpmath.mpf(0)
+    for x in _datasets([0, 1, 2], 3):
+        if metric == "symmetric":
+            neighbours = [x + [v] for v in range(3)]
+        else:
+            neighbours = [x[:i] + [v] + x[i + 1 :] for i in range(len(x)) for v in range(3)]
+        for y in neighbours:
+            # report noisy max with optimize="min" is the argmax of the negated scores
+            worst = max(worst, exact_loss([-int(v) for v in score(x)], [-int(v) for v in score(y)], t))
+    assert worst <= mpmath.mpf(eps.numerator) / eps.denominator
