@@ -325,9 +325,9 @@ def test_quantile_score_stability_by_brute_force(alpha: Fraction, metric: str) -
     worst = 0
     for x in _datasets(list(range(5)), 4):
         if metric == "symmetric":
-            neighbours = [x + [v] for v in range(5)]
+            neighbours = [[*x, v] for v in range(5)]
         else:
-            neighbours = [x[:i] + [v] + x[i + 1 :] for i in range(len(x)) for v in range(5)]
+            neighbours = [[*x[:i], v, *x[i + 1:]] for i in range(len(x)) for v in range(5)]
         sx = t(x)
         for y in neighbours:
             sy = t(y)
@@ -359,9 +359,9 @@ def test_private_quantile_privacy_by_exact_distribution(metric: str) -> None:
     worst = mpmath.mpf(0)
     for x in _datasets([0, 1, 2], 3):
         if metric == "symmetric":
-            neighbours = [x + [v] for v in range(3)]
+            neighbours = [[*x, v] for v in range(3)]
         else:
-            neighbours = [x[:i] + [v] + x[i + 1 :] for i in range(len(x)) for v in range(3)]
+            neighbours = [[*x[:i], v, *x[i + 1:]] for i in range(len(x)) for v in range(3)]
         for y in neighbours:
             # report noisy max with optimize="min" is the argmax of the negated scores
             worst = max(worst, exact_loss([-int(v) for v in score(x)], [-int(v) for v in score(y)], t))
