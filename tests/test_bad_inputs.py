@@ -438,7 +438,53 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "m.make_report_noisy_max": Case(
+        dp.m.make_report_noisy_max,
+        lambda: {
+            "input_domain": dp.VectorDomain(FLOATS, size=3),
+            "input_metric": dp.LInfDistance(),
+            "scale": 2.0,
+            "optimize": "max",
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "m.make_noisy_top_k": Case(
+        dp.m.make_noisy_top_k,
+        lambda: {
+            "input_domain": dp.VectorDomain(INTS, size=3),
+            "input_metric": dp.LInfDistance(monotonic=True),
+            "scale": 2.0,
+            "k": 2,
+            "optimize": "min",
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "m.make_private_quantile": Case(
+        dp.m.make_private_quantile,
+        lambda: {
+            "input_domain": FLOAT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "candidates": [0.25, 0.5, 0.75],
+            "alpha": 0.5,
+            "scale": 2.0,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "LInfDistance": Case(dp.LInfDistance, lambda: {"monotonic": False}),
     # --- transformations ----------------------------------------------------------------------------
+    "t.make_quantile_score_candidates": Case(
+        dp.t.make_quantile_score_candidates,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.ChangeOneDistance(),
+            "candidates": [0, 5, 10],
+            "alpha": 0.25,
+        },
+        _MAP1,
+    ),
     "t.make_clamp": Case(
         dp.t.make_clamp,
         lambda: {

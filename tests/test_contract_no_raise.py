@@ -27,6 +27,8 @@ CHG = dp.ChangeOneDistance()
 ABS = dp.AbsoluteDistance()
 L1 = dp.L1Distance()
 L2 = dp.L2Distance()
+LINF = dp.LInfDistance()
+LINF_MONO = dp.LInfDistance(monotonic=True)
 
 
 def atoms(domain: dp.AtomDomain) -> st.SearchStrategy[Any]:
@@ -301,6 +303,37 @@ CASES: dict[str, list[Case]] = {
             ),
             [],
         ),
+    ],
+    "make_report_noisy_max": [
+        (f"{name} {optimize}", (lambda d=d, o=optimize, s=s: dp.m.make_report_noisy_max(d, LINF, s, o)), [])
+        for name, d, s in [
+            ("int", dp.VectorDomain(INT, size=3), 1.0),
+            ("float", dp.VectorDomain(FLOAT, size=2), 1e-290),
+            ("float huge scale", dp.VectorDomain(FLOAT, size=3), 1e300),
+            ("bounded", dp.VectorDomain(dp.AtomDomain(float, bounds=(-1.0, 1.0)), size=1), 0.5),
+        ]
+        for optimize in ("max", "min")
+    ],
+    "make_noisy_top_k": [
+        ("int", lambda: dp.m.make_noisy_top_k(dp.VectorDomain(INT, size=4), LINF, 2.0, k=4), []),
+        (
+            "float min",
+            lambda: dp.m.make_noisy_top_k(dp.VectorDomain(FLOAT, size=3), LINF_MONO, 1e-3, 2, "min"),
+            [],
+        ),
+    ],
+    "make_quantile_score_candidates": [
+        (
+            "int",
+            lambda: dp.t.make_quantile_score_candidates(INTS, SYM, [-(2**60) + 1, 0, 2**60 - 1], 0.5),
+            [],
+        ),
+        ("float", lambda: dp.t.make_quantile_score_candidates(FLOATS, CHG, [-1e308, 0.0, 5e-324], 0.3), []),
+        ("empty ok", lambda: dp.t.make_quantile_score_candidates(UNIT_FLOATS, SYM, [0.0], 1), []),
+    ],
+    "make_private_quantile": [
+        ("int", lambda: dp.m.make_private_quantile(INTS, CHG, [0, 10, 2**59], 0.9, 1.0), []),
+        ("float", lambda: dp.m.make_private_quantile(BOUNDED_FLOATS, SYM, [-1.0, 0.0, 1e300], 0.5, 1e-9), []),
     ],
     "make_sparse_vector": [
         (
