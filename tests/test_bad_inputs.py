@@ -821,6 +821,12 @@ CASES: dict[str, Case] = {
         _numbers,
     ),
     "explain": Case(dp.explain, lambda: {"measurement": _count_then_lap(), "d_in": 1}, str),
+    # --- serialization ------------------------------------------------------------------------------
+    "to_json": Case(dp.to_json, lambda: {"obj": _count_then_lap(), "drop_rng": False}, str),
+    "from_json": Case(dp.from_json, lambda: {"text": dp.to_json(_count_then_lap())}, _MAP1),
+    "register_function": Case(
+        dp.register_function, lambda: {"name": "tests.test_bad_inputs.abs", "function": abs}
+    ),
     "split_budget": Case(dp.split_budget, lambda: {"d_out": 1.0, "weights": [1, 3]}, lambda r: None),
     "privacy_curve": Case(
         dp.privacy_curve, lambda: {"measurement": _gauss(), "d_in": 1, "deltas": [1e-6, 0.1]}, _curve
@@ -1081,6 +1087,7 @@ NOT_CALLED = {
     "BudgetExceeded": "exception class",
     "SequentialityError": "exception class",
     "UnsupportedComposition": "exception class",
+    "SerializationError": "exception class",
     "LedgerError": "exception class",
     "LedgerLocked": "exception class",
     "FilterRule": "abstract base",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dpcompose import accounting, accuracy, analysis, combinators, core, measurements, transformations
 from dpcompose import measurements as m
 from dpcompose import transformations as t
+from dpcompose._serialize import from_json, register_function, to_json
 from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
 from dpcompose.combinators import (
     LedgerError,
@@ -78,6 +79,7 @@ from dpcompose.errors import (
     DPError,
     InvalidParameter,
     SequentialityError,
+    SerializationError,
     UnsupportedComposition,
 )
 
@@ -117,6 +119,7 @@ __all__ = [
     "RenyiDP",
     "SQLiteLedger",
     "SequentialityError",
+    "SerializationError",
     "SymmetricDistance",
     "SymmetricIdDistance",
     "Transformation",
@@ -130,6 +133,7 @@ __all__ = [
     "combinators",
     "core",
     "explain",
+    "from_json",
     "m",
     "make_adaptive_concurrent",
     "make_adaptive_sequential",
@@ -156,8 +160,10 @@ __all__ = [
     "measurements",
     "plot_profile",
     "privacy_curve",
+    "register_function",
     "split_budget",
     "t",
+    "to_json",
     "transformations",
     "wrap_queryable",
 ]

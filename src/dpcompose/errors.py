@@ -20,6 +20,7 @@ __all__ = [
     "DomainMismatch",
     "InvalidParameter",
     "SequentialityError",
+    "SerializationError",
     "UnsupportedComposition",
 ]
 
@@ -49,3 +50,9 @@ class SequentialityError(DPError):
 
 class UnsupportedComposition(DPError):
     """No published theorem covers the requested composition; dpcompose refuses rather than guesses."""
+
+
+class SerializationError(DPError, ValueError):
+    """An object cannot be written by ``dp.to_json`` (a user function that is not registered, a random
+    generator, live state), or a file cannot be read by ``dp.from_json`` (malformed, tampered, from an
+    incompatible future format, naming an unknown constructor or function)."""

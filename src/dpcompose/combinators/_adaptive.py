@@ -10,6 +10,7 @@ from dpcompose.accounting._display import format_down
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, Queryable
 from dpcompose.core._metrics import check_space
 from dpcompose.core._queryable import created_queryables
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import BudgetExceeded, DomainMismatch, DPError, InvalidParameter
 
 __all__ = [
@@ -213,6 +214,7 @@ def _make_adaptive(
     )
 
 
+@recorded
 def make_adaptive_sequential(
     input_domain: Domain,
     input_metric: Metric,
@@ -247,6 +249,7 @@ def make_adaptive_sequential(
     return _make_adaptive(input_domain, input_metric, output_measure, d_in, d_mids, sequential=True)
 
 
+@recorded
 def make_adaptive_concurrent(
     input_domain: Domain,
     input_metric: Metric,

@@ -31,6 +31,7 @@ from dpcompose.core import (
     RenyiDP,
 )
 from dpcompose.core._measurement import postprocess
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 
 __all__ = [
@@ -80,6 +81,7 @@ def _require(m: AnyMeasurement, measure_type: type, cast: str) -> None:
         )
 
 
+@recorded
 def make_pure_to_zcdp(m: AnyMeasurement) -> AnyMeasurement:
     """View an ε-DP measurement as (ε²/2)-zCDP.
 
@@ -95,6 +97,7 @@ def make_pure_to_zcdp(m: AnyMeasurement) -> AnyMeasurement:
     return _cast(m, ZCDP(), lambda d: pure_to_zcdp(m.map(d)), "pure_to_zcdp", "Bun–Steinke 2016 Prop. 1.4")
 
 
+@recorded
 def make_pure_to_approx(m: AnyMeasurement) -> AnyMeasurement:
     """View an ε-DP measurement as (ε, 0)-DP (a definition, no loss).
 
@@ -110,6 +113,7 @@ def make_pure_to_approx(m: AnyMeasurement) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_zcdp_to_approx(m: AnyMeasurement, delta: float) -> AnyMeasurement:
     """View a ρ-zCDP measurement as (ε, δ)-DP with the least ε of the Canonne–Kamath–Steinke conversion.
 
@@ -137,6 +141,7 @@ def make_zcdp_to_approx(m: AnyMeasurement, delta: float) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_pure_to_renyi(m: AnyMeasurement) -> AnyMeasurement:
     """View an ε-DP measurement as Rényi DP with the curve α ↦ min(ε, αε²/2).
 
@@ -159,6 +164,7 @@ def make_pure_to_renyi(m: AnyMeasurement) -> AnyMeasurement:
     return _cast(m, RenyiDP(), privacy_map, "pure_to_renyi", "Bun–Steinke 2016 Prop. 1.4; D_α ≤ D_∞")
 
 
+@recorded
 def make_zcdp_to_renyi(m: AnyMeasurement) -> AnyMeasurement:
     """View a ρ-zCDP measurement as Rényi DP with the curve α ↦ αρ (the definition of zCDP).
 
@@ -179,6 +185,7 @@ def make_zcdp_to_renyi(m: AnyMeasurement) -> AnyMeasurement:
     return _cast(m, RenyiDP(), privacy_map, "zcdp_to_renyi", "Bun–Steinke 2016 Def. 1.1")
 
 
+@recorded
 def make_renyi_to_approx(
     m: AnyMeasurement, delta: float, orders: Sequence[float | Fraction] | None = None
 ) -> AnyMeasurement:
@@ -220,6 +227,7 @@ def make_renyi_to_approx(
     )
 
 
+@recorded
 def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     """View an ε-DP measurement through its privacy profile (so it composes optimally with others).
 
@@ -238,6 +246,7 @@ def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_approx_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     """View an (ε, δ)-DP measurement through the profile of (ε, δ) randomized response (the worst case).
 
@@ -256,6 +265,7 @@ def make_approx_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     """View a ρ-zCDP measurement through the profile its ρ implies.
 
@@ -273,6 +283,7 @@ def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_fix_delta(m: AnyMeasurement, delta: float) -> AnyMeasurement:
     """Fix δ on a profile measurement: (ε(δ), δ)-DP with the profile's least ε at ``delta``.
 
@@ -301,6 +312,7 @@ def make_fix_delta(m: AnyMeasurement, delta: float) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_group(m: AnyMeasurement, k: int) -> AnyMeasurement:
     """Group privacy: the guarantee of ``m`` for groups of ``k`` records, from its guarantee at d_in = 1.
 
@@ -346,6 +358,7 @@ def make_group(m: AnyMeasurement, k: int) -> AnyMeasurement:
     )
 
 
+@recorded
 def make_postprocess(m: AnyMeasurement, function: Callable[[Any], Any]) -> AnyMeasurement:
     """``m`` followed by a data-independent ``function`` (the same as ``m >> function``); map unchanged.
 

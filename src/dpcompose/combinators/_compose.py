@@ -8,6 +8,7 @@ from typing import Any
 
 from dpcompose.combinators._policy import Plan, plan_composition
 from dpcompose.core import Measure, Measurement, Node, Queryable
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["make_concurrent", "make_sequential"]
@@ -53,6 +54,7 @@ def _compose_map(
     return privacy_map
 
 
+@recorded
 def make_sequential(
     *measurements: AnyMeasurement,
     theorem: str = "auto",
@@ -80,6 +82,7 @@ def make_sequential(
     return _composite(measurements, theorem, output_measure, delta, sequential=True)
 
 
+@recorded
 def make_concurrent(
     *measurements: AnyMeasurement,
     theorem: str = "auto",

@@ -55,6 +55,7 @@ from dpcompose.core import (
     RenyiDP,
 )
 from dpcompose.core._metrics import check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
 
 __all__ = ["FilterQueryable", "make_privacy_filter"]
@@ -460,6 +461,7 @@ class FilterQueryable(AccountantQueryable):
         return rule.max_queries_like(state or rule.start(), cost)
 
 
+@recorded
 def make_privacy_filter(
     input_domain: Domain,
     input_metric: Metric,

@@ -14,6 +14,7 @@ from dpcompose.combinators._filter import (
 )
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
 from dpcompose.core import ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import UnsupportedComposition
 
 __all__ = ["OdometerQueryable", "make_odometer"]
@@ -60,6 +61,7 @@ class OdometerQueryable(AccountantQueryable):
         return (eps, delta) if isinstance(self._accountant.measure, ApproxDP) else eps
 
 
+@recorded
 def make_odometer(
     input_domain: Domain,
     input_metric: Metric,

@@ -19,6 +19,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 
 __all__ = ["make_parallel", "worst_allocation"]
@@ -94,6 +95,7 @@ def worst_allocation(maps: Sequence[Callable[[int], Fraction]], total: int) -> F
     return max(best)
 
 
+@recorded
 def make_parallel(
     partition: Transformation[Any, Any, Any, Any], measurements: Sequence[Measurement[Any, Any, Any, Any]]
 ) -> Measurement[Any, Any, Any, Any]:

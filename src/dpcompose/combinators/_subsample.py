@@ -52,6 +52,7 @@ from dpcompose.core import (
     SymmetricDistance,
     VectorDomain,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 from dpcompose.measurements._sampling import (
     GeneratorSource,
@@ -175,6 +176,7 @@ def _amplified(measure: Any, one: Any, q: Fraction, k: int) -> Any:
     return group(eps1, delta1, k)
 
 
+@recorded
 def make_subsample(
     m: Measurement[Any, Any, Any, Any],
     rate: float | Fraction,

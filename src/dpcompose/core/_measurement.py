@@ -33,6 +33,7 @@ from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
 from dpcompose.core._metrics import Metric, check_space
 from dpcompose.core._node import Node
+from dpcompose.core._recipe import Call, Chain, record_chain, recorded
 from dpcompose.errors import DomainMismatch, DPError, InvalidParameter
 
 __all__ = ["Measurement", "Transformation", "make_user_measurement", "make_user_transformation"]
@@ -100,6 +101,7 @@ class Transformation(Generic[TI, TO, DI, D2]):
     function: Callable[[TI], TO]
     stability_map: Callable[[DI], D2]
     node: Node = field(default_factory=lambda: Node("transformation"))
+    recipe: Call | Chain | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_origin("transformation")
@@ -125,6 +127,18 @@ class Transformation(Generic[TI, TO, DI, D2]):
             return _chain_tm(self, other)
         return NotImplemented
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the JSON recipe (``dp.to_json``): no code is pickled; see docs/serialization.md."""
+        from dpcompose._serialize import from_json, to_json
+
+        return (from_json, (to_json(self),))
+
+    def __copy__(self) -> Any:
+        return self  # immutable record
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
     def __repr__(self) -> str:
         return (
             f"Transformation({self.node.label()}: {self.input_domain!r}, {self.input_metric!r} -> "
@@ -148,6 +162,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
     privacy_map: Callable[[DI], DO]
     interactive: bool = False
     node: Node = field(default_factory=lambda: Node("measurement"))
+    recipe: Call | Chain | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_origin("measurement")
@@ -184,6 +199,18 @@ class Measurement(Generic[TI, TO, DI, DO]):
         if not callable(function):
             return NotImplemented
         return postprocess(self, function)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the JSON recipe (``dp.to_json``): no code is pickled; see docs/serialization.md."""
+        from dpcompose._serialize import from_json, to_json
+
+        return (from_json, (to_json(self),))
+
+    def __copy__(self) -> Any:
+        return self  # immutable record
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
 
     def __repr__(self) -> str:
         kind = "interactive " if self.interactive else ""
@@ -223,6 +250,7 @@ def _checked_user_map(
     return checked
 
 
+@recorded
 def make_user_measurement(
     input_domain: Domain,
     input_metric: Metric,
@@ -287,6 +315,7 @@ def make_user_measurement(
     )
 
 
+@recorded
 def make_user_transformation(
     input_domain: Domain,
     output_domain: Domain,
@@ -340,6 +369,7 @@ def make_user_transformation(
     )
 
 
+@recorded
 def postprocess(
     measurement: Measurement[TI, TO, DI, DO], function: Callable[[TO], T2]
 ) -> Measurement[TI, T2, DI, DO]:
@@ -381,7 +411,7 @@ def _chain_tt(t1: Transformation[Any, Any, Any, Any], t2: Transformation[Any, An
     def stability(d_in: Any) -> Any:
         return t2.map(t1.map(d_in))
 
-    return Transformation(
+    result = Transformation(
         t1.input_domain,
         t2.output_domain,
         t1.input_metric,
@@ -395,6 +425,8 @@ def _chain_tt(t1: Transformation[Any, Any, Any, Any], t2: Transformation[Any, An
             child_inputs=lambda d: (d, t1.map(d)),
         ),
     )
+    record_chain(result, t1, t2)
+    return result
 
 
 def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, Any, Any]) -> Any:
@@ -407,7 +439,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
     def privacy(d_in: Any) -> Any:
         return m.map(t.map(d_in))
 
-    return Measurement(
+    result = Measurement(
         t.input_domain,
         t.input_metric,
         m.output_measure,
@@ -421,3 +453,5 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
             child_inputs=lambda d: (d, t.map(d)),
         ),
     )
+    record_chain(result, t, m)
+    return result

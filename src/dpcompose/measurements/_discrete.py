@@ -43,6 +43,7 @@ from dpcompose.core import (
     PureDP,
     VectorDomain,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import _noise
 from dpcompose.measurements._sampling import (
@@ -122,6 +123,7 @@ DISCRETE_GAUSSIAN_MAX_SIGMA2 = 1 << 80
 """The largest discrete Gaussian σ² the exact samplers take."""
 
 
+@recorded
 def make_discrete_laplace(
     input_domain: Domain,
     input_metric: Metric,
@@ -191,6 +193,7 @@ def make_discrete_laplace(
     )
 
 
+@recorded
 def make_discrete_gaussian(
     input_domain: Domain,
     input_metric: Metric,

@@ -11,6 +11,7 @@ import numpy as np
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import exact
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements import _noise
 from dpcompose.measurements._discrete import (
@@ -30,6 +31,7 @@ from dpcompose.measurements._sampling import discrete_gaussian_array
 __all__ = ["grid_gaussian", "make_gaussian"]
 
 
+@recorded
 def make_gaussian(
     input_domain: Domain,
     input_metric: Metric,

@@ -33,6 +33,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space, refuse_identifier_metric
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import Grid, grid_sensitivity
 from dpcompose.measurements._laplace import grid_laplace
@@ -218,6 +219,7 @@ class _SparseVector(Queryable[Transformation[Any, Any, Any, Any], bool]):
         return above
 
 
+@recorded
 def make_sparse_vector(
     input_domain: Domain,
     input_metric: Metric,
@@ -364,6 +366,7 @@ class _LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
         return self._release_float(value)
 
 
+@recorded
 def make_interactive_laplace(
     input_domain: Domain,
     input_metric: Metric,

@@ -18,6 +18,7 @@ from dpcompose.core import (
     Node,
     PureDP,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements import _noise
 from dpcompose.measurements._discrete import (
@@ -36,6 +37,7 @@ from dpcompose.measurements._sampling import discrete_laplace_array
 __all__ = ["grid_laplace", "make_laplace"]
 
 
+@recorded
 def make_laplace(
     input_domain: Domain,
     input_metric: Metric,

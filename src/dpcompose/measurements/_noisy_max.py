@@ -50,6 +50,7 @@ from dpcompose._validation import check_finite_positive, check_positive_int, che
 from dpcompose.accounting import exact, format_up
 from dpcompose.core import AtomDomain, Domain, Measurement, Metric, Node, PureDP, VectorDomain
 from dpcompose.core._metrics import LInfDistance, check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import (
     DISCRETE_LAPLACE_MAX_SCALE,
@@ -187,6 +188,7 @@ def noisy_argmax(r: IntArray, units: Fraction, source: RandomSource | None) -> i
     return int(np.argmax(r + z))
 
 
+@recorded
 def make_report_noisy_max(
     input_domain: Domain,
     input_metric: Metric,
@@ -265,6 +267,7 @@ def make_report_noisy_max(
     )
 
 
+@recorded
 def make_noisy_top_k(
     input_domain: Domain,
     input_metric: Metric,

@@ -12,6 +12,7 @@ from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import exact, format_up
 from dpcompose.core import Domain, Measurement, Metric, Node
 from dpcompose.core._measurement import postprocess
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._discrete import DISCRETE_LAPLACE_MAX_SCALE
 from dpcompose.measurements._noisy_max import make_report_noisy_max
@@ -21,6 +22,7 @@ from dpcompose.transformations._quantile import make_quantile_score_candidates, 
 __all__ = ["make_private_quantile"]
 
 
+@recorded
 def make_private_quantile(
     input_domain: Domain,
     input_metric: Metric,

@@ -32,6 +32,7 @@ from dpcompose.core import (
     Node,
     PureDP,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import _noise
 
@@ -146,6 +147,7 @@ class _ApproxRR:
         return out
 
 
+@recorded
 def make_randomized_response(
     input_domain: Domain,
     input_metric: Metric,
@@ -215,6 +217,7 @@ def make_randomized_response(
     )
 
 
+@recorded
 def make_randomized_response_approx(
     input_domain: Domain,
     input_metric: Metric,

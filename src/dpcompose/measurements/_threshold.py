@@ -36,6 +36,7 @@ from dpcompose.accounting._exact import exp_down, exp_up, float_up, sqrt_down
 from dpcompose.accounting._profile import _log_ndtr_up
 from dpcompose.core import ApproxDP, AtomDomain, Domain, MapDomain, Measurement, Metric, Node
 from dpcompose.core._metrics import L01InfDistance, check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import (
     DISCRETE_GAUSSIAN_MAX_SIGMA2,
@@ -219,6 +220,7 @@ def _refuse_large_delta(delta: Fraction, threshold: int, d_in: object) -> None:
 # --- the mechanisms ---------------------------------------------------------------------------------------
 
 
+@recorded
 def make_laplace_threshold(
     input_domain: Domain,
     input_metric: Metric,
@@ -323,6 +325,7 @@ def make_laplace_threshold(
     )
 
 
+@recorded
 def make_gaussian_threshold(
     input_domain: Domain,
     input_metric: Metric,

@@ -17,6 +17,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space, refuse_identifier_metric
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["make_clamp"]
@@ -84,6 +85,7 @@ def _clamp_int64(data: Any, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int
     return out
 
 
+@recorded
 def make_clamp(
     input_domain: Domain, input_metric: Metric, bounds: tuple[Any, Any]
 ) -> Transformation[Any, Any, int, int]:

@@ -25,6 +25,7 @@ import numpy as np
 from dpcompose._validation import check_positive_int
 from dpcompose.core import Domain, Metric, Node, SymmetricDistance, Transformation, VectorDomain
 from dpcompose.core._metrics import SymmetricIdDistance, check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["make_bound_contributions"]
@@ -312,6 +313,7 @@ def _select(
     return mark
 
 
+@recorded
 def make_bound_contributions(
     input_domain: Domain,
     input_metric: Metric,

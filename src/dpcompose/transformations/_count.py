@@ -15,12 +15,14 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch
 from dpcompose.transformations._clamp import check_dataset_metric
 
 __all__ = ["make_count"]
 
 
+@recorded
 def make_count(input_domain: Domain, input_metric: Metric) -> Transformation[Any, int, int, Fraction]:
     """The number of records, as an ``int`` under ``AbsoluteDistance``.
 

@@ -23,6 +23,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import L01InfDistance, check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import INT64_MAX, INT64_MIN, check_dataset_metric
 
@@ -227,6 +228,7 @@ class _Coder:
         return self._search(arr)
 
 
+@recorded
 def make_count_by_categories(
     input_domain: Domain,
     input_metric: Metric,
@@ -319,6 +321,7 @@ def make_count_by_categories(
     )
 
 
+@recorded
 def make_count_by(
     input_domain: Domain, input_metric: Metric
 ) -> Transformation[Any, dict[Any, int], int, tuple[int, Fraction, Fraction]]:

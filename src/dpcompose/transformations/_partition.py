@@ -14,12 +14,14 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 
 __all__ = ["make_partition"]
 
 
+@recorded
 def make_partition(
     input_domain: Domain,
     input_metric: Metric,

@@ -22,6 +22,7 @@ import numpy as np
 from dpcompose.accounting import decimal, format_up
 from dpcompose.core import AtomDomain, ChangeOneDistance, Domain, Metric, Node, Transformation, VectorDomain
 from dpcompose.core._metrics import LInfDistance, check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import saturate_ints
 from dpcompose.transformations._clamp import check_dataset_metric
@@ -128,6 +129,7 @@ def quantile_setup(
     return element.carrier, cands, QuantileAlpha(alpha)
 
 
+@recorded
 def make_quantile_score_candidates(
     input_domain: Domain, input_metric: Metric, candidates: Sequence[Any], alpha: float | Fraction
 ) -> Transformation[Any, Any, int, Fraction]:

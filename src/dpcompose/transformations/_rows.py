@@ -53,6 +53,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 
@@ -188,6 +189,7 @@ def _safe_map(function: Callable[[Any], Any], element: Domain, default: Any) -> 
     return apply
 
 
+@recorded
 def make_subset_by(
     input_domain: Domain, input_metric: Metric, predicate: Callable[[Any], Any]
 ) -> Transformation[Any, Any, int, int]:
@@ -265,6 +267,7 @@ def make_subset_by(
     )
 
 
+@recorded
 def make_map_rows(
     input_domain: Domain,
     input_metric: Metric,
@@ -355,6 +358,7 @@ def _check_key(key: object) -> Hashable:
     return key
 
 
+@recorded
 def make_select_column(
     input_domain: Domain, input_metric: Metric, key: Hashable, column_domain: Domain, default: Any
 ) -> Transformation[Any, Any, int, int]:
@@ -430,6 +434,7 @@ def _float_element(domain: VectorDomain, name: str) -> AtomDomain:
     return element
 
 
+@recorded
 def make_impute_constant(
     input_domain: Domain, input_metric: Metric, constant: Any
 ) -> Transformation[Any, Any, int, int]:
@@ -482,6 +487,7 @@ def make_impute_constant(
     )
 
 
+@recorded
 def make_drop_null(input_domain: Domain, input_metric: Metric) -> Transformation[Any, Any, int, int]:
     """Drop the NaN records; the output domain has ``nan=False`` and no fixed size.
 
@@ -595,6 +601,7 @@ def _key_of(value: Any) -> Hashable:
     return _OTHER
 
 
+@recorded
 def make_count_distinct(
     input_domain: Domain, input_metric: Metric
 ) -> Transformation[Any, int, int, Fraction]:

@@ -38,6 +38,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._sampling import GeneratorSource, RandomSource, SecureSource
 from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
@@ -167,6 +168,7 @@ def exact_fraction_sum(values: npt.NDArray[np.float64]) -> Fraction:
 # ---------------------------------------------------------------------------------------------------------
 
 
+@recorded
 def make_resize(
     input_domain: Domain,
     input_metric: Metric,
@@ -368,6 +370,7 @@ def mean_error_bound(carrier: type, lo: Fraction, hi: Fraction) -> Fraction:
     return _U * max(abs(lo), abs(hi)) + _ETA
 
 
+@recorded
 def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any, float, int, Fraction]:
     """The mean of bounded records of a known number n, as a ``float`` under ``AbsoluteDistance``.
 
@@ -480,6 +483,7 @@ def variance_error_bound(carrier: type, lo: Fraction, hi: Fraction, n: int, ddof
     return (gamma * d_max + n * _ETA + n * e_m * e_m) / k + _U * a / k + _ETA
 
 
+@recorded
 def make_variance(
     input_domain: Domain, input_metric: Metric, ddof: int = 1
 ) -> Transformation[Any, float, int, Fraction]:

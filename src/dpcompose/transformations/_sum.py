@@ -21,6 +21,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import (
     INT64_MAX,
@@ -33,6 +34,7 @@ from dpcompose.transformations._clamp import (
 __all__ = ["make_sum"]
 
 
+@recorded
 def make_sum(
     input_domain: Domain, input_metric: Metric, *, max_size: int | None = None
 ) -> Transformation[Any, Any, int, Fraction]:

@@ -36,6 +36,7 @@ from dpcompose.core import (
 )
 from dpcompose.core._metrics import check_space
 from dpcompose.core._norm_domain import MARGIN, MAX_DIMENSION, certainly_within, scaled_norms
+from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 from dpcompose.transformations._sum import _SCALE, exact_float_sum
@@ -181,12 +182,14 @@ _CLIP_DOC = """Scale each row (a float vector of fixed size d) so its exact L{p}
 """
 
 
+@recorded
 def make_clip_l1(
     input_domain: Domain, input_metric: Metric, norm: float | int | Fraction
 ) -> Transformation[Any, FloatRows, int, int]:
     return _make_clip(input_domain, input_metric, norm, 1, "make_clip_l1")
 
 
+@recorded
 def make_clip_l2(
     input_domain: Domain, input_metric: Metric, norm: float | int | Fraction
 ) -> Transformation[Any, FloatRows, int, int]:
@@ -225,6 +228,7 @@ def _sqrt_up(d: int) -> Fraction:
     return Fraction(math.isqrt(d * (1 << 40) - 1) + 1, 1 << 20)
 
 
+@recorded
 def make_vector_sum(
     input_domain: Domain, input_metric: Metric, *, max_size: int | None = None
 ) -> Transformation[Any, npt.NDArray[np.float64], int, Fraction]:
