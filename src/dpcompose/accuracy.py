@@ -412,9 +412,7 @@ def _largest_passing(ok: Callable[[float], bool], guess: float, cap: float, what
 
 
 def _data_kind(data: object) -> str:
-    if data not in ("any", "float", "int"):
-        raise InvalidParameter(f"data={data!r} must be 'any', 'float' or 'int'")
-    return str(data)
+    return check_str(data, "data", ("float", "int", "any"))
 
 
 def _laplace_accuracy(scale: Fraction, alpha: Fraction, data: str = "float") -> Fraction:

@@ -47,7 +47,14 @@ def privacy_curve(
         raise InvalidParameter(f"deltas={deltas!r} must be a sequence of δ values in [0, 1)")
     ds = [decimal(check_probability(d, f"deltas[{i}]"), f"deltas[{i}]") for i, d in enumerate(deltas)]
     cost = measurement.map(d_in)
-    measure = measurement.output_measure
+    measure: Any = measurement.output_measure
+    try:
+        return _curve(measure, cost, ds)
+    except InvalidParameter as exc:  # a cost beyond what the conversions handle: say which input did it
+        raise InvalidParameter(f"d_in={d_in!r} gives a cost that cannot be turned into ε: {exc}") from None
+
+
+def _curve(measure: Any, cost: Any, ds: list[Fraction]) -> list[tuple[Fraction, Fraction | None]]:
     out: list[tuple[Fraction, Fraction | None]] = []
     for delta in ds:
         eps: Fraction | None

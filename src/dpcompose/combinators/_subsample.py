@@ -55,10 +55,9 @@ from dpcompose.core import (
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 from dpcompose.measurements._sampling import (
-    GeneratorSource,
     RandomSource,
-    SecureSource,
     _uniform_words,
+    caller_or_secure_source,
 )
 
 __all__ = ["amplify_epsilon", "make_subsample"]
@@ -140,18 +139,6 @@ def _uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int6
     chosen.sort()
     return chosen.astype(np.int64)
 
-
-def _resolve_source(rng: object) -> RandomSource:
-    """The operating system's secure source, or the caller's bits (NOT private); refuse anything else."""
-    if rng is None:
-        return SecureSource()
-    if isinstance(rng, np.random.Generator):
-        return GeneratorSource(rng)
-    if not isinstance(rng, type) and isinstance(rng, RandomSource):
-        return rng
-    raise InvalidParameter(
-        f"rng=<{type(rng).__name__}> must be a numpy Generator, a RandomSource (e.g. SeededSource) or None"
-    )
 
 
 def _select(data: Any, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Any:
@@ -266,7 +253,7 @@ def make_subsample(
         raise DomainMismatch(
             f"make_subsample: m's input_domain={domain!r} must be a VectorDomain (a dataset)"
         )
-    source = _resolve_source(rng)
+    source = caller_or_secure_source(rng)
 
     function: Callable[[Any], Any]
     outer_metric: Metric

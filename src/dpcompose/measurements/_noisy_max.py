@@ -62,8 +62,8 @@ from dpcompose.measurements._discrete import (
     saturate_ints,
 )
 from dpcompose.measurements._sampling import (
-    GeneratorSource,
     RandomSource,
+    caller_source,
     discrete_laplace_array,
 )
 
@@ -89,18 +89,6 @@ def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
-
-def resolve_source(rng: object) -> RandomSource | None:
-    """``None`` (secure), or the caller's numpy Generator / RandomSource (reproducible, NOT private)."""
-    if rng is None:
-        return None
-    if isinstance(rng, np.random.Generator):
-        return GeneratorSource(rng)
-    if not isinstance(rng, type) and isinstance(rng, RandomSource):
-        return rng
-    raise InvalidParameter(
-        f"rng={_short(rng)} must be a numpy Generator, a RandomSource (e.g. SeededSource) or None"
-    )
 
 
 class _Scores:
@@ -245,7 +233,7 @@ def make_report_noisy_max(
         0
     """
     plan = _Scores(input_domain, input_metric, scale, optimize)
-    source = resolve_source(rng)
+    source = caller_source(rng)
 
     def run(data: Any) -> int:
         return noisy_argmax(plan.indices(data), plan.units, source)
@@ -321,7 +309,7 @@ def make_noisy_top_k(
     k_ = check_positive_int(k, "k")
     if k_ > plan.size:
         raise InvalidParameter(f"k={k!r} must be at most the number of candidates ({plan.size})")
-    source = resolve_source(rng)
+    source = caller_source(rng)
 
     def run(data: Any) -> tuple[int, ...]:
         r = plan.indices(data)

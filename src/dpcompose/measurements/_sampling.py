@@ -83,6 +83,8 @@ __all__ = [
     "RecordingSource",
     "SecureSource",
     "SeededSource",
+    "caller_or_secure_source",
+    "caller_source",
     "discrete_gaussian_array",
     "discrete_laplace_array",
     "randbelow",
@@ -296,6 +298,33 @@ _DEFAULT_SOURCE = SecureSource()
 
 def _source(source: RandomSource | None) -> RandomSource:
     return _DEFAULT_SOURCE if source is None else source
+
+
+def caller_source(rng: object) -> RandomSource | None:
+    """A mechanism's ``rng=`` argument as a bit source: ``None`` (the secure default), a numpy
+    ``Generator`` (wrapped in :class:`GeneratorSource`) or a :class:`RandomSource` (both reproducible and
+    NOT private); anything else is refused at construction, naming ``rng``.
+
+    Examples:
+        >>> caller_source(None) is None, type(caller_source(np.random.default_rng(0))).__name__
+        (True, 'GeneratorSource')
+    """
+    if rng is None:
+        return None
+    if isinstance(rng, np.random.Generator):
+        return GeneratorSource(rng)
+    if not isinstance(rng, type) and isinstance(rng, RandomSource):
+        return rng
+    text = repr(rng) if len(repr(rng)) <= 80 else f"<{type(rng).__name__}>"
+    raise InvalidParameter(
+        f"rng={text} must be a numpy Generator, a RandomSource (e.g. SeededSource) or None"
+    )
+
+
+def caller_or_secure_source(rng: object) -> RandomSource:
+    """:func:`caller_source`, with the operating system's secure source for ``None``."""
+    source = caller_source(rng)
+    return SecureSource() if source is None else source
 
 
 # ---------------------------------------------------------------------------------------------------------

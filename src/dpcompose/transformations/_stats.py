@@ -40,7 +40,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
-from dpcompose.measurements._sampling import GeneratorSource, RandomSource, SecureSource
+from dpcompose.measurements._sampling import RandomSource, caller_or_secure_source
 from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
 from dpcompose.transformations._sum import exact_float_total
 
@@ -67,18 +67,6 @@ def _short(value: object) -> str:
 # Randomness for make_resize
 # ---------------------------------------------------------------------------------------------------------
 
-
-def _resolve_source(rng: object) -> RandomSource:
-    """The operating system's secure source, or the caller's bits (NOT private); refuse anything else."""
-    if rng is None:
-        return SecureSource()
-    if isinstance(rng, np.random.Generator):
-        return GeneratorSource(rng)
-    if not isinstance(rng, type) and isinstance(rng, RandomSource):
-        return rng
-    raise InvalidParameter(
-        f"rng={_short(rng)} must be a numpy Generator, a RandomSource (e.g. SeededSource) or None"
-    )
 
 
 def random_selection(count: int, take: int, source: RandomSource) -> npt.NDArray[np.intp]:
@@ -257,7 +245,7 @@ def make_resize(
         raise InvalidParameter(
             f"constant={_short(constant)} must be a member of the element domain {element!r}"
         )
-    source = _resolve_source(rng)
+    source = caller_or_secure_source(rng)
     carrier = element.carrier if isinstance(element, AtomDomain) else None
     if carrier is int and -_INT64_MAX - 1 <= int(constant) <= _INT64_MAX:
         numeric: str | None = "int"
