@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -96,3 +97,16 @@ def test_sampled_distribution_is_the_discrete_laplace_and_privacy_ratio_holds() 
     for out in range(-30, 31):
         ratio = _laplace_pmf(out - 0, t) / _laplace_pmf(out - 1, t)
         assert ratio <= math.exp(eps) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [dp.m.make_laplace, dp.m.make_gaussian, dp.m.make_discrete_laplace, dp.m.make_discrete_gaussian],
+)
+@pytest.mark.parametrize("carrier", [int, float])
+def test_a_bad_rng_is_refused_at_construction(make: Any, carrier: type) -> None:
+    """rng="x" used to be accepted and to raise AttributeError only when the mechanism ran on data."""
+    if carrier is float and make in (dp.m.make_discrete_laplace, dp.m.make_discrete_gaussian):
+        return
+    with pytest.raises(dp.InvalidParameter, match="rng"):
+        make(dp.AtomDomain(carrier), dp.AbsoluteDistance(), 2.0, rng="x")

@@ -69,6 +69,13 @@ def _source(rng: np.random.Generator | None) -> RandomSource | None:
     return None if rng is None else GeneratorSource(rng)
 
 
+def check_generator(rng: object) -> None:
+    """Refuse, at construction, an ``rng=`` that is neither ``None`` nor a numpy ``Generator`` (it would
+    otherwise fail only when the mechanism runs on data: an exception is an output)."""
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise InvalidParameter(f"rng={rng!r} must be a numpy Generator or None")
+
+
 def check_numeric_input(
     domain: Domain, metric: Metric, vector_metric: type, carriers: tuple[type, ...] = (int, float)
 ) -> bool:
@@ -171,6 +178,7 @@ def make_discrete_laplace(
             f"scale={scale!r} must be at most 2**50: the exact sampler's draws must fit int64"
         )
     vector = check_numeric_input(input_domain, input_metric, L1Distance, (int,))
+    check_generator(rng)
 
     def run(data: Any) -> Any:
         size = len(data) if vector else 1
@@ -238,6 +246,7 @@ def make_discrete_gaussian(
             f"scale={scale!r} must be at most 2**40 (σ² <= 2**80): the exact sampler's draws must fit int64"
         )
     vector = check_numeric_input(input_domain, input_metric, L2Distance, (int,))
+    check_generator(rng)
 
     def run(data: Any) -> Any:
         size = len(data) if vector else 1
@@ -655,6 +664,7 @@ def secure_float_setup(
     A vector of unknown size whose entries are rounded has no finite grid bound
     (:func:`grid_sensitivity`), so the secure path refuses it; the seeded path (``rng=``) does not round.
     """
+    check_generator(rng)
     size = input_domain.size if isinstance(input_domain, VectorDomain) else 1
     if vector and size is None and not grid.on_grid and rng is None:
         raise DomainMismatch(

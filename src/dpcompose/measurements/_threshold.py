@@ -43,6 +43,7 @@ from dpcompose.measurements._discrete import (
     DISCRETE_LAPLACE_MAX_SCALE,
     _add_integer_noise,
     _source,
+    check_generator,
 )
 from dpcompose.measurements._sampling import discrete_gaussian_array, discrete_laplace_array
 
@@ -100,8 +101,8 @@ def _read_threshold(threshold: object) -> int:
 
 def _rng_source(rng: object) -> Any:
     """The caller's generator as a (not private) bit source, or None (the secure default)."""
-    if rng is not None and not isinstance(rng, np.random.Generator):
-        raise InvalidParameter(f"rng={rng!r} must be a numpy Generator or None")
+    check_generator(rng)
+    assert rng is None or isinstance(rng, np.random.Generator)
     return _source(rng)
 
 
