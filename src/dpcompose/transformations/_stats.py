@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -42,7 +43,7 @@ from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._sampling import RandomSource, caller_or_secure_source
 from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
-from dpcompose.transformations._sum import exact_float_total
+from dpcompose.transformations._sum import _int_sum, exact_float_total
 
 __all__ = ["make_mean", "make_resize", "make_variance"]
 
@@ -127,15 +128,6 @@ def _int64_values(data: Any) -> npt.NDArray[np.int64] | None:
 def _float_values(data: Any) -> npt.NDArray[np.float64]:
     """Float data as a float64 array (exact: a float domain admits only values that are float64s)."""
     return np.asarray(data, dtype=np.float64)
-
-
-def _exact_int_sum(values: npt.NDArray[np.int64], bound: int) -> int:
-    """The exact sum of int64 values of magnitude at most ``bound`` (< 2**63): int64 sums over blocks
-    short enough never to overflow, added as Python ints."""
-    block = max(1, _INT64_MAX // max(bound, 1))
-    if len(values) <= block:
-        return int(values.sum())
-    return sum(int(values[i : i + block].sum()) for i in range(0, len(values), block))
 
 
 def exact_fraction_sum(values: npt.NDArray[np.float64]) -> Fraction:
@@ -419,10 +411,11 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     else:
         int64_ok = big <= _INT64_MAX
         bound = min(math.floor(big), _INT64_MAX)
+        int_total: Callable[[Any], int] = _int_sum(bound, -bound, bound)  # exact, chosen from the bounds
 
         def run(data: Any) -> float:
             values = _int64_values(data) if int64_ok else None
-            total = _exact_int_sum(values, bound) if values is not None else sum(int(v) for v in data)
+            total = int_total(values) if values is not None else sum(int(v) for v in data)
             return min(max(total / n, lo_f), hi_f)  # int / int: one correct rounding
 
     width = hi - lo
@@ -564,15 +557,16 @@ def make_variance(
         int64_ok = big <= _INT64_MAX
         squares_ok = big * big <= _INT64_MAX
         bound = min(math.floor(big), _INT64_MAX)
+        int_total: Callable[[Any], int] = _int_sum(bound, -bound, bound)
+        square_total: Callable[[Any], int] = (
+            _int_sum(bound * bound, 0, bound * bound) if squares_ok else int_total
+        )
 
         def run(data: Any) -> float:
             values = _int64_values(data) if int64_ok else None
             if values is not None:
-                total = _exact_int_sum(values, bound)
-                if squares_ok:
-                    squares = _exact_int_sum(values * values, bound * bound)
-                else:
-                    squares = sum(v * v for v in values.tolist())
+                total = int_total(values)
+                squares = square_total(values * values) if squares_ok else sum(v * v for v in values.tolist())
             else:
                 ints = [int(v) for v in data]
                 total, squares = sum(ints), sum(v * v for v in ints)
