@@ -96,15 +96,7 @@ def make_sum(
     slack = Fraction(0)
     limit: int | None = None
     if carrier is float:
-        if max_size is not None:
-            limit = check_nonnegative_int(max_size, "max_size")
-        elif input_domain.size is not None:
-            limit = input_domain.size
-        else:
-            raise InvalidParameter(
-                "a float sum needs a bound on the number of records to bound its rounding error: "
-                "give the VectorDomain a size or pass max_size="
-            )
+        limit = size_bound(input_domain, max_size, "a float sum", "records")
         largest = float_up(limit * max(abs(lo), abs(hi)))
         if largest == math.inf:
             raise InvalidParameter(
@@ -135,6 +127,19 @@ def make_sum(
         run,
         stability,
         node=Node("sum", params=tuple(params), source="Dwork–Roth 2014 §3.3; Casacuberta et al. 2022"),
+    )
+
+
+def size_bound(input_domain: VectorDomain, max_size: object, what: str, noun: str) -> int:
+    """The bound n on the number of records that a float sum's rounding slack needs: ``max_size`` if
+    given, else the domain's ``size``; InvalidParameter naming both otherwise."""
+    if max_size is not None:
+        return check_nonnegative_int(max_size, "max_size")
+    if input_domain.size is not None:
+        return input_domain.size
+    raise InvalidParameter(
+        f"{what} needs a bound on the number of {noun} to bound its rounding error: give the VectorDomain "
+        "a size or pass max_size="
     )
 
 

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose._validation import check_nonnegative_int
 from dpcompose.accounting import float_up
 from dpcompose.core import (
     AtomDomain,
@@ -39,7 +38,7 @@ from dpcompose.core._norm_domain import MARGIN, MAX_DIMENSION, certainly_within,
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sum import _SCALE, exact_float_sum
+from dpcompose.transformations._sum import _SCALE, exact_float_sum, size_bound
 
 __all__ = ["make_clip_l1", "make_clip_l2", "make_vector_sum"]
 
@@ -287,15 +286,7 @@ def make_vector_sum(
             f"make_vector_sum needs rows of bounded norm: input_domain={input_domain!r} must be "
             "VectorDomain(NormBallDomain(...)); chain make_clip_l1 or make_clip_l2 first"
         )
-    if max_size is not None:
-        limit = check_nonnegative_int(max_size, "max_size")
-    elif input_domain.size is not None:
-        limit = input_domain.size
-    else:
-        raise InvalidParameter(
-            "a vector sum needs a bound on the number of rows to bound its rounding error: give the "
-            "VectorDomain a size or pass max_size="
-        )
+    limit = size_bound(input_domain, max_size, "a vector sum", "rows")
     d, p, c = ball.size, ball.p, Fraction(ball.norm)
     assert d is not None
     largest = float_up(limit * c)
