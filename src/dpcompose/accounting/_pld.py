@@ -44,7 +44,7 @@ Examples:
     >>> from dpcompose.accounting import pld_laplace
     >>> pld = pld_laplace(1, 10).self_compose(100)
     >>> lo, hi = pld.epsilon_bounds(1e-6)
-    >>> 4.3 < float(lo) <= float(hi) < 4.5
+    >>> 4.68 < float(lo) <= float(hi) < 4.70
     True
 """
 
@@ -326,7 +326,7 @@ class PLD:
 
         Examples:
             >>> from dpcompose.accounting import pld_laplace
-            >>> float(pld_laplace(1, 1).self_compose(2).epsilon(0)) <= 2.0
+            >>> float(pld_laplace(1, 1).self_compose(2).epsilon(1e-9)) <= 2.0001
             True
         """
         k = check_positive_int(count, "count")
@@ -424,8 +424,8 @@ class PLD:
 
         Examples:
             >>> from dpcompose.accounting import pld_approx
-            >>> lo, hi = pld_approx(1.0, 1e-3).epsilon_bounds(1e-3)
-            >>> float(lo) <= 1.0 <= float(hi) < 1.001
+            >>> lo, hi = pld_approx(1.0, 1e-3).epsilon_bounds(2e-3)
+            >>> 0.99 < float(lo) <= float(hi) < 1.0
             True
         """
         d = float(probability(delta, "delta"))
@@ -477,7 +477,7 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
     Examples:
         >>> from dpcompose.accounting import pld_laplace, pld_randomized_response
         >>> a, b = pld_laplace(1, 10), pld_randomized_response(0.1)
-        >>> float(compose_plds([a, b, a]).epsilon(1e-6)) <= 0.3000001
+        >>> float(compose_plds([a, b, a]).epsilon(1e-6)) <= 0.3001
         True
     """
     if isinstance(plds, PLD) or not isinstance(plds, Sequence) or len(plds) == 0:
