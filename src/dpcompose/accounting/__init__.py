@@ -36,6 +36,15 @@ from dpcompose.accounting._optimal import (
     optimal_epsilon,
     optimal_epsilon_bounds,
 )
+from dpcompose.accounting._pld import (
+    PLD,
+    compose_plds,
+    pld_approx,
+    pld_discrete_laplace,
+    pld_gaussian,
+    pld_laplace,
+    pld_randomized_response,
+)
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
 from dpcompose.accounting._zcdp import (
     group_zcdp,
@@ -47,6 +56,7 @@ from dpcompose.accounting._zcdp import (
 )
 
 __all__ = [
+    "PLD",
     "BasicFilter",
     "FilterRule",
     "Number",
@@ -60,6 +70,7 @@ __all__ = [
     "advanced_drv",
     "advanced_kov",
     "basic",
+    "compose_plds",
     "concurrent_vadhan_wang",
     "decimal",
     "exact",
@@ -76,6 +87,11 @@ __all__ = [
     "optimal_delta_bounds",
     "optimal_epsilon",
     "optimal_epsilon_bounds",
+    "pld_approx",
+    "pld_discrete_laplace",
+    "pld_gaussian",
+    "pld_laplace",
+    "pld_randomized_response",
     "pure_to_zcdp",
     "renyi_to_approx",
     "rruv_filter_epsilon",

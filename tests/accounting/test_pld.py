@@ -1,0 +1,187 @@
+"""Certified PLD bounds against exact references (mpmath enumeration, closed forms)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcompose.accounting import (
+    compose_plds,
+    pld_approx,
+    pld_discrete_laplace,
+    pld_gaussian,
+    pld_laplace,
+    pld_randomized_response,
+)
+from dpcompose.errors import InvalidParameter
+
+mpmath.mp.dps = 40
+
+
+def m(q: Fraction) -> mpmath.mpf:
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+def exact_delta(
+    atoms: list[tuple[mpmath.mpf, mpmath.mpf]], k: int, eps: float, inf_mass: float = 0
+) -> mpmath.mpf:
+    """δ(ε) of k compositions of a finite PLD given as (loss, P-mass) atoms, by multinomial enumeration."""
+    total = mpmath.mpf(0)
+    n = len(atoms)
+    for counts in itertools.product(range(k + 1), repeat=n - 1):
+        last = k - sum(counts)
+        if last < 0:
+            continue
+        cs = (*counts, last)
+        coef = mpmath.factorial(k)
+        loss = mpmath.mpf(0)
+        prob = mpmath.mpf(1)
+        for c, (lo, pm) in zip(cs, atoms, strict=True):
+            coef /= mpmath.factorial(c)
+            prob *= pm**c
+            loss += c * lo
+        if loss > eps:
+            total += coef * prob * (1 - mpmath.exp(eps - loss))
+    no_inf = (1 - mpmath.mpf(inf_mass)) ** k
+    return total + (1 - no_inf)
+
+
+def rr_atoms(eps: float) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    e = mpmath.mpf(eps)
+    p = mpmath.exp(e) / (1 + mpmath.exp(e))
+    return [(e, p), (-e, 1 - p)]
+
+
+def dlap_atoms(sens: int, t: float) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    tt = mpmath.mpf(t)
+    r = mpmath.exp(-1 / tt)
+    c = (1 - r) / (1 + r)
+    atoms = [(sens / tt, 1 / (1 + r))]
+    atoms += [((sens - 2 * z) / tt, c * r**z) for z in range(1, sens)]
+    atoms.append((-sens / tt, r**sens / (1 + r)))
+    return atoms
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 12])
+@pytest.mark.parametrize("eps0", [0.1, 0.7, 1.3])
+def test_rr_composition_brackets_exact(k: int, eps0: float) -> None:
+    pld = pld_randomized_response(eps0).self_compose(k)
+    for eps in [0.0, 0.3 * k * eps0, 0.6 * k * eps0]:
+        lo, hi = pld.delta_bounds(eps)
+        ref = exact_delta(rr_atoms(eps0), k, eps)
+        assert m(lo) <= ref <= m(hi), (k, eps0, eps, float(lo), float(ref), float(hi))
+        assert float(hi) - float(lo) <= 1e-2 * float(ref) + 1e-12
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_discrete_laplace_composition_brackets_exact(k: int) -> None:
+    pld = pld_discrete_laplace(3, 2.5).self_compose(k)
+    for eps in [0.0, 0.5, 1.5, 3.0]:
+        lo, hi = pld.delta_bounds(eps)
+        ref = exact_delta(dlap_atoms(3, 2.5), k, eps)
+        assert m(lo) <= ref <= m(hi), (k, eps, float(lo), float(ref), float(hi))
+
+
+def test_heterogeneous_composition_brackets_exact() -> None:
+    a, b = pld_randomized_response(0.5), pld_discrete_laplace(2, 3)
+    pld = compose_plds([a, b, a, b, b])
+    # exact: enumerate both families separately and convolve in mpmath
+    ra, da = rr_atoms(0.5), dlap_atoms(2, 3)
+    for eps in [0.0, 1.0, 2.0]:
+        total = mpmath.mpf(0)
+        for combo in itertools.product(ra, ra, da, da, da):
+            loss = sum(c[0] for c in combo)
+            prob = mpmath.fprod(c[1] for c in combo)
+            if loss > eps:
+                total += prob * (1 - mpmath.exp(eps - loss))
+        lo, hi = pld.delta_bounds(eps)
+        assert m(lo) <= total <= m(hi)
+
+
+def test_approx_pair_carries_delta_and_epsilon() -> None:
+    pld = pld_approx(1.0, 1e-3).self_compose(4)
+    for eps in [0.0, 1.0, 2.5]:
+        lo, hi = pld.delta_bounds(eps)
+        keep = (1 - mpmath.mpf(1e-3)) ** 4
+        ref = exact_delta(rr_atoms(1.0), 4, eps) * keep + 1 - keep
+        assert m(lo) <= ref <= m(hi)
+    with pytest.raises(InvalidParameter, match="delta"):
+        pld.epsilon_bounds(1e-4)  # below the mass at +∞
+
+
+def test_laplace_single_closed_form() -> None:
+    # Laplace pair: δ(ε) = 1 − exp((ε − Δ/b)/2) for 0 ≤ ε ≤ Δ/b.
+    pld = pld_laplace(1, 2)
+    for eps in [0.0, 0.1, 0.25, 0.4999]:
+        lo, hi = pld.delta_bounds(eps)
+        ref = 1 - mpmath.exp((mpmath.mpf(eps) - mpmath.mpf(0.5)) / 2)
+        assert m(lo) <= ref <= m(hi)
+        assert float(hi - lo) < 1e-3
+
+
+def gaussian_ref(mu: mpmath.mpf, eps: float) -> mpmath.mpf:
+    """Balle–Wang 2018 Thm 8: δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)."""
+    e = mpmath.mpf(eps)
+    return mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+
+
+@pytest.mark.parametrize(("sigma", "k"), [(1.0, 1), (2.0, 4), (5.0, 16)])
+def test_gaussian_composition_closed_form(sigma: float, k: int) -> None:
+    pld = pld_gaussian(1, sigma).self_compose(k)
+    mu = mpmath.sqrt(k) / sigma  # k Gaussians of σ compose to one of σ/√k
+    for eps in [0.0, 0.5, 1.0, 2.0]:
+        lo, hi = pld.delta_bounds(eps)
+        ref = gaussian_ref(mu, eps)
+        assert m(lo) <= ref <= m(hi), (sigma, k, eps, float(lo), float(ref), float(hi))
+
+
+def test_epsilon_bounds_bracket_and_are_monotone() -> None:
+    pld = pld_randomized_response(0.3).self_compose(10)
+    lo, hi = pld.epsilon_bounds(1e-4)
+    assert lo <= hi
+    assert pld.delta(hi) <= Fraction(1, 10**4)
+    ref_at_lo = exact_delta(rr_atoms(0.3), 10, m(lo))
+    assert ref_at_lo > mpmath.mpf(1e-4) or lo == 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(eps0=st.floats(0.01, 2.0), k=st.integers(1, 6), frac=st.floats(0.0, 1.0))
+def test_rr_property(eps0: float, k: int, frac: float) -> None:
+    pld = pld_randomized_response(eps0, step_bits=10).self_compose(k)
+    eps = frac * k * eps0
+    lo, hi = pld.delta_bounds(eps)
+    ref = exact_delta(rr_atoms(eps0), k, eps)
+    assert m(lo) <= ref <= m(hi)
+
+
+@pytest.mark.slow
+def test_laplace_thousand_brackets_dp_accounting_scale() -> None:
+    pld = pld_laplace(1, 10).self_compose(1000)
+    lo, hi = pld.epsilon_bounds(1e-6)
+    assert 18.9 < float(lo) <= float(hi) < 18.96
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: pld_laplace(-1, 1),
+        lambda: pld_laplace(1, 0),
+        lambda: pld_gaussian(1, math.nan),
+        lambda: pld_randomized_response(1.0, k=1),
+        lambda: pld_approx(1.0, 1.0),
+        lambda: pld_discrete_laplace(1.5, 2),  # type: ignore[arg-type]
+        lambda: pld_laplace(1, 1, step_bits=0),
+        lambda: pld_laplace(1, 1).compose(pld_laplace(1, 1, step_bits=12)),
+        lambda: compose_plds([]),
+        lambda: pld_laplace(1, 1).self_compose(0),
+    ],
+)
+def test_bad_input_raises_invalid_parameter(call: object) -> None:
+    with pytest.raises(InvalidParameter):
+        call()  # type: ignore[operator]
