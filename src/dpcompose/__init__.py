@@ -10,7 +10,7 @@ Examples:
 
 from __future__ import annotations
 
-from dpcompose import accounting, analysis, combinators, core, measurements, transformations
+from dpcompose import accounting, analysis, combinators, core, measurements, tables, transformations
 from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
@@ -76,6 +76,7 @@ from dpcompose.errors import (
     SequentialityError,
     UnsupportedComposition,
 )
+from dpcompose.tables import Column, Context, FrameDomain, col, unit_of
 
 __version__ = "0.1.0"
 """The version of this dpcompose release."""
@@ -88,10 +89,13 @@ __all__ = [
     "BudgetExceeded",
     "CategoricalDomain",
     "ChangeOneDistance",
+    "Column",
+    "Context",
     "DPError",
     "DiscreteDistance",
     "Domain",
     "DomainMismatch",
+    "FrameDomain",
     "InvalidParameter",
     "L01InfDistance",
     "L1Distance",
@@ -119,6 +123,7 @@ __all__ = [
     "accounting",
     "analysis",
     "binary_search_param",
+    "col",
     "combinators",
     "core",
     "explain",
@@ -149,6 +154,8 @@ __all__ = [
     "privacy_curve",
     "split_budget",
     "t",
+    "tables",
     "transformations",
+    "unit_of",
     "wrap_queryable",
 ]
