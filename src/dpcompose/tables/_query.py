@@ -512,7 +512,10 @@ class Context:
         ledger: Any = None,
     ) -> None:
         if not isinstance(domain, FrameDomain):
-            domain = FrameDomain(domain)
+            try:
+                domain = FrameDomain(domain)
+            except InvalidParameter as exc:
+                raise InvalidParameter(f"domain: {exc}") from None
         self.domain = domain
         if privacy_unit is not None and not isinstance(privacy_unit, PrivacyUnit):
             raise InvalidParameter(f"privacy_unit={privacy_unit!r} must be dp.unit_of(...) or None")
@@ -527,6 +530,7 @@ class Context:
             raise InvalidParameter(f"measure={measure!r} must be dp.PureDP(), dp.ZCDP() or dp.ApproxDP()")
         self.measure = measure
         budget: Any = measure.parse(privacy_loss, "privacy_loss")
+        _check_positive(budget, privacy_loss, "privacy_loss")
         if (split_evenly_over is None) == (split_by_weights is None):
             raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
         if split_evenly_over is not None:
@@ -538,11 +542,8 @@ class Context:
                 raise InvalidParameter(f"split_by_weights={split_by_weights!r} must be a list of weights")
             weights = []
             for w in split_by_weights:
-                if (
-                    isinstance(w, bool)
-                    or not isinstance(w, (int, float, Fraction))
-                    or not (math.isfinite(w) and w > 0)
-                ):
+                bad = isinstance(w, bool) or not isinstance(w, (int, float, Fraction))
+                if bad or (isinstance(w, float) and not math.isfinite(w)) or not w > 0:
                     raise InvalidParameter(f"split_by_weights={split_by_weights!r}: weights must be > 0")
                 weights.append(Fraction(w))
             if not weights:
@@ -564,6 +565,7 @@ class Context:
         """
         if privacy_loss is not None:
             share = self.measure.parse(privacy_loss, "privacy_loss")
+            _check_positive(share, privacy_loss, "privacy_loss")
         else:
             if self._next >= len(self._shares):
                 raise BudgetExceeded(
@@ -580,6 +582,13 @@ class Context:
     def __repr__(self) -> str:
         unit = "row" if self.privacy_unit is None else repr(self.privacy_unit)
         return f"Context({self.domain!r}, unit={unit}, measure={self.measure!r}, shares={len(self._shares)})"
+
+
+def _check_positive(budget: Any, raw: object, name: str) -> None:
+    """A query's noise is scaled by its ε (or ρ): it must be positive."""
+    first = budget[0] if isinstance(budget, tuple) else budget
+    if first <= 0:
+        raise InvalidParameter(f"{name}={raw!r} must be positive (ε > 0, or ρ > 0): noise is scaled by it")
 
 
 def _total(weights: list[Fraction]) -> Fraction:
