@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from dpcompose.tables._engine import Plan, SumSpec
 from dpcompose.tables._expr import Expr
-from dpcompose.tables._hash import row_keys, value_codes
+from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
 __all__ = ["PolarsEngine", "is_polars_data"]
 
@@ -94,10 +94,13 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
     """The specified 64-bit code of every value of a Polars Series (:mod:`dpcompose.tables._hash`)."""
     import polars as pl
 
+    if series.dtype == pl.String:  # hashed once per distinct value, mapped back by Polars
+        distinct = series.drop_nulls().unique()
+        table = pl.Series(value_codes(distinct.to_numpy().astype(object)), dtype=pl.UInt64)
+        mapped = series.replace_strict(distinct, table, return_dtype=pl.UInt64)
+        return mapped.fill_null(int(NULL_CODE)).to_numpy()
     nulls = series.is_null().to_numpy()
-    if series.dtype == pl.String:
-        values = series.to_numpy()
-    elif series.dtype == pl.Boolean:
+    if series.dtype == pl.Boolean:
         values = series.fill_null(False).to_numpy()
     elif series.dtype in (pl.Float32, pl.Float64):
         values = series.cast(pl.Float64).fill_null(0.0).to_numpy()
@@ -206,11 +209,14 @@ class PolarsEngine:
     @staticmethod
     def _cap_groups(df: Any, id_col: str, by: list[str], max_groups: int) -> Any:
         """Keep, per identifier, the rows of its ``max_groups`` groups with the smallest keys
-        ``row_keys([h(id), h(by_1), …])``; ties broken by the group values, so exactly that many groups."""
+        ``row_keys([h(id), h(by_1), …])``. Ranks are ordinal (distinct), so never more than ``max_groups``
+        groups are kept; only a 64-bit collision between two groups of one identifier (probability about
+        ``2**-64`` per pair) would let row order choose between them."""
         import polars as pl
 
         pairs = df.select([id_col, *by]).unique()
         gkey = row_keys([_codes(pairs.get_column(c)) for c in (id_col, *by)])
-        pairs = pairs.with_columns(pl.Series(_GKEY, gkey)).sort([id_col, _GKEY, *by], nulls_last=True)
-        keep = pairs.filter(pl.int_range(pl.len()).over(id_col) < max_groups).select([id_col, *by])
+        pairs = pairs.with_columns(pl.Series(_GKEY, gkey))
+        # ordinal ranks are distinct, so exactly min(G, groups) groups per identifier are kept
+        keep = pairs.filter(pl.col(_GKEY).rank("ordinal").over(id_col) <= max_groups).select([id_col, *by])
         return df.join(keep, on=[id_col, *by], how="semi", nulls_equal=True)
