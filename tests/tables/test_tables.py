@@ -300,3 +300,18 @@ def test_in_domain_data_never_raises(seed: int) -> None:
 def test_import_does_not_load_polars() -> None:
     code = "import sys, dpcompose; assert 'polars' not in sys.modules, 'polars imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd="src")
+
+
+def test_engine_codes_follow_the_specified_hash() -> None:
+    from dpcompose.tables._hash import NULL_CODE
+    from dpcompose.tables._polars import _codes
+
+    strings = pl.Series(["b", None, "a", "b", "é"])
+    expected = [string_code("b"), int(NULL_CODE), string_code("a"), string_code("b"), string_code("é")]
+    assert _codes(strings).tolist() == expected
+    floats = pl.Series([0.0, -0.0, None, float("nan")])
+    codes = _codes(floats).tolist()
+    assert codes[0] == codes[1] and codes[2] == int(NULL_CODE)
+    assert codes[3] == int(value_codes(np.array([-math.nan]))[0])
+    ints = pl.Series([1, None, -1], dtype=pl.Int8)
+    assert _codes(ints).tolist() == [_code(1, "int"), int(NULL_CODE), _code(-1, "int")]

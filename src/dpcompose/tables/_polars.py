@@ -98,7 +98,8 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
         distinct = series.drop_nulls().unique()
         table = pl.Series(value_codes(distinct.to_numpy().astype(object)), dtype=pl.UInt64)
         mapped = series.replace_strict(distinct, table, return_dtype=pl.UInt64)
-        return mapped.fill_null(int(NULL_CODE)).to_numpy()
+        out: npt.NDArray[np.uint64] = mapped.fill_null(int(NULL_CODE)).to_numpy().astype(np.uint64)
+        return out
     nulls = series.is_null().to_numpy()
     if series.dtype == pl.Boolean:
         values = series.fill_null(False).to_numpy()
