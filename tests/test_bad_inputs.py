@@ -153,6 +153,12 @@ BITS = dp.CategoricalDomain([0, 1])
 COUNTS = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
 
 
+def _table() -> Any:
+    import polars as pl
+
+    return pl.DataFrame({"user": [1, 1, 2], "x": [0.5, 0.25, 1.0]})
+
+
 def _lap(scale: float = 2.0) -> dp.Measurement[Any, Any, Any, Any]:
     return dp.m.make_laplace(FLOATS, dp.AbsoluteDistance(), scale=scale)
 
@@ -1077,6 +1083,25 @@ CASES: dict[str, Case] = {
     "accounting.PrivacyProfile.zcdp": Case(PrivacyProfile.zcdp, lambda: {"rho": 0.5}, _profile_eval),
     "accounting.PrivacyProfile.compose": Case(
         PrivacyProfile.compose, lambda: {"profiles": [PrivacyProfile.pure(0.5)] * 2}, _profile_eval
+    ),
+    # --- tables (issue 12) ---------------------------------------------------------------------------
+    "Column": Case(dp.Column, lambda: {"dtype": float, "bounds": (0.0, 1.0), "nullable": True, "fill": 0.5}),
+    "FrameDomain": Case(dp.FrameDomain, lambda: {"schema": {"x": dp.Column(float, bounds=(0.0, 1.0))}}),
+    "col": Case(dp.col, lambda: {"name": "x"}),
+    "unit_of": Case(dp.unit_of, lambda: {"id": "user", "max_rows": 2, "max_groups": 3}),
+    "Context": Case(
+        dp.Context,
+        lambda: {
+            "data": _table(),
+            "domain": {"user": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 1.0))},
+            "privacy_unit": dp.unit_of(id="user", max_rows=2),
+            "privacy_loss": 1.0,
+            "measure": dp.PureDP(),
+            "split_evenly_over": None,
+            "split_by_weights": [1.0, 2.0],
+            "ledger": None,
+        },
+        lambda ctx: ctx.query().agg(dp.tables.count(), dp.tables.mean("x")).measurement.map(1),
     ),
     "accounting.PrivacyProfile.delta": Case(
         lambda epsilon: PrivacyProfile.compose([PrivacyProfile.pure(0.5)] * 3).delta(epsilon),

@@ -41,6 +41,10 @@ NOT_STORED = {
     "Measurement": "built by constructors (refused when called directly outside dpcompose)",
     "Transformation": "built by constructors (refused when called directly outside dpcompose)",
     "Queryable": "live state (answers, budget spent)",
+    "Context": "holds the data and a live budget (state); store its queries' parts instead",
+    "unit_of": "returns a PrivacyUnit, an argument of Context (which is not stored)",
+    "Column": "a part of a FrameDomain: round-tripped inside the FrameDomain sample",
+    "col": "returns a query expression, used inside a Context (which is not stored)",
     "RenyiCurve": "a privacy quantity holding a function (a map's output), not a constructor call",
 }
 

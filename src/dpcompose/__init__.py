@@ -10,7 +10,16 @@ Examples:
 
 from __future__ import annotations
 
-from dpcompose import accounting, accuracy, analysis, combinators, core, measurements, transformations
+from dpcompose import (
+    accounting,
+    accuracy,
+    analysis,
+    combinators,
+    core,
+    measurements,
+    tables,
+    transformations,
+)
 from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose._serialize import from_json, register_function, to_json
@@ -82,6 +91,7 @@ from dpcompose.errors import (
     SerializationError,
     UnsupportedComposition,
 )
+from dpcompose.tables import Column, Context, FrameDomain, col, unit_of
 
 __version__ = "0.1.0"
 """The version of this dpcompose release."""
@@ -94,10 +104,13 @@ __all__ = [
     "BudgetExceeded",
     "CategoricalDomain",
     "ChangeOneDistance",
+    "Column",
+    "Context",
     "DPError",
     "DiscreteDistance",
     "Domain",
     "DomainMismatch",
+    "FrameDomain",
     "InvalidParameter",
     "L01InfDistance",
     "L1Distance",
@@ -130,6 +143,7 @@ __all__ = [
     "accuracy",
     "analysis",
     "binary_search_param",
+    "col",
     "combinators",
     "core",
     "explain",
@@ -163,7 +177,9 @@ __all__ = [
     "register_function",
     "split_budget",
     "t",
+    "tables",
     "to_json",
     "transformations",
+    "unit_of",
     "wrap_queryable",
 ]

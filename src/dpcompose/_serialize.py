@@ -15,11 +15,12 @@ arrays tagged with their dtype, and the carrier types ``{"type": "int"}``. Plain
 any size, strings, booleans and ``null`` are themselves.
 
 Loading calls only the constructors listed in the public ``__all__`` of :mod:`dpcompose.transformations`,
-:mod:`dpcompose.measurements`, :mod:`dpcompose.combinators`, :mod:`dpcompose.core` and the value classes
-of :mod:`dpcompose.accounting`: no ``importlib`` of stored names, no ``eval``, no ``pickle``. A user's
-function (a predicate, a row map, a post-processor, the parts of ``dp.make_user_measurement``) is
-stored by the name it was registered under with :func:`register_function`, in the process that writes
-and in the process that reads; an unregistered one is refused.
+:mod:`dpcompose.measurements`, :mod:`dpcompose.combinators`, :mod:`dpcompose.core`,
+:mod:`dpcompose.tables` (domains and columns) and the value classes of :mod:`dpcompose.accounting`: no
+``importlib`` of stored names, no ``eval``, no ``pickle``. A user's function (a predicate, a row map, a
+post-processor, the parts of ``dp.make_user_measurement``) is stored by the name it was registered under
+with :func:`register_function`, in the process that writes and in the process that reads; an unregistered
+one is refused.
 
 Examples:
     >>> import dpcompose as dp
@@ -90,7 +91,7 @@ _NUMPY_DTYPES = frozenset(
         "float64",
     ]
 )
-_PACKAGES = ("transformations", "measurements", "combinators", "core", "accounting")
+_PACKAGES = ("transformations", "measurements", "combinators", "core", "accounting", "tables")
 _FRACTION = re.compile(r"-?[0-9]+/[0-9]+")
 _VERSION = re.compile(r"([0-9]{1,6})\.([0-9]{1,6})")
 
@@ -159,7 +160,7 @@ def _library_constructors() -> dict[str, Callable[..., Any]]:
         import importlib
 
         for package in _PACKAGES:
-            # importlib here only imports the five fixed library packages above, never a stored name
+            # importlib here only imports the six fixed library packages above, never a stored name
             module = importlib.import_module(f"dpcompose.{package}")
             for attr in module.__all__:
                 obj = getattr(module, attr)
@@ -176,8 +177,8 @@ def _is_constructor(obj: object, package: str) -> bool:
         return True
     if not isinstance(obj, type) or inspect.isabstract(obj):
         return False
-    if package == "accounting":
-        return dataclasses.is_dataclass(obj)
+    if package == "accounting" or (package == "tables" and dataclasses.is_dataclass(obj)):
+        return dataclasses.is_dataclass(obj)  # parameter records (RenyiCurve, a table's Column)
     return issubclass(obj, (Domain, Metric, Measure)) and obj not in (Domain, Metric, Measure)
 
 

@@ -1,0 +1,47 @@
+"""Tables: a DataFrame API whose queries are Measurements with exact integer aggregates.
+
+``dp.Context`` holds a table (Polars DataFrame/LazyFrame, pandas DataFrame), its schema
+(``dp.FrameDomain``), the unit of privacy (``dp.unit_of`` or row level) and a budget; queries are built
+with ``dp.col`` expressions and the aggregates :func:`count`, :func:`sum`, :func:`mean`. Engines compute
+exact integer aggregates on a fixed-point grid; noise is exact discrete noise drawn on the driver.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> dp.tables.count().name
+    'count'
+"""
+
+from __future__ import annotations
+
+from dpcompose.tables._expr import Expr, col
+from dpcompose.tables._query import (
+    Agg,
+    Context,
+    PrivacyUnit,
+    Query,
+    Summary,
+    TableQuery,
+    count,
+    mean,
+    sum,
+    unit_of,
+)
+from dpcompose.tables._schema import Column, FrameDomain, IdDistance
+
+__all__ = [
+    "Agg",
+    "Column",
+    "Context",
+    "Expr",
+    "FrameDomain",
+    "IdDistance",
+    "PrivacyUnit",
+    "Query",
+    "Summary",
+    "TableQuery",
+    "col",
+    "count",
+    "mean",
+    "sum",
+    "unit_of",
+]

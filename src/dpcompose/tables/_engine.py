@@ -1,0 +1,97 @@
+"""The backend interface every table engine implements, and the choice of engine from the data's type.
+
+Everything else in :mod:`dpcompose.tables` is engine-neutral: it validates the query against the schema,
+computes the privacy map, and adds exact integer noise on the driver to the exact integer aggregates an
+engine returns. An engine only has to compute those aggregates, with these primitives:
+
+* ``schema(data)``: column name -> ``"int" | "float" | "str" | "bool"`` (or another name for any other
+  type), from metadata only;
+* ``aggregate(data, plan)``: run the plan — select, filter, keep known keys, cap groups per identifier,
+  cap rows per identifier (the hash of :mod:`dpcompose.tables._hash`), clamp with the NaN/null policy,
+  convert to the fixed-point grid, group and aggregate — and collect the exact counts and integer sums
+  per key to numpy int64 arrays aligned with the plan's keys.
+
+The plan (:class:`Plan`) is plain data, so a second engine (Spark) implements the same steps and is
+tested to return bit-identical arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Engine", "Plan", "SumSpec", "engine_for"]
+
+
+@dataclass(frozen=True)
+class SumSpec:
+    """One exact integer sum: column ``column`` with nulls/NaN read as ``fill``, clamped to ``[lo, hi]``,
+    then on the grid ``2**k`` (``round_half_even(x·2**-k)``; for int columns with ``k > 0`` the same
+    rounding in integer arithmetic)."""
+
+    column: str
+    kind: str  # "int" or "float"
+    lo: int | float
+    hi: int | float
+    fill: int | float
+    k: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an engine computes, engine-neutrally.
+
+    Attributes:
+        columns: the declared columns the query reads, in schema order (row keys hash them in this order).
+        predicate: a filter expression tree (:mod:`dpcompose.tables._expr`) or None.
+        by: the group-by columns (empty: one total).
+        keys: the known keys, each a tuple of values (one per ``by`` column); ``((),)`` when ``by`` is empty.
+        id: the identifier column, or None for row-level privacy.
+        max_rows: rows kept per identifier (None: no cap).
+        max_groups: groups kept per identifier (None: no cap).
+        sums: the integer sums to compute.
+    """
+
+    columns: tuple[str, ...]
+    predicate: Any
+    by: tuple[str, ...]
+    keys: tuple[tuple[Any, ...], ...]
+    id: str | None
+    max_rows: int | None
+    max_groups: int | None
+    sums: tuple[SumSpec, ...]
+
+
+class Engine(Protocol):
+    """A table engine: schema from metadata, and exact integer aggregates for a :class:`Plan`."""
+
+    name: str
+
+    def schema(self, data: Any) -> Mapping[str, str]:
+        """Column name -> kind (``"int"``, ``"float"``, ``"str"``, ``"bool"``, or another type name)."""
+        ...
+
+    def aggregate(self, data: Any, plan: Plan) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+        """The exact count per key and the exact integer sum per key for each ``plan.sums`` entry."""
+        ...
+
+
+def engine_for(data: object) -> Engine | None:
+    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame), or
+    None. Engine modules are imported only when data of their type is seen.
+
+    Examples:
+        >>> engine_for([1, 2]) is None
+        True
+    """
+    module = type(data).__module__.split(".")[0]
+    if module in ("polars", "pandas"):
+        from dpcompose.tables._polars import PolarsEngine, is_polars_data
+
+        if is_polars_data(data):
+            return PolarsEngine()
+    return None

@@ -1,0 +1,223 @@
+"""The Polars engine: eager DataFrames, LazyFrames, and pandas DataFrames (converted once with
+``polars.from_pandas``). Imported only when such data is seen, so ``import dpcompose`` needs no Polars.
+
+Exactness of the integer sums: every grid value has ``|v| <= 2**31`` (:mod:`dpcompose.tables._fixed`);
+each value is split into ``u = v + 2**31 = hi·2**16 + lo`` with ``0 <= lo < 2**16`` and
+``0 <= hi <= 2**16``, and ``hi`` and ``lo`` are summed separately in int64, so both sums are exact for
+fewer than ``2**47`` rows per group — far beyond a Polars frame (Polars indexes rows with a u32, or a u64
+in its big-index build). The driver recombines ``Σhi·2**16 + Σlo - n·2**31`` in Python integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpcompose.tables._engine import Plan, SumSpec
+from dpcompose.tables._expr import Expr
+from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
+
+__all__ = ["PolarsEngine", "is_polars_data"]
+
+_KEY = "__dp_key"
+_GKEY = "__dp_gkey"
+
+
+def is_polars_data(data: object) -> bool:
+    """Whether ``data`` is a Polars DataFrame/LazyFrame or a pandas DataFrame (with polars installed)."""
+    try:
+        import polars as pl
+    except ImportError:  # pragma: no cover - polars missing
+        return False
+    if isinstance(data, (pl.DataFrame, pl.LazyFrame)):
+        return True
+    return type(data).__name__ == "DataFrame" and type(data).__module__.startswith("pandas")
+
+
+def _kind(dtype: Any) -> str:
+    import polars as pl
+
+    if dtype in (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32):
+        return "int"
+    if dtype in (pl.Float32, pl.Float64):
+        return "float"
+    if dtype == pl.String:
+        return "str"
+    if dtype == pl.Boolean:
+        return "bool"
+    return str(dtype)
+
+
+def _lazy(data: Any) -> Any:
+    import polars as pl
+
+    if isinstance(data, pl.LazyFrame):
+        return data
+    if isinstance(data, pl.DataFrame):
+        return data.lazy()
+    return pl.from_pandas(data).lazy()
+
+
+def to_polars(e: Expr) -> Any:
+    """The Polars expression for an engine-neutral one."""
+    import polars as pl
+
+    op = e.op
+    if op == "col":
+        return pl.col(e.args[0])
+    if op == "lit":
+        return pl.lit(e.args[0])
+    if op in ("and", "or"):
+        a, b = to_polars(e.args[0]), to_polars(e.args[1])
+        return a & b if op == "and" else a | b
+    if op == "not":
+        return ~to_polars(e.args[0])
+    if op == "is_in":
+        return to_polars(e.args[0]).is_in(list(e.args[1])).fill_null(False)
+    if op == "is_null":
+        return to_polars(e.args[0]).is_null()
+    a, b = to_polars(e.args[0]), to_polars(e.args[1])
+    return {
+        "==": lambda: a == b,
+        "!=": lambda: a != b,
+        "<": lambda: a < b,
+        "<=": lambda: a <= b,
+        ">": lambda: a > b,
+        ">=": lambda: a >= b,
+    }[op]()
+
+
+def _codes(series: Any) -> npt.NDArray[np.uint64]:
+    """The specified 64-bit code of every value of a Polars Series (:mod:`dpcompose.tables._hash`)."""
+    import polars as pl
+
+    if series.dtype == pl.String:  # hashed once per distinct value, mapped back by Polars
+        distinct = series.drop_nulls().unique()
+        table = pl.Series(value_codes(distinct.to_numpy().astype(object)), dtype=pl.UInt64)
+        mapped = series.replace_strict(distinct, table, return_dtype=pl.UInt64)
+        out: npt.NDArray[np.uint64] = mapped.fill_null(int(NULL_CODE)).to_numpy().astype(np.uint64)
+        return out
+    nulls = series.is_null().to_numpy()
+    if series.dtype == pl.Boolean:
+        values = series.fill_null(False).to_numpy()
+    elif series.dtype in (pl.Float32, pl.Float64):
+        values = series.cast(pl.Float64).fill_null(0.0).to_numpy()
+    else:
+        values = series.cast(pl.Int64).fill_null(0).to_numpy()
+    return value_codes(values, nulls if nulls.any() else None)
+
+
+def _grid_expr(spec: SumSpec) -> Any:
+    """The column's grid values (Int64): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
+    import polars as pl
+
+    c = pl.col(spec.column)
+    if spec.kind == "float":
+        c = c.cast(pl.Float64).fill_nan(float(spec.fill)).fill_null(float(spec.fill))
+        c = c.clip(float(spec.lo), float(spec.hi))
+        if spec.k != 0:
+            c = c * float(np.ldexp(1.0, -spec.k))  # exact: |x·2**-k| <= 2**31, a power-of-two scaling
+        return c.round(0, mode="half_to_even").cast(pl.Int64)
+    c = c.cast(pl.Int64).fill_null(int(spec.fill)).clip(int(spec.lo), int(spec.hi))
+    if spec.k <= 0:
+        return c
+    step = 1 << spec.k
+    q = c // step  # floor division
+    r = c - q * step
+    half = step >> 1
+    up = (r > half) | ((r == half) & (q % 2 == 1))
+    return q + up.cast(pl.Int64)
+
+
+class PolarsEngine:
+    """The Polars implementation of :class:`~dpcompose.tables._engine.Engine`."""
+
+    name = "polars"
+
+    def schema(self, data: Any) -> Mapping[str, str]:
+        import polars as pl
+
+        if isinstance(data, pl.LazyFrame):
+            schema = data.collect_schema()
+        elif isinstance(data, pl.DataFrame):
+            schema = data.schema
+        else:  # pandas: converted once (the conversion reads metadata and shares buffers where it can)
+            schema = pl.from_pandas(data).schema
+        return {name: _kind(dtype) for name, dtype in schema.items()}
+
+    def aggregate(self, data: Any, plan: Plan) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+        import polars as pl
+
+        kinds = {name: _kind(dtype) for name, dtype in _lazy(data).collect_schema().items()}
+        wide = {"int": pl.Int64, "float": pl.Float64}
+        lf = _lazy(data).select(
+            [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
+        )
+        if plan.predicate is not None:
+            lf = lf.filter(to_polars(plan.predicate))
+        by = list(plan.by)
+        keys = None
+        if by:
+            keys = self._keys_frame(plan, lf.collect_schema())
+            lf = lf.join(keys.lazy(), on=by, how="semi", nulls_equal=True)
+        if plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None):
+            df = lf.collect()
+            if plan.max_groups is not None and by:
+                df = self._cap_groups(df, plan.id, by, plan.max_groups)
+            if plan.max_rows is not None:
+                df = df.with_columns(
+                    pl.Series(_KEY, row_keys([_codes(df.get_column(c)) for c in plan.columns]))
+                )
+                df = df.filter(pl.col(_KEY).rank("ordinal").over(plan.id) <= plan.max_rows)
+            lf = df.lazy()
+        aggs = [pl.len().cast(pl.Int64).alias("__dp_n")]
+        for i, spec in enumerate(plan.sums):
+            u = _grid_expr(spec) + (1 << 31)
+            aggs.append((u // 65536).sum().alias(f"__dp_hi{i}"))
+            aggs.append((u % 65536).sum().alias(f"__dp_lo{i}"))
+        if by:
+            assert keys is not None
+            grouped = lf.group_by(by).agg(aggs)
+            out = (
+                keys.lazy()
+                .join(grouped, on=by, how="left", nulls_equal=True, maintain_order="left")
+                .collect()
+            )
+            out = out.fill_null(0)
+        else:
+            out = lf.select(aggs).collect()
+        n = out.get_column("__dp_n").cast(pl.Int64).to_numpy().astype(np.int64)
+        sums = []
+        for i in range(len(plan.sums)):
+            hi = out.get_column(f"__dp_hi{i}").cast(pl.Int64).to_numpy().astype(object)
+            lo = out.get_column(f"__dp_lo{i}").cast(pl.Int64).to_numpy().astype(object)
+            total = hi * 65536 + lo - n.astype(object) * (1 << 31)
+            sums.append(np.array([int(t) for t in total], dtype=np.int64))
+        return n, sums
+
+    @staticmethod
+    def _keys_frame(plan: Plan, schema: Any) -> Any:
+        import polars as pl
+
+        columns = {}
+        for j, name in enumerate(plan.by):
+            columns[name] = pl.Series(name, [k[j] for k in plan.keys], dtype=schema[name])
+        return pl.DataFrame(columns)
+
+    @staticmethod
+    def _cap_groups(df: Any, id_col: str, by: list[str], max_groups: int) -> Any:
+        """Keep, per identifier, the rows of its ``max_groups`` groups with the smallest keys
+        ``row_keys([h(id), h(by_1), …])``. Ranks are ordinal (distinct), so never more than ``max_groups``
+        groups are kept; only a 64-bit collision between two groups of one identifier (probability about
+        ``2**-64`` per pair) would let row order choose between them."""
+        import polars as pl
+
+        pairs = df.select([id_col, *by]).unique()
+        gkey = row_keys([_codes(pairs.get_column(c)) for c in (id_col, *by)])
+        pairs = pairs.with_columns(pl.Series(_GKEY, gkey))
+        # ordinal ranks are distinct, so exactly min(G, groups) groups per identifier are kept
+        keep = pairs.filter(pl.col(_GKEY).rank("ordinal").over(id_col) <= max_groups).select([id_col, *by])
+        return df.join(keep, on=[id_col, *by], how="semi", nulls_equal=True)

@@ -1,0 +1,598 @@
+"""The table Context and its query builder: every query is a Measurement whose map is known before any
+engine job runs.
+
+A query ``ctx.query().filter(...).group_by(..., keys=[...]).agg(count(), sum(c), mean(c))`` becomes:
+
+1. an engine job (:mod:`dpcompose.tables._engine`) computing *exact integer* aggregates: the filter, the
+   known keys, the per-identifier caps (``max_groups`` groups, then ``max_rows`` rows, chosen by the
+   specified hash), the NaN/null policy and clamp, the fixed-point grid ``2**k``, and per key the row
+   count and the integer sums;
+2. exact discrete noise on the driver, by the catalogue's ``make_discrete_laplace`` (PureDP and ApproxDP
+   contexts) or ``make_discrete_gaussian`` (zCDP contexts) on the int64 vectors;
+3. scaling back (sums times ``2**k``) and ``mean = noisy sum / max(noisy count, 1)`` — post-processing.
+
+Privacy map (stability of the steps, then the noise): neighbours differ in the rows of ``d`` identifiers
+(or in ``d`` rows at row level, where ``R = 1``). The filter and the key restriction act row by row and
+the caps act per identifier on that identifier's rows alone, so after them the tables differ in at most
+``d·R`` rows (``R = max_rows``). One row changes the count vector by 1 in one key and a sum vector by at
+most ``M = max(|lo_g|, |hi_g|)`` grid units in one key, so the L1 and the L2 sensitivities are ``d·R`` and
+``d·R·M``. The released vectors compose by the measure's own rule (sum of ε, sum of ρ).
+Source: McSherry 2009 (stable transformations); Dwork–Roth 2014 Thm 3.16 / Bun–Steinke 2016 Lemma 2.3
+(composition); the noise measurements cite theirs.
+
+Hooks for the catalogue pieces not yet on main: ``group_by(..., keys=None)`` (partition selection for
+unknown keys, by ``make_laplace_threshold`` / ``make_gaussian_threshold``) and quantile aggregates are
+refused with a clear error naming what is missing; :class:`~dpcompose.tables._schema.IdDistance` gives
+way to ``dp.SymmetricIdDistance``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpcompose.combinators import make_privacy_filter
+from dpcompose.core import (
+    ZCDP,
+    ApproxDP,
+    AtomDomain,
+    L1Distance,
+    L2Distance,
+    Measure,
+    Measurement,
+    Metric,
+    Node,
+    PureDP,
+    SymmetricDistance,
+    VectorDomain,
+)
+from dpcompose.core._metrics import _validate_count
+from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
+from dpcompose.measurements import make_discrete_gaussian, make_discrete_laplace
+from dpcompose.tables import _expr
+from dpcompose.tables._engine import Plan, SumSpec, engine_for
+from dpcompose.tables._schema import Column, FrameDomain, IdDistance
+
+__all__ = ["Agg", "Context", "PrivacyUnit", "Query", "TableQuery", "count", "mean", "sum", "unit_of"]
+
+_INTS = VectorDomain(AtomDomain(int))
+
+
+# --- privacy unit -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """Who is protected: all rows of one identifier, with the caps the engine enforces."""
+
+    id: str
+    max_rows: int
+    max_groups: int | None = None
+
+
+def _positive_int(v: object, name: str) -> int:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v >= 1 << 31:
+        raise InvalidParameter(f"{name}={v!r} must be an integer in [1, 2**31)")
+    return v
+
+
+def unit_of(id: str, max_rows: int, max_groups: int | None = None) -> PrivacyUnit:
+    """The unit of privacy "all rows of one identifier": neighbouring tables differ in every row of one
+    value of column ``id``.
+
+    Args:
+        id: the identifier column (declared in the schema).
+        max_rows: rows kept per identifier (the rows with the smallest specified hash keys).
+        max_groups: groups kept per identifier in a group-by (by hash of identifier and group). With
+            known keys it does not lower the noise (``max_rows`` alone bounds it); it is the ``l0`` bound
+            partition selection for unknown keys will use.
+
+    Raises:
+        InvalidParameter: ``id`` not a non-empty str, caps not integers in [1, 2**31).
+
+    Examples:
+        >>> unit_of(id="user_id", max_rows=5)
+        PrivacyUnit(id='user_id', max_rows=5, max_groups=None)
+    """
+    if not isinstance(id, str) or not id:
+        raise InvalidParameter(f"id={id!r} must be a non-empty column name")
+    return PrivacyUnit(
+        id,
+        _positive_int(max_rows, "max_rows"),
+        None if max_groups is None else _positive_int(max_groups, "max_groups"),
+    )
+
+
+# --- aggregates -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate of a query: ``count``, ``sum`` or ``mean`` of a column (with optional own bounds)."""
+
+    op: str
+    column: str | None = None
+    bounds: tuple[Any, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        """The output column's name."""
+        return "count" if self.op == "count" else f"{self.column}_{self.op}"
+
+
+def count() -> Agg:
+    """The number of rows per key (after the filter and the caps).
+
+    Examples:
+        >>> count().name
+        'count'
+    """
+    return Agg("count")
+
+
+def _col_agg(op: str, column: object, bounds: object) -> Agg:
+    if not isinstance(column, str) or not column:
+        raise InvalidParameter(f"column={column!r} must be a non-empty column name")
+    if bounds is not None and (not isinstance(bounds, (tuple, list)) or len(bounds) != 2):
+        raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
+    return Agg(op, column, None if bounds is None else (bounds[0], bounds[1]))
+
+
+def sum(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
+    """The sum of a numeric column per key, each value clamped to ``bounds`` (default: the schema's).
+
+    Examples:
+        >>> sum("income").name
+        'income_sum'
+    """
+    return _col_agg("sum", column, bounds)
+
+
+def mean(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
+    """The mean of a numeric column per key: noisy sum / max(noisy count, 1).
+
+    Examples:
+        >>> mean("income", bounds=(0, 1000)).name
+        'income_mean'
+    """
+    return _col_agg("mean", column, bounds)
+
+
+# --- fixed point --------------------------------------------------------------------------------------
+
+
+def _floor_log2(x: int | float) -> int:
+    return math.frexp(x)[1] - 1
+
+
+def sum_spec(name: str, column: Column, bounds: tuple[Any, Any] | None) -> SumSpec:
+    """The grid of a summed column: ``k = ⌊log₂ max(|lo|, |hi|)⌋ - 30`` so every grid value has magnitude at
+    most ``2**31`` (ints with ``max(|lo|, |hi|) < 2**31`` stay exact, ``k = 0``)."""
+    if column.kind not in ("int", "float"):
+        raise InvalidParameter(f"column={name!r} is a {column.kind} column; sum and mean need int or float")
+    use = Column(column.dtype, bounds=bounds if bounds is not None else column.bounds, fill=column.fill)
+    if use.bounds is None:
+        raise InvalidParameter(
+            f"column={name!r} has no bounds: declare Column(..., bounds=(lo, hi)) or pass bounds= to the "
+            "aggregate"
+        )
+    if column.nullable and column.fill is None:
+        raise InvalidParameter(
+            f"column={name!r} is nullable: declare Column(..., fill=v), the value a null stands for in sums"
+        )
+    lo, hi = use.bounds
+    fill = use.fill if use.fill is not None else min(max(0, lo), hi)
+    big = max(abs(lo), abs(hi))
+    k = 0 if big == 0 or (column.kind == "int" and big < 1 << 31) else _floor_log2(big) - 30
+    return SumSpec(name, column.kind, lo, hi, fill, k)
+
+
+def _to_grid(x: int | float, spec: SumSpec) -> int:
+    """The grid value of a (clamped) number, exactly as the engines compute it (round half to even)."""
+    q = Fraction(x) / Fraction(2) ** spec.k
+    return round(q)  # Python's round of a Fraction is half to even
+
+
+def grid_bound(spec: SumSpec) -> int:
+    """``M = max(|lo_g|, |hi_g|)``: the most one row moves a sum, in grid units."""
+    return max(abs(_to_grid(spec.lo, spec)), abs(_to_grid(spec.hi, spec)))
+
+
+def _sqrt_up(q: Fraction) -> Fraction:
+    """A rational ``>= √q`` within ``2**-20`` relative-ish: ``(isqrt(⌊q·2**40⌋) + 1) / 2**20``."""
+    return Fraction(math.isqrt(math.floor(q * (1 << 40))) + 1, 1 << 20)
+
+
+# --- the query ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Released:
+    """One released integer vector: what it aggregates, its sensitivity per unit, its noise."""
+
+    what: str  # "count" or the column
+    spec: SumSpec | None
+    sensitivity: int  # grid units per d_in = 1 (R or R·M)
+    noise: Measurement[Any, Any, Any, Any]
+    scale: Fraction
+
+
+class TableQuery:
+    """A built query: a :class:`~dpcompose.Measurement` (``.measurement``), its cost and accuracy
+    (``.summarize()``), and ``.release()``, which charges the Context's budget and runs it."""
+
+    def __init__(self, ctx: Context, plan: Plan, aggs: tuple[Agg, ...], budget: Any) -> None:
+        self._ctx = ctx
+        self.plan = plan
+        self.aggs = aggs
+        self.budget = budget
+        measure = ctx.measure
+        released: list[_Released] = []
+        r = plan.max_rows if plan.max_rows is not None else 1
+        wanted: list[tuple[str, SumSpec | None]] = []
+        if any(a.op in ("count", "mean") for a in aggs):
+            wanted.append(("count", None))
+        wanted.extend((s.column, s) for s in plan.sums)
+        share = len(wanted)
+        for what, maybe in wanted:
+            sens = r * (1 if maybe is None else grid_bound(maybe))
+            if isinstance(measure, ZCDP):
+                rho = Fraction(budget) / share
+                scale = _sqrt_up(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
+                noise = make_discrete_gaussian(_INTS, L2Distance(), scale)
+            else:
+                eps = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
+                scale = Fraction(sens) / eps if sens else Fraction(1)
+                noise = make_discrete_laplace(_INTS, L1Distance(), scale)
+            released.append(_Released(what, maybe, sens, noise, scale))
+        self._released = tuple(released)
+        self.measurement = self._build()
+
+    def _build(self) -> Measurement[Any, Any, Any, Any]:
+        ctx, plan, released = self._ctx, self.plan, self._released
+        out_measure: Measure[Any] = ZCDP() if isinstance(ctx.measure, ZCDP) else PureDP()
+
+        def privacy_map(d_in: int) -> Any:
+            costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
+            return out_measure.compose(costs)
+
+        def run(data: Any) -> Any:
+            engine = engine_for(data)
+            assert engine is not None  # the domain check ran first
+            counts, sums = engine.aggregate(data, plan)
+            return self._finish(counts, sums)
+
+        return Measurement(
+            ctx.domain,
+            ctx.metric,
+            out_measure,
+            run,
+            privacy_map,
+            node=Node(
+                "table_query",
+                params=(("aggs", ", ".join(a.name for a in self.aggs)), ("by", ", ".join(plan.by) or "-")),
+                source="stable filter/caps (McSherry 2009) then discrete noise per released vector",
+                theorem="basic composition of the released vectors",
+                children=tuple(rel.noise for rel in released),
+                child_inputs=lambda d: tuple(d * rel.sensitivity for rel in released),
+            ),
+        )
+
+    def _finish(self, counts: np.ndarray, sums: list[np.ndarray]) -> Any:
+        import polars as pl
+
+        noisy: dict[str, np.ndarray] = {}
+        for rel, exact in zip(
+            self._released, [counts, *sums] if self._released[0].spec is None else sums, strict=True
+        ):
+            noisy[rel.what] = rel.noise(exact)
+        plan = self.plan
+        columns: dict[str, Any] = {}
+        kinds = {name: c.kind for name, c in self._ctx.domain.columns}
+        dtypes = {"int": pl.Int64, "float": pl.Float64, "str": pl.String, "bool": pl.Boolean}
+        for j, name in enumerate(plan.by):
+            columns[name] = pl.Series(name, [k[j] for k in plan.keys], dtype=dtypes[kinds[name]])
+        specs = {s.column: s for s in plan.sums}
+        for agg in self.aggs:
+            if agg.op == "count":
+                columns[agg.name] = pl.Series(agg.name, noisy["count"], dtype=pl.Int64)
+                continue
+            spec = specs[agg.column or ""]
+            total = noisy[spec.column].astype(np.float64) * math.ldexp(1.0, spec.k)
+            if agg.op == "sum":
+                if spec.kind == "int" and spec.k == 0:
+                    columns[agg.name] = pl.Series(agg.name, noisy[spec.column], dtype=pl.Int64)
+                else:
+                    columns[agg.name] = pl.Series(agg.name, total, dtype=pl.Float64)
+            else:
+                n = np.maximum(noisy["count"], 1).astype(np.float64)
+                columns[agg.name] = pl.Series(agg.name, total / n, dtype=pl.Float64)
+        return pl.DataFrame(columns)
+
+    def summarize(self, alpha: float = 0.05) -> Summary:
+        """The cost at the unit (d_in = 1) and, per released vector, the noise and the half-width ``a``
+        with ``P(|noise| > a) <= alpha`` in the result's units — computed without touching the data.
+
+        Discrete Laplace with scale t: ``P(|Z| > a) = 2·p**(a+1)/(1+p)``, ``p = e**(-1/t)`` (exact, for
+        integer ``a``). Discrete Gaussian: it is σ-sub-Gaussian (Canonne–Kamath–Steinke 2020, Cor. 9), so
+        ``P(|Z| >= a) <= 2·exp(-a²/(2σ²))`` and ``a = σ·√(2 ln(2/alpha))`` is an upper bound. Means have
+        no closed form here (a ratio of two noisy values) and show none.
+        """
+        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
+            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
+        rows = []
+        for rel in self._released:
+            unit = 1.0 if rel.spec is None else math.ldexp(1.0, rel.spec.k)
+            t = float(rel.scale)
+            if isinstance(self._ctx.measure, ZCDP):
+                dist = "discrete Gaussian"
+                half = t * math.sqrt(2 * math.log(2 / alpha))
+            else:
+                dist = "discrete Laplace"
+                p = math.exp(-1 / t)
+                # least integer a with 2 p^(a+1) / (1+p) <= alpha
+                half = max(0.0, math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1)) if p > 0 else 0.0
+            rows.append((rel.what if rel.spec is None else f"{rel.what}_sum", dist, t * unit, half * unit))
+        cost = self.measurement.output_measure.display(self.measurement.map(1))
+        return Summary(cost, alpha, tuple(rows))
+
+    def release(self) -> Any:
+        """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
+        returns a Polars DataFrame of noisy results, one row per key."""
+        out = self._ctx._queryable(self.measurement)
+        self._ctx._next += 1
+        return out
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a query costs and how accurate it is, before release."""
+
+    cost: str
+    alpha: float
+    rows: tuple[tuple[str, str, float, float], ...]  # (vector, noise, scale, accuracy) in result units
+
+    def __repr__(self) -> str:
+        lines = [f"cost: {self.cost}", f"{'released':<20} {'noise':<18} {'scale':>12} {'accuracy':>12}"]
+        for what, dist, scale, acc in self.rows:
+            lines.append(f"{what:<20} {dist:<18} {scale:>12.4g} {acc:>12.4g}")
+        lines.append(f"(accuracy: |noise| <= value with probability >= {1 - self.alpha:g})")
+        return "\n".join(lines)
+
+
+class Query:
+    """An immutable query builder: ``filter``, ``group_by(..., keys=...)``, ``agg(...)``."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        budget: Any,
+        predicate: _expr.Expr | None = None,
+        by: tuple[str, ...] = (),
+        keys: tuple[tuple[Any, ...], ...] | None = None,
+        grouped: bool = False,
+    ) -> None:
+        self._ctx, self._budget, self._predicate = ctx, budget, predicate
+        self._by, self._keys, self._grouped = by, keys, grouped
+
+    def filter(self, predicate: _expr.Expr) -> Query:
+        """Keep the rows where ``predicate`` is true (checked against the schema now)."""
+        _expr.check(predicate, self._ctx.kinds, "predicate")
+        if _expr.check(predicate, self._ctx.kinds, "predicate") != "bool":
+            raise InvalidParameter(f"predicate={predicate!r} must be a boolean expression")
+        combined = predicate if self._predicate is None else self._predicate & predicate
+        return Query(self._ctx, self._budget, combined, self._by, self._keys, self._grouped)
+
+    def group_by(self, *by: str, keys: Sequence[Any] | None = None) -> Query:
+        """Group by the columns ``by`` with the public list ``keys`` (a value per key for one column, a
+        tuple per key for several). Rows with other keys are dropped; every listed key gets a row.
+
+        ``keys=None`` (unknown keys) needs partition selection (``make_laplace_threshold`` /
+        ``make_gaussian_threshold``), not yet in this build: refused.
+        """
+        if not by:
+            raise InvalidParameter("by=() must name at least one column")
+        for name in by:
+            col = self._ctx.domain.column(name, "by")
+            if col.kind == "float":
+                raise InvalidParameter(f"by={name!r} is a float column; group by int, str or bool columns")
+        if keys is None:
+            raise InvalidParameter(
+                "keys=None: grouping by unknown keys needs partition selection (make_laplace_threshold / "
+                "make_gaussian_threshold), which this build does not have yet; pass the public keys=[...]"
+            )
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) == 0:
+            raise InvalidParameter(f"keys={keys!r} must be a non-empty list of keys")
+        rows: list[tuple[Any, ...]] = []
+        for key in keys:
+            parts = tuple(key) if len(by) > 1 and isinstance(key, (tuple, list)) else (key,)
+            if len(parts) != len(by):
+                raise InvalidParameter(f"keys: {key!r} must have one value per column of by={by!r}")
+            clean = []
+            for name, v in zip(by, parts, strict=True):
+                v = v.item() if isinstance(v, np.generic) else v
+                col = self._ctx.domain.column(name, "by")
+                if v is None:
+                    if not col.nullable:
+                        raise InvalidParameter(f"keys: None for column {name!r}, which is not nullable")
+                elif _expr.literal_kind(v, "keys") != col.kind:
+                    raise InvalidParameter(f"keys: {v!r} is not a {col.kind} (column {name!r})")
+                clean.append(v)
+            rows.append(tuple(clean))
+        if len(set(rows)) != len(rows):
+            raise InvalidParameter(f"keys={keys!r} must be distinct")
+        return Query(self._ctx, self._budget, self._predicate, tuple(by), tuple(rows), True)
+
+    def agg(self, *aggs: Agg) -> TableQuery:
+        """The aggregates to release (``count()``, ``sum(c)``, ``mean(c)``), as one query."""
+        if not aggs:
+            raise InvalidParameter("aggs=() must list at least one aggregate")
+        ctx = self._ctx
+        specs: dict[str, SumSpec] = {}
+        for a in aggs:
+            if not isinstance(a, Agg):
+                raise InvalidParameter(f"aggs: {a!r} must be dp.tables.count(), sum(c) or mean(c)")
+            if a.column is None:
+                continue
+            spec = sum_spec(a.column, ctx.domain.column(a.column, "column"), a.bounds)
+            if a.column in specs and specs[a.column] != spec:
+                raise InvalidParameter(f"column={a.column!r} is aggregated with two different bounds")
+            specs[a.column] = spec
+        if len({a.name for a in aggs}) != len(aggs):
+            raise InvalidParameter("aggs: an aggregate is listed twice")
+        unit = ctx.privacy_unit
+        read = set(self._by) | _expr.columns_of(self._predicate) | set(specs)
+        if unit is not None:
+            read.add(unit.id)
+        columns = tuple(n for n, _ in ctx.domain.columns if n in read)
+        plan = Plan(
+            columns=columns,
+            predicate=self._predicate,
+            by=self._by,
+            keys=self._keys if self._keys is not None else ((),),
+            id=None if unit is None else unit.id,
+            max_rows=None if unit is None else unit.max_rows,
+            max_groups=None if unit is None else unit.max_groups,
+            sums=tuple(specs.values()),
+        )
+        return TableQuery(ctx, plan, tuple(aggs), self._budget)
+
+
+class Context:
+    """Data, unit of privacy, budget and split: the entry point for private table queries.
+
+    Args:
+        data: a Polars DataFrame or LazyFrame, or a pandas DataFrame (converted with Polars).
+        domain: a :class:`FrameDomain` (or a mapping column -> :class:`Column`) declaring the schema; the
+            data's schema is checked against it now (metadata only, no scan).
+        privacy_unit: ``dp.unit_of(id=..., max_rows=..., max_groups=...)``, or None for row-level privacy
+            (neighbours differ in one row).
+        privacy_loss: the total budget in ``measure``'s units (ε, ρ, or (ε, δ)).
+        measure: ``dp.PureDP()`` (discrete Laplace noise), ``dp.ZCDP()`` (discrete Gaussian) or
+            ``dp.ApproxDP()`` (discrete Laplace queries under an (ε, δ) filter).
+        split_evenly_over: the budget is split into this many equal query shares, or
+        split_by_weights: into shares proportional to these weights; the i-th release gets share i.
+        ledger: a :class:`~dpcompose.MemoryLedger` / :class:`~dpcompose.SQLiteLedger` for the filter.
+
+    The Context holds a privacy filter (``dp.make_privacy_filter``) over the data: each ``release()``
+    is charged there before its engine job runs.
+
+    Raises:
+        InvalidParameter: a bad budget, split, unit or schema. DomainMismatch: the data's schema does not
+            match, or the identifier column is not declared.
+
+    Examples:
+        >>> import dpcompose as dp, polars as pl
+        >>> df = pl.DataFrame({"user": [1, 1, 2], "age": [30, 31, 40]})
+        >>> ctx = dp.Context(df, {"user": dp.Column(int), "age": dp.Column(int, bounds=(0, 100))},
+        ...                  privacy_unit=dp.unit_of(id="user", max_rows=2), privacy_loss=1.0,
+        ...                  split_evenly_over=2)
+        >>> q = ctx.query().agg(dp.tables.count())
+        >>> q.measurement.map(1)
+        Fraction(1, 2)
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        domain: FrameDomain | dict[str, Column],
+        *,
+        privacy_unit: PrivacyUnit | None = None,
+        privacy_loss: Any,
+        measure: Measure[Any] | None = None,
+        split_evenly_over: int | None = None,
+        split_by_weights: Sequence[float] | None = None,
+        ledger: Any = None,
+    ) -> None:
+        if not isinstance(domain, FrameDomain):
+            try:
+                domain = FrameDomain(domain)
+            except InvalidParameter as exc:
+                raise InvalidParameter(f"domain: {exc}") from None
+        self.domain = domain
+        if privacy_unit is not None and not isinstance(privacy_unit, PrivacyUnit):
+            raise InvalidParameter(f"privacy_unit={privacy_unit!r} must be dp.unit_of(...) or None")
+        self.privacy_unit = privacy_unit
+        self.metric: Metric = SymmetricDistance() if privacy_unit is None else IdDistance(privacy_unit.id)
+        if privacy_unit is not None and privacy_unit.id not in domain.schema:
+            raise DomainMismatch(
+                f"privacy_unit: the identifier column {privacy_unit.id!r} is not declared in the schema"
+            )
+        measure = PureDP() if measure is None else measure
+        if not isinstance(measure, (PureDP, ZCDP, ApproxDP)):
+            raise InvalidParameter(f"measure={measure!r} must be dp.PureDP(), dp.ZCDP() or dp.ApproxDP()")
+        self.measure = measure
+        budget: Any = measure.parse(privacy_loss, "privacy_loss")
+        _check_positive(budget, privacy_loss, "privacy_loss")
+        if (split_evenly_over is None) == (split_by_weights is None):
+            raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
+        if split_evenly_over is not None:
+            weights = [Fraction(1)] * _validate_count(split_evenly_over, "split_evenly_over")
+            if not weights:
+                raise InvalidParameter("split_evenly_over=0 must be at least 1")
+        else:
+            if isinstance(split_by_weights, (str, bytes)) or not isinstance(split_by_weights, Sequence):
+                raise InvalidParameter(f"split_by_weights={split_by_weights!r} must be a list of weights")
+            weights = []
+            for w in split_by_weights:
+                bad = isinstance(w, bool) or not isinstance(w, (int, float, Fraction))
+                if bad or (isinstance(w, float) and not math.isfinite(w)) or not w > 0:
+                    raise InvalidParameter(f"split_by_weights={split_by_weights!r}: weights must be > 0")
+                weights.append(Fraction(w))
+            if not weights:
+                raise InvalidParameter("split_by_weights=[] must list at least one weight")
+        total = _total(weights)
+        if isinstance(measure, ApproxDP):
+            self._shares: list[Any] = [(budget[0] * w / total, budget[1] * w / total) for w in weights]
+        else:
+            self._shares = [budget * w / total for w in weights]
+        self.kinds = {n: c.kind for n, c in domain.columns}
+        self._next = 0
+        filt = make_privacy_filter(domain, self.metric, measure, d_in=1, d_out=privacy_loss, ledger=ledger)
+        self._queryable = filt(data)  # checks the data's schema (no scan)
+
+    def query(self, privacy_loss: Any = None) -> Query:
+        """A new query with the share of the next release (or ``privacy_loss`` in the context's measure).
+
+        Shares go to releases in order: a query built but never released (or refused) takes no share.
+        """
+        if privacy_loss is not None:
+            share = self.measure.parse(privacy_loss, "privacy_loss")
+            _check_positive(share, privacy_loss, "privacy_loss")
+        else:
+            if self._next >= len(self._shares):
+                raise BudgetExceeded(
+                    f"all {len(self._shares)} budget shares of this Context are given out; pass "
+                    "query(privacy_loss=...) to spend what remains"
+                )
+            share = self._shares[self._next]
+        return Query(self, share)
+
+    def remaining(self) -> Any:
+        """What the Context's filter has left."""
+        return self._queryable.remaining()
+
+    def __repr__(self) -> str:
+        unit = "row" if self.privacy_unit is None else repr(self.privacy_unit)
+        return f"Context({self.domain!r}, unit={unit}, measure={self.measure!r}, shares={len(self._shares)})"
+
+
+def _check_positive(budget: Any, raw: object, name: str) -> None:
+    """A query's noise is scaled by its ε (or ρ): it must be positive."""
+    first = budget[0] if isinstance(budget, tuple) else budget
+    if first <= 0:
+        raise InvalidParameter(f"{name}={raw!r} must be positive (ε > 0, or ρ > 0): noise is scaled by it")
+
+
+def _total(weights: list[Fraction]) -> Fraction:
+    out = Fraction(0)
+    for w in weights:
+        out += w
+    return out

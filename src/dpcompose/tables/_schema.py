@@ -1,0 +1,309 @@
+"""Schema-only domains for tables: :class:`Column`, :class:`FrameDomain`, and the identifier metric.
+
+A :class:`FrameDomain` is a :class:`~dpcompose.VectorDomain` of rows (a table is a multiset of rows), so
+``SymmetricDistance`` (add/remove rows) measures it. Membership checks only the schema — column names and
+types — from the engine's metadata: it never scans rows, because a scan is a full engine job whose time
+depends on the data. What rows may hold beyond their types (values outside the declared bounds, nulls,
+NaN) is handled by one policy inside every aggregate (see :class:`Column`), so every frame with the right
+schema is in the domain and no aggregate raises on it.
+
+Examples:
+    >>> import dpcompose as dp
+    >>> d = dp.FrameDomain({"age": dp.Column(int, bounds=(0, 120)), "state": dp.Column(str)})
+    >>> d
+    FrameDomain({'age': Column(int, bounds=(0, 120)), 'state': Column(str)})
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpcompose.core import AtomDomain, Domain, Metric, VectorDomain
+from dpcompose.core._metrics import _validate_count
+from dpcompose.errors import DomainMismatch, InvalidParameter
+
+__all__ = ["Column", "FrameDomain", "IdDistance", "RowDomain"]
+
+_DTYPES: dict[type, str] = {int: "int", float: "float", str: "str", bool: "bool"}
+
+
+def _finite_number(v: object, name: str, integer: bool) -> int | float:
+    """A bound or fill: a finite real (an int for int columns), as a plain Python number."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float, Fraction)):
+        raise InvalidParameter(f"{name}={v!r} must be a finite number")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise InvalidParameter(f"{name}={v!r} must be a finite number")
+    if integer:
+        if v != int(v) or abs(int(v)) >= 1 << 62:
+            raise InvalidParameter(f"{name}={v!r} must be an integer with |value| < 2**62 (an int column)")
+        return int(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        raise InvalidParameter(f"{name}={v!r} must be a finite number within the float range") from None
+    if not math.isfinite(f) or Fraction(f) != Fraction(v):
+        raise InvalidParameter(f"{name}={v!r} must be exactly a finite float64 (a float column)")
+    return f
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Column:
+    """One column of a table's schema.
+
+    Args:
+        dtype: ``int``, ``float``, ``str`` or ``bool``. Engine types map to these: signed integers and
+            ``UInt8``–``UInt32`` are ``int``; ``Float32``/``Float64`` are ``float``; ``String`` is ``str``;
+            ``Boolean`` is ``bool``.
+        bounds: ``(lo, hi)`` for numeric columns: the clamp every sum and mean applies (values are never
+            refused, only clamped). Needed to sum the column (an aggregate may also state its own bounds).
+        nullable: whether the column may hold nulls. A nullable numeric column must declare ``fill`` to be
+            summed; the policy is applied to every frame whatever this flag says (it is not checked
+            against the rows, which would mean scanning them).
+        fill: the value that stands in for a null — and, in float columns, for NaN — in sums and means,
+            before clamping. Default: the clamp of 0 into ``bounds``. Such rows still count in ``count``.
+
+    The NaN/null policy (the same in every engine): ``count`` counts rows whatever their values; ``sum``
+    and ``mean`` read a null or NaN as ``fill``, then clamp to ``bounds``; infinities clamp to the nearer
+    bound.
+
+    Raises:
+        InvalidParameter: an unknown dtype, bounds that are not finite numbers ``lo <= hi`` (integers for an
+            int column, exact floats for a float column), bounds on a ``str``/``bool`` column, a ``fill``
+            that is not a finite number, or ``nullable`` not a bool.
+
+    Examples:
+        >>> Column(float, bounds=(0.0, 1e5), nullable=True, fill=0.0)
+        Column(float, bounds=(0.0, 100000.0), nullable=True, fill=0.0)
+    """
+
+    dtype: type
+    bounds: tuple[Any, Any] | None = None
+    nullable: bool = False
+    fill: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.dtype, type) or self.dtype not in _DTYPES:
+            raise InvalidParameter(f"dtype={self.dtype!r} must be one of int, float, str, bool")
+        if not isinstance(self.nullable, (bool, np.bool_)):
+            raise InvalidParameter(f"nullable={self.nullable!r} must be a bool")
+        object.__setattr__(self, "nullable", bool(self.nullable))
+        numeric = self.dtype in (int, float)
+        integer = self.dtype is int
+        if self.bounds is not None:
+            if not numeric:
+                raise InvalidParameter(
+                    f"bounds={self.bounds!r} need an int or float column, not {self.dtype}"
+                )
+            if not isinstance(self.bounds, (tuple, list)) or len(self.bounds) != 2:
+                raise InvalidParameter(f"bounds={self.bounds!r} must be a pair (lo, hi)")
+            lo = _finite_number(self.bounds[0], "bounds", integer)
+            hi = _finite_number(self.bounds[1], "bounds", integer)
+            if lo > hi:
+                raise InvalidParameter(f"bounds={self.bounds!r} must satisfy lo <= hi")
+            object.__setattr__(self, "bounds", (lo, hi))
+        if self.fill is not None:
+            if not numeric:
+                raise InvalidParameter(
+                    f"fill={self.fill!r} applies to int or float columns, not {self.dtype}"
+                )
+            object.__setattr__(self, "fill", _finite_number(self.fill, "fill", integer))
+
+    @property
+    def kind(self) -> str:
+        """``"int"``, ``"float"``, ``"str"`` or ``"bool"``."""
+        return _DTYPES[self.dtype]
+
+    def __repr__(self) -> str:
+        parts = [self.dtype.__name__]
+        if self.bounds is not None:
+            parts.append(f"bounds={self.bounds!r}")
+        if self.nullable:
+            parts.append("nullable=True")
+        if self.fill is not None:
+            parts.append(f"fill={self.fill!r}")
+        return f"Column({', '.join(parts)})"
+
+
+def _check_schema(schema: object) -> tuple[tuple[str, Column], ...]:
+    if not isinstance(schema, Mapping):
+        raise InvalidParameter(f"schema={schema!r} must be a mapping of column name -> dp.Column")
+    if len(schema) == 0:
+        raise InvalidParameter("schema={} must declare at least one column")
+    items = []
+    for name, column in schema.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidParameter(f"schema: column name {name!r} must be a non-empty str")
+        if not isinstance(column, Column):
+            raise InvalidParameter(f"schema[{name!r}]={column!r} must be a dp.Column")
+        items.append((name, column))
+    return tuple(items)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class RowDomain(Domain):
+    """One row of a table, as a mapping from column name to value: the element domain of a FrameDomain.
+
+    A row is a member when it has every declared column with a value of the column's type (or None if
+    the column is nullable); bounds are a clamp, not a membership condition.
+    """
+
+    columns: tuple[tuple[str, Column], ...]
+
+    def member(self, value: object) -> bool:
+        if not isinstance(value, Mapping):
+            return False
+        try:
+            for name, col in self.columns:
+                if name not in value:
+                    return False
+                v = value[name]
+                if v is None:
+                    if not col.nullable:
+                        return False
+                    continue
+                if isinstance(v, np.generic):
+                    v = v.item()
+                ok = isinstance(v, col.dtype) and (col.dtype is bool or not isinstance(v, bool))
+                if col.dtype is float and isinstance(v, int) and not isinstance(v, bool):
+                    ok = AtomDomain(float).member(v)
+                if not ok:
+                    return False
+        except Exception:  # a mapping whose lookup fails is not a member
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"RowDomain({dict(self.columns)!r})"
+
+
+class FrameDomain(VectorDomain):
+    """Tables (Polars DataFrame/LazyFrame, pandas DataFrame) with the declared columns and types.
+
+    Membership reads the engine's schema only: every declared column must be present with a matching
+    type (extra columns are allowed and never read). It never scans rows. Being a VectorDomain of
+    :class:`RowDomain` rows, a FrameDomain is measured by ``SymmetricDistance`` (rows added or removed) or,
+    for a person-level unit, by the identifier metric :class:`IdDistance`.
+
+    Args:
+        schema: a mapping column name -> :class:`Column`, in a fixed order (row keys hash the columns in
+            this order).
+
+    Raises:
+        InvalidParameter: ``schema`` is not a non-empty mapping of names to Columns.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> import polars as pl
+        >>> d = dp.FrameDomain({"x": dp.Column(float, bounds=(0.0, 1.0))})
+        >>> d.member(pl.DataFrame({"x": [0.5, 7.0]})), d.member(pl.DataFrame({"x": ["a"]}))
+        (True, False)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, schema: Mapping[str, Column]) -> None:
+        columns = _check_schema(schema)
+        super().__init__(RowDomain(columns), None)
+
+    @property
+    def columns(self) -> tuple[tuple[str, Column], ...]:
+        """The declared columns in order."""
+        element = self.element_domain
+        assert isinstance(element, RowDomain)
+        return element.columns
+
+    @property
+    def schema(self) -> dict[str, Column]:
+        """The declared columns as a dict."""
+        return dict(self.columns)
+
+    def column(self, name: object, what: str = "column") -> Column:
+        """The declared column ``name``; :class:`InvalidParameter` naming ``what`` if it is not declared."""
+        for n, c in self.columns:
+            if n == name:
+                return c
+        raise InvalidParameter(
+            f"{what}={name!r} is not a column of the schema "
+            f"(declared: {', '.join(n for n, _ in self.columns)})"
+        )
+
+    def member(self, value: object) -> bool:
+        from dpcompose.tables._engine import engine_for  # the engines are imported lazily
+
+        engine = engine_for(value)
+        if engine is None:
+            return False
+        try:
+            kinds = engine.schema(value)
+        except Exception:  # an engine that cannot report a schema: not a member
+            return False
+        return all(kinds.get(name) == col.kind for name, col in self.columns)
+
+    def check(self, value: object, what: str = "data") -> None:
+        from dpcompose.tables._engine import engine_for
+
+        engine = engine_for(value)
+        if engine is None:
+            raise DomainMismatch(
+                f"{what} is a {type(value).__name__}; a table must be a Polars DataFrame or LazyFrame, or a "
+                "pandas DataFrame (with polars installed)"
+            )
+        kinds = engine.schema(value)
+        for name, col in self.columns:
+            if name not in kinds:
+                raise DomainMismatch(f"{what} has no column {name!r} declared in {self!r}")
+            if kinds[name] != col.kind:
+                raise DomainMismatch(
+                    f"{what}: column {name!r} has type {kinds[name]}, but the schema declares {col.kind}"
+                )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FrameDomain) and self.columns == other.columns
+
+    def __hash__(self) -> int:
+        return hash(("FrameDomain", self.columns))
+
+    def __repr__(self) -> str:
+        return f"FrameDomain({dict(self.columns)!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class IdDistance(Metric):
+    """Neighbouring tables differ in all rows of ``d`` identifiers (the values of column ``id``).
+
+    The person-level unit of privacy for tables. A distance is a non-negative integer number of
+    identifiers. Hook: once ``dp.SymmetricIdDistance`` (the catalogue's identifier metric) is on main,
+    tables should use it instead of this metric; the meaning is the same.
+
+    Examples:
+        >>> IdDistance("user_id").validate(1)
+        1
+    """
+
+    id: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidParameter(f"id={self.id!r} must be a non-empty column name")
+
+    def validate(self, d: object, name: str = "d_in") -> int:
+        return _validate_count(d, name)
+
+    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
+        if not isinstance(domain, FrameDomain):
+            raise DomainMismatch(f"{self!r} measures tables: it needs a FrameDomain, not {name}={domain!r}")
+        if self.id not in domain.schema:
+            raise DomainMismatch(
+                f"{self!r}: the identifier column {self.id!r} is not declared in {name}={domain!r}"
+            )
+
+    def __repr__(self) -> str:
+        return f"IdDistance({self.id!r})"

@@ -1,0 +1,317 @@
+"""Tables on Polars: exact aggregates, capping by the specified hash, privacy maps, bad input."""
+
+from __future__ import annotations
+
+import math
+import random
+import subprocess
+import sys
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpcompose as dp
+from dpcompose.tables._engine import Plan
+from dpcompose.tables._hash import row_keys, string_code, value_codes
+from dpcompose.tables._polars import PolarsEngine
+from dpcompose.tables._query import grid_bound, sum_spec
+
+pl = pytest.importorskip("polars")
+
+SCHEMA = {
+    "user": dp.Column(int),
+    "state": dp.Column(str),
+    "income": dp.Column(float, bounds=(-5.5, 100.0)),
+    "age": dp.Column(int, bounds=(0, 120)),
+}
+STATES = ["CA", "NY", "TX"]
+
+
+def _frame(rng: random.Random, n_users: int = 4, max_rows: int = 4) -> Any:
+    rows: dict[str, list[Any]] = {"user": [], "state": [], "income": [], "age": []}
+    specials = [None, math.nan, math.inf, -math.inf, 1e300, -0.0, 2.5, 0.5]
+    for u in range(n_users):
+        for _ in range(rng.randint(1, max_rows)):
+            rows["user"].append(u)
+            rows["state"].append(rng.choice([*STATES, "WA"]))
+            rows["income"].append(rng.choice(specials) if rng.random() < 0.3 else rng.uniform(-10, 120))
+            rows["age"].append(rng.randint(-5, 130))
+    return pl.DataFrame(
+        rows, schema={"user": pl.Int64, "state": pl.String, "income": pl.Float64, "age": pl.Int32}
+    )
+
+
+def _ctx(df: Any, **kw: Any) -> dp.Context:
+    args: dict[str, Any] = {
+        "privacy_unit": dp.unit_of(id="user", max_rows=2),
+        "privacy_loss": 1.0,
+        "split_evenly_over": 3,
+    }
+    args.update(kw)
+    return dp.Context(df, SCHEMA, **args)
+
+
+def _query(ctx: dp.Context) -> dp.tables.TableQuery:
+    return (
+        ctx.query()
+        .filter(dp.col("age") >= 18)
+        .group_by("state", keys=STATES)
+        .agg(dp.tables.count(), dp.tables.sum("income"), dp.tables.mean("income"))
+    )
+
+
+def _exact(df: Any, plan: Plan) -> tuple[np.ndarray, list[np.ndarray]]:
+    return PolarsEngine().aggregate(df, plan)
+
+
+# --- a reference implementation in plain Python ------------------------------------------------------
+
+
+def _code(v: Any, kind: str) -> int:
+    if v is None:
+        return int(value_codes(np.array([0]), np.array([True]))[0])
+    if kind == "str":
+        return string_code(v)
+    arr = np.array([v], dtype=np.float64 if kind == "float" else np.int64)
+    return int(value_codes(arr)[0])
+
+
+def _reference(df: Any, plan: Plan, kinds: dict[str, str]) -> tuple[list[int], list[list[int]]]:
+    """The plan evaluated row by row with Fractions: filter, keys, caps (hash spec), policy, grid."""
+    rows = [r for r in df.iter_rows(named=True) if r["age"] is not None and r["age"] >= 18]
+    rows = [r for r in rows if (r["state"],) in plan.keys]
+    if plan.max_rows is not None:
+        by_user: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+        for r in rows:
+            codes = [np.array([_code(r[c], kinds[c])], dtype=np.uint64) for c in plan.columns]
+            by_user.setdefault(r["user"], []).append((int(row_keys(codes)[0]), r))
+        rows = [r for lst in by_user.values() for _, r in sorted(lst, key=lambda t: t[0])[: plan.max_rows]]
+    counts = [0] * len(plan.keys)
+    sums = [[0] * len(plan.keys) for _ in plan.sums]
+    for r in rows:
+        i = plan.keys.index((r["state"],))
+        counts[i] += 1
+        for j, spec in enumerate(plan.sums):
+            v = r[spec.column]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                v = spec.fill
+            v = min(max(v, spec.lo), spec.hi)
+            sums[j][i] += round(Fraction(v) / Fraction(2) ** spec.k)
+    return counts, sums
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_aggregates_equal_the_reference(seed: int) -> None:
+    df = _frame(random.Random(seed))
+    q = _query(_ctx(df))
+    kinds = {n: c.kind for n, c in q._ctx.domain.columns}
+    counts, sums = _exact(df, q.plan)
+    ref_counts, ref_sums = _reference(df, q.plan, kinds)
+    assert counts.tolist() == ref_counts
+    assert [s.tolist() for s in sums] == ref_sums
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_capping_is_order_independent(seed: int) -> None:
+    df = _frame(random.Random(seed), n_users=5, max_rows=6)
+    plan = _query(_ctx(df, privacy_unit=dp.unit_of(id="user", max_rows=2, max_groups=1))).plan
+    first = _exact(df, plan)
+    for s in range(4):
+        shuffled = df.sample(fraction=1.0, shuffle=True, seed=s)
+        again = _exact(shuffled, plan)
+        assert again[0].tolist() == first[0].tolist()
+        assert [a.tolist() for a in again[1]] == [a.tolist() for a in first[1]]
+    lazy = _exact(df.lazy(), plan)
+    assert lazy[0].tolist() == first[0].tolist()
+
+
+@pytest.mark.parametrize(
+    "unit", [None, dp.unit_of(id="user", max_rows=2), dp.unit_of("user", 3, max_groups=1)]
+)
+@pytest.mark.parametrize("seed", range(6))
+def test_removing_one_identifier_moves_aggregates_within_the_map(unit: Any, seed: int) -> None:
+    """Brute force over neighbours: remove all rows of one user (or, at row level, one row)."""
+    df = _frame(random.Random(100 + seed), n_users=4, max_rows=5)
+    q = _query(_ctx(df, privacy_unit=unit))
+    counts, sums = _exact(df, q.plan)
+    r = 1 if unit is None else unit.max_rows
+    if unit is None:
+        neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
+    else:
+        neighbours = [df.filter(pl.col("user") != u) for u in df.get_column("user").unique().to_list()]
+    for nb in neighbours:
+        c2, s2 = _exact(nb, q.plan)
+        assert int(np.abs(counts - c2).sum()) <= r  # L1 (hence L2) of the count vector
+        for spec, a, b in zip(q.plan.sums, sums, s2, strict=True):
+            assert int(np.abs(a - b).sum()) <= r * grid_bound(spec)
+    # the map is what the noise measurements give at those sensitivities
+    eps = q.measurement.map(1)
+    assert eps == Fraction(1, 3)
+    assert q.measurement.map(2) == 2 * eps
+
+
+def test_breaking_the_cap_breaks_the_privacy_test() -> None:
+    """The brute-force test can fail: without the row cap one user moves the count by more than R."""
+    df = pl.DataFrame({"user": [1, 1, 1, 2], "state": ["CA"] * 4, "income": [1.0] * 4, "age": [30] * 4})
+    q = _query(_ctx(df))
+    plan = q.plan
+    uncapped = Plan(plan.columns, plan.predicate, plan.by, plan.keys, plan.id, None, None, plan.sums)
+    c1, _ = _exact(df, uncapped)
+    c2, _ = _exact(df.filter(pl.col("user") != 1), uncapped)
+    assert int(np.abs(c1 - c2).sum()) > 2
+    c1, _ = _exact(df, plan)
+    c2, _ = _exact(df.filter(pl.col("user") != 1), plan)
+    assert int(np.abs(c1 - c2).sum()) <= 2
+
+
+def test_fixed_point_grid() -> None:
+    spec = sum_spec("x", dp.Column(float, bounds=(-1e6, 3.0)), None)
+    assert spec.k == math.frexp(1e6)[1] - 1 - 30
+    assert grid_bound(spec) <= 2**31
+    big = sum_spec("n", dp.Column(int, bounds=(0, 2**40 + 3)), None)
+    assert big.k == 10
+    df = pl.DataFrame({"n": [2**40 + 3, 1536, 512, 2560, -7]})
+    plan = Plan(("n",), None, (), ((),), None, None, None, (big,))
+    _, (total,) = PolarsEngine().aggregate(df, plan)
+    expected = sum(round(Fraction(min(max(v, 0), 2**40 + 3), 2**10)) for v in df.get_column("n").to_list())
+    assert int(total[0]) == expected  # half to even: 1536/1024 -> 2, 512/1024 -> 0, 2560/1024 -> 2
+    halves = sum_spec("h", dp.Column(float, bounds=(-(2.0**30), 2.0**30)), None)
+    assert halves.k == 0
+    df = pl.DataFrame({"h": [0.5, 1.5, 2.5, -0.5, -2.5]})
+    plan = Plan(("h",), None, (), ((),), None, None, None, (halves,))
+    _, (total,) = PolarsEngine().aggregate(df, plan)
+    assert int(total[0]) == 0 + 2 + 2 + 0 - 2
+
+
+def test_large_groups_sum_exactly() -> None:
+    n = 300_000
+    df = pl.DataFrame({"x": np.full(n, 1e9)})
+    spec = sum_spec("x", dp.Column(float, bounds=(-1e9, 1e9)), None)
+    plan = Plan(("x",), None, (), ((),), None, None, None, (spec,))
+    count, (total,) = PolarsEngine().aggregate(df, plan)
+    assert int(count[0]) == n
+    assert int(total[0]) == n * round(Fraction(10**9) / Fraction(2) ** spec.k)
+
+
+def test_release_returns_noisy_frame_and_charges() -> None:
+    df = _frame(random.Random(1))
+    ctx = _ctx(df)
+    q = _query(ctx)
+    out = q.release()
+    assert out.columns == ["state", "count", "income_sum", "income_mean"]
+    assert out.get_column("state").to_list() == STATES
+    assert ctx.remaining()["epsilon"] == Fraction(2, 3)
+    text = repr(q.summarize())
+    assert "discrete Laplace" in text and "ε=" in text
+
+
+def test_zcdp_context() -> None:
+    df = _frame(random.Random(2))
+    ctx = _ctx(df, measure=dp.ZCDP(), privacy_loss=0.5, split_evenly_over=1)
+    q = _query(ctx)
+    assert q.measurement.map(1) <= Fraction(1, 2)
+    assert q.measurement.map(1) > Fraction(1, 2) * Fraction(999, 1000)
+    q.release()
+    assert "discrete Gaussian" in repr(q.summarize())
+
+
+def test_split_by_weights_and_explain() -> None:
+    df = _frame(random.Random(3))
+    ctx = _ctx(df, split_evenly_over=None, split_by_weights=[1, 3])
+    a = ctx.query().agg(dp.tables.count())
+    a.release()
+    b = ctx.query().agg(dp.tables.count())
+    assert (a.measurement.map(1), b.measurement.map(1)) == (Fraction(1, 4), Fraction(3, 4))
+    assert "table_query" in str(dp.explain(b.measurement, 1))
+    b.release()
+    with pytest.raises(dp.BudgetExceeded):
+        ctx.query()
+
+
+def test_pandas_and_lazy_are_the_same_engine() -> None:
+    df = _frame(random.Random(4))
+    q = _query(_ctx(df))
+    assert _exact(df.lazy(), q.plan)[0].tolist() == _exact(df, q.plan)[0].tolist()
+
+
+# --- bad input: clear DPError before any engine job, nothing spent -----------------------------------
+
+
+def test_bad_input_is_refused_before_anything_runs() -> None:
+    df = _frame(random.Random(5))
+    ctx = _ctx(df)
+    before = ctx.remaining()
+    with pytest.raises(dp.InvalidParameter, match="salary"):
+        ctx.query().filter(dp.col("salary") > 3)
+    with pytest.raises(dp.InvalidParameter, match="compares a str with a int"):
+        ctx.query().filter(dp.col("state") > 3)
+    with pytest.raises(dp.InvalidParameter, match="keys"):
+        ctx.query().group_by("state", keys=["CA", 3])
+    with pytest.raises(dp.InvalidParameter, match="not nullable"):
+        ctx.query().group_by("state", keys=["CA", None])
+    with pytest.raises(dp.InvalidParameter, match="partition selection"):
+        ctx.query().group_by("state")
+    with pytest.raises(dp.InvalidParameter, match="no bounds"):
+        ctx.query().agg(dp.tables.sum("user"))
+    with pytest.raises(dp.InvalidParameter, match="str column"):
+        ctx.query().agg(dp.tables.sum("state"))
+    with pytest.raises(dp.DomainMismatch, match="nope"):
+        _ctx(df, privacy_unit=dp.unit_of(id="nope", max_rows=1))
+    with pytest.raises(dp.DomainMismatch, match="income"):
+        _ctx(df.with_columns(pl.col("income").cast(pl.String)))
+    with pytest.raises(dp.DomainMismatch, match="age"):
+        _ctx(df.drop("age"))
+    with pytest.raises(dp.DomainMismatch, match="table"):
+        _ctx([1, 2, 3])
+    nullable = dict(SCHEMA, income=dp.Column(float, bounds=(0.0, 1.0), nullable=True))
+    c2 = dp.Context(df, nullable, privacy_loss=1.0, split_evenly_over=1)
+    with pytest.raises(dp.InvalidParameter, match="nullable"):
+        c2.query().agg(dp.tables.mean("income"))
+    big = ctx.query(privacy_loss=5.0).agg(dp.tables.count())
+    with pytest.raises(dp.BudgetExceeded):
+        big.release()
+    assert ctx.remaining() == before
+
+
+def test_schema_membership_never_scans() -> None:
+    d = dp.FrameDomain(SCHEMA)
+    lazy = pl.LazyFrame({"user": [1], "state": ["a"], "income": [1.0], "age": [3]}).map_batches(
+        lambda _: (_ for _ in ()).throw(RuntimeError("scanned"))
+    )
+    assert d.member(lazy.select(pl.col("*")))  # schema only: the failing batch function never runs
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_in_domain_data_never_raises(seed: int) -> None:
+    rng = random.Random(seed)
+    df = _frame(rng, n_users=rng.randint(1, 5))
+    if seed % 3 == 0:
+        df = df.head(0)  # empty
+    for unit in (None, dp.unit_of(id="user", max_rows=1, max_groups=1)):
+        ctx = _ctx(df, privacy_unit=unit, split_evenly_over=2)
+        out = _query(ctx).release()
+        assert out.height == len(STATES)
+        total = ctx.query().agg(dp.tables.count(), dp.tables.mean("age")).release()
+        assert total.height == 1
+
+
+def test_import_does_not_load_polars() -> None:
+    code = "import sys, dpcompose; assert 'polars' not in sys.modules, 'polars imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="src")
+
+
+def test_engine_codes_follow_the_specified_hash() -> None:
+    from dpcompose.tables._hash import NULL_CODE
+    from dpcompose.tables._polars import _codes
+
+    strings = pl.Series(["b", None, "a", "b", "é"])
+    expected = [string_code("b"), int(NULL_CODE), string_code("a"), string_code("b"), string_code("é")]
+    assert _codes(strings).tolist() == expected
+    floats = pl.Series([0.0, -0.0, None, float("nan")])
+    codes = _codes(floats).tolist()
+    assert codes[0] == codes[1] and codes[2] == int(NULL_CODE)
+    assert codes[3] == int(value_codes(np.array([-math.nan]))[0])
+    ints = pl.Series([1, None, -1], dtype=pl.Int8)
+    assert _codes(ints).tolist() == [_code(1, "int"), int(NULL_CODE), _code(-1, "int")]
