@@ -97,12 +97,15 @@ def test_vw_order_is_brute_force_minimum_small() -> None:
 REFERENCE_K100 = 4.774567588107985  # exact optimum, ../shared/reference/accounting_cases.json
 
 
-def test_auto_uses_optimal_composition_for_pure_children() -> None:
+def test_optimal_composition_for_pure_children_and_auto_never_above_it() -> None:
     lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)
-    eps, _ = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6).map(1)
+    forced = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6, theorem="optimal")
+    eps, _ = forced.map(1)
     assert REFERENCE_K100 <= float(eps) <= REFERENCE_K100 * (1 + 1e-9)
-    text = str(dp.explain(dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6), 1))
-    assert "· chosen" in text
+    auto = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6)
+    assert auto.map(1)[0] <= eps  # auto takes the least candidate (here the Laplace PLD)
+    text = str(dp.explain(auto, 1))
+    assert "· chosen" in text and "optimal — Kairouz" in text
     assert "laplace(scale=10.0) ×100" in text
 
 

@@ -109,6 +109,8 @@ class _Loss:
     loss_err: float  # |computed loss − true loss| ≤ loss_err for every atom
     rel_err: float  # |computed prob − true prob| ≤ rel_err · true prob (+ _TINY per atom)
     top: float  # an upper bound on the largest loss (A = 0 at ε_g ≥ top)
+    # the exact loss of atom i (as sorted), where known: atoms near ε_g are then weighed exactly
+    exact: Callable[[int], Fraction] | None = None
 
 
 def _binomial(c: int, e: float) -> tuple[Array, float]:
@@ -152,7 +154,19 @@ def _from_atoms(groups: Sequence[tuple[Fraction, int]]) -> _Loss:
         total += float_up(value) * c
     order = np.argsort(loss, kind="stable")
     n_groups = len(groups) + 1
-    return _Loss(loss[order], prob[order], 2 * n_groups * _U * total + 4 * _U * total, rel * 1.01, total)
+    radices = [c + 1 for _, c in groups]
+
+    def exact(i: int) -> Fraction:
+        k = int(order[i])  # raveled index of the outer products: the first group is the most significant
+        out = Fraction(0)
+        for (value, c), r in zip(reversed(groups), reversed(radices), strict=True):
+            k, j = divmod(k, r)
+            out += value * (2 * j - c)
+        return out
+
+    return _Loss(
+        loss[order], prob[order], 2 * n_groups * _U * total + 4 * _U * total, rel * 1.01, total, exact
+    )
 
 
 def _lattice(step: float, groups: Sequence[tuple[int, int]]) -> _Loss:
@@ -177,20 +191,49 @@ def _lattice(step: float, groups: Sequence[tuple[int, int]]) -> _Loss:
     y = np.arange(dist.size, dtype=np.float64)
     loss = step * (2.0 * y - x_max)
     top = step * x_max
-    return _Loss(loss, dist, 4 * _U * abs(top), rel * 1.01, top * (1 + 4 * _U))
+    step_q = Fraction(step)  # every atom's loss is exactly step·(2y − x_max)
+    return _Loss(
+        loss, dist, 4 * _U * abs(top), rel * 1.01, top * (1 + 4 * _U), lambda i: step_q * (2 * i - x_max)
+    )
+
+
+_NEAR = 1e-4  # atoms within this of ε_g are weighed with their exact loss (when the plan knows it)
+_NEAR_MAX = 4096  # … unless there are more of them than this
 
 
 def _a_up(dist: _Loss, eps_g: float) -> float:
-    """An upper bound on A(ε_g) = E[(1 − e^{ε_g − L})₊]."""
+    """An upper bound on A(ε_g) = E[(1 − e^{ε_g − L})₊].
+
+    Each atom's weight is bounded with the loss slack (float error of the stored losses and of L − ε_g),
+    which is far above the true weight for atoms within a few ulps of ε_g. Where the plan knows the exact
+    losses, atoms within ``_NEAR`` of ε_g are weighed exactly instead: w = 1 − e^{−(L − ε_g)}, from the
+    exact difference rounded up; the others keep the slack, now small beside their weight.
+    """
     slack = dist.loss_err + 2 * _U * (abs(eps_g) + abs(dist.top))
     i = int(np.searchsorted(dist.loss, eps_g - slack, side="right"))
     if i >= dist.loss.size:
         return 0.0
+    near = 0.0
+    if dist.exact is not None:
+        band = max(_NEAR, 2 * slack)
+        j = int(np.searchsorted(dist.loss, eps_g + band, side="right"))
+        start = int(np.searchsorted(dist.loss, eps_g - band - slack, side="right"))
+        if j - start <= _NEAR_MAX:
+            g = Fraction(eps_g)
+            for a in range(start, j):
+                d = dist.exact(a) - g
+                if d > 0:
+                    w_a = -math.expm1(-float_up(d)) * (1 + 4 * _U)
+                    near += float(dist.prob[a]) * w_a * (1 + 4 * _U)
+            near = near * (1 + dist.rel_err + (j - start + 8) * _U) + (j - start) * _TINY
+            i = max(i, j)
+            if i >= dist.loss.size:
+                return near
     t = dist.loss[i:] - eps_g + slack
     w = -np.expm1(-t)
     s = float(np.dot(dist.prob[i:], w))
     n = dist.loss.size - i
-    return s * (1 + dist.rel_err + (n + 8) * _U) + n * _TINY
+    return near + s * (1 + dist.rel_err + (n + 8) * _U) + n * _TINY
 
 
 def _a_low(dist: _Loss, eps_g: float) -> float:
@@ -494,6 +537,32 @@ def _beyond_floats(key: tuple[tuple[Fraction, int], ...]) -> bool:
     return any(value > _EPS_FLOAT_MAX for value, _ in key)
 
 
+def _top_atom(key: tuple[tuple[Fraction, int], ...], gap: Fraction) -> tuple[float, float]:
+    """Bounds on A(ε_g) when only the all-"+" atom has loss above ε_g (``gap = Σεᵢ − ε_g`` in
+    ``[0, 2·min εᵢ]``): A = Πᵢ (e^{εᵢ}/(1 + e^{εᵢ}))^{cᵢ} · (1 − e^{−gap}), in closed form.
+
+    Every other atom's loss is at most Σεᵢ − 2·min εᵢ ≤ ε_g, so contributes nothing; the closed form avoids
+    the grid's loss slack, which near the top would be far above the true A.
+    """
+    if gap <= 0:
+        return 0.0, 0.0
+    log_p = 0.0
+    err = 0.0
+    for value, c in key:
+        v = float(value)
+        lp = -math.log1p(math.exp(-v))  # log(e^v/(1 + e^v))
+        log_p += c * lp
+        # |float(value) − value| ≤ u·v moves lp by ≤ u·v/2; exp and log1p add ≤ 4u·(|lp| + u) each
+        err += c * (_U * v + 8 * _U * (abs(lp) + _U))
+    err += 8 * _U * abs(log_p)
+    p_hi = math.exp(log_p + err) * (1 + 4 * _U)
+    p_lo = math.exp(log_p - err) * (1 - 4 * _U)
+    w_hi = -math.expm1(-float_up(gap)) * (1 + 4 * _U)
+    w_lo = -math.expm1(-float_down(gap)) * (1 - 4 * _U)
+    # _TINY: absolute slack for products that fall into the subnormal range (ε near 1e-308)
+    return max(0.0, p_lo * w_lo * (1 - 4 * _U) - _TINY), min(1.0, p_hi * w_hi * (1 + 4 * _U) + _TINY)
+
+
 def _check_tolerance(tolerance: Number) -> float:
     tol = float(nonnegative(tolerance, "tolerance"))
     if tol <= 0:
@@ -527,6 +596,9 @@ def optimal_delta_bounds(
         return _combine(0.0, lost_dn), _combine(0.0, lost)
     if _beyond_floats(key):
         return _combine(0.0, lost_dn), ONE
+    if eps_g >= total - 2 * min(v for v, _ in key):
+        a_lo, a_hi = _top_atom(key, total - eps_g)
+        return _combine(a_lo, lost_dn), _combine(a_hi, lost)
     e_dn, e_up = float_down(eps_g), float_up(eps_g)
     return _interval(
         key,
