@@ -1040,6 +1040,36 @@ CASES: dict[str, Case] = {
         lambda: {"plds": [dp.accounting.pld_randomized_response(1.0, step_bits=10)] * 2},
         lambda r: r.delta_bounds(0.5),
     ),
+    "accounting.PrivacyLoss": Case(
+        dp.accounting.PrivacyLoss,
+        lambda: {"kind": "laplace", "params": (Fraction(1), Fraction(10)), "parts": ()},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.discrete_laplace": Case(
+        dp.accounting.PrivacyLoss.discrete_laplace, lambda: {"sensitivity": 2, "scale": 4.0},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.laplace": Case(
+        dp.accounting.PrivacyLoss.laplace, lambda: {"sensitivity": 1, "scale": 10.0},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.gaussian": Case(
+        dp.accounting.PrivacyLoss.gaussian, lambda: {"sensitivity": 1, "sigma": 2.0},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.randomized_response": Case(
+        dp.accounting.PrivacyLoss.randomized_response, lambda: {"epsilon": 1.0, "k": 3},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.approx": Case(
+        dp.accounting.PrivacyLoss.approx, lambda: {"epsilon": 1.0, "delta": 1e-7},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.compose": Case(
+        dp.accounting.PrivacyLoss.compose,
+        lambda: {"parts": [dp.accounting.PrivacyLoss.randomized_response(1.0)] * 2},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
     "accounting.pure_to_zcdp": Case(dp.accounting.pure_to_zcdp, lambda: {"epsilon": 0.5}, _numbers),
     "accounting.renyi_to_approx": Case(
         dp.accounting.renyi_to_approx,

@@ -30,6 +30,7 @@ from dpcompose.accounting._filters import (
     whitehouse_filter_epsilon,
     zcdp_budget,
 )
+from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.accounting._optimal import (
     optimal_delta,
     optimal_delta_bounds,
@@ -60,6 +61,7 @@ __all__ = [
     "BasicFilter",
     "FilterRule",
     "Number",
+    "PrivacyLoss",
     "PrivacyProfile",
     "RRUVFilter",
     "RenyiFilter",

@@ -6,8 +6,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dpcompose.combinators._policy import Plan, plan_composition
-from dpcompose.core import Measure, Measurement, Node, Queryable
+from dpcompose.accounting import PrivacyLoss
+from dpcompose.combinators._policy import Losses, Plan, child_losses, plan_composition
+from dpcompose.core import ApproxDP, Measure, Measurement, Node, PureDP, Queryable
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
@@ -35,23 +36,49 @@ def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
 
 
 def _compose_map(
-    measurements: Sequence[AnyMeasurement], compose: Callable[[list[Any]], Any]
+    measurements: Sequence[AnyMeasurement], compose: Callable[[list[Any], Losses], Any]
 ) -> Callable[[Any], Any]:
     children = tuple(measurements)
 
     def privacy_map(d_in: Any) -> Any:
         # d_in is already validated by the outer Measurement.map, and every child shares its input
         # metric; a child repeated many times is evaluated once.
-        seen: dict[int, Any] = {}
-        outs = []
-        for child in children:
-            key = id(child)
-            if key not in seen:
-                seen[key] = child.privacy_map(d_in)
-            outs.append(seen[key])
-        return compose(outs)
+        outs, losses = _evaluate(children, d_in)
+        return compose(outs, losses)
 
     return privacy_map
+
+
+def _evaluate(children: Sequence[AnyMeasurement], d_in: Any) -> tuple[list[Any], Losses]:
+    """Every child's d_out and dominating pair (None where it has none) at ``d_in``; a repeated child is
+    evaluated once."""
+    seen: dict[int, tuple[Any, PrivacyLoss | None]] = {}
+    outs: list[Any] = []
+    losses: Losses = []
+    for child in children:
+        key = id(child)
+        if key not in seen:
+            seen[key] = (child.privacy_map(d_in), None if child.loss is None else child.loss(d_in))
+        outs.append(seen[key][0])
+        losses.append(seen[key][1])
+    return outs, losses
+
+
+def _composite_loss(children: Sequence[AnyMeasurement]) -> Callable[[Any], PrivacyLoss | None] | None:
+    """The composite's dominating pair: the product of the children's (Zhu–Dullerud–Wang 2022 Thm 10;
+    concurrently, Vadhan–Zhang 2023 Thm 1.3), where every child has one or is (ε, δ)/pure."""
+    measures = [c.output_measure for c in children]
+    if not all(c.loss is not None or isinstance(c.output_measure, (PureDP, ApproxDP)) for c in children):
+        return None
+
+    def loss(d_in: Any) -> PrivacyLoss | None:
+        outs, losses = _evaluate(children, d_in)
+        pairs = child_losses(measures, outs, losses)
+        if any(p is None for p in pairs):
+            return None
+        return PrivacyLoss.compose([p for p in pairs if p is not None])
+
+    return loss
 
 
 @recorded
@@ -146,16 +173,22 @@ def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bo
         run,
         _compose_map(children, plan.compose),
         interactive=interactive,
+        loss=_composite_loss(children),
         node=Node(
             kind,
             params=(("children", str(len(children))),),
             source=plan.source,
             theorem=plan.theorem,
-            alternatives=lambda d: plan.runners_up([c.map(d) for c in children]),
+            alternatives=_alternatives(plan, children),
             interaction=kind,
             children=children,
         ),
     )
+
+
+def _alternatives(plan: Plan, children: Sequence[AnyMeasurement]) -> Callable[[Any], Any]:
+    metric = children[0].input_metric
+    return lambda d: plan.runners_up(*_evaluate(children, metric.validate(d)))
 
 
 class _SequentialChild(Queryable[Any, Any]):

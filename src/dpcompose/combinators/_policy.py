@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpcompose.accounting import (
+    PrivacyLoss,
     PrivacyProfile,
     advanced,
     basic,
@@ -28,7 +29,7 @@ from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 __all__ = ["THEOREMS", "Plan", "plan_composition"]
 
-THEOREMS = ("auto", "basic", "vadhan-wang-2021", "advanced", "optimal", "zcdp")
+THEOREMS = ("auto", "basic", "vadhan-wang-2021", "advanced", "optimal", "zcdp", "pld")
 
 _SOURCES = {
     "basic": "Dwork–McSherry–Nissim–Smith 2006; Dwork et al. 2006",
@@ -36,27 +37,31 @@ _SOURCES = {
     "advanced": "Dwork–Rothblum–Vadhan 2010; Kairouz–Oh–Viswanath 2015 Thm 3.4/3.5",
     "optimal": "Kairouz–Oh–Viswanath 2015; Murtagh–Vadhan 2016",
     "zcdp": "Bun–Steinke 2016 Prop. 1.4 + Lemma 2.3; Canonne–Kamath–Steinke 2020",
+    "pld": "the children's privacy loss distributions, composed (Zhu–Dullerud–Wang 2022 Thm 10)",
 }
 _CONCURRENT_SOURCES = {
     "basic": "Vadhan–Wang 2021 Thm 3.3 (pure); Vadhan–Zhang 2023 Thm 1.3 ((ε, δ))",
     "advanced": "Vadhan–Zhang 2023 Thm 1.3 (non-interactive theorems hold concurrently)",
     "optimal": "Vadhan–Zhang 2023 Thm 1.3 with Kairouz–Oh–Viswanath 2015 / Murtagh–Vadhan 2016",
     "zcdp": "Lyu 2022 Cor 1; Canonne–Kamath–Steinke 2020",
+    "pld": "the children's privacy loss distributions, composed; concurrently: Vadhan–Zhang 2023 Thm 1.3",
 }
 
 Candidate = Callable[[list[Any]], Any]
+Losses = list[PrivacyLoss | None]
 
 
 @dataclass(frozen=True)
 class Plan:
     """The chosen composition: target measure, theorem name and source, and the function from the
-    children's d_out list to the composite's d_out; ``runners_up`` evaluates every applicable theorem."""
+    children's d_out list and their dominating pairs (:class:`PrivacyLoss`, or None) to the composite's
+    d_out; ``runners_up`` evaluates every applicable theorem."""
 
     measure: Measure[Any]
     theorem: str
     source: str
-    compose: Callable[[list[Any]], Any]
-    runners_up: Callable[[list[Any]], tuple[tuple[str, Any], ...]]
+    compose: Callable[[list[Any], Losses], Any]
+    runners_up: Callable[[list[Any], Losses], tuple[tuple[str, Any], ...]]
 
 
 def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
@@ -188,59 +193,74 @@ def plan_composition(
             raise UnsupportedComposition(
                 f"theorem={theorem!r} does not apply to {kind} composition of {target!r} children: "
                 f"it needs ApproxDP output with a target delta= (pass output_measure=dp.ApproxDP(), delta=…)"
-                if theorem in ("advanced", "optimal", "zcdp")
+                if theorem in ("advanced", "optimal", "zcdp", "pld")
                 else f"theorem={theorem!r} does not apply to {kind} composition of {target!r} children"
             )
         source = sources.get(name, _SOURCES.get(name, ""))
-        return Plan(target, name, source, fn, lambda ds: ())
+        return Plan(target, name, source, lambda ds, _losses: fn(ds), lambda ds, _losses: ())
 
     if isinstance(target, ApproxDP):
         zcdp_children = [m for m in measures if isinstance(m, ZCDP)]
+        candidates: dict[str, Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]]
         if zcdp_children:
             if delta_q is None or delta_q == 0:
                 raise UnsupportedComposition(
                     "zCDP children composed into ApproxDP need a positive target delta= (zCDP has no finite "
                     "ε at δ = 0)"
                 )
-            lifts = [_lift(m, ZCDP()) for m in measures]
+            zlifts = [_lift(m, ZCDP()) for m in measures]
             dq = delta_q
 
-            def via_zcdp(ds: list[Any]) -> tuple[Fraction, Fraction]:
-                rho = zcdp_compose([f(d) for f, d in zip(lifts, ds, strict=True)])
+            def via_zcdp(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction]:
+                rho = zcdp_compose([f(d) for f, d in zip(zlifts, ds, strict=True)])
                 return zcdp_to_approx(rho, dq), dq
 
-            return single("zcdp", via_zcdp)
-        lifts = [_lift(m, target) for m in measures]
-        all_pure = all(isinstance(m, PureDP) for m in measures)
-        candidates = _approx_candidates(concurrent, delta_q, all_pure)
+            candidates = {"zcdp": via_zcdp, "pld": _pld_candidate(measures, dq)}
+            prepare: Callable[[list[Any]], list[Any]] = lambda ds: ds  # noqa: E731
+        else:
+            lifts = [_lift(m, target) for m in measures]
+            all_pure = all(isinstance(m, PureDP) for m in measures)
+            plain = _approx_candidates(concurrent, delta_q, all_pure)
+            candidates = {n: _ignore_losses(f) for n, f in plain.items()}
+            if delta_q is not None:
+                candidates["pld"] = _pld_candidate(measures, delta_q)
+
+            def prepare(ds: list[Any]) -> list[Any]:
+                return [f(d) for f, d in zip(lifts, ds, strict=True)]
+
         if theorem != "auto" and theorem not in candidates:
             raise UnsupportedComposition(
-                f"theorem={theorem!r} does not apply to {kind} composition of (ε, δ) children"
+                f"theorem={theorem!r} does not apply to {kind} composition of "
+                f"{'zCDP' if zcdp_children else '(ε, δ)'} children"
                 + (" without a target delta=" if delta_q is None else "")
                 + f"; applicable: {', '.join(candidates)}"
             )
         names = list(candidates) if theorem == "auto" else [theorem]
 
-        def evaluate(ds: list[Any]) -> list[tuple[str, tuple[Fraction, Fraction]]]:
-            lifted = [f(d) for f, d in zip(lifts, ds, strict=True)]
+        def evaluate(ds: list[Any], losses: Losses) -> list[tuple[str, tuple[Fraction, Fraction]]]:
+            lifted = prepare(ds)
             results = []
             for name in candidates:
-                value = candidates[name](lifted)
+                value = candidates[name](lifted, losses)
                 if value is not None:
                     results.append((name, value))
             return results
 
-        def compose(ds: list[Any]) -> tuple[Fraction, Fraction]:
-            results = [(n, v) for n, v in evaluate(ds) if n in names]
+        def compose(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction]:
+            results = [(n, v) for n, v in evaluate(ds, losses) if n in names]
             if not results:
                 raise UnsupportedComposition(
                     f"no applicable theorem ({', '.join(names)}) fits the target delta={delta}: "
-                    "the children's δ already add up to more"
+                    + (
+                        "a child has no privacy loss distribution"
+                        if names == ["pld"]
+                        else "the children's δ already add up to more"
+                    )
                 )
             return min(results, key=lambda nv: (nv[1][0], nv[1][1]))[1]
 
-        def runners_up(ds: list[Any]) -> tuple[tuple[str, Any], ...]:
-            return tuple((f"{n} — {sources.get(n, _SOURCES[n])}", v) for n, v in evaluate(ds))
+        def runners_up(ds: list[Any], losses: Losses) -> tuple[tuple[str, Any], ...]:
+            return tuple((f"{n} — {sources.get(n, _SOURCES[n])}", v) for n, v in evaluate(ds, losses))
 
         label = "auto: least ε of " + ", ".join(names) if theorem == "auto" else theorem
         source = (
@@ -262,3 +282,50 @@ def plan_composition(
         plan = single("basic", lambda ds: target.compose(lifted(ds)))
         return dataclasses.replace(plan, source=target.compose_source)  # ρ and Rényi curves add
     return single("basic", lambda ds: target.compose(lifted(ds)))
+
+
+def _ignore_losses(
+    f: Callable[[list[tuple[Fraction, Fraction]]], tuple[Fraction, Fraction] | None],
+) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
+    return lambda ds, _losses: f(ds)
+
+
+def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses) -> Losses:
+    """Each child's dominating pair: its own (``losses[i]``), else RR_(ε,δ) from its (ε, δ) or pure ε
+    (Kairouz–Oh–Viswanath 2015 Thm 2.1: every (ε, δ)-DP mechanism is a post-processing of it), else None."""
+    out: Losses = []
+    for m, d, loss in zip(measures, ds, losses, strict=True):
+        if loss is None and isinstance(m, PureDP):
+            loss = PrivacyLoss.approx(d, 0)
+        elif loss is None and isinstance(m, ApproxDP):
+            loss = PrivacyLoss.approx(*d)
+        out.append(loss)
+    return out
+
+
+def _pld_candidate(
+    measures: Sequence[Measure[Any]], delta: Fraction
+) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
+    """The PLD candidate: ε(δ) of the composed dominating pairs, where every child has one.
+
+    Receives the children's raw d_out (the zCDP path) or lifted (ε, δ) (the approx path): for a PureDP
+    child both read as its ε, so :func:`child_losses` on the original measures works for both.
+    """
+
+    def use_pld(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
+        raw = [
+            d[0] if isinstance(m, PureDP) and isinstance(d, tuple) else d
+            for m, d in zip(measures, ds, strict=True)
+        ]
+        pairs = child_losses(measures, raw, losses)
+        if any(p is None for p in pairs):
+            return None
+        if all(p is not None and p.kind == "approx" for p in pairs):
+            return None  # RR_(ε,δ) pairs only: "optimal" is this exactly, without a lattice
+        try:
+            eps = PrivacyLoss.compose([p for p in pairs if p is not None]).epsilon(delta)
+        except InvalidParameter:  # outside the PLD constructors' range (e.g. ε above 700), or δ too small
+            return None
+        return eps, delta
+
+    return use_pld

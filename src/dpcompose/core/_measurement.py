@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
+from dpcompose.accounting import PrivacyLoss
 from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
 from dpcompose.core._metrics import Metric, check_space
@@ -162,6 +163,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
     privacy_map: Callable[[DI], DO]
     interactive: bool = False
     node: Node = field(default_factory=lambda: Node("measurement"))
+    loss: Callable[[DI], PrivacyLoss | None] | None = field(default=None, repr=False, compare=False)
     recipe: Call | Chain | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -170,6 +172,20 @@ class Measurement(Generic[TI, TO, DI, DO]):
         _check_measure(self.output_measure)
         if not isinstance(self.interactive, bool):
             raise InvalidParameter(f"interactive={self.interactive!r} must be a bool")
+
+    def privacy_loss(self, d_in: DI) -> PrivacyLoss | None:
+        """The mechanism's dominating pair at ``d_in`` (:class:`~dpcompose.accounting.PrivacyLoss`), or
+        None where the library knows none. Composites use it to account by privacy loss distributions.
+
+        Examples:
+            >>> import dpcompose as dp
+            >>> m = dp.m.make_randomized_response(
+            ...     dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), epsilon=1.0)
+            >>> m.privacy_loss(1)
+            PrivacyLoss(randomized_response(ε=1, k=2))
+        """
+        d = self.input_metric.validate(d_in)
+        return None if self.loss is None else self.loss(d)
 
     def __call__(self, data: TI) -> TO:
         self.input_domain.check(data)
@@ -391,6 +407,7 @@ def postprocess(
         run,
         measurement.privacy_map,
         interactive=measurement.interactive,
+        loss=measurement.loss,  # post-processing keeps the dominating pair (Dwork–Roth 2014 Prop. 2.1)
         node=Node(
             "postprocess",
             params=(("function", name),),
@@ -446,6 +463,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
         run,
         privacy,
         interactive=m.interactive,
+        loss=None if m.loss is None else (lambda d_in: m.privacy_loss(t.map(d_in))),
         node=Node(
             "chain",
             source="stability map, then privacy map",

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import exact
+from dpcompose.accounting import PrivacyLoss, exact
 from dpcompose.core import (
     ZCDP,
     AbsoluteDistance,
@@ -187,12 +187,19 @@ def make_discrete_laplace(
     def privacy_map(d_in: Fraction) -> Fraction:
         return Fraction(d_in) / scale_q
 
+    def loss(d_in: Fraction) -> PrivacyLoss | None:
+        # integer data: inputs d_in apart differ by an integer ≤ ⌊d_in⌋ (larger shifts dominate smaller
+        # ones: the discrete Laplace is log-concave). Vectors: no PLD (the L1 ball's worst case is not
+        # covered by a published PLD result), so composites account them by ε.
+        return None if vector else PrivacyLoss.discrete_laplace(math.floor(d_in), scale_q)
+
     return Measurement(
         input_domain,
         input_metric,
         PureDP(),
         run,
         privacy_map,
+        loss=loss,
         node=Node(
             "discrete_laplace",
             params=(("scale", repr(scale)),),

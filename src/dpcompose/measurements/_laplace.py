@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import exact
+from dpcompose.accounting import PrivacyLoss, exact
 from dpcompose.core import (
     Domain,
     L1Distance,
@@ -120,6 +121,7 @@ def make_laplace(
             PureDP(),
             discrete.function,
             discrete.privacy_map,
+            loss=discrete.loss,
             node=Node(
                 "laplace",
                 params=(("scale", repr(scale)),),
@@ -208,12 +210,22 @@ def grid_laplace(
             return Fraction(d_in) / scale_q
         return _secure_epsilon(Fraction(d_in), scale_q, size, integer)
 
+    def loss(d_in: Fraction) -> PrivacyLoss | None:
+        if vector:
+            return None  # the L1 ball's worst case has no published PLD: composites use ε
+        if rng is not None:
+            return PrivacyLoss.laplace(d_in, scale_q)  # the seeded path adds float Laplace noise
+        # secure path: discrete Laplace in grid units, shift ⌈Δ_g⌉ (the map's grid-unit sensitivity)
+        units = grid_sensitivity(Fraction(d_in), grid.width, size, 1, grid.on_grid)
+        return PrivacyLoss.discrete_laplace(math.ceil(units), grid.units)
+
     return Measurement(
         input_domain,
         input_metric,
         PureDP(),
         run,
         privacy_map,
+        loss=loss,
         node=Node("laplace", params=(("scale", repr(scale)),), source="Dwork–McSherry–Nissim–Smith 2006"),
     )
 

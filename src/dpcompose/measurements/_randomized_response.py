@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_probability
-from dpcompose.accounting import exact, format_up
+from dpcompose.accounting import PrivacyLoss, exact, format_up
 from dpcompose.accounting._exact import exp_down
 from dpcompose.core import (
     ApproxDP,
@@ -203,12 +203,18 @@ def make_randomized_response(
     def privacy_map(d_in: int) -> Fraction:
         return eps if d_in >= 1 and k > 1 else Fraction(0)
 
+    def loss(d_in: int) -> PrivacyLoss:
+        if d_in >= 1 and k > 1:
+            return PrivacyLoss.randomized_response(eps, k)  # E ≤ e^ε: a post-processing of RR with e^ε
+        return PrivacyLoss.approx(0, 0)
+
     return Measurement(
         input_domain,
         input_metric,
         PureDP(),
         sampler,
         privacy_map,
+        loss=loss,
         node=Node(
             "randomized_response",
             params=(("epsilon", _param_text(epsilon)), ("k", str(k))),
@@ -288,6 +294,7 @@ def make_randomized_response_approx(
         ApproxDP(),
         sampler,
         privacy_map,
+        loss=lambda d_in: PrivacyLoss.approx(*privacy_map(d_in)),  # the pair RR_(ε,δ) itself (KOV 2015)
         node=Node(
             "randomized_response_approx",
             params=(("epsilon", _param_text(epsilon)), ("delta", _param_text(delta))),

@@ -1,0 +1,183 @@
+"""The PLD candidate of the composition policy, against exact enumeration of the composed privacy loss.
+
+The mechanisms are dpcompose's own: discrete Laplace on integer data (``make_laplace`` on ints) and k-ary
+randomized response. Their dominating pairs are finite, so the composite's exact δ(ε) is a finite sum,
+computed here at 40 digits; the composite's reported ε at the target δ must have exact δ(ε) ≤ target.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpcompose as dp
+from dpcompose.accounting import PrivacyLoss
+from dpcompose.errors import UnsupportedComposition
+
+INTS = dp.AtomDomain(int)
+ABS = dp.AbsoluteDistance()
+mp = mpmath.mp
+
+
+def _dlap_atoms(shift: int, scale: Fraction) -> dict[Fraction, mpmath.mpf]:
+    """Privacy-loss atoms (loss → P-mass) of discrete Laplace(scale) at integer shift ``shift``."""
+    r = mpmath.exp(-1 / mpmath.mpf(scale.numerator) * scale.denominator)
+    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
+    if shift == 0:
+        atoms[Fraction(0)] += 1
+        return atoms
+    atoms[Fraction(shift) / scale] += 1 / (1 + r)  # z ≤ 0
+    c = (1 - r) / (1 + r)
+    for z in range(1, shift):
+        atoms[Fraction(shift - 2 * z) / scale] += c * r**z
+    atoms[-Fraction(shift) / scale] += r**shift / (1 + r)  # z ≥ shift
+    return atoms
+
+
+def _rr_atoms(epsilon: Fraction, k: int) -> dict[Fraction, mpmath.mpf]:
+    e = mpmath.exp(mpmath.mpf(epsilon.numerator) / epsilon.denominator)
+    z = e + k - 1
+    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
+    atoms[epsilon] += e / z
+    atoms[-epsilon] += 1 / z
+    if k > 2:
+        atoms[Fraction(0)] += (k - 2) / z
+    return atoms
+
+
+def _convolve(parts: list[dict[Fraction, mpmath.mpf]]) -> dict[Fraction, mpmath.mpf]:
+    out: dict[Fraction, mpmath.mpf] = {Fraction(0): mpmath.mpf(1)}
+    for part in parts:
+        nxt: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
+        for a, pa in out.items():
+            for b, pb in part.items():
+                nxt[a + b] += pa * pb
+        out = nxt
+    return out
+
+
+def _mp(x: Fraction) -> mpmath.mpf:
+    return mpmath.mpf(x.numerator) / x.denominator
+
+
+def _delta(atoms: dict[Fraction, mpmath.mpf], eps: Fraction | mpmath.mpf) -> mpmath.mpf:
+    e = _mp(eps) if isinstance(eps, Fraction) else eps
+    return mpmath.fsum(p * -mpmath.expm1(e - _mp(loss)) for loss, p in atoms.items() if _mp(loss) > e)
+
+
+def _exact_epsilon(atoms: dict[Fraction, mpmath.mpf], delta: float) -> mpmath.mpf:
+    lo, hi = mpmath.mpf(0), mpmath.mpf(max(float(loss) for loss in atoms) + 1)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _delta(atoms, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+_SCALES = st.lists(st.sampled_from([Fraction(1, 2), Fraction(3, 4), Fraction(5, 4), Fraction(3)]), min_size=2,
+                   max_size=4)
+
+
+@settings(max_examples=6, deadline=None)
+@given(_SCALES, st.integers(1, 3), st.sampled_from([1e-3, 1e-6]))
+def test_pld_epsilon_never_below_the_exact_composition(scales: list[Fraction], d_in: int,
+                                                        delta: float) -> None:
+    _check_against_enumeration(scales, d_in, delta)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None)
+@given(_SCALES, st.integers(1, 3), st.sampled_from([1e-2, 1e-3, 1e-6, 1e-9]))
+def test_pld_epsilon_never_below_the_exact_composition_thorough(scales: list[Fraction], d_in: int,
+                                                                 delta: float) -> None:
+    _check_against_enumeration(scales, d_in, delta)
+
+
+def _check_against_enumeration(scales: list[Fraction], d_in: int, delta: float) -> None:
+    with mpmath.workdps(40):
+        mechs = [dp.m.make_laplace(INTS, ABS, scale=float(s)) for s in scales]
+        m = dp.make_sequential(*mechs, output_measure=dp.ApproxDP(), delta=delta, theorem="pld")
+        eps, d = m.map(d_in)
+        assert d == Fraction(str(delta))  # δ is read as the decimal it prints as
+        exact = _convolve([_dlap_atoms(d_in, s) for s in scales])
+        assert _delta(exact, eps) <= mpmath.mpf(delta) * (1 + mpmath.mpf(10) ** -12)
+        # tight: within a few lattice steps (2**-14 each) per child of the exact ε
+        slack = 8 * len(mechs) * 2.0**-14
+        assert mpmath.mpf(eps.numerator) / eps.denominator <= _exact_epsilon(exact, delta) + slack
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_randomized_response_composition_matches_enumeration(k: int) -> None:
+    with mpmath.workdps(40):
+        rr = dp.m.make_randomized_response(dp.CategoricalDomain(list(range(k))), dp.DiscreteDistance(),
+                                           epsilon=0.7)
+        m = dp.make_sequential(*[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5, theorem="pld")
+        eps, _ = m.map(1)
+        exact = _convolve([_rr_atoms(Fraction(7, 10), k)] * 8)
+        assert _delta(exact, eps) <= mpmath.mpf(1e-5)
+        assert float(eps) <= float(_exact_epsilon(exact, 1e-5)) + 8 * 8 * 2.0**-14
+        if k > 2:  # k-ary RR's pair is not RR_ε: the PLD is below the generic optimal composition
+            auto = dp.make_sequential(*[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5)
+            forced = dp.make_sequential(*[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5,
+                                        theorem="optimal")
+            assert auto.map(1)[0] == eps < forced.map(1)[0]
+
+
+def test_laplace_pld_beats_optimal_and_auto_takes_the_least() -> None:
+    floats = dp.AtomDomain(float)
+    lap = dp.m.make_laplace(floats, ABS, scale=10.0)
+    auto = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6)
+    optimal = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6, theorem="optimal")
+    assert auto.map(1)[0] < optimal.map(1)[0]
+    values = [v for _, v in auto.node.alternatives(1)]  # type: ignore[misc]
+    assert auto.map(1) == min(values)
+
+
+def test_privacy_loss_follows_chains_postprocessing_and_nesting() -> None:
+    vec = dp.VectorDomain(INTS)
+    count = dp.t.make_count(vec, dp.SymmetricDistance())
+    lap = count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=2.0)
+    assert lap.privacy_loss(3) == PrivacyLoss.discrete_laplace(3, 2)  # chain: the stability map first
+    post = lap >> (lambda v: v + 1)
+    assert post.privacy_loss(3) == lap.privacy_loss(3)
+    inner = dp.make_sequential(lap, lap)
+    outer = dp.make_sequential(inner, post, output_measure=dp.ApproxDP(), delta=1e-6)
+    loss = outer.privacy_loss(1)
+    assert loss == PrivacyLoss.compose([PrivacyLoss.discrete_laplace(1, 2)] * 3)
+    assert loss is not None and loss.count() == 3
+
+
+def test_children_without_a_pair_fall_back_or_refuse() -> None:
+    vec_lap = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L1Distance(), scale=1.0)
+    assert vec_lap.privacy_loss(1) is None  # no published PLD for the L1 ball
+    # a pure child without a pair is read as RR_ε: the composite still has one
+    mixed = dp.make_sequential(vec_lap, vec_lap)
+    assert mixed.privacy_loss(1) == PrivacyLoss.compose([PrivacyLoss.approx(vec_lap.map(1), 0)] * 2)
+    gauss = dp.m.make_gaussian(dp.AtomDomain(float), ABS, scale=3.0)  # zCDP: no pair (yet)
+    with pytest.raises(UnsupportedComposition, match="privacy loss distribution"):
+        dp.make_sequential(gauss, gauss, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld").map(1)
+    # auto still answers, by zCDP
+    auto = dp.make_sequential(gauss, gauss, output_measure=dp.ApproxDP(), delta=1e-6)
+    assert auto.map(1)[0] > 0
+
+
+def test_concurrent_composition_uses_the_pld_too() -> None:
+    lap = dp.m.make_laplace(dp.AtomDomain(float), ABS, scale=10.0)
+    seq = dp.make_sequential(*[lap] * 50, output_measure=dp.ApproxDP(), delta=1e-6)
+    con = dp.make_concurrent(*[lap] * 50, output_measure=dp.ApproxDP(), delta=1e-6)
+    assert seq.map(1) == con.map(1)
+    assert "Vadhan–Zhang 2023 Thm 1.3" in str(dp.explain(con, 1))
+
+
+def test_seeded_laplace_reports_the_continuous_pair() -> None:
+    import numpy as np
+
+    lap = dp.m.make_laplace(dp.AtomDomain(float), ABS, scale=4.0, rng=np.random.default_rng(1))
+    assert lap.privacy_loss(1) == PrivacyLoss.laplace(1, 4)
