@@ -295,8 +295,8 @@ def pld_discrete_gaussian(
     Doroshenko et al. 2022); Euler–Maclaurin remainder: Apostol 1999.
 
     Raises:
-        InvalidParameter: Δ not a non-negative integer, s not positive and finite, Δ/s outside
-            [1e-8, 30], or a lattice too fine for the loss range (more than 2**26 buckets).
+        InvalidParameter: Δ not a non-negative integer, s not positive and finite or above 2**40, Δ/s
+            outside [1e-8, 30], or a lattice too fine for the loss range (more than 2**26 buckets).
 
     Examples:
         >>> lo, hi = pld_discrete_gaussian(1, 3).epsilon_bounds(1e-6)
@@ -306,6 +306,8 @@ def pld_discrete_gaussian(
     if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 0:
         raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
     s = exact(check_finite_positive(sigma_units, "sigma_units"), "sigma_units")
+    if s > 1 << 40:
+        raise InvalidParameter(f"sigma_units={sigma_units!r} must be at most 2**40 for a discrete Gaussian")
     bits = _check_bits(step_bits)
     tl = _check_tail(tail)
     delta = int(sensitivity)
@@ -316,7 +318,8 @@ def pld_discrete_gaussian(
     mu = delta / s
     if not Fraction(1, 10**8) <= mu <= 30:
         raise InvalidParameter(
-            f"sensitivity/sigma_units={float(mu):g} must be in [1e-8, 30] for a discrete Gaussian PLD"
+            f"sensitivity={sensitivity!r} / sigma_units={sigma_units!r} must be in [1e-8, 30] for a discrete "
+            "Gaussian PLD"
         )
     name = f"DiscreteGaussian(Δ={delta}, s={float(s):g})"
     return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
