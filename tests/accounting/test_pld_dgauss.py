@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,21 +22,26 @@ def m(q: Fraction | int) -> mpmath.mpf:
     return mpmath.mpf(q.numerator) / q.denominator
 
 
-def brute_delta(delta: int, s: Fraction | int, eps: float) -> mpmath.mpf:
-    """δ(ε) of N_Z(0, s²) against N_Z(Δ, s²) by direct summation over z ∈ [−40s − Δ − 10, 40s + Δ + 10]
-    (the rest is below e^{−800}), 40 digits."""
+@functools.lru_cache(maxsize=64)
+def brute_atoms(delta: int, s: Fraction | int) -> tuple[tuple[mpmath.mpf, mpmath.mpf], ...]:
+    """(loss, P-mass) of every z ∈ [−40s − Δ − 10, 40s + Δ + 10] for N_Z(0, s²) against N_Z(Δ, s²), 40 digits
+    (the rest of the mass is below e^{−800})."""
     with mpmath.workdps(40):
         sm = m(s)
         w = math.ceil(40 * Fraction(s)) + delta + 10
-        e = mpmath.mpf(eps)
         zs = range(-w, w + 1)
         f = [mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in zs]
-        total = mpmath.mpf(0)
-        for z, fz in zip(zs, f, strict=True):
-            loss = (delta * delta - 2 * z * delta) / (2 * sm * sm)
-            if loss > e:
-                total += fz * (1 - mpmath.exp(e - loss))
-        return total / mpmath.fsum(f)
+        total = mpmath.fsum(f)
+        return tuple(
+            ((delta * delta - 2 * z * delta) / (2 * sm * sm), fz / total) for z, fz in zip(zs, f, strict=True)
+        )
+
+
+def brute_delta(delta: int, s: Fraction | int, eps: float) -> mpmath.mpf:
+    """δ(ε) = Σ P(z)(1 − e^{ε − L(z)})₊ by direct summation (:func:`brute_atoms`)."""
+    with mpmath.workdps(40):
+        e = mpmath.mpf(eps)
+        return mpmath.fsum(p * -mpmath.expm1(e - loss) for loss, p in brute_atoms(delta, s) if loss > e)
 
 
 def _he(n: int, x: mpmath.mpf) -> mpmath.mpf:
@@ -143,6 +150,25 @@ def test_reference_series_matches_brute_force() -> None:
         assert abs(a - b) <= b * mpmath.mpf("1e-25"), (eps, a, b)
 
 
+@pytest.mark.parametrize("s", [3000, 2**20 + 3])
+@pytest.mark.parametrize("m_panels", [1, 4])
+def test_euler_maclaurin_bucket_sums_within_their_bound(s: int, m_panels: int) -> None:
+    """Σ_{z=A}^{B} e^{−z²/2s²}/(s√(2π)) from the Euler–Maclaurin step is within its own relative bound of
+    the exact sum (mpmath), and that bound is small."""
+    ranges = [(-50, 40), (1000, 1900), (10 * s, 10 * s + 600), (-13 * s - 300, -13 * s), (5, 13)]
+    a = np.array([float(r[0]) for r in ranges])
+    b = np.array([float(r[1]) for r in ranges])
+    two_s2 = 2.0 * s * s
+    log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
+    log_s, rel = dg._em_bucket_logs(a, b, float(s), two_s2, log_n0, m_panels)
+    with mpmath.workdps(40):
+        for (lo, hi), ls, r in zip(ranges, log_s.tolist(), rel.tolist(), strict=True):
+            exact_sum = mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / two_s2) for z in range(lo, hi + 1))
+            exact_sum /= s * mpmath.sqrt(2 * mpmath.pi)
+            assert abs(mpmath.exp(ls) - exact_sum) <= r * exact_sum, (lo, hi, r)
+            assert r < 1e-11, (lo, hi, r)
+
+
 @pytest.mark.parametrize("s", [2**20, 1_234_567])
 def test_large_s_against_exact_and_continuous(s: int) -> None:
     delta = s // 20
@@ -162,13 +188,20 @@ def test_large_s_against_exact_and_continuous(s: int) -> None:
         assert m(lo) <= ref <= m(hi), (eps, float(lo), float(ref), float(hi))
 
 
-@pytest.mark.parametrize(("delta", "s"), [(150, 3000), (1, 3000), (3000, 2000), (2000, 1000), (7, 4093)])
-def test_bucket_path_matches_atom_path(delta: int, s: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Euler–Maclaurin / direct-bucket path (forced) and the atom path give the same certified curve,
-    and both contain the exact value."""
-    atoms = pld_discrete_gaussian(delta, s)
+@pytest.mark.parametrize(
+    ("delta", "s", "bits"),
+    [(150, 3000, 14), (1, 3000, 14), (3000, 2000, 14), (2000, 1000, 14), (7, 4093, 14), (2000, 1000, 8),
+     (20_000, 1000, 8)],
+)
+def test_bucket_path_matches_atom_path(
+    delta: int, s: int, bits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bucket path (forced: Euler–Maclaurin for long buckets, direct sums for buckets of at most 8
+    integers, as at bits 8 here) and the atom path give the same certified curve, and both contain the exact
+    value."""
+    atoms = pld_discrete_gaussian(delta, s, step_bits=bits)
     monkeypatch.setattr(dg, "_ATOM_LIMIT", 0)
-    buckets = pld_discrete_gaussian(delta, s)
+    buckets = pld_discrete_gaussian(delta, s, step_bits=bits)
     for eps in [0.0, 0.01, 0.1, 0.5, 1.0, 3.0]:
         ref = em_delta(delta, s, eps)
         for pld in (atoms, buckets):
@@ -176,6 +209,29 @@ def test_bucket_path_matches_atom_path(delta: int, s: int, monkeypatch: pytest.M
             assert m(lo) <= ref <= m(hi), (eps, float(lo), float(ref), float(hi))
         ha, hb = atoms.delta(eps), buckets.delta(eps)
         assert abs(ha - hb) <= Fraction(1, 10**6) * max(ha, hb) + Fraction(1, 10**30)
+
+
+def _total(side: object) -> float:
+    """The correctly rounded sum of the stored masses and the mass at +∞."""
+    return math.fsum([*side.masses.tolist(), side.inf])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("force_buckets", [False, True])
+@pytest.mark.parametrize(
+    ("delta", "s"), [(3, 5), (150, 3000), (1, 3000), (2000, 1000), (2**20 // 20, 2**20), (61_728, 1_234_567)]
+)
+def test_mass_is_kept(delta: int, s: int, force_buckets: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connect-the-dots keeps the P-mass and every tail is kept on the upper side: its total is at least 1;
+    the lower side holds lower bounds of masses that sum to at most 1. Both are within the certified
+    relative errors (amplified by 1/h in the split), which are far below these margins."""
+    if force_buckets:
+        if s < 1000:
+            return
+        monkeypatch.setattr(dg, "_ATOM_LIMIT", 0)
+    pld = pld_discrete_gaussian(delta, s)
+    up, low = _total(pld.upper), _total(pld.lower)
+    assert 1 <= up <= 1 + 1e-7, up - 1
+    assert 1 - 1e-11 <= low <= 1, 1 - low
 
 
 def test_thousand_fold_composition() -> None:

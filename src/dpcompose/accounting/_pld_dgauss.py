@@ -15,9 +15,14 @@ described in :mod:`dpcompose.accounting._pld`):
   Σ_{z=A}^{B} f(z) = ∫_A^B f + (f(A) + f(B))/2 + (f′(B) − f′(A))/12 + R, |R| ≤ (1/384)∫_A^B |f⁗|, because
   x²(1 − x)²/24 ≤ 1/384 on [0, 1] (Apostol 1999, "An elementary view of Euler's summation formula";
   DLMF 24.17 / 2.10.1). For the Gaussian f⁗(x) = f(x)·He₄(x/s)/s⁴ with |He₄(t)| ≤ t⁴ + 6t² + 3, so R is a
-  relative error of at most (t⁴ + 6t² + 3)/(384 s⁴) of the integral. The integral is s√(2π) times a
-  difference of Φ (:func:`dpcompose.accounting._pld._log_phi_diff`, with its certified relative error,
-  plus the rounding of the arguments A/s, B/s).
+  relative error of at most (t⁴ + 6t² + 3)/(384 s⁴) of the integral. The integral is taken, per bucket,
+  as the better certified one of s√(2π) times a difference of Φ
+  (:func:`dpcompose.accounting._pld._log_phi_diff`, with its certified relative error plus the rounding
+  of the arguments A/s, B/s) and composite Simpson (remainder (B − A)⁵·max|f⁗|/(2880 m⁴)). For the
+  narrow buckets of a large s, Simpson's error is that of a few exponentials (~1e-13), where a
+  Φ-difference of nearby arguments loses ~1e-11; split by connect-the-dots (which divides by h) this is
+  the difference between δ within ~4e-8 and ~2e-6 of the truth at s = 2**20, Δ = s/20, h = 2**-14.
+  Buckets of at most 8 integers are summed directly.
 
 The normaliser: Poisson summation gives Z = s√(2π)·(1 + 2Σ_{k≥1} e^{−2π²s²k²}) (Canonne–Kamath–Steinke
 2020, Fact 18 / the Jacobi theta identity), so s√(2π) ≤ Z ≤ s√(2π)·(1 + 2e^{−c}/(1 − e^{−3c})) with
@@ -72,8 +77,9 @@ IntArray = npt.NDArray[np.int64]
 
 _WIDTH = 14  # outputs |z| ≤ ⌈14 s⌉ (and up to Δ beyond) are enumerated; the tails hold < 2e-44
 _ATOM_LIMIT = 1 << 20  # every atom is enumerated when there are at most this many
-_DIRECT = 64  # on the bucket path, buckets with at most this many integers are summed directly
+_DIRECT = 8  # on the bucket path, buckets with at most this many integers are summed directly
 _CHUNK = 1 << 21  # atoms evaluated at a time
+_DIRECT_MAX = 1 << 16  # a bucket whose Euler–Maclaurin bound is loose is summed directly if at most this long
 _MAX_BUCKETS = 1 << 26
 _UNDERFLOW = -700.0  # atoms with a smaller log-mass are moved to +∞ (upper side) with mass e^{−700}
 _SAFE = 1 + 2.0**-20  # a multiplicative safety factor on error bounds
@@ -233,12 +239,13 @@ def _em_bucket_logs(
     ta, tb = A / s_f, B / s_f
     lI, rI = _log_phi_diff(tb, ta)
     tmax = np.maximum(np.abs(ta), np.abs(tb))
-    width = (B - A) / s_f * (1 - 8 * _U)
-    # Rounding of the arguments (each ≤ 3u·|t|): moves Φ(t_B) − Φ(t_A) by ≤ φ_max·(δ_A + δ_B), and
-    # Φ(t_B) − Φ(t_A) ≥ width·φ_min, with φ_max/φ_min ≤ exp((width + 2δ)(tmax + δ)).
-    with np.errstate(over="ignore", invalid="ignore"):
-        r_arg = 3.01 * _U * (np.abs(ta) + np.abs(tb)) / width * np.exp(width * tmax * 1.001 + 1e-9)
-    rI = np.where(np.isfinite(lI), rI + r_arg, np.inf)
+    # Rounding of the arguments (δ ≤ 3u·|t| each) moves Φ(t) by ≤ δ·φ(t)·e^{|t|δ} ≤ 1.01·δ·φ(t); relative
+    # to the computed difference e^{lI} (itself within a factor 1 ± rI of the true one).
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        phi_a = np.exp(-ta * ta / 2 - lI) / math.sqrt(2 * math.pi)
+        phi_b = np.exp(-tb * tb / 2 - lI) / math.sqrt(2 * math.pi)
+        r_arg = 3.01 * _U * (np.abs(ta) * phi_a + np.abs(tb) * phi_b) * 1.02 / np.maximum(1 - rI, 0.0)
+    rI = np.where(np.isfinite(lI) & np.isfinite(r_arg), rI + r_arg, np.inf)
     lS, rS = _simpson_logs(A, B, m, s_f, two_s2, log_n0)
     use_s = rS < rI
     lI = np.where(use_s, lS, lI)
@@ -386,8 +393,16 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
             lp = lsp + (log_n0 - log_z)
             lr = a + lsq + (log_n0 - log_z)
             rel = np.maximum(relp, relq) + rel_z + 8 * _U * (np.abs(a) + np.abs(lsq) + 1) + 2 * _EXP_REL
-            good = (rel < 1e-6) & (lp >= _UNDERFLOW)
-            under = (rel < 1e-6) & (lp < _UNDERFLOW)
+            # Buckets whose bound is loose are summed directly if they are not too long; otherwise the
+            # (finite) bound is kept.
+            ok = (rel < 1e-6) | ((count[idx] > _DIRECT_MAX) & (rel < 0.5))
+            if np.any(~ok & (count[idx] > _DIRECT_MAX)):
+                raise InvalidParameter(
+                    f"sigma_units={float(s):g}, sensitivity={delta}: no certified bucket masses on this "
+                    f"lattice (step_bits={bits}); try another step_bits"
+                )
+            good = ok & (lp >= _UNDERFLOW)
+            under = ok & (lp < _UNDERFLOW)
             # an underflowing bucket holds at most count atoms each below e^{−700}·(1 + rel)
             acc.inf += float(np.sum(count[idx[under]])) * math.exp(_UNDERFLOW) * 1.01
             gi = idx[good]
