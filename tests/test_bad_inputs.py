@@ -1020,6 +1020,11 @@ CASES: dict[str, Case] = {
         lambda: {"sensitivity": 2, "scale": 4.0, "step_bits": 10, "tail": 1e-18},
         lambda r: r.epsilon_bounds(1e-6),
     ),
+    "accounting.pld_discrete_gaussian": Case(
+        dp.accounting.pld_discrete_gaussian,
+        lambda: {"sensitivity": 2, "sigma_units": 3, "step_bits": 10, "tail": 1e-18},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
     "accounting.pld_gaussian": Case(
         dp.accounting.pld_gaussian,
         lambda: {"sensitivity": 1, "sigma": 2.0, "step_bits": 10, "tail": 1e-18, "width": 14.0},

@@ -46,6 +46,7 @@ from dpcompose.accounting._pld import (
     pld_laplace,
     pld_randomized_response,
 )
+from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
 from dpcompose.accounting._zcdp import (
     group_zcdp,
@@ -90,6 +91,7 @@ __all__ = [
     "optimal_epsilon",
     "optimal_epsilon_bounds",
     "pld_approx",
+    "pld_discrete_gaussian",
     "pld_discrete_laplace",
     "pld_gaussian",
     "pld_laplace",

@@ -1,0 +1,428 @@
+"""The certified PLD of the discrete Gaussian mechanism (the noise of dpcompose's ``make_gaussian``).
+
+P = N_Z(0, s²) and Q = N_Z(Δ, s²) on the integers, P(z) = f(z)/Z with f(z) = e^{−z²/2s²} and the same
+normaliser Z for both (Δ is an integer). The privacy loss at z is L(z) = (Δ² − 2zΔ)/(2s²), decreasing in
+z, so the loss bucket (a, a + h] of the lattice is an integer range z ∈ [A, B] and its masses are sums of
+f over that range. They are computed one of two ways, each with a relative error bound that goes into
+:class:`dpcompose.accounting._pld._Buckets` (whose connect-the-dots / round-down construction is
+described in :mod:`dpcompose.accounting._pld`):
+
+* **Atoms** (small s, or a bucket holding few integers): every f(z) is evaluated as a float exponential
+  (exact integer z, the exponent's rounding bounded) and the atoms of a bucket are summed
+  (error γₙ of a sum of n non-negative terms, Higham 2002, Lemma 3.1). The bucket of each atom is
+  found in exact integer arithmetic.
+* **Euler–Maclaurin** (a bucket holding many integers): with the periodic Bernoulli kernels,
+  Σ_{z=A}^{B} f(z) = ∫_A^B f + (f(A) + f(B))/2 + (f′(B) − f′(A))/12 + R, |R| ≤ (1/384)∫_A^B |f⁗|, because
+  x²(1 − x)²/24 ≤ 1/384 on [0, 1] (Apostol 1999, "An elementary view of Euler's summation formula";
+  DLMF 24.17 / 2.10.1). For the Gaussian f⁗(x) = f(x)·He₄(x/s)/s⁴ with |He₄(t)| ≤ t⁴ + 6t² + 3, so R is a
+  relative error of at most (t⁴ + 6t² + 3)/(384 s⁴) of the integral. The integral is taken, per bucket,
+  as the better certified one of s√(2π) times a difference of Φ
+  (:func:`dpcompose.accounting._pld._log_phi_diff`, with its certified relative error plus the rounding
+  of the arguments A/s, B/s) and composite Simpson (remainder (B − A)⁵·max|f⁗|/(2880 m⁴)). For the
+  narrow buckets of a large s, Simpson's error is that of a few exponentials (~1e-13), where a
+  Φ-difference of nearby arguments loses ~1e-11; split by connect-the-dots (which divides by h) this is
+  the difference between δ within ~4e-8 and ~2e-6 of the truth at s = 2**20, Δ = s/20, h = 2**-14.
+  Buckets of at most 8 integers are summed directly.
+
+The normaliser: Poisson summation gives Z = s√(2π)·(1 + 2Σ_{k≥1} e^{−2π²s²k²}) (Canonne–Kamath–Steinke
+2020, Fact 18 / the Jacobi theta identity), so s√(2π) ≤ Z ≤ s√(2π)·(1 + 2e^{−c}/(1 − e^{−3c})) with
+c = 2π²s² (k² ≥ 1 + 3(k − 1)). On the atom path Z is also summed directly (with the tails bounded by
+integrals, since f decreases on either side of 0) and the tighter of the two is used.
+
+The outputs z < −⌈14 s⌉ (losses above the top bucket) are bounded by Σ_{y>K} f(y) ≤ ∫_K^∞ f = s√(2π)Φ(−K/s)
+and put at +∞ on the upper side; the outputs beyond the bottom bucket (z above its last integer, so that
+their losses are at most the lowest lattice point) likewise go to the lowest point. Both are dropped on
+the lower side. Atoms whose P-mass would underflow (log-mass < −700) are moved to +∞ on the upper side.
+
+Assumptions of the certificate: those of :mod:`dpcompose.accounting._pld`.
+
+Examples:
+    >>> from dpcompose.accounting import pld_discrete_gaussian
+    >>> lo, hi = pld_discrete_gaussian(1, 3).delta_bounds(0.1)
+    >>> 0 < float(lo) <= float(hi) < 0.1
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpcompose._scipy import log_ndtr
+from dpcompose._validation import check_finite_positive
+from dpcompose.accounting._exact import Number, exact
+from dpcompose.accounting._pld import (
+    _EXP_REL,
+    _LOG_NDTR_PAD,
+    _U,
+    DEFAULT_STEP_BITS,
+    DEFAULT_TAIL,
+    PLD,
+    _Buckets,
+    _build,
+    _check_bits,
+    _check_tail,
+    _log_phi_diff,
+)
+from dpcompose.errors import InvalidParameter
+
+__all__ = ["pld_discrete_gaussian"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_WIDTH = 14  # outputs |z| ≤ ⌈14 s⌉ (and up to Δ beyond) are enumerated; the tails hold < 2e-44
+_ATOM_LIMIT = 1 << 20  # every atom is enumerated when there are at most this many
+_DIRECT = 8  # on the bucket path, buckets with at most this many integers are summed directly
+_CHUNK = 1 << 21  # atoms evaluated at a time
+_DIRECT_MAX = 1 << 16  # a bucket whose Euler–Maclaurin bound is loose is summed directly if at most this long
+_MAX_BUCKETS = 1 << 26
+_UNDERFLOW = -700.0  # atoms with a smaller log-mass are moved to +∞ (upper side) with mass e^{−700}
+_SAFE = 1 + 2.0**-20  # a multiplicative safety factor on error bounds
+
+
+def _gamma(n: Any) -> Any:
+    """γₙ = n·u/(1 − n·u), padded (Higham 2002, Lemma 3.1), for a float or an array of counts; n·u stays
+    far below 1 here."""
+    nu = n * _U
+    return nu / (1 - nu) * _SAFE
+
+
+def _ceil_div(num: Any, den: int) -> Any:
+    """⌈num/den⌉ elementwise (exact for int64 and Python-int arrays, den > 0)."""
+    return -((-num) // den)
+
+
+class _Lattice:
+    """Exact integer arithmetic of the loss L(z) = (Δ² − 2zΔ)/(2s²) on the lattice 2**-bits·Z.
+
+    With s² = n/d: L(z)·2**bits = (X − D·z)/Y and the bucket edge c_j (L(c_j) = j·h) is (X − Y·j)/D, where
+    X = Δ²·2**bits·d, D = 2Δ·2**bits·d, Y = 2n.
+    """
+
+    def __init__(self, delta: int, s2: Fraction, bits: int) -> None:
+        scale = 1 << bits
+        self.X = delta * delta * scale * s2.denominator
+        self.D = 2 * delta * scale * s2.denominator
+        self.Y = 2 * s2.numerator
+
+    @staticmethod
+    def _ints(values: IntArray, coef: int, const: int) -> Any:
+        """``const − coef·values`` in int64 when it cannot overflow, else as Python ints."""
+        big = int(np.max(np.abs(values))) if values.size else 0
+        if abs(const) + abs(coef) * big < 1 << 62:
+            return const - coef * values
+        return const - coef * values.astype(object)
+
+    def bucket(self, z: IntArray) -> IntArray:
+        """j(z) with L(z) ∈ (j·h, (j + 1)·h]."""
+        return np.asarray(_ceil_div(self._ints(z, self.D, self.X), self.Y), dtype=np.int64) - 1
+
+    def bucket_of(self, z: int) -> int:
+        return -((self.D * z - self.X) // self.Y) - 1
+
+    def edge_ceil(self, j: IntArray) -> IntArray:
+        """⌈c_j⌉: the integers z with L(z) > j·h are exactly those below it."""
+        return np.asarray(_ceil_div(self._ints(j, self.Y, self.X), self.D), dtype=np.int64)
+
+
+def _phi_upper(t: float) -> float:
+    """An upper bound on Φ(t) (t a float, rounded as needed by the caller)."""
+    lv = float(log_ndtr(t))
+    return min(1.0, math.exp(lv + _LOG_NDTR_PAD * (1 + abs(lv))) * (1 + 1e-10))
+
+
+class _Acc:
+    """Per-bucket accumulators: P-masses, e^{a}·Q-masses, relative errors, and P-mass moved to +∞."""
+
+    def __init__(self, n: int) -> None:
+        self.p = np.zeros(n)
+        self.r = np.zeros(n)
+        self.rel = np.zeros(n)
+        self.inf = 0.0
+
+
+def _add_atoms(
+    acc: _Acc, z: IntArray, idx: IntArray, a: FloatArray, two_s2: float, delta: int, log_z: float,
+    rel_z: float,
+) -> None:
+    """Add the atoms z (bucket ``idx`` into ``acc``, bucket floor ``a`` = j·h, exact) with P(z) =
+    exp(−z²/2s² − log Z) and e^{a}Q(z) = exp(a − (z − Δ)²/2s² − log Z).
+
+    ``two_s2`` is 2s² rounded to nearest (relative error ≤ u); ``log_z`` is log Z up to the relative factor
+    (1 ± ``rel_z``) of Z and its own rounding. Exponent errors: z², (z − Δ)² and the quotient each round
+    once (≤ 5u·x in all), the sums once more; exp adds ``_EXP_REL``.
+    """
+    zf = z.astype(np.float64)
+    xp = zf * zf / two_s2
+    zq = (z - delta).astype(np.float64)
+    xq = zq * zq / two_s2
+    lp = -xp - log_z
+    lr = a - xq - log_z
+    under = lp < _UNDERFLOW
+    if np.any(under):
+        acc.inf += float(np.count_nonzero(under)) * math.exp(_UNDERFLOW) * 1.01
+        keep = ~under
+        z, idx, a, xp, xq, lp, lr = z[keep], idx[keep], a[keep], xp[keep], xq[keep], lp[keep], lr[keep]
+    if z.size == 0:
+        return
+    with np.errstate(under="ignore"):
+        pm = np.exp(lp)
+        rm = np.exp(lr)
+    err = 8 * _U * (np.abs(a) + xp + xq + abs(log_z) + 1) + 2 * _EXP_REL  # relative, per atom (e^x − 1 ≤ 2x)
+    n = acc.p.size
+    acc.p += np.bincount(idx, weights=pm, minlength=n)
+    acc.r += np.bincount(idx, weights=rm, minlength=n)
+    count = np.bincount(idx, minlength=n).astype(np.float64)
+    worst = np.zeros(n)
+    np.maximum.at(worst, idx, err)
+    # The sum of the bucket's atoms (already there and new ones): at most count + 1 additions.
+    acc.rel = np.maximum(acc.rel, worst + _gamma(count + 2) + rel_z)
+
+
+def _poisson_rel(s: float) -> float:
+    """Z/(s√(2π)) − 1 ≤ 2e^{−c}/(1 − e^{−3c}), c = 2π²s² (Poisson summation; module docstring)."""
+    c = 2 * math.pi**2 * s * s
+    return 2 * math.exp(-c) / -math.expm1(-3 * c) * (1 + 1e-10) + 4 * _U
+
+
+def _log_sum(la: FloatArray, lb: FloatArray) -> FloatArray:
+    out: FloatArray = np.logaddexp(la, lb)
+    return out
+
+
+def _simpson_logs(
+    A: FloatArray, B: FloatArray, m: int, s_f: float, two_s2: float, log_n0: float
+) -> tuple[FloatArray, FloatArray]:
+    """``(log I, rel)``: I = ∫_A^B f/(s√(2π)) by composite Simpson with 2m subintervals, and a bound on its
+    relative error: the remainder (B − A)⁵/(2880 m⁴)·max|f⁗| (Atkinson 1989, Sec. 5.1) relative to
+    I ≥ (B − A)·min f, with max|f⁗| ≤ max f·(t⁴ + 6t² + 3)/s⁴ and max f/min f ≤ e^{(B − A)·t_max/s}; plus
+    the evaluation of the 2m + 1 exponentials (nodes rounded by ≤ 3u|x|, which moves f by ≤ 3u·t² relative)
+    and their positive-weighted sum."""
+    k = np.arange(2 * m + 1, dtype=np.float64)
+    wts = np.where(k % 2 == 1, 4.0, 2.0)
+    wts[0] = wts[-1] = 1.0
+    hp = (B - A) / (2 * m)
+    x = A[:, None] + hp[:, None] * k[None, :]
+    e = x * x / two_s2
+    emin = np.min(e, axis=1)
+    emax = np.max(e, axis=1)
+    with np.errstate(under="ignore"):
+        total = np.sum(np.exp(-(e - emin[:, None])) * wts[None, :], axis=1)
+    log_i = np.log(hp / 3) + np.log(total) - emin - log_n0
+    tmax = np.maximum(np.abs(A), np.abs(B)) / s_f
+    wdt = (B - A) / s_f
+    t2 = tmax * tmax
+    with np.errstate(over="ignore", invalid="ignore"):
+        rem = (wdt / m) ** 4 / 2880 * (t2 * t2 + 6 * t2 + 3) * np.exp(wdt * tmax * 1.001 + 1e-9)
+    rel = (
+        rem * _SAFE
+        + 8 * _U * (emax + 1)
+        + 4 * _U * (t2 + 1)
+        + 2 * _EXP_REL
+        + float(_gamma(2.0 * m + 6))
+        + 8 * _U * (np.abs(log_i) + emin + abs(log_n0) + 1)
+    )
+    return log_i, np.where(np.isfinite(rel), rel, np.inf)
+
+
+def _em_bucket_logs(
+    A: FloatArray, B: FloatArray, s_f: float, two_s2: float, log_n0: float, m: int
+) -> tuple[FloatArray, FloatArray]:
+    """``(log S, rel)``: S = Σ_{z=A}^{B} f(z)/(s√(2π)) by Euler–Maclaurin (module docstring), B − A ≥ 2,
+    and a bound on its relative error. The integral is the better (per bucket) of a Φ-difference and
+    composite Simpson with 2m subintervals."""
+    ta, tb = A / s_f, B / s_f
+    lI, rI = _log_phi_diff(tb, ta)
+    tmax = np.maximum(np.abs(ta), np.abs(tb))
+    # Rounding of the arguments (δ ≤ 3u·|t| each) moves Φ(t) by ≤ δ·φ(t)·e^{|t|δ} ≤ 1.01·δ·φ(t); relative
+    # to the computed difference e^{lI} (itself within a factor 1 ± rI of the true one).
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        phi_a = np.exp(-ta * ta / 2 - lI) / math.sqrt(2 * math.pi)
+        phi_b = np.exp(-tb * tb / 2 - lI) / math.sqrt(2 * math.pi)
+        r_arg = 3.01 * _U * (np.abs(ta) * phi_a + np.abs(tb) * phi_b) * 1.02 / np.maximum(1 - rI, 0.0)
+    rI = np.where(np.isfinite(lI) & np.isfinite(r_arg), rI + r_arg, np.inf)
+    lS, rS = _simpson_logs(A, B, m, s_f, two_s2, log_n0)
+    use_s = rS < rI
+    lI = np.where(use_s, lS, lI)
+    rI = np.where(use_s, rS, rI)
+    xa, xb = A * A / two_s2, B * B / two_s2
+    # T/N0 = (e^{−x_A} + e^{−x_B})/(2 N0); D/T = (t_A w_A − t_B w_B)/(6 s), w = weights of the two ends.
+    lT = _log_sum(-xa, -xb) - math.log(2.0) - log_n0
+    wa = 1.0 / (1.0 + np.exp(np.minimum(xa - xb, 700.0)))
+    wb = 1.0 - wa
+    dt = (ta * wa - tb * wb) / (6 * s_f)
+    lTD = lT + np.log1p(dt)
+    log_s = _log_sum(lI, lTD)
+    # Shares of I and T in S (S = I + T(1 + D/T) ≥ (I + T)(1 − |D/T|)).
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        fi = np.exp(lI - log_s)
+        ft = np.exp(lT - log_s)
+    t2 = tmax * tmax
+    c_r = (t2 * t2 + 6 * t2 + 3) / (384 * s_f**4)
+    e_t = 8 * _U * (xa + xb + abs(log_n0) + 1) + 2 * _EXP_REL
+    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + np.abs(dt) * 8 * _U * ft
+    rel = num * 1.01 + 8 * _U * (np.abs(log_s) + 1) + 4 * _EXP_REL
+    rel = np.where(np.isfinite(rel) & np.isfinite(log_s), rel, np.inf)
+    return log_s, rel
+
+
+def _simpson_panels(n_over_s: float, count: int) -> int:
+    """Simpson panels: enough that the remainder at the centre is ≲ 1e-15, at most 16, and at most
+    2**24 nodes in all."""
+    m = 1
+    while m < 16 and (n_over_s / m) ** 4 * 3 / 2880 > 1e-15 and count * (4 * m + 1) <= 1 << 24:
+        m *= 2
+    return m
+
+
+def pld_discrete_gaussian(
+    sensitivity: int,
+    sigma_units: Number,
+    *,
+    step_bits: int = DEFAULT_STEP_BITS,
+    tail: float = DEFAULT_TAIL,
+) -> PLD:
+    """The PLD of the discrete Gaussian mechanism: integer sensitivity Δ, noise parameter s (grid units).
+
+    P(z) ∝ e^{−z²/2s²} on the integers, Q its shift by Δ; the loss (Δ² − 2zΔ)/(2s²) is a lattice in z
+    and every loss bucket is an integer range whose masses are summed with a certified error (atoms for
+    small s, Euler–Maclaurin with a bounded remainder and Poisson summation for the normaliser for large
+    s; see :mod:`dpcompose.accounting._pld_dgauss`). This is the noise of dpcompose's ``make_gaussian``
+    in grid units (Δ = the grid-unit L2 sensitivity, s = σ/g) and of ``make_discrete_gaussian`` (s = σ).
+    The PLD is the same in both orders (z ↦ Δ − z), and shifts d < Δ are dominated (the discrete Gaussian
+    is log-concave, so its likelihood ratio is monotone and every optimal test is a half-line).
+
+    Source: Canonne–Kamath–Steinke 2020 (discrete Gaussian; Poisson summation for its normaliser);
+    PLD and its discretisation as in :func:`dpcompose.accounting.pld_gaussian` (Koskela et al. 2020;
+    Doroshenko et al. 2022); Euler–Maclaurin remainder: Apostol 1999.
+
+    Raises:
+        InvalidParameter: Δ not a non-negative integer, s not positive and finite or above 2**40, Δ/s
+            outside [1e-8, 30], or a lattice too fine for the loss range (more than 2**26 buckets).
+
+    Examples:
+        >>> lo, hi = pld_discrete_gaussian(1, 3).epsilon_bounds(1e-6)
+        >>> 1.45 < float(lo) <= float(hi) < 1.46
+        True
+    """
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 0:
+        raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
+    s = exact(check_finite_positive(sigma_units, "sigma_units"), "sigma_units")
+    if s > 1 << 40:
+        raise InvalidParameter(f"sigma_units={sigma_units!r} must be at most 2**40 for a discrete Gaussian")
+    bits = _check_bits(step_bits)
+    tl = _check_tail(tail)
+    delta = int(sensitivity)
+    h = math.ldexp(1.0, -bits)
+    if delta == 0:
+        b = _Buckets(-1, np.ones(1), np.array([math.exp(-h)]), np.full(1, 8 * _EXP_REL))
+        return _build(bits, b, tl, "DiscreteGaussian(Δ=0)")
+    mu = delta / s
+    if not Fraction(1, 10**8) <= mu <= 30:
+        raise InvalidParameter(
+            f"sensitivity={sensitivity!r} / sigma_units={sigma_units!r} must be in [1e-8, 30] for a discrete "
+            "Gaussian PLD"
+        )
+    name = f"DiscreteGaussian(Δ={delta}, s={float(s):g})"
+    return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
+
+
+def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
+    h = math.ldexp(1.0, -bits)
+    s2 = s * s
+    lat = _Lattice(delta, s2, bits)
+    s_f = float(s)
+    two_s2 = 2 * float(s2)
+    log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
+    K = max(1, math.ceil(_WIDTH * s))
+    z_min = -K
+    j_hi = lat.bucket_of(z_min)
+    j_lo = lat.bucket_of(K + delta)
+    z_max = int(lat.edge_ceil(np.array([j_lo], dtype=np.int64))[0]) - 1  # the last integer of bucket j_lo
+    nb = j_hi - j_lo + 1
+    if nb > _MAX_BUCKETS:
+        raise InvalidParameter(
+            f"step_bits={bits} gives {nb} loss buckets for this discrete Gaussian (at most {_MAX_BUCKETS}): "
+            "use a smaller step_bits"
+        )
+    acc = _Acc(nb)
+    # Tails (upper bounds on P-mass / Z, using Z ≥ s√(2π)): z < z_min to +∞, z > z_max to the lowest point.
+    t_top = _phi_upper(math.nextafter(float(Fraction(z_min) / s), math.inf))
+    t_bot = _phi_upper(math.nextafter(float(Fraction(-z_max) / s), math.inf))
+    n_atoms = z_max - z_min + 1
+    if n_atoms <= _ATOM_LIMIT:
+        z = np.arange(z_min, z_max + 1, dtype=np.int64)
+        # Normaliser: the direct sum over [z_min, z_max] plus the two tails, or Poisson; the tighter one.
+        zf = z.astype(np.float64)
+        terms = np.exp(-(zf * zf) / two_s2)
+        e_term = 8 * _U * (float(np.max(zf * zf / two_s2)) + 1) + 2 * _EXP_REL
+        ssum = float(np.sum(terms))
+        e_s = e_term + float(_gamma(n_atoms + 1.0))
+        tails = (t_top + t_bot) * math.exp(log_n0) * (1 + 4 * _U)
+        rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * _SAFE + 4 * _U
+        rel_poisson = _poisson_rel(s_f) + 4 * _U * abs(log_n0)
+        if rel_direct < rel_poisson:
+            log_z, rel_z = math.log(ssum), rel_direct + 4 * _U * abs(math.log(ssum)) + _EXP_REL
+        else:
+            log_z, rel_z = log_n0, rel_poisson + _EXP_REL
+        for start in range(0, n_atoms, _CHUNK):
+            zc = z[start : start + _CHUNK]
+            j = lat.bucket(zc)
+            _add_atoms(acc, zc, j - j_lo, j.astype(np.float64) * h, two_s2, delta, log_z, rel_z)
+    else:
+        log_z, rel_z = log_n0, _poisson_rel(s_f) + _EXP_REL
+        js = np.arange(j_lo, j_hi + 2, dtype=np.int64)
+        edges = lat.edge_ceil(js)
+        A = np.maximum(edges[1:], z_min)
+        B = np.minimum(edges[:-1] - 1, z_max)
+        count = np.maximum(B - A + 1, 0)
+        a_all = js[:-1].astype(np.float64) * h
+        em = count > _DIRECT
+        if np.any(em):
+            idx = np.flatnonzero(em)
+            Af, Bf = A[idx].astype(np.float64), B[idx].astype(np.float64)
+            m = _simpson_panels(float(np.max(Bf - Af)) / s_f, idx.size)
+            lsp, relp = _em_bucket_logs(Af, Bf, s_f, two_s2, log_n0, m)
+            lsq, relq = _em_bucket_logs(Af - delta, Bf - delta, s_f, two_s2, log_n0, m)
+            a = a_all[idx]
+            lp = lsp + (log_n0 - log_z)
+            lr = a + lsq + (log_n0 - log_z)
+            rel = np.maximum(relp, relq) + rel_z + 8 * _U * (np.abs(a) + np.abs(lsq) + 1) + 2 * _EXP_REL
+            # Buckets whose bound is loose are summed directly if they are not too long; otherwise the
+            # (finite) bound is kept.
+            ok = (rel < 1e-6) | ((count[idx] > _DIRECT_MAX) & (rel < 0.5))
+            if np.any(~ok & (count[idx] > _DIRECT_MAX)):
+                raise InvalidParameter(
+                    f"sigma_units={float(s):g}, sensitivity={delta}: no certified bucket masses on this "
+                    f"lattice (step_bits={bits}); try another step_bits"
+                )
+            good = ok & (lp >= _UNDERFLOW)
+            under = ok & (lp < _UNDERFLOW)
+            # an underflowing bucket holds at most count atoms each below e^{−700}·(1 + rel)
+            acc.inf += float(np.sum(count[idx[under]])) * math.exp(_UNDERFLOW) * 1.01
+            gi = idx[good]
+            acc.p[gi] = np.exp(lp[good])
+            acc.r[gi] = np.exp(lr[good])
+            acc.rel[gi] = rel[good]
+            em[idx[~good & ~under]] = False  # summed directly below
+        direct = np.flatnonzero(~em & (count > 0))
+        # Enumerate the atoms of the direct buckets in chunks.
+        start = 0
+        while start < direct.size:
+            csum = np.cumsum(count[direct[start:]])
+            stop = start + max(1, int(np.searchsorted(csum, _CHUNK, side="right")))
+            sel = direct[start:stop]
+            cnt = count[sel]
+            off = np.repeat(np.cumsum(cnt) - cnt, cnt)
+            zc = np.repeat(A[sel], cnt) + (np.arange(int(np.sum(cnt)), dtype=np.int64) - off)
+            ic = np.repeat(sel, cnt)
+            _add_atoms(acc, zc, ic, np.repeat(a_all[sel], cnt), two_s2, delta, log_z, rel_z)
+            start = stop
+    return _Buckets(
+        j_lo, acc.p, acc.r, acc.rel, below_hi=t_bot * (1 + 1e-10), above_hi=t_top * (1 + 1e-10) + acc.inf
+    )

@@ -1,0 +1,283 @@
+"""The certified PLD of the discrete Gaussian against exact references (mpmath sums, closed forms)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpcompose.accounting._pld_dgauss as dg
+from dpcompose.accounting import PrivacyProfile, gaussian_profile, pld_discrete_gaussian
+from dpcompose.errors import InvalidParameter
+
+
+def m(q: Fraction | int) -> mpmath.mpf:
+    q = Fraction(q)
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+@functools.lru_cache(maxsize=64)
+def brute_atoms(delta: int, s: Fraction | int) -> tuple[tuple[mpmath.mpf, mpmath.mpf], ...]:
+    """(loss, P-mass) of every z ∈ [−40s − Δ − 10, 40s + Δ + 10] for N_Z(0, s²) against N_Z(Δ, s²), 40 digits
+    (the rest of the mass is below e^{−800})."""
+    with mpmath.workdps(40):
+        sm = m(s)
+        w = math.ceil(40 * Fraction(s)) + delta + 10
+        zs = range(-w, w + 1)
+        f = [mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in zs]
+        total = mpmath.fsum(f)
+        return tuple(
+            ((delta * delta - 2 * z * delta) / (2 * sm * sm), fz / total) for z, fz in zip(zs, f, strict=True)
+        )
+
+
+def brute_delta(delta: int, s: Fraction | int, eps: float) -> mpmath.mpf:
+    """δ(ε) = Σ P(z)(1 − e^{ε − L(z)})₊ by direct summation (:func:`brute_atoms`)."""
+    with mpmath.workdps(40):
+        e = mpmath.mpf(eps)
+        return mpmath.fsum(p * -mpmath.expm1(e - loss) for loss, p in brute_atoms(delta, s) if loss > e)
+
+
+def _he(n: int, x: mpmath.mpf) -> mpmath.mpf:
+    """The probabilists' Hermite polynomial He_n(x) = 2^{−n/2} H_n(x/√2)."""
+    return mpmath.hermite(n, x / mpmath.sqrt(2)) / mpmath.mpf(2) ** (mpmath.mpf(n) / 2)
+
+
+def em_delta(delta: int, s: Fraction | int, eps: float, terms: int = 8) -> mpmath.mpf:
+    """δ(ε) of the discrete Gaussian pair for large s, at 80 digits: δ = (H(−c) − e^ε H(Δ − c))/Z with c the
+    largest z of loss above ε and H(a) = Σ_{y≥a} e^{−y²/2s²} by the Euler–Maclaurin series
+    ∫_a^∞ f + f(a)/2 − Σ_k B_{2k}/(2k)!·f^{(2k−1)}(a) (its remainder is below s^{−2·terms}), and Z by
+    Poisson summation, s√(2π)(1 + 2Σ_k e^{−2π²s²k²})."""
+    sq = Fraction(s)
+    c = math.ceil((delta * delta - 2 * sq * sq * Fraction(eps)) / (2 * delta)) - 1
+    with mpmath.workdps(80):
+        sm = m(sq)
+
+        def tail_sum(a: int) -> mpmath.mpf:
+            x = mpmath.mpf(a)
+            f = mpmath.exp(-x * x / (2 * sm * sm))
+            total = sm * mpmath.sqrt(2 * mpmath.pi) * mpmath.ncdf(-x / sm) + f / 2
+            for k in range(1, terms + 1):
+                n = 2 * k - 1
+                deriv = (-1) ** n * sm ** (-n) * _he(n, x / sm) * f
+                total -= mpmath.bernoulli(2 * k) / mpmath.factorial(2 * k) * deriv
+            return total
+
+        z = sm * mpmath.sqrt(2 * mpmath.pi) * (
+            1 + 2 * mpmath.fsum(mpmath.exp(-2 * mpmath.pi**2 * sm * sm * k * k) for k in range(1, 4))
+        )
+        return (tail_sum(-c) - mpmath.exp(mpmath.mpf(eps)) * tail_sum(delta - c)) / z
+
+
+# -- small s: brute force -------------------------------------------------------------------------------
+
+LATTICE_EPSILONS = [0.0, 0.0625, 0.125, 0.3125, 0.5, 1.0, 1.6875, 2.5]  # multiples of 2**-14: tightness
+OFF_LATTICE = [0.05, 0.1, 0.3, 1.7]  # δ is read at the lattice point below: the certificate only
+
+
+def check_small(delta: int, s: Fraction | int) -> None:
+    pld = pld_discrete_gaussian(delta, s)
+    for eps in LATTICE_EPSILONS + OFF_LATTICE:
+        lo, hi = pld.delta_bounds(eps)
+        ref = brute_delta(delta, s, eps)
+        assert m(lo) <= ref <= m(hi), (delta, s, eps, float(lo), float(ref), float(hi))
+        if eps in LATTICE_EPSILONS:
+            assert m(hi) - ref <= ref * mpmath.mpf("1e-3") + mpmath.mpf("1e-12"), (delta, s, eps, float(hi))
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 5])
+@pytest.mark.parametrize("delta", [1, 2, 3])
+def test_small_s_against_brute_force(delta: int, s: int) -> None:
+    check_small(delta, s)
+
+
+@pytest.mark.parametrize(("delta", "s"), [(1, Fraction(1, 2)), (2, Fraction(5, 2)), (7, Fraction(41, 3))])
+def test_rational_s_against_brute_force(delta: int, s: Fraction) -> None:
+    check_small(delta, s)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    delta=st.integers(1, 6),
+    s=st.fractions(Fraction(1, 2), Fraction(8), max_denominator=8),
+    eps=st.floats(0.0, 3.0),
+)
+def test_never_below_brute_force(delta: int, s: Fraction, eps: float) -> None:
+    lo, hi = pld_discrete_gaussian(delta, s, step_bits=10).delta_bounds(eps)
+    ref = brute_delta(delta, s, eps)
+    assert m(lo) <= ref <= m(hi), (delta, s, eps, float(lo), float(ref), float(hi))
+
+
+def test_composition_of_small_s_against_brute_force() -> None:
+    # two discrete Gaussians (1, 3) ∘ (2, 3): brute-force δ of the product pair from the two loss lists
+    with mpmath.workdps(40):
+        def atoms(delta: int, s: int) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+            zs = range(-40 * s - delta, 40 * s + delta + 1)
+            f = [mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * s * s)) for z in zs]
+            tot = mpmath.fsum(f)
+            return [
+                (mpmath.mpf(delta * delta - 2 * z * delta) / (2 * s * s), fz / tot)
+                for z, fz in zip(zs, f, strict=True)
+            ]
+
+        a, b = atoms(1, 3), atoms(2, 3)
+        a = [x for x in a if x[1] > mpmath.mpf("1e-30")]
+        b = [x for x in b if x[1] > mpmath.mpf("1e-30")]
+        pld = pld_discrete_gaussian(1, 3).compose(pld_discrete_gaussian(2, 3))
+        for eps in [0.0, 0.5, 1.25]:
+            e = mpmath.mpf(eps)
+            ref = mpmath.fsum(
+                pa * pb * (1 - mpmath.exp(e - la - lb)) for la, pa in a for lb, pb in b if la + lb > e
+            )
+            lo, hi = pld.delta_bounds(eps)
+            assert m(lo) <= ref <= m(hi) + mpmath.mpf("1e-29"), (eps, float(lo), float(ref), float(hi))
+            assert m(hi) - ref <= ref * mpmath.mpf("1e-3") + mpmath.mpf("1e-12")
+
+
+# -- large s: the Euler–Maclaurin path ------------------------------------------------------------------
+
+
+def test_reference_series_matches_brute_force() -> None:
+    # the mpmath reference used below, checked once against direct summation
+    for eps in [0.0, 0.02, 0.1]:
+        a, b = em_delta(3, 60, eps), brute_delta(3, 60, eps)
+        assert abs(a - b) <= b * mpmath.mpf("1e-25"), (eps, a, b)
+
+
+@pytest.mark.parametrize("s", [3000, 2**20 + 3])
+@pytest.mark.parametrize("m_panels", [1, 4])
+def test_euler_maclaurin_bucket_sums_within_their_bound(s: int, m_panels: int) -> None:
+    """Σ_{z=A}^{B} e^{−z²/2s²}/(s√(2π)) from the Euler–Maclaurin step is within its own relative bound of
+    the exact sum (mpmath), and that bound is small."""
+    ranges = [(-50, 40), (1000, 1900), (10 * s, 10 * s + 600), (-13 * s - 300, -13 * s), (5, 13)]
+    a = np.array([float(r[0]) for r in ranges])
+    b = np.array([float(r[1]) for r in ranges])
+    two_s2 = 2.0 * s * s
+    log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
+    log_s, rel = dg._em_bucket_logs(a, b, float(s), two_s2, log_n0, m_panels)
+    with mpmath.workdps(40):
+        for (lo, hi), ls, r in zip(ranges, log_s.tolist(), rel.tolist(), strict=True):
+            exact_sum = mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / two_s2) for z in range(lo, hi + 1))
+            exact_sum /= s * mpmath.sqrt(2 * mpmath.pi)
+            assert abs(mpmath.exp(ls) - exact_sum) <= r * exact_sum, (lo, hi, r)
+            assert r < 1e-11, (lo, hi, r)
+
+
+@pytest.mark.parametrize("s", [2**20, 1_234_567])
+def test_large_s_against_exact_and_continuous(s: int) -> None:
+    delta = s // 20
+    pld = pld_discrete_gaussian(delta, s)
+    cont = gaussian_profile(delta, s)
+    for eps in [0.0, 0.125, 0.25, 0.5]:  # lattice points
+        lo, hi = pld.delta_bounds(eps)
+        ref = em_delta(delta, s, eps)
+        assert m(lo) <= ref <= m(hi), (eps, float(lo), float(ref), float(hi))
+        c = m(cont.delta(eps))
+        # the discrete and continuous δ agree far beyond 1e-6 here, and the upper end is within 1e-6 of both
+        assert abs(ref - c) <= c * mpmath.mpf("1e-9")
+        assert m(hi) - c <= c * mpmath.mpf("1e-6"), (eps, float(hi), float(c))
+    for eps in [0.01, 0.1, 0.3]:  # off the lattice: only the certificate
+        lo, hi = pld.delta_bounds(eps)
+        ref = em_delta(delta, s, eps)
+        assert m(lo) <= ref <= m(hi), (eps, float(lo), float(ref), float(hi))
+
+
+@pytest.mark.parametrize(
+    ("delta", "s", "bits"),
+    [(150, 3000, 14), (1, 3000, 14), (3000, 2000, 14), (2000, 1000, 14), (7, 4093, 14), (2000, 1000, 8),
+     (20_000, 1000, 8)],
+)
+def test_bucket_path_matches_atom_path(
+    delta: int, s: int, bits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bucket path (forced: Euler–Maclaurin for long buckets, direct sums for buckets of at most 8
+    integers, as at bits 8 here) and the atom path give the same certified curve, and both contain the exact
+    value."""
+    atoms = pld_discrete_gaussian(delta, s, step_bits=bits)
+    monkeypatch.setattr(dg, "_ATOM_LIMIT", 0)
+    buckets = pld_discrete_gaussian(delta, s, step_bits=bits)
+    for eps in [0.0, 0.01, 0.1, 0.5, 1.0, 3.0]:
+        ref = em_delta(delta, s, eps)
+        for pld in (atoms, buckets):
+            lo, hi = pld.delta_bounds(eps)
+            assert m(lo) <= ref <= m(hi), (eps, float(lo), float(ref), float(hi))
+        ha, hb = atoms.delta(eps), buckets.delta(eps)
+        assert abs(ha - hb) <= Fraction(1, 10**6) * max(ha, hb) + Fraction(1, 10**30)
+
+
+def _total(side: object) -> float:
+    """The correctly rounded sum of the stored masses and the mass at +∞."""
+    return math.fsum([*side.masses.tolist(), side.inf])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("force_buckets", [False, True])
+@pytest.mark.parametrize(
+    ("delta", "s"), [(3, 5), (150, 3000), (1, 3000), (2000, 1000), (2**20 // 20, 2**20), (61_728, 1_234_567)]
+)
+def test_mass_is_kept(delta: int, s: int, force_buckets: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connect-the-dots keeps the P-mass and every tail is kept on the upper side: its total is at least 1;
+    the lower side holds lower bounds of masses that sum to at most 1. Both are within the certified
+    relative errors (amplified by 1/h in the split), which are far below these margins."""
+    if force_buckets:
+        if s < 1000:
+            return
+        monkeypatch.setattr(dg, "_ATOM_LIMIT", 0)
+    pld = pld_discrete_gaussian(delta, s)
+    up, low = _total(pld.upper), _total(pld.lower)
+    assert 1 <= up <= 1 + 1e-7, up - 1
+    assert 1 - 1e-11 <= low <= 1, 1 - low
+
+
+def test_thousand_fold_composition() -> None:
+    s = 2**20
+    delta = s // 20
+    pld = pld_discrete_gaussian(delta, s).self_compose(1000)
+    lo, hi = pld.epsilon_bounds(1e-6)
+    cont = PrivacyProfile.compose([gaussian_profile(delta, s)] * 1000).epsilon(1e-6)  # μ = √1000·Δ/s
+    assert lo <= cont <= hi, (float(lo), float(cont), float(hi))
+    assert float(hi) <= 8.31
+
+
+# -- small things ---------------------------------------------------------------------------------------
+
+
+def test_zero_sensitivity_is_free() -> None:
+    pld = pld_discrete_gaussian(0, 3)
+    assert pld.delta(0) < 1e-12
+    assert pld.epsilon(0) == 0
+
+
+def test_fraction_and_int_s_agree() -> None:
+    a = pld_discrete_gaussian(2, 3).delta_bounds(0.5)
+    b = pld_discrete_gaussian(2, Fraction(6, 2)).delta_bounds(0.5)
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: pld_discrete_gaussian(-1, 3),
+        lambda: pld_discrete_gaussian(1.5, 3),  # type: ignore[arg-type]
+        lambda: pld_discrete_gaussian(True, 3),
+        lambda: pld_discrete_gaussian(1, 0),
+        lambda: pld_discrete_gaussian(1, -2),
+        lambda: pld_discrete_gaussian(1, math.nan),
+        lambda: pld_discrete_gaussian(1, math.inf),
+        lambda: pld_discrete_gaussian(100, 1),  # Δ/s above 30
+        lambda: pld_discrete_gaussian(1, 10**9),  # Δ/s below 1e-8
+        lambda: pld_discrete_gaussian(10**400, 10**400),  # s above 2**40
+        lambda: pld_discrete_gaussian(1, Fraction(1, 10**400)),  # Δ/s far above 30
+        lambda: pld_discrete_gaussian(1, 3, step_bits=0),
+        lambda: pld_discrete_gaussian(1, 3, tail=1.0),
+        lambda: pld_discrete_gaussian(30, 1, step_bits=40),  # too many buckets
+    ],
+)
+def test_bad_input_raises_invalid_parameter(call: object) -> None:
+    with pytest.raises(InvalidParameter):
+        call()  # type: ignore[operator]
