@@ -1054,6 +1054,10 @@ CASES: dict[str, Case] = {
         dp.accounting.PrivacyLoss.discrete_laplace, lambda: {"sensitivity": 2, "scale": 4.0},
         lambda r: r.epsilon_bounds(1e-6),
     ),
+    "accounting.PrivacyLoss.discrete_gaussian": Case(
+        dp.accounting.PrivacyLoss.discrete_gaussian, lambda: {"sensitivity": 2, "sigma": 3.0},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
     "accounting.PrivacyLoss.laplace": Case(
         dp.accounting.PrivacyLoss.laplace, lambda: {"sensitivity": 1, "scale": 10.0},
         lambda r: r.epsilon_bounds(1e-6),

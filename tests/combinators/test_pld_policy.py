@@ -160,7 +160,8 @@ def test_children_without_a_pair_fall_back_or_refuse() -> None:
     # a pure child without a pair is read as RR_ε: the composite still has one
     mixed = dp.make_sequential(vec_lap, vec_lap)
     assert mixed.privacy_loss(1) == PrivacyLoss.compose([PrivacyLoss.approx(vec_lap.map(1), 0)] * 2)
-    gauss = dp.m.make_gaussian(dp.AtomDomain(float), ABS, scale=3.0)  # zCDP: no pair (yet)
+    gauss = dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L2Distance(), scale=3.0)
+    assert gauss.privacy_loss(1) is None  # zCDP, and no scalar PLD covers the discrete Gaussian's L2 ball
     with pytest.raises(UnsupportedComposition, match="privacy loss distribution"):
         dp.make_sequential(gauss, gauss, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld").map(1)
     # auto still answers, by zCDP
@@ -181,3 +182,34 @@ def test_seeded_laplace_reports_the_continuous_pair() -> None:
 
     lap = dp.m.make_laplace(dp.AtomDomain(float), ABS, scale=4.0, rng=np.random.default_rng(1))
     assert lap.privacy_loss(1) == PrivacyLoss.laplace(1, 4)
+
+
+def _dgauss_atoms(shift: int, sigma: int) -> dict[Fraction, mpmath.mpf]:
+    """Loss atoms of the discrete Gaussian N_Z(0, σ²) at integer shift (outputs within ±30σ: the rest
+    has mass below e^{-450}, far under the tolerance)."""
+    zs = range(-30 * sigma - shift, 30 * sigma + shift + 1)
+    weights = {z: mpmath.exp(-mpmath.mpf(z * z) / (2 * sigma * sigma)) for z in zs}
+    total = mpmath.fsum(weights.values())
+    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
+    for z, w in weights.items():
+        atoms[Fraction(shift * shift - 2 * z * shift, 2 * sigma * sigma)] += w / total
+    return atoms
+
+
+@pytest.mark.parametrize(("sigma", "d_in", "count"), [(1, 1, 3), (2, 2, 2), (3, 1, 2)])
+def test_discrete_gaussian_composition_never_below_enumeration(sigma: int, d_in: int, count: int) -> None:
+    with mpmath.workdps(40):
+        g = dp.m.make_gaussian(INTS, ABS, scale=float(sigma))
+        m = dp.make_sequential(*[g] * count, output_measure=dp.ApproxDP(), delta=1e-6)
+        eps, _ = m.map(d_in)
+        assert "pld" in str(dp.explain(m, d_in)).split("· chosen")[1].split("\n")[0]
+        exact = _convolve([_dgauss_atoms(d_in, sigma)] * count)
+        assert _delta(exact, eps) <= mpmath.mpf(1e-6) * (1 + mpmath.mpf(10) ** -12)
+        assert float(eps) <= float(_exact_epsilon(exact, 1e-6)) + 8 * count * 2.0**-14
+
+
+def test_gaussian_1000_fold_matches_the_closed_form() -> None:
+    g = dp.m.make_gaussian(dp.AtomDomain(float), ABS, scale=20.0)
+    eps, _ = dp.make_sequential(*[g] * 1000, output_measure=dp.ApproxDP(), delta=1e-6).map(1)
+    exact = float(dp.accounting.gaussian_profile(1, 20.0 / 1000**0.5).epsilon(1e-6))  # Balle–Wang 2018
+    assert exact <= float(eps) <= exact + 1e-3  # zCDP → CKS gave 8.8459

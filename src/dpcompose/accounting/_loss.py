@@ -43,15 +43,25 @@ from dpcompose.accounting._pld import (
     pld_laplace,
     pld_randomized_response,
 )
+from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["PrivacyLoss"]
 
-_KINDS = ("discrete_laplace", "laplace", "gaussian", "randomized_response", "approx", "composed")
+_KINDS = (
+    "discrete_laplace",
+    "laplace",
+    "discrete_gaussian",
+    "gaussian",
+    "randomized_response",
+    "approx",
+    "composed",
+)
 _SOURCES = {
     "discrete_laplace": "Ghosh–Roughgarden–Sundararajan 2009 (mechanism); PLD: Koskela et al. 2021",
     "laplace": "Dwork–McSherry–Nissim–Smith 2006 (mechanism); PLD: Koskela et al. 2020",
     "gaussian": "Balle–Wang 2018 Thm 8; PLD: Koskela et al. 2020",
+    "discrete_gaussian": "Canonne–Kamath–Steinke 2020 (mechanism); PLD: Koskela et al. 2020",
     "randomized_response": "Warner 1965; Kairouz–Oh–Viswanath 2016",
     "approx": "Kairouz–Oh–Viswanath 2015 Thm 2.1 (every (ε, δ) mechanism is a post-processing of RR_(ε,δ))",
 }
@@ -71,8 +81,8 @@ class PrivacyLoss:
     """A named dominating pair of a mechanism at one ``d_in`` (see the module docstring).
 
     Build one with the class methods (:meth:`discrete_laplace`, :meth:`laplace`, :meth:`gaussian`,
-    :meth:`randomized_response`, :meth:`approx`, :meth:`compose`); read it with :meth:`pld`,
-    :meth:`epsilon` (certified upper bound on ε(δ)) and :meth:`epsilon_bounds`.
+    :meth:`discrete_gaussian`, :meth:`randomized_response`, :meth:`approx`, :meth:`compose`); read it
+    with :meth:`pld`, :meth:`epsilon` (certified upper bound on ε(δ)) and :meth:`epsilon_bounds`.
 
     Attributes:
         kind: one of ``discrete_laplace``, ``laplace``, ``gaussian``, ``randomized_response``, ``approx``,
@@ -108,6 +118,7 @@ class PrivacyLoss:
             return
         shape = {
             "discrete_laplace": (_is_int, _is_positive),
+            "discrete_gaussian": (_is_int, _is_positive),
             "laplace": (_is_nonnegative, _is_positive),
             "gaussian": (_is_nonnegative, _is_positive),
             "randomized_response": (_is_nonnegative, lambda k: _is_int(k) and k >= 2),
@@ -128,6 +139,13 @@ class PrivacyLoss:
         if isinstance(sensitivity, bool) or not isinstance(sensitivity, int) or sensitivity < 0:
             raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
         return cls("discrete_laplace", (int(sensitivity), _positive(scale, "scale")))
+
+    @classmethod
+    def discrete_gaussian(cls, sensitivity: int, sigma: Number) -> PrivacyLoss:
+        """Discrete Gaussian noise P(z) ∝ e^{−z²/2σ²} on the integers, shift Δ (an integer)."""
+        if isinstance(sensitivity, bool) or not isinstance(sensitivity, int) or sensitivity < 0:
+            raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
+        return cls("discrete_gaussian", (int(sensitivity), _positive(sigma, "sigma")))
 
     @classmethod
     def laplace(cls, sensitivity: Number, scale: Number) -> PrivacyLoss:
@@ -216,7 +234,7 @@ class PrivacyLoss:
             return sum(p.span() * n for p, n in self.parts)
         if self.kind in ("discrete_laplace", "laplace"):
             return _float(Fraction(self.params[0]) / Fraction(self.params[1]))
-        if self.kind == "gaussian":
+        if self.kind in ("gaussian", "discrete_gaussian"):
             mu = _float(Fraction(self.params[0]) / Fraction(self.params[1]))
             return mu * mu / 2 + 14 * mu if mu < 1e150 else math.inf
         return _float(Fraction(self.params[0]))
@@ -262,6 +280,7 @@ class PrivacyLoss:
             "discrete_laplace": ("Δ", "t"),
             "laplace": ("Δ", "b"),
             "gaussian": ("Δ", "σ"),
+            "discrete_gaussian": ("Δ", "σ"),
             "randomized_response": ("ε", "k"),
             "approx": ("ε", "δ"),
         }[self.kind]
@@ -307,8 +326,8 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
     p: tuple[Any, ...] = loss.params
     if loss.kind != "composed":
         span = loss.span()
-        if loss.kind == "gaussian":
-            mu = _float(p[0] / p[1])
+        if loss.kind in ("gaussian", "discrete_gaussian"):
+            mu = _float(Fraction(p[0]) / p[1])
             if mu and not 1e-8 <= mu <= 30:
                 raise InvalidParameter(f"sensitivity/sigma={mu:g} must be in [1e-8, 30] for a Gaussian PLD")
         elif span > 700:
@@ -319,6 +338,8 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
         return pld_laplace(p[0], p[1], step_bits=bits)
     if loss.kind == "gaussian":
         return pld_gaussian(p[0], p[1], step_bits=bits)
+    if loss.kind == "discrete_gaussian":
+        return pld_discrete_gaussian(p[0], p[1], step_bits=bits)
     if loss.kind == "randomized_response":
         return pld_randomized_response(p[0], p[1], step_bits=bits)
     if loss.kind == "approx":

@@ -263,12 +263,18 @@ def make_discrete_gaussian(
         ratio = Fraction(d_in) / sigma
         return ratio * ratio / 2
 
+    def loss(d_in: Fraction) -> PrivacyLoss | None:
+        # integer data: shifts are integers ≤ ⌊d_in⌋ (smaller ones dominated: log-concave noise); vectors:
+        # the discrete Gaussian is not rotation invariant, so no scalar PLD covers the L2 ball
+        return None if vector else PrivacyLoss.discrete_gaussian(math.floor(d_in), sigma)
+
     return Measurement(
         input_domain,
         input_metric,
         ZCDP(),
         run,
         privacy_map,
+        loss=loss,
         node=Node(
             "discrete_gaussian",
             params=(("scale", repr(scale)),),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import exact
+from dpcompose.accounting import PrivacyLoss, exact
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
@@ -110,6 +111,7 @@ def make_gaussian(
             ZCDP(),
             discrete.function,
             discrete.privacy_map,
+            loss=discrete.loss,
             node=Node(
                 "gaussian",
                 params=(("scale", repr(scale)),),
@@ -193,12 +195,22 @@ def grid_gaussian(
             return ratio * ratio / 2
         return _secure_rho(Fraction(d_in), scale_q, size, integer)
 
+    def loss(d_in: Fraction) -> PrivacyLoss | None:
+        if vector:
+            return None  # the discrete Gaussian is not rotation invariant: no scalar PLD for the L2 ball
+        if rng is not None:
+            return PrivacyLoss.gaussian(d_in, scale_q)  # the seeded path adds float Gaussian noise
+        # secure path: the discrete Gaussian in grid units (s = σ/g), shift ⌈Δ_g⌉
+        units = grid_sensitivity(Fraction(d_in), grid.width, size, 2, grid.on_grid)
+        return PrivacyLoss.discrete_gaussian(math.ceil(units), grid.units)
+
     return Measurement(
         input_domain,
         input_metric,
         ZCDP(),
         run,
         privacy_map,
+        loss=loss,
         node=Node("gaussian", params=(("scale", repr(scale)),), source="Bun–Steinke 2016 Prop. 1.6"),
     )
 
