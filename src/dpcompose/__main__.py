@@ -7,6 +7,7 @@ import sys
 
 from dpcompose._figures import main as figures_main
 from dpcompose._tour import run_tour
+from dpcompose.analysis._account_cli import main as account_main
 from dpcompose.analysis._verify_cli import main as verify_main
 
 
@@ -18,6 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "verify",
         help="privacy verification experiments: 'verify lp --trials 10000 --delta 0.01 --seed 0'",
+        add_help=False,
+    )
+    sub.add_parser(
+        "account",
+        help="ε for δ of a list of mechanisms: 'account --mech laplace:scale=10,count=1000 --delta 1e-6'",
         add_help=False,
     )
     sub.add_parser(
@@ -34,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_tour()
     if args.command == "verify":
         return verify_main(rest)
+    if args.command == "account":
+        return account_main(rest)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse exits first
     return 2  # pragma: no cover
 

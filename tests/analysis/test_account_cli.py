@@ -1,0 +1,78 @@
+"""``python -m dpcompose account``: parsing, the numbers it prints, refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import dpcompose as dp
+from dpcompose.__main__ import main
+
+
+def _first_bound(text: str) -> float:
+    match = re.search(r"≤ ([0-9.e+-]+)\n", text)
+    assert match, text
+    return float(match.group(1))
+
+
+def test_prints_the_policy_s_value_and_all_candidates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["account", "--mech", "laplace:scale=10,count=100", "--delta", "1e-6"]) == 0
+    out = capsys.readouterr().out
+    lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
+    eps, _ = dp.make_sequential(*[lap] * 100, output_measure=dp.ApproxDP(), delta=1e-6).map(1)
+    assert _first_bound(out) == float(dp.accounting.format_up(eps))  # the library's own composite
+    assert "(chosen)" in out and "optimal composition" in out and "zCDP" in out
+
+
+def test_delta_for_an_epsilon_and_a_json_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = {"mechanisms": [{"name": "rr", "epsilon": 1, "k": 4, "count": 20}], "epsilon": 5}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(spec))
+    assert main(["account", "--file", str(path)]) == 0
+    out = capsys.readouterr().out
+    pld = dp.accounting.PrivacyLoss.compose([dp.accounting.PrivacyLoss.randomized_response(1, 4)] * 20)
+    assert _first_bound(out) >= float(pld.pld(pld.step_bits()).delta_bounds(5)[0])
+    assert out.startswith("composition: 20 × rr(epsilon=1, k=4)")
+
+
+def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["account", "--mech", "gaussian:sigma=4,sensitivity=2,noise=continuous,count=10",
+                 "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    exact = dp.accounting.gaussian_profile(2, 4 / 10**0.5).epsilon(1e-5)  # Balle–Wang closed form
+    assert float(exact) <= _first_bound(out) <= float(exact) * 1.001
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--mech", "lap:scale=1", "--delta", "1e-6"], "must be one of laplace"),
+        (["--mech", "laplace:scale=1,colour=red", "--delta", "1e-6"], "unknown keys"),
+        (["--mech", "laplace:scale=nan", "--delta", "1e-6"], "not a number"),
+        (["--mech", "laplace:scale=-1", "--delta", "1e-6"], "scale"),
+        (["--mech", "laplace:scale=1,count=0", "--delta", "1e-6"], "count"),
+        (["--mech", "laplace:scale=1", "--delta", "1.5"], "delta"),
+        (["--mech", "laplace:scale=1"], "--delta"),
+        (["--delta", "1e-6"], "no mechanisms"),
+        (["--mech", "gaussian:scale=1", "--delta", "1e-6"], "unknown keys"),
+        (["--file", "/nonexistent.json", "--delta", "1e-6"], "--file"),
+    ],
+)
+def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["account", *argv]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error:") or "error:" in out
+    assert message in out
+
+
+def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "curve.png"
+    argv = ["account", "--mech", "laplace:scale=5,count=10", "--delta", "1e-6", "--plot", str(target)]
+    assert main(argv) == 0
+    assert target.stat().st_size > 1000
+    assert f"plot: {target}" in capsys.readouterr().out
