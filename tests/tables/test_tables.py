@@ -315,3 +315,16 @@ def test_engine_codes_follow_the_specified_hash() -> None:
     assert codes[3] == int(value_codes(np.array([-math.nan]))[0])
     ints = pl.Series([1, None, -1], dtype=pl.Int8)
     assert _codes(ints).tolist() == [_code(1, "int"), int(NULL_CODE), _code(-1, "int")]
+
+
+def test_person_level_unit_is_the_catalogue_identifier_metric() -> None:
+    schema = dp.FrameDomain({"user": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 1.0))})
+    df = pl.DataFrame({"user": [1, 1, 2], "x": [0.5, 0.25, 1.0]})
+    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", 2), privacy_loss=1.0, split_evenly_over=1)
+    query = ctx.query().agg(dp.tables.count())
+    assert query.measurement.input_metric == dp.SymmetricIdDistance("user")
+    dp.SymmetricIdDistance("user").check_domain(schema)
+    with pytest.raises(dp.DomainMismatch, match="not declared"):
+        dp.SymmetricIdDistance("visits").check_domain(schema)
+    with pytest.raises(dp.DomainMismatch, match="not declared"):
+        dp.SymmetricIdDistance(0).check_domain(schema)

@@ -201,7 +201,8 @@ class SymmetricIdDistance(Metric):
     Pairs with a ``VectorDomain`` without a fixed size (adding a person changes the number of rows)
     whose elements are ``AtomDomain(tuple)``, ``AtomDomain(list)`` or ``AtomDomain(dict)`` (or a
     subclass: a namedtuple class, another ``Mapping``). A ``str`` ``id_key`` on tuple records needs a
-    namedtuple carrier with that field.
+    namedtuple carrier with that field. It also measures tables (``dp.FrameDomain``) whose schema declares
+    the column ``id_key``: the person-level unit of ``dp.Context``.
 
     Only ``make_bound_contributions`` (and constructors generic over the metric) accept it; every
     constructor that counts rows refuses it with a message naming ``make_bound_contributions``.
@@ -233,6 +234,11 @@ class SymmetricIdDistance(Metric):
         return _validate_count(d, name)
 
     def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
+        # a table domain (dp.FrameDomain, a layer above core) checks its own identifier column
+        check_identifier = getattr(domain, "check_identifier", None)
+        if callable(check_identifier):
+            check_identifier(self.id_key, name)
+            return
         element = domain.element_domain if isinstance(domain, VectorDomain) else None
         carrier = element.carrier if isinstance(element, AtomDomain) else None
         records = carrier is not None and issubclass(carrier, (tuple, list, Mapping))

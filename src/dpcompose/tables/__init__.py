@@ -26,7 +26,7 @@ from dpcompose.tables._query import (
     sum,
     unit_of,
 )
-from dpcompose.tables._schema import Column, FrameDomain, IdDistance
+from dpcompose.tables._schema import Column, FrameDomain
 
 __all__ = [
     "Agg",
@@ -34,7 +34,6 @@ __all__ = [
     "Context",
     "Expr",
     "FrameDomain",
-    "IdDistance",
     "PrivacyUnit",
     "Query",
     "Summary",

@@ -22,8 +22,8 @@ Source: McSherry 2009 (stable transformations); Dwork–Roth 2014 Thm 3.16 / Bun
 
 Hooks for the catalogue pieces not yet on main: ``group_by(..., keys=None)`` (partition selection for
 unknown keys, by ``make_laplace_threshold`` / ``make_gaussian_threshold``) and quantile aggregates are
-refused with a clear error naming what is missing; :class:`~dpcompose.tables._schema.IdDistance` gives
-way to ``dp.SymmetricIdDistance``.
+refused with a clear error naming what is missing. A person-level unit is measured by
+``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from dpcompose.core import (
     Node,
     PureDP,
     SymmetricDistance,
+    SymmetricIdDistance,
     VectorDomain,
 )
 from dpcompose.core._metrics import _validate_count
@@ -56,7 +57,7 @@ from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements import make_discrete_gaussian, make_discrete_laplace
 from dpcompose.tables import _expr
 from dpcompose.tables._engine import Plan, SumSpec, engine_for
-from dpcompose.tables._schema import Column, FrameDomain, IdDistance
+from dpcompose.tables._schema import Column, FrameDomain
 
 __all__ = ["Agg", "Context", "PrivacyUnit", "Query", "TableQuery", "count", "mean", "sum", "unit_of"]
 
@@ -520,7 +521,8 @@ class Context:
         if privacy_unit is not None and not isinstance(privacy_unit, PrivacyUnit):
             raise InvalidParameter(f"privacy_unit={privacy_unit!r} must be dp.unit_of(...) or None")
         self.privacy_unit = privacy_unit
-        self.metric: Metric = SymmetricDistance() if privacy_unit is None else IdDistance(privacy_unit.id)
+        unit = privacy_unit
+        self.metric: Metric = SymmetricDistance() if unit is None else SymmetricIdDistance(unit.id)
         if privacy_unit is not None and privacy_unit.id not in domain.schema:
             raise DomainMismatch(
                 f"privacy_unit: the identifier column {privacy_unit.id!r} is not declared in the schema"

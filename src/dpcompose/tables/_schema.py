@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from dpcompose.core import AtomDomain, Domain, Metric, VectorDomain
-from dpcompose.core._metrics import _validate_count
+from dpcompose.core import AtomDomain, Domain, VectorDomain
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
-__all__ = ["Column", "FrameDomain", "IdDistance", "RowDomain"]
+__all__ = ["Column", "FrameDomain", "RowDomain"]
 
 _DTYPES: dict[type, str] = {int: "int", float: "float", str: "str", bool: "bool"}
 
@@ -190,7 +189,7 @@ class FrameDomain(VectorDomain):
     Membership reads the engine's schema only: every declared column must be present with a matching
     type (extra columns are allowed and never read). It never scans rows. Being a VectorDomain of
     :class:`RowDomain` rows, a FrameDomain is measured by ``SymmetricDistance`` (rows added or removed) or,
-    for a person-level unit, by the identifier metric :class:`IdDistance`.
+    for a person-level unit, by the identifier metric ``dp.SymmetricIdDistance(id_column)``.
 
     Args:
         schema: a mapping column name -> :class:`Column`, in a fixed order (row keys hash the columns in
@@ -265,6 +264,18 @@ class FrameDomain(VectorDomain):
                     f"{what}: column {name!r} has type {kinds[name]}, but the schema declares {col.kind}"
                 )
 
+    def check_identifier(self, id_key: object, name: str = "input_domain") -> None:
+        """Called by ``dp.SymmetricIdDistance(id_key)``: the identifier must be a declared column.
+
+        Raises:
+            DomainMismatch: ``id_key`` is not a column name of this schema.
+        """
+        if not isinstance(id_key, str) or id_key not in self.schema:
+            raise DomainMismatch(
+                f"SymmetricIdDistance({id_key!r}): the identifier column {id_key!r} is not declared in "
+                f"{name}={self!r}"
+            )
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FrameDomain) and self.columns == other.columns
 
@@ -273,37 +284,3 @@ class FrameDomain(VectorDomain):
 
     def __repr__(self) -> str:
         return f"FrameDomain({dict(self.columns)!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class IdDistance(Metric):
-    """Neighbouring tables differ in all rows of ``d`` identifiers (the values of column ``id``).
-
-    The person-level unit of privacy for tables. A distance is a non-negative integer number of
-    identifiers. Hook: once ``dp.SymmetricIdDistance`` (the catalogue's identifier metric) is on main,
-    tables should use it instead of this metric; the meaning is the same.
-
-    Examples:
-        >>> IdDistance("user_id").validate(1)
-        1
-    """
-
-    id: str
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id:
-            raise InvalidParameter(f"id={self.id!r} must be a non-empty column name")
-
-    def validate(self, d: object, name: str = "d_in") -> int:
-        return _validate_count(d, name)
-
-    def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
-        if not isinstance(domain, FrameDomain):
-            raise DomainMismatch(f"{self!r} measures tables: it needs a FrameDomain, not {name}={domain!r}")
-        if self.id not in domain.schema:
-            raise DomainMismatch(
-                f"{self!r}: the identifier column {self.id!r} is not declared in {name}={domain!r}"
-            )
-
-    def __repr__(self) -> str:
-        return f"IdDistance({self.id!r})"
