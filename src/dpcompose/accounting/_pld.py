@@ -503,6 +503,9 @@ class PLD:
     tail: float = DEFAULT_TAIL
     description: str = field(default="")
     gaussian: tuple[float, float] | None = field(default=None, repr=False)
+    reverse: PLD | None = field(default=None, repr=False)
+    """For an asymmetric mechanism (e.g. a subsampled one): the PLD of the other order of neighbours. It is
+    composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
     _cache: dict[int, FloatArray] = field(default_factory=dict, repr=False, compare=False)
     """For a (composition of) Gaussian mechanism(s) only: (μ, width) with μ ≥ ‖Δ/σ‖₂, used to compose
     Gaussians exactly (see :func:`compose_plds`)."""
@@ -722,6 +725,9 @@ class PLD:
             (Fraction(0, 1), Fraction(0, 1))
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
+        if self.reverse is not None:
+            a, b = _one_way(self).delta_bounds(eps), self.reverse.delta_bounds(eps)
+            return max(a[0], b[0]), max(a[1], b[1])
         e_dn = float(eps)
         if Fraction(e_dn) > eps:
             e_dn = math.nextafter(e_dn, -math.inf)
@@ -766,6 +772,9 @@ class PLD:
             True
         """
         dq = probability(delta, "delta")
+        if self.reverse is not None:
+            a, b = _one_way(self).epsilon_bounds(dq), self.reverse.epsilon_bounds(dq)
+            return max(a[0], b[0]), max(a[1], b[1])
         d = float(dq)
         d_down = math.nextafter(d, -math.inf) if Fraction(d) > dq else d
         e_hi = self._least_up(d_down)
@@ -846,6 +855,10 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates). Otherwise: one FFT per distinct
     PLD when the result is long (:func:`_compose_many`), else repeated squaring by direct/FFT convolution.
     """
+    if any(p.reverse is not None for p, _ in groups):
+        fwd = _compose_groups([(_one_way(p), n) for p, n in groups], description)
+        rev = _compose_groups([(_one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)")
+        return PLD(fwd.step_bits, fwd.upper, fwd.lower, fwd.tail, description, reverse=rev)
     tail = min(p.tail for p, _ in groups)
     bits = groups[0][0].step_bits
     gs = [(p.gaussian, n) for p, n in groups if p.gaussian is not None]
@@ -866,6 +879,13 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
         result = part if result is None else _compose_direct(result, part)
     assert result is not None
     return PLD(bits, result.upper, result.lower, tail, description)
+
+
+def _one_way(p: PLD) -> PLD:
+    """This order of the PLD alone (a symmetric PLD is its own reverse)."""
+    if p.reverse is None:
+        return p
+    return PLD(p.step_bits, p.upper, p.lower, p.tail, p.description, p.gaussian)
 
 
 def _compose_direct(a: PLD, b: PLD) -> PLD:
@@ -944,7 +964,11 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     num_b = p - r + scale
     num_a = eh * r - p + scale
     hi_b = np.minimum(np.maximum(num_b, 0.0) / den_b * (1 + 4 * _U), p_hi)
-    hi_a = np.minimum(np.maximum(num_a, 0.0) / den_a * (1 + 4 * _U), p_hi)
+    # The exact split (p_a, p_b) has p_a + p_b = p ≤ p_hi and p_b ≤ hi_b. Putting the rest, p_hi − hi_b, at
+    # a turns it into the stored one by adding mass and moving mass from a up to a + h, which only raises δ
+    # (and keeps the excess mass at rel·p, where bounding p_a separately would cost rel·p/h).
+    hi_a = np.maximum(p_hi - hi_b, 0.0)
+    del num_a, den_a
     up = np.zeros(n + 1)
     up[:n] += hi_a
     up[1:] += hi_b
