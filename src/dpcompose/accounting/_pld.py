@@ -64,6 +64,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -376,7 +377,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
             var += k * float(np.sum(m * (pos - mu) ** 2)) / tot
         sd_tot = math.sqrt(max(var, 1.0))
         t0 = math.sqrt(2 * math.log(1 / tail)) / sd_tot
-        taus = t0 * np.array([0.5, 0.7, 1.0, 1.4, 2.0])
+        taus = t0 * 2.0 ** np.arange(-10.0, 2.5, 0.5)  # (heavy one-sided tails need a small τ)
         taus = np.concatenate([taus, -taus])
         center = round(mean)
         total = np.zeros(taus.size)
@@ -410,10 +411,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
         top_bound = bot_bound = 0.0
     tau_fft = _fft_componentwise(size)
     half = size // 2 + 1
-    log_bound = np.zeros(half)
-    rel_sum = np.zeros(half)
-    z: ComplexArray | None = None
-    n_mult = 0
+    spectra: list[tuple[ComplexArray, FloatArray, int, FloatArray, float]] = []
     for sd, k in items:
         x = sd.masses
         fold_err = 0.0
@@ -428,18 +426,67 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
             x = buf
         fx = np.fft.rfft(x, size)
         n1 = float(np.sum(np.abs(sd.masses))) * (1 + _gamma(sd.masses.size + 1))
-        e = tau_fft * n1 + fold_err + 5e-324
-        a = np.abs(fx) * (1 + 4 * _U) + e
-        la = np.log(a)
-        log_bound += k * la
-        rel_sum += k * e / a
+        e = np.full(half, tau_fft * n1 + fold_err + 5e-324)
+        spectra.append((fx, e, k, x, fold_err))
+
+    def bounds() -> tuple[FloatArray, FloatArray]:
+        log_b = np.zeros(half)
+        rel = np.zeros(half)
+        for fx, e, k, _, _ in spectra:
+            a = np.abs(fx) * (1 + 4 * _U) + e
+            log_b += k * np.log(a)
+            rel += k * e / a
+        return log_b, rel
+
+    log_bound, rel_sum = bounds()
+    # Where Π|X|^k is not negligible (the low frequencies, for long compositions), recompute the spectra
+    # and their powers directly in extended precision: there the FFT's error bound, amplified k-fold, and
+    # the k-fold growth of the rounding of repeated squaring would dominate.
+    count = 0
+    ld_vals: list[npt.NDArray[np.clongdouble]] = []
+    if _LD_OK:
+        with np.errstate(over="ignore", under="ignore"):
+            c2 = (np.exp(log_bound) * rel_sum) ** 2
+        c2_sum = float(np.sum(c2))
+        if c2_sum > 0:
+            tail_sq = np.cumsum(c2[::-1])[::-1]
+            count = int(np.searchsorted(-tail_sq, -1e-8 * c2_sum))
+            work = count * sum(int(np.count_nonzero(sp[3])) for sp in spectra)
+            if not 0 < count <= _LD_MAX_FREQ or work > _LD_MAX_WORK:
+                count = 0
+            else:
+                refined = []
+                for fx, e, k, x, fold_err in spectra:
+                    vals, errs = _ld_dft(x, size, count)
+                    ld_vals.append(vals)
+                    fx = fx.copy()
+                    e = e.copy()
+                    fx[:count] = vals.astype(np.complex128)
+                    e[:count] = errs + fold_err
+                    refined.append((fx, e, k, x, fold_err))
+                spectra = refined
+                log_bound, rel_sum = bounds()
+    z: ComplexArray | None = None
+    n_mult = 0
+    rho_low = np.zeros(count)
+    for g, (fx, _, k, _, _) in enumerate(spectra):
         pw = _cpow(fx, k)
+        if count:
+            pw[:count], rho_g = _ld_power(ld_vals[g], k)
+            rho_low += rho_g
         z = pw if z is None else z * pw
         n_mult += 2 * k + 1
     assert z is not None
-    rho = math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20)
-    with np.errstate(over="ignore", under="ignore"):
+    rho = np.full(half, math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20))
+    if count:
+        # Π of the long double powers: their relative errors add (to first order; padded), plus the
+        # complex128 products of the groups
+        g = len(spectra)
+        rho[:count] = rho_low * (1 + 1e-3) + math.expm1(g * math.log1p(math.sqrt(2) * _gamma(2))) * 1.01
+        rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         dz = np.exp(log_bound) * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
+    dz = np.where(np.isnan(dz), np.inf, dz)
     # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
     dz2 = math.sqrt(2 * float(np.sum(dz * dz))) * (1 + 1e-10)
     z2 = math.sqrt(2 * float(np.sum(z.real**2 + z.imag**2))) * (1 + 1e-10)
@@ -462,6 +509,79 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
 
 
 _FFT_MAX_DIRECT_WINDOW = 1 << 14  # below this full support length no window is cut
+_LD_MAX_FREQ = 256  # at most this many low frequencies are recomputed in extended precision
+_LD_MAX_WORK = 4_000_000  # ... and only if (frequencies × non-zero inputs) is at most this
+_LD_U = float(np.finfo(np.longdouble).epsneg)  # unit roundoff of numpy's long double
+_LD_OK = _LD_U < 2.0**-60  # extended precision available (x87 80-bit or quad)
+
+
+_LD_FUNC = 2.0**9 * _LD_U  # assumed relative accuracy of long double cosl/sinl/expl/logl/hypotl/atan2l
+
+
+def _ld_sum(v: npt.NDArray[Any]) -> tuple[Any, int]:
+    """A long double sum in two levels (blocks of 256, then the block sums) and the m of its error bound
+    γ_m·Σ|vᵢ| (Higham 2002, eq. (4.4), for each level in any order)."""
+    n = v.size
+    blk = 256
+    pad = (-n) % blk
+    if pad:
+        v = np.concatenate([v, np.zeros(pad, dtype=v.dtype)])
+    part = v.reshape(-1, blk).sum(axis=1)
+    return part.sum(), blk + part.size
+
+
+def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongdouble], FloatArray]:
+    """The first ``count`` outputs of the length-``size`` DFT of ``x`` (Σₙ xₙe^{−2πi jn/size}) in long
+    double, and bounds on their absolute errors.
+
+    With m = jn mod size (exact integers) split as m = a·B + b, e^{−2πi m/size} is the product of two table
+    entries computed by cosl/sinl (assumed within 2^9 ulps) at angles 2π·aB/size and 2π·b/size (relative
+    error ≤ 2u_ld each; |d e^{iθ}/dθ| = 1), so each factor has relative error ≤ 2(ε_f + 4πu_ld) + √2γ₂; the
+    products and the two-level sum (:func:`_ld_sum`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5)."""
+    ld = np.longdouble
+    nz = np.flatnonzero(x)
+    xl = x[nz].astype(ld)
+    two_pi_n = np.arctan(ld(1)) * 8 / ld(size)
+    blk = 1 << max(1, (size.bit_length() - 1) // 2)
+    t_lo = np.exp(-1j * (np.arange(blk).astype(ld) * two_pi_n))
+    t_hi = np.exp(-1j * (np.arange(size // blk + 1).astype(ld) * (two_pi_n * blk)))
+    out = np.empty(count, dtype=np.clongdouble)
+    m_terms = 0
+    for j in range(count):
+        m = (j * nz) % size
+        w = t_hi[m // blk] * t_lo[m % blk]
+        re, m1 = _ld_sum(xl * w.real)
+        im, m2 = _ld_sum(xl * w.imag)
+        out[j] = re + 1j * im
+        m_terms = max(m_terms, m1, m2)
+    u = _LD_U
+    g2 = math.sqrt(2) * 2 * u / (1 - 2 * u)
+    per_term = 2 * (_LD_FUNC + 8 * math.pi * u) + g2 + 4 * u
+    sum_rel = (m_terms + 2) * u / (1 - (m_terms + 2) * u)
+    n1 = float(np.sum(np.abs(x))) * (1 + _gamma(x.size + 1))
+    errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
+    return out, errs
+
+
+def _ld_power(v: npt.NDArray[np.clongdouble], k: int) -> tuple[ComplexArray, FloatArray]:
+    """v**k in polar form in long double (|v|^k = e^{k·log|v|}, angle k·arg v), rounded to complex128,
+    and a bound on the relative error of the computation (not of v)."""
+    r = np.abs(v)
+    th = np.angle(v)
+    with np.errstate(divide="ignore", under="ignore", over="ignore"):
+        lr = np.log(r)
+        big_r = np.exp(k * lr)
+    phi = k * th
+    out = (big_r * (np.cos(phi) + 1j * np.sin(phi))).astype(np.complex128)
+    f, u = _LD_FUNC, _LD_U
+    lr_f = np.abs(lr.astype(np.float64))
+    th_f = np.abs(th.astype(np.float64))
+    d_log = k * (2 * f + f * lr_f) + u * k * lr_f + u  # |Δ(k·log r)|
+    d_r = np.expm1(np.minimum(d_log, 1.0)) * (1 + 1e-6) + f
+    d_phi = k * (2 * f * th_f + f) + u * k * th_f + 2 * f + 2 * u
+    rho = (d_r + d_phi + d_r * d_phi) * (1 + 1e-6) + 2 * _U
+    rho = np.where(np.isfinite(rho) & (r > 0), rho, np.inf)
+    return out, rho
 
 
 # ---------------------------------------------------------------------------------------------------------
