@@ -60,6 +60,7 @@ Examples:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -951,12 +952,16 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
     """
     if isinstance(plds, PLD) or not isinstance(plds, Sequence) or len(plds) == 0:
         raise InvalidParameter(f"plds={plds!r} must be a non-empty sequence of PLDs")
-    groups: dict[int, tuple[PLD, int]] = {}
+    groups: dict[object, tuple[PLD, int]] = {}
+    keys: dict[int, object] = {}
     for i, p in enumerate(plds):
         if not isinstance(p, PLD):
             raise InvalidParameter(f"plds[{i}]={p!r} must be a PLD")
-        prev = groups.get(id(p))
-        groups[id(p)] = (p, 1 if prev is None else prev[1] + 1)
+        key = keys.get(id(p))
+        if key is None:
+            key = keys[id(p)] = _content_key(p)  # equal PLDs built separately share one FFT
+        prev = groups.get(key)
+        groups[key] = (p, 1 if prev is None else prev[1] + 1)
     first = next(iter(groups.values()))[0]
     for p, _ in groups.values():
         if p.step_bits != first.step_bits:
@@ -982,6 +987,11 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     tail = min(p.tail for p, _ in groups)
     bits = groups[0][0].step_bits
     gs = [(p.gaussian, n) for p, n in groups if p.gaussian is not None]
+    if 0 < len(gs) < len(groups) and (len(gs) > 1 or gs[0][1] > 1):
+        # compose the Gaussian ones exactly first (composition is associative and commutative)
+        g_part = _compose_groups([(p, n) for p, n in groups if p.gaussian is not None], "Gaussians")
+        rest = [(p, n) for p, n in groups if p.gaussian is None]
+        return _compose_groups([(g_part, 1), *rest], description)
     if len(gs) == len(groups):
         # fsum is exactly rounded; the pads cover the products and the square root
         sq = math.fsum(n * g[0] * g[0] for g, n in gs) * (1 + 2.0**-50)
@@ -999,6 +1009,17 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
         result = part if result is None else _compose_direct(result, part)
     assert result is not None
     return PLD(bits, result.upper, result.lower, tail, description)
+
+
+def _content_key(p: PLD) -> object:
+    """A key equal for PLDs with equal contents (step, tail, both sides' numbers, reverse)."""
+
+    def side(sd: _Side) -> object:
+        digest = hashlib.sha256(np.ascontiguousarray(sd.masses).tobytes()).hexdigest()
+        return (sd.offset, sd.masses.size, digest, sd.inf, sd.err, sd.shift, sd.span2)
+
+    rev = None if p.reverse is None else _content_key(p.reverse)
+    return (p.step_bits, p.tail, p.gaussian, side(p.upper), side(p.lower), rev)
 
 
 def _one_way(p: PLD) -> PLD:
@@ -1262,27 +1283,45 @@ def _laplace_buckets(
         r[j - lo] += math.exp(float(j * h) + log_q)
     # Middle: loss D − 2x for x ∈ (0, D) (x = o in loss units).
     # Bucket (a, a+h] ↔ x ∈ [(D − a − h)/2, (D − a)/2).
+    if unit is None:
+        # Vectorised: float edges eⱼ ≥ (D − jh)/2 (rounded up), bucket j = [e_{j+1}, eⱼ) ∩ [0, D_dn): every
+        # loss in it is ≤ (j+1)h, and losses a hair below jh only make the split more pessimistic. The masses
+        # are those of these exact float intervals; the sliver [D_dn, D) (≤ u·D/2 of P-mass, losses ≈ −D)
+        # is added to the mass below the range (the upper side's lowest point).
+        hf = float(h)
+        d2 = float(D / 2)
+        if Fraction(d2) < D / 2:
+            d2 = math.nextafter(d2, math.inf)
+        js = np.arange(lo, hi + 2, dtype=np.float64)
+        edge = np.nextafter(np.nextafter(d2 - js * (hf / 2), np.inf), np.inf)
+        d_dn = float(D)
+        if Fraction(d_dn) > D:
+            d_dn = math.nextafter(d_dn, -math.inf)
+        lo_x = np.clip(edge[1:], 0.0, d_dn)
+        hi_x = np.clip(edge[:-1], 0.0, d_dn)
+        wid = hi_x - lo_x
+        ok = wid > 0
+        gm = np.where(ok, -np.expm1(-np.where(ok, wid, 1.0)), 0.0)
+        p_mid = 0.5 * np.exp(-lo_x) * gm
+        q_mid = 0.5 * np.exp(-(Df - hi_x)) * gm
+        p += p_mid
+        r += np.exp((js[:-1]) * hf) * q_mid
+        rel = np.full(n, 16 * _EXP_REL + 8 * _U * (1 + Df))
+        return _Buckets(lo, p, r, rel, below_hi=_U * Df + 5e-324)
     for j in range(lo, hi + 1):
         a = j * h
         x1 = max((D - a - h) / 2, Fraction(0))
         x2 = min((D - a) / 2, D)
-        if unit is None:
-            if x2 <= x1:
-                continue
-            width = float(x2 - x1)
-            pm = 0.5 * math.exp(-float(x1)) * -math.expm1(-width)
-            qm = 0.5 * math.exp(-float(D - x2)) * -math.expm1(-width)
-        else:
-            # integer z with z·unit ∈ [x1, x2), 1 ≤ z ≤ Δ − 1
-            z1 = max(math.ceil(x1 / unit), 1)
-            z2 = min(math.ceil(x2 / unit) - 1, int(D / unit) - 1)
-            if z2 < z1:
-                continue
-            cnt = z2 - z1 + 1
-            # Σ c r^z = r^{z1}(1 − r^cnt)/(1 + r); Q: Σ c r^{Δ − z} = r^{Δ − z2}(1 − r^cnt)/(1 + r)
-            g = -math.expm1(-cnt * u) * half
-            pm = math.exp(-float(z1 * unit)) * g
-            qm = math.exp(-float(D - z2 * unit)) * g
+        # (discrete) integer z with z·unit ∈ [x1, x2), 1 ≤ z ≤ Δ − 1
+        z1 = max(math.ceil(x1 / unit), 1)
+        z2 = min(math.ceil(x2 / unit) - 1, int(D / unit) - 1)
+        if z2 < z1:
+            continue
+        cnt = z2 - z1 + 1
+        # Σ c r^z = r^{z1}(1 − r^cnt)/(1 + r); Q: Σ c r^{Δ − z} = r^{Δ − z2}(1 − r^cnt)/(1 + r)
+        g = -math.expm1(-cnt * u) * half
+        pm = math.exp(-float(z1 * unit)) * g
+        qm = math.exp(-float(D - z2 * unit)) * g
         p[j - lo] += pm
         r[j - lo] += math.exp(float(a)) * qm
     rel = np.full(n, 16 * _EXP_REL)
