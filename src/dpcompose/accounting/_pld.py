@@ -1421,7 +1421,7 @@ def pld_gaussian(
 
     Examples:
         >>> lo, hi = pld_gaussian(1, 1).delta_bounds(1.0)
-        >>> float(lo) <= 0.12693673 <= float(hi)
+        >>> float(lo) <= 0.1269367375066439 <= float(hi)
         True
     """
     sens = exact(check_finite_nonnegative(sensitivity, "sensitivity"), "sensitivity")
