@@ -73,7 +73,8 @@ import numpy.typing as npt
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_positive_int
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._exact import Number, exact
+from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
+from dpcompose.accounting._profile import _gaussian_epsilon, gaussian_delta
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
@@ -623,13 +624,13 @@ class PLD:
     lower: _Side
     tail: float = DEFAULT_TAIL
     description: str = field(default="")
-    gaussian: tuple[float, float] | None = field(default=None, repr=False)
+    gaussian: tuple[float, float, float] | None = field(default=None, repr=False)
+    """For a (composition of) Gaussian mechanism(s) only: (μ_hi, width, μ_lo) with μ_lo ≤ ‖Δ/σ‖₂ ≤ μ_hi,
+    used to compose Gaussians exactly (see :func:`compose_plds`) and to read δ and ε from the closed form."""
     reverse: PLD | None = field(default=None, repr=False)
     """For an asymmetric mechanism (e.g. a subsampled one): the PLD of the other order of neighbours. It is
     composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
     _cache: dict[int, FloatArray] = field(default_factory=dict, repr=False, compare=False)
-    """For a (composition of) Gaussian mechanism(s) only: (μ, width) with μ ≥ ‖Δ/σ‖₂, used to compose
-    Gaussians exactly (see :func:`compose_plds`)."""
 
     @property
     def step(self) -> float:
@@ -849,6 +850,10 @@ class PLD:
         if self.reverse is not None:
             a, b = _one_way(self).delta_bounds(eps), self.reverse.delta_bounds(eps)
             return max(a[0], b[0]), max(a[1], b[1])
+        if self.gaussian is not None:  # the closed form, certified both ways
+            mu_hi, _, mu_lo = self.gaussian
+            hi_g = gaussian_delta(Fraction(mu_hi) ** 2, eps)
+            return min(hi_g, Fraction(_gaussian_delta_lower(mu_lo, eps))), hi_g
         e_dn = float(eps)
         if Fraction(e_dn) > eps:
             e_dn = math.nextafter(e_dn, -math.inf)
@@ -896,6 +901,8 @@ class PLD:
         if self.reverse is not None:
             a, b = _one_way(self).epsilon_bounds(dq), self.reverse.epsilon_bounds(dq)
             return max(a[0], b[0]), max(a[1], b[1])
+        if self.gaussian is not None and dq > 0:
+            return self._gaussian_epsilon_bounds(dq)
         d = float(dq)
         d_down = math.nextafter(d, -math.inf) if Fraction(d) > dq else d
         e_hi = self._least_up(d_down)
@@ -915,6 +922,25 @@ class PLD:
                 best = max(best, math.nextafter(y + c, -math.inf))
         lower = max(0.0, min(best, e_hi))
         return Fraction(lower), Fraction(e_hi)
+
+    def _gaussian_epsilon_bounds(self, dq: Fraction) -> tuple[Fraction, Fraction]:
+        """ε(δ) of a Gaussian PLD from the closed form: the upper end by :func:`gaussian_delta`'s certified
+        root search, the lower end the largest float found whose certified lower δ exceeds ``dq``."""
+        assert self.gaussian is not None
+        mu_hi, _, mu_lo = self.gaussian
+        upper = _gaussian_epsilon(Fraction(mu_hi) ** 2, dq)
+        if not _gaussian_delta_lower(mu_lo, Fraction(0)) > dq:
+            return Fraction(0), upper
+        lo, hi = 0.0, float(upper) * 2 + 1
+        for _ in range(200):  # bisection on the certified lower curve (monotone), to float resolution
+            mid = (lo + hi) / 2
+            if mid in (lo, hi):
+                break
+            if _gaussian_delta_lower(mu_lo, Fraction(mid)) > dq:
+                lo = mid
+            else:
+                hi = mid
+        return min(Fraction(lo), upper), upper
 
     def epsilon(self, delta: Number) -> Fraction:
         """The certified upper bound on ε(δ) (see :meth:`epsilon_bounds`).
@@ -996,8 +1022,9 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
         # fsum is exactly rounded; the pads cover the products and the square root
         sq = math.fsum(n * g[0] * g[0] for g, n in gs) * (1 + 2.0**-50)
         mu_c = math.sqrt(sq) * (1 + 2.0**-50)
+        mu_lo = math.sqrt(math.fsum(n * g[2] * g[2] for g, n in gs) * (1 - 2.0**-50)) * (1 - 2.0**-50)
         if mu_c <= 30:
-            return _gaussian_pld(bits, mu_c, max(g[1] for g, _ in gs), tail, description)
+            return _gaussian_pld(bits, mu_c, max(g[1] for g, _ in gs), tail, description, mu_lo)
     full = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1
     if full > _FOURIER_MIN and tail > 0:
         up = _compose_many([(p.upper, n) for p, n in groups], True, tail)
@@ -1411,7 +1438,9 @@ def pld_gaussian(
 
     Buckets over μ²/2 ± ``width``·μ; bucket masses are differences of Φ computed from
     :func:`scipy.special.log_ndtr` with a relative error bound per bucket; the tail beyond the top goes to
-    +∞ (upper side), the bottom tail to the lowest point.
+    +∞ (upper side), the bottom tail to the lowest point. As long as only Gaussians are composed, the
+    result stays a Gaussian PLD (μ's add in quadrature) and δ(ε), ε(δ) are read from the closed form,
+    certified in both directions.
 
     Source: Balle–Wang 2018 Thm 8 (closed form δ(ε), used to check this); Koskela et al. 2020 (Gaussian
     PLD); Dong–Roth–Su 2022 (μ-GDP).
@@ -1435,16 +1464,44 @@ def pld_gaussian(
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "Gaussian(Δ=0)")
     mu_q = sens / sig
     mu = float(mu_q)
+    mu_lo = mu
     if Fraction(mu) < mu_q:
         mu = math.nextafter(mu, math.inf)  # a larger μ dominates
+    if Fraction(mu_lo) > mu_q:
+        mu_lo = math.nextafter(mu_lo, -math.inf)
     if not 1e-8 <= mu <= 30:
         raise InvalidParameter(f"sensitivity/sigma={mu:g} must be in [1e-8, 30] for a Gaussian PLD")
-    return _gaussian_pld(bits, mu, w, tl, f"Gaussian(μ={mu:g})")
+    return _gaussian_pld(bits, mu, w, tl, f"Gaussian(μ={mu:g})", mu_lo)
 
 
-def _gaussian_pld(bits: int, mu: float, width: float, tail: float, description: str) -> PLD:
+def _gaussian_pld(bits: int, mu: float, width: float, tail: float, description: str, mu_lo: float) -> PLD:
     p = _build(bits, _gaussian_buckets(bits, mu, width), tail, description)
-    return PLD(bits, p.upper, p.lower, tail, description, (mu, width))
+    return PLD(bits, p.upper, p.lower, tail, description, (mu, width, mu_lo))
+
+
+def _gaussian_delta_lower(mu_lo: float, eps: Fraction) -> float:
+    """A lower bound on Balle–Wang's δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) at μ = ``mu_lo`` (δ grows with
+    μ), every float rounded so that the result falls: the mirror of
+    :func:`~dpcompose.accounting.gaussian_delta` (Balle–Wang 2018, Thm 8)."""
+    if mu_lo <= 0:
+        return 0.0
+    m = Fraction(mu_lo)
+    a_dn = float_down(m / 2 - eps / m)
+    b_up = float_up(-(m / 2 + eps / m))
+    if a_dn < -1e150:
+        return 0.0
+    la = float(log_ndtr(a_dn))
+    la -= _LOG_NDTR_PAD * (1 + abs(la))
+    lb = float(log_ndtr(max(b_up, -1e150)))
+    lb += _LOG_NDTR_PAD * (1 + abs(lb))
+    ef = float_up(eps)
+    t = ef + lb - la
+    t += 4 * _U * (abs(ef) + abs(lb) + abs(la))
+    if t >= 0:
+        return 0.0
+    w = -expm1_up(t)  # −(e^t − 1) rounded down
+    v = exp_down(la) * w * (1 - 4 * _U)
+    return max(0.0, math.nextafter(v, -math.inf))
 
 
 def _log_phi_diff(hi: FloatArray, lo: FloatArray) -> tuple[FloatArray, FloatArray]:
