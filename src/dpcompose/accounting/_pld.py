@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -620,8 +620,8 @@ class PLD:
     """
 
     step_bits: int
-    upper: _Side
-    lower: _Side
+    _upper: _Side | None
+    _lower: _Side | None
     tail: float = DEFAULT_TAIL
     description: str = field(default="")
     gaussian: tuple[float, float, float] | None = field(default=None, repr=False)
@@ -631,6 +631,28 @@ class PLD:
     """For an asymmetric mechanism (e.g. a subsampled one): the PLD of the other order of neighbours. It is
     composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
     _cache: dict[int, FloatArray] = field(default_factory=dict, repr=False, compare=False)
+    _lazy: Callable[[], PLD] | None = field(default=None, repr=False, compare=False)
+    """Builds the two sides on first use (Gaussian PLDs, which are read from the closed form)."""
+
+    def _sides(self) -> tuple[_Side, _Side]:
+        if self._upper is None or self._lower is None:
+            assert self._lazy is not None
+            built = self._lazy()
+            object.__setattr__(self, "_upper", built.upper)
+            object.__setattr__(self, "_lower", built.lower)
+        assert self._upper is not None
+        assert self._lower is not None
+        return self._upper, self._lower
+
+    @property
+    def upper(self) -> _Side:
+        """The pessimistic side (upper bounds)."""
+        return self._sides()[0]
+
+    @property
+    def lower(self) -> _Side:
+        """The optimistic side (lower bounds)."""
+        return self._sides()[1]
 
     @property
     def step(self) -> float:
@@ -931,16 +953,13 @@ class PLD:
         upper = _gaussian_epsilon(Fraction(mu_hi) ** 2, dq)
         if not _gaussian_delta_lower(mu_lo, Fraction(0)) > dq:
             return Fraction(0), upper
-        lo, hi = 0.0, float(upper) * 2 + 1
-        for _ in range(200):  # bisection on the certified lower curve (monotone), to float resolution
-            mid = (lo + hi) / 2
-            if mid in (lo, hi):
-                break
-            if _gaussian_delta_lower(mu_lo, Fraction(mid)) > dq:
-                lo = mid
-            else:
-                hi = mid
-        return min(Fraction(lo), upper), upper
+        # start at the (uncertified) float root, then step down until the certified lower δ exceeds dq
+        x = float(upper)
+        step = max(x * 2.0**-50, 1e-300)
+        while x > 0 and not _gaussian_delta_lower(mu_lo, Fraction(x)) > dq:
+            x = max(0.0, x - step)
+            step *= 2
+        return min(Fraction(x), upper), upper
 
     def epsilon(self, delta: Number) -> Fraction:
         """The certified upper bound on ε(δ) (see :meth:`epsilon_bounds`).
@@ -1045,6 +1064,8 @@ def _content_key(p: PLD) -> object:
         digest = hashlib.sha256(np.ascontiguousarray(sd.masses).tobytes()).hexdigest()
         return (sd.offset, sd.masses.size, digest, sd.inf, sd.err, sd.shift, sd.span2)
 
+    if p.gaussian is not None and p.reverse is None:
+        return (p.step_bits, p.tail, p.gaussian)
     rev = None if p.reverse is None else _content_key(p.reverse)
     return (p.step_bits, p.tail, p.gaussian, side(p.upper), side(p.lower), rev)
 
@@ -1475,8 +1496,12 @@ def pld_gaussian(
 
 
 def _gaussian_pld(bits: int, mu: float, width: float, tail: float, description: str, mu_lo: float) -> PLD:
-    p = _build(bits, _gaussian_buckets(bits, mu, width), tail, description)
-    return PLD(bits, p.upper, p.lower, tail, description, (mu, width, mu_lo))
+    """A Gaussian PLD whose lattice sides are built only when needed (composition with a non-Gaussian)."""
+
+    def build() -> PLD:
+        return _build(bits, _gaussian_buckets(bits, mu, width), tail, description)
+
+    return PLD(bits, None, None, tail, description, (mu, width, mu_lo), _lazy=build)
 
 
 def _gaussian_delta_lower(mu_lo: float, eps: Fraction) -> float:
