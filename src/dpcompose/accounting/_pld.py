@@ -137,9 +137,10 @@ class _Side:
     """P-masses at lattice points ``offset … offset + len(masses) - 1``, mass at +∞, and ``err``, a bound
     on the ℓ₁ distance from (masses, inf) to a vector with the side's defining property (module doc).
 
-    On the lower side, ``shift`` is a lower bound on E[V] and ``span2`` an upper bound on Σᵢhᵢ², where
-    V = Σᵢ Uᵢ is the total rounding U = L − L̃ ∈ [0, hᵢ] of the composed mechanisms (read by
-    :meth:`PLD.delta_bounds`; module docstring, "lower side")."""
+    On the lower side, ``shift`` is a lower bound on E[V] and ``span2`` an upper bound on Σᵢ(hᵢ + ηᵢ)²,
+    where V = Σᵢ Uᵢ is the total rounding U = L − L̃ ∈ [−ηᵢ, hᵢ] of the composed mechanisms, and ``slack``
+    an upper bound on Σᵢηᵢ: how far above its true loss a stored loss may sit when bucket edges are floats
+    (read by :meth:`PLD.delta_bounds`; module docstring, "lower side")."""
 
     offset: int
     masses: FloatArray
@@ -147,6 +148,7 @@ class _Side:
     err: float
     shift: float = 0.0
     span2: float = 0.0
+    slack: float = 0.0
 
     def norm1(self) -> float:
         """An upper bound on the ℓ₁ norm of the stored vector (masses and +∞)."""
@@ -232,7 +234,7 @@ def _compose_sides(a: _Side, b: _Side, upper: bool, tail: float) -> _Side:
     err = a.err * (nb + b.err) + na * b.err + conv_err + inf_err * 2 + 5e-324
     shift = (a.shift + b.shift) * (1 - 4 * _U)
     span2 = _up(a.span2 + b.span2)
-    side = _Side(a.offset + b.offset, c, inf, _up(err), shift, span2)
+    side = _Side(a.offset + b.offset, c, inf, _up(err), shift, span2, _up(a.slack + b.slack))
     return _truncate(side, upper, tail)
 
 
@@ -263,7 +265,7 @@ def _truncate(s: _Side, upper: bool, tail: float) -> _Side:
     # Lower side: dropping either tail removes non-negative true mass, so δ only falls; what the stored
     # (float, possibly noisy) entries held is covered by err already.
     err += 4 * _U * (abs(inf) + abs(keep[0]) + abs(keep[-1]))
-    return _Side(s.offset + k_bot, keep, inf, _up(err), s.shift, s.span2)
+    return _Side(s.offset + k_bot, keep, inf, _up(err), s.shift, s.span2, s.slack)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -506,7 +508,8 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
         err += top_bound + bot_bound
     shift = sum(k * sd.shift for sd, k in items) * (1 - 4 * _U * (len(items) + 2))
     span2 = _up(sum(k * sd.span2 for sd, k in items) * (1 + 4 * _U * (len(items) + 2)))
-    side = _trim(_Side(b_lo, c, _up(inf) if upper else inf, _up(err), shift, span2))
+    slack = _up(sum(k * sd.slack for sd, k in items) * (1 + 4 * _U * (len(items) + 2)))
+    side = _trim(_Side(b_lo, c, _up(inf) if upper else inf, _up(err), shift, span2, slack))
     return _truncate(side, upper, tail)
 
 
@@ -838,7 +841,8 @@ class PLD:
 
     def _shifts(self, pens: Sequence[float]) -> list[tuple[float, float]]:
         """``(c, π)`` pairs with P(V < c) ≤ π for the lower side's rounding V (Hoeffding 1963, Thm 2:
-        V is a sum of independent Uᵢ ∈ [0, hᵢ] with E[V] ≥ shift, so P(V < shift − t) ≤ exp(−2t²/Σhᵢ²)).
+        V is a sum of independent Uᵢ ∈ [−ηᵢ, hᵢ] with E[V] ≥ shift, so P(V < shift − t) ≤
+        exp(−2t²/Σ(hᵢ + ηᵢ)²)).
         Then δ(ε) ≥ δ̃(ε − c) − π, since (1 − e^{ε−S})₊ ≥ (1 − e^{ε−c−S̃})₊ − 1[V < c] with S = S̃ + V."""
         side = self.lower
         out = []
@@ -883,7 +887,8 @@ class PLD:
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
         hi = min(1.0, self._delta_real(self.upper, e_dn, True))
-        lo = self._delta_real(self.lower, e_up, False)
+        # unshifted: V ≥ −slack always, so δ(ε) ≥ δ̃(ε + slack)
+        lo = self._delta_real(self.lower, _up(e_up + self.lower.slack) if self.lower.slack else e_up, False)
         for c, pen in self._shifts([10.0**-p for p in range(3, 21, 2)]):
             arg = math.nextafter(e_up - c, math.inf)
             v = self._delta_real(self.lower, arg, False) - pen
@@ -937,7 +942,7 @@ class PLD:
         best = -math.inf
         y = self._greatest_low(d_up)
         if y is not None:
-            best = y
+            best = math.nextafter(y - self.lower.slack, -math.inf) if self.lower.slack else y
         for c, pen in self._shifts([d_up * f for f in (0.1, 1e-2, 1e-3)]):
             y = self._greatest_low(d_up + pen * (1 + 2.0**-50))
             if y is not None:
@@ -1136,6 +1141,8 @@ class _Buckets:
     above_lo: float = 0.0
     inf_hi: float = 0.0
     inf_lo: float = 0.0
+    slack: float = 0.0  # losses of a bucket may lie this far below its lower end a_j (float edges)
+    low_ok: npt.NDArray[np.bool_] | None = None  # buckets usable on the lower side (None: all)
 
 
 def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
@@ -1165,6 +1172,8 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     up = np.where(up > 0, up * (1 + _PAD) + 5e-324, 0.0)
     low = np.zeros(n + 1)
     p_lo = p * np.maximum(1 - rel, 0.0)
+    if b.low_ok is not None:
+        p_lo = np.where(b.low_ok, p_lo, 0.0)  # dropped from the lower side (only lowers δ)
     low[:n] = p_lo
     # (the mass above the last bucket is left out of the lower side: dropping mass only lowers δ, and its
     # rounding distance could exceed h, which the shift bound below does not allow)
@@ -1176,11 +1185,14 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
         lp, lr = np.log(p_lo), np.log(r_hi)
         gap = lp - lr - 8 * _U * (np.abs(lp) + np.abs(lr) + 1)
     ok = (p_lo > 0) & (r_hi > 0) & np.isfinite(gap)
-    gap = np.clip(np.where(ok, gap, 0.0), 0.0, h)
+    gap = np.clip(np.where(ok, gap, 0.0), -b.slack, h)
     shift_sum, shift_err = _sum_bound(p_lo * gap)
-    shift = max(0.0, (shift_sum - shift_err) * (1 - 8 * _U) * (1 - _PAD))
+    shift_lo = shift_sum - shift_err
+    shift = shift_lo * (1 - 8 * _U) * (1 - _PAD) if shift_lo > 0 else shift_lo * (1 + 8 * _U) - 5e-324
     upper = _trim(_Side(b.lo, up, _up(b.above_hi + b.inf_hi), 0.0))
-    lower = _trim(_Side(b.lo, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, shift, _up(h * h)))
+    lower = _trim(
+        _Side(b.lo, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, shift, _up((h + b.slack) ** 2), _up(b.slack))
+    )
     return PLD(bits, upper, lower, tail, description)
 
 
@@ -1188,9 +1200,9 @@ def _trim(s: _Side) -> _Side:
     """Drop exact-zero entries at both ends (they carry no mass, so nothing changes)."""
     nz = np.flatnonzero(s.masses)
     if nz.size == 0:
-        return _Side(0, np.zeros(1), s.inf, s.err, s.shift, s.span2)
+        return _Side(0, np.zeros(1), s.inf, s.err, s.shift, s.span2, s.slack)
     a, z = int(nz[0]), int(nz[-1])
-    return _Side(s.offset + a, s.masses[a : z + 1].copy(), s.inf, s.err, s.shift, s.span2)
+    return _Side(s.offset + a, s.masses[a : z + 1].copy(), s.inf, s.err, s.shift, s.span2, s.slack)
 
 
 def _bucket_of(loss: Fraction, bits: int) -> int:

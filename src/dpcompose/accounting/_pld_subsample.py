@@ -124,6 +124,11 @@ def _buckets(bits: int, mu: float, q: float, remove: bool, width: float) -> _Buc
         idx = np.maximum.accumulate(np.where(good, np.arange(e.size), 0))
         e = e[idx]  # an uncertifiable edge collapses its bucket into the next one (losses only lower)
         lo_o, hi_o = e[:-1], e[1:]
+        # lower side: bucket j's losses are ≥ L(e_j) ≥ val − pad, at most η = a_j − (val − pad) below a_j;
+        # a bucket whose lower edge was collapsed is left out of the lower side
+        val, pad = _loss(lo_o, mu, q)
+        eta = np.arange(j0, j1, dtype=np.float64) * h - (val - pad)
+        low_ok = good[:-1]
         ln, rn, lm, rm = _mix_masses(lo_o, hi_o, mu, q)
         lp, rp, lq, rq = lm, rm, ln, rn
         first = j0
@@ -148,6 +153,11 @@ def _buckets(bits: int, mu: float, q: float, remove: bool, width: float) -> _Buc
         # bucket j = t for t = t0 … t1 − 1: o ∈ [g[t − t0 + 1], g[t − t0])
         lo_o, hi_o = g[1:], g[:-1]
         hi_o = np.maximum(hi_o, lo_o)
+        # lower side: bucket j's losses −L(o) are ≥ −L(G_j) ≥ −(val + pad), at most η = a_j + val + pad
+        # below a_j; a bucket whose upper o-edge was collapsed is left out of the lower side
+        val, pad = _loss(hi_o, mu, q)
+        eta = np.arange(t0, t1, dtype=np.float64) * h + (val + pad)
+        low_ok = good[:-1]
         ln, rn, lm, rm = _mix_masses(lo_o, hi_o, mu, q)
         lp, rp, lq, rq = ln, rn, lm, rm
         first = int(t0)
@@ -164,7 +174,11 @@ def _buckets(bits: int, mu: float, q: float, remove: bool, width: float) -> _Buc
     p = np.where(np.isfinite(p), p, 0.0)
     r = np.where(bad | ~np.isfinite(r), 0.0, r)
     rel = np.where(bad, np.maximum(np.where(np.isfinite(rel), rel, 1.0), 1.0), rel)
-    return _Buckets(first, p, r, rel, below_hi=below_hi, above_hi=above_hi)
+    low_ok = low_ok & (hi_o > lo_o)  # (empty buckets carry no mass, whatever their edges)
+    eta_ok = np.where(low_ok & np.isfinite(eta), eta, 0.0)
+    slack = max(0.0, float(np.max(eta_ok))) * (1 + 1e-9) if eta_ok.size else 0.0
+    low_ok = low_ok & np.isfinite(eta) & (eta <= max(slack, 0.0))
+    return _Buckets(first, p, r, rel, below_hi=below_hi, above_hi=above_hi, slack=slack, low_ok=low_ok)
 
 
 def _ndtr_log(x: float) -> float:
