@@ -113,5 +113,28 @@ def main() -> None:
                   f"{pe:10.5f} {ps:6.2f} {hi / pe:9.6f} {s / ps:7.2f} {ex:10.5f}")
 
 
+def reference_cases() -> None:
+    """The pure-DP (randomized response) cases of /work/shared/reference/accounting_cases.json: the
+    certified interval must contain the exact optimal-composition ε."""
+    import json
+
+    path = Path("/work/shared/reference/accounting_cases.json")
+    if not path.exists():
+        return
+    cases = {c["name"]: c for c in json.loads(path.read_text())["cases"]}
+    print(f"\n{'reference case':24} {'lower':>12} {'upper':>12} {'exact':>12} {'contains':>8} {'s':>6}")
+    for eps0, k in ((0.1, 10), (0.1, 100), (0.1, 1000), (1.0, 10), (1.0, 100)):
+        name = f"homog eps={eps0} k={k}"
+        if name not in cases:
+            continue
+        exact = cases[name]["exact_eps"]
+        t = time.perf_counter()
+        lo_q, hi_q = pld_randomized_response(eps0).self_compose(k).epsilon_bounds(cases[name]["delta_g"])
+        s = time.perf_counter() - t
+        lo, hi = float(lo_q), float(hi_q)
+        print(f"{name:24} {lo:12.6f} {hi:12.6f} {exact:12.6f} {lo <= exact <= hi!s:>8} {s:6.2f}")
+
+
 if __name__ == "__main__":
     main()
+    reference_cases()
