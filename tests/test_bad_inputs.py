@@ -1043,6 +1043,14 @@ CASES: dict[str, Case] = {
         },
         lambda r: r.epsilon_bounds(1e-5),
     ),
+    "accounting.pld_subsampled_laplace": Case(
+        dp.accounting.pld_subsampled_laplace,
+        lambda: {
+            "scale": 2.0, "rate": 0.05, "sensitivity": 1, "sampling": "poisson", "step_bits": 8,
+            "tail": 1e-18,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
     "accounting.compose_plds": Case(
         dp.accounting.compose_plds,
         lambda: {"plds": [dp.accounting.pld_randomized_response(1.0, step_bits=10)] * 2},

@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcompose.accounting import pld_discrete_laplace, pld_laplace, pld_subsampled_gaussian
+from dpcompose.accounting import (
+    pld_discrete_laplace,
+    pld_laplace,
+    pld_subsampled_gaussian,
+    pld_subsampled_laplace,
+)
 from dpcompose.errors import InvalidParameter
 
 mpmath.mp.dps = 40
@@ -153,8 +158,125 @@ def test_dp_sgd_case_against_dp_accounting() -> None:
         lambda: pld_subsampled_gaussian(1, 0.1, width=2.0),
         lambda: pld_subsampled_gaussian(1e-9, 0.1),
         lambda: pld_subsampled_gaussian(1, math.nan),
+        lambda: pld_subsampled_laplace(0, 0.1),
+        lambda: pld_subsampled_laplace(1, 2),
+        lambda: pld_subsampled_laplace(0.01, 0.1),
+        lambda: pld_subsampled_laplace(1, 0.1, sampling="x"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_input_raises_invalid_parameter(call: object) -> None:
     with pytest.raises(InvalidParameter):
         call()  # type: ignore[operator]
+
+
+def lap_mixture_delta(d: float, q: float, eps: float, remove: bool) -> mpmath.mpf:
+    """δ(ε) of ((1−q)Lap(0,1) + qLap(D,1), Lap(0,1)) (remove) or its reverse (add), in closed form."""
+    D, q_, e = mpmath.mpf(d), mpmath.mpf(q), mpmath.mpf(eps)
+
+    def loss(x: mpmath.mpf) -> mpmath.mpf:
+        return mpmath.log(1 - q_ + q_ * mpmath.exp(2 * x - D))
+
+    def x_of(lam: mpmath.mpf) -> mpmath.mpf:  # clipped to [0, D]
+        inner = (mpmath.exp(lam) - (1 - q_)) / q_
+        if inner <= 0:
+            return mpmath.mpf(0)
+        return min(max((D + mpmath.log(inner)) / 2, mpmath.mpf(0)), D)
+
+    def m0(a: mpmath.mpf, b: mpmath.mpf) -> mpmath.mpf:
+        return (mpmath.exp(-a) - mpmath.exp(-b)) / 2
+
+    def md(a: mpmath.mpf, b: mpmath.mpf) -> mpmath.mpf:
+        return (mpmath.exp(b - D) - mpmath.exp(a - D)) / 2
+
+    def mix(a: mpmath.mpf, b: mpmath.mpf) -> mpmath.mpf:
+        return (1 - q_) * m0(a, b) + q_ * md(a, b)
+
+    ed = mpmath.exp(-D)
+    lo_atom = ((1 - q_) / 2 + q_ * ed / 2, mpmath.mpf(1) / 2)  # (mixture, Lap(0)) masses of o ≤ 0
+    hi_atom = ((1 - q_) * ed / 2 + q_ / 2, ed / 2)  # of o ≥ D
+    total = mpmath.mpf(0)
+    if remove:
+        for (pm, qm), lam in ((lo_atom, loss(mpmath.mpf(0))), (hi_atom, loss(D))):
+            if lam > e:
+                total += pm - mpmath.exp(e) * qm
+        xs = x_of(e)
+        total += mix(xs, D) - mpmath.exp(e) * m0(xs, D)
+    else:
+        for (qm, pm), lam in ((lo_atom, -loss(mpmath.mpf(0))), (hi_atom, -loss(D))):
+            if lam > e:
+                total += pm - mpmath.exp(e) * qm
+        xs = x_of(-e)
+        total += m0(mpmath.mpf(0), xs) - mpmath.exp(e) * mix(mpmath.mpf(0), xs)
+    return total
+
+
+@settings(max_examples=8, deadline=None)
+@given(scale=st.floats(0.3, 5.0), rate=st.floats(0.001, 0.9), frac=st.floats(0.0, 1.0))
+def test_subsampled_laplace_single_step_brackets_exact(scale: float, rate: float, frac: float) -> None:
+    pld = pld_subsampled_laplace(scale, rate, step_bits=12)
+    d = 1 / scale
+    top = float(mpmath.log(1 - rate + rate * mpmath.exp(d)))
+    eps = frac * top
+    ref = max(lap_mixture_delta(d, rate, eps, True), lap_mixture_delta(d, rate, eps, False))
+    lo, hi = pld.delta_bounds(eps)
+    assert m(lo) <= ref <= m(hi), (scale, rate, eps, float(lo), float(ref), float(hi))
+    assert float(hi - lo) <= 0.05 * float(ref) + 1e-6
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_subsampled_laplace_composition_brackets_numerical_reference(k: int) -> None:
+    # an independent fine discretisation (mpmath, 2·10^4 cells per direction, rounding losses up/down)
+    d, q = 1.0, 0.2
+    pld = pld_subsampled_laplace(1.0, q).self_compose(k)
+    for eps in (0.05, 0.2):
+        lo, hi = pld.delta_bounds(eps)
+        refs = []
+        for remove in (True, False):
+            one = [(lam, p) for lam, p in _cells(d, q, remove)]
+            refs.append(_compose_delta(one, k, eps))
+        ref_lo = max(r[0] for r in refs)
+        ref_hi = max(r[1] for r in refs)
+        assert float(lo) <= ref_hi and ref_lo <= float(hi), (k, eps, float(lo), ref_lo, ref_hi, float(hi))
+
+
+def _cells(d: float, q: float, remove: bool) -> list[tuple[tuple[float, float], float]]:
+    """((loss_lo, loss_hi), P-mass) cells of one subsampled-Laplace order (floats; test reference)."""
+    n = 400
+    out = []
+    ed = math.exp(-d)
+    lam0, lam1 = math.log(1 - q + q * ed), math.log(1 - q + q / ed)
+    atoms = [((1 - q) / 2 + q * ed / 2, 0.5, lam0), ((1 - q) * ed / 2 + q / 2, ed / 2, lam1)]
+    for pm, qm, lam in atoms:
+        out.append(((lam, lam), pm) if remove else ((-lam, -lam), qm))
+    for i in range(n):
+        a, b = d * i / n, d * (i + 1) / n
+        m0 = (math.exp(-a) - math.exp(-b)) / 2
+        md = (math.exp(b - d) - math.exp(a - d)) / 2
+        mix = (1 - q) * m0 + q * md
+        la = math.log(1 - q + q * math.exp(2 * a - d))
+        lb = math.log(1 - q + q * math.exp(2 * b - d))
+        out.append(((la, lb), mix) if remove else ((-lb, -la), m0))
+    return out
+
+
+def _compose_delta(cells: list[tuple[tuple[float, float], float]], k: int, eps: float) -> tuple[float, float]:
+    """Bounds on δ(ε) of k compositions: every cell's loss rounded down (lower) or up (upper)."""
+    import numpy as np
+
+    h = 1e-3
+    lo_idx = [math.floor(c[0][0] / h) for c in cells]
+    hi_idx = [math.ceil(c[0][1] / h) for c in cells]
+    base = min(lo_idx)
+    size = max(hi_idx) - base + 1
+    res = []
+    for idx in (lo_idx, hi_idx):
+        v = np.zeros(size)
+        for i, (_, p) in zip(idx, cells, strict=True):
+            v[i - base] += p
+        acc = v
+        for _ in range(k - 1):
+            acc = np.convolve(acc, v)
+        losses = (np.arange(acc.size) + k * base) * h
+        w = np.where(losses > eps, -np.expm1(eps - losses), 0.0)
+        res.append(float(np.sum(acc * w)))
+    return res[0] * (1 - 1e-9), res[1] * (1 + 1e-9)

@@ -45,7 +45,7 @@ from dpcompose.accounting._pld import (
     pld_laplace,
     pld_randomized_response,
 )
-from dpcompose.accounting._pld_subsample import pld_subsampled_gaussian
+from dpcompose.accounting._pld_subsample import pld_subsampled_gaussian, pld_subsampled_laplace
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
 from dpcompose.accounting._zcdp import (
     group_zcdp,
@@ -94,6 +94,7 @@ __all__ = [
     "pld_laplace",
     "pld_randomized_response",
     "pld_subsampled_gaussian",
+    "pld_subsampled_laplace",
     "pure_to_zcdp",
     "renyi_to_approx",
     "rruv_filter_epsilon",

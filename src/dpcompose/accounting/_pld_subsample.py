@@ -46,7 +46,7 @@ from dpcompose.accounting._pld import (
 )
 from dpcompose.errors import InvalidParameter
 
-__all__ = ["pld_subsampled_gaussian"]
+__all__ = ["pld_subsampled_gaussian", "pld_subsampled_laplace"]
 
 _FAR = -1e4  # stands for o = −∞ (Φ(−1e4) is 0 in floats; its mass is bounded by 1e-300 below)
 
@@ -249,4 +249,168 @@ def pld_subsampled_gaussian(
         return pld_gaussian(sens, sig, step_bits=bits, tail=tl)
     fwd = _build(bits, _buckets(bits, mu, q, True, w), tl, name + " remove")
     rev = _build(bits, _buckets(bits, mu, q, False, w), tl, name + " add")
+    return PLD(bits, fwd.upper, fwd.lower, tl, name, reverse=rev)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Subsampled Laplace
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _lap_loss(x: FloatArray, d: float, q: float) -> tuple[FloatArray, FloatArray]:
+    """``(L, pad)``: L(x) = log(1 − q + q·e^{2x − D}) for 0 ≤ x ≤ D (the "remove" loss of the subsampled
+    Laplace pair, scale 1), and a bound on its float error (as in :func:`_loss`, padded tenfold)."""
+    y = 2 * x - d
+    val = np.log1p(q * np.expm1(y))
+    pad = 10 * (4 * _U * (2 * np.abs(x) + d + 1) + 4 * _EXP_REL * (1 + np.abs(val)))
+    return val, pad
+
+
+def _lap_edges(lams: FloatArray, d: float, q: float, at_most: bool) -> FloatArray:
+    """Floats x̂ in [0, D] with L(x̂) ≤ λ (``at_most``) or ≥ λ, certified; NaN where that fails."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (d + np.log1p(np.expm1(lams) / q)) / 2
+    x = np.clip(np.where(np.isfinite(x), x, np.where(lams > 0, d, 0.0)), 0.0, d)
+    step = np.maximum(np.abs(x), 1e-3) * 2.0**-46
+    out = np.full(x.shape, np.nan)
+    todo = np.ones(x.shape, dtype=bool)
+    for _ in range(40):
+        val, pad = _lap_loss(x, d, q)
+        good = todo & ((val + pad <= lams) if at_most else (val - pad >= lams))
+        out[good] = x[good]
+        todo &= ~good
+        if not np.any(todo):
+            break
+        x = np.clip(np.where(todo, x - step if at_most else x + step, x), 0.0, d)
+        step *= 4
+    return out
+
+
+def _lap_buckets(bits: int, d: float, q: float, remove: bool) -> _Buckets:
+    """Buckets of the Poisson-subsampled Laplace pair (scale 1, shift D = Δ/b, rate q): P = (1 − q)·Lap(0)
+    + q·Lap(D) against Q = Lap(0) ("remove"), or the reverse ("add"). Outputs o ≤ 0 and o ≥ D are two
+    atoms; in between, the loss is log(1 − q + q·e^{2o − D}) (negated for "add"), increasing in o."""
+    h = math.ldexp(1.0, -bits)
+    zero = np.zeros(1)
+    lam_m_v, lam_m_p = _lap_loss(zero, d, q)  # o ≤ 0
+    lam_p_v, lam_p_p = _lap_loss(np.array([d]), d, q)  # o ≥ D
+    lam_m, pad_m, lam_p, pad_p = float(lam_m_v[0]), float(lam_m_p[0]), float(lam_p_v[0]), float(lam_p_p[0])
+    ed = math.exp(-d)
+    # atoms: (loss value, its pad, P-mass, Q-mass) in this direction
+    mix_m, mix_p = (1 - q) / 2 + q * ed / 2, (1 - q) * ed / 2 + q / 2  # mixture masses of o ≤ 0, o ≥ D
+    if remove:
+        atoms = [(lam_m, pad_m, mix_m, 0.5), (lam_p, pad_p, mix_p, ed / 2)]
+        lo_l, hi_l = lam_m - pad_m, lam_p + pad_p
+    else:
+        atoms = [(-lam_m, pad_m, 0.5, mix_m), (-lam_p, pad_p, ed / 2, mix_p)]
+        lo_l, hi_l = -lam_p - pad_p, -lam_m + pad_m
+    j0 = math.floor(lo_l / h) - 1
+    j1 = math.ceil(hi_l / h) + 1
+    n = j1 - j0
+    js = np.arange(j0, j1 + 1, dtype=np.float64)
+    if remove:  # bucket j ↔ x ∈ [e_j, e_{j+1}), L(e) ≤ a certified
+        e = _lap_edges(js * h, d, q, at_most=True)
+        e[0] = 0.0
+        e[-1] = d
+        good = ~np.isnan(e)
+        e = e[np.maximum.accumulate(np.where(good, np.arange(e.size), 0))]
+        lo_x, hi_x = e[:-1], e[1:]
+        val, pad = _lap_loss(lo_x, d, q)
+        eta = js[:-1] * h - (val - pad)
+        low_ok = good[:-1]
+    else:  # bucket j ↔ x ∈ [G_{j+1}, G_j), G_t: L(G_t) ≥ −t·h certified; G ascending in −t
+        g = _lap_edges(-js * h, d, q, at_most=False)
+        g[0] = d
+        g[-1] = 0.0
+        good = ~np.isnan(g)
+        g = g[np.maximum.accumulate(np.where(good, np.arange(g.size), 0))]
+        lo_x, hi_x = g[1:], g[:-1]
+        hi_x = np.maximum(hi_x, lo_x)
+        val, pad = _lap_loss(hi_x, d, q)
+        eta = js[:-1] * h + (val + pad)
+        low_ok = good[:-1]
+    width = hi_x - lo_x
+    ok = width > 0
+    gm = np.where(ok, -np.expm1(-np.where(ok, width, 1.0)), 0.0)
+    m0 = 0.5 * np.exp(-lo_x) * gm  # Lap(0)-mass of [x1, x2)
+    md = 0.5 * np.exp(hi_x - d) * gm  # Lap(D)-mass
+    mix = (1 - q) * m0 + q * md
+    pm, qm = (mix, m0) if remove else (m0, mix)
+    a = js[:-1] * h
+    p = pm.copy()
+    r = np.exp(a) * qm
+    for loss, pad_a, pa, qa in atoms:
+        j = math.ceil((loss + pad_a) / h) - 1  # the bucket whose top is above the atom's loss
+        p[j - j0] += pa
+        r[j - j0] += math.exp(j * h) * qa
+        eta_a = j * h - (loss - pad_a)
+        eta[j - j0] = max(float(eta[j - j0]) if ok[j - j0] else -math.inf, eta_a)
+        ok[j - j0] = True
+    low_ok = low_ok & ok
+    eta_ok = np.where(low_ok & np.isfinite(eta), eta, 0.0)
+    slack = max(0.0, float(np.max(eta_ok))) * (1 + 1e-9)
+    low_ok = low_ok & np.isfinite(eta)
+    rel = np.full(n, 16 * _EXP_REL + 16 * _U * (1 + d))
+    # the sliver [D_dn, D) of outputs lost to rounding D: P-mass ≤ u·D, losses at the top (remove) or the
+    # bottom (add) of the range
+    sliver = 2 * _U * d + 5e-324
+    if remove:
+        return _Buckets(j0, p, r, rel, above_hi=sliver, slack=slack, low_ok=low_ok)
+    return _Buckets(j0, p, r, rel, below_hi=sliver, slack=slack, low_ok=low_ok)
+
+
+def pld_subsampled_laplace(
+    scale: Number,
+    rate: Number,
+    sensitivity: Number = 1,
+    *,
+    sampling: Literal["poisson", "without_replacement"] = "poisson",
+    step_bits: int = DEFAULT_STEP_BITS,
+    tail: float = DEFAULT_TAIL,
+) -> PLD:
+    """The PLD of the Laplace mechanism (scale b, sensitivity Δ) run on a subsample drawn with this rate.
+
+    The pairs are those of :func:`pld_subsampled_gaussian` with Laplace noise: "remove" (1 − q)·Lap(0, b) +
+    q·Lap(Δ, b) against Lap(0, b), and "add" the reverse; both are kept and composed separately, δ(ε) is
+    the larger. ``sampling`` as in :func:`pld_subsampled_gaussian`.
+
+    Source: Zhu–Dullerud–Wang 2022 (Sec. 5, dominating pairs of subsampled mechanisms; Thm 10);
+    Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
+
+    Raises:
+        InvalidParameter: scale not positive, rate not in (0, 1], sensitivity not positive, Δ/b above 30,
+            or an unknown ``sampling``.
+
+    Examples:
+        >>> lo, hi = pld_subsampled_laplace(1.0, 0.1).delta_bounds(0.5)
+        >>> 0 <= float(lo) <= float(hi) < 0.01
+        True
+    """
+    b = exact(check_finite_positive(scale, "scale"), "scale")
+    qq = exact(check_finite_positive(rate, "rate"), "rate")
+    if qq > 1:
+        raise InvalidParameter(f"rate={rate!r} must be in (0, 1]")
+    sens = exact(check_finite_positive(sensitivity, "sensitivity"), "sensitivity")
+    if sampling not in ("poisson", "without_replacement"):
+        raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
+    bits = _check_bits(step_bits)
+    tl = _check_tail(tail)
+    from fractions import Fraction
+
+    from dpcompose.accounting._pld import pld_laplace
+
+    d_q = sens / b
+    if d_q > 30:
+        raise InvalidParameter(f"sensitivity/scale={float(d_q):g} must be at most 30 for this PLD")
+    d = float(d_q)
+    if Fraction(d) < d_q:
+        d = math.nextafter(d, math.inf)  # a larger shift dominates (Laplace is log-concave)
+    q = float(qq)
+    if Fraction(q) < qq:
+        q = math.nextafter(q, math.inf)
+    if q >= 1.0:
+        return pld_laplace(sens, b, step_bits=bits, tail=tl)
+    name = f"Subsampled{'Poisson' if sampling == 'poisson' else 'WOR'}Laplace(Δ/b={d:g}, q={q:g})"
+    fwd = _build(bits, _lap_buckets(bits, d, q, True), tl, name + " remove")
+    rev = _build(bits, _lap_buckets(bits, d, q, False), tl, name + " add")
     return PLD(bits, fwd.upper, fwd.lower, tl, name, reverse=rev)
