@@ -1591,4 +1591,8 @@ def _gaussian_buckets(bits: int, mu: float, width: float) -> _Buckets:
     above_log = float(log_ndtr(-((b[-1] - mean) / mu)))
     above_hi = math.exp(above_log + _LOG_NDTR_PAD * (1 + abs(above_log))) * (1 + 1e-10)
     above_lo = math.exp(above_log - _LOG_NDTR_PAD * (1 + abs(above_log)) * 4) * (1 - 1e-10)
-    return _Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, above_lo=above_lo)
+    # The standardised edges (a − μ²/2)/μ are rounded, so a bucket's outputs may have losses a few ulps of
+    # |a| + μ²/2 outside (a, a + h]: the lower side allows that much slack (the upper side's split absorbs
+    # it in the padded relative error, as said above).
+    slack = 16 * _U * (float(np.max(np.abs(a))) + mean + h + 1)
+    return _Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, above_lo=above_lo, slack=slack)
