@@ -2,8 +2,9 @@
 
 Run: ``python benchmarks/bench_pld.py`` (needs the ``bench`` extra for dp_accounting; without it only
 dpcompose's numbers are printed). Prints, per case, dpcompose's certified interval [lower, upper] for
-ε(δ), its relative width, the time, dp_accounting's pessimistic PLD ε and time, and the ratio
-upper / dp_accounting. The Gaussian case also prints the exact value (Balle–Wang 2018 closed form).
+ε(δ), its relative width, the time, dp_accounting's pessimistic PLD ε (default discretisation 1e-4) and
+time, the ratios upper / dp_accounting and time / dp_accounting's time, and the exact value where one is
+known (Gaussian: Balle–Wang 2018 closed form).
 """
 
 from __future__ import annotations
@@ -11,56 +12,129 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from dpcompose.accounting import gaussian_profile, pld_gaussian, pld_laplace
+from dpcompose.accounting import (
+    PLD,
+    compose_plds,
+    gaussian_profile,
+    pld_gaussian,
+    pld_laplace,
+    pld_randomized_response,
+    pld_subsampled_gaussian,
+)
 
-DELTA = 1e-6
-
-
-def ours_laplace(k: int, scale: float, bits: int) -> tuple[float, float, float]:
-    t = time.perf_counter()
-    lo, hi = pld_laplace(1, scale, step_bits=bits).self_compose(k).epsilon_bounds(DELTA)
-    return float(lo), float(hi), time.perf_counter() - t
-
-
-def ours_gaussian(k: int, sigma: float, bits: int) -> tuple[float, float, float]:
-    t = time.perf_counter()
-    lo, hi = pld_gaussian(1, sigma, step_bits=bits).self_compose(k).epsilon_bounds(DELTA)
-    return float(lo), float(hi), time.perf_counter() - t
+SCALES = [5.0 + 0.75 * i for i in range(20)]
 
 
-def peer(kind: str, k: int, param: float) -> tuple[float, float] | None:
+def ours_cases(bits: int) -> list[tuple[str, float, Callable[[], PLD], float | None]]:
+    def mixed() -> PLD:
+        parts = []
+        for i in range(100):
+            if i % 3 == 0:
+                parts.append(pld_laplace(1, 10 + i % 7, step_bits=bits))
+            elif i % 3 == 1:
+                parts.append(pld_gaussian(1, 8 + i % 5, step_bits=bits))
+            else:
+                parts.append(pld_randomized_response(0.05 + 0.01 * (i % 4), step_bits=bits))
+        return compose_plds(parts)
+
+    def hetero() -> PLD:
+        plds = [pld_laplace(1, s, step_bits=bits) for s in SCALES]
+        return compose_plds([p for p in plds for _ in range(50)])
+
+    g_exact = float(gaussian_profile(1, 20.0 / math.sqrt(1000)).epsilon(1e-6))
+    return [
+        ("1000 × Laplace(10)", 1e-6, lambda: pld_laplace(1, 10.0, step_bits=bits).self_compose(1000), None),
+        ("1000 × Gaussian(20)", 1e-6,
+         lambda: pld_gaussian(1, 20.0, step_bits=bits).self_compose(1000), g_exact),
+        ("DP-SGD 10^4 × (q=.01, σ=1)", 1e-5,
+         lambda: pld_subsampled_gaussian(1.0, 0.01, step_bits=bits).self_compose(10_000), None),
+        ("1000 Laplace, 20 scales", 1e-6, hetero, None),
+        ("100 mixed Lap/Gauss/RR", 1e-6, mixed, None),
+    ]
+
+
+def peer(name: str) -> tuple[float, float] | None:
     try:
-        from dp_accounting.pld import privacy_loss_distribution as pldlib
+        from dp_accounting.pld import privacy_loss_distribution as pl
     except ImportError:
         return None
     t = time.perf_counter()
-    if kind == "laplace":
-        p = pldlib.from_laplace_mechanism(param, sensitivity=1, value_discretization_interval=1e-4)
+    p: Any
+    if name.startswith("1000 × Laplace"):
+        p = pl.from_laplace_mechanism(10.0, sensitivity=1).self_compose(1000)
+        d = 1e-6
+    elif name.startswith("1000 × Gaussian"):
+        p = pl.from_gaussian_mechanism(20.0, sensitivity=1).self_compose(1000)
+        d = 1e-6
+    elif name.startswith("DP-SGD"):
+        p = pl.from_gaussian_mechanism(1.0, sampling_prob=0.01).self_compose(10_000)
+        d = 1e-5
+    elif name.startswith("1000 Laplace"):
+        p = None
+        for s in SCALES:
+            q = pl.from_laplace_mechanism(s, sensitivity=1).self_compose(50)
+            p = q if p is None else p.compose(q)
+        d = 1e-6
     else:
-        p = pldlib.from_gaussian_mechanism(param, sensitivity=1, value_discretization_interval=1e-4)
-    eps = p.self_compose(k).get_epsilon_for_delta(DELTA)
+        p = None
+        for i in range(100):
+            if i % 3 == 0:
+                q = pl.from_laplace_mechanism(10 + i % 7, sensitivity=1)
+            elif i % 3 == 1:
+                q = pl.from_gaussian_mechanism(8 + i % 5, sensitivity=1)
+            else:
+                # noise_parameter p: the output is uniform with probability p, so e^ε = (2 − p)/p
+                q = pl.from_randomized_response(2 / (1 + math.exp(0.05 + 0.01 * (i % 4))), 2)
+            p = q if p is None else p.compose(q)
+        d = 1e-6
+    eps = p.get_epsilon_for_delta(d)
     return float(eps), time.perf_counter() - t
 
 
 def main() -> None:
-    rows = []
-    for bits in (14, 16):
-        lo, hi, s = ours_laplace(1000, 10.0, bits)
-        rows.append(("1000 × Laplace(10)", bits, lo, hi, s, peer("laplace", 1000, 10.0), None))
-        lo, hi, s = ours_gaussian(1000, 20.0, bits)
-        exact = float(gaussian_profile(1, 20.0 / math.sqrt(1000)).epsilon(DELTA))
-        rows.append(("1000 × Gaussian(20)", bits, lo, hi, s, peer("gaussian", 1000, 20.0), exact))
-    print(f"{'case':22} {'h':>7} {'lower':>10} {'upper':>10} {'width/ε':>9} {'s':>6} "
-          f"{'dp_acc':>10} {'s':>6} {'up/dp_acc':>9} {'exact≤':>10}")
-    for name, bits, lo, hi, s, pr, ex in rows:
-        pe, ps = pr if pr else (math.nan, math.nan)
-        print(f"{name:22} 2^-{bits:<4} {lo:10.5f} {hi:10.5f} {(hi - lo) / hi:9.2e} {s:6.2f} "
-              f"{pe:10.5f} {ps:6.2f} {hi / pe:9.6f} {ex if ex is not None else float('nan'):10.5f}")
+    print(f"{'case':28} {'h':>6} {'lower':>10} {'upper':>10} {'width/ε':>9} {'s':>6} "
+          f"{'dp_acc':>10} {'s':>6} {'up/dp_acc':>9} {'t/t_dp':>7} {'exact':>10}")
+    for bits in (14,):
+        for name, delta, build, exact in ours_cases(bits):
+            t = time.perf_counter()
+            lo_q, hi_q = build().epsilon_bounds(delta)
+            s = time.perf_counter() - t
+            lo, hi = float(lo_q), float(hi_q)
+            pr = peer(name)
+            pe, ps = pr if pr else (math.nan, math.nan)
+            ex = exact if exact is not None else math.nan
+            print(f"{name:28} 2^-{bits:<3} {lo:10.5f} {hi:10.5f} {(hi - lo) / hi:9.2e} {s:6.2f} "
+                  f"{pe:10.5f} {ps:6.2f} {hi / pe:9.6f} {s / ps:7.2f} {ex:10.5f}")
+
+
+def reference_cases() -> None:
+    """The pure-DP (randomized response) cases of /work/shared/reference/accounting_cases.json: the
+    certified interval must contain the exact optimal-composition ε."""
+    import json
+
+    path = Path("/work/shared/reference/accounting_cases.json")
+    if not path.exists():
+        return
+    cases = {c["name"]: c for c in json.loads(path.read_text())["cases"]}
+    print(f"\n{'reference case':24} {'lower':>12} {'upper':>12} {'exact':>12} {'contains':>8} {'s':>6}")
+    for eps0, k in ((0.1, 10), (0.1, 100), (0.1, 1000), (1.0, 10), (1.0, 100)):
+        name = f"homog eps={eps0} k={k}"
+        if name not in cases:
+            continue
+        exact = cases[name]["exact_eps"]
+        t = time.perf_counter()
+        lo_q, hi_q = pld_randomized_response(eps0).self_compose(k).epsilon_bounds(cases[name]["delta_g"])
+        s = time.perf_counter() - t
+        lo, hi = float(lo_q), float(hi_q)
+        print(f"{name:24} {lo:12.6f} {hi:12.6f} {exact:12.6f} {lo <= exact <= hi!s:>8} {s:6.2f}")
 
 
 if __name__ == "__main__":
     main()
+    reference_cases()

@@ -1040,6 +1040,22 @@ CASES: dict[str, Case] = {
         lambda: {"epsilon": 1.0, "delta": 1e-6, "step_bits": 10, "tail": 1e-18},
         lambda r: r.delta_bounds(0.5),
     ),
+    "accounting.pld_subsampled_gaussian": Case(
+        dp.accounting.pld_subsampled_gaussian,
+        lambda: {
+            "sigma": 1.0, "rate": 0.01, "sensitivity": 1, "sampling": "poisson", "step_bits": 8,
+            "tail": 1e-18, "width": 12.0,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
+    "accounting.pld_subsampled_laplace": Case(
+        dp.accounting.pld_subsampled_laplace,
+        lambda: {
+            "scale": 2.0, "rate": 0.05, "sensitivity": 1, "sampling": "poisson", "step_bits": 8,
+            "tail": 1e-18,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
     "accounting.compose_plds": Case(
         dp.accounting.compose_plds,
         lambda: {"plds": [dp.accounting.pld_randomized_response(1.0, step_bits=10)] * 2},

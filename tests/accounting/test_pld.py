@@ -139,6 +139,10 @@ def test_gaussian_composition_closed_form(sigma: float, k: int) -> None:
         lo, hi = pld.delta_bounds(eps)
         ref = gaussian_ref(mu, eps)
         assert m(lo) <= ref <= m(hi), (sigma, k, eps, float(lo), float(ref), float(hi))
+        assert float(hi - lo) <= 1e-9 * float(ref)  # read from the closed form (certified both ways)
+    e_lo, e_hi = pld.epsilon_bounds(1e-6)
+    assert gaussian_ref(mu, float(e_hi)) <= mpmath.mpf(1e-6) < gaussian_ref(mu, float(e_lo))
+    assert float(e_hi - e_lo) <= 1e-9 * float(e_hi)
 
 
 def test_epsilon_bounds_bracket_and_are_monotone() -> None:

@@ -47,6 +47,7 @@ from dpcompose.accounting._pld import (
     pld_randomized_response,
 )
 from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
+from dpcompose.accounting._pld_subsample import pld_subsampled_gaussian, pld_subsampled_laplace
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
 from dpcompose.accounting._zcdp import (
     group_zcdp,
@@ -96,6 +97,8 @@ __all__ = [
     "pld_gaussian",
     "pld_laplace",
     "pld_randomized_response",
+    "pld_subsampled_gaussian",
+    "pld_subsampled_laplace",
     "pure_to_zcdp",
     "renyi_to_approx",
     "rruv_filter_epsilon",
