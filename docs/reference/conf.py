@@ -83,6 +83,7 @@ NAMESPACES = [
     "dpcompose.accuracy",
     "dpcompose.analysis",
     "dpcompose.errors",
+    "dpcompose.tables",
     "dpcompose",
 ]
 

@@ -606,8 +606,6 @@ class PLD:
 
     Attributes:
         step_bits: the lattice width is ``2**-step_bits``.
-        upper: the pessimistic side (upper bounds).
-        lower: the optimistic side (lower bounds).
         tail: the tail mass cut after each composition (see :data:`DEFAULT_TAIL`).
         description: what was composed (for display).
 
@@ -628,11 +626,12 @@ class PLD:
     tail: float = DEFAULT_TAIL
     description: str = field(default="")
     gaussian: tuple[float, float, float] | None = field(default=None, repr=False)
-    """For a (composition of) Gaussian mechanism(s) only: (μ_hi, width, μ_lo) with μ_lo ≤ ‖Δ/σ‖₂ ≤ μ_hi,
-    used to compose Gaussians exactly (see :func:`compose_plds`) and to read δ and ε from the closed form."""
+    """Set only for Gaussian mechanisms and their compositions, to (μ_hi, width, μ_lo) with μ_lo ≤ ‖Δ/σ‖₂ ≤
+    μ_hi; used to compose Gaussians exactly (see :func:`compose_plds`) and to read δ and ε from the closed
+    form."""
     reverse: PLD | None = field(default=None, repr=False)
-    """For an asymmetric mechanism (e.g. a subsampled one): the PLD of the other order of neighbours. It is
-    composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
+    """Set only for an asymmetric mechanism (a subsampled one, say), to the PLD of the other order of
+    neighbours. It is composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
     _cache: dict[int, FloatArray] = field(default_factory=dict, repr=False, compare=False)
     _lazy: Callable[[], PLD] | None = field(default=None, repr=False, compare=False)
     """Builds the two sides on first use (Gaussian PLDs, which are read from the closed form)."""
