@@ -10,7 +10,7 @@ interval) and, beside it, the generic theorems (optimal composition, zCDP, basic
 Examples:
     >>> main(["--mech", "laplace:scale=10,count=100", "--delta", "1e-6"])  # doctest: +ELLIPSIS
     composition: 100 × laplace(scale=10)
-    ε(δ=1e-06) ≤ 4.69269
+    ε(δ=1e-06) ≤ 4.69268
     theorem: privacy loss distributions (Zhu–Dullerud–Wang 2022 Thm 10), certified
     ...
     0
