@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.tables._engine import Plan, SumSpec
+from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
 from dpcompose.tables._expr import Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
@@ -148,7 +148,7 @@ class PolarsEngine:
             schema = pl.from_pandas(data).schema
         return {name: _kind(dtype) for name, dtype in schema.items()}
 
-    def aggregate(self, data: Any, plan: Plan) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+    def aggregate(self, data: Any, plan: Plan) -> Aggregates:
         import polars as pl
 
         kinds = {name: _kind(dtype) for name, dtype in _lazy(data).collect_schema().items()}
@@ -159,8 +159,7 @@ class PolarsEngine:
         if plan.predicate is not None:
             lf = lf.filter(to_polars(plan.predicate))
         by = list(plan.by)
-        keys = None
-        if by:
+        if by and plan.keys is not None:
             keys = self._keys_frame(plan, lf.collect_schema())
             lf = lf.join(keys.lazy(), on=by, how="semi", nulls_equal=True)
         if plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None):
@@ -176,32 +175,23 @@ class PolarsEngine:
         aggs = [pl.len().cast(pl.Int64).alias("__dp_n")]
         for i, spec in enumerate(plan.sums):
             u = _grid_expr(spec) + (1 << 31)
-            aggs.append((u // 65536).sum().alias(f"__dp_hi{i}"))
-            aggs.append((u % 65536).sum().alias(f"__dp_lo{i}"))
-        if by:
-            assert keys is not None
-            grouped = lf.group_by(by).agg(aggs)
-            out = (
-                keys.lazy()
-                .join(grouped, on=by, how="left", nulls_equal=True, maintain_order="left")
-                .collect()
-            )
-            out = out.fill_null(0)
-        else:
-            out = lf.select(aggs).collect()
-        n = out.get_column("__dp_n").cast(pl.Int64).to_numpy().astype(np.int64)
-        sums = []
-        for i in range(len(plan.sums)):
-            hi = out.get_column(f"__dp_hi{i}").cast(pl.Int64).to_numpy().astype(object)
-            lo = out.get_column(f"__dp_lo{i}").cast(pl.Int64).to_numpy().astype(object)
-            total = hi * 65536 + lo - n.astype(object) * (1 << 31)
-            sums.append(np.array([int(t) for t in total], dtype=np.int64))
-        return n, sums
+            aggs.append((u // 65536).sum().cast(pl.Int64).alias(f"__dp_hi{i}"))
+            aggs.append((u % 65536).sum().cast(pl.Int64).alias(f"__dp_lo{i}"))
+        out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
+        found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
+        for row in out.iter_rows():
+            key, n, parts = tuple(row[: len(by)]), row[len(by)], row[len(by) + 1 :]
+            if n == 0:  # the total of an empty frame: no rows, all sums 0
+                continue
+            sums = [parts[2 * i] * 65536 + parts[2 * i + 1] - n * (1 << 31) for i in range(len(plan.sums))]
+            found[key] = (n, sums)
+        return collect_keys(found, plan)
 
     @staticmethod
     def _keys_frame(plan: Plan, schema: Any) -> Any:
         import polars as pl
 
+        assert plan.keys is not None  # called for known keys only
         columns = {}
         for j, name in enumerate(plan.by):
             columns[name] = pl.Series(name, [k[j] for k in plan.keys], dtype=schema[name])
