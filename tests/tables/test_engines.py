@@ -319,3 +319,194 @@ def test_unknown_keys_on_empty_data() -> None:
     assert out.keys == () and out.counts.tolist() == [] and [s.tolist() for s in out.sums] == [[]]
     total = PolarsEngine().aggregate(polars_frame([]), PLANS["total_sums_capped"])
     assert total.keys == ((),) and total.counts.tolist() == [0]
+
+
+# --- Spark: the same suite, bit-identical to Polars ---------------------------------------------------------
+
+# PySpark leaves py4j sockets to the garbage collector; under filterwarnings=error that would fail the test
+# that happens to collect them.
+spark_warnings = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+SPARK_SCHEMA = "user bigint, name string, state string, flag boolean, code bigint, income double, big bigint"
+
+
+def spark_frame(spark: Any, rows: list[dict[str, Any]], partitions: int = 2) -> Any:
+    data = [tuple(r[c] for c in POLARS_TYPES) for r in rows]
+    return spark.createDataFrame(data, SPARK_SCHEMA).repartition(partitions)
+
+
+@spark_warnings
+@pytest.mark.parametrize("seed", range(2))
+def test_spark_equals_polars_and_the_reference(spark: Any, seed: int) -> None:
+    from dpcompose.tables._spark import SparkEngine
+
+    rows = make_rows(seed)
+    sdf = spark_frame(spark, rows).cache()
+    for name, plan in sorted(PLANS.items()):
+        expected = reference(rows, plan)
+        same(PolarsEngine().aggregate(polars_frame(rows), plan), expected)
+        try:
+            same(SparkEngine().aggregate(sdf, plan), expected)
+        except AssertionError as exc:
+            raise AssertionError(f"plan {name}: {exc}") from exc
+    sdf.unpersist()
+
+
+@spark_warnings
+def test_spark_is_independent_of_partitioning_and_ansi_mode(spark: Any) -> None:
+    from dpcompose.tables._spark import SparkEngine
+
+    rows = make_rows(7, n_users=8)
+    plans = [PLANS["unknown_str_keys_groups_capped"], PLANS["filters_nan_null"]]
+    expected = [reference(rows, p) for p in plans]
+    shuffled = rows[::-1]
+    for partitions in (1, 3):
+        for plan, exp in zip(plans, expected, strict=True):
+            same(SparkEngine().aggregate(spark_frame(spark, shuffled, partitions), plan), exp)
+    spark.conf.set("spark.sql.ansi.enabled", "true")  # a wrapping bigint product would raise here
+    try:
+        for plan, exp in zip(plans, expected, strict=True):
+            same(SparkEngine().aggregate(spark_frame(spark, rows), plan), exp)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", "false")
+
+
+@spark_warnings
+def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
+    """SplitMix64 in limb arithmetic and the float/string codes against numpy, on edge values."""
+    from dpcompose.tables._hash import splitmix64
+    from dpcompose.tables._spark import _row_key, _signed, _splitmix, _Steps
+
+    rng = np.random.default_rng(3)
+    ints = [0, 1, -1, 2**63 - 1, -(2**63), 2**32 - 1, 2**32, 2**31, -(2**31) - 1]
+    ints += [int(v) for v in rng.integers(-(2**63), 2**63 - 1, 200, dtype=np.int64)]
+    from pyspark.sql import functions as F
+
+    steps = _Steps(spark.createDataFrame([(v,) for v in ints], "x bigint").coalesce(1))
+    (out,) = _splitmix(steps, [F.col("x")])
+    got = [r[0] for r in steps.df.select(out).collect()]
+    want = [_signed(int(u)) for u in splitmix64(np.array(ints, dtype=np.int64).view(np.uint64))]
+    assert got == want
+    floats = [0.0, -0.0, math.nan, -math.nan, math.inf, -math.inf, 5e-324, -1e300, None, 2.5, -1.0]
+    strings = ["a", None, "é", "", "zoë", "a", None, "q", "\u20ac" * 9, "s", "t"]
+    frame = spark.createDataFrame(list(zip(floats, strings, strict=True)), "f double, s string").coalesce(1)
+    keys = [r["k"] for r in _row_key(frame, ["f", "s"], {"f": "float", "s": "str"}, "k").collect()]
+    want_f = value_codes(
+        np.array([0.0 if v is None else v for v in floats]), np.array([v is None for v in floats])
+    )
+    want_s = value_codes(
+        np.array(["" if v is None else v for v in strings], dtype=object),
+        np.array([v is None for v in strings]),
+    )
+    assert keys == [_signed(int(k) ^ (1 << 63)) for k in row_keys([want_f, want_s])]
+
+
+@spark_warnings
+def test_spark_narrow_types_and_engine_choice(spark: Any) -> None:
+    """int32/int16/float32/bool columns read as int/float/bool; engine_for picks Spark from the type."""
+    from dpcompose.tables._engine import engine_for
+    from dpcompose.tables._spark import SparkEngine
+
+    rows = [(1, 2, 0.5, True), (1, -3, float("nan"), None), (2, None, -2.25, False), (2, 7, None, True)] * 3
+    sdf = spark.createDataFrame(rows, "u int, c smallint, x float, b boolean")
+    pdf = pl.DataFrame(
+        {k: [r[i] for r in rows] for i, k in enumerate("ucxb")},
+        schema={"u": pl.Int32, "c": pl.Int16, "x": pl.Float32, "b": pl.Boolean},
+    )
+    engine = engine_for(sdf)
+    assert isinstance(engine, SparkEngine)
+    assert dict(engine.schema(sdf)) == {"u": "int", "c": "int", "x": "float", "b": "bool"}
+    spec = sum_spec("x", dp.Column(float, bounds=(-1.0, 1.0), nullable=True, fill=0.25), None)
+    cspec = sum_spec("c", dp.Column(int, bounds=(-2, 5), nullable=True, fill=1), None)
+    plan = Plan(("u", "c", "x", "b"), col("x") < 1.0, ("b",), None, "u", 2, 2, (spec, cspec))
+    same(engine.aggregate(sdf, plan), PolarsEngine().aggregate(pdf, plan))
+    known = replace(plan, keys=((True,), (None,), (False,)))
+    same(engine.aggregate(sdf, known), PolarsEngine().aggregate(pdf, known))
+
+
+def _context(data: Any, **kw: Any) -> dp.Context:
+    return dp.Context(
+        data,
+        SCHEMA,
+        privacy_unit=dp.unit_of(id="user", max_rows=2, max_groups=2),
+        privacy_loss=1.0,
+        split_evenly_over=2,
+        **kw,
+    )
+
+
+@spark_warnings
+def test_spark_context_same_maps_and_release(spark: Any) -> None:
+    rows = make_rows(11)
+    on_polars, on_spark = _context(polars_frame(rows)), _context(spark_frame(spark, rows))
+    queries = []
+    for ctx in (on_polars, on_spark):
+        q = (
+            ctx.query()
+            .filter(col("income") > 0.0)
+            .group_by("state", keys=["CA", "NY", "é"])
+            .agg(dp.tables.count(), dp.tables.sum("big"), dp.tables.mean("income"))
+        )
+        queries.append(q)
+    a, b = queries
+    assert (a.plan.columns, a.plan.keys, a.plan.sums) == (b.plan.columns, b.plan.keys, b.plan.sums)
+    for d in (1, 2, 5):
+        assert a.measurement.map(d) == b.measurement.map(d)
+    out = b.release()
+    assert out.columns == ["state", "count", "big_sum", "income_mean"]
+    assert out.get_column("state").to_list() == ["CA", "NY", "é"]
+    assert on_spark.remaining()["epsilon"] == Fraction(1, 2)  # charged once, to the Spark context only
+    assert on_polars.remaining()["epsilon"] == Fraction(1)
+
+
+@spark_warnings
+def test_spark_bad_input_refused_before_any_job(spark: Any) -> None:
+    rows = make_rows(12)
+    sdf = spark_frame(spark, rows)
+    with pytest.raises(dp.DomainMismatch, match="income"):
+        _context(sdf.withColumn("income", sdf["income"].cast("string")))
+    with pytest.raises(dp.DomainMismatch, match="big"):
+        _context(sdf.drop("big"))
+    ctx = _context(sdf)
+    before = ctx.remaining()
+    with pytest.raises(dp.InvalidParameter, match="salary"):
+        ctx.query().filter(col("salary") > 3)
+    with pytest.raises(dp.BudgetExceeded):
+        ctx.query(privacy_loss=5.0).agg(dp.tables.count()).release()
+    assert ctx.remaining() == before
+
+
+def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from dpcompose.tables._spark import SparkUnavailable, check_java
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(SparkUnavailable, match="Java runtime"):
+        check_java()
+    assert issubclass(SparkUnavailable, dp.DPError)
+
+
+def test_string_udf_runs_without_dpcompose_on_the_executors(tmp_path: Any) -> None:
+    """The blake2b UDF is shipped by value: it unpickles and runs where dpcompose cannot be imported."""
+    pytest.importorskip("pyspark")
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+
+    from dpcompose.tables._spark import _signed, _string_code_udf
+
+    path = tmp_path / "udf.pkl"
+    path.write_bytes(cloudpickle.dumps(_string_code_udf().func))
+    code = (
+        "import sys, pickle\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'dpcompose': raise ImportError('blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        f"f = pickle.load(open({str(path)!r}, 'rb'))\n"
+        "print(f('zoë'), f(None), 'dpcompose' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(_signed(string_code("zoë"))), "None", "False"]

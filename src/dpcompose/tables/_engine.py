@@ -129,8 +129,8 @@ class Engine(Protocol):
 
 
 def engine_for(data: object) -> Engine | None:
-    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame), or
-    None. Engine modules are imported only when data of their type is seen.
+    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame, Spark
+    DataFrame), or None. Engine modules are imported only when data of their type is seen.
 
     Examples:
         >>> engine_for([1, 2]) is None
@@ -142,4 +142,9 @@ def engine_for(data: object) -> Engine | None:
 
         if is_polars_data(data):
             return PolarsEngine()
+    if module == "pyspark":
+        from dpcompose.tables._spark import SparkEngine, is_spark_data
+
+        if is_spark_data(data):
+            return SparkEngine()
     return None
