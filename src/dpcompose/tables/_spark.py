@@ -11,9 +11,10 @@ How the specified hash (:mod:`dpcompose.tables._hash`) runs inside Spark:
 * float values: the IEEE-754 bit pattern by ``java.lang.Double.doubleToLongBits`` (via Spark's
   ``reflect``), which maps every NaN to ``0x7FF8000000000000`` as the spec does; ``-0.0`` is read as
   ``0.0`` first.
-* strings: blake2b has no Spark SQL function, so a Python UDF computes the 8-byte blake2b code. The UDF is
-  defined inside a function (cloudpickle ships it by value) and needs only ``hashlib`` on the executors,
-  not dpcompose.
+* strings: blake2b has no Spark SQL function, so the 8-byte blake2b code is computed once per distinct
+  value — on the driver and broadcast when there are at most 65536, else by a Python UDF on the
+  executors — and joined back to the rows. The UDF is defined inside a function (cloudpickle ships it by
+  value) and needs only ``hashlib`` on the executors, not dpcompose.
 * ordering: a key's unsigned order is the signed order of ``key ^ 2**63``, so ``row_number`` over that
   column keeps the rows with the smallest unsigned keys, as the Polars engine's ordinal rank does.
 
@@ -35,7 +36,7 @@ from typing import Any
 from dpcompose.errors import DPError
 from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
 from dpcompose.tables._expr import Expr
-from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED
+from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
 
 __all__ = ["SparkEngine", "SparkUnavailable", "check_java", "is_spark_data", "local_session"]
 
@@ -83,9 +84,12 @@ def check_java() -> str:
     return found
 
 
-def local_session(app_name: str = "dpcompose", cores: int = 2, shuffle_partitions: int = 4) -> Any:
+def local_session(
+    app_name: str = "dpcompose", cores: int = 2, shuffle_partitions: int = 4, memory: str = "1g"
+) -> Any:
     """A local Spark session pinned to the loopback interface (``local[cores]``, UI off, few shuffle
-    partitions): for tests, docs and one-machine runs. On a cluster, build your own session instead.
+    partitions, ``memory`` for the driver JVM, which in local mode runs the tasks too): for tests, docs and
+    one-machine runs. On a cluster, build your own session instead.
 
     Raises:
         SparkUnavailable: pyspark is not installed, or no Java runtime is found.
@@ -105,6 +109,7 @@ def local_session(app_name: str = "dpcompose", cores: int = 2, shuffle_partition
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.default.parallelism", str(cores))
+        .config("spark.driver.memory", memory)
         .getOrCreate()
     )
 
@@ -242,13 +247,10 @@ def _string_code_udf() -> Any:
 
 
 def _raw(name: str, kind: str) -> Any:
-    """The value's 64-bit input to SplitMix64 (bigint bits; 0 for null), or for strings the finished
-    blake2b code (null for null)."""
+    """The value's 64-bit input to SplitMix64 (bigint bits; 0 for null)."""
     from pyspark.sql import functions as F
 
     c = F.col(name)
-    if kind == "str":
-        return _string_code_udf()(c)
     if kind == "float":
         d = c.cast("double")
         d = F.when(d.isNull() | (d == F.lit(0.0)), F.lit(0.0)).otherwise(d)  # null (coded later), -0.0 -> 0.0
@@ -257,25 +259,52 @@ def _raw(name: str, kind: str) -> Any:
     return F.coalesce(c.cast("bigint"), F.lit(0).cast("bigint"))
 
 
+_FEW = 1 << 16  # distinct strings up to this many are coded on the driver and broadcast
+
+
+def _with_string_codes(df: Any, name: str, out: str) -> Any:
+    """``df`` with the column ``out``: the blake2b code of string column ``name`` (null for null), joined
+    on the value. Up to ``_FEW`` distinct values are collected and coded on the driver and broadcast;
+    beyond, the UDF runs once per distinct value on the executors and the codes are joined back — either
+    way far less than a Python call per row."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    value = f"{out}_v"
+    distinct = df.select(F.col(name).alias(value)).where(F.col(value).isNotNull()).distinct()
+    few = distinct.limit(_FEW + 1).collect()
+    if len(few) <= _FEW:
+        schema = T.StructType([T.StructField(value, T.StringType()), T.StructField(out, T.LongType())])
+        table = [(r[0], _signed(string_code(r[0]))) for r in few]
+        codes = F.broadcast(df.sparkSession.createDataFrame(table, schema))
+    else:
+        codes = distinct.select(F.col(value), _string_code_udf()(F.col(value)).alias(out))
+    return df.join(codes, F.col(name) == F.col(value), "left").drop(value)
+
+
 def _row_key(df: Any, columns: list[str], kinds: Mapping[str, str], out: str) -> Any:
     """``df`` with the column ``out``: the row key over ``columns`` (spec order), as ``key ^ 2**63`` so
     that the signed order of ``out`` is the unsigned order of the key."""
     from pyspark.sql import functions as F
 
+    original = list(df.columns)
+    strings = {c: f"__dp_sc{i}" for i, c in enumerate(columns) if kinds[c] == "str"}
+    for c, code_col in strings.items():
+        df = _with_string_codes(df, c, code_col)
     s = _Steps(df)
-    raw = s.step([_raw(c, kinds[c]) for c in columns], keep=True)
-    numeric = [i for i, c in enumerate(columns) if kinds[c] != "str"]
-    mixed = _splitmix(s, [raw[i] for i in numeric]) if numeric else []
+    numeric = [c for c in columns if c not in strings]
+    raw = s.step([_raw(c, kinds[c]) for c in numeric]) if numeric else []
+    mixed = dict(zip(numeric, _splitmix(s, raw), strict=True)) if numeric else {}
     null = F.lit(_signed(int(NULL_CODE)))
     codes = []
-    for i, c in enumerate(columns):
-        code = mixed[numeric.index(i)] if i in numeric else raw[i]
+    for c in columns:
+        code = F.col(strings[c]) if c in strings else mixed[c]
         codes.append(F.when(F.col(c).isNull(), null).otherwise(code))
     codes = s.step(codes, keep=True)
     acc: Any = F.lit(_signed(int(ROW_SEED)))
     for code in codes:
         acc = _splitmix(s, [acc.bitwiseXOR(code)])[0]
-    return s.df.select(*[F.col(c) for c in df.columns], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
+    return s.df.select(*[F.col(c) for c in original], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
 
 
 def _grid_col(spec: SumSpec) -> Any:
@@ -327,7 +356,7 @@ class SparkEngine:
             df = df.filter(to_spark(plan.predicate))
         by = list(plan.by)
         if by and plan.keys is not None:
-            keys = self._keys_frame(data.sparkSession, plan, df.schema)
+            keys = F.broadcast(self._keys_frame(data.sparkSession, plan, df.schema))  # public, small
             cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
             df = df.join(keys, on=cond, how="left_semi")
         if plan.id is not None and plan.max_groups is not None and by:
