@@ -510,3 +510,18 @@ def test_string_udf_runs_without_dpcompose_on_the_executors(tmp_path: Any) -> No
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(_signed(string_code("zoë"))), "None", "False"]
+
+
+@spark_warnings
+def test_spark_docs_example_runs(spark: Any) -> None:
+    """The "Running on Spark" example of docs/tables.md (a plain block the doctest runner skips)."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tables.md").read_text(encoding="utf-8")
+    marker = "<!-- spark-example:"
+    assert page.count(marker) == 1
+    after = page[page.index(marker) :]
+    start = after.index("```python\n") + len("```python\n")
+    code = after[start : after.index("```", start)]
+    assert ">>>" not in code and "local[2]" in code and "127.0.0.1" in code
+    exec(compile(code, "docs/tables.md (spark example)", "exec"), {"__name__": "docs_spark_example"})
