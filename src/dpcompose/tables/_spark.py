@@ -262,35 +262,39 @@ def _raw(name: str, kind: str) -> Any:
 _FEW = 1 << 16  # distinct strings up to this many are coded on the driver and broadcast
 
 
-def _with_string_codes(df: Any, name: str, out: str) -> Any:
-    """``df`` with the column ``out``: the blake2b code of string column ``name`` (null for null), joined
-    on the value. Up to ``_FEW`` distinct values are collected and coded on the driver and broadcast;
-    beyond, the UDF runs once per distinct value on the executors and the codes are joined back — either
-    way far less than a Python call per row."""
+def _string_codes(df: Any, name: str) -> Any:
+    """A frame ``(__dp_sv, __dp_sc)``: every non-null value of string column ``name`` of ``df`` and its
+    blake2b code. Up to ``_FEW`` distinct values are collected and coded on the driver (one small job) and
+    the frame is broadcast; beyond, the UDF runs once per distinct value on the executors — either way
+    far less than a Python call per row. Coding the values of the unfiltered column covers every value a
+    filtered, capped subset holds."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    value = f"{out}_v"
-    distinct = df.select(F.col(name).alias(value)).where(F.col(value).isNotNull()).distinct()
+    distinct = df.select(F.col(name).alias("__dp_sv")).where(F.col("__dp_sv").isNotNull()).distinct()
     few = distinct.limit(_FEW + 1).collect()
     if len(few) <= _FEW:
-        schema = T.StructType([T.StructField(value, T.StringType()), T.StructField(out, T.LongType())])
+        schema = T.StructType(
+            [T.StructField("__dp_sv", T.StringType()), T.StructField("__dp_sc", T.LongType())]
+        )
         table = [(r[0], _signed(string_code(r[0]))) for r in few]
-        codes = F.broadcast(df.sparkSession.createDataFrame(table, schema))
-    else:
-        codes = distinct.select(F.col(value), _string_code_udf()(F.col(value)).alias(out))
-    return df.join(codes, F.col(name) == F.col(value), "left").drop(value)
+        return F.broadcast(df.sparkSession.createDataFrame(table, schema))
+    return distinct.select(F.col("__dp_sv"), _string_code_udf()(F.col("__dp_sv")).alias("__dp_sc"))
 
 
-def _row_key(df: Any, columns: list[str], kinds: Mapping[str, str], out: str) -> Any:
+def _row_key(
+    df: Any, columns: list[str], kinds: Mapping[str, str], out: str, tables: Mapping[str, Any]
+) -> Any:
     """``df`` with the column ``out``: the row key over ``columns`` (spec order), as ``key ^ 2**63`` so
-    that the signed order of ``out`` is the unsigned order of the key."""
+    that the signed order of ``out`` is the unsigned order of the key. ``tables``: for each string
+    column, its :func:`_string_codes` frame."""
     from pyspark.sql import functions as F
 
     original = list(df.columns)
     strings = {c: f"__dp_sc{i}" for i, c in enumerate(columns) if kinds[c] == "str"}
     for c, code_col in strings.items():
-        df = _with_string_codes(df, c, code_col)
+        table = tables[c].select(F.col("__dp_sv").alias(f"{code_col}_v"), F.col("__dp_sc").alias(code_col))
+        df = df.join(table, F.col(c) == F.col(f"{code_col}_v"), "left").drop(f"{code_col}_v")
     s = _Steps(df)
     numeric = [c for c in columns if c not in strings]
     raw = s.step([_raw(c, kinds[c]) for c in numeric]) if numeric else []
@@ -355,13 +359,15 @@ class SparkEngine:
         if plan.predicate is not None:
             df = df.filter(to_spark(plan.predicate))
         by = list(plan.by)
+        capped = plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None)
+        tables = {c: _string_codes(df, c) for c in plan.columns if capped and kinds[c] == "str"}
         if by and plan.keys is not None:
             keys = F.broadcast(self._keys_frame(data.sparkSession, plan, df.schema))  # public, small
             cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
             df = df.join(keys, on=cond, how="left_semi")
         if plan.id is not None and plan.max_groups is not None and by:
             pairs = df.select(plan.id, *by).distinct()
-            pairs = _row_key(pairs, [plan.id, *by], kinds, "__dp_gkey")
+            pairs = _row_key(pairs, [plan.id, *by], kinds, "__dp_gkey", tables)
             w = Window.partitionBy(plan.id).orderBy(F.col("__dp_gkey"))
             keep = pairs.withColumn("__dp_r", F.row_number().over(w)).filter(
                 F.col("__dp_r") <= plan.max_groups
@@ -370,7 +376,7 @@ class SparkEngine:
             cond = [df[c].eqNullSafe(keep[f"__dp_k_{c}"]) for c in (plan.id, *by)]
             df = df.join(keep, on=cond, how="left_semi")
         if plan.id is not None and plan.max_rows is not None:
-            df = _row_key(df, list(plan.columns), kinds, "__dp_key")
+            df = _row_key(df, list(plan.columns), kinds, "__dp_key", tables)
             w = Window.partitionBy(plan.id).orderBy(F.col("__dp_key"))
             df = df.withColumn("__dp_r", F.row_number().over(w)).filter(F.col("__dp_r") <= plan.max_rows)
         aggs = [F.count(F.lit(1)).alias("__dp_n")]
