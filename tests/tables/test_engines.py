@@ -79,6 +79,7 @@ def polars_frame(rows: list[dict[str, Any]]) -> Any:
 INCOME = sum_spec("income", SCHEMA.column("income"), None)
 BIG = sum_spec("big", SCHEMA.column("big"), None)  # k = 10: integer rounding half to even
 INCOME_NARROW = sum_spec("income", SCHEMA.column("income"), (0.0, 3.0))
+INCOME_TINY = sum_spec("income", SCHEMA.column("income"), (-1e-310, 5e-324))  # k = -1060: 2**1060 overflows
 ALL = tuple(n for n, _ in SCHEMA.columns)
 
 
@@ -102,7 +103,7 @@ def _plan(
 col = dp.col
 PLANS: dict[str, Plan] = {
     "total_count_rows": _plan(_cols("user"), id=None, max_rows=None),
-    "total_sums_capped": _plan(_cols("user", "income", "big"), sums=(INCOME, BIG)),
+    "total_sums_capped": _plan(_cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY)),
     "known_str_keys": _plan(
         _cols("user", "state", "income"),
         by=("state",),

@@ -10,6 +10,7 @@ in its big-index build). The driver recombines ``Σhi·2**16 + Σlo - n·2**31``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,6 +111,22 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
     return value_codes(values, nulls if nulls.any() else None)
 
 
+def _scalings(k: int) -> list[float]:
+    """Powers of two whose product is ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give
+    ``k`` down to ``-1104``); scaling by them in turn is exact, as the result stays within ``2**31``.
+
+    Examples:
+        >>> _scalings(0), _scalings(3), len(_scalings(-1104))
+        ([], [0.125], 2)
+    """
+    if k == 0:
+        return []
+    if abs(k) <= 1000:
+        return [math.ldexp(1.0, -k)]
+    half = -k // 2
+    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]
+
+
 def _grid_expr(spec: SumSpec) -> Any:
     """The column's grid values (Int64): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
     import polars as pl
@@ -118,8 +135,8 @@ def _grid_expr(spec: SumSpec) -> Any:
     if spec.kind == "float":
         c = c.cast(pl.Float64).fill_nan(float(spec.fill)).fill_null(float(spec.fill))
         c = c.clip(float(spec.lo), float(spec.hi))
-        if spec.k != 0:
-            c = c * float(np.ldexp(1.0, -spec.k))  # exact: |x·2**-k| <= 2**31, a power-of-two scaling
+        for factor in _scalings(spec.k):
+            c = c * factor  # exact: |x·2**-k| <= 2**31, power-of-two scalings
         return c.round(0, mode="half_to_even").cast(pl.Int64)
     c = c.cast(pl.Int64).fill_null(int(spec.fill)).clip(int(spec.lo), int(spec.hi))
     if spec.k <= 0:

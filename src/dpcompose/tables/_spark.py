@@ -28,6 +28,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from collections.abc import Mapping
@@ -311,6 +312,22 @@ def _row_key(
     return s.df.select(*[F.col(c) for c in original], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
 
 
+def _scalings(k: int) -> list[float]:
+    """Powers of two whose product is ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give
+    ``k`` down to ``-1104``); scaling by them in turn is exact, as the result stays within ``2**31``.
+
+    Examples:
+        >>> _scalings(0), _scalings(3), len(_scalings(-1104))
+        ([], [0.125], 2)
+    """
+    if k == 0:
+        return []
+    if abs(k) <= 1000:
+        return [math.ldexp(1.0, -k)]
+    half = -k // 2
+    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]
+
+
 def _grid_col(spec: SumSpec) -> Any:
     """The column's grid values (bigint): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
     from pyspark.sql import functions as F
@@ -321,8 +338,8 @@ def _grid_col(spec: SumSpec) -> Any:
         fill = F.lit(float(spec.fill))
         d = F.when(d.isNull() | F.isnan(d), fill).otherwise(d)
         d = F.least(F.greatest(d, F.lit(float(spec.lo))), F.lit(float(spec.hi)))
-        if spec.k != 0:
-            d = d * F.lit(2.0**-spec.k)  # exact: a power-of-two scaling of |x| <= 2**31·2**k
+        for factor in _scalings(spec.k):
+            d = d * F.lit(factor)  # exact: power-of-two scalings of |x| <= 2**31·2**k
         f = F.floor(d)  # bigint; d - f is exact (|d| <= 2**31)
         r = d - f.cast("double")
         up = (r > F.lit(0.5)) | ((r == F.lit(0.5)) & (f.bitwiseAND(F.lit(1)) == F.lit(1)))
