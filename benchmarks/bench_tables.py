@@ -9,6 +9,10 @@ where both are installed, e.g. a venv with ``pip install opendp==0.16 polars==1.
 ``truncate_num_groups`` is run with ``keep="first"`` (its default ``"sample"`` failed on this Polars).
 
     python benchmarks/bench_tables.py [--sizes 1000000 10000000] [--repeat 3]
+    python benchmarks/bench_tables.py --spark [--sizes 1000000 3000000 10000000] [--with-1e8]
+
+``--spark`` runs the Spark scaling curve instead (benchmarks/bench_tables_spark.py: the same query through
+``dp.Context`` on a local[2] session pinned to 127.0.0.1, time per row; 10**8 rows only with ``--with-1e8``).
 """
 
 from __future__ import annotations
@@ -94,7 +98,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--one", nargs=2, metavar=("LIB", "N"))
+    parser.add_argument("--spark", action="store_true", help="the Spark scaling curve (local[2])")
+    parser.add_argument("--with-1e8", action="store_true", help="with --spark: also 10**8 rows")
     args = parser.parse_args()
+    if args.spark:
+        script = Path(__file__).resolve().parent / "bench_tables_spark.py"
+        sizes = [str(n) for n in args.sizes] if args.sizes != [1_000_000, 10_000_000] else []
+        extra = ["--with-1e8"] if args.with_1e8 else []
+        cmd = [sys.executable, str(script), *(["--sizes", *sizes] if sizes else []), *extra]
+        subprocess.run([*cmd, "--repeat", str(min(args.repeat, 2))], check=True)
+        return
     if args.one:
         one(args.one[0], int(args.one[1]), args.repeat)
         return

@@ -9,10 +9,12 @@ engine returns. An engine only has to compute those aggregates, with these primi
 * ``aggregate(data, plan)``: run the plan — select, filter, keep known keys, cap groups per identifier,
   cap rows per identifier (the hash of :mod:`dpcompose.tables._hash`), clamp with the NaN/null policy,
   convert to the fixed-point grid, group and aggregate — and collect the exact counts and integer sums
-  per key to numpy int64 arrays aligned with the plan's keys.
+  per key to numpy int64 arrays, as :class:`Aggregates`: aligned with the plan's keys when they are
+  known, or, for unknown keys (``plan.keys is None``), for every key present after the caps, in the order
+  of :func:`key_order` (by value), so the result does not depend on the engine or the partitioning.
 
-The plan (:class:`Plan`) is plain data, so a second engine (Spark) implements the same steps and is
-tested to return bit-identical arrays.
+The plan (:class:`Plan`) is plain data, so a second engine (Spark, :mod:`dpcompose.tables._spark`)
+implements the same steps and is tested to return bit-identical arrays.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Engine", "Plan", "SumSpec", "engine_for"]
+__all__ = ["Aggregates", "Engine", "Plan", "SumSpec", "engine_for", "key_order"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,9 @@ class Plan:
         columns: the declared columns the query reads, in schema order (row keys hash them in this order).
         predicate: a filter expression tree (:mod:`dpcompose.tables._expr`) or None.
         by: the group-by columns (empty: one total).
-        keys: the known keys, each a tuple of values (one per ``by`` column); ``((),)`` when ``by`` is empty.
+        keys: the known keys, each a tuple of values (one per ``by`` column); ``((),)`` when ``by`` is empty;
+            None for unknown keys: every key present in the filtered, capped data (with ``by`` empty,
+            None means the one total ``()``, as ``((),)`` does).
         id: the identifier column, or None for row-level privacy.
         max_rows: rows kept per identifier (None: no cap).
         max_groups: groups kept per identifier (None: no cap).
@@ -59,11 +63,54 @@ class Plan:
     columns: tuple[str, ...]
     predicate: Any
     by: tuple[str, ...]
-    keys: tuple[tuple[Any, ...], ...]
+    keys: tuple[tuple[Any, ...], ...] | None
     id: str | None
     max_rows: int | None
     max_groups: int | None
     sums: tuple[SumSpec, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregates:
+    """What an engine returns for a :class:`Plan`: the keys, and per key the exact row count and the
+    exact integer sum of each ``plan.sums`` entry (int64 arrays aligned with ``keys``).
+
+    ``keys`` is ``plan.keys`` when the plan lists them (a listed key absent from the data has count 0), or
+    for unknown keys the keys present after the filter and the caps, sorted by :func:`key_order`.
+    """
+
+    keys: tuple[tuple[Any, ...], ...]
+    counts: npt.NDArray[np.int64]
+    sums: list[npt.NDArray[np.int64]]
+
+
+def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The sort key of a group key: by value, column by column, nulls last (group-by columns are int,
+    str or bool; strings compare by code point, the order of their UTF-8 bytes).
+
+    Examples:
+        >>> sorted([("b", 2), (None, 1), ("a", None), ("a", 1)], key=key_order)
+        [('a', 1), ('a', None), ('b', 2), (None, 1)]
+    """
+    return tuple((v is None, 0 if v is None else v) for v in key)
+
+
+def collect_keys(
+    found: dict[tuple[Any, ...], tuple[int, list[int]]], plan: Plan
+) -> Aggregates:
+    """:class:`Aggregates` from an engine's collected groups ``key -> (count, [sum, ...])``: aligned with
+    ``plan.keys`` (zeros for absent keys) or, for unknown keys, sorted by :func:`key_order`."""
+    if not plan.by:
+        keys: tuple[tuple[Any, ...], ...] = ((),)
+    elif plan.keys is None:
+        keys = tuple(sorted(found, key=key_order))
+    else:
+        keys = plan.keys
+    empty = (0, [0] * len(plan.sums))
+    rows = [found.get(k, empty) for k in keys]
+    counts = np.array([r[0] for r in rows], dtype=np.int64)
+    sums = [np.array([r[1][i] for r in rows], dtype=np.int64) for i in range(len(plan.sums))]
+    return Aggregates(keys, counts, sums)
 
 
 class Engine(Protocol):
@@ -75,14 +122,15 @@ class Engine(Protocol):
         """Column name -> kind (``"int"``, ``"float"``, ``"str"``, ``"bool"``, or another type name)."""
         ...
 
-    def aggregate(self, data: Any, plan: Plan) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
-        """The exact count per key and the exact integer sum per key for each ``plan.sums`` entry."""
+    def aggregate(self, data: Any, plan: Plan) -> Aggregates:
+        """The keys, the exact count per key and the exact integer sum per key for each ``plan.sums``
+        entry."""
         ...
 
 
 def engine_for(data: object) -> Engine | None:
-    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame), or
-    None. Engine modules are imported only when data of their type is seen.
+    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame, Spark
+    DataFrame), or None. Engine modules are imported only when data of their type is seen.
 
     Examples:
         >>> engine_for([1, 2]) is None
@@ -94,4 +142,9 @@ def engine_for(data: object) -> Engine | None:
 
         if is_polars_data(data):
             return PolarsEngine()
+    if module == "pyspark":
+        from dpcompose.tables._spark import SparkEngine, is_spark_data
+
+        if is_spark_data(data):
+            return SparkEngine()
     return None

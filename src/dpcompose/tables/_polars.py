@@ -10,13 +10,14 @@ in its big-index build). The driver recombines ``Σhi·2**16 + Σlo - n·2**31``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.tables._engine import Plan, SumSpec
+from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
 from dpcompose.tables._expr import Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
@@ -110,6 +111,22 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
     return value_codes(values, nulls if nulls.any() else None)
 
 
+def _scalings(k: int) -> list[float]:
+    """Powers of two whose product is ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give
+    ``k`` down to ``-1104``); scaling by them in turn is exact, as the result stays within ``2**31``.
+
+    Examples:
+        >>> _scalings(0), _scalings(3), len(_scalings(-1104))
+        ([], [0.125], 2)
+    """
+    if k == 0:
+        return []
+    if abs(k) <= 1000:
+        return [math.ldexp(1.0, -k)]
+    half = -k // 2
+    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]
+
+
 def _grid_expr(spec: SumSpec) -> Any:
     """The column's grid values (Int64): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
     import polars as pl
@@ -118,8 +135,8 @@ def _grid_expr(spec: SumSpec) -> Any:
     if spec.kind == "float":
         c = c.cast(pl.Float64).fill_nan(float(spec.fill)).fill_null(float(spec.fill))
         c = c.clip(float(spec.lo), float(spec.hi))
-        if spec.k != 0:
-            c = c * float(np.ldexp(1.0, -spec.k))  # exact: |x·2**-k| <= 2**31, a power-of-two scaling
+        for factor in _scalings(spec.k):
+            c = c * factor  # exact: |x·2**-k| <= 2**31, power-of-two scalings
         return c.round(0, mode="half_to_even").cast(pl.Int64)
     c = c.cast(pl.Int64).fill_null(int(spec.fill)).clip(int(spec.lo), int(spec.hi))
     if spec.k <= 0:
@@ -148,7 +165,7 @@ class PolarsEngine:
             schema = pl.from_pandas(data).schema
         return {name: _kind(dtype) for name, dtype in schema.items()}
 
-    def aggregate(self, data: Any, plan: Plan) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+    def aggregate(self, data: Any, plan: Plan) -> Aggregates:
         import polars as pl
 
         kinds = {name: _kind(dtype) for name, dtype in _lazy(data).collect_schema().items()}
@@ -159,8 +176,7 @@ class PolarsEngine:
         if plan.predicate is not None:
             lf = lf.filter(to_polars(plan.predicate))
         by = list(plan.by)
-        keys = None
-        if by:
+        if by and plan.keys is not None:
             keys = self._keys_frame(plan, lf.collect_schema())
             lf = lf.join(keys.lazy(), on=by, how="semi", nulls_equal=True)
         if plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None):
@@ -176,32 +192,23 @@ class PolarsEngine:
         aggs = [pl.len().cast(pl.Int64).alias("__dp_n")]
         for i, spec in enumerate(plan.sums):
             u = _grid_expr(spec) + (1 << 31)
-            aggs.append((u // 65536).sum().alias(f"__dp_hi{i}"))
-            aggs.append((u % 65536).sum().alias(f"__dp_lo{i}"))
-        if by:
-            assert keys is not None
-            grouped = lf.group_by(by).agg(aggs)
-            out = (
-                keys.lazy()
-                .join(grouped, on=by, how="left", nulls_equal=True, maintain_order="left")
-                .collect()
-            )
-            out = out.fill_null(0)
-        else:
-            out = lf.select(aggs).collect()
-        n = out.get_column("__dp_n").cast(pl.Int64).to_numpy().astype(np.int64)
-        sums = []
-        for i in range(len(plan.sums)):
-            hi = out.get_column(f"__dp_hi{i}").cast(pl.Int64).to_numpy().astype(object)
-            lo = out.get_column(f"__dp_lo{i}").cast(pl.Int64).to_numpy().astype(object)
-            total = hi * 65536 + lo - n.astype(object) * (1 << 31)
-            sums.append(np.array([int(t) for t in total], dtype=np.int64))
-        return n, sums
+            aggs.append((u // 65536).sum().cast(pl.Int64).alias(f"__dp_hi{i}"))
+            aggs.append((u % 65536).sum().cast(pl.Int64).alias(f"__dp_lo{i}"))
+        out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
+        found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
+        for row in out.iter_rows():
+            key, n, parts = tuple(row[: len(by)]), row[len(by)], row[len(by) + 1 :]
+            if n == 0:  # the total of an empty frame: no rows, all sums 0
+                continue
+            sums = [parts[2 * i] * 65536 + parts[2 * i + 1] - n * (1 << 31) for i in range(len(plan.sums))]
+            found[key] = (n, sums)
+        return collect_keys(found, plan)
 
     @staticmethod
     def _keys_frame(plan: Plan, schema: Any) -> Any:
         import polars as pl
 
+        assert plan.keys is not None  # called for known keys only
         columns = {}
         for j, name in enumerate(plan.by):
             columns[name] = pl.Series(name, [k[j] for k in plan.keys], dtype=schema[name])

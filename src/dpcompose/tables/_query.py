@@ -267,8 +267,8 @@ class TableQuery:
         def run(data: Any) -> Any:
             engine = engine_for(data)
             assert engine is not None  # the domain check ran first
-            counts, sums = engine.aggregate(data, plan)
-            return self._finish(counts, sums)
+            found = engine.aggregate(data, plan)
+            return self._finish(found.keys, found.counts, found.sums)
 
         return Measurement(
             ctx.domain,
@@ -286,7 +286,7 @@ class TableQuery:
             ),
         )
 
-    def _finish(self, counts: np.ndarray, sums: list[np.ndarray]) -> Any:
+    def _finish(self, keys: tuple[tuple[Any, ...], ...], counts: np.ndarray, sums: list[np.ndarray]) -> Any:
         import polars as pl
 
         noisy: dict[str, np.ndarray] = {}
@@ -299,7 +299,7 @@ class TableQuery:
         kinds = {name: c.kind for name, c in self._ctx.domain.columns}
         dtypes = {"int": pl.Int64, "float": pl.Float64, "str": pl.String, "bool": pl.Boolean}
         for j, name in enumerate(plan.by):
-            columns[name] = pl.Series(name, [k[j] for k in plan.keys], dtype=dtypes[kinds[name]])
+            columns[name] = pl.Series(name, [k[j] for k in keys], dtype=dtypes[kinds[name]])
         specs = {s.column: s for s in plan.sums}
         for agg in self.aggs:
             if agg.op == "count":

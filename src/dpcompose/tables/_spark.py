@@ -1,0 +1,423 @@
+"""The Spark engine: the :class:`~dpcompose.tables._engine.Plan` on a ``pyspark.sql.DataFrame``, bit-identical
+to the Polars engine. Imported only when a Spark DataFrame is seen, so ``import dpcompose`` needs no Spark.
+
+How the specified hash (:mod:`dpcompose.tables._hash`) runs inside Spark:
+
+* int and bool values: their int64 bit pattern, then SplitMix64 written in Spark SQL ``bigint``
+  operations. The two wrapping steps (``+`` and ``*`` modulo ``2**64``) are built from 16- and 32-bit
+  limbs whose partial products stay below ``2**50``, so no operation overflows and the result is the same
+  with ``spark.sql.ansi.enabled`` on (where a wrapping ``bigint`` product raises) or off. Everything
+  else is ``^``, ``&``, ``|``, ``shiftleft`` and ``shiftrightunsigned``, which never overflow.
+* float values: the IEEE-754 bit pattern by ``java.lang.Double.doubleToLongBits`` (via Spark's
+  ``reflect``), which maps every NaN to ``0x7FF8000000000000`` as the spec does; ``-0.0`` is read as
+  ``0.0`` first.
+* strings: blake2b has no Spark SQL function, so the 8-byte blake2b code is computed once per distinct
+  value — on the driver and broadcast when there are at most 65536, else by a Python UDF on the
+  executors — and joined back to the rows. The UDF is defined inside a function (cloudpickle ships it by
+  value) and needs only ``hashlib`` on the executors, not dpcompose.
+* ordering: a key's unsigned order is the signed order of ``key ^ 2**63``, so ``row_number`` over that
+  column keeps the rows with the smallest unsigned keys, as the Polars engine's ordinal rank does.
+
+The grid (clamp, scale by ``2**-k``, round half to even) is integer and exact-float arithmetic, and the
+sums add 16-bit halves in ``bigint`` exactly as the Polars engine does; the driver recombines them.
+
+Examples:
+    >>> _signed(0xFFFFFFFFFFFFFFFF), _signed(5)
+    (-1, 5)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from dpcompose.errors import DPError
+from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
+from dpcompose.tables._expr import Expr
+from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
+
+__all__ = ["SparkEngine", "SparkUnavailable", "check_java", "is_spark_data", "local_session"]
+
+_M32 = 0xFFFFFFFF
+_M16 = 0xFFFF
+_SIGN = -(1 << 63)  # the bit pattern 0x8000000000000000 as a signed bigint
+
+
+class SparkUnavailable(DPError):
+    """Spark cannot start here: pyspark is not installed, or no Java runtime is found."""
+
+
+def _signed(u: int) -> int:
+    """The signed int64 with the bit pattern of the unsigned 64-bit ``u``."""
+    return u - (1 << 64) if u >= 1 << 63 else u
+
+
+def is_spark_data(data: object) -> bool:
+    """Whether ``data`` is a ``pyspark.sql.DataFrame`` (pyspark imported only if the type's module is)."""
+    if type(data).__module__.split(".")[0] != "pyspark":
+        return False
+    from pyspark.sql import DataFrame
+
+    return isinstance(data, DataFrame)
+
+
+def check_java() -> str:
+    """The ``java`` executable Spark will start (``$JAVA_HOME/bin/java``, else ``java`` on PATH).
+
+    Raises:
+        SparkUnavailable: no Java runtime found, with how to install one.
+    """
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        exe = os.path.join(home, "bin", "java")
+        if os.access(exe, os.X_OK):
+            return exe
+    found = shutil.which("java")
+    if found is None:
+        raise SparkUnavailable(
+            "Spark needs a Java runtime (JDK 8, 11 or 17 for Spark 3.5): none found "
+            f"(JAVA_HOME={home!r}, no 'java' on PATH). Install one (e.g. apt-get install "
+            "openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    return found
+
+
+def local_session(
+    app_name: str = "dpcompose", cores: int = 2, shuffle_partitions: int = 4, memory: str = "1g"
+) -> Any:
+    """A local Spark session pinned to the loopback interface (``local[cores]``, UI off, few shuffle
+    partitions, ``memory`` for the driver JVM, which in local mode runs the tasks too): for tests, docs and
+    one-machine runs. On a cluster, build your own session instead.
+
+    Raises:
+        SparkUnavailable: pyspark is not installed, or no Java runtime is found.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkUnavailable("pyspark is not installed: pip install 'dpcompose[spark]'") from None
+    check_java()
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.default.parallelism", str(cores))
+        .config("spark.driver.memory", memory)
+        .getOrCreate()
+    )
+
+
+def _kind(dtype: Any) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return "int"
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return "float"
+    if isinstance(dtype, T.StringType):
+        return "str"
+    if isinstance(dtype, T.BooleanType):
+        return "bool"
+    return str(dtype.simpleString())
+
+
+def to_spark(e: Expr) -> Any:
+    """The Spark Column for an engine-neutral expression (Spark's null and NaN semantics are those of
+    :mod:`dpcompose.tables._expr`: null propagates, NaN equals NaN and is above every other float)."""
+    from pyspark.sql import functions as F
+
+    op = e.op
+    if op == "col":
+        return F.col(e.args[0])
+    if op == "lit":
+        return F.lit(e.args[0])
+    if op in ("and", "or"):
+        a, b = to_spark(e.args[0]), to_spark(e.args[1])
+        return a & b if op == "and" else a | b
+    if op == "not":
+        return ~to_spark(e.args[0])
+    if op == "is_in":
+        values = list(e.args[1])
+        if not values:
+            return F.lit(False)
+        return F.coalesce(to_spark(e.args[0]).isin(values), F.lit(False))
+    if op == "is_null":
+        return to_spark(e.args[0]).isNull()
+    a, b = to_spark(e.args[0]), to_spark(e.args[1])
+    return {
+        "==": lambda: a == b,
+        "!=": lambda: a != b,
+        "<": lambda: a < b,
+        "<=": lambda: a <= b,
+        ">": lambda: a > b,
+        ">=": lambda: a >= b,
+    }[op]()
+
+
+# --- SplitMix64 in bigint operations that never overflow ------------------------------------------------
+
+
+class _Steps:
+    """A chain of ``select``s. An expression that uses a value several times is written over a
+    materialised column (a plain reference, cheap to repeat), so expressions stay small; one ``select``
+    per step computes that step for every column at once, and drops the previous step's columns."""
+
+    def __init__(self, df: Any) -> None:
+        self.df, self.base, self.n = df, list(df.columns), 0
+
+    def step(self, exprs: list[Any], keep: bool = False) -> list[Any]:
+        """Materialise ``exprs`` (dropping the previous step's columns, unless kept); references to the new
+        columns. ``keep``: carry the new columns through every later step."""
+        from pyspark.sql import functions as F
+
+        names = [f"__dp_t{self.n}_{i}" for i in range(len(exprs))]
+        self.n += 1
+        new = [e.alias(n) for e, n in zip(exprs, names, strict=True)]
+        self.df = self.df.select(*[F.col(c) for c in self.base], *new)
+        if keep:
+            self.base = [*self.base, *names]
+        return [F.col(n) for n in names]
+
+
+def _add(c: Any, g: int) -> Any:
+    """``c + g`` modulo ``2**64`` (``c`` a bigint column reference, ``g`` an unsigned 64-bit constant), in
+    32-bit limbs: no intermediate reaches ``2**34``."""
+    from pyspark.sql import functions as F
+
+    lo = c.bitwiseAND(F.lit(_M32)) + F.lit(g & _M32)
+    hi = (F.shiftrightunsigned(c, 32) + F.lit(g >> 32) + F.shiftright(lo, 32)).bitwiseAND(F.lit(_M32))
+    return F.shiftleft(hi, 32).bitwiseOR(lo.bitwiseAND(F.lit(_M32)))
+
+
+def _mul(x: Any, m: int) -> Any:
+    """``x * m`` modulo ``2**64``: with ``x = a·2**32 + b`` and ``m = c·2**32 + d`` the low word is that of
+    ``b·d`` and the high word is ``hi(b·d) + a·d + b·c`` modulo ``2**32``; ``d`` and ``c`` are split into
+    16-bit halves so every partial product is below ``2**48`` and every sum below ``2**51``."""
+    from pyspark.sql import functions as F
+
+    c, d = m >> 32, m & _M32
+    d1, d0, c1, c0 = d >> 16, d & _M16, c >> 16, c & _M16
+    a = F.shiftrightunsigned(x, 32)
+    b = x.bitwiseAND(F.lit(_M32))
+    t1 = b * F.lit(d1)
+    low = b * F.lit(d0) + t1.bitwiseAND(F.lit(_M16)) * F.lit(1 << 16)  # b·d mod 2**48, < 2**49
+    ad = a * F.lit(d0) + (a * F.lit(d1)).bitwiseAND(F.lit(_M16)) * F.lit(1 << 16)
+    bc = b * F.lit(c0) + (b * F.lit(c1)).bitwiseAND(F.lit(_M16)) * F.lit(1 << 16)
+    hi = (F.shiftright(t1, 16) + F.shiftright(low, 32) + ad + bc).bitwiseAND(F.lit(_M32))
+    return F.shiftleft(hi, 32).bitwiseOR(low.bitwiseAND(F.lit(_M32)))
+
+
+def _xorshift(c: Any, r: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return c.bitwiseXOR(F.shiftrightunsigned(c, r))
+
+
+def _splitmix(s: _Steps, xs: list[Any]) -> list[Any]:
+    """SplitMix64's output function (the spec of :mod:`dpcompose.tables._hash`) on each expression of
+    ``xs`` (each used twice, so keep them small), in three ``select``s; the last xorshift is returned
+    unmaterialised, for the next step to use."""
+    z0 = s.step([_add(x, int(_GAMMA)) for x in xs])
+    z2 = s.step([_mul(_xorshift(z, 30), int(_M1)) for z in z0])
+    z4 = s.step([_mul(_xorshift(z, 27), int(_M2)) for z in z2])
+    return [_xorshift(z, 31) for z in z4]
+
+
+def _string_code_udf() -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    def code(v: str | None) -> int | None:  # shipped by value: needs hashlib only
+        import hashlib
+
+        if v is None:
+            return None
+        digest = hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        u = int.from_bytes(digest, "little")
+        return u - (1 << 64) if u >= 1 << 63 else u
+
+    return F.udf(code, T.LongType())
+
+
+def _raw(name: str, kind: str) -> Any:
+    """The value's 64-bit input to SplitMix64 (bigint bits; 0 for null)."""
+    from pyspark.sql import functions as F
+
+    c = F.col(name)
+    if kind == "float":
+        d = c.cast("double")
+        d = F.when(d.isNull() | (d == F.lit(0.0)), F.lit(0.0)).otherwise(d)  # null (coded later), -0.0 -> 0.0
+        bits = F.call_function("reflect", F.lit("java.lang.Double"), F.lit("doubleToLongBits"), d)
+        return F.coalesce(bits.cast("bigint"), F.lit(0).cast("bigint"))
+    return F.coalesce(c.cast("bigint"), F.lit(0).cast("bigint"))
+
+
+_FEW = 1 << 16  # distinct strings up to this many are coded on the driver and broadcast
+
+
+def _string_codes(df: Any, name: str) -> Any:
+    """A frame ``(__dp_sv, __dp_sc)``: every non-null value of string column ``name`` of ``df`` and its
+    blake2b code. Up to ``_FEW`` distinct values are collected and coded on the driver (one small job) and
+    the frame is broadcast; beyond, the UDF runs once per distinct value on the executors — either way
+    far less than a Python call per row. Coding the values of the unfiltered column covers every value a
+    filtered, capped subset holds."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    distinct = df.select(F.col(name).alias("__dp_sv")).where(F.col("__dp_sv").isNotNull()).distinct()
+    few = distinct.limit(_FEW + 1).collect()
+    if len(few) <= _FEW:
+        schema = T.StructType(
+            [T.StructField("__dp_sv", T.StringType()), T.StructField("__dp_sc", T.LongType())]
+        )
+        table = [(r[0], _signed(string_code(r[0]))) for r in few]
+        return F.broadcast(df.sparkSession.createDataFrame(table, schema))
+    return distinct.select(F.col("__dp_sv"), _string_code_udf()(F.col("__dp_sv")).alias("__dp_sc"))
+
+
+def _row_key(
+    df: Any, columns: list[str], kinds: Mapping[str, str], out: str, tables: Mapping[str, Any]
+) -> Any:
+    """``df`` with the column ``out``: the row key over ``columns`` (spec order), as ``key ^ 2**63`` so
+    that the signed order of ``out`` is the unsigned order of the key. ``tables``: for each string
+    column, its :func:`_string_codes` frame."""
+    from pyspark.sql import functions as F
+
+    original = list(df.columns)
+    strings = {c: f"__dp_sc{i}" for i, c in enumerate(columns) if kinds[c] == "str"}
+    for c, code_col in strings.items():
+        table = tables[c].select(F.col("__dp_sv").alias(f"{code_col}_v"), F.col("__dp_sc").alias(code_col))
+        df = df.join(table, F.col(c) == F.col(f"{code_col}_v"), "left").drop(f"{code_col}_v")
+    s = _Steps(df)
+    numeric = [c for c in columns if c not in strings]
+    raw = s.step([_raw(c, kinds[c]) for c in numeric]) if numeric else []
+    mixed = dict(zip(numeric, _splitmix(s, raw), strict=True)) if numeric else {}
+    null = F.lit(_signed(int(NULL_CODE)))
+    codes = []
+    for c in columns:
+        code = F.col(strings[c]) if c in strings else mixed[c]
+        codes.append(F.when(F.col(c).isNull(), null).otherwise(code))
+    codes = s.step(codes, keep=True)
+    acc: Any = F.lit(_signed(int(ROW_SEED)))
+    for code in codes:
+        acc = _splitmix(s, [acc.bitwiseXOR(code)])[0]
+    return s.df.select(*[F.col(c) for c in original], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
+
+
+def _scalings(k: int) -> list[float]:
+    """Powers of two whose product is ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give
+    ``k`` down to ``-1104``); scaling by them in turn is exact, as the result stays within ``2**31``.
+
+    Examples:
+        >>> _scalings(0), _scalings(3), len(_scalings(-1104))
+        ([], [0.125], 2)
+    """
+    if k == 0:
+        return []
+    if abs(k) <= 1000:
+        return [math.ldexp(1.0, -k)]
+    half = -k // 2
+    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]
+
+
+def _grid_col(spec: SumSpec) -> Any:
+    """The column's grid values (bigint): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
+    from pyspark.sql import functions as F
+
+    c = F.col(spec.column)
+    if spec.kind == "float":
+        d = c.cast("double")
+        fill = F.lit(float(spec.fill))
+        d = F.when(d.isNull() | F.isnan(d), fill).otherwise(d)
+        d = F.least(F.greatest(d, F.lit(float(spec.lo))), F.lit(float(spec.hi)))
+        for factor in _scalings(spec.k):
+            d = d * F.lit(factor)  # exact: power-of-two scalings of |x| <= 2**31·2**k
+        f = F.floor(d)  # bigint; d - f is exact (|d| <= 2**31)
+        r = d - f.cast("double")
+        up = (r > F.lit(0.5)) | ((r == F.lit(0.5)) & (f.bitwiseAND(F.lit(1)) == F.lit(1)))
+        return f + up.cast("bigint")
+    v = F.coalesce(c.cast("bigint"), F.lit(int(spec.fill)).cast("bigint"))
+    v = F.least(F.greatest(v, F.lit(int(spec.lo)).cast("bigint")), F.lit(int(spec.hi)).cast("bigint"))
+    if spec.k <= 0:
+        return v
+    step = 1 << spec.k
+    q = F.shiftright(v, spec.k)  # floor division by 2**k
+    r = v.bitwiseAND(F.lit(step - 1))
+    half = step >> 1
+    up = (r > F.lit(half)) | ((r == F.lit(half)) & (q.bitwiseAND(F.lit(1)) == F.lit(1)))
+    return q + up.cast("bigint")
+
+
+class SparkEngine:
+    """The Spark implementation of :class:`~dpcompose.tables._engine.Engine`."""
+
+    name = "spark"
+
+    def schema(self, data: Any) -> Mapping[str, str]:
+        return {f.name: _kind(f.dataType) for f in data.schema.fields}
+
+    def aggregate(self, data: Any, plan: Plan) -> Aggregates:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        kinds = self.schema(data)
+        wide = {"int": "bigint", "float": "double"}
+        df = data.select(
+            *[F.col(c).cast(wide[kinds[c]]).alias(c) if kinds[c] in wide else F.col(c) for c in plan.columns]
+        )
+        if plan.predicate is not None:
+            df = df.filter(to_spark(plan.predicate))
+        by = list(plan.by)
+        capped = plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None)
+        tables = {c: _string_codes(df, c) for c in plan.columns if capped and kinds[c] == "str"}
+        if by and plan.keys is not None:
+            keys = F.broadcast(self._keys_frame(data.sparkSession, plan, df.schema))  # public, small
+            cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
+            df = df.join(keys, on=cond, how="left_semi")
+        if plan.id is not None and plan.max_groups is not None and by:
+            pairs = df.select(plan.id, *by).distinct()
+            pairs = _row_key(pairs, [plan.id, *by], kinds, "__dp_gkey", tables)
+            w = Window.partitionBy(plan.id).orderBy(F.col("__dp_gkey"))
+            keep = pairs.withColumn("__dp_r", F.row_number().over(w)).filter(
+                F.col("__dp_r") <= plan.max_groups
+            )
+            keep = keep.select(*[F.col(c).alias(f"__dp_k_{c}") for c in (plan.id, *by)])
+            cond = [df[c].eqNullSafe(keep[f"__dp_k_{c}"]) for c in (plan.id, *by)]
+            df = df.join(keep, on=cond, how="left_semi")
+        if plan.id is not None and plan.max_rows is not None:
+            df = _row_key(df, list(plan.columns), kinds, "__dp_key", tables)
+            w = Window.partitionBy(plan.id).orderBy(F.col("__dp_key"))
+            df = df.withColumn("__dp_r", F.row_number().over(w)).filter(F.col("__dp_r") <= plan.max_rows)
+        aggs = [F.count(F.lit(1)).alias("__dp_n")]
+        for i, spec in enumerate(plan.sums):
+            u = _grid_col(spec) + F.lit(1 << 31)  # in [0, 2**32]
+            aggs.append(F.sum(F.shiftright(u, 16)).alias(f"__dp_hi{i}"))
+            aggs.append(F.sum(u.bitwiseAND(F.lit(_M16))).alias(f"__dp_lo{i}"))
+        rows = df.groupBy(*by).agg(*aggs).collect()
+        found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
+        for row in rows:
+            key, n = tuple(row[c] for c in by), int(row["__dp_n"])
+            if n == 0:
+                continue
+            sums = [
+                int(row[f"__dp_hi{i}"]) * 65536 + int(row[f"__dp_lo{i}"]) - n * (1 << 31)
+                for i in range(len(plan.sums))
+            ]
+            found[key] = (n, sums)
+        return collect_keys(found, plan)
+
+    @staticmethod
+    def _keys_frame(spark: Any, plan: Plan, schema: Any) -> Any:
+        from pyspark.sql import types as T
+
+        assert plan.keys is not None
+        fields = [T.StructField(f"__dp_k_{c}", schema[c].dataType, True) for c in plan.by]
+        return spark.createDataFrame([tuple(k) for k in plan.keys], T.StructType(fields))
