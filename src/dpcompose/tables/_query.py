@@ -20,10 +20,9 @@ most ``M = max(|lo_g|, |hi_g|)`` grid units in one key, so the L1 and the L2 sen
 Source: McSherry 2009 (stable transformations); Dwork–Roth 2014 Thm 3.16 / Bun–Steinke 2016 Lemma 2.3
 (composition); the noise measurements cite theirs.
 
-Hooks for the catalogue pieces not yet on main: ``group_by(..., keys=None)`` (partition selection for
-unknown keys, by ``make_laplace_threshold`` / ``make_gaussian_threshold``) and quantile aggregates are
-refused with a clear error naming what is missing. A person-level unit is measured by
-``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
+``group_by(..., keys=None)`` selects unknown keys privately (partition selection with the discrete
+Laplace threshold of ``make_laplace_threshold``); quantile aggregates are not built yet. A person-level
+unit is measured by ``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
 """
 
 from __future__ import annotations
@@ -41,8 +40,10 @@ from dpcompose.core import (
     ZCDP,
     ApproxDP,
     AtomDomain,
+    L01InfDistance,
     L1Distance,
     L2Distance,
+    MapDomain,
     Measure,
     Measurement,
     Metric,
@@ -54,7 +55,12 @@ from dpcompose.core import (
 )
 from dpcompose.core._metrics import _validate_count
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
-from dpcompose.measurements import make_discrete_gaussian, make_discrete_laplace
+from dpcompose.measurements import (
+    make_discrete_gaussian,
+    make_discrete_laplace,
+    make_laplace_threshold,
+    partition_threshold,
+)
 from dpcompose.tables import _expr
 from dpcompose.tables._engine import Plan, SumSpec, engine_for
 from dpcompose.tables._schema import Column, FrameDomain
@@ -62,6 +68,16 @@ from dpcompose.tables._schema import Column, FrameDomain
 __all__ = ["Agg", "Context", "PrivacyUnit", "Query", "TableQuery", "count", "mean", "sum", "unit_of"]
 
 _INTS = VectorDomain(AtomDomain(int))
+_KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
+
+
+def _check_selection_budget(measure: Measure[Any], budget: Any) -> None:
+    """Unknown keys need a δ: refuse other budgets before anything is built or spent."""
+    if not isinstance(measure, ApproxDP) or budget[1] <= 0:
+        raise InvalidParameter(
+            "group_by(..., keys=None) selects the keys privately (partition selection), which needs a δ: "
+            "use Context(..., measure=dp.ApproxDP(), privacy_loss=(ε, δ)) with δ > 0, or pass keys=[...]"
+        )
 
 
 # --- privacy unit -----------------------------------------------------------------------------------
@@ -237,9 +253,12 @@ class TableQuery:
         measure = ctx.measure
         released: list[_Released] = []
         r = plan.max_rows if plan.max_rows is not None else 1
+        self.unknown_keys = plan.keys is None and bool(plan.by)
+        if self.unknown_keys:
+            _check_selection_budget(measure, budget)
         wanted: list[tuple[str, SumSpec | None]] = []
-        if any(a.op in ("count", "mean") for a in aggs):
-            wanted.append(("count", None))
+        if self.unknown_keys or any(a.op in ("count", "mean") for a in aggs):
+            wanted.append(("count", None))  # unknown keys: the noisy counts select the keys
         wanted.extend((s.column, s) for s in plan.sums)
         share = len(wanted)
         for what, maybe in wanted:
@@ -254,15 +273,37 @@ class TableQuery:
                 noise = make_discrete_laplace(_INTS, L1Distance(), scale)
             released.append(_Released(what, maybe, sens, noise, scale))
         self._released = tuple(released)
+        self.threshold: int | None = None
+        if self.unknown_keys:
+            # per person (or row): at most l0 keys, at most l∞ rows in one key, at most l1 rows in all
+            l_inf = r
+            l0 = min(plan.max_groups, r) if plan.max_groups is not None else r
+            self._l = (l0, r, l_inf)
+            count_scale = released[0].scale
+            self.threshold = partition_threshold(count_scale, budget[1], d_in=self._l)
+            self._selection = make_laplace_threshold(
+                _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold
+            )
         self.measurement = self._build()
 
     def _build(self) -> Measurement[Any, Any, Any, Any]:
         ctx, plan, released = self._ctx, self.plan, self._released
         out_measure: Measure[Any] = ZCDP() if isinstance(ctx.measure, ZCDP) else PureDP()
+        unknown = self.unknown_keys
+        if unknown:
+            out_measure = ApproxDP()
 
         def privacy_map(d_in: int) -> Any:
             costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
-            return out_measure.compose(costs)
+            if not unknown:
+                return out_measure.compose(costs)
+            # each key's release (noisy count, noisy sums) happens only when its noisy count reaches the
+            # threshold: keys in both neighbours cost their noise's ε (basic composition over the released
+            # vectors), a key in one neighbour only costs its release probability, the δ of
+            # make_laplace_threshold at (l0, l1, l∞)·d_in (Korolova et al. 2009; Wilson et al. 2020)
+            l0, l1, li = self._l
+            delta = self._selection.map((l0 * d_in, Fraction(l1 * d_in), Fraction(li * d_in)))[1]
+            return PureDP().compose(costs), delta
 
         def run(data: Any) -> Any:
             engine = engine_for(data)
@@ -278,8 +319,13 @@ class TableQuery:
             privacy_map,
             node=Node(
                 "table_query",
-                params=(("aggs", ", ".join(a.name for a in self.aggs)), ("by", ", ".join(plan.by) or "-")),
-                source="stable filter/caps (McSherry 2009) then discrete noise per released vector",
+                params=(
+                    ("aggs", ", ".join(a.name for a in self.aggs)),
+                    ("by", ", ".join(plan.by) or "-"),
+                    *((("keys", f"selected, threshold {self.threshold}"),) if unknown else ()),
+                ),
+                source="stable filter/caps (McSherry 2009) then discrete noise per released vector"
+                + ("; keys: partition selection (Korolova et al. 2009)" if unknown else ""),
                 theorem="basic composition of the released vectors",
                 children=tuple(rel.noise for rel in released),
                 child_inputs=lambda d: tuple(d * rel.sensitivity for rel in released),
@@ -294,6 +340,11 @@ class TableQuery:
             self._released, [counts, *sums] if self._released[0].spec is None else sums, strict=True
         ):
             noisy[rel.what] = rel.noise(exact)
+        if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
+            assert self.threshold is not None
+            keep = noisy["count"] >= self.threshold
+            keys = tuple(k for k, kept in zip(keys, keep.tolist(), strict=True) if kept)
+            noisy = {name: values[keep] for name, values in noisy.items()}
         plan = self.plan
         columns: dict[str, Any] = {}
         kinds = {name: c.kind for name, c in self._ctx.domain.columns}
@@ -395,8 +446,11 @@ class Query:
         """Group by the columns ``by`` with the public list ``keys`` (a value per key for one column, a
         tuple per key for several). Rows with other keys are dropped; every listed key gets a row.
 
-        ``keys=None`` (unknown keys) needs partition selection (``make_laplace_threshold`` /
-        ``make_gaussian_threshold``), not yet in this build: refused.
+        ``keys=None`` (unknown keys): every key present after the filter and the caps is a candidate, and
+        a key is released only when its noisy count reaches a threshold chosen from the query's δ
+        (partition selection, as ``make_laplace_threshold``): needs an ``ApproxDP`` Context with δ > 0.
+        With unknown keys the count is always computed and noised (it selects the keys; its ε is part of
+        the cost), and released keys come sorted by value.
         """
         if not by:
             raise InvalidParameter("by=() must name at least one column")
@@ -404,11 +458,8 @@ class Query:
             col = self._ctx.domain.column(name, "by")
             if col.kind == "float":
                 raise InvalidParameter(f"by={name!r} is a float column; group by int, str or bool columns")
-        if keys is None:
-            raise InvalidParameter(
-                "keys=None: grouping by unknown keys needs partition selection (make_laplace_threshold / "
-                "make_gaussian_threshold), which this build does not have yet; pass the public keys=[...]"
-            )
+        if keys is None:  # unknown keys: selected privately at release (partition selection)
+            return Query(self._ctx, self._budget, self._predicate, tuple(by), None, True)
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) == 0:
             raise InvalidParameter(f"keys={keys!r} must be a non-empty list of keys")
         rows: list[tuple[Any, ...]] = []
@@ -457,7 +508,7 @@ class Query:
             columns=columns,
             predicate=self._predicate,
             by=self._by,
-            keys=self._keys if self._keys is not None else ((),),
+            keys=self._keys if self._keys is not None or self._by else ((),),  # None: unknown keys
             id=None if unit is None else unit.id,
             max_rows=None if unit is None else unit.max_rows,
             max_groups=None if unit is None else unit.max_groups,
