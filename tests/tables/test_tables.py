@@ -253,8 +253,8 @@ def test_bad_input_is_refused_before_anything_runs() -> None:
         ctx.query().group_by("state", keys=["CA", 3])
     with pytest.raises(dp.InvalidParameter, match="not nullable"):
         ctx.query().group_by("state", keys=["CA", None])
-    with pytest.raises(dp.InvalidParameter, match="partition selection"):
-        ctx.query().group_by("state")
+    with pytest.raises(dp.InvalidParameter, match="partition selection"):  # a PureDP Context has no δ
+        ctx.query().group_by("state").agg(dp.tables.count())
     with pytest.raises(dp.InvalidParameter, match="no bounds"):
         ctx.query().agg(dp.tables.sum("user"))
     with pytest.raises(dp.InvalidParameter, match="str column"):
