@@ -184,7 +184,8 @@ class RowDomain(Domain):
 
 
 class FrameDomain(VectorDomain):
-    """Tables (Polars DataFrame/LazyFrame, pandas DataFrame) with the declared columns and types.
+    """Tables (Polars DataFrame/LazyFrame, pandas DataFrame, Spark DataFrame) with the declared columns and
+    types.
 
     Membership reads the engine's schema only: every declared column must be present with a matching
     type (extra columns are allowed and never read). It never scans rows. Being a VectorDomain of
@@ -252,8 +253,8 @@ class FrameDomain(VectorDomain):
         engine = engine_for(value)
         if engine is None:
             raise DomainMismatch(
-                f"{what} is a {type(value).__name__}; a table must be a Polars DataFrame or LazyFrame, or a "
-                "pandas DataFrame (with polars installed)"
+                f"{what} is a {type(value).__name__}; a table must be a Polars DataFrame or LazyFrame, a "
+                "pandas DataFrame (with polars installed) or a Spark DataFrame (pyspark)"
             )
         kinds = engine.schema(value)
         for name, col in self.columns:
