@@ -19,6 +19,7 @@ implements the same steps and is tested to return bit-identical arrays.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Aggregates", "Engine", "Plan", "SumSpec", "engine_for", "key_order"]
+__all__ = ["Aggregates", "Engine", "Plan", "SumSpec", "engine_for", "key_order", "scalings"]
 
 
 @dataclass(frozen=True)
@@ -148,3 +149,20 @@ def engine_for(data: object) -> Engine | None:
         if is_spark_data(data):
             return SparkEngine()
     return None
+
+
+def scalings(k: int) -> list[float]:
+    """The grid scaling of a :class:`SumSpec`, shared by the engines: powers of two whose product is
+    ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give ``k`` down to ``-1104``); scaling
+    by them in turn is exact, as the result stays within ``2**31``.
+
+    Examples:
+        >>> scalings(0), scalings(3), len(scalings(-1104))
+        ([], [0.125], 2)
+    """
+    if k == 0:
+        return []
+    if abs(k) <= 1000:
+        return [math.ldexp(1.0, -k)]
+    half = -k // 2
+    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]

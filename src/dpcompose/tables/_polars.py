@@ -10,7 +10,6 @@ in its big-index build). The driver recombines ``Σhi·2**16 + Σlo - n·2**31``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
+from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
@@ -109,22 +109,6 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
     else:
         values = series.cast(pl.Int64).fill_null(0).to_numpy()
     return value_codes(values, nulls if nulls.any() else None)
-
-
-def _scalings(k: int) -> list[float]:
-    """Powers of two whose product is ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give
-    ``k`` down to ``-1104``); scaling by them in turn is exact, as the result stays within ``2**31``.
-
-    Examples:
-        >>> _scalings(0), _scalings(3), len(_scalings(-1104))
-        ([], [0.125], 2)
-    """
-    if k == 0:
-        return []
-    if abs(k) <= 1000:
-        return [math.ldexp(1.0, -k)]
-    half = -k // 2
-    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]
 
 
 def _grid_expr(spec: SumSpec) -> Any:

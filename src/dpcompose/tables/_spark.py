@@ -28,7 +28,6 @@ Examples:
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 from collections.abc import Mapping
@@ -36,6 +35,7 @@ from typing import Any
 
 from dpcompose.errors import DPError
 from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
+from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import Expr
 from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
 
@@ -310,22 +310,6 @@ def _row_key(
     for code in codes:
         acc = _splitmix(s, [acc.bitwiseXOR(code)])[0]
     return s.df.select(*[F.col(c) for c in original], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
-
-
-def _scalings(k: int) -> list[float]:
-    """Powers of two whose product is ``2**-k``, each a finite float (``2**1104`` is not: tiny bounds give
-    ``k`` down to ``-1104``); scaling by them in turn is exact, as the result stays within ``2**31``.
-
-    Examples:
-        >>> _scalings(0), _scalings(3), len(_scalings(-1104))
-        ([], [0.125], 2)
-    """
-    if k == 0:
-        return []
-    if abs(k) <= 1000:
-        return [math.ldexp(1.0, -k)]
-    half = -k // 2
-    return [math.ldexp(1.0, half), math.ldexp(1.0, -k - half)]
 
 
 def _grid_col(spec: SumSpec) -> Any:
