@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -321,6 +321,16 @@ def _nonnegative(x: Number, name: str) -> Fraction:
     return q
 
 
+_BUILDERS: dict[str, Callable[..., PLD]] = {
+    "discrete_laplace": pld_discrete_laplace,
+    "laplace": pld_laplace,
+    "gaussian": pld_gaussian,
+    "discrete_gaussian": pld_discrete_gaussian,
+    "randomized_response": pld_randomized_response,
+    "approx": pld_approx,
+}
+
+
 @functools.lru_cache(maxsize=256)
 def _pld(loss: PrivacyLoss, bits: int) -> PLD:
     p: tuple[Any, ...] = loss.params
@@ -332,18 +342,9 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
                 raise InvalidParameter(f"sensitivity/sigma={mu:g} must be in [1e-8, 30] for a Gaussian PLD")
         elif span > 700:
             raise InvalidParameter(f"{loss.label()}: its largest privacy loss {span:g} is over 700 for a PLD")
-    if loss.kind == "discrete_laplace":
-        return pld_discrete_laplace(p[0], p[1], step_bits=bits)
-    if loss.kind == "laplace":
-        return pld_laplace(p[0], p[1], step_bits=bits)
-    if loss.kind == "gaussian":
-        return pld_gaussian(p[0], p[1], step_bits=bits)
-    if loss.kind == "discrete_gaussian":
-        return pld_discrete_gaussian(p[0], p[1], step_bits=bits)
-    if loss.kind == "randomized_response":
-        return pld_randomized_response(p[0], p[1], step_bits=bits)
-    if loss.kind == "approx":
-        return pld_approx(p[0], p[1], step_bits=bits)
+    build = _BUILDERS.get(loss.kind)
+    if build is not None:
+        return build(p[0], p[1], step_bits=bits)
     plds = [_pld(part, bits).self_compose(n) for part, n in loss.parts]
     return compose_plds(plds) if len(plds) > 1 else plds[0]
 
