@@ -96,13 +96,14 @@ def _plan(
     max_rows: int | None = 2,
     max_groups: int | None = None,
     sums: tuple[SumSpec, ...] = (),
+    distinct: tuple[str, ...] = (),
 ) -> Plan:
-    return Plan(columns, predicate, by, keys, id, max_rows, max_groups, sums)
+    return Plan(columns, predicate, by, keys, id, max_rows, max_groups, sums, distinct)
 
 
 col = dp.col
 PLANS: dict[str, Plan] = {
-    "total_count_rows": _plan(_cols("user"), id=None, max_rows=None),
+    "total_count_rows": _plan(_cols("user", "flag"), id=None, max_rows=None, distinct=("flag",)),
     "total_sums_capped": _plan(_cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY)),
     "known_str_keys": _plan(
         _cols("user", "state", "income"),
@@ -112,12 +113,13 @@ PLANS: dict[str, Plan] = {
         sums=(INCOME,),
     ),
     "unknown_str_keys_groups_capped": _plan(
-        _cols("user", "state", "income", "big"),
+        _cols("user", "name", "state", "code", "income", "big"),
         by=("state",),
         keys=None,
         max_rows=3,
         max_groups=2,
         sums=(INCOME, BIG),
+        distinct=("name", "code"),
     ),
     "unknown_bool_int_keys": _plan(
         _cols("user", "flag", "code", "income"),
@@ -154,6 +156,7 @@ PLANS: dict[str, Plan] = {
         id=None,
         max_rows=None,
         sums=(BIG,),
+        distinct=("name",),
     ),
     "string_identifier": _plan(
         _cols("name", "state", "income"),
@@ -250,10 +253,15 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
         ]
     found: dict[tuple[Any, ...], list[Any]] = {}
     for r in rows:
-        entry = found.setdefault(tuple(r[c] for c in by), [0, [0] * len(plan.sums)])
+        entry = found.setdefault(
+            tuple(r[c] for c in by), [0, [0] * len(plan.sums), [set() for _ in plan.distinct]]
+        )
         entry[0] += 1
         for i, spec in enumerate(plan.sums):
             entry[1][i] += _grid(r[spec.column], spec)
+        for j, c in enumerate(plan.distinct):
+            if r[c] is not None:  # distinct non-null values, compared exactly (int, str, bool)
+                entry[2][j].add((type(r[c]), r[c]))
     if not by:
         keys: tuple[tuple[Any, ...], ...] = ((),)
     elif plan.keys is None:
@@ -265,7 +273,11 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
         np.array([found[k][1][i] if k in found else 0 for k in keys], dtype=np.int64)
         for i in range(len(plan.sums))
     ]
-    return Aggregates(keys, counts, sums)
+    distincts = [
+        np.array([len(found[k][2][j]) if k in found else 0 for k in keys], dtype=np.int64)
+        for j in range(len(plan.distinct))
+    ]
+    return Aggregates(keys, counts, sums, distincts)
 
 
 def same(a: Aggregates, b: Aggregates) -> None:
@@ -273,8 +285,8 @@ def same(a: Aggregates, b: Aggregates) -> None:
     assert a.keys == b.keys
     assert a.counts.dtype == b.counts.dtype == np.int64
     assert a.counts.tolist() == b.counts.tolist()
-    assert len(a.sums) == len(b.sums)
-    for x, y in zip(a.sums, b.sums, strict=True):
+    assert len(a.sums) == len(b.sums) and len(a.distincts) == len(b.distincts)
+    for x, y in zip(a.sums + a.distincts, b.sums + b.distincts, strict=True):
         assert x.dtype == y.dtype == np.int64
         assert x.tolist() == y.tolist()
 

@@ -330,3 +330,19 @@ def test_person_level_unit_is_the_catalogue_identifier_metric() -> None:
         dp.SymmetricIdDistance("visits").check_domain(schema)
     with pytest.raises(dp.DomainMismatch, match="not declared"):
         dp.SymmetricIdDistance(0).check_domain(schema)
+
+
+def test_count_distinct_costs_like_a_count_and_refuses_floats() -> None:
+    df = pl.DataFrame({"user": [1, 1, 2, 3, 3, 3], "city": ["a", "a", "a", "b", "b", "b"],
+                       "shop": ["x", "y", "x", "z", None, "w"], "x": [0.5] * 6})
+    schema = dp.FrameDomain({"user": dp.Column(int), "city": dp.Column(str),
+                             "shop": dp.Column(str, nullable=True), "x": dp.Column(float, bounds=(0.0, 1.0))})
+    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", max_rows=3), privacy_loss=1e6,
+                     split_evenly_over=2)
+    q = ctx.query().group_by("city", keys=["a", "b"]).agg(dp.tables.count_distinct("shop"))
+    assert q.measurement.map(1) == Fraction(5 * 10**5)  # one released vector, the whole share
+    assert [r.sensitivity for r in q._released] == [3]  # a person moves it by at most their row cap
+    out = q.release()
+    assert out["shop_count_distinct"].to_list() == [2, 2]  # nulls are not a value; noise is tiny at ε = 5e5
+    with pytest.raises(dp.InvalidParameter, match="float column"):
+        ctx.query().agg(dp.tables.count_distinct("x"))

@@ -23,3 +23,7 @@ def test_context_query_types() -> None:
     assert_type(query.measurement, Measurement[Any, Any, Any, Any])
     assert_type(query.summarize(), dp.tables.Summary)
     assert query.release().height == 1
+
+
+def test_count_distinct_type() -> None:
+    assert_type(dp.tables.count_distinct("city"), dp.tables.Agg)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -59,6 +59,7 @@ class Plan:
         max_rows: rows kept per identifier (None: no cap).
         max_groups: groups kept per identifier (None: no cap).
         sums: the integer sums to compute.
+        distinct: the int/str/bool columns whose number of distinct non-null values per key to count.
     """
 
     columns: tuple[str, ...]
@@ -69,6 +70,7 @@ class Plan:
     max_rows: int | None
     max_groups: int | None
     sums: tuple[SumSpec, ...]
+    distinct: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,6 +85,7 @@ class Aggregates:
     keys: tuple[tuple[Any, ...], ...]
     counts: npt.NDArray[np.int64]
     sums: list[npt.NDArray[np.int64]]
+    distincts: list[npt.NDArray[np.int64]] = field(default_factory=list)  # one per ``plan.distinct``
 
 
 def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -99,19 +102,21 @@ def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
 def collect_keys(
     found: dict[tuple[Any, ...], tuple[int, list[int]]], plan: Plan
 ) -> Aggregates:
-    """:class:`Aggregates` from an engine's collected groups ``key -> (count, [sum, ...])``: aligned with
-    ``plan.keys`` (zeros for absent keys) or, for unknown keys, sorted by :func:`key_order`."""
+    """:class:`Aggregates` from an engine's collected groups ``key -> (count, [sum, ..., distinct, ...])``
+    (the ``plan.sums`` then the ``plan.distinct`` values): aligned with ``plan.keys`` (zeros for absent
+    keys) or, for unknown keys, sorted by :func:`key_order`."""
     if not plan.by:
         keys: tuple[tuple[Any, ...], ...] = ((),)
     elif plan.keys is None:
         keys = tuple(sorted(found, key=key_order))
     else:
         keys = plan.keys
-    empty = (0, [0] * len(plan.sums))
+    n_sums = len(plan.sums)
+    empty = (0, [0] * (n_sums + len(plan.distinct)))
     rows = [found.get(k, empty) for k in keys]
     counts = np.array([r[0] for r in rows], dtype=np.int64)
-    sums = [np.array([r[1][i] for r in rows], dtype=np.int64) for i in range(len(plan.sums))]
-    return Aggregates(keys, counts, sums)
+    columns = [np.array([r[1][i] for r in rows], dtype=np.int64) for i in range(len(empty[1]))]
+    return Aggregates(keys, counts, columns[:n_sums], columns[n_sums:])
 
 
 class Engine(Protocol):

@@ -178,14 +178,17 @@ class PolarsEngine:
             u = _grid_expr(spec) + (1 << 31)
             aggs.append((u // 65536).sum().cast(pl.Int64).alias(f"__dp_hi{i}"))
             aggs.append((u % 65536).sum().cast(pl.Int64).alias(f"__dp_lo{i}"))
+        for i, c in enumerate(plan.distinct):  # exact values (int, str, bool), nulls not counted
+            aggs.append(pl.col(c).drop_nulls().n_unique().cast(pl.Int64).alias(f"__dp_d{i}"))
         out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
         found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
+        n_sums = len(plan.sums)
         for row in out.iter_rows():
             key, n, parts = tuple(row[: len(by)]), row[len(by)], row[len(by) + 1 :]
             if n == 0:  # the total of an empty frame: no rows, all sums 0
                 continue
-            sums = [parts[2 * i] * 65536 + parts[2 * i + 1] - n * (1 << 31) for i in range(len(plan.sums))]
-            found[key] = (n, sums)
+            sums = [parts[2 * i] * 65536 + parts[2 * i + 1] - n * (1 << 31) for i in range(n_sums)]
+            found[key] = (n, sums + [int(v) for v in parts[2 * n_sums :]])
         return collect_keys(found, plan)
 
     @staticmethod

@@ -65,7 +65,18 @@ from dpcompose.tables import _expr
 from dpcompose.tables._engine import Plan, SumSpec, engine_for
 from dpcompose.tables._schema import Column, FrameDomain
 
-__all__ = ["Agg", "Context", "PrivacyUnit", "Query", "TableQuery", "count", "mean", "sum", "unit_of"]
+__all__ = [
+    "Agg",
+    "Context",
+    "PrivacyUnit",
+    "Query",
+    "TableQuery",
+    "count",
+    "count_distinct",
+    "mean",
+    "sum",
+    "unit_of",
+]
 
 _INTS = VectorDomain(AtomDomain(int))
 _KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
@@ -182,6 +193,19 @@ def mean(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
     return _col_agg("mean", column, bounds)
 
 
+def count_distinct(column: str) -> Agg:
+    """The number of distinct non-null values of an int, str or bool column per key (after the filter and
+    the caps). One person's rows move it by at most their row cap in all keys together, as a count.
+
+    Float columns are refused: engines disagree on whether -0.0 and 0.0, or two NaNs, are one value.
+
+    Examples:
+        >>> count_distinct("city").name
+        'city_count_distinct'
+    """
+    return _col_agg("count_distinct", column, None)
+
+
 # --- fixed point --------------------------------------------------------------------------------------
 
 
@@ -260,6 +284,7 @@ class TableQuery:
         if self.unknown_keys or any(a.op in ("count", "mean") for a in aggs):
             wanted.append(("count", None))  # unknown keys: the noisy counts select the keys
         wanted.extend((s.column, s) for s in plan.sums)
+        wanted.extend((f"distinct:{c}", None) for c in plan.distinct)  # moves like a count: R per person
         share = len(wanted)
         for what, maybe in wanted:
             sens = r * (1 if maybe is None else grid_bound(maybe))
@@ -309,7 +334,7 @@ class TableQuery:
             engine = engine_for(data)
             assert engine is not None  # the domain check ran first
             found = engine.aggregate(data, plan)
-            return self._finish(found.keys, found.counts, found.sums)
+            return self._finish(found.keys, found.counts, found.sums, found.distincts)
 
         return Measurement(
             ctx.domain,
@@ -332,14 +357,19 @@ class TableQuery:
             ),
         )
 
-    def _finish(self, keys: tuple[tuple[Any, ...], ...], counts: np.ndarray, sums: list[np.ndarray]) -> Any:
+    def _finish(
+        self,
+        keys: tuple[tuple[Any, ...], ...],
+        counts: np.ndarray,
+        sums: list[np.ndarray],
+        distincts: list[np.ndarray],
+    ) -> Any:
         import polars as pl
 
-        noisy: dict[str, np.ndarray] = {}
-        for rel, exact in zip(
-            self._released, [counts, *sums] if self._released[0].spec is None else sums, strict=True
-        ):
-            noisy[rel.what] = rel.noise(exact)
+        exact_of = {"count": counts}
+        exact_of.update({f"distinct:{c}": d for c, d in zip(self.plan.distinct, distincts, strict=True)})
+        exact_of.update({spec.column: v for spec, v in zip(self.plan.sums, sums, strict=True)})
+        noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
         if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
             assert self.threshold is not None
             keep = noisy["count"] >= self.threshold
@@ -355,6 +385,9 @@ class TableQuery:
         for agg in self.aggs:
             if agg.op == "count":
                 columns[agg.name] = pl.Series(agg.name, noisy["count"], dtype=pl.Int64)
+                continue
+            if agg.op == "count_distinct":
+                columns[agg.name] = pl.Series(agg.name, noisy[f"distinct:{agg.column}"], dtype=pl.Int64)
                 continue
             spec = specs[agg.column or ""]
             total = noisy[spec.column].astype(np.float64) * math.ldexp(1.0, spec.k)
@@ -488,10 +521,22 @@ class Query:
             raise InvalidParameter("aggs=() must list at least one aggregate")
         ctx = self._ctx
         specs: dict[str, SumSpec] = {}
+        distinct: list[str] = []
         for a in aggs:
             if not isinstance(a, Agg):
-                raise InvalidParameter(f"aggs: {a!r} must be dp.tables.count(), sum(c) or mean(c)")
+                raise InvalidParameter(
+                    f"aggs: {a!r} must be dp.tables.count(), sum(c), mean(c) or count_distinct(c)"
+                )
             if a.column is None:
+                continue
+            if a.op == "count_distinct":
+                kind = ctx.domain.column(a.column, "column").kind
+                if kind not in ("int", "str", "bool"):
+                    raise InvalidParameter(
+                        f"count_distinct({a.column!r}): a {kind} column; distinct values are counted for "
+                        "int, str or bool columns (engines disagree on -0.0 vs 0.0 and on NaN)"
+                    )
+                distinct.append(a.column)
                 continue
             spec = sum_spec(a.column, ctx.domain.column(a.column, "column"), a.bounds)
             if a.column in specs and specs[a.column] != spec:
@@ -500,7 +545,7 @@ class Query:
         if len({a.name for a in aggs}) != len(aggs):
             raise InvalidParameter("aggs: an aggregate is listed twice")
         unit = ctx.privacy_unit
-        read = set(self._by) | _expr.columns_of(self._predicate) | set(specs)
+        read = set(self._by) | _expr.columns_of(self._predicate) | set(specs) | set(distinct)
         if unit is not None:
             read.add(unit.id)
         columns = tuple(n for n, _ in ctx.domain.columns if n in read)
@@ -513,6 +558,7 @@ class Query:
             max_rows=None if unit is None else unit.max_rows,
             max_groups=None if unit is None else unit.max_groups,
             sums=tuple(specs.values()),
+            distinct=tuple(distinct),
         )
         return TableQuery(ctx, plan, tuple(aggs), self._budget)
 

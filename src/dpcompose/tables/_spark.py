@@ -385,6 +385,8 @@ class SparkEngine:
             u = _grid_col(spec) + F.lit(1 << 31)  # in [0, 2**32]
             aggs.append(F.sum(F.shiftright(u, 16)).alias(f"__dp_hi{i}"))
             aggs.append(F.sum(u.bitwiseAND(F.lit(_M16))).alias(f"__dp_lo{i}"))
+        for i, c in enumerate(plan.distinct):  # exact values (int, str, bool); countDistinct skips nulls
+            aggs.append(F.countDistinct(F.col(c)).alias(f"__dp_d{i}"))
         rows = df.groupBy(*by).agg(*aggs).collect()
         found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
         for row in rows:
@@ -395,7 +397,7 @@ class SparkEngine:
                 int(row[f"__dp_hi{i}"]) * 65536 + int(row[f"__dp_lo{i}"]) - n * (1 << 31)
                 for i in range(len(plan.sums))
             ]
-            found[key] = (n, sums)
+            found[key] = (n, sums + [int(row[f"__dp_d{i}"]) for i in range(len(plan.distinct))])
         return collect_keys(found, plan)
 
     @staticmethod
