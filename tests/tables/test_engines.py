@@ -4,6 +4,7 @@ equal bit for bit between Polars and Spark; known and unknown keys; identical pr
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import replace
@@ -80,6 +81,9 @@ INCOME = sum_spec("income", SCHEMA.column("income"), None)
 BIG = sum_spec("big", SCHEMA.column("big"), None)  # k = 10: integer rounding half to even
 INCOME_NARROW = sum_spec("income", SCHEMA.column("income"), (0.0, 3.0))
 INCOME_TINY = sum_spec("income", SCHEMA.column("income"), (-1e-310, 5e-324))  # k = -1060: 2**1060 overflows
+INCOME_SQ = dataclasses.replace(INCOME, square=True)
+BIG_SQ = dataclasses.replace(BIG, square=True)
+TINY_SQ = dataclasses.replace(INCOME_TINY, square=True)
 ALL = tuple(n for n, _ in SCHEMA.columns)
 
 
@@ -104,13 +108,15 @@ def _plan(
 col = dp.col
 PLANS: dict[str, Plan] = {
     "total_count_rows": _plan(_cols("user", "flag"), id=None, max_rows=None, distinct=("flag",)),
-    "total_sums_capped": _plan(_cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY)),
+    "total_sums_capped": _plan(
+        _cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY, INCOME_SQ, BIG_SQ, TINY_SQ)
+    ),
     "known_str_keys": _plan(
         _cols("user", "state", "income"),
         by=("state",),
         keys=(("CA",), ("NY",), ("absent",), (None,), ("é",)),
         max_rows=3,
-        sums=(INCOME,),
+        sums=(INCOME, INCOME_SQ),
     ),
     "unknown_str_keys_groups_capped": _plan(
         _cols("user", "name", "state", "code", "income", "big"),
@@ -223,7 +229,8 @@ def _grid(v: Any, spec: SumSpec) -> int:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         v = spec.fill
     v = min(max(v, spec.lo), spec.hi)
-    return round(Fraction(v) / Fraction(2) ** spec.k)  # half to even
+    g = round(Fraction(v) / Fraction(2) ** spec.k)  # half to even
+    return g * g // 2**31 if spec.square else g  # a variance's sum of squares: ⌊g²/2**31⌋
 
 
 def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:

@@ -346,3 +346,21 @@ def test_count_distinct_costs_like_a_count_and_refuses_floats() -> None:
     assert out["shop_count_distinct"].to_list() == [2, 2]  # nulls are not a value; noise is tiny at ε = 5e5
     with pytest.raises(dp.InvalidParameter, match="float column"):
         ctx.query().agg(dp.tables.count_distinct("x"))
+
+
+def test_variance_releases_three_vectors_and_is_accurate() -> None:
+    rng = np.random.default_rng(3)
+    n = 50_000
+    x = rng.normal(40.0, 12.0, n)
+    df = pl.DataFrame({"user": np.arange(n) // 2, "x": x})
+    schema = dp.FrameDomain({"user": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 100.0))})
+    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", max_rows=2), privacy_loss=30.0,
+                     split_evenly_over=1)
+    q = ctx.query().agg(dp.tables.variance("x"))
+    assert q.measurement.map(1) == Fraction(30)
+    released = {r.what: r for r in q._released}
+    assert set(released) == {"count", "x", "x^2"}
+    m = released["x"].sensitivity // 2  # R = 2 rows per person
+    assert released["x^2"].sensitivity == 2 * ((m * m) >> 31)  # ⌊M²/2**31⌋ per row
+    got = q.release()["x_variance"][0]
+    assert abs(got - np.var(np.clip(x, 0.0, 100.0), ddof=1)) < 2.0

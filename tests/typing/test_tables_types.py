@@ -27,3 +27,7 @@ def test_context_query_types() -> None:
 
 def test_count_distinct_type() -> None:
     assert_type(dp.tables.count_distinct("city"), dp.tables.Agg)
+
+
+def test_variance_type() -> None:
+    assert_type(dp.tables.variance("x", bounds=(0.0, 1.0)), dp.tables.Agg)

@@ -26,6 +26,7 @@ from dpcompose.tables._query import (
     mean,
     sum,
     unit_of,
+    variance,
 )
 from dpcompose.tables._schema import Column, FrameDomain
 
@@ -45,4 +46,5 @@ __all__ = [
     "mean",
     "sum",
     "unit_of",
+    "variance",
 ]

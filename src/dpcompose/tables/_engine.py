@@ -34,7 +34,9 @@ __all__ = ["Aggregates", "Engine", "Plan", "SumSpec", "engine_for", "key_order",
 class SumSpec:
     """One exact integer sum: column ``column`` with nulls/NaN read as ``fill``, clamped to ``[lo, hi]``,
     then on the grid ``2**k`` (``round_half_even(x·2**-k)``; for int columns with ``k > 0`` the same
-    rounding in integer arithmetic)."""
+    rounding in integer arithmetic). With ``square``, the summed value is ``⌊g²/2**31⌋`` of that grid
+    value ``g`` (|g| ≤ 2**31, so g² fits int64 and the result lies in [0, 2**31]): the sum of squares
+    of a variance, on the grid ``2**(2k + 31)``, computed in integer arithmetic by every engine."""
 
     column: str
     kind: str  # "int" or "float"
@@ -42,6 +44,12 @@ class SumSpec:
     hi: int | float
     fill: int | float
     k: int
+    square: bool = False
+
+    @property
+    def key(self) -> str:
+        """The name of this sum among a query's released vectors."""
+        return f"{self.column}^2" if self.square else self.column
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,12 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
 
 
 def _grid_expr(spec: SumSpec) -> Any:
+    """The summed values (Int64): the grid values, or ⌊g²/2**31⌋ of them for a ``square`` spec."""
+    g = _grid_values(spec)
+    return (g * g) // (1 << 31) if spec.square else g  # g² <= 2**62: no overflow
+
+
+def _grid_values(spec: SumSpec) -> Any:
     """The column's grid values (Int64): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
     import polars as pl
 

@@ -27,6 +27,7 @@ unit is measured by ``dp.SymmetricIdDistance(id_column)``, the catalogue's ident
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ __all__ = [
     "mean",
     "sum",
     "unit_of",
+    "variance",
 ]
 
 _INTS = VectorDomain(AtomDomain(int))
@@ -193,6 +195,18 @@ def mean(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
     return _col_agg("mean", column, bounds)
 
 
+def variance(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
+    """The sample variance of a numeric column per key, from three noisy vectors (count n, sum S, sum of
+    squares Q, each on its exact integer grid): ``max(Q − S²/n, 0) / (n − 1)`` with ``n = max(noisy
+    count, 2)``. The budget share is split over the three.
+
+    Examples:
+        >>> variance("income", bounds=(0, 1000)).name
+        'income_variance'
+    """
+    return _col_agg("variance", column, bounds)
+
+
 def count_distinct(column: str) -> Agg:
     """The number of distinct non-null values of an int, str or bool column per key (after the filter and
     the caps). One person's rows move it by at most their row cap in all keys together, as a count.
@@ -242,8 +256,21 @@ def _to_grid(x: int | float, spec: SumSpec) -> int:
 
 
 def grid_bound(spec: SumSpec) -> int:
-    """``M = max(|lo_g|, |hi_g|)``: the most one row moves a sum, in grid units."""
-    return max(abs(_to_grid(spec.lo, spec)), abs(_to_grid(spec.hi, spec)))
+    """``M = max(|lo_g|, |hi_g|)``: the most one row moves a sum, in grid units (for a ``square`` spec,
+    ``⌊M²/2**31⌋``, the largest summed value; they are all ≥ 0)."""
+    m = max(abs(_to_grid(spec.lo, spec)), abs(_to_grid(spec.hi, spec)))
+    return (m * m) >> 31 if spec.square else m
+
+
+def _unit_exponent(spec: SumSpec) -> int:
+    """A summed value's unit is ``2**e``: the grid ``2**k``, or ``2**(2k + 31)`` for squares."""
+    return 2 * spec.k + 31 if spec.square else spec.k
+
+
+def summed_value(x: int | float, spec: SumSpec) -> int:
+    """The integer an engine sums for a (clamped) number: its grid value, or ``⌊g²/2**31⌋``."""
+    g = _to_grid(x, spec)
+    return (g * g) >> 31 if spec.square else g
 
 
 def _sqrt_up(q: Fraction) -> Fraction:
@@ -281,9 +308,9 @@ class TableQuery:
         if self.unknown_keys:
             _check_selection_budget(measure, budget)
         wanted: list[tuple[str, SumSpec | None]] = []
-        if self.unknown_keys or any(a.op in ("count", "mean") for a in aggs):
+        if self.unknown_keys or any(a.op in ("count", "mean", "variance") for a in aggs):
             wanted.append(("count", None))  # unknown keys: the noisy counts select the keys
-        wanted.extend((s.column, s) for s in plan.sums)
+        wanted.extend((s.key, s) for s in plan.sums)
         wanted.extend((f"distinct:{c}", None) for c in plan.distinct)  # moves like a count: R per person
         share = len(wanted)
         for what, maybe in wanted:
@@ -368,7 +395,7 @@ class TableQuery:
 
         exact_of = {"count": counts}
         exact_of.update({f"distinct:{c}": d for c, d in zip(self.plan.distinct, distincts, strict=True)})
-        exact_of.update({spec.column: v for spec, v in zip(self.plan.sums, sums, strict=True)})
+        exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
         noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
         if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
             assert self.threshold is not None
@@ -381,7 +408,7 @@ class TableQuery:
         dtypes = {"int": pl.Int64, "float": pl.Float64, "str": pl.String, "bool": pl.Boolean}
         for j, name in enumerate(plan.by):
             columns[name] = pl.Series(name, [k[j] for k in keys], dtype=dtypes[kinds[name]])
-        specs = {s.column: s for s in plan.sums}
+        specs = {s.key: s for s in plan.sums}
         for agg in self.aggs:
             if agg.op == "count":
                 columns[agg.name] = pl.Series(agg.name, noisy["count"], dtype=pl.Int64)
@@ -390,10 +417,17 @@ class TableQuery:
                 columns[agg.name] = pl.Series(agg.name, noisy[f"distinct:{agg.column}"], dtype=pl.Int64)
                 continue
             spec = specs[agg.column or ""]
-            total = noisy[spec.column].astype(np.float64) * math.ldexp(1.0, spec.k)
+            total = noisy[spec.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(spec))
+            if agg.op == "variance":
+                sq = specs[f"{agg.column}^2"]
+                squares = noisy[sq.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(sq))
+                n = np.maximum(noisy["count"], 2).astype(np.float64)
+                var = np.maximum(squares - total * total / n, 0.0) / (n - 1)
+                columns[agg.name] = pl.Series(agg.name, var, dtype=pl.Float64)
+                continue
             if agg.op == "sum":
                 if spec.kind == "int" and spec.k == 0:
-                    columns[agg.name] = pl.Series(agg.name, noisy[spec.column], dtype=pl.Int64)
+                    columns[agg.name] = pl.Series(agg.name, noisy[spec.key], dtype=pl.Int64)
                 else:
                     columns[agg.name] = pl.Series(agg.name, total, dtype=pl.Float64)
             else:
@@ -414,7 +448,7 @@ class TableQuery:
             raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
         rows = []
         for rel in self._released:
-            unit = 1.0 if rel.spec is None else math.ldexp(1.0, rel.spec.k)
+            unit = 1.0 if rel.spec is None else math.ldexp(1.0, _unit_exponent(rel.spec))
             t = float(rel.scale)
             if isinstance(self._ctx.measure, ZCDP):
                 dist = "discrete Gaussian"
@@ -542,6 +576,9 @@ class Query:
             if a.column in specs and specs[a.column] != spec:
                 raise InvalidParameter(f"column={a.column!r} is aggregated with two different bounds")
             specs[a.column] = spec
+            if a.op == "variance":
+                squares = dataclasses.replace(spec, square=True)
+                specs[squares.key] = squares
         if len({a.name for a in aggs}) != len(aggs):
             raise InvalidParameter("aggs: an aggregate is listed twice")
         unit = ctx.privacy_unit
