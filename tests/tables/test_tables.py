@@ -364,3 +364,33 @@ def test_variance_releases_three_vectors_and_is_accurate() -> None:
     assert released["x^2"].sensitivity == 2 * ((m * m) >> 31)  # ⌊M²/2**31⌋ per row
     got = q.release()["x_variance"][0]
     assert abs(got - np.var(np.clip(x, 0.0, 100.0), ddof=1)) < 2.0
+
+
+@pytest.mark.parametrize(
+    "unit", [None, dp.unit_of(id="user", max_rows=2), dp.unit_of("user", 3, max_groups=1)]
+)
+@pytest.mark.parametrize("seed", range(4))
+def test_variance_and_distinct_vectors_move_within_the_map(unit: Any, seed: int) -> None:
+    """Brute force over neighbours, as above, for the sum of squares and the distinct counts."""
+    df = _frame(random.Random(200 + seed), n_users=4, max_rows=5)
+    q = (
+        _ctx(df, privacy_unit=unit)
+        .query()
+        .filter(dp.col("age") >= 18)
+        .group_by("state", keys=STATES)
+        .agg(dp.tables.variance("income"), dp.tables.count_distinct("age"))
+    )
+    engine = PolarsEngine()
+    base = engine.aggregate(df, q.plan)
+    r = 1 if unit is None else unit.max_rows
+    sensitivity = {rel.what: rel.sensitivity for rel in q._released}
+    assert sensitivity["distinct:age"] == r
+    if unit is None:
+        neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
+    else:
+        neighbours = [df.filter(pl.col("user") != u) for u in df.get_column("user").unique().to_list()]
+    for nb in neighbours:
+        other = engine.aggregate(nb, q.plan)
+        for spec, a, b in zip(q.plan.sums, base.sums, other.sums, strict=True):
+            assert int(np.abs(a - b).sum()) <= sensitivity[spec.key] == r * grid_bound(spec)
+        assert int(np.abs(base.distincts[0] - other.distincts[0]).sum()) <= r
