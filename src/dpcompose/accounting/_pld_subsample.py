@@ -25,6 +25,7 @@ the connect-the-dots split more pessimistic.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -188,6 +189,21 @@ def _ndtr_log(x: float) -> float:
     return v + 64 * _U * (1 + abs(v))
 
 
+def _read_args(
+    noise: object, noise_name: str, rate: object, sensitivity: object, sampling: object, step_bits: object,
+    tail: object,
+) -> tuple[Fraction, Fraction, Fraction, int, float]:
+    """The checked, exact arguments shared by the subsampled constructors (noise, rate, Δ, bits, tail)."""
+    value = exact(check_finite_positive(noise, noise_name), noise_name)
+    qq = exact(check_finite_positive(rate, "rate"), "rate")
+    if qq > 1:
+        raise InvalidParameter(f"rate={rate!r} must be in (0, 1]")
+    sens = exact(check_finite_positive(sensitivity, "sensitivity"), "sensitivity")
+    if sampling not in ("poisson", "without_replacement"):
+        raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
+    return value, qq, sens, _check_bits(step_bits), _check_tail(tail)
+
+
 def pld_subsampled_gaussian(
     sigma: Number,
     rate: Number,
@@ -218,22 +234,13 @@ def pld_subsampled_gaussian(
         >>> 0 < float(lo) <= float(hi) < 1
         True
     """
-    sig = exact(check_finite_positive(sigma, "sigma"), "sigma")
-    qq = exact(check_finite_positive(rate, "rate"), "rate")
-    if qq > 1:
-        raise InvalidParameter(f"rate={rate!r} must be in (0, 1]")
-    sens = exact(check_finite_positive(sensitivity, "sensitivity"), "sensitivity")
-    if sampling not in ("poisson", "without_replacement"):
-        raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
-    bits = _check_bits(step_bits)
-    tl = _check_tail(tail)
+    sig, qq, sens, bits, tl = _read_args(sigma, "sigma", rate, sensitivity, sampling, step_bits, tail)
     w = float(check_finite_positive(width, "width"))
     if not 6 <= w <= 30:
         raise InvalidParameter(f"width={width!r} must be in [6, 30]")
     mu_q = sens / sig
     if not 1e-4 <= mu_q <= 8:
         raise InvalidParameter(f"sensitivity/sigma={float(mu_q):g} must be in [1e-4, 8] for this PLD")
-    from fractions import Fraction
 
     mu = float(mu_q)
     if Fraction(mu) < mu_q:
@@ -386,17 +393,7 @@ def pld_subsampled_laplace(
         >>> 0 <= float(lo) <= float(hi) < 0.01
         True
     """
-    b = exact(check_finite_positive(scale, "scale"), "scale")
-    qq = exact(check_finite_positive(rate, "rate"), "rate")
-    if qq > 1:
-        raise InvalidParameter(f"rate={rate!r} must be in (0, 1]")
-    sens = exact(check_finite_positive(sensitivity, "sensitivity"), "sensitivity")
-    if sampling not in ("poisson", "without_replacement"):
-        raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
-    bits = _check_bits(step_bits)
-    tl = _check_tail(tail)
-    from fractions import Fraction
-
+    b, qq, sens, bits, tl = _read_args(scale, "scale", rate, sensitivity, sampling, step_bits, tail)
     from dpcompose.accounting._pld import pld_laplace
 
     d_q = sens / b
