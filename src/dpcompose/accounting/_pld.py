@@ -1110,6 +1110,11 @@ def _self_compose_direct(p: PLD, k: int) -> PLD:
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _fmt(x: Fraction) -> str:
+    """A ratio for an error message (a Fraction too large for a float is shown as such)."""
+    return f"{float(x):g}" if abs(x) < 10**300 else "more than 1e300"
+
+
 def _check_bits(step_bits: object) -> int:
     if isinstance(step_bits, bool) or not isinstance(step_bits, (int, np.integer)):
         raise InvalidParameter(f"step_bits={step_bits!r} must be an integer in [1, 40]")
@@ -1414,7 +1419,7 @@ def pld_laplace(
     t = _check_tail(tail)
     D = sens / b
     if D > 700:
-        raise InvalidParameter(f"sensitivity/scale={float(D):g} must be at most 700 for a PLD")
+        raise InvalidParameter(f"sensitivity/scale={_fmt(D)} must be at most 700 for a PLD")
     if D == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, t, "Laplace(Δ=0)")
     return _build(bits, _laplace_buckets(bits, D, None), t, f"Laplace(Δ/b={float(D):g})")
@@ -1450,7 +1455,7 @@ def pld_discrete_laplace(
     sens = int(sensitivity)
     D = sens / t_q
     if D > 700:
-        raise InvalidParameter(f"sensitivity/scale={float(D):g} must be at most 700 for a PLD")
+        raise InvalidParameter(f"sensitivity/scale={_fmt(D)} must be at most 700 for a PLD")
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
@@ -1495,6 +1500,8 @@ def pld_gaussian(
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "Gaussian(Δ=0)")
     mu_q = sens / sig
+    if mu_q > 30:  # checked exactly first: a huge ratio has no float
+        raise InvalidParameter(f"sensitivity/sigma={_fmt(mu_q)} must be in [1e-8, 30] for a Gaussian PLD")
     mu = float(mu_q)
     mu_lo = mu
     if Fraction(mu) < mu_q:

@@ -43,6 +43,7 @@ from dpcompose.accounting._pld import (
     _build,
     _check_bits,
     _check_tail,
+    _fmt,
     _log_phi_diff,
 )
 from dpcompose.errors import InvalidParameter
@@ -134,8 +135,9 @@ def _buckets(bits: int, mu: float, q: float, remove: bool, width: float) -> _Buc
         lp, rp, lq, rq = lm, rm, ln, rn
         first = j0
         top_o = float(e[-1])
-        above_log = math.log(
-            (1 - q) * math.exp(_ndtr_log(-top_o)) + q * math.exp(_ndtr_log(-(top_o - mu)))
+        # log of (1 − q)Φ(−top) + qΦ(−(top − μ)), in log space: both terms underflow to 0 for a far top
+        above_log = float(
+            np.logaddexp(math.log1p(-q) + _ndtr_log(-top_o), math.log(q) + _ndtr_log(-(top_o - mu)))
         )
         above_hi = math.exp(above_log) * (1 + 1e-9) + 1e-300
         below_hi = 1e-300
@@ -198,8 +200,10 @@ def _read_args(
     qq = exact(check_finite_positive(rate, "rate"), "rate")
     if qq > 1:
         raise InvalidParameter(f"rate={rate!r} must be in (0, 1]")
+    if qq < Fraction(1, 2**40):
+        raise InvalidParameter(f"rate={rate!r} must be at least 2**-40 (about 9.1e-13) for this PLD")
     sens = exact(check_finite_positive(sensitivity, "sensitivity"), "sensitivity")
-    if sampling not in ("poisson", "without_replacement"):
+    if not isinstance(sampling, str) or sampling not in ("poisson", "without_replacement"):
         raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
     return value, qq, sens, _check_bits(step_bits), _check_tail(tail)
 
@@ -240,7 +244,7 @@ def pld_subsampled_gaussian(
         raise InvalidParameter(f"width={width!r} must be in [6, 30]")
     mu_q = sens / sig
     if not 1e-4 <= mu_q <= 8:
-        raise InvalidParameter(f"sensitivity/sigma={float(mu_q):g} must be in [1e-4, 8] for this PLD")
+        raise InvalidParameter(f"sensitivity/sigma={_fmt(mu_q)} must be in [1e-4, 8] for this PLD")
 
     mu = float(mu_q)
     if Fraction(mu) < mu_q:
@@ -398,7 +402,7 @@ def pld_subsampled_laplace(
 
     d_q = sens / b
     if d_q > 30:
-        raise InvalidParameter(f"sensitivity/scale={float(d_q):g} must be at most 30 for this PLD")
+        raise InvalidParameter(f"sensitivity/scale={_fmt(d_q)} must be at most 30 for this PLD")
     d = float(d_q)
     if Fraction(d) < d_q:
         d = math.nextafter(d, math.inf)  # a larger shift dominates (Laplace is log-concave)
