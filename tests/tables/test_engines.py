@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dpcompose as dp
-from dpcompose.tables._engine import Aggregates, Plan, SumSpec, key_order
+from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, key_order
 from dpcompose.tables._hash import NULL_CODE, row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
 from dpcompose.tables._query import sum_spec
@@ -82,6 +82,11 @@ BIG = sum_spec("big", SCHEMA.column("big"), None)  # k = 10: integer rounding ha
 INCOME_NARROW = sum_spec("income", SCHEMA.column("income"), (0.0, 3.0))
 INCOME_TINY = sum_spec("income", SCHEMA.column("income"), (-1e-310, 5e-324))  # k = -1060: 2**1060 overflows
 INCOME_SQ = dataclasses.replace(INCOME, square=True)
+BELOW = tuple(
+    BelowSpec(s.column, s.kind, s.lo, s.hi, s.fill, v, strict)
+    for s, v in [(INCOME, 2.5), (INCOME, -0.0), (INCOME, 119.99999999999999), (BIG, 512), (BIG, -(2**41))]
+    for strict in (True, False)
+)
 BIG_SQ = dataclasses.replace(BIG, square=True)
 TINY_SQ = dataclasses.replace(INCOME_TINY, square=True)
 ALL = tuple(n for n, _ in SCHEMA.columns)
@@ -101,8 +106,9 @@ def _plan(
     max_groups: int | None = None,
     sums: tuple[SumSpec, ...] = (),
     distinct: tuple[str, ...] = (),
+    below: tuple[BelowSpec, ...] = (),
 ) -> Plan:
-    return Plan(columns, predicate, by, keys, id, max_rows, max_groups, sums, distinct)
+    return Plan(columns, predicate, by, keys, id, max_rows, max_groups, sums, distinct, below)
 
 
 col = dp.col
@@ -112,11 +118,12 @@ PLANS: dict[str, Plan] = {
         _cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY, INCOME_SQ, BIG_SQ, TINY_SQ)
     ),
     "known_str_keys": _plan(
-        _cols("user", "state", "income"),
+        _cols("user", "state", "income", "big"),
         by=("state",),
         keys=(("CA",), ("NY",), ("absent",), (None,), ("é",)),
         max_rows=3,
         sums=(INCOME, INCOME_SQ),
+        below=BELOW,
     ),
     "unknown_str_keys_groups_capped": _plan(
         _cols("user", "name", "state", "code", "income", "big"),
@@ -126,6 +133,7 @@ PLANS: dict[str, Plan] = {
         max_groups=2,
         sums=(INCOME, BIG),
         distinct=("name", "code"),
+        below=BELOW,
     ),
     "unknown_bool_int_keys": _plan(
         _cols("user", "flag", "code", "income"),
@@ -261,7 +269,8 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
     found: dict[tuple[Any, ...], list[Any]] = {}
     for r in rows:
         entry = found.setdefault(
-            tuple(r[c] for c in by), [0, [0] * len(plan.sums), [set() for _ in plan.distinct]]
+            tuple(r[c] for c in by),
+            [0, [0] * len(plan.sums), [set() for _ in plan.distinct], [0] * len(plan.below)],
         )
         entry[0] += 1
         for i, spec in enumerate(plan.sums):
@@ -269,6 +278,12 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
         for j, c in enumerate(plan.distinct):
             if r[c] is not None:  # distinct non-null values, compared exactly (int, str, bool)
                 entry[2][j].add((type(r[c]), r[c]))
+        for j, b in enumerate(plan.below):
+            v = r[b.column]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                v = b.fill
+            v = min(max(v, b.lo), b.hi)
+            entry[3][j] += int(v < b.value if b.strict else v <= b.value)
     if not by:
         keys: tuple[tuple[Any, ...], ...] = ((),)
     elif plan.keys is None:
@@ -284,7 +299,11 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
         np.array([len(found[k][2][j]) if k in found else 0 for k in keys], dtype=np.int64)
         for j in range(len(plan.distinct))
     ]
-    return Aggregates(keys, counts, sums, distincts)
+    belows = [
+        np.array([found[k][3][j] if k in found else 0 for k in keys], dtype=np.int64)
+        for j in range(len(plan.below))
+    ]
+    return Aggregates(keys, counts, sums, distincts, belows)
 
 
 def same(a: Aggregates, b: Aggregates) -> None:
@@ -292,8 +311,8 @@ def same(a: Aggregates, b: Aggregates) -> None:
     assert a.keys == b.keys
     assert a.counts.dtype == b.counts.dtype == np.int64
     assert a.counts.tolist() == b.counts.tolist()
-    assert len(a.sums) == len(b.sums) and len(a.distincts) == len(b.distincts)
-    for x, y in zip(a.sums + a.distincts, b.sums + b.distincts, strict=True):
+    assert (len(a.sums), len(a.distincts), len(a.belows)) == (len(b.sums), len(b.distincts), len(b.belows))
+    for x, y in zip(a.sums + a.distincts + a.belows, b.sums + b.distincts + b.belows, strict=True):
         assert x.dtype == y.dtype == np.int64
         assert x.tolist() == y.tolist()
 

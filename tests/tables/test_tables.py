@@ -394,3 +394,63 @@ def test_variance_and_distinct_vectors_move_within_the_map(unit: Any, seed: int)
         for spec, a, b in zip(q.plan.sums, base.sums, other.sums, strict=True):
             assert int(np.abs(a - b).sum()) <= sensitivity[spec.key] == r * grid_bound(spec)
         assert int(np.abs(base.distincts[0] - other.distincts[0]).sum()) <= r
+
+
+def _scores(found: Any, plan: Plan, alpha: Fraction) -> list[np.ndarray]:
+    """Per key, the quantile's integer scores |(b − a)·L − a·G| from the engine's threshold counts."""
+    m = len(plan.below) // 2
+    less = np.stack(found.belows[:m], axis=1)
+    greater = found.counts[:, None] - np.stack(found.belows[m:], axis=1)
+    a, b = alpha.numerator, alpha.denominator
+    return list(np.abs((b - a) * less - a * greater))
+
+
+@pytest.mark.parametrize("alpha", [Fraction(1, 2), Fraction(1, 4)])
+@pytest.mark.parametrize("unit", [None, dp.unit_of("user", 3), dp.unit_of("user", 3, max_groups=1)])
+@pytest.mark.parametrize("seed", range(3))
+def test_quantile_scores_move_within_the_map(alpha: Fraction, unit: Any, seed: int) -> None:
+    """Brute force over neighbours: the L∞ moves of the keys' score vectors add up to at most
+    R·max(a, b − a), the sensitivity the noisy-min selections are scaled to (their costs add over keys)."""
+    df = _frame(random.Random(300 + seed), n_users=4, max_rows=5)
+    q = (
+        _ctx(df, privacy_unit=unit)
+        .query()
+        .group_by("state", keys=STATES)
+        .agg(dp.tables.quantile("income", alpha, [0.0, 10.0, 30.0, 55.5, 90.0]))
+    )
+    engine = PolarsEngine()
+    base = _scores(engine.aggregate(df, q.plan), q.plan, alpha)
+    r = 1 if unit is None else unit.max_rows
+    bound = r * max(alpha.numerator, alpha.denominator - alpha.numerator)
+    assert [sens for _, _, sens, _ in q._quantiles] == [bound]
+    if unit is None:
+        neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
+    else:
+        neighbours = [df.filter(pl.col("user") != u) for u in df.get_column("user").unique().to_list()]
+    for nb in neighbours:
+        other = _scores(engine.aggregate(nb, q.plan), q.plan, alpha)
+        moved = sum(int(np.abs(x - y).max()) for x, y in zip(base, other, strict=True))
+        assert moved <= bound
+    assert q.measurement.map(1) == Fraction(1, 3)  # the whole share (ε = 1 over 3 releases)
+    assert q.measurement.map(2) == Fraction(2, 3)
+
+
+def test_quantile_is_accurate_and_checks_its_arguments() -> None:
+    rng = np.random.default_rng(11)
+    n = 40_000
+    df = pl.DataFrame({"user": np.arange(n), "g": rng.choice(["a", "b"], n), "age": rng.integers(0, 101, n)})
+    schema = dp.FrameDomain(
+        {"user": dp.Column(int), "g": dp.Column(str), "age": dp.Column(int, bounds=(0, 120))}
+    )
+    ctx = dp.Context(df, schema, privacy_loss=1.0, measure=dp.ZCDP(), split_evenly_over=2)
+    q = ctx.query().group_by("g", keys=["a", "b"]).agg(dp.tables.quantile("age", 0.5, list(range(0, 121, 5))))
+    assert q.measurement.map(1) <= Fraction(1, 2)  # ε²/2 within the ρ share (half the budget)
+    assert all(abs(v - 50) <= 5 for v in q.release()["age_quantile_0.5"].to_list())
+    with pytest.raises(dp.InvalidParameter, match="int"):
+        ctx.query().agg(dp.tables.quantile("age", 0.5, [1.5, 2.5]))
+    with pytest.raises(dp.InvalidParameter, match="increasing"):
+        ctx.query().agg(dp.tables.quantile("age", 0.5, [3, 2]))
+    with pytest.raises(dp.InvalidParameter, match="alpha"):
+        dp.tables.quantile("age", 1.5, [1, 2])
+    with pytest.raises(dp.InvalidParameter, match="str column"):
+        ctx.query().agg(dp.tables.quantile("g", 0.5, [1, 2]))

@@ -31,3 +31,7 @@ def test_count_distinct_type() -> None:
 
 def test_variance_type() -> None:
     assert_type(dp.tables.variance("x", bounds=(0.0, 1.0)), dp.tables.Agg)
+
+
+def test_quantile_type() -> None:
+    assert_type(dp.tables.quantile("x", 0.5, [0.0, 0.5, 1.0]), dp.tables.Agg)

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Aggregates", "Engine", "Plan", "SumSpec", "engine_for", "key_order", "scalings"]
+__all__ = ["Aggregates", "BelowSpec", "Engine", "Plan", "SumSpec", "engine_for", "key_order", "scalings"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,21 @@ class SumSpec:
 
 
 @dataclass(frozen=True)
+class BelowSpec:
+    """One count of rows whose value is below ``value`` (``strict``: ``<``; else ``<=``): column ``column``
+    with nulls/NaN read as ``fill``, clamped to ``[lo, hi]``, compared exactly (IEEE doubles for float
+    columns, int64 for int columns) — the ``#{x < c}`` and ``#{x <= c}`` of a quantile's scores."""
+
+    column: str
+    kind: str  # "int" or "float"
+    lo: int | float
+    hi: int | float
+    fill: int | float
+    value: int | float
+    strict: bool
+
+
+@dataclass(frozen=True)
 class Plan:
     """What an engine computes, engine-neutrally.
 
@@ -68,6 +83,7 @@ class Plan:
         max_groups: groups kept per identifier (None: no cap).
         sums: the integer sums to compute.
         distinct: the int/str/bool columns whose number of distinct non-null values per key to count.
+        below: the threshold counts to compute (a quantile's scores).
     """
 
     columns: tuple[str, ...]
@@ -79,6 +95,7 @@ class Plan:
     max_groups: int | None
     sums: tuple[SumSpec, ...]
     distinct: tuple[str, ...] = ()
+    below: tuple[BelowSpec, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +111,7 @@ class Aggregates:
     counts: npt.NDArray[np.int64]
     sums: list[npt.NDArray[np.int64]]
     distincts: list[npt.NDArray[np.int64]] = field(default_factory=list)  # one per ``plan.distinct``
+    belows: list[npt.NDArray[np.int64]] = field(default_factory=list)  # one per ``plan.below``
 
 
 def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -110,21 +128,23 @@ def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
 def collect_keys(
     found: dict[tuple[Any, ...], tuple[int, list[int]]], plan: Plan
 ) -> Aggregates:
-    """:class:`Aggregates` from an engine's collected groups ``key -> (count, [sum, ..., distinct, ...])``
-    (the ``plan.sums`` then the ``plan.distinct`` values): aligned with ``plan.keys`` (zeros for absent
-    keys) or, for unknown keys, sorted by :func:`key_order`."""
+    """:class:`Aggregates` from an engine's collected groups ``key -> (count, [value, ...])`` (the
+    ``plan.sums``, then the ``plan.distinct``, then the ``plan.below`` values): aligned with ``plan.keys``
+    (zeros for absent keys) or, for unknown keys, sorted by :func:`key_order`."""
     if not plan.by:
         keys: tuple[tuple[Any, ...], ...] = ((),)
     elif plan.keys is None:
         keys = tuple(sorted(found, key=key_order))
     else:
         keys = plan.keys
-    n_sums = len(plan.sums)
-    empty = (0, [0] * (n_sums + len(plan.distinct)))
+    n_sums, n_dist = len(plan.sums), len(plan.distinct)
+    empty = (0, [0] * (n_sums + n_dist + len(plan.below)))
     rows = [found.get(k, empty) for k in keys]
     counts = np.array([r[0] for r in rows], dtype=np.int64)
     columns = [np.array([r[1][i] for r in rows], dtype=np.int64) for i in range(len(empty[1]))]
-    return Aggregates(keys, counts, columns[:n_sums], columns[n_sums:])
+    return Aggregates(
+        keys, counts, columns[:n_sums], columns[n_sums : n_sums + n_dist], columns[n_sums + n_dist :]
+    )
 
 
 class Engine(Protocol):

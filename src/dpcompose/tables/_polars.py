@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
+from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_keys
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
@@ -117,6 +117,17 @@ def _grid_expr(spec: SumSpec) -> Any:
     return (g * g) // (1 << 31) if spec.square else g  # g² <= 2**62: no overflow
 
 
+def _policy_values(spec: BelowSpec) -> Any:
+    """The column's values under the NaN/null policy: fill, then clamp (no grid)."""
+    import polars as pl
+
+    c = pl.col(spec.column)
+    if spec.kind == "float":
+        c = c.cast(pl.Float64).fill_nan(float(spec.fill)).fill_null(float(spec.fill))
+        return c.clip(float(spec.lo), float(spec.hi))
+    return c.cast(pl.Int64).fill_null(int(spec.fill)).clip(int(spec.lo), int(spec.hi))
+
+
 def _grid_values(spec: SumSpec) -> Any:
     """The column's grid values (Int64): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
     import polars as pl
@@ -186,6 +197,10 @@ class PolarsEngine:
             aggs.append((u % 65536).sum().cast(pl.Int64).alias(f"__dp_lo{i}"))
         for i, c in enumerate(plan.distinct):  # exact values (int, str, bool), nulls not counted
             aggs.append(pl.col(c).drop_nulls().n_unique().cast(pl.Int64).alias(f"__dp_d{i}"))
+        for i, b in enumerate(plan.below):
+            v = _policy_values(b)
+            hit = v < b.value if b.strict else v <= b.value
+            aggs.append(hit.cast(pl.Int64).sum().alias(f"__dp_b{i}"))
         out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
         found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
         n_sums = len(plan.sums)

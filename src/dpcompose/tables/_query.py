@@ -44,6 +44,7 @@ from dpcompose.core import (
     L01InfDistance,
     L1Distance,
     L2Distance,
+    LInfDistance,
     MapDomain,
     Measure,
     Measurement,
@@ -60,10 +61,11 @@ from dpcompose.measurements import (
     make_discrete_gaussian,
     make_discrete_laplace,
     make_laplace_threshold,
+    make_report_noisy_max,
     partition_threshold,
 )
 from dpcompose.tables import _expr
-from dpcompose.tables._engine import Plan, SumSpec, engine_for
+from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for
 from dpcompose.tables._schema import Column, FrameDomain
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "count",
     "count_distinct",
     "mean",
+    "quantile",
     "sum",
     "unit_of",
     "variance",
@@ -150,10 +153,14 @@ class Agg:
     op: str
     column: str | None = None
     bounds: tuple[Any, Any] | None = None
+    alpha: Fraction | None = None  # quantile only
+    candidates: tuple[Any, ...] = ()  # quantile only
 
     @property
     def name(self) -> str:
         """The output column's name."""
+        if self.op == "quantile":
+            return f"{self.column}_quantile_{float(self.alpha or 0):g}"
         return "count" if self.op == "count" else f"{self.column}_{self.op}"
 
 
@@ -205,6 +212,36 @@ def variance(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
         'income_variance'
     """
     return _col_agg("variance", column, bounds)
+
+
+def quantile(
+    column: str, alpha: float | Fraction, candidates: Sequence[Any], bounds: tuple[Any, Any] | None = None
+) -> Agg:
+    """The α-quantile of a numeric column per key, chosen privately among ``candidates``.
+
+    Per key, candidate ``c`` gets the integer score ``|(b − a)·L(c) − a·G(c)|`` with ``α = a/b``,
+    ``L(c) = #{x < c}`` and ``G(c) = #{x > c}`` (values read with the column's null/NaN policy and clamped to
+    its bounds, compared exactly by the engine), and report-noisy-min with exact discrete Laplace noise
+    picks one — as :func:`~dpcompose.measurements.make_private_quantile` does for one vector. One person
+    with ``r_k`` rows in key ``k`` moves that key's scores by at most ``r_k·max(a, b − a)`` (L∞); the keys'
+    selections are independent, so the costs add over the keys a person touches: ε = 2·R·max(a, b − a) /
+    (b·scale) in all, with ``R`` the row cap (Smith 2011; Dwork–Roth 2014 Claim 3.9, re-proved for discrete
+    noise in :mod:`dpcompose.measurements._noisy_max`).
+
+    Examples:
+        >>> quantile("age", 0.5, [20, 40, 60]).name
+        'age_quantile_0.5'
+    """
+    from dpcompose.transformations._quantile import QuantileAlpha
+
+    agg = _col_agg("quantile", column, bounds)
+    a = QuantileAlpha(alpha)
+    if isinstance(candidates, (str, bytes)) or not isinstance(candidates, (Sequence, np.ndarray)):
+        raise InvalidParameter(f"candidates={candidates!r} must be a list of numbers")
+    cands = tuple(c.item() if isinstance(c, np.generic) else c for c in candidates)
+    if not cands:
+        raise InvalidParameter("candidates=[] must not be empty")
+    return dataclasses.replace(agg, alpha=a.value, candidates=cands)
 
 
 def count_distinct(column: str) -> Agg:
@@ -273,6 +310,24 @@ def summed_value(x: int | float, spec: SumSpec) -> int:
     return (g * g) >> 31 if spec.square else g
 
 
+def _sqrt_down(q: Fraction) -> Fraction:
+    """A positive rational ``<= √q``: ``isqrt(⌊q·2**40⌋) / 2**20`` (at least 2**-20)."""
+    return Fraction(max(math.isqrt(math.floor(q * (1 << 40))), 1), 1 << 20)
+
+
+def _below_specs(agg: Agg, column: Column) -> list[BelowSpec]:
+    """The threshold counts of a quantile: ``#{x < c}`` for every candidate, then ``#{x <= c}``."""
+    from dpcompose.transformations._quantile import _candidates
+
+    assert agg.column is not None
+    spec = sum_spec(agg.column, column, agg.bounds)  # the bounds, fill and kind every aggregate uses
+    carrier = int if spec.kind == "int" else float
+    cands = _candidates(list(agg.candidates), carrier).tolist()
+    out = [BelowSpec(spec.column, spec.kind, spec.lo, spec.hi, spec.fill, c, True) for c in cands]
+    out += [BelowSpec(spec.column, spec.kind, spec.lo, spec.hi, spec.fill, c, False) for c in cands]
+    return out
+
+
 def _sqrt_up(q: Fraction) -> Fraction:
     """A rational ``>= √q`` within ``2**-20`` relative-ish: ``(isqrt(⌊q·2**40⌋) + 1) / 2**20``."""
     return Fraction(math.isqrt(math.floor(q * (1 << 40))) + 1, 1 << 20)
@@ -312,7 +367,8 @@ class TableQuery:
             wanted.append(("count", None))  # unknown keys: the noisy counts select the keys
         wanted.extend((s.key, s) for s in plan.sums)
         wanted.extend((f"distinct:{c}", None) for c in plan.distinct)  # moves like a count: R per person
-        share = len(wanted)
+        quantiles = [a for a in aggs if a.op == "quantile"]
+        share = len(wanted) + len(quantiles)
         for what, maybe in wanted:
             sens = r * (1 if maybe is None else grid_bound(maybe))
             if isinstance(measure, ZCDP):
@@ -325,6 +381,24 @@ class TableQuery:
                 noise = make_discrete_laplace(_INTS, L1Distance(), scale)
             released.append(_Released(what, maybe, sens, noise, scale))
         self._released = tuple(released)
+        # each quantile: report-noisy-min over integer scores, L∞ sensitivity R·max(a, b − a) per person
+        self._quantiles: list[tuple[Agg, int, int, Measurement[Any, Any, Any, Any]]] = []
+        start = 0
+        for agg in quantiles:
+            assert agg.alpha is not None
+            a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
+            sens = r * max(a_num, b_den - a_num)
+            if isinstance(measure, ZCDP):
+                eps_q = _sqrt_down(2 * Fraction(budget) / share)  # pure ε with ε²/2 <= its ρ share
+            else:
+                eps_q = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
+            scale = 2 * Fraction(sens) / eps_q  # non-monotonic scores: ε = 2·Δ∞/scale
+            m = len(agg.candidates)
+            select = make_report_noisy_max(
+                VectorDomain(AtomDomain(int), size=m), LInfDistance(), scale, optimize="min"
+            )
+            self._quantiles.append((agg, start, sens, select))
+            start += 2 * m
         self.threshold: int | None = None
         if self.unknown_keys:
             # per person (or row): at most l0 keys, at most l∞ rows in one key, at most l1 rows in all
@@ -347,6 +421,9 @@ class TableQuery:
 
         def privacy_map(d_in: int) -> Any:
             costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
+            for _, _, sens, select in self._quantiles:
+                eps = select.map(Fraction(d_in * sens))
+                costs.append(eps * eps / 2 if isinstance(ctx.measure, ZCDP) else eps)  # ε-DP is ε²/2-zCDP
             if not unknown:
                 return out_measure.compose(costs)
             # each key's release (noisy count, noisy sums) happens only when its noisy count reaches the
@@ -361,7 +438,7 @@ class TableQuery:
             engine = engine_for(data)
             assert engine is not None  # the domain check ran first
             found = engine.aggregate(data, plan)
-            return self._finish(found.keys, found.counts, found.sums, found.distincts)
+            return self._finish(found.keys, found.counts, found.sums, found.distincts, found.belows)
 
         return Measurement(
             ctx.domain,
@@ -379,8 +456,9 @@ class TableQuery:
                 source="stable filter/caps (McSherry 2009) then discrete noise per released vector"
                 + ("; keys: partition selection (Korolova et al. 2009)" if unknown else ""),
                 theorem="basic composition of the released vectors",
-                children=tuple(rel.noise for rel in released),
-                child_inputs=lambda d: tuple(d * rel.sensitivity for rel in released),
+                children=tuple(rel.noise for rel in released) + tuple(q[3] for q in self._quantiles),
+                child_inputs=lambda d: tuple(d * rel.sensitivity for rel in released)
+                + tuple(Fraction(d * q[2]) for q in self._quantiles),
             ),
         )
 
@@ -390,6 +468,7 @@ class TableQuery:
         counts: np.ndarray,
         sums: list[np.ndarray],
         distincts: list[np.ndarray],
+        belows: list[np.ndarray],
     ) -> Any:
         import polars as pl
 
@@ -397,11 +476,23 @@ class TableQuery:
         exact_of.update({f"distinct:{c}": d for c, d in zip(self.plan.distinct, distincts, strict=True)})
         exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
         noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
+        chosen: dict[str, list[Any]] = {}
+        for agg, start, _, select in self._quantiles:
+            assert agg.alpha is not None
+            a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
+            m = len(agg.candidates)
+            less = np.stack(belows[start : start + m], axis=1) if m else np.zeros((len(keys), 0), np.int64)
+            at_most = np.stack(belows[start + m : start + 2 * m], axis=1)
+            greater = counts[:, None] - at_most
+            scores = np.abs((b_den - a_num) * less - a_num * greater).astype(np.int64)
+            chosen[agg.name] = [agg.candidates[select(row)] for row in scores]
         if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
             assert self.threshold is not None
             keep = noisy["count"] >= self.threshold
             keys = tuple(k for k, kept in zip(keys, keep.tolist(), strict=True) if kept)
             noisy = {name: values[keep] for name, values in noisy.items()}
+            mask = keep.tolist()
+            chosen = {n: [v for v, kept in zip(vs, mask, strict=True) if kept] for n, vs in chosen.items()}
         plan = self.plan
         columns: dict[str, Any] = {}
         kinds = {name: c.kind for name, c in self._ctx.domain.columns}
@@ -415,6 +506,10 @@ class TableQuery:
                 continue
             if agg.op == "count_distinct":
                 columns[agg.name] = pl.Series(agg.name, noisy[f"distinct:{agg.column}"], dtype=pl.Int64)
+                continue
+            if agg.op == "quantile":
+                dtype = pl.Int64 if kinds[agg.column or ""] == "int" else pl.Float64
+                columns[agg.name] = pl.Series(agg.name, chosen[agg.name], dtype=dtype)
                 continue
             spec = specs[agg.column or ""]
             total = noisy[spec.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(spec))
@@ -556,12 +651,16 @@ class Query:
         ctx = self._ctx
         specs: dict[str, SumSpec] = {}
         distinct: list[str] = []
+        below: list[BelowSpec] = []
         for a in aggs:
             if not isinstance(a, Agg):
                 raise InvalidParameter(
                     f"aggs: {a!r} must be dp.tables.count(), sum(c), mean(c) or count_distinct(c)"
                 )
             if a.column is None:
+                continue
+            if a.op == "quantile":
+                below.extend(_below_specs(a, ctx.domain.column(a.column, "column")))
                 continue
             if a.op == "count_distinct":
                 kind = ctx.domain.column(a.column, "column").kind
@@ -583,6 +682,7 @@ class Query:
             raise InvalidParameter("aggs: an aggregate is listed twice")
         unit = ctx.privacy_unit
         read = set(self._by) | _expr.columns_of(self._predicate) | set(specs) | set(distinct)
+        read |= {b.column for b in below}
         if unit is not None:
             read.add(unit.id)
         columns = tuple(n for n, _ in ctx.domain.columns if n in read)
@@ -596,6 +696,7 @@ class Query:
             max_groups=None if unit is None else unit.max_groups,
             sums=tuple(specs.values()),
             distinct=tuple(distinct),
+            below=tuple(below),
         )
         return TableQuery(ctx, plan, tuple(aggs), self._budget)
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpcompose.errors import DPError
-from dpcompose.tables._engine import Aggregates, Plan, SumSpec, collect_keys
+from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_keys
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import Expr
 from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
@@ -320,6 +320,19 @@ def _grid_col(spec: SumSpec) -> Any:
     return F.shiftright(g * g, 31) if spec.square else g  # g² <= 2**62: no overflow, ANSI mode too
 
 
+def _policy_values(spec: BelowSpec) -> Any:
+    """The column's values under the NaN/null policy: fill, then clamp (no grid)."""
+    from pyspark.sql import functions as F
+
+    c = F.col(spec.column)
+    if spec.kind == "float":
+        d = c.cast("double")
+        d = F.when(d.isNull() | F.isnan(d), F.lit(float(spec.fill))).otherwise(d)
+        return F.least(F.greatest(d, F.lit(float(spec.lo))), F.lit(float(spec.hi)))
+    v = F.coalesce(c.cast("bigint"), F.lit(int(spec.fill)).cast("bigint"))
+    return F.least(F.greatest(v, F.lit(int(spec.lo)).cast("bigint")), F.lit(int(spec.hi)).cast("bigint"))
+
+
 def _grid_values(spec: SumSpec) -> Any:
     """The column's grid values (bigint): fill nulls (and NaN), clamp, scale by 2**-k, round half to even."""
     from pyspark.sql import functions as F
@@ -395,6 +408,10 @@ class SparkEngine:
             aggs.append(F.sum(u.bitwiseAND(F.lit(_M16))).alias(f"__dp_lo{i}"))
         for i, c in enumerate(plan.distinct):  # exact values (int, str, bool); countDistinct skips nulls
             aggs.append(F.countDistinct(F.col(c)).alias(f"__dp_d{i}"))
+        for i, b in enumerate(plan.below):
+            v = _policy_values(b)
+            hit = v < F.lit(b.value) if b.strict else v <= F.lit(b.value)
+            aggs.append(F.sum(hit.cast("bigint")).alias(f"__dp_b{i}"))
         rows = df.groupBy(*by).agg(*aggs).collect()
         found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
         for row in rows:
@@ -405,7 +422,12 @@ class SparkEngine:
                 int(row[f"__dp_hi{i}"]) * 65536 + int(row[f"__dp_lo{i}"]) - n * (1 << 31)
                 for i in range(len(plan.sums))
             ]
-            found[key] = (n, sums + [int(row[f"__dp_d{i}"]) for i in range(len(plan.distinct))])
+            found[key] = (
+                n,
+                sums
+                + [int(row[f"__dp_d{i}"]) for i in range(len(plan.distinct))]
+                + [int(row[f"__dp_b{i}"]) for i in range(len(plan.below))],
+            )
         return collect_keys(found, plan)
 
     @staticmethod
