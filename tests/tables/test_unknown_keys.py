@@ -84,3 +84,12 @@ def test_row_level_unit_and_several_columns() -> None:
     ctx = dp.Context(data, SCHEMA, privacy_loss=(1.0, 1e-9), measure=dp.ApproxDP(), split_evenly_over=1)
     out = ctx.query().group_by("city", "user").agg(dp.tables.count()).release()
     assert out.select("city", "user").rows() == [("a", 1)]
+
+
+def test_quantile_with_unknown_keys_is_released_for_selected_keys_only() -> None:
+    q = _context(_frame()).query().group_by("city").agg(dp.tables.quantile("x", 0.5, [0.25, 0.5, 0.75]))
+    eps, delta = q.measurement.map(1)
+    assert eps == Fraction(1) and 0 < delta <= Fraction(1, 10**6)
+    out = q.release()
+    assert out["city"].to_list() == ["a", "b", "c"]
+    assert set(out["x_quantile_0.5"].to_list()) <= {0.25, 0.5, 0.75}
