@@ -107,12 +107,27 @@ def _plan(
     sums: tuple[SumSpec, ...] = (),
     distinct: tuple[str, ...] = (),
     below: tuple[BelowSpec, ...] = (),
+    derived: tuple[tuple[str, Any], ...] = (),
 ) -> Plan:
-    return Plan(columns, predicate, by, keys, id, max_rows, max_groups, sums, distinct, below)
+    return Plan(columns, predicate, by, keys, id, max_rows, max_groups, sums, distinct, below, derived)
 
 
 col = dp.col
+DX = ("dx", col("income") * 2.0 - col("big"))
+DY = ("dy", 0.5 + col("code") * col("code"))
+DX_SUM = SumSpec("dx", "float", -1e6, 1e6, 0.0, sum_spec("x", dp.Column(float, bounds=(-1e6, 1e6)), None).k)
+DY_SUM = SumSpec("dy", "float", 0.0, 100.0, 0.0, sum_spec("y", dp.Column(float, bounds=(0.0, 100.0)), None).k)
 PLANS: dict[str, Plan] = {
+    "derived_columns": _plan(
+        _cols("user", "state", "code", "income", "big"),
+        predicate=(col("dx") > -5.0) | col("dy").is_null(),
+        by=("state",),
+        keys=None,
+        max_rows=3,
+        sums=(DX_SUM, DY_SUM),
+        below=(BelowSpec("dx", "float", -1e6, 1e6, 0.0, 7.5, True),),
+        derived=(DX, DY),
+    ),
     "total_count_rows": _plan(_cols("user", "flag"), id=None, max_rows=None, distinct=("flag",)),
     "total_sums_capped": _plan(
         _cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY, INCOME_SQ, BIG_SQ, TINY_SQ)
@@ -223,6 +238,12 @@ def _eval(e: Any, row: dict[str, Any]) -> Any:
         return None if a is None else not a
     if op == "is_null":
         return _eval(e.args[0], row) is None
+    if op in ("+", "-", "*"):  # on IEEE doubles (Python floats), null propagates
+        a, b = _eval(e.args[0], row), _eval(e.args[1], row)
+        if a is None or b is None:
+            return None
+        x, y = float(a), float(b)
+        return x + y if op == "+" else x - y if op == "-" else x * y
     if op == "is_in":
         a = _eval(e.args[0], row)
         return a is not None and any(_ord(a) == _ord(v) for v in e.args[1])
@@ -242,6 +263,11 @@ def _grid(v: Any, spec: SumSpec) -> int:
 
 
 def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
+    if plan.derived:
+        rows = [dict(r) for r in rows]
+        for r in rows:
+            for name, e in plan.derived:
+                r[name] = _eval(e, r)
     rows = [r for r in rows if plan.predicate is None or _eval(plan.predicate, r) is True]
     by = plan.by
     if by and plan.keys is not None:

@@ -454,3 +454,28 @@ def test_quantile_is_accurate_and_checks_its_arguments() -> None:
         dp.tables.quantile("age", 1.5, [1, 2])
     with pytest.raises(dp.InvalidParameter, match="str column"):
         ctx.query().agg(dp.tables.quantile("g", 0.5, [1, 2]))
+
+
+def test_with_column_and_select() -> None:
+    df = pl.DataFrame({"user": [1, 2, 3], "state": ["CA", "CA", "NY"], "income": [10.0, 20.0, None],
+                       "age": [30, 40, 50]})
+    schema = dp.FrameDomain({"user": dp.Column(int), "state": dp.Column(str),
+                             "income": dp.Column(float, bounds=(0.0, 100.0), nullable=True, fill=0.0),
+                             "age": dp.Column(int, bounds=(0, 120))})
+    ctx = dp.Context(df, schema, privacy_loss=1e9, split_evenly_over=3)
+    q = ctx.query().with_column("per_year", dp.col("income") * 0.5 + dp.col("age"), bounds=(0.0, 200.0))
+    out = q.filter(dp.col("per_year") > 30.0).agg(dp.tables.sum("per_year"), dp.tables.count()).release()
+    assert out["per_year_sum"][0] == pytest.approx(35.0 + 50.0)  # null income: null per_year, filtered out
+    assert out["count"][0] == 2
+    with pytest.raises(dp.InvalidParameter, match="already a column"):
+        q.with_column("age", dp.col("age") * 2, bounds=(0.0, 1.0))
+    with pytest.raises(dp.InvalidParameter, match="needs numbers"):
+        q.with_column("bad", dp.col("state") * 2, bounds=(0.0, 1.0))
+    with pytest.raises(dp.InvalidParameter, match="bounds"):
+        q.with_column("bad", dp.col("age") * 2, bounds=(1.0, 0.0))
+    with pytest.raises(dp.InvalidParameter, match="a number or an expression"):
+        dp.col("age") * "2"
+    narrowed = ctx.query().select("state", "age")
+    with pytest.raises(dp.InvalidParameter, match="not among the selected"):
+        narrowed.agg(dp.tables.sum("income"))
+    assert narrowed.group_by("state", keys=["CA"]).agg(dp.tables.sum("age")).release()["age_sum"][0] == 70

@@ -35,3 +35,12 @@ def test_variance_type() -> None:
 
 def test_quantile_type() -> None:
     assert_type(dp.tables.quantile("x", 0.5, [0.0, 0.5, 1.0]), dp.tables.Agg)
+
+
+def test_with_column_and_select_types() -> None:
+    import polars as pl
+
+    schema = dp.FrameDomain({"a": dp.Column(float, bounds=(0.0, 1.0))})
+    ctx = dp.Context(pl.DataFrame({"a": [0.5]}), schema, privacy_loss=1.0, split_evenly_over=1)
+    q = ctx.query().with_column("b", dp.col("a") * 2 + 1, bounds=(0.0, 3.0)).select("b")
+    assert_type(q, dp.tables.Query)

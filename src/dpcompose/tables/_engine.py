@@ -84,6 +84,8 @@ class Plan:
         sums: the integer sums to compute.
         distinct: the int/str/bool columns whose number of distinct non-null values per key to count.
         below: the threshold counts to compute (a quantile's scores).
+        derived: float columns ``(name, expression)`` computed from ``columns`` row by row before the
+            filter (``with_column``); they are not part of the cap hash (they are functions of the row).
     """
 
     columns: tuple[str, ...]
@@ -96,6 +98,7 @@ class Plan:
     sums: tuple[SumSpec, ...]
     distinct: tuple[str, ...] = ()
     below: tuple[BelowSpec, ...] = ()
+    derived: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,10 +1,13 @@
-"""A small engine-neutral expression language for filters: ``col``, comparisons, ``&``, ``|``, ``~``,
-``is_in`` and ``is_null``. Expressions are plain trees, checked against the schema when a query is built
-(unknown column, comparing a string with a number, a non-boolean filter) and translated to each engine.
+"""A small engine-neutral expression language for filters and derived columns: ``col``, comparisons, ``&``,
+``|``, ``~``, ``is_in``, ``is_null``, and ``+``, ``-``, ``*`` on numbers. Expressions are plain trees,
+checked against the schema when a query is built (unknown column, comparing a string with a number, a
+non-boolean filter) and translated to each engine.
 
 Semantics (the same in every engine): a comparison involving null is null, and a filter drops rows whose
 predicate is null; ``is_in`` is false for null; NaN compares as Polars does (NaN equals NaN and is
-greater than every other float).
+greater than every other float). Arithmetic is on floats: operands are converted to IEEE doubles first
+(round to nearest), so every engine computes the same bits and never overflows or raises (a double
+operation gives ±inf or NaN instead); null propagates. Division is not offered: engines disagree on x/0.
 
 Examples:
     >>> import dpcompose as dp
@@ -24,9 +27,10 @@ import numpy as np
 
 from dpcompose.errors import InvalidParameter
 
-__all__ = ["Expr", "col", "literal_kind"]
+__all__ = ["ARITH", "Expr", "col", "literal_kind"]
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+ARITH = ("+", "-", "*")
 
 
 def literal_kind(v: object, name: str) -> str:
@@ -85,6 +89,33 @@ class Expr:
     def __ge__(self, other: object) -> Expr:
         return self._cmp(">=", other)
 
+    def _arith(self, op: str, other: object, reverse: bool = False) -> Expr:
+        right = other if isinstance(other, Expr) else Expr("lit", (_plain(other),))
+        if right.op == "lit":
+            v = right.args[0]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InvalidParameter(f"{op} needs a number or an expression, not {other!r}")
+            literal_kind(v, f"the operand of {op}")
+        return Expr(op, (right, self) if reverse else (self, right))
+
+    def __add__(self, other: object) -> Expr:
+        return self._arith("+", other)
+
+    def __radd__(self, other: object) -> Expr:
+        return self._arith("+", other, reverse=True)
+
+    def __sub__(self, other: object) -> Expr:
+        return self._arith("-", other)
+
+    def __rsub__(self, other: object) -> Expr:
+        return self._arith("-", other, reverse=True)
+
+    def __mul__(self, other: object) -> Expr:
+        return self._arith("*", other)
+
+    def __rmul__(self, other: object) -> Expr:
+        return self._arith("*", other, reverse=True)
+
     def __and__(self, other: object) -> Expr:
         if not isinstance(other, Expr):
             raise InvalidParameter(f"& needs two expressions, not {other!r}")
@@ -137,7 +168,7 @@ def _text(e: Expr) -> str:
         return f"col({e.args[0]!r})"
     if e.op == "lit":
         return repr(e.args[0])
-    if e.op in _CMP:
+    if e.op in _CMP or e.op in ARITH:
         return f"{_wrap(e.args[0])} {e.op} {_wrap(e.args[1])}"
     if e.op in ("and", "or"):
         sym = "&" if e.op == "and" else "|"
@@ -151,7 +182,7 @@ def _text(e: Expr) -> str:
 
 def _wrap(e: Expr) -> str:
     t = _text(e)
-    return f"({t})" if e.op in (*_CMP, "and", "or") else t
+    return f"({t})" if e.op in (*_CMP, *ARITH, "and", "or") else t
 
 
 def check(e: object, kinds: dict[str, str], what: str = "predicate") -> str:
@@ -176,6 +207,12 @@ def check(e: object, kinds: dict[str, str], what: str = "predicate") -> str:
         if e.args[1].op == "lit" and isinstance(e.args[1].args[0], float) and math.isnan(e.args[1].args[0]):
             raise InvalidParameter(f"{what}: {_text(e)} compares with NaN; use a bound or is_null()")
         return "bool"
+    if e.op in ARITH:
+        for part in e.args:
+            k = check(part, kinds, what)
+            if k not in ("int", "float"):
+                raise InvalidParameter(f"{what}: {_text(e)} needs numbers, not a {k}")
+        return "float"
     if e.op in ("and", "or", "not"):
         for part in e.args:
             k = check(part, kinds, what)

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_keys
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import Expr
+from dpcompose.tables._expr import ARITH, Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
 __all__ = ["PolarsEngine", "is_polars_data"]
@@ -67,6 +67,9 @@ def to_polars(e: Expr) -> Any:
     import polars as pl
 
     op = e.op
+    if op in ARITH:  # on doubles, as every engine does (see dpcompose.tables._expr)
+        a, b = (to_polars(x).cast(pl.Float64) for x in e.args)
+        return a + b if op == "+" else a - b if op == "-" else a * b
     if op == "col":
         return pl.col(e.args[0])
     if op == "lit":
@@ -174,6 +177,8 @@ class PolarsEngine:
         lf = _lazy(data).select(
             [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
         )
+        if plan.derived:  # derived columns (row-wise), before the filter that may read them
+            lf = lf.with_columns([to_polars(e).alias(name) for name, e in plan.derived])
         if plan.predicate is not None:
             lf = lf.filter(to_polars(plan.predicate))
         by = list(plan.by)

@@ -592,17 +592,100 @@ class Query:
         by: tuple[str, ...] = (),
         keys: tuple[tuple[Any, ...], ...] | None = None,
         grouped: bool = False,
+        derived: tuple[tuple[str, _expr.Expr, Column], ...] = (),
+        visible: tuple[str, ...] | None = None,
     ) -> None:
         self._ctx, self._budget, self._predicate = ctx, budget, predicate
         self._by, self._keys, self._grouped = by, keys, grouped
+        self._derived, self._visible = derived, visible
+
+    def _copy(self, **changes: Any) -> Query:
+        fields: dict[str, Any] = {
+            "predicate": self._predicate, "by": self._by, "keys": self._keys, "grouped": self._grouped,
+            "derived": self._derived, "visible": self._visible,
+        }  # fmt: skip
+        fields.update(changes)
+        return Query(self._ctx, self._budget, **fields)
+
+    def _column(self, name: object, what: str = "column") -> Column:
+        """A column of this query's view: a derived one, or a declared one that ``select`` kept."""
+        for n, _, column in self._derived:
+            if n == name:
+                return column
+        if self._visible is not None and name not in self._visible:
+            raise InvalidParameter(
+                f"{what}={name!r} is not among the selected columns ({', '.join(self._visible)})"
+            )
+        return self._ctx.domain.column(name, what)
+
+    def _kinds(self) -> dict[str, str]:
+        kinds = {n: k for n, k in self._ctx.kinds.items() if self._visible is None or n in self._visible}
+        kinds.update({n: column.kind for n, _, column in self._derived})
+        return kinds
+
+    def select(self, *columns: str) -> Query:
+        """Keep only these columns (declared or derived) visible to the rest of the query.
+
+        Examples:
+            >>> import dpcompose as dp
+            >>> import polars as pl
+            >>> schema = dp.FrameDomain({"a": dp.Column(int), "b": dp.Column(str)})
+            >>> ctx = dp.Context(pl.DataFrame({"a": [1], "b": ["x"]}), schema, privacy_loss=1.0,
+            ...                  split_evenly_over=1)
+            >>> ctx.query().select("a").filter(dp.col("b") == "x")
+            Traceback (most recent call last):
+            ...
+            dpcompose.errors.InvalidParameter: predicate: column 'b' is not in the schema (declared: a)
+        """
+        if not columns:
+            raise InvalidParameter("select() needs at least one column name")
+        for name in columns:
+            self._column(name, "select")
+        derived = tuple(d for d in self._derived if d[0] in columns)
+        return self._copy(visible=tuple(c for c in columns if c not in {d[0] for d in derived}),
+                          derived=derived)  # fmt: skip
+
+    def with_column(
+        self, name: str, expr: _expr.Expr, *, bounds: tuple[float, float], fill: float | None = None
+    ) -> Query:
+        """A new float column computed row by row from ``expr`` (``+``, ``-``, ``*`` of numeric columns and
+        numbers, on IEEE doubles in every engine), with declared ``bounds`` (the clamp its sums, means and
+        quantiles apply) and ``fill`` (what a null or NaN result stands for; default: 0 clamped into the
+        bounds). A row-wise map: one person's rows stay their rows, so every map is unchanged.
+
+        Examples:
+            >>> import dpcompose as dp
+            >>> import polars as pl
+            >>> schema = dp.FrameDomain({"price": dp.Column(float, bounds=(0.0, 100.0)),
+            ...                          "qty": dp.Column(int, bounds=(0, 10))})
+            >>> ctx = dp.Context(pl.DataFrame({"price": [2.5], "qty": [4]}), schema, privacy_loss=1e9,
+            ...                  split_evenly_over=1)
+            >>> q = ctx.query().with_column("total", dp.col("price") * dp.col("qty"), bounds=(0.0, 1000.0))
+            >>> q.agg(dp.tables.sum("total")).release()["total_sum"][0]
+            10.0
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidParameter(f"name={name!r} must be a non-empty column name")
+        if name in self._ctx.domain.schema or any(n == name for n, _, _ in self._derived):
+            raise InvalidParameter(f"name={name!r} is already a column; pick a new name")
+        if _expr.check(expr, self._kinds(), "expr") not in ("int", "float"):
+            raise InvalidParameter(f"expr={expr!r} must be numeric (+, -, * of columns and numbers)")
+        if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+            raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
+        lo, hi = (float(b) if isinstance(b, int) and not isinstance(b, bool) else b for b in bounds)
+        checked = Column(float, bounds=(lo, hi))  # refuses bounds that are not finite floats lo <= hi
+        assert checked.bounds is not None
+        lo, hi = checked.bounds
+        default = min(max(0.0, lo), hi)
+        column = Column(float, bounds=(lo, hi), nullable=True, fill=default if fill is None else fill)
+        return self._copy(derived=(*self._derived, (name, expr, column)))
 
     def filter(self, predicate: _expr.Expr) -> Query:
         """Keep the rows where ``predicate`` is true (checked against the schema now)."""
-        _expr.check(predicate, self._ctx.kinds, "predicate")
-        if _expr.check(predicate, self._ctx.kinds, "predicate") != "bool":
+        if _expr.check(predicate, self._kinds(), "predicate") != "bool":
             raise InvalidParameter(f"predicate={predicate!r} must be a boolean expression")
         combined = predicate if self._predicate is None else self._predicate & predicate
-        return Query(self._ctx, self._budget, combined, self._by, self._keys, self._grouped)
+        return self._copy(predicate=combined)
 
     def group_by(self, *by: str, keys: Sequence[Any] | None = None) -> Query:
         """Group by the columns ``by`` with the public list ``keys`` (a value per key for one column, a
@@ -617,11 +700,11 @@ class Query:
         if not by:
             raise InvalidParameter("by=() must name at least one column")
         for name in by:
-            col = self._ctx.domain.column(name, "by")
+            col = self._column(name, "by")
             if col.kind == "float":
                 raise InvalidParameter(f"by={name!r} is a float column; group by int, str or bool columns")
         if keys is None:  # unknown keys: selected privately at release (partition selection)
-            return Query(self._ctx, self._budget, self._predicate, tuple(by), None, True)
+            return self._copy(by=tuple(by), keys=None, grouped=True)
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) == 0:
             raise InvalidParameter(f"keys={keys!r} must be a non-empty list of keys")
         rows: list[tuple[Any, ...]] = []
@@ -632,7 +715,7 @@ class Query:
             clean = []
             for name, v in zip(by, parts, strict=True):
                 v = v.item() if isinstance(v, np.generic) else v
-                col = self._ctx.domain.column(name, "by")
+                col = self._column(name, "by")
                 if v is None:
                     if not col.nullable:
                         raise InvalidParameter(f"keys: None for column {name!r}, which is not nullable")
@@ -642,7 +725,7 @@ class Query:
             rows.append(tuple(clean))
         if len(set(rows)) != len(rows):
             raise InvalidParameter(f"keys={keys!r} must be distinct")
-        return Query(self._ctx, self._budget, self._predicate, tuple(by), tuple(rows), True)
+        return self._copy(by=tuple(by), keys=tuple(rows), grouped=True)
 
     def agg(self, *aggs: Agg) -> TableQuery:
         """The aggregates to release (``count()``, ``sum(c)``, ``mean(c)``), as one query."""
@@ -660,10 +743,10 @@ class Query:
             if a.column is None:
                 continue
             if a.op == "quantile":
-                below.extend(_below_specs(a, ctx.domain.column(a.column, "column")))
+                below.extend(_below_specs(a, self._column(a.column, "column")))
                 continue
             if a.op == "count_distinct":
-                kind = ctx.domain.column(a.column, "column").kind
+                kind = self._column(a.column, "column").kind
                 if kind not in ("int", "str", "bool"):
                     raise InvalidParameter(
                         f"count_distinct({a.column!r}): a {kind} column; distinct values are counted for "
@@ -671,7 +754,7 @@ class Query:
                     )
                 distinct.append(a.column)
                 continue
-            spec = sum_spec(a.column, ctx.domain.column(a.column, "column"), a.bounds)
+            spec = sum_spec(a.column, self._column(a.column, "column"), a.bounds)
             if a.column in specs and specs[a.column] != spec:
                 raise InvalidParameter(f"column={a.column!r} is aggregated with two different bounds")
             specs[a.column] = spec
@@ -683,6 +766,8 @@ class Query:
         unit = ctx.privacy_unit
         read = set(self._by) | _expr.columns_of(self._predicate) | set(specs) | set(distinct)
         read |= {b.column for b in below}
+        for _, expr, _ in self._derived:  # every derived column is computed from its declared columns
+            read |= _expr.columns_of(expr)
         if unit is not None:
             read.add(unit.id)
         columns = tuple(n for n, _ in ctx.domain.columns if n in read)
@@ -697,6 +782,7 @@ class Query:
             sums=tuple(specs.values()),
             distinct=tuple(distinct),
             below=tuple(below),
+            derived=tuple((name, expr) for name, expr, _ in self._derived),
         )
         return TableQuery(ctx, plan, tuple(aggs), self._budget)
 

@@ -36,7 +36,7 @@ from typing import Any
 from dpcompose.errors import DPError
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_keys
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import Expr
+from dpcompose.tables._expr import ARITH, Expr
 from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
 
 __all__ = ["SparkEngine", "SparkUnavailable", "check_java", "is_spark_data", "local_session"]
@@ -135,6 +135,9 @@ def to_spark(e: Expr) -> Any:
     from pyspark.sql import functions as F
 
     op = e.op
+    if op in ARITH:  # on doubles, as every engine does (see dpcompose.tables._expr)
+        a, b = (to_spark(x).cast("double") for x in e.args)
+        return a + b if op == "+" else a - b if op == "-" else a * b
     if op == "col":
         return F.col(e.args[0])
     if op == "lit":
@@ -378,6 +381,8 @@ class SparkEngine:
         df = data.select(
             *[F.col(c).cast(wide[kinds[c]]).alias(c) if kinds[c] in wide else F.col(c) for c in plan.columns]
         )
+        for name, e in plan.derived:  # derived columns (row-wise), before the filter that may read them
+            df = df.withColumn(name, to_spark(e))
         if plan.predicate is not None:
             df = df.filter(to_spark(plan.predicate))
         by = list(plan.by)
