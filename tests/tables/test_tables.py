@@ -422,7 +422,7 @@ def test_quantile_scores_move_within_the_map(alpha: Fraction, unit: Any, seed: i
     base = _scores(engine.aggregate(df, q.plan), q.plan, alpha)
     r = 1 if unit is None else unit.max_rows
     bound = r * max(alpha.numerator, alpha.denominator - alpha.numerator)
-    assert [sens for _, _, sens, _ in q._quantiles] == [bound]
+    assert [q_[2] for q_ in q._quantiles] == [bound]
     if unit is None:
         neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
     else:
@@ -445,6 +445,8 @@ def test_quantile_is_accurate_and_checks_its_arguments() -> None:
     ctx = dp.Context(df, schema, privacy_loss=1.0, measure=dp.ZCDP(), split_evenly_over=2)
     q = ctx.query().group_by("g", keys=["a", "b"]).agg(dp.tables.quantile("age", 0.5, list(range(0, 121, 5))))
     assert q.measurement.map(1) <= Fraction(1, 2)  # ε²/2 within the ρ share (half the budget)
+    rows = {r[0]: r for r in q.summarize().rows}
+    assert rows["age_quantile_0.5"][1].startswith("noisy min") and rows["age_quantile_0.5"][3] >= 0
     assert all(abs(v - 50) <= 5 for v in q.release()["age_quantile_0.5"].to_list())
     with pytest.raises(dp.InvalidParameter, match="int"):
         ctx.query().agg(dp.tables.quantile("age", 0.5, [1.5, 2.5]))

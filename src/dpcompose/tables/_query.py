@@ -382,7 +382,7 @@ class TableQuery:
             released.append(_Released(what, maybe, sens, noise, scale))
         self._released = tuple(released)
         # each quantile: report-noisy-min over integer scores, L∞ sensitivity R·max(a, b − a) per person
-        self._quantiles: list[tuple[Agg, int, int, Measurement[Any, Any, Any, Any]]] = []
+        self._quantiles: list[tuple[Agg, int, int, Measurement[Any, Any, Any, Any], Fraction]] = []
         start = 0
         for agg in quantiles:
             assert agg.alpha is not None
@@ -397,7 +397,7 @@ class TableQuery:
             select = make_report_noisy_max(
                 VectorDomain(AtomDomain(int), size=m), LInfDistance(), scale, optimize="min"
             )
-            self._quantiles.append((agg, start, sens, select))
+            self._quantiles.append((agg, start, sens, select, scale))
             start += 2 * m
         self.threshold: int | None = None
         if self.unknown_keys:
@@ -421,7 +421,7 @@ class TableQuery:
 
         def privacy_map(d_in: int) -> Any:
             costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
-            for _, _, sens, select in self._quantiles:
+            for _, _, sens, select, _ in self._quantiles:
                 eps = select.map(Fraction(d_in * sens))
                 costs.append(eps * eps / 2 if isinstance(ctx.measure, ZCDP) else eps)  # ε-DP is ε²/2-zCDP
             if not unknown:
@@ -477,7 +477,7 @@ class TableQuery:
         exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
         noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
         chosen: dict[str, list[Any]] = {}
-        for agg, start, _, select in self._quantiles:
+        for agg, start, _, select, _ in self._quantiles:
             assert agg.alpha is not None
             a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
             m = len(agg.candidates)
@@ -537,7 +537,9 @@ class TableQuery:
         Discrete Laplace with scale t: ``P(|Z| > a) = 2·p**(a+1)/(1+p)``, ``p = e**(-1/t)`` (exact, for
         integer ``a``). Discrete Gaussian: it is σ-sub-Gaussian (Canonne–Kamath–Steinke 2020, Cor. 9), so
         ``P(|Z| >= a) <= 2·exp(-a²/(2σ²))`` and ``a = σ·√(2 ln(2/alpha))`` is an upper bound. Means have
-        no closed form here (a ratio of two noisy values) and show none.
+        no closed form here (a ratio of two noisy values) and show none. A quantile's row is in records:
+        with probability ``>= 1 - alpha`` (a union bound over its ``m`` candidates' noises) the chosen
+        candidate's ``|(1 − α)·L − α·G|`` is within that many records of the best candidate's.
         """
         if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
             raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
@@ -554,6 +556,16 @@ class TableQuery:
                 # least integer a with 2 p^(a+1) / (1+p) <= alpha
                 half = max(0.0, math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1)) if p > 0 else 0.0
             rows.append((rel.what if rel.spec is None else f"{rel.what}_sum", dist, t * unit, half * unit))
+        for agg, _, _, _, scale in self._quantiles:
+            assert agg.alpha is not None
+            b_den = agg.alpha.denominator
+            t = float(scale)
+            p = math.exp(-1 / t)
+            m = len(agg.candidates)
+            # union bound over the m noises: all within ±a with probability ≥ 1 − alpha, so the chosen
+            # score is within 2a of the least one; in records (scores are b·|(1 − α)L − αG|): 2a/b
+            a = max(0.0, math.ceil(math.log(alpha * (1 + p) / (2 * m)) / math.log(p) - 1)) if p > 0 else 0.0
+            rows.append((agg.name, "noisy min, d. Laplace", t / b_den, 2 * a / b_den))
         cost = self.measurement.output_measure.display(self.measurement.map(1))
         return Summary(cost, alpha, tuple(rows))
 
