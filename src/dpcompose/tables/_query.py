@@ -692,6 +692,26 @@ class Query:
         column = Column(float, bounds=(lo, hi), nullable=True, fill=default if fill is None else fill)
         return self._copy(derived=(*self._derived, (name, expr, column)))
 
+    def with_columns(self, **columns: tuple[_expr.Expr, tuple[float, float]]) -> Query:
+        """Several :meth:`with_column` at once: ``with_columns(name=(expr, (lo, hi)), ...)``, in order (a
+        later one may read an earlier one).
+
+        Examples:
+            >>> import dpcompose as dp
+            >>> import polars as pl
+            >>> schema = dp.FrameDomain({"a": dp.Column(float, bounds=(0.0, 1.0))})
+            >>> ctx = dp.Context(pl.DataFrame({"a": [0.5]}), schema, privacy_loss=1.0, split_evenly_over=1)
+            >>> q = ctx.query().with_columns(b=(dp.col("a") * 2, (0.0, 2.0)), c=(dp.col("b") + 1, (1.0, 3.0)))
+            >>> [name for name, _, _ in q._derived]
+            ['b', 'c']
+        """
+        query = self
+        for name, spec in columns.items():
+            if not isinstance(spec, tuple) or len(spec) != 2:
+                raise InvalidParameter(f"{name}={spec!r} must be a pair (expression, (lo, hi))")
+            query = query.with_column(name, spec[0], bounds=spec[1])
+        return query
+
     def filter(self, predicate: _expr.Expr) -> Query:
         """Keep the rows where ``predicate`` is true (checked against the schema now)."""
         if _expr.check(predicate, self._kinds(), "predicate") != "bool":
