@@ -700,10 +700,10 @@ class Query:
             >>> import dpcompose as dp
             >>> import polars as pl
             >>> schema = dp.FrameDomain({"a": dp.Column(float, bounds=(0.0, 1.0))})
-            >>> ctx = dp.Context(pl.DataFrame({"a": [0.5]}), schema, privacy_loss=1.0, split_evenly_over=1)
+            >>> ctx = dp.Context(pl.DataFrame({"a": [0.5]}), schema, privacy_loss=1e9, split_evenly_over=1)
             >>> q = ctx.query().with_columns(b=(dp.col("a") * 2, (0.0, 2.0)), c=(dp.col("b") + 1, (1.0, 3.0)))
-            >>> [name for name, _, _ in q._derived]
-            ['b', 'c']
+            >>> round(q.agg(dp.tables.sum("c")).release()["c_sum"][0], 3)  # 0.5·2 + 1
+            2.0
         """
         query = self
         for name, spec in columns.items():
