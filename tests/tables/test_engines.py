@@ -124,9 +124,9 @@ PLANS: dict[str, Plan] = {
         by=("state",),
         keys=None,
         max_rows=3,
-        sums=(DX_SUM, DY_SUM),
+        sums=(DX_SUM, DY_SUM, dataclasses.replace(DX_SUM, column="dz")),
         below=(BelowSpec("dx", "float", -1e6, 1e6, 0.0, 7.5, True),),
-        derived=(DX, DY),
+        derived=(DX, DY, ("dz", col("dx") * col("dy") + 1.0)),  # dz reads the derived dx and dy
     ),
     "total_count_rows": _plan(_cols("user", "flag"), id=None, max_rows=None, distinct=("flag",)),
     "total_sums_capped": _plan(

@@ -177,8 +177,8 @@ class PolarsEngine:
         lf = _lazy(data).select(
             [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
         )
-        if plan.derived:  # derived columns (row-wise), before the filter that may read them
-            lf = lf.with_columns([to_polars(e).alias(name) for name, e in plan.derived])
+        for name, e in plan.derived:  # derived columns (row-wise, in order: one may read an earlier one),
+            lf = lf.with_columns(to_polars(e).alias(name))  # before the filter that may read them
         if plan.predicate is not None:
             lf = lf.filter(to_polars(plan.predicate))
         by = list(plan.by)
