@@ -471,6 +471,10 @@ def test_with_column_and_select() -> None:
     assert out["count"][0] == 2
     with pytest.raises(dp.InvalidParameter, match="already a column"):
         q.with_column("age", dp.col("age") * 2, bounds=(0.0, 1.0))
+    with pytest.raises(dp.InvalidParameter, match="reserve"):  # would collide with an engine's row key
+        q.with_column("__dp_key", dp.col("age") * 2, bounds=(0.0, 1.0))
+    with pytest.raises(dp.InvalidParameter, match="reserve"):
+        dp.FrameDomain({"__dp_n": dp.Column(int)})
     with pytest.raises(dp.InvalidParameter, match="needs numbers"):
         q.with_column("bad", dp.col("state") * 2, bounds=(0.0, 1.0))
     with pytest.raises(dp.InvalidParameter, match="bounds"):

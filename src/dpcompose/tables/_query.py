@@ -66,7 +66,7 @@ from dpcompose.measurements import (
 )
 from dpcompose.tables import _expr
 from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for
-from dpcompose.tables._schema import Column, FrameDomain
+from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 
 __all__ = [
     "Agg",
@@ -678,6 +678,7 @@ class Query:
         """
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"name={name!r} must be a non-empty column name")
+        check_column_name(name, "name")
         if name in self._ctx.domain.schema or any(n == name for n, _, _ in self._derived):
             raise InvalidParameter(f"name={name!r} is already a column; pick a new name")
         if _expr.check(expr, self._kinds(), "expr") not in ("int", "float"):

@@ -131,6 +131,16 @@ class Column:
         return f"Column({', '.join(parts)})"
 
 
+RESERVED_PREFIX = "__dp"
+"""Column names the engines use for their own working columns (row keys, partial sums): refused."""
+
+
+def check_column_name(name: str, what: str) -> None:
+    """Refuse a name the engines reserve (it would collide with a working column and corrupt a result)."""
+    if name.startswith(RESERVED_PREFIX):
+        raise InvalidParameter(f"{what} {name!r} starts with {RESERVED_PREFIX!r}, which the engines reserve")
+
+
 def _check_schema(schema: object) -> tuple[tuple[str, Column], ...]:
     if not isinstance(schema, Mapping):
         raise InvalidParameter(f"schema={schema!r} must be a mapping of column name -> dp.Column")
@@ -140,6 +150,7 @@ def _check_schema(schema: object) -> tuple[tuple[str, Column], ...]:
     for name, column in schema.items():
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"schema: column name {name!r} must be a non-empty str")
+        check_column_name(name, "schema: column name")
         if not isinstance(column, Column):
             raise InvalidParameter(f"schema[{name!r}]={column!r} must be a dp.Column")
         items.append((name, column))
