@@ -35,30 +35,30 @@ def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
             )
 
 
-def _compose_map(
-    measurements: Sequence[AnyMeasurement], compose: Callable[[list[Any], Losses], Any]
-) -> Callable[[Any], Any]:
+def _compose_map(measurements: Sequence[AnyMeasurement], plan: Plan) -> Callable[[Any], Any]:
     children = tuple(measurements)
 
     def privacy_map(d_in: Any) -> Any:
         # d_in is already validated by the outer Measurement.map, and every child shares its input
         # metric; a child repeated many times is evaluated once.
-        outs, losses = _evaluate(children, d_in)
-        return compose(outs, losses)
+        return plan.compose(*_evaluate(children, d_in, plan.needs_losses))
 
     return privacy_map
 
 
-def _evaluate(children: Sequence[AnyMeasurement], d_in: Any) -> tuple[list[Any], Losses]:
-    """Every child's d_out and dominating pair (None where it has none) at ``d_in``; a repeated child is
-    evaluated once."""
+def _evaluate(
+    children: Sequence[AnyMeasurement], d_in: Any, with_losses: bool = True
+) -> tuple[list[Any], Losses]:
+    """Every child's d_out and, if ``with_losses``, dominating pair (None where it has none or none is
+    asked for) at ``d_in``; a repeated child is evaluated once."""
     seen: dict[int, tuple[Any, PrivacyLoss | None]] = {}
     outs: list[Any] = []
     losses: Losses = []
     for child in children:
         key = id(child)
         if key not in seen:
-            seen[key] = (child.privacy_map(d_in), None if child.loss is None else child.loss(d_in))
+            pair = child.loss(d_in) if with_losses and child.loss is not None else None
+            seen[key] = (child.privacy_map(d_in), pair)
         outs.append(seen[key][0])
         losses.append(seen[key][1])
     return outs, losses
@@ -171,7 +171,7 @@ def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bo
         children[0].input_metric,
         plan.measure,
         run,
-        _compose_map(children, plan.compose),
+        _compose_map(children, plan),
         interactive=interactive,
         loss=_composite_loss(children),
         node=Node(
@@ -188,7 +188,7 @@ def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bo
 
 def _alternatives(plan: Plan, children: Sequence[AnyMeasurement]) -> Callable[[Any], Any]:
     metric = children[0].input_metric
-    return lambda d: plan.runners_up(*_evaluate(children, metric.validate(d)))
+    return lambda d: plan.runners_up(*_evaluate(children, metric.validate(d), plan.needs_losses))
 
 
 class _SequentialChild(Queryable[Any, Any]):

@@ -47,7 +47,6 @@ _CONCURRENT_SOURCES = {
     "pld": "the children's privacy loss distributions, composed; concurrently: Vadhan–Zhang 2023 Thm 1.3",
 }
 
-Candidate = Callable[[list[Any]], Any]
 Losses = list[PrivacyLoss | None]
 
 
@@ -62,6 +61,7 @@ class Plan:
     source: str
     compose: Callable[[list[Any], Losses], Any]
     runners_up: Callable[[list[Any], Losses], tuple[tuple[str, Any], ...]]
+    needs_losses: bool = False  # whether compose/runners_up read the children's pairs (the PLD candidate)
 
 
 def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
@@ -216,17 +216,13 @@ def plan_composition(
                 return zcdp_to_approx(rho, dq), dq
 
             candidates = {"zcdp": via_zcdp, "pld": _pld_candidate(measures, dq)}
-            prepare: Callable[[list[Any]], list[Any]] = lambda ds: ds  # noqa: E731
         else:
             lifts = [_lift(m, target) for m in measures]
             all_pure = all(isinstance(m, PureDP) for m in measures)
             plain = _approx_candidates(concurrent, delta_q, all_pure)
-            candidates = {n: _ignore_losses(f) for n, f in plain.items()}
+            candidates = {n: _on_lifted(f, lifts) for n, f in plain.items()}
             if delta_q is not None:
                 candidates["pld"] = _pld_candidate(measures, delta_q)
-
-            def prepare(ds: list[Any]) -> list[Any]:
-                return [f(d) for f, d in zip(lifts, ds, strict=True)]
 
         if theorem != "auto" and theorem not in candidates:
             raise UnsupportedComposition(
@@ -238,10 +234,9 @@ def plan_composition(
         names = list(candidates) if theorem == "auto" else [theorem]
 
         def evaluate(ds: list[Any], losses: Losses) -> list[tuple[str, tuple[Fraction, Fraction]]]:
-            lifted = prepare(ds)
             results = []
             for name in candidates:
-                value = candidates[name](lifted, losses)
+                value = candidates[name](ds, losses)
                 if value is not None:
                     results.append((name, value))
             return results
@@ -268,7 +263,7 @@ def plan_composition(
             if theorem == "auto"
             else sources.get(theorem, _SOURCES[theorem])
         )
-        return Plan(target, label, source, compose, runners_up)
+        return Plan(target, label, source, compose, runners_up, needs_losses="pld" in candidates)
 
     lifts = [_lift(m, target) for m in measures]
 
@@ -284,10 +279,12 @@ def plan_composition(
     return single("basic", lambda ds: target.compose(lifted(ds)))
 
 
-def _ignore_losses(
+def _on_lifted(
     f: Callable[[list[tuple[Fraction, Fraction]]], tuple[Fraction, Fraction] | None],
+    lifts: Sequence[Callable[[Any], Any]],
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
-    return lambda ds, _losses: f(ds)
+    """An (ε, δ) candidate on the children's d_out lifted to (ε, δ) (it does not read their pairs)."""
+    return lambda ds, _losses: f([lift(d) for lift, d in zip(lifts, ds, strict=True)])
 
 
 def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses) -> Losses:
@@ -306,18 +303,11 @@ def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses
 def _pld_candidate(
     measures: Sequence[Measure[Any]], delta: Fraction
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
-    """The PLD candidate: ε(δ) of the composed dominating pairs, where every child has one.
-
-    Receives the children's raw d_out (the zCDP path) or lifted (ε, δ) (the approx path): for a PureDP
-    child both read as its ε, so :func:`child_losses` on the original measures works for both.
-    """
+    """The PLD candidate: ε(δ) of the composed dominating pairs (from the children's own d_out and pairs),
+    where every child has one."""
 
     def use_pld(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
-        raw = [
-            d[0] if isinstance(m, PureDP) and isinstance(d, tuple) else d
-            for m, d in zip(measures, ds, strict=True)
-        ]
-        pairs = child_losses(measures, raw, losses)
+        pairs = child_losses(measures, ds, losses)
         if any(p is None for p in pairs):
             return None
         if all(p is not None and p.kind == "approx" for p in pairs):
