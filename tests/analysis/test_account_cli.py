@@ -58,6 +58,7 @@ def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) ->
         (["--mech", "laplace:scale=1"], "--delta"),
         (["--delta", "1e-6"], "no mechanisms"),
         (["--mech", "gaussian:scale=1", "--delta", "1e-6"], "unknown keys"),
+        (["--mech", "rr:epsilon=1,k=2.5", "--epsilon", "1"], "k="),
         (["--file", "/nonexistent.json", "--delta", "1e-6"], "--file"),
     ],
 )

@@ -117,8 +117,10 @@ def _mechanism(spec: dict[str, Any], where: str) -> _Mechanism:
         return _Mechanism(label, count, loss, None, None, cost)
     if name == "rr":
         k = params.get("k", 2)
+        if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= 10**6:
+            raise InvalidParameter(f"{where}: k={k!r} must be an integer in [2, 10**6]")
         rr = dp.m.make_randomized_response(
-            dp.CategoricalDomain(list(range(k))) if isinstance(k, int) and not isinstance(k, bool) else k,
+            dp.CategoricalDomain(list(range(k))),
             dp.DiscreteDistance(),
             epsilon=params.get("epsilon"),  # type: ignore[arg-type]
         )
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         best_name, best = min(results, key=lambda r: r[1])
         print(f"{what}({at}) ≤ {format_up(best)}")
         print(f"theorem: {best_name}")
-        print(f"PLD certified interval: [{format_up(lo)}, {format_up(hi)}]")
+        print(f"PLD certified interval: [{format_up(lo)}, {format_up(hi)}] (sources: {total.source})")
         print("all candidates:")
         for name, value in results:
             print(f"  {what} ≤ {format_up(value):<10} {name}{'  (chosen)' if name == best_name else ''}")
