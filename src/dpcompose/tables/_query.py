@@ -21,8 +21,9 @@ Source: McSherry 2009 (stable transformations); Dwork–Roth 2014 Thm 3.16 / Bun
 (composition); the noise measurements cite theirs.
 
 ``group_by(..., keys=None)`` selects unknown keys privately (partition selection with the discrete
-Laplace threshold of ``make_laplace_threshold``); quantile aggregates are not built yet. A person-level
-unit is measured by ``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
+Laplace threshold of ``make_laplace_threshold``). ``variance`` adds a vector of squares, ``count_distinct``
+a count-like vector, and ``quantile`` a report-noisy-min per key (their maps are in their docstrings). A
+person-level unit is measured by ``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose.accuracy import discrete_laplace_scale_to_accuracy
 from dpcompose.combinators import make_privacy_filter
 from dpcompose.core import (
     ZCDP,
@@ -124,8 +126,8 @@ def unit_of(id: str, max_rows: int, max_groups: int | None = None) -> PrivacyUni
         id: the identifier column (declared in the schema).
         max_rows: rows kept per identifier (the rows with the smallest specified hash keys).
         max_groups: groups kept per identifier in a group-by (by hash of identifier and group). With
-            known keys it does not lower the noise (``max_rows`` alone bounds it); it is the ``l0`` bound
-            partition selection for unknown keys will use.
+            known keys it does not lower the noise (``max_rows`` alone bounds it); with unknown keys it is
+            the ``l0`` bound of partition selection.
 
     Raises:
         InvalidParameter: ``id`` not a non-empty str, caps not integers in [1, 2**31).
@@ -148,7 +150,9 @@ def unit_of(id: str, max_rows: int, max_groups: int | None = None) -> PrivacyUni
 
 @dataclass(frozen=True)
 class Agg:
-    """An aggregate of a query: ``count``, ``sum`` or ``mean`` of a column (with optional own bounds)."""
+    """An aggregate of a query: ``count``, or ``sum``, ``mean``, ``variance``, ``quantile``,
+    ``count_distinct`` of a column (with optional own bounds). Build one with the functions of the same
+    names."""
 
     op: str
     column: str | None = None
@@ -302,12 +306,6 @@ def grid_bound(spec: SumSpec) -> int:
 def _unit_exponent(spec: SumSpec) -> int:
     """A summed value's unit is ``2**e``: the grid ``2**k``, or ``2**(2k + 31)`` for squares."""
     return 2 * spec.k + 31 if spec.square else spec.k
-
-
-def summed_value(x: int | float, spec: SumSpec) -> int:
-    """The integer an engine sums for a (clamped) number: its grid value, or ``⌊g²/2**31⌋``."""
-    g = _to_grid(x, spec)
-    return (g * g) >> 31 if spec.square else g
 
 
 def _sqrt_down(q: Fraction) -> Fraction:
@@ -481,7 +479,7 @@ class TableQuery:
             assert agg.alpha is not None
             a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
             m = len(agg.candidates)
-            less = np.stack(belows[start : start + m], axis=1) if m else np.zeros((len(keys), 0), np.int64)
+            less = np.stack(belows[start : start + m], axis=1)  # m >= 1: quantile() refuses no candidates
             at_most = np.stack(belows[start + m : start + 2 * m], axis=1)
             greater = counts[:, None] - at_most
             scores = np.abs((b_den - a_num) * less - a_num * greater).astype(np.int64)
@@ -552,20 +550,15 @@ class TableQuery:
                 half = t * math.sqrt(2 * math.log(2 / alpha))
             else:
                 dist = "discrete Laplace"
-                p = math.exp(-1 / t)
-                # least integer a with 2 p^(a+1) / (1+p) <= alpha
-                half = max(0.0, math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1)) if p > 0 else 0.0
+                half = discrete_laplace_scale_to_accuracy(rel.scale, alpha)
             rows.append((rel.what if rel.spec is None else f"{rel.what}_sum", dist, t * unit, half * unit))
         for agg, _, _, _, scale in self._quantiles:
             assert agg.alpha is not None
             b_den = agg.alpha.denominator
-            t = float(scale)
-            p = math.exp(-1 / t)
-            m = len(agg.candidates)
             # union bound over the m noises: all within ±a with probability ≥ 1 − alpha, so the chosen
             # score is within 2a of the least one; in records (scores are b·|(1 − α)L − αG|): 2a/b
-            a = max(0.0, math.ceil(math.log(alpha * (1 + p) / (2 * m)) / math.log(p) - 1)) if p > 0 else 0.0
-            rows.append((agg.name, "noisy min, d. Laplace", t / b_den, 2 * a / b_den))
+            a = discrete_laplace_scale_to_accuracy(scale, alpha / len(agg.candidates))
+            rows.append((agg.name, "noisy min, d. Laplace", float(scale) / b_den, 2 * a / b_den))
         cost = self.measurement.output_measure.display(self.measurement.map(1))
         return Summary(cost, alpha, tuple(rows))
 
@@ -594,7 +587,8 @@ class Summary:
 
 
 class Query:
-    """An immutable query builder: ``filter``, ``group_by(..., keys=...)``, ``agg(...)``."""
+    """An immutable query builder: ``with_column(s)``, ``select``, ``filter``, ``group_by(..., keys=...)``,
+    ``agg(...)``."""
 
     def __init__(
         self,
@@ -761,7 +755,8 @@ class Query:
         return self._copy(by=tuple(by), keys=tuple(rows), grouped=True)
 
     def agg(self, *aggs: Agg) -> TableQuery:
-        """The aggregates to release (``count()``, ``sum(c)``, ``mean(c)``), as one query."""
+        """The aggregates to release (``count()``, ``sum(c)``, ``mean(c)``, ``variance(c)``,
+        ``quantile(c, alpha, candidates)``, ``count_distinct(c)``), as one query."""
         if not aggs:
             raise InvalidParameter("aggs=() must list at least one aggregate")
         ctx = self._ctx
@@ -771,7 +766,8 @@ class Query:
         for a in aggs:
             if not isinstance(a, Agg):
                 raise InvalidParameter(
-                    f"aggs: {a!r} must be dp.tables.count(), sum(c), mean(c) or count_distinct(c)"
+                    f"aggs: {a!r} must be built by dp.tables.count, sum, mean, variance, quantile or "
+                    "count_distinct"
                 )
             if a.column is None:
                 continue
