@@ -77,3 +77,22 @@ def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
     assert target.stat().st_size > 1000
     assert f"plot: {target}" in capsys.readouterr().out
+
+
+def test_the_docs_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command of docs/accounting.md's "From the command line" block, with its JSON example."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "accounting.md").read_text(encoding="utf-8")
+    section = text.split("### From the command line", 1)[1]
+    block = section.split("```", 2)[1]
+    commands = [line.split() for line in block.splitlines() if line.startswith("python -m dpcompose account")]
+    assert len(commands) == 3
+    spec = re.search(r"A JSON file holds `(\{.*\})`", section.replace("\n", " "))
+    assert spec
+    (tmp_path / "mechanisms.json").write_text(spec.group(1))
+    monkeypatch.chdir(tmp_path)
+    pytest.importorskip("matplotlib")  # the third command draws the plot
+    for argv in commands:
+        assert main(argv[3:]) == 0, argv
+        assert "(chosen)" in capsys.readouterr().out
+    assert (tmp_path / "curve.png").stat().st_size > 1000
