@@ -1,4 +1,5 @@
-"""Schema-only domains for tables: :class:`Column`, :class:`FrameDomain`, and the identifier metric.
+"""Schema-only domains for tables: :class:`Column` and :class:`FrameDomain` (whose identifier column
+``dp.SymmetricIdDistance`` checks through :meth:`FrameDomain.check_identifier`).
 
 A :class:`FrameDomain` is a :class:`~dpcompose.VectorDomain` of rows (a table is a multiset of rows), so
 ``SymmetricDistance`` (add/remove rows) measures it. Membership checks only the schema — column names and
