@@ -487,3 +487,14 @@ def test_with_column_and_select() -> None:
     with pytest.raises(dp.InvalidParameter, match="not among the selected"):
         narrowed.agg(dp.tables.sum("income"))
     assert narrowed.group_by("state", keys=["CA"]).agg(dp.tables.sum("age")).release()["age_sum"][0] == 70
+
+
+def test_string_codes_keep_trailing_nuls_and_do_not_pad() -> None:
+    """The specified code of a string is that of the exact str: "a\\x00" is not "a" (numpy's fixed-width
+    str dtype drops trailing NULs), and one long string does not make every other one as long."""
+    from dpcompose.tables._hash import NULL_CODE
+    from dpcompose.tables._polars import _codes
+
+    series = pl.Series("s", ["a", "a\x00", None, "x" * 100_000, "a"])
+    assert _codes(series).tolist() == [string_code("a"), string_code("a\x00"), int(NULL_CODE),
+                                       string_code("x" * 100_000), string_code("a")]

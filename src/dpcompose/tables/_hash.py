@@ -107,10 +107,19 @@ def value_codes(values: npt.NDArray[Any], nulls: npt.NDArray[np.bool_] | None = 
         valid = np.ones(len(values), dtype=bool) if nulls is None else ~nulls
         codes = np.full(len(values), NULL_CODE, dtype=np.uint64)
         if valid.any():
-            present = values[valid].astype(object)
-            uniques, inverse = np.unique(present.astype(str), return_inverse=True)
-            table = np.fromiter((string_code(str(u)) for u in uniques), dtype=np.uint64, count=len(uniques))
-            codes[valid] = table[inverse.reshape(-1)]
+            # each distinct string hashed once, as Python str: numpy's fixed-width str dtype would drop
+            # trailing NULs ("a\x00" -> "a", against the spec) and size every entry to the longest one
+            present = values[valid].tolist()
+            seen: dict[str, int] = {}
+
+            def code(v: object) -> int:
+                text = v if isinstance(v, str) else str(v)
+                found = seen.get(text)
+                if found is None:
+                    found = seen[text] = string_code(text)
+                return found
+
+            codes[valid] = np.fromiter(map(code, present), dtype=np.uint64, count=len(present))
         return codes
     if nulls is not None and nulls.any():
         codes = codes.copy()
