@@ -498,3 +498,24 @@ def test_string_codes_keep_trailing_nuls_and_do_not_pad() -> None:
     series = pl.Series("s", ["a", "a\x00", None, "x" * 100_000, "a"])
     assert _codes(series).tolist() == [string_code("a"), string_code("a\x00"), int(NULL_CODE),
                                        string_code("x" * 100_000), string_code("a")]
+
+
+def test_names_spark_would_confuse_are_refused_before_anything_runs() -> None:
+    """Spark matches column names ignoring case and reads '.' as a struct path: a derived 'USER' would
+    replace the identifier 'user' (and undo the caps), so such names never reach an engine."""
+    schema = dp.FrameDomain({"user": dp.Column(int), "amount": dp.Column(float, bounds=(0.0, 1.0))})
+    df = pl.DataFrame({"user": [1] * 50, "amount": [0.5] * 50})
+    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", max_rows=1), privacy_loss=1.0,
+                     split_evenly_over=1)
+    before = ctx.remaining()
+    with pytest.raises(dp.InvalidParameter, match="ignoring case"):
+        ctx.query().with_column("USER", dp.col("amount") * 1.0, bounds=(0.0, 1.0))
+    for bad in ({"a": dp.Column(int), "A": dp.Column(int)}, {"a.b": dp.Column(int)},
+                {"__DP_key": dp.Column(int)}):
+        with pytest.raises(dp.InvalidParameter):
+            dp.FrameDomain(bad)
+    clash = pl.DataFrame({"user": [1], "USER": [2], "amount": [0.5]})
+    assert not schema.member(clash)
+    with pytest.raises(dp.DomainMismatch, match="ignoring case"):
+        dp.Context(clash, schema, privacy_loss=1.0, split_evenly_over=1)
+    assert ctx.remaining() == before

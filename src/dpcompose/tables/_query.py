@@ -672,9 +672,10 @@ class Query:
         """
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"name={name!r} must be a non-empty column name")
-        check_column_name(name, "name")
-        if name in self._ctx.domain.schema or any(n == name for n, _, _ in self._derived):
+        taken = [*self._ctx.domain.schema, *(n for n, _, _ in self._derived)]
+        if name in taken:
             raise InvalidParameter(f"name={name!r} is already a column; pick a new name")
+        check_column_name(name, "name", taken)
         if _expr.check(expr, self._kinds(), "expr") not in ("int", "float"):
             raise InvalidParameter(f"expr={expr!r} must be numeric (+, -, * of columns and numbers)")
         if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:

@@ -18,7 +18,7 @@ Examples:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -136,10 +136,30 @@ RESERVED_PREFIX = "__dp"
 """Column names the engines use for their own working columns (row keys, partial sums): refused."""
 
 
-def check_column_name(name: str, what: str) -> None:
-    """Refuse a name the engines reserve (it would collide with a working column and corrupt a result)."""
-    if name.startswith(RESERVED_PREFIX):
+def check_column_name(name: str, what: str, taken: Iterable[str] = ()) -> None:
+    """Refuse a column name some engine would read as something else, before anything runs: one starting
+    with ``__dp`` in any case (the engines' working columns), one holding ``.`` or a backtick (a struct
+    path or a quote to Spark), or one equal ignoring case to a name in ``taken`` (Spark matches column
+    names ignoring case: the other column would be replaced, or the reference be ambiguous)."""
+    if name.casefold().startswith(RESERVED_PREFIX):
         raise InvalidParameter(f"{what} {name!r} starts with {RESERVED_PREFIX!r}, which the engines reserve")
+    if "." in name or "`" in name:
+        raise InvalidParameter(f"{what} {name!r} must not contain '.' or '`' (Spark reads them as paths)")
+    for other in taken:
+        if other.casefold() == name.casefold():
+            raise InvalidParameter(
+                f"{what} {name!r} equals the column {other!r} ignoring case, which Spark does not tell apart"
+            )
+
+
+def _ambiguous(kinds: Mapping[str, str], columns: Iterable[tuple[str, Column]]) -> tuple[str, str] | None:
+    """A data column other than a declared one that equals it ignoring case (from the schema only)."""
+    declared = {name.casefold(): name for name, _ in columns}
+    for name in kinds:
+        other = declared.get(name.casefold())
+        if other is not None and other != name:
+            return other, name
+    return None
 
 
 def _check_schema(schema: object) -> tuple[tuple[str, Column], ...]:
@@ -147,11 +167,11 @@ def _check_schema(schema: object) -> tuple[tuple[str, Column], ...]:
         raise InvalidParameter(f"schema={schema!r} must be a mapping of column name -> dp.Column")
     if len(schema) == 0:
         raise InvalidParameter("schema={} must declare at least one column")
-    items = []
+    items: list[tuple[str, Column]] = []
     for name, column in schema.items():
         if not isinstance(name, str) or not name:
             raise InvalidParameter(f"schema: column name {name!r} must be a non-empty str")
-        check_column_name(name, "schema: column name")
+        check_column_name(name, "schema: column name", (n for n, _ in items))
         if not isinstance(column, Column):
             raise InvalidParameter(f"schema[{name!r}]={column!r} must be a dp.Column")
         items.append((name, column))
@@ -257,7 +277,9 @@ class FrameDomain(VectorDomain):
             kinds = engine.schema(value)
         except Exception:  # an engine that cannot report a schema: not a member
             return False
-        return all(kinds.get(name) == col.kind for name, col in self.columns)
+        return _ambiguous(kinds, self.columns) is None and all(
+            kinds.get(name) == col.kind for name, col in self.columns
+        )
 
     def check(self, value: object, what: str = "data") -> None:
         from dpcompose.tables._engine import engine_for
@@ -269,6 +291,12 @@ class FrameDomain(VectorDomain):
                 "pandas DataFrame (with polars installed) or a Spark DataFrame (pyspark)"
             )
         kinds = engine.schema(value)
+        clash = _ambiguous(kinds, self.columns)
+        if clash is not None:
+            raise DomainMismatch(
+                f"{what} has columns {clash[0]!r} and {clash[1]!r}, equal ignoring case: Spark cannot tell "
+                "them apart; rename or drop one"
+            )
         for name, col in self.columns:
             if name not in kinds:
                 raise DomainMismatch(f"{what} has no column {name!r} declared in {self!r}")
