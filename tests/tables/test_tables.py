@@ -519,3 +519,16 @@ def test_names_spark_would_confuse_are_refused_before_anything_runs() -> None:
     with pytest.raises(dp.DomainMismatch, match="ignoring case"):
         dp.Context(clash, schema, privacy_loss=1.0, split_evenly_over=1)
     assert ctx.remaining() == before
+
+
+def test_is_in_with_mixed_numbers_is_refused_before_anything_runs() -> None:
+    """Polars raises on is_in([1.5]) over an int column (after the charge, had it run); Spark casts."""
+    df = _frame(random.Random(1))
+    ctx = _ctx(df)
+    before = ctx.remaining()
+    with pytest.raises(dp.InvalidParameter, match="write 2.0"):
+        ctx.query().filter(dp.col("age").is_in([18, 21.5]))
+    with pytest.raises(dp.InvalidParameter, match="float"):
+        ctx.query().filter(dp.col("income").is_in([1, 2]))
+    assert ctx.query().filter(dp.col("income").is_in([1.0, 2.0])) is not None
+    assert ctx.remaining() == before

@@ -221,11 +221,12 @@ def check(e: object, kinds: dict[str, str], what: str = "predicate") -> str:
         return "bool"
     if e.op == "is_in":
         k = check(e.args[0], kinds, what)
-        numeric = {"int", "float"}
         for v in e.args[1]:
             lk = literal_kind(v, what)
-            if not (lk == k or (lk in numeric and k in numeric)):
-                raise InvalidParameter(f"{what}: {_text(e)} holds a {lk} for a {k} column")
+            if lk != k:  # engines disagree on mixed int/float membership (Polars raises, Spark casts)
+                mixed = {lk, k} == {"int", "float"}
+                hint = " (write 2.0 for a float column, 2 for an int one)" if mixed else ""
+                raise InvalidParameter(f"{what}: {_text(e)} holds a {lk} for a {k} expression{hint}")
         return "bool"
     check(e.args[0], kinds, what)
     return "bool"
