@@ -532,3 +532,15 @@ def test_is_in_with_mixed_numbers_is_refused_before_anything_runs() -> None:
         ctx.query().filter(dp.col("income").is_in([1, 2]))
     assert ctx.query().filter(dp.col("income").is_in([1.0, 2.0])) is not None
     assert ctx.remaining() == before
+
+
+def test_select_keeps_computing_the_derived_columns_a_kept_one_reads() -> None:
+    """with_columns(b=…, c=col("b")+1).select("c"): b is hidden, not dropped (dropping it made the engine
+    raise ColumnNotFoundError when the query ran, after the charge)."""
+    schema = dp.FrameDomain({"a": dp.Column(float, bounds=(0.0, 1.0))})
+    ctx = dp.Context(pl.DataFrame({"a": [0.5, 0.25]}), schema, privacy_loss=1e9, split_evenly_over=1)
+    q = ctx.query().with_columns(b=(dp.col("a") * 2, (0.0, 2.0)), c=(dp.col("b") + 1, (1.0, 3.0)))
+    q = q.select("c")
+    with pytest.raises(dp.InvalidParameter, match="not among the selected"):
+        q.agg(dp.tables.sum("b"))
+    assert round(q.agg(dp.tables.sum("c")).release()["c_sum"][0], 3) == 3.5

@@ -614,20 +614,19 @@ class Query:
         return Query(self._ctx, self._budget, **fields)
 
     def _column(self, name: object, what: str = "column") -> Column:
-        """A column of this query's view: a derived one, or a declared one that ``select`` kept."""
-        for n, _, column in self._derived:
-            if n == name:
-                return column
+        """A column of this query's view: a declared or derived one that ``select`` kept (all by default)."""
         if self._visible is not None and name not in self._visible:
             raise InvalidParameter(
                 f"{what}={name!r} is not among the selected columns ({', '.join(self._visible)})"
             )
+        for n, _, column in self._derived:
+            if n == name:
+                return column
         return self._ctx.domain.column(name, what)
 
     def _kinds(self) -> dict[str, str]:
-        kinds = {n: k for n, k in self._ctx.kinds.items() if self._visible is None or n in self._visible}
-        kinds.update({n: column.kind for n, _, column in self._derived})
-        return kinds
+        kinds = {**self._ctx.kinds, **{n: column.kind for n, _, column in self._derived}}
+        return {n: k for n, k in kinds.items() if self._visible is None or n in self._visible}
 
     def select(self, *columns: str) -> Query:
         """Keep only these columns (declared or derived) visible to the rest of the query.
@@ -647,9 +646,8 @@ class Query:
             raise InvalidParameter("select() needs at least one column name")
         for name in columns:
             self._column(name, "select")
-        derived = tuple(d for d in self._derived if d[0] in columns)
-        return self._copy(visible=tuple(c for c in columns if c not in {d[0] for d in derived}),
-                          derived=derived)  # fmt: skip
+        # only the view narrows: every derived column is still computed, as a kept one may read a dropped one
+        return self._copy(visible=tuple(columns))
 
     def with_column(
         self, name: str, expr: _expr.Expr, *, bounds: tuple[float, float], fill: float | None = None
@@ -686,7 +684,8 @@ class Query:
         lo, hi = checked.bounds
         default = min(max(0.0, lo), hi)
         column = Column(float, bounds=(lo, hi), nullable=True, fill=default if fill is None else fill)
-        return self._copy(derived=(*self._derived, (name, expr, column)))
+        visible = None if self._visible is None else (*self._visible, name)
+        return self._copy(derived=(*self._derived, (name, expr, column)), visible=visible)
 
     def with_columns(self, **columns: tuple[_expr.Expr, tuple[float, float]]) -> Query:
         """Several :meth:`with_column` at once: ``with_columns(name=(expr, (lo, hi)), ...)``, in order (a
