@@ -20,14 +20,25 @@ implements the same steps and is tested to return bit-identical arrays.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Aggregates", "BelowSpec", "Engine", "Plan", "SumSpec", "engine_for", "key_order", "scalings"]
+__all__ = [
+    "Aggregates",
+    "BelowSpec",
+    "Engine",
+    "Plan",
+    "SumSpec",
+    "collect_keys",
+    "collect_rows",
+    "engine_for",
+    "key_order",
+    "scalings",
+]
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,23 @@ def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
         [('a', 1), ('a', None), ('b', 2), (None, 1)]
     """
     return tuple((v is None, 0 if v is None else v) for v in key)
+
+
+def collect_rows(rows: Iterable[Sequence[Any]], plan: Plan) -> Aggregates:
+    """:class:`Aggregates` from an engine's result rows, each: the ``by`` values, the row count, then per
+    sum the totals of its two 16-bit halves (of ``value + 2**31``), then the distinct and threshold counts —
+    the aggregation order every engine uses. The halves are recombined exactly; a row with count 0 (the
+    total of an empty frame) is skipped."""
+    nb, n_sums = len(plan.by), len(plan.sums)
+    found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
+    for row in rows:
+        n = int(row[nb])
+        if n == 0:
+            continue
+        parts = [int(v) for v in row[nb + 1 :]]
+        sums = [parts[2 * i] * 65536 + parts[2 * i + 1] - n * (1 << 31) for i in range(n_sums)]
+        found[tuple(row[:nb])] = (n, sums + parts[2 * n_sums :])
+    return collect_keys(found, plan)
 
 
 def collect_keys(

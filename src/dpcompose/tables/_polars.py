@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_keys
+from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
@@ -172,9 +172,10 @@ class PolarsEngine:
     def aggregate(self, data: Any, plan: Plan) -> Aggregates:
         import polars as pl
 
-        kinds = {name: _kind(dtype) for name, dtype in _lazy(data).collect_schema().items()}
+        lazy = _lazy(data)  # a pandas frame is converted once
+        kinds = {name: _kind(dtype) for name, dtype in lazy.collect_schema().items()}
         wide = {"int": pl.Int64, "float": pl.Float64}
-        lf = _lazy(data).select(
+        lf = lazy.select(
             [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
         )
         for name, e in plan.derived:  # derived columns (row-wise, in order: one may read an earlier one),
@@ -207,15 +208,7 @@ class PolarsEngine:
             hit = v < b.value if b.strict else v <= b.value
             aggs.append(hit.cast(pl.Int64).sum().alias(f"__dp_b{i}"))
         out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
-        found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
-        n_sums = len(plan.sums)
-        for row in out.iter_rows():
-            key, n, parts = tuple(row[: len(by)]), row[len(by)], row[len(by) + 1 :]
-            if n == 0:  # the total of an empty frame: no rows, all sums 0
-                continue
-            sums = [parts[2 * i] * 65536 + parts[2 * i + 1] - n * (1 << 31) for i in range(n_sums)]
-            found[key] = (n, sums + [int(v) for v in parts[2 * n_sums :]])
-        return collect_keys(found, plan)
+        return collect_rows(out.iter_rows(), plan)
 
     @staticmethod
     def _keys_frame(plan: Plan, schema: Any) -> Any:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpcompose.errors import DPError
-from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_keys
+from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
 from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
@@ -417,23 +417,7 @@ class SparkEngine:
             v = _policy_values(b)
             hit = v < F.lit(b.value) if b.strict else v <= F.lit(b.value)
             aggs.append(F.sum(hit.cast("bigint")).alias(f"__dp_b{i}"))
-        rows = df.groupBy(*by).agg(*aggs).collect()
-        found: dict[tuple[Any, ...], tuple[int, list[int]]] = {}
-        for row in rows:
-            key, n = tuple(row[c] for c in by), int(row["__dp_n"])
-            if n == 0:
-                continue
-            sums = [
-                int(row[f"__dp_hi{i}"]) * 65536 + int(row[f"__dp_lo{i}"]) - n * (1 << 31)
-                for i in range(len(plan.sums))
-            ]
-            found[key] = (
-                n,
-                sums
-                + [int(row[f"__dp_d{i}"]) for i in range(len(plan.distinct))]
-                + [int(row[f"__dp_b{i}"]) for i in range(len(plan.below))],
-            )
-        return collect_keys(found, plan)
+        return collect_rows(df.groupBy(*by).agg(*aggs).collect(), plan)
 
     @staticmethod
     def _keys_frame(spark: Any, plan: Plan, schema: Any) -> Any:
