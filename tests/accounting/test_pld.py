@@ -189,3 +189,30 @@ def test_laplace_thousand_brackets_dp_accounting_scale() -> None:
 def test_bad_input_raises_invalid_parameter(call: object) -> None:
     with pytest.raises(InvalidParameter):
         call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("eta_frac", "below_frac"), [(0.5, 0.5), (0.25, 0.9), (1.0, 0.3)])
+def test_split_covers_losses_below_the_bucket_by_its_slack(eta_frac: float, below_frac: float) -> None:
+    """A bucket (a, a + h] whose losses may lie up to η (the buckets' slack) below a: the connect-the-dots
+    split must still dominate. Atoms: P-mass p1 at a − η and p2 at a + h, built into one bucket's (p, e^a Q);
+    the certified δ at every lattice point is at least the exact δ of the two atoms (was 0 vs 3e-5)."""
+    import numpy as np
+
+    from dpcompose.accounting._pld import _build, _Buckets
+
+    bits = 10
+    h = math.ldexp(1.0, -bits)
+    j = 5
+    a = j * h
+    eta = eta_frac * h
+    p1, p2 = below_frac, 1 - below_frac
+    losses, masses = [a - eta, a + h], [p1, p2]
+    # the pair is completed with Q-masses e^{-ℓ}·P; the rest of Q (to make it a distribution) sits where
+    # P has no mass, at loss −∞, which changes no δ(ε) for ε ≥ 0
+    r = sum(m * math.exp(a - ell) for m, ell in zip(masses, losses, strict=True))
+    buckets = _Buckets(j, np.array([1.0]), np.array([r]), np.zeros(1), slack=eta)
+    pld = _build(bits, buckets, 0.0, "test")
+    for i in range(0, 2 * j + 3):
+        eps = i * h
+        exact = sum(m * -math.expm1(eps - ell) for m, ell in zip(masses, losses, strict=True) if ell > eps)
+        assert float(pld.delta_bounds(eps)[1]) >= exact, (eps, exact)

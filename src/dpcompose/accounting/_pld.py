@@ -1156,19 +1156,23 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     p, r = np.maximum(b.p, 0.0), np.maximum(b.r, 0.0)
     rel = b.rel + 8 * _U
     p_hi = p * (1 + rel)
-    # Split of bucket (a, b]: p_b = (P − e^a Q)/(1 − e^{−h}) at a + h, p_a = (e^h·e^a Q − P)/(e^h − 1) at a.
-    den_b = -math.expm1(-h) * (1 - 2.0**-48)  # lower bounds of 1 − e^{−h} and e^h − 1
-    den_a = math.expm1(h) * (1 - 2.0**-48)
+    # Split of bucket (a − η, a + h], η = b.slack (losses may lie up to η below a): each loss ℓ keeps its
+    # Q-mass when its P-mass is split between a − η and a + h, so p_b = (e^η·P − e^a·Q)/(e^η − e^{−h}) goes
+    # to a + h and the rest to a − η, which is then moved up to a (rounding a loss up only raises δ). With
+    # η = 0 this is the plain connect-the-dots split of (a, a + h].
+    eta = b.slack
+    e_eta = 1.0 if eta == 0 else math.exp(eta) * (1 + 2.0**-48)  # upper bound of e^η
+    den_b = (math.expm1(eta) - math.expm1(-h)) * (1 - 2.0**-48)  # lower bound of e^η − e^{−h}
     eh = math.exp(h) * (1 + 2.0**-48)
-    scale = (p + eh * r) * (rel + 8 * _U)
-    num_b = p - r + scale
-    num_a = eh * r - p + scale
+    scale = (e_eta * p + eh * r) * (rel + 8 * _U)
+    num_b = e_eta * p - r + scale
     hi_b = np.minimum(np.maximum(num_b, 0.0) / den_b * (1 + 4 * _U), p_hi)
+    if b.low_ok is not None:  # a collapsed bucket's losses may lie anywhere below a + h: all of it at a + h
+        hi_b = np.where(b.low_ok, hi_b, p_hi)
     # The exact split (p_a, p_b) has p_a + p_b = p ≤ p_hi and p_b ≤ hi_b. Putting the rest, p_hi − hi_b, at
     # a turns it into the stored one by adding mass and moving mass from a up to a + h, which only raises δ
     # (and keeps the excess mass at rel·p, where bounding p_a separately would cost rel·p/h).
     hi_a = np.maximum(p_hi - hi_b, 0.0)
-    del num_a, den_a
     up = np.zeros(n + 1)
     up[:n] += hi_a
     up[1:] += hi_b
@@ -1349,7 +1353,7 @@ def _laplace_buckets(
     # Bucket (a, a+h] ↔ x ∈ [(D − a − h)/2, (D − a)/2).
     if unit is None:
         # Vectorised: float edges eⱼ ≥ (D − jh)/2 (rounded up), bucket j = [e_{j+1}, eⱼ) ∩ [0, D_dn): every
-        # loss in it is ≤ (j+1)h, and losses a hair below jh only make the split more pessimistic. The masses
+        # loss in it is ≤ (j+1)h; losses a hair below jh are covered by the slack of the split. The masses
         # are those of these exact float intervals; the sliver [D_dn, D) (≤ u·D/2 of P-mass, losses ≈ −D)
         # is added to the mass below the range (the upper side's lowest point).
         hf = float(h)
@@ -1598,7 +1602,7 @@ def _gaussian_buckets(bits: int, mu: float, width: float) -> _Buckets:
     above_hi = math.exp(above_log + _LOG_NDTR_PAD * (1 + abs(above_log))) * (1 + 1e-10)
     above_lo = math.exp(above_log - _LOG_NDTR_PAD * (1 + abs(above_log)) * 4) * (1 - 1e-10)
     # The standardised edges (a − μ²/2)/μ are rounded, so a bucket's outputs may have losses a few ulps of
-    # |a| + μ²/2 outside (a, a + h]: the lower side allows that much slack (the upper side's split absorbs
-    # it in the padded relative error, as said above).
+    # |a| + μ²/2 outside (a, a + h]: both sides allow that much slack (the split of _build, and the lower
+    # side's shift bound).
     slack = 16 * _U * (float(np.max(np.abs(a))) + mean + h + 1)
     return _Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, above_lo=above_lo, slack=slack)

@@ -18,8 +18,8 @@ are used (the relation differs, the numbers do not).
 Discretisation. Each lattice bucket (a, a + h] of losses is an interval of outputs o, because L is increasing
 in o; its P- and Q-masses are differences of Φ computed from ``log_ndtr`` with a relative error bound, as in
 :func:`~dpcompose.accounting.pld_gaussian`. The interval's end points are floats chosen (and checked with a
-padded evaluation of L) so that every loss inside the interval is at most a + h; losses below a only make
-the connect-the-dots split more pessimistic.
+padded evaluation of L) so that every loss inside the interval is at most a + h; how far losses may lie
+below a is the buckets' slack, which the connect-the-dots split of ``_build`` accounts for.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ def _buckets(bits: int, mu: float, q: float, remove: bool, width: float) -> _Buc
         e[0] = _FAR
         good = ~np.isnan(e)
         idx = np.maximum.accumulate(np.where(good, np.arange(e.size), 0))
-        e = e[idx]  # an uncertifiable edge collapses its bucket into the next one (losses only lower)
+        e = e[idx]  # an uncertifiable edge collapses its bucket into the next one (its losses go lower:
+        # the bucket is left out of low_ok, and _build puts all its mass at the bucket's top)
         lo_o, hi_o = e[:-1], e[1:]
         # lower side: bucket j's losses are ≥ L(e_j) ≥ val − pad, at most η = a_j − (val − pad) below a_j;
         # a bucket whose lower edge was collapsed is left out of the lower side
