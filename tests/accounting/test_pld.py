@@ -216,3 +216,10 @@ def test_split_covers_losses_below_the_bucket_by_its_slack(eta_frac: float, belo
         eps = i * h
         exact = sum(m * -math.expm1(eps - ell) for m, ell in zip(masses, losses, strict=True) if ell > eps)
         assert float(pld.delta_bounds(eps)[1]) >= exact, (eps, exact)
+
+
+def test_extreme_reads_and_tails_are_answered_or_refused_by_name() -> None:
+    pld = pld_laplace(1, 1)
+    assert pld.delta_bounds(1e308) == (0, 0)  # ε past every atom: only the mass at +∞ (none) remains
+    with pytest.raises(InvalidParameter, match="tail"):
+        pld_laplace(1, 1, tail=1e-310)

@@ -703,7 +703,9 @@ class PLD:
     def _delta_real(self, side: _Side, eps: float, upper: bool) -> float:
         """Certified δ of one side at the float ε (any sign): Σ_{ℓⱼ>ε} mⱼ(1 − e^{ε−ℓⱼ}) + m_∞ ± err."""
         m = side.masses
-        start = max(0, math.floor(eps * (1 << self.step_bits)) + 1 - side.offset)  # first ℓⱼ > ε
+        scaled = eps * (1 << self.step_bits)  # ε in lattice steps: past every atom once it is that large
+        top = side.offset + m.size
+        start = m.size if scaled >= top else max(0, math.floor(scaled) + 1 - side.offset)  # first ℓⱼ > ε
         if start < m.size:
             seg = m[start:]
             pos = (np.arange(start, m.size, dtype=np.float64) + side.offset) * self.step  # exact
@@ -1127,6 +1129,8 @@ def _check_tail(tail: object) -> float:
     t = check_finite_nonnegative(tail, "tail")
     if not float(t) < 1e-6:
         raise InvalidParameter(f"tail={tail!r} must be below 1e-6")
+    if 0 < float(t) < 1e-300:  # log(1/tail) is then infinite: the truncation window has no finite edge
+        raise InvalidParameter(f"tail={tail!r} must be 0 or at least 1e-300")
     return float(t)
 
 
