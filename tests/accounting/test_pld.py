@@ -223,3 +223,12 @@ def test_extreme_reads_and_tails_are_answered_or_refused_by_name() -> None:
     assert pld.delta_bounds(1e308) == (0, 0)  # ε past every atom: only the mass at +∞ (none) remains
     with pytest.raises(InvalidParameter, match="tail"):
         pld_laplace(1, 1, tail=1e-310)
+
+
+def test_gaussian_epsilon_at_a_subnormal_delta() -> None:
+    """5e-324 has no float reciprocal: the search's starting bracket is computed from the exact δ."""
+    from dpcompose.accounting import gaussian_profile, pld_gaussian
+
+    eps = gaussian_profile(1, 1).epsilon(5e-324)
+    assert 38 < float(eps) < 40
+    assert pld_gaussian(1, 1).epsilon_bounds(5e-324)[1] == eps

@@ -94,8 +94,11 @@ def _gaussian_epsilon(mu_sq: Fraction, delta: Fraction) -> Fraction:
 
 def _gaussian_hi(mu_sq: Fraction, delta: Fraction) -> Fraction:
     # ε = μ²/2 + μ√(2 ln(1.25/δ)) is enough (classical bound: δ(ε) ≤ Φ(μ/2 − ε/μ)); double it for safety.
+    # only the search's starting bracket (it doubles until δ is met); ln(1/δ) from the exact Fraction, as a
+    # δ such as 5e-324 or 10**-400 has no float reciprocal
     mu = math.sqrt(float(mu_sq))
-    return Fraction(2 * (mu * mu / 2 + mu * math.sqrt(2 * math.log(1.25 / float(delta)))) + 1)
+    ln_inv = math.log(delta.denominator) - math.log(delta.numerator)
+    return Fraction(2 * (mu * mu / 2 + mu * math.sqrt(2 * (math.log(1.25) + ln_inv))) + 1)
 
 
 def _least_epsilon(
