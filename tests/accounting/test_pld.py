@@ -198,7 +198,7 @@ def test_split_covers_losses_below_the_bucket_by_its_slack(eta_frac: float, belo
     the certified δ at every lattice point is at least the exact δ of the two atoms (was 0 vs 3e-5)."""
     import numpy as np
 
-    from dpcompose.accounting._pld import _build, _Buckets
+    from dpcompose.accounting._pld import _Buckets, _build
 
     bits = 10
     h = math.ldexp(1.0, -bits)
@@ -212,7 +212,7 @@ def test_split_covers_losses_below_the_bucket_by_its_slack(eta_frac: float, belo
     r = sum(m * math.exp(a - ell) for m, ell in zip(masses, losses, strict=True))
     buckets = _Buckets(j, np.array([1.0]), np.array([r]), np.zeros(1), slack=eta)
     pld = _build(bits, buckets, 0.0, "test")
-    for i in range(0, 2 * j + 3):
+    for i in range(2 * j + 3):
         eps = i * h
         exact = sum(m * -math.expm1(eps - ell) for m, ell in zip(masses, losses, strict=True) if ell > eps)
         assert float(pld.delta_bounds(eps)[1]) >= exact, (eps, exact)
