@@ -246,10 +246,8 @@ def _truncate(s: _Side, upper: bool, tail: float) -> _Side:
     m = s.masses
     if m.size <= 2:
         return s
-    top_cum = np.cumsum(m[::-1])
-    k_top = int(np.searchsorted(top_cum > tail, True))  # number of top entries whose total ≤ tail
-    bot_cum = np.cumsum(m)
-    k_bot = int(np.searchsorted(bot_cum > tail, True))
+    k_top = _tail_count(m[::-1], tail)  # number of top entries whose total ≤ tail
+    k_bot = _tail_count(m, tail)
     k_top = min(k_top, m.size - 2)
     k_bot = min(k_bot, m.size - 2 - k_top)
     if k_top == 0 and k_bot == 0:
@@ -266,6 +264,18 @@ def _truncate(s: _Side, upper: bool, tail: float) -> _Side:
     # (float, possibly noisy) entries held is covered by err already.
     err += 4 * _U * (abs(inf) + abs(keep[0]) + abs(keep[-1]))
     return _Side(s.offset + k_bot, keep, inf, _up(err), s.shift, s.span2, s.slack)
+
+
+def _tail_count(m: FloatArray, tail: float) -> int:
+    """The number of leading entries of ``m`` whose float cumulative sum stays ≤ ``tail`` (growing prefixes
+    are summed, so a long vector whose tail is short costs little)."""
+    n = 256
+    while True:
+        cum = np.cumsum(m[:n])
+        k = int(np.searchsorted(cum > tail, True))
+        if k < cum.size or n >= m.size:
+            return k
+        n *= 8
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -305,13 +315,14 @@ def _cpow(x: ComplexArray, k: int) -> ComplexArray:
 
 
 def _log_mgfs(s: _Side, center: int, taus: FloatArray) -> FloatArray:
-    """Upper bounds on log Σⱼ mⱼ·e^{τ(offset + j − center)} for each τ (masses as stored, all ≥ 0)."""
+    """Upper bounds on log Σⱼ |mⱼ|·e^{τ(offset + j − center)} for each τ (the stored masses; a float entry
+    may be negative, and the cyclic convolution wraps its absolute value as much as any other)."""
     m = s.masses
-    nz = m > 0
+    nz = m != 0
     if not np.any(nz):
         return np.full(taus.size, -math.inf)
     idx = (np.flatnonzero(nz) + (s.offset - center)).astype(np.float64)
-    lm = np.log(m[nz])
+    lm = np.log(np.abs(m[nz]))
     out = np.empty(taus.size)
     for i, t in enumerate(taus):
         v = lm + t * idx
@@ -433,16 +444,17 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
         e = np.full(half, tau_fft * n1 + fold_err + 5e-324)
         spectra.append((fx, e, k, x, fold_err))
 
-    def bounds() -> tuple[FloatArray, FloatArray]:
-        log_b = np.zeros(half)
-        rel = np.zeros(half)
+    def bounds(n: int) -> tuple[FloatArray, FloatArray]:
+        """log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…) on the first ``n`` frequencies."""
+        log_b = np.zeros(n)
+        rel = np.zeros(n)
         for fx, e, k, _, _ in spectra:
-            a = np.abs(fx) * (1 + 4 * _U) + e
+            a = np.abs(fx[:n]) * (1 + 4 * _U) + e[:n]
             log_b += k * np.log(a)
-            rel += k * e / a
+            rel += k * e[:n] / a
         return log_b, rel
 
-    log_bound, rel_sum = bounds()
+    log_bound, rel_sum = bounds(half)
     # Where Π|X|^k is not negligible (the low frequencies, for long compositions), recompute the spectra
     # and their powers directly in extended precision: there the FFT's error bound, amplified k-fold, and
     # the k-fold growth of the rounding of repeated squaring would dominate.
@@ -469,18 +481,26 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
                     e[:count] = errs + fold_err
                     refined.append((fx, e, k, x, fold_err))
                 spectra = refined
-                log_bound, rel_sum = bounds()
+                log_bound[:count], rel_sum[:count] = bounds(count)  # only these changed
     z: ComplexArray | None = None
     n_mult = 0
     rho_low = np.zeros(count)
+    # Frequencies whose bound on |Z| = Π|Xᵢ|^{kᵢ} is negligible are set to 0 (no power is computed there):
+    # the bound then is the error itself, |0 − Z| ≤ Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} (below).
+    keep = np.flatnonzero(log_bound > _LOG_NEGLIGIBLE)
+    keep = keep[keep >= count]
     for g, (fx, _, k, _, _) in enumerate(spectra):
-        pw = _cpow(fx, k)
+        pw = np.zeros(half, dtype=np.complex128)
+        pw[keep] = _cpow(fx[keep], k)
         if count:
             pw[:count], rho_g = _ld_power(ld_vals[g], k)
             rho_low += rho_g
         z = pw if z is None else z * pw
         n_mult += 2 * k + 1
     assert z is not None
+    dropped = np.ones(half, dtype=bool)
+    dropped[keep] = False
+    dropped[:count] = False
     rho = np.full(half, math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20))
     if count:
         # Π of the long double powers: their relative errors add (to first order; padded), plus the
@@ -490,6 +510,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
         rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         dz = np.exp(log_bound) * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
+        dz = np.where(dropped, np.exp(log_bound) * (1 + 1e-10), dz)
     dz = np.where(np.isnan(dz), np.inf, dz)
     # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
     dz2 = math.sqrt(2 * float(np.sum(dz * dz))) * (1 + 1e-10)
@@ -513,6 +534,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
     return _truncate(side, upper, tail)
 
 
+_LOG_NEGLIGIBLE = math.log(1e-40)  # frequencies with |Z| ≤ 1e-40 are dropped (their error is |Z| itself)
 _FFT_MAX_DIRECT_WINDOW = 1 << 14  # below this full support length no window is cut
 _LD_MAX_FREQ = 256  # at most this many low frequencies are recomputed in extended precision
 _LD_MAX_WORK = 4_000_000  # ... and only if (frequencies × non-zero inputs) is at most this
@@ -542,9 +564,17 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     With m = jn mod size (exact integers) split as m = a·B + b, e^{−2πi m/size} is the product of two table
     entries computed by cosl/sinl (assumed within 2^9 ulps) at angles 2π·aB/size and 2π·b/size (relative
     error ≤ 2u_ld each; |d e^{iθ}/dθ| = 1), so each factor has relative error ≤ 2(ε_f + 4πu_ld) + √2γ₂; the
-    products and the two-level sum (:func:`_ld_sum`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5)."""
+    products and the two-level sum (:func:`_ld_sum`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5).
+
+    Only the *head* of ``x`` — the shortest index range outside which the entries' ℓ₁ mass is at most
+    ``_LD_HEAD``·‖x‖₁ — is summed in long double; the rest (the tails, of small ℓ₁ mass ‖t‖₁) is summed in
+    double with twiddles e^{−2πi jn/size} built by the recurrence w^{j+1} = w^j·w from numpy's complex exp
+    (assumed within 2^9 ulps; the angle n·(2π/size) is within 2u·2π of the true one), whose error
+    ‖t‖₁·(count·(2^9u + 4πu + √2γ₂) + 2u + γ_m)·2 is small because ‖t‖₁ is.
+    """
     ld = np.longdouble
-    nz = np.flatnonzero(x)
+    a, b = _head_range(x, _LD_HEAD)
+    nz = np.flatnonzero(x[a:b]) + a
     xl = x[nz].astype(ld)
     two_pi_n = np.arctan(ld(1)) * 8 / ld(size)
     blk = 1 << max(1, (size.bit_length() - 1) // 2)
@@ -563,9 +593,44 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     g2 = math.sqrt(2) * 2 * u / (1 - 2 * u)
     per_term = 2 * (_LD_FUNC + 8 * math.pi * u) + g2 + 4 * u
     sum_rel = (m_terms + 2) * u / (1 - (m_terms + 2) * u)
-    n1 = float(np.sum(np.abs(x))) * (1 + _gamma(x.size + 1))
+    head = x[a:b]
+    n1 = float(np.sum(np.abs(head))) * (1 + _gamma(head.size + 1))
     errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
+    tail_idx = np.concatenate([np.flatnonzero(x[:a]), np.flatnonzero(x[b:]) + b])
+    if tail_idx.size:
+        t = x[tail_idx]
+        t1 = float(np.sum(np.abs(t))) * (1 + _gamma(t.size + 1))
+        base = np.exp(-1j * (tail_idx.astype(np.float64) * (2 * math.pi / size)))
+        cur = np.ones(t.size, dtype=np.complex128)
+        m_t = 0
+        for j in range(count):
+            re_t, m1 = _ld_sum(t * cur.real)
+            im_t, m2 = _ld_sum(t * cur.imag)
+            out[j] += ld(float(re_t)) + 1j * ld(float(im_t))
+            m_t = max(m_t, m1, m2)
+            cur *= base
+        # |cur_j − e^{−2πi jn/size}| ≤ j(ε_b + √2γ₂) with ε_b = 2^9u + 4πu (the angle n·(2π/size) is within
+        # 2u·2π, exp within 2^9 ulps); each product adds u, the two-level sum γ_m, the rounding to float u
+        eps_b = 2.0**9 * _U + 4 * math.pi * _U
+        tail_rel = (count * (eps_b + math.sqrt(2) * _gamma(2)) + 2 * _U + _gamma(m_t + 2)) * (1 + 1e-6)
+        errs = errs + t1 * tail_rel * 2
     return out, errs
+
+
+_LD_HEAD = 1e-6  # the ℓ₁ share of x left out of the long double head (summed in double instead)
+
+
+def _head_range(x: FloatArray, share: float) -> tuple[int, int]:
+    """``(a, b)``: a short index range with Σ_{i∉[a,b)} |xᵢ| ≤ share·Σ|xᵢ| (up to rounding, which only moves
+    the split; every entry is summed on one side or the other)."""
+    ax = np.abs(x)
+    tot = float(np.sum(ax))
+    if tot == 0 or x.size < 4096:
+        return 0, x.size
+    cut = share * tot / 2
+    a = int(np.searchsorted(np.cumsum(ax), cut, side="right"))
+    b = x.size - int(np.searchsorted(np.cumsum(ax[::-1]), cut, side="right"))
+    return (a, b) if a < b else (0, x.size)
 
 
 def _ld_power(v: npt.NDArray[np.clongdouble], k: int) -> tuple[ComplexArray, FloatArray]:
@@ -758,8 +823,16 @@ class PLD:
     def _least_up(self, target: float) -> float | None:
         """The least float ε ≥ 0 (to ~1e-12) whose certified upper δ is at most ``target``."""
         side = self.upper
+        memo: dict[int, float] = {}
+
+        def at(i: int) -> float:
+            v = memo.get(i)
+            if v is None:
+                v = memo[i] = self._delta_at(side, i, True)
+            return v
+
         top = side.offset + side.masses.size  # at and above, only inf and err remain
-        if self._delta_at(side, top, True) > target:
+        if at(top) > target:
             return None
         if self._delta_real(side, 0.0, True) <= target:
             return 0.0
@@ -769,23 +842,23 @@ class PLD:
         i = min(max(i, 1), top)
         # certify: a lattice index with δ ≤ target (hi) and one below it with δ > target (lo)
         step = 1
-        while self._delta_at(side, i, True) > target:
+        while at(i) > target:
             i = min(i + step, top)
             step *= 2
         lo = i - 1
         step = 1
-        while lo > 0 and self._delta_at(side, lo, True) <= target:
+        while lo > 0 and at(lo) <= target:
             i = lo
             lo = max(lo - step, 0)
             step *= 2
         while i - lo > 1:
             mid = (i + lo) // 2
-            if self._delta_at(side, mid, True) <= target:
+            if at(mid) <= target:
                 i = mid
             else:
                 lo = mid
         # between the two lattice points δ(ε) = A − e^ε B exactly: solve, then certify (nudging up)
-        d_hi, d_lo = self._delta_at(side, i, True), self._delta_at(side, i - 1, True)
+        d_hi, d_lo = at(i), at(i - 1)
         h = self.step
         eps_i = i * h
         cand = eps_i
@@ -802,32 +875,38 @@ class PLD:
         """The greatest float y (any sign; to ~1e-12) whose certified lower-side δ (unshifted) exceeds
         ``target``, or None if there is none on the side's range."""
         side = self.lower
+        memo: dict[int, float] = {}
+
+        def at(i: int) -> float:
+            v = memo.get(i)
+            if v is None:
+                v = memo[i] = self._delta_at(side, i, False)
+            return v
+
         lo_idx = side.offset - 1
-        curve = self._curve(side, False)
-        above = np.flatnonzero(curve > target)
-        i = lo_idx + int(above[-1]) if above.size else lo_idx
+        i = self._approx_low_index(target)
         top = side.offset + side.masses.size
         step = 1
-        while not self._delta_at(side, i, False) > target:
+        while not at(i) > target:
             if i == lo_idx:
                 return None
             i = max(i - step, lo_idx)
             step *= 2
         hi = i + 1
         step = 1
-        while hi < top and self._delta_at(side, hi, False) > target:
+        while hi < top and at(hi) > target:
             i = hi
             hi = min(hi + step, top)
             step *= 2
-        if self._delta_at(side, hi, False) > target:
+        if at(hi) > target:
             return hi * self.step  # (only inf/err remain above; stay on the lattice)
         while hi - i > 1:
             mid = (i + hi) // 2
-            if self._delta_at(side, mid, False) > target:
+            if at(mid) > target:
                 i = mid
             else:
                 hi = mid
-        d_i, d_hi = self._delta_at(side, i, False), self._delta_at(side, hi, False)
+        d_i, d_hi = at(i), at(hi)
         h = self.step
         cand = i * h
         if d_i > d_hi:
@@ -839,6 +918,14 @@ class PLD:
             cand = max(cand - nudge, i * h)
             nudge *= 4
         return cand
+
+    def _approx_low_index(self, target: float) -> int:
+        """The greatest lattice index whose uncertified (float) lower-side δ exceeds ``target`` (the side's
+        lowest index minus one if none): where :meth:`_greatest_low` starts its certified search."""
+        side = self.lower
+        curve = self._curve(side, False)
+        above = np.flatnonzero(curve > target)
+        return side.offset - 1 + (int(above[-1]) if above.size else 0)
 
     def _shifts(self, pens: Sequence[float]) -> list[tuple[float, float]]:
         """``(c, π)`` pairs with P(V < c) ≤ π for the lower side's rounding V (Hoeffding 1963, Thm 2:
@@ -940,14 +1027,19 @@ class PLD:
                 f"({self.upper.inf + self.upper.err:.3g}): no finite ε"
             )
         d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
-        best = -math.inf
-        y = self._greatest_low(d_up)
-        if y is not None:
-            best = math.nextafter(y - self.lower.slack, -math.inf) if self.lower.slack else y
+        # Candidates: the unshifted side (read at ε + slack) and the shifted ones (read at ε − c against the
+        # target raised by π). Each is a valid lower bound once certified; rank them by the float curve and
+        # certify the best first (the others only if it fails), instead of certifying every one.
+        cands: list[tuple[float, float]] = [(-self.lower.slack, d_up)]
         for c, pen in self._shifts([d_up * f for f in (0.1, 1e-2, 1e-3)]):
-            y = self._greatest_low(d_up + pen * (1 + 2.0**-50))
+            cands.append((c, d_up + pen * (1 + 2.0**-50)))
+        h = self.step
+        best = -math.inf
+        for c, tgt in sorted(cands, key=lambda ct: -(self._approx_low_index(ct[1]) * h + ct[0])):
+            y = self._greatest_low(tgt)
             if y is not None:
-                best = max(best, math.nextafter(y + c, -math.inf))
+                best = math.nextafter(y + c, -math.inf) if c else y
+                break
         lower = max(0.0, min(best, e_hi))
         return Fraction(lower), Fraction(e_hi)
 
