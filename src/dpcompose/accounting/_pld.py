@@ -16,10 +16,14 @@ Representation. Losses live on the lattice h·Z with h = 2**-m. Every :class:`PL
   the Q-mass are kept; merging the two halves recovers the bucket, so the split pair dominates the original:
   its error in δ is second order in h). Loss mass below the lattice range is put on its lowest point
   (rounding a loss *up* only raises δ), mass above it on +∞.
-* ``lower``: entrywise lower bounds on the P-masses after rounding every loss *down* to the lattice
-  (a pointwise coupling L̃ ≤ L, so E[(1 − e^{ε−ΣL̃})₊] ≤ E[(1 − e^{ε−ΣL})₊]), with mass outside the range
-  dropped (the integrand is non-negative). This is the optimistic discretisation of Meiser–Mohammadi 2018 /
-  Koskela et al. 2021; its error is first order in h.
+* ``lower``: a *lumped pair*, which the mechanism's pair dominates. Each bucket of outputs gets a lattice
+  label (the point nearest its merged loss ln(P/Q)), and all (composite) outputs with one label are merged
+  into one output: a post-processing, so its δ is at most the mechanism's (data processing for the
+  hockey-stick divergence). The side stores lower bounds on the label's P-mass and upper bounds on N(s) =
+  e^{s}·Q(s); labels add under composition, so both vectors compose by convolution, and δ(ε) ≥ Σₛ(P(s) −
+  e^{ε−s}·N(s))₊. Merging loses only where outputs of one label have losses on both sides of ε, so the
+  error is second order in h (rounding every loss down, Meiser–Mohammadi 2018 / Koskela et al. 2021, is
+  first order: k·h/2 after k compositions).
 
 Each side also stores ``err``, a bound on the ℓ₁ distance between the stored float vector (with its mass at
 +∞) and a vector with the property above. Composition convolves the float vectors (directly when one is
@@ -37,13 +41,10 @@ Chernoff bounds (the mass outside, at most ``tail``, goes to +∞ / the lowest p
 into ``err`` on the lower side, since it wraps around). The float error is bounded componentwise for the
 forward transforms and powers and normwise for the inverse (Higham 2002, Thm 24.2).
 
-δ(ε) is evaluated at any real ε as Σⱼ mⱼ wⱼ + m_∞ ± err with wⱼ = −expm1(ε − ℓⱼ) for ℓⱼ > ε, every float
-rounded outward (the discretised pairs are pairs, so their δ is defined at every ε). ε(δ) is the least
-float ε whose certified upper δ is at most the target, and the largest one whose certified lower δ exceeds
-it. The lower side is sharpened by its known rounding: with V = Σᵢ(Lᵢ − L̃ᵢ), a sum of independent terms in
-[0, hᵢ] whose mean is bounded below through the log-sum inequality, δ(ε) ≥ δ̃(ε − c) − P(V < c), and P(V < c)
-is bounded by Hoeffding's inequality (Hoeffding 1963, Thm 2). This removes the first-order (k·h/2) bias of
-rounding down, leaving a √k·h term.
+δ(ε) is evaluated at any real ε as Σⱼ mⱼ wⱼ + m_∞ + err with wⱼ = −expm1(ε − ℓⱼ) for ℓⱼ > ε on the upper
+side, and as Σₛ(P(s) − e^{ε−s}N(s))₊ + m_∞ − errors on the lower side, every float rounded outward. ε(δ) is
+the least float ε whose certified upper δ is at most the target, and the largest one found whose certified
+lower δ exceeds it.
 
 Assumptions of the certificate (the same ones the rest of :mod:`dpcompose.accounting` makes): IEEE double
 arithmetic with round-to-nearest; numpy's elementwise ``exp``/``expm1`` within 2**9 ulps and scipy's
@@ -137,18 +138,17 @@ class _Side:
     """P-masses at lattice points ``offset … offset + len(masses) - 1``, mass at +∞, and ``err``, a bound
     on the ℓ₁ distance from (masses, inf) to a vector with the side's defining property (module doc).
 
-    On the lower side, ``shift`` is a lower bound on E[V] and ``span2`` an upper bound on Σᵢ(hᵢ + ηᵢ)²,
-    where V = Σᵢ Uᵢ is the total rounding U = L − L̃ ∈ [−ηᵢ, hᵢ] of the composed mechanisms, and ``slack``
-    an upper bound on Σᵢηᵢ: how far above its true loss a stored loss may sit when bucket edges are floats
-    (read by :meth:`PLD.delta_bounds`; module docstring, "lower side")."""
+    On the lower side, ``nq`` (same offset and length as ``masses``) holds upper bounds on N(s) = e^{s}·Q(s),
+    the scaled Q-mass of the *lumped pair* at each lattice label s, and ``masses`` lower bounds on its P(s)
+    (see :meth:`PLD._delta_lumped`); ``nq_err`` bounds the ℓ₁ distance of ``nq`` from a vector with that
+    property. The upper side has no ``nq``."""
 
     offset: int
     masses: FloatArray
     inf: float
     err: float
-    shift: float = 0.0
-    span2: float = 0.0
-    slack: float = 0.0
+    nq: FloatArray | None = None
+    nq_err: float = 0.0
 
     def norm1(self) -> float:
         """An upper bound on the ℓ₁ norm of the stored vector (masses and +∞)."""
@@ -232,17 +232,23 @@ def _compose_sides(a: _Side, b: _Side, upper: bool, tail: float) -> _Side:
     na, nb = a.norm1(), b.norm1()
     # ‖x∗y − x̂∗ŷ‖₁ ≤ ‖x − x̂‖₁‖y‖₁ + ‖x̂‖₁‖y − ŷ‖₁ (Young), with ‖y‖₁ ≤ ‖ŷ‖₁ + err_y.
     err = a.err * (nb + b.err) + na * b.err + conv_err + inf_err * 2 + 5e-324
-    shift = (a.shift + b.shift) * (1 - 4 * _U)
-    span2 = _up(a.span2 + b.span2)
-    side = _Side(a.offset + b.offset, c, inf, _up(err), shift, span2, _up(a.slack + b.slack))
+    nq: FloatArray | None = None
+    nq_err = 0.0
+    if a.nq is not None and b.nq is not None:
+        nq, n_conv = _convolve(a.nq, b.nq)
+        nq = np.maximum(nq, 0.0)
+        n_a = float(np.sum(np.abs(a.nq))) * (1 + _gamma(a.nq.size + 1))
+        n_b = float(np.sum(np.abs(b.nq))) * (1 + _gamma(b.nq.size + 1))
+        nq_err = _up(a.nq_err * (n_b + b.nq_err) + n_a * b.nq_err + n_conv)
+    side = _Side(a.offset + b.offset, c, inf, _up(err), nq, nq_err)
     return _truncate(side, upper, tail)
 
 
 def _truncate(s: _Side, upper: bool, tail: float) -> _Side:
     """Cut both tails whose computed mass is at most ``tail``: on the upper side the top goes to +∞ and the
-    bottom up to the lowest kept point; on the lower side both are dropped (dropping mass only lowers δ,
-    and keeps every kept loss within hᵢ of the true one, which the shift bound needs). The float sums'
-    rounding errors are added to ``err``."""
+    bottom up to the lowest kept point; on the lower side both are dropped, from P and N alike (a
+    restriction of the lumped pair to fewer outputs, which only lowers δ). The float sums' rounding errors
+    are added to ``err``."""
     m = s.masses
     if m.size <= 2:
         return s
@@ -263,7 +269,9 @@ def _truncate(s: _Side, upper: bool, tail: float) -> _Side:
     # Lower side: dropping either tail removes non-negative true mass, so δ only falls; what the stored
     # (float, possibly noisy) entries held is covered by err already.
     err += 4 * _U * (abs(inf) + abs(keep[0]) + abs(keep[-1]))
-    return _Side(s.offset + k_bot, keep, inf, _up(err), s.shift, s.span2, s.slack)
+    # the N-vector loses the same labels (a restriction of the lumped pair to fewer outcomes)
+    nq = None if s.nq is None else s.nq[k_bot : m.size - k_top].copy()
+    return _Side(s.offset + k_bot, keep, inf, _up(err), nq, s.nq_err)
 
 
 def _tail_count(m: FloatArray, tail: float) -> int:
@@ -333,6 +341,115 @@ def _log_mgfs(s: _Side, center: int, taus: FloatArray) -> FloatArray:
     return out
 
 
+def _fourier_power(items: Sequence[tuple[FloatArray, int]], size: int) -> tuple[FloatArray, float]:
+    """``(c, e)``: the cyclic convolution (length ``size``, a power of two) of ``kᵢ`` copies of each vector
+    ``xᵢ`` — Ẑ = Πᵢ X̂ᵢ^{kᵢ} by one real FFT per vector — and a bound ``e`` on its ℓ₁ float error.
+
+    The forward transforms are bounded componentwise (:func:`_fft_componentwise`); where Π|Xᵢ|^{kᵢ} is not
+    negligible at the low frequencies the spectra and powers are recomputed in long double
+    (:func:`_ld_dft`, :func:`_ld_power`); |Πaᵢ − Πbᵢ| ≤ Σᵢ|aᵢ − bᵢ|·Π_{l≠i} max(|aₗ|, |bₗ|) for the powers;
+    the inverse transform is bounded normwise (Higham 2002, Thm 24.2) and turned into ℓ₁ by Cauchy–Schwarz.
+    """
+    tau_fft = _fft_componentwise(size)
+    half = size // 2 + 1
+    spectra: list[tuple[ComplexArray, FloatArray, int, FloatArray, float]] = []
+    for x0, k in items:
+        x = x0
+        fold_err = 0.0
+        if x.size > size:
+            buf = np.zeros(size)
+            folds = 0
+            for st in range(0, x.size, size):
+                seg = x[st : st + size]
+                buf[: seg.size] += seg
+                folds += 1
+            fold_err = _gamma(folds + 1) * float(np.sum(np.abs(x)))
+            x = buf
+        fx = np.fft.rfft(x, size)
+        n1 = float(np.sum(np.abs(x0))) * (1 + _gamma(x0.size + 1))
+        e = np.full(half, tau_fft * n1 + fold_err + 5e-324)
+        spectra.append((fx, e, k, x, fold_err))
+
+    def bounds(n: int) -> tuple[FloatArray, FloatArray]:
+        """log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…) on the first ``n`` frequencies."""
+        log_b = np.zeros(n)
+        rel = np.zeros(n)
+        for fx, e, k, _, _ in spectra:
+            a = np.abs(fx[:n]) * (1 + 4 * _U) + e[:n]
+            log_b += k * np.log(a)
+            rel += k * e[:n] / a
+        return log_b, rel
+
+    log_bound, rel_sum = bounds(half)
+    # Where Π|X|^k is not negligible (the low frequencies, for long compositions), recompute the spectra
+    # and their powers directly in extended precision: there the FFT's error bound, amplified k-fold, and
+    # the k-fold growth of the rounding of repeated squaring would dominate.
+    count = 0
+    ld_vals: list[npt.NDArray[np.clongdouble]] = []
+    if _LD_OK:
+        with np.errstate(over="ignore", under="ignore"):
+            c2 = (np.exp(log_bound) * rel_sum) ** 2
+        c2_sum = float(np.sum(c2))
+        if c2_sum > 0:
+            tail_sq = np.cumsum(c2[::-1])[::-1]
+            # the frequencies holding all but 1e-8 of the squared error, or the _LD_MAX_FREQ largest-error
+            # low ones (errors fall with frequency for a smooth composite), within a work budget
+            count = min(int(np.searchsorted(-tail_sq, -1e-8 * c2_sum)), _LD_MAX_FREQ)
+            heads = [_head_range(sp[3], _LD_HEAD) for sp in spectra]
+            work = count * sum(b - a for a, b in heads)
+            if count <= 0 or work > _LD_MAX_WORK:
+                count = 0
+            else:
+                refined = []
+                for fx, e, k, x, fold_err in spectra:
+                    vals, errs = _ld_dft(x, size, count)
+                    ld_vals.append(vals)
+                    fx = fx.copy()
+                    e = e.copy()
+                    fx[:count] = vals.astype(np.complex128)
+                    e[:count] = errs + fold_err
+                    refined.append((fx, e, k, x, fold_err))
+                spectra = refined
+                log_bound[:count], rel_sum[:count] = bounds(count)  # only these changed
+    z: ComplexArray | None = None
+    n_mult = 0
+    rho_low = np.zeros(count)
+    # Frequencies whose bound on |Z| = Π|Xᵢ|^{kᵢ} is negligible are set to 0 (no power is computed there):
+    # the bound then is the error itself, |0 − Z| ≤ Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} (below).
+    keep = np.flatnonzero(log_bound > _LOG_NEGLIGIBLE)
+    keep = keep[keep >= count]
+    for g, (fx, _, k, _, _) in enumerate(spectra):
+        pw = np.zeros(half, dtype=np.complex128)
+        pw[keep] = _cpow(fx[keep], k)
+        if count:
+            pw[:count], rho_g = _ld_power(ld_vals[g], k)
+            rho_low += rho_g
+        z = pw if z is None else z * pw
+        n_mult += 2 * k + 1
+    assert z is not None
+    dropped = np.ones(half, dtype=bool)
+    dropped[keep] = False
+    dropped[:count] = False
+    rho = np.full(half, math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20))
+    if count:
+        # Π of the long double powers: their relative errors add (to first order; padded), plus the
+        # complex128 products of the groups
+        g = len(spectra)
+        rho[:count] = rho_low * (1 + 1e-3) + math.expm1(g * math.log1p(math.sqrt(2) * _gamma(2))) * 1.01
+        rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        dz = np.exp(log_bound) * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
+        dz = np.where(dropped, np.exp(log_bound) * (1 + 1e-10), dz)
+    dz = np.where(np.isnan(dz), np.inf, dz)
+    # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
+    dz2 = math.sqrt(2 * float(np.sum(dz * dz))) * (1 + 1e-10)
+    z2 = math.sqrt(2 * float(np.sum(z.real**2 + z.imag**2))) * (1 + 1e-10)
+    c = np.fft.irfft(z, size)
+    # ‖F⁻¹v‖₂ = ‖v‖₂/√N and ℓ₁ ≤ √N·ℓ₂ on N entries; inverse rounding ≤ r‖Ẑ‖₂/√N (Thm 24.2).
+    fft_err = (dz2 + _fft_relative(size) * z2) * (1 + 1e-10)
+    return c, fft_err
+
+
 def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) -> _Side:
     """The composition of ``kᵢ`` copies of each side, by one FFT per distinct side: Ẑ = Πᵢ X̂ᵢ^{kᵢ}.
 
@@ -369,7 +486,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
         tot = math.exp(sum(k * math.log(max(sd.norm1(), 5e-324)) for sd, k in items))
         inf = tot * (1 + 1e-12) if upper else 0.0
         err = math.expm1(log_norm_err) * math.exp(log_norm) * (1 + 1e-12) if math.isfinite(log_norm) else 0.0
-        return _Side(0, np.zeros(1), inf, _up(err))
+        return _Side(0, np.zeros(1), inf, _up(err), None if upper else np.zeros(1))
     if upper:
         inf = math.exp(log_fin) * math.expm1(log_all) * (1 + 1e-12)
     else:
@@ -424,102 +541,24 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
     if size >= full_len:  # no wrap-around at all: the whole support fits
         b_lo = base
         top_bound = bot_bound = 0.0
-    tau_fft = _fft_componentwise(size)
-    half = size // 2 + 1
-    spectra: list[tuple[ComplexArray, FloatArray, int, FloatArray, float]] = []
-    for sd, k in items:
-        x = sd.masses
-        fold_err = 0.0
-        if x.size > size:
-            buf = np.zeros(size)
-            folds = 0
-            for st in range(0, x.size, size):
-                seg = x[st : st + size]
-                buf[: seg.size] += seg
-                folds += 1
-            fold_err = _gamma(folds + 1) * float(np.sum(np.abs(x)))
-            x = buf
-        fx = np.fft.rfft(x, size)
-        n1 = float(np.sum(np.abs(sd.masses))) * (1 + _gamma(sd.masses.size + 1))
-        e = np.full(half, tau_fft * n1 + fold_err + 5e-324)
-        spectra.append((fx, e, k, x, fold_err))
-
-    def bounds(n: int) -> tuple[FloatArray, FloatArray]:
-        """log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…) on the first ``n`` frequencies."""
-        log_b = np.zeros(n)
-        rel = np.zeros(n)
-        for fx, e, k, _, _ in spectra:
-            a = np.abs(fx[:n]) * (1 + 4 * _U) + e[:n]
-            log_b += k * np.log(a)
-            rel += k * e[:n] / a
-        return log_b, rel
-
-    log_bound, rel_sum = bounds(half)
-    # Where Π|X|^k is not negligible (the low frequencies, for long compositions), recompute the spectra
-    # and their powers directly in extended precision: there the FFT's error bound, amplified k-fold, and
-    # the k-fold growth of the rounding of repeated squaring would dominate.
-    count = 0
-    ld_vals: list[npt.NDArray[np.clongdouble]] = []
-    if _LD_OK:
-        with np.errstate(over="ignore", under="ignore"):
-            c2 = (np.exp(log_bound) * rel_sum) ** 2
-        c2_sum = float(np.sum(c2))
-        if c2_sum > 0:
-            tail_sq = np.cumsum(c2[::-1])[::-1]
-            count = int(np.searchsorted(-tail_sq, -1e-8 * c2_sum))
-            work = count * sum(int(np.count_nonzero(sp[3])) for sp in spectra)
-            if not 0 < count <= _LD_MAX_FREQ or work > _LD_MAX_WORK:
-                count = 0
-            else:
-                refined = []
-                for fx, e, k, x, fold_err in spectra:
-                    vals, errs = _ld_dft(x, size, count)
-                    ld_vals.append(vals)
-                    fx = fx.copy()
-                    e = e.copy()
-                    fx[:count] = vals.astype(np.complex128)
-                    e[:count] = errs + fold_err
-                    refined.append((fx, e, k, x, fold_err))
-                spectra = refined
-                log_bound[:count], rel_sum[:count] = bounds(count)  # only these changed
-    z: ComplexArray | None = None
-    n_mult = 0
-    rho_low = np.zeros(count)
-    # Frequencies whose bound on |Z| = Π|Xᵢ|^{kᵢ} is negligible are set to 0 (no power is computed there):
-    # the bound then is the error itself, |0 − Z| ≤ Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} (below).
-    keep = np.flatnonzero(log_bound > _LOG_NEGLIGIBLE)
-    keep = keep[keep >= count]
-    for g, (fx, _, k, _, _) in enumerate(spectra):
-        pw = np.zeros(half, dtype=np.complex128)
-        pw[keep] = _cpow(fx[keep], k)
-        if count:
-            pw[:count], rho_g = _ld_power(ld_vals[g], k)
-            rho_low += rho_g
-        z = pw if z is None else z * pw
-        n_mult += 2 * k + 1
-    assert z is not None
-    dropped = np.ones(half, dtype=bool)
-    dropped[keep] = False
-    dropped[:count] = False
-    rho = np.full(half, math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20))
-    if count:
-        # Π of the long double powers: their relative errors add (to first order; padded), plus the
-        # complex128 products of the groups
-        g = len(spectra)
-        rho[:count] = rho_low * (1 + 1e-3) + math.expm1(g * math.log1p(math.sqrt(2) * _gamma(2))) * 1.01
-        rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        dz = np.exp(log_bound) * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
-        dz = np.where(dropped, np.exp(log_bound) * (1 + 1e-10), dz)
-    dz = np.where(np.isnan(dz), np.inf, dz)
-    # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
-    dz2 = math.sqrt(2 * float(np.sum(dz * dz))) * (1 + 1e-10)
-    z2 = math.sqrt(2 * float(np.sum(z.real**2 + z.imag**2))) * (1 + 1e-10)
-    c = np.fft.irfft(z, size)
-    # ‖F⁻¹v‖₂ = ‖v‖₂/√N and ℓ₁ ≤ √N·ℓ₂ on N entries; inverse rounding ≤ r‖Ẑ‖₂/√N (Thm 24.2).
-    fft_err = (dz2 + _fft_relative(size) * z2) * (1 + 1e-10)
+    c, fft_err = _fourier_power([(sd.masses, k) for sd, k in items], size)
     c = np.roll(c, (base - b_lo) % size)
     c = np.maximum(c, 0.0)  # true masses are ≥ 0: clipping never moves an entry away from them
+    nq: FloatArray | None = None
+    nq_err = 0.0
+    if not upper and all(sd.nq is not None for sd, _ in items):
+        # the lumped pair's N-vector on the same window: its wrapped mass only adds (it is an upper bound)
+        n_items = [(sd.nq, k) for sd, k in items if sd.nq is not None]
+        nc, n_fft = _fourier_power(n_items, size)
+        nq = np.maximum(np.roll(nc, (base - b_lo) % size), 0.0)
+        log_n = log_ne = 0.0
+        for sd, k in items:
+            assert sd.nq is not None
+            n1 = float(np.sum(np.abs(sd.nq))) * (1 + _gamma(sd.nq.size + 1))
+            log_n += k * math.log(n1) if n1 > 0 else -math.inf
+            log_ne += k * math.log1p(sd.nq_err / n1) if n1 > 0 else 0.0
+        nq_in = math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12) if math.isfinite(log_n) else 0.0
+        nq_err = _up(nq_in + n_fft)
     err = err_in + fft_err
     if upper:
         inf = inf + top_bound
@@ -527,10 +566,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
         err += 4 * _U * (inf + c[0])
     else:
         err += top_bound + bot_bound
-    shift = sum(k * sd.shift for sd, k in items) * (1 - 4 * _U * (len(items) + 2))
-    span2 = _up(sum(k * sd.span2 for sd, k in items) * (1 + 4 * _U * (len(items) + 2)))
-    slack = _up(sum(k * sd.slack for sd, k in items) * (1 + 4 * _U * (len(items) + 2)))
-    side = _trim(_Side(b_lo, c, _up(inf) if upper else inf, _up(err), shift, span2, slack))
+    side = _trim(_Side(b_lo, c, _up(inf) if upper else inf, _up(err), nq, nq_err))
     return _truncate(side, upper, tail)
 
 
@@ -871,85 +907,143 @@ class PLD:
             nudge *= 4
         return cand
 
-    def _greatest_low(self, target: float) -> float | None:
-        """The greatest float y (any sign; to ~1e-12) whose certified lower-side δ (unshifted) exceeds
-        ``target``, or None if there is none on the side's range."""
+    def _delta_lumped(self, eps: float) -> float | None:
+        """A certified lower bound on δ(ε) from the *lumped pair* of the lower side, or None without one.
+
+        Every composite outcome is labelled by the sum s of its parts' lattice labels (a bucket's lower end),
+        and all outcomes with one label are merged into one: a post-processing, so the merged pair's δ is at
+        most the mechanism's (data processing for the hockey-stick divergence; Barthe–Olmedo 2013, Thm 2,
+        Balle et al. 2018/2020), and δ of the merged pair is Σₛ(P(s) − e^ε·Q(s))₊. Labels add under
+        composition, so P(s) and N(s) = e^{s}·Q(s) of the composite are convolutions of the parts' vectors
+        (P lower bounds and N upper bounds entrywise give a lower bound, as (p − e^{ε−s}n)₊ rises with p and
+        falls with n; dropping labels restricts to fewer outcomes, which only lowers the sum). Only labels
+        with s ≥ ε − 1 are summed (so e^{ε−s} ≤ e, which bounds the effect of N's ℓ₁ error). Unlike rounding
+        each loss down, merging loses only where outcomes of one label straddle ε: the error is second
+        order in the lattice step.
+        """
         side = self.lower
-        memo: dict[int, float] = {}
+        if side.nq is None:
+            return None
+        m, nq = side.masses, side.nq
+        h = self.step
+        start = self._lumped_start(eps)
+        total, e_sum, w_max = 0.0, 0.0, 0.0
+        if start < m.size:
+            pos = (np.arange(start, m.size, dtype=np.float64) + side.offset) * h  # exact
+            with np.errstate(under="ignore", over="ignore"):
+                w = np.exp(eps - pos) * (1 + _EXP_REL) * (1 + 4 * _U)  # ≥ e^{ε−s} (ε − s rounded)
+            w_max = float(w[0])
+            wn = w * nq[start:]
+            t = m[start:] - wn
+            t = t - 4 * _U * (m[start:] + wn)  # the product and difference, rounded down
+            t = np.maximum(t, 0.0)
+            total, e_sum = _sum_bound(t)
+        # |Σ(p − w·n)₊ − Σ(p̂ − w·n̂)₊| ≤ ‖p − p̂‖₁ + max w·‖n − n̂‖₁ over the summed labels
+        n_term = w_max * (1 + 1e-12) * side.nq_err
+        v = total - e_sum - side.err - n_term + side.inf
+        v -= 4 * _U * (abs(total) + abs(side.inf) + side.err + n_term)
+        if not math.isfinite(v):
+            return 0.0
+        return max(0.0, math.nextafter(v, -math.inf))
 
-        def at(i: int) -> float:
-            v = memo.get(i)
-            if v is None:
-                v = memo[i] = self._delta_at(side, i, False)
-            return v
+    def _lumped_drift(self) -> float:
+        """g = ln(Σn/Σp) of the lower side (uncertified, only a parameter): lumps with label s have n ≈ p·e^g,
+        so their terms of :meth:`_delta_lumped` are positive from about s = ε + g on (labels drift from the
+        merged losses when rounding has a bias, by up to h/2 per composed mechanism)."""
+        side = self.lower
+        key = -id(side)
+        cached = self._cache.get(key)
+        if cached is None:
+            assert side.nq is not None
+            sp, sn = float(np.sum(side.masses)), float(np.sum(side.nq))
+            g = math.log(sn / sp) if sp > 0 and sn > 0 else 0.0
+            cached = self._cache[key] = np.array([g])
+        return float(cached[0])
 
-        lo_idx = side.offset - 1
-        i = self._approx_low_index(target)
-        top = side.offset + side.masses.size
-        step = 1
-        while not at(i) > target:
-            if i == lo_idx:
-                return None
-            i = max(i - step, lo_idx)
-            step *= 2
-        hi = i + 1
-        step = 1
-        while hi < top and at(hi) > target:
-            i = hi
-            hi = min(hi + step, top)
-            step *= 2
-        if at(hi) > target:
-            return hi * self.step  # (only inf/err remain above; stay on the lattice)
-        while hi - i > 1:
-            mid = (i + hi) // 2
-            if at(mid) > target:
-                i = mid
+    def _lumped_start(self, eps: float) -> int:
+        """The index of the first label summed by :meth:`_delta_lumped` at ε: labels s ≥ ε + g − 2 (so the
+        weights e^{ε−s} stay ≤ e^{2−g}, which bounds the effect of N's ℓ₁ error)."""
+        side = self.lower
+        lo_label = eps + self._lumped_drift() - 2.0
+        x = lo_label * (1 << self.step_bits) - side.offset
+        if not x < side.masses.size:
+            return side.masses.size
+        return max(0, math.ceil(x))
+
+    def _lumped_approx(self) -> Callable[[float], float] | None:
+        """A fast float (uncertified) evaluation of :meth:`_delta_lumped`, used only to locate ε; labels
+        s ≥ ε + g + 2 (where p > e^{ε−s}n: n ≈ p·e^g, see :meth:`_lumped_drift`) are read from suffix sums of
+        p and n·e^{−s}. None when the labels span too much for e^{−s} to stay in floats."""
+        side = self.lower
+        if side.nq is None:
+            return None
+        m, nq = side.masses, side.nq
+        h = self.step
+        s0 = side.offset * h
+        span = m.size * h
+        if span > 600 or h > 0.5:
+            return None
+        rel = np.arange(m.size, dtype=np.float64) * h  # s − s0
+        sp = np.append(np.cumsum(m[::-1])[::-1], 0.0)
+        sn = np.append(np.cumsum((nq * np.exp(-rel))[::-1])[::-1], 0.0)
+        one = 1 << self.step_bits
+
+        g = self._lumped_drift()
+
+        def approx(eps: float) -> float:
+            i0 = self._lumped_start(eps)
+            x = (eps + g + 2.0) * one - side.offset  # past ε + g + 2 every term is positive
+            i1 = min(max(i0, math.ceil(x)), m.size)
+            mid = 0.0
+            if i1 > i0:
+                w = np.exp(eps - s0 - rel[i0:i1])
+                mid = float(np.sum(np.maximum(m[i0:i1] - w * nq[i0:i1], 0.0)))
+            # the certificate's error terms, as :meth:`_delta_lumped` subtracts them
+            first = float(rel[min(i0, m.size - 1)])
+            penalty = side.err + math.exp(min(eps - s0 - first, 700.0)) * side.nq_err
+            return mid + float(sp[i1]) - math.exp(eps - s0) * float(sn[i1]) + side.inf - penalty
+
+        return approx
+
+    def _lumped_epsilon(self, target: float, stop: float) -> float | None:
+        """The greatest float ε in [0, stop] (to ~1e-12 relative) found whose certified lumped lower δ exceeds
+        ``target``; None if even ε = 0 does not. The float evaluation locates it by bisection; the answer is
+        then certified, and moved down until it is."""
+        at0 = self._delta_lumped(0.0)
+        if at0 is None or not at0 > target:
+            return None
+        approx = self._lumped_approx()
+        probe = approx if approx is not None else (lambda e: self._delta_lumped(e) or 0.0)
+        lo, hi = 0.0, stop
+        if probe(hi) > target:
+            lo = hi
+        while hi - lo > max(abs(lo), 1.0) * 2.0**-42:
+            mid = (lo + hi) / 2
+            if probe(mid) > target:
+                lo = mid
             else:
                 hi = mid
-        d_i, d_hi = at(i), at(hi)
-        h = self.step
-        cand = i * h
-        if d_i > d_hi:
-            arg = (d_hi - target) * -math.expm1(-h) / (d_i - d_hi)
-            cand = hi * h + math.log1p(max(arg, -1 + 1e-300))
-        cand = min(max(cand, i * h), hi * h)
-        nudge = max(abs(cand), h) * 2.0**-44
-        while cand > i * h and not self._delta_real(side, cand, False) > target:
-            cand = max(cand - nudge, i * h)
+        nudge = max(lo, 1.0) * 2.0**-44
+        failed = lo
+        while lo > 0 and not (self._delta_lumped(lo) or 0.0) > target:
+            failed = lo
+            lo = max(0.0, lo - nudge)
             nudge *= 4
-        return cand
-
-    def _approx_low_index(self, target: float) -> int:
-        """The greatest lattice index whose uncertified (float) lower-side δ exceeds ``target`` (the side's
-        lowest index minus one if none): where :meth:`_greatest_low` starts its certified search."""
-        side = self.lower
-        curve = self._curve(side, False)
-        above = np.flatnonzero(curve > target)
-        return side.offset - 1 + (int(above[-1]) if above.size else 0)
-
-    def _shifts(self, pens: Sequence[float]) -> list[tuple[float, float]]:
-        """``(c, π)`` pairs with P(V < c) ≤ π for the lower side's rounding V (Hoeffding 1963, Thm 2:
-        V is a sum of independent Uᵢ ∈ [−ηᵢ, hᵢ] with E[V] ≥ shift, so P(V < shift − t) ≤
-        exp(−2t²/Σ(hᵢ + ηᵢ)²)).
-        Then δ(ε) ≥ δ̃(ε − c) − π, since (1 − e^{ε−S})₊ ≥ (1 − e^{ε−c−S̃})₊ − 1[V < c] with S = S̃ + V."""
-        side = self.lower
-        out = []
-        for pen in pens:
-            if not 0 < pen < 1 or side.span2 <= 0:
-                continue
-            t = math.sqrt(side.span2 * math.log(1 / pen) / 2) * (1 + 1e-12)
-            c = (side.shift - t) * (1 - 2.0**-50)
-            if c > 0:
-                out.append((c, pen))
-        return out
+        for _ in range(6 if failed > lo else 0):  # the geometric steps may overshoot: bisect back
+            mid = (lo + failed) / 2
+            if (self._delta_lumped(mid) or 0.0) > target:
+                lo = mid
+            else:
+                failed = mid
+        return lo
 
     def delta_bounds(self, epsilon: Number) -> tuple[Fraction, Fraction]:
         """``(lower, upper)``: certified bounds on δ(ε) of the mechanism this PLD describes.
 
-        Both ends are read at ε itself (the discretised pairs define δ at every real ε). The lower end is
-        the larger of the rounded-down side at ε and, for a few c, that side at ε − c minus a Hoeffding
-        bound on its total rounding falling short of c (see :meth:`_shifts`). Source: δ(ε) = E[(1 −
-        e^{ε−L})₊] (Sommer–Meiser–Mohammadi 2019, Thm 1).
+        Both ends are read at ε itself. The upper end is δ of the connect-the-dots pair, which dominates the
+        mechanism's (Doroshenko et al. 2022), δ(ε) = E[(1 − e^{ε−L})₊] (Sommer–Meiser–Mohammadi 2019, Thm 1);
+        the lower end is δ of the lumped pair, a post-processing of the mechanism's
+        (:meth:`_delta_lumped`).
 
         Raises:
             InvalidParameter: ε is negative, NaN or infinite.
@@ -975,13 +1069,7 @@ class PLD:
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
         hi = min(1.0, self._delta_real(self.upper, e_dn, True))
-        # unshifted: V ≥ −slack always, so δ(ε) ≥ δ̃(ε + slack)
-        lo = self._delta_real(self.lower, _up(e_up + self.lower.slack) if self.lower.slack else e_up, False)
-        for c, pen in self._shifts([10.0**-p for p in range(3, 21, 2)]):
-            arg = math.nextafter(e_up - c, math.inf)
-            v = self._delta_real(self.lower, arg, False) - pen
-            lo = max(lo, math.nextafter(v * (1 - 2.0**-50) if v > 0 else v, -math.inf))
-        lo = min(hi, max(lo, 0.0))
+        lo = min(hi, self._delta_lumped(e_up) or 0.0)
         return Fraction(lo), Fraction(hi)
 
     def delta(self, epsilon: Number) -> Fraction:
@@ -999,8 +1087,8 @@ class PLD:
 
         The upper end is the least float ε (found on the lattice, then solved exactly between two lattice
         points, where δ(ε) = A − e^ε·B, and checked) whose certified upper δ is at most ``delta``; the lower
-        end is the largest ε found whose certified lower δ is still above ``delta`` (the true ε is above it),
-        using the shifted lower side as in :meth:`delta_bounds`.
+        end is the largest ε found whose certified lower δ (the lumped pair's, as in :meth:`delta_bounds`) is
+        still above ``delta`` (the true ε is above it).
 
         Raises:
             InvalidParameter: ``delta`` is outside [0, 1), or no finite ε reaches it (the mass at +∞, plus
@@ -1027,19 +1115,8 @@ class PLD:
                 f"({self.upper.inf + self.upper.err:.3g}): no finite ε"
             )
         d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
-        # Candidates: the unshifted side (read at ε + slack) and the shifted ones (read at ε − c against the
-        # target raised by π). Each is a valid lower bound once certified; rank them by the float curve and
-        # certify the best first (the others only if it fails), instead of certifying every one.
-        cands: list[tuple[float, float]] = [(-self.lower.slack, d_up)]
-        for c, pen in self._shifts([d_up * f for f in (0.1, 1e-2, 1e-3)]):
-            cands.append((c, d_up + pen * (1 + 2.0**-50)))
-        h = self.step
-        best = -math.inf
-        for c, tgt in sorted(cands, key=lambda ct: -(self._approx_low_index(ct[1]) * h + ct[0])):
-            y = self._greatest_low(tgt)
-            if y is not None:
-                best = math.nextafter(y + c, -math.inf) if c else y
-                break
+        y = self._lumped_epsilon(d_up, e_hi)
+        best = 0.0 if y is None else y
         lower = max(0.0, min(best, e_hi))
         return Fraction(lower), Fraction(e_hi)
 
@@ -1160,7 +1237,8 @@ def _content_key(p: PLD) -> object:
 
     def side(sd: _Side) -> object:
         digest = hashlib.sha256(np.ascontiguousarray(sd.masses).tobytes()).hexdigest()
-        return (sd.offset, sd.masses.size, digest, sd.inf, sd.err, sd.shift, sd.span2)
+        nq = None if sd.nq is None else hashlib.sha256(np.ascontiguousarray(sd.nq).tobytes()).hexdigest()
+        return (sd.offset, sd.masses.size, digest, sd.inf, sd.err, nq, sd.nq_err)
 
     if p.gaussian is not None and p.reverse is None:
         return (p.step_bits, p.tail, p.gaussian)
@@ -1246,7 +1324,7 @@ class _Buckets:
 
 
 def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
-    """Connect-the-dots upper side and round-down lower side from bucket masses (module docstring)."""
+    """Connect-the-dots upper side and lumped-pair lower side from bucket masses (module docstring)."""
     h = math.ldexp(1.0, -bits)
     n = b.p.size
     p, r = np.maximum(b.p, 0.0), np.maximum(b.r, 0.0)
@@ -1274,39 +1352,41 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     up[1:] += hi_b
     up[0] += b.below_hi
     up = np.where(up > 0, up * (1 + _PAD) + 5e-324, 0.0)
-    low = np.zeros(n + 1)
-    p_lo = p * np.maximum(1 - rel, 0.0)
-    if b.low_ok is not None:
-        p_lo = np.where(b.low_ok, p_lo, 0.0)  # dropped from the lower side (only lowers δ)
-    low[:n] = p_lo
-    # (the mass above the last bucket is left out of the lower side: dropping mass only lowers δ, and its
-    # rounding distance could exceed h, which the shift bound below does not allow)
-    low = low * (1 - _PAD)
-    # Shift bound: U = L − a ∈ [0, h] on bucket (a, a+h]; by the log-sum inequality
-    # E_P[L·1_bucket] ≥ p·ln(p/q), so E_P[U·1_bucket] ≥ p·ln(p/r) with r = e^a·q (clipped to [0, h]).
-    r_hi = r * (1 + rel)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lp, lr = np.log(p_lo), np.log(r_hi)
-        gap = lp - lr - 8 * _U * (np.abs(lp) + np.abs(lr) + 1)
-    ok = (p_lo > 0) & (r_hi > 0) & np.isfinite(gap)
-    gap = np.clip(np.where(ok, gap, 0.0), -b.slack, h)
-    shift_sum, shift_err = _sum_bound(p_lo * gap)
-    shift_lo = shift_sum - shift_err
-    shift = shift_lo * (1 - 8 * _U) * (1 - _PAD) if shift_lo > 0 else shift_lo * (1 + 8 * _U) - 5e-324
     upper = _trim(_Side(b.lo, up, _up(b.above_hi + b.inf_hi), 0.0))
-    lower = _trim(
-        _Side(b.lo, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, shift, _up((h + b.slack) ** 2), _up(b.slack))
-    )
+    # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss
+    # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one merges the least), among
+    # j − 1, j, j + 1, carrying a lower bound on its P-mass and an upper bound on N = e^{label}·Q-mass =
+    # r·e^{(label − j)h}. Buckets whose merged loss is further away (collapsed edges), or without a usable
+    # relative bound (rel ≥ 1: P-lower-bound 0) or Q-mass (r = 0), are dropped (a restriction, which only
+    # lowers δ); so is the mass above the last bucket. The mass at +∞ has Q = 0.
+    p_lo = p * np.maximum(1 - rel, 0.0) * (1 - _PAD)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        move = np.rint(np.log(p_lo / r) / h)
+    use = (p_lo > 0) & (r > 0) & np.isfinite(move) & (np.abs(move) <= 1)
+    mv = np.where(use, move, 0.0).astype(np.int64)
+    e_up = math.exp(h) * (1 + 4 * _U) * (1 + _EXP_REL)
+    e_dn = math.exp(-h) * (1 + 4 * _U) * (1 + _EXP_REL)  # (upper bounds of e^{±h})
+    factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
+    n_b = np.where(use, r * (1 + rel) * factor * (1 + 8 * _U) * (1 + _PAD), 0.0)
+    at = np.arange(n) + mv + 1  # index in arrays starting at label b.lo − 1
+    low = np.zeros(n + 2)
+    nq = np.zeros(n + 2)
+    np.add.at(low, at, np.where(use, p_lo, 0.0))
+    np.add.at(nq, at, n_b)
+    # (the adds of np.add.at round: two buckets at most share a label, covered by the pads above)
+    lower = _trim(_Side(b.lo - 1, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, nq, 0.0))
     return PLD(bits, upper, lower, tail, description)
 
 
 def _trim(s: _Side) -> _Side:
-    """Drop exact-zero entries at both ends (they carry no mass, so nothing changes)."""
+    """Drop exact-zero entries at both ends (they carry no P-mass; on the lower side dropping a label is a
+    restriction of the lumped pair, which only lowers its δ)."""
     nz = np.flatnonzero(s.masses)
     if nz.size == 0:
-        return _Side(0, np.zeros(1), s.inf, s.err, s.shift, s.span2, s.slack)
+        return _Side(0, np.zeros(1), s.inf, s.err, None if s.nq is None else np.zeros(1), s.nq_err)
     a, z = int(nz[0]), int(nz[-1])
-    return _Side(s.offset + a, s.masses[a : z + 1].copy(), s.inf, s.err, s.shift, s.span2, s.slack)
+    nq = None if s.nq is None else s.nq[a : z + 1].copy()
+    return _Side(s.offset + a, s.masses[a : z + 1].copy(), s.inf, s.err, nq, s.nq_err)
 
 
 def _bucket_of(loss: Fraction, bits: int) -> int:
