@@ -74,3 +74,43 @@ def test_dropped_frequencies_do_not_change_the_bounds_much(k: int) -> None:
     exact = optimal_epsilon([eps0] * k, [0] * k, 1e-6)
     assert lo <= exact <= hi
     assert float(hi - lo) < 0.02 * math.sqrt(k / 50)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.05, 1.0), min_size=2, max_size=4),
+    ratios=st.lists(st.floats(-0.9, 0.9), min_size=2, max_size=4),
+    k=st.integers(1, 5),
+    eps=st.floats(0.0, 2.0),
+    bits=st.integers(3, 9),
+)
+def test_lumped_lower_and_upper_bracket_exact_finite_pairs(
+    weights: list[float], ratios: list[float], k: int, eps: float, bits: int
+) -> None:
+    # a random finite pair (P, Q) with losses off the lattice, composed k times; exact δ by enumeration
+    import itertools
+    from fractions import Fraction
+
+    n = min(len(weights), len(ratios))
+    p = [mpmath.mpf(w) for w in weights[:n]]
+    q = [pi * mpmath.exp(-mpmath.mpf(r)) for pi, r in zip(p, ratios[:n], strict=True)]
+    sp, sq = sum(p), sum(q)
+    p = [x / sp for x in p]
+    q = [x / sq for x in q]
+    with mpmath.workdps(40):
+        exact = mpmath.mpf(0)
+        e_eps = mpmath.exp(mpmath.mpf(eps))
+        for combo in itertools.product(range(n), repeat=k):
+            pp = mpmath.fprod(p[i] for i in combo)
+            qq = mpmath.fprod(q[i] for i in combo)
+            exact += max(pp - e_eps * qq, 0)
+    atoms = [
+        (Fraction(mpmath.nstr(mpmath.log(pi / qi), 30)), float(pi), float(mpmath.log(qi)))
+        for pi, qi in zip(p, q, strict=True)
+    ]
+    one = _pld._atoms(bits, atoms, 0.0, 0.0, 1e-30, "finite")
+    pld = one if k == 1 else one.self_compose(k)
+    lo, hi = pld.delta_bounds(eps)
+    # (the atoms' losses are rounded to 30 digits; the float masses are within _atoms' stated accuracy)
+    assert float(lo) <= float(exact)
+    assert float(exact) <= float(hi)
