@@ -910,16 +910,18 @@ class PLD:
     def _delta_lumped(self, eps: float) -> float | None:
         """A certified lower bound on δ(ε) from the *lumped pair* of the lower side, or None without one.
 
-        Every composite outcome is labelled by the sum s of its parts' lattice labels (a bucket's lower end),
-        and all outcomes with one label are merged into one: a post-processing, so the merged pair's δ is at
-        most the mechanism's (data processing for the hockey-stick divergence; Barthe–Olmedo 2013, Thm 2,
-        Balle et al. 2018/2020), and δ of the merged pair is Σₛ(P(s) − e^ε·Q(s))₊. Labels add under
-        composition, so P(s) and N(s) = e^{s}·Q(s) of the composite are convolutions of the parts' vectors
-        (P lower bounds and N upper bounds entrywise give a lower bound, as (p − e^{ε−s}n)₊ rises with p and
-        falls with n; dropping labels restricts to fewer outcomes, which only lowers the sum). Only labels
-        with s ≥ ε − 1 are summed (so e^{ε−s} ≤ e, which bounds the effect of N's ℓ₁ error). Unlike rounding
-        each loss down, merging loses only where outcomes of one label straddle ε: the error is second
-        order in the lattice step.
+        Every composite outcome is labelled by the sum s of its parts' lattice labels (each bucket's label is
+        the lattice point nearest its merged loss, see :func:`_build`), and all outcomes with one label are
+        merged into one: a post-processing, so the merged pair's δ is at most the mechanism's (Dwork–Roth
+        2014, Prop. 2.1, in the form of dominating pairs, Zhu–Dullerud–Wang 2022, Def. 7), and δ of the
+        merged pair is Σₛ(P(s) − e^ε·Q(s))₊ (Sommer–Meiser–Mohammadi 2019, Thm 1, for a finite pair). Labels
+        add under composition, so P(s) and N(s) = e^{s}·Q(s) of the composite are convolutions of the parts'
+        vectors (P lower bounds and N upper bounds entrywise give a lower bound, as (p − e^{ε−s}n)₊ rises
+        with p and falls with n; dropping labels restricts to fewer outcomes, which only lowers the sum).
+        Only labels with s ≥ s_i are summed, for the i that gives the most once the effect of N's ℓ₁ error,
+        e^{ε−s_i}·err, is taken off (every such set gives a valid bound; :meth:`_lumped_start` gives the
+        first candidate). Unlike rounding each loss down, merging loses only where outcomes of one label
+        straddle ε: the error is second order in the lattice step.
         """
         side = self.lower
         if side.nq is None:
@@ -927,19 +929,23 @@ class PLD:
         m, nq = side.masses, side.nq
         h = self.step
         start = self._lumped_start(eps)
-        total, e_sum, w_max = 0.0, 0.0, 0.0
+        total, e_sum, n_term = 0.0, 0.0, 0.0
         if start < m.size:
             pos = (np.arange(start, m.size, dtype=np.float64) + side.offset) * h  # exact
             with np.errstate(under="ignore", over="ignore"):
                 w = np.exp(eps - pos) * (1 + _EXP_REL) * (1 + 4 * _U)  # ≥ e^{ε−s} (ε − s rounded)
-            w_max = float(w[0])
             wn = w * nq[start:]
             t = m[start:] - wn
             t = t - 4 * _U * (m[start:] + wn)  # the product and difference, rounded down
             t = np.maximum(t, 0.0)
-            total, e_sum = _sum_bound(t)
-        # |Σ(p − w·n)₊ − Σ(p̂ − w·n̂)₊| ≤ ‖p − p̂‖₁ + max w·‖n − n̂‖₁ over the summed labels
-        n_term = w_max * (1 + 1e-12) * side.nq_err
+            _, e_sum = _sum_bound(t)  # (bounds the rounding of every suffix sum below too)
+            # Sum over the labels s ≥ s_i for the best i: |Σ(p − w·n)₊ − Σ(p̂ − w·n̂)₊| ≤ ‖p − p̂‖₁ +
+            # w_i·‖n − n̂‖₁ on that set, so a later start trades the terms it drops for a smaller weight.
+            suffix = np.cumsum(t[::-1])[::-1]
+            value = suffix - w * (1 + 1e-12) * side.nq_err
+            i = int(np.argmax(value))
+            if value[i] > 0:
+                total, n_term = float(suffix[i]), float(w[i]) * (1 + 1e-12) * side.nq_err
         v = total - e_sum - side.err - n_term + side.inf
         v -= 4 * _U * (abs(total) + abs(side.inf) + side.err + n_term)
         if not math.isfinite(v):
@@ -999,8 +1005,8 @@ class PLD:
                 w = np.exp(eps - s0 - rel[i0:i1])
                 mid = float(np.sum(np.maximum(m[i0:i1] - w * nq[i0:i1], 0.0)))
             # the certificate's error terms, as :meth:`_delta_lumped` subtracts them
-            first = float(rel[min(i0, m.size - 1)])
-            penalty = side.err + math.exp(min(eps - s0 - first, 700.0)) * side.nq_err
+            # (:meth:`_delta_lumped` picks its start; near s = ε + g its N-error weight is about e^{−g})
+            penalty = side.err + math.exp(min(-g, 700.0)) * side.nq_err
             return mid + float(sp[i1]) - math.exp(eps - s0) * float(sn[i1]) + side.inf - penalty
 
         return approx
@@ -1023,13 +1029,25 @@ class PLD:
                 lo = mid
             else:
                 hi = mid
+        # Certify; where the certified value falls short, step down by the shortfall over the float slope
+        # (then geometrically), and bisect back over the last step.
         nudge = max(lo, 1.0) * 2.0**-44
         failed = lo
-        while lo > 0 and not (self._delta_lumped(lo) or 0.0) > target:
+        value = self._delta_lumped(lo) or 0.0
+        first = True
+        while lo > 0 and not value > target:
             failed = lo
-            lo = max(0.0, lo - nudge)
-            nudge *= 4
-        for _ in range(6 if failed > lo else 0):  # the geometric steps may overshoot: bisect back
+            step = nudge
+            if first:
+                d = max(lo, 1.0) * 1e-6
+                slope = (probe(max(lo - d, 0.0)) - probe(lo)) / d
+                if slope > 0 and math.isfinite(slope):
+                    step = max(step, (target - value) / slope * 1.01)
+                first = False
+            lo = max(0.0, lo - step)
+            nudge = max(nudge, step) * 4
+            value = self._delta_lumped(lo) or 0.0
+        for _ in range(3 if failed > lo else 0):
             mid = (lo + failed) / 2
             if (self._delta_lumped(mid) or 0.0) > target:
                 lo = mid
