@@ -735,9 +735,14 @@ class PLD:
     neighbours. It is composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
     _cache: dict[int, FloatArray] = field(default_factory=dict, repr=False, compare=False)
     _lazy: Callable[[], PLD] | None = field(default=None, repr=False, compare=False)
+    _lazy_lower: Callable[[], _Side] | None = field(default=None, repr=False, compare=False)
+    """Builds the lower side on first use (compositions: ε(δ)'s upper end, which privacy maps read, does not
+    need it)."""
     """Builds the two sides on first use (Gaussian PLDs, which are read from the closed form)."""
 
     def _sides(self) -> tuple[_Side, _Side]:
+        if self._upper is not None and self._lower is None and self._lazy_lower is not None:
+            object.__setattr__(self, "_lower", self._lazy_lower())
         if self._upper is None or self._lower is None:
             assert self._lazy is not None
             built = self._lazy()
@@ -750,6 +755,8 @@ class PLD:
     @property
     def upper(self) -> _Side:
         """The pessimistic side (upper bounds)."""
+        if self._upper is not None:
+            return self._upper
         return self._sides()[0]
 
     @property
@@ -1080,15 +1087,23 @@ class PLD:
             mu_hi, _, mu_lo = self.gaussian
             hi_g = gaussian_delta(Fraction(mu_hi) ** 2, eps)
             return min(hi_g, Fraction(_gaussian_delta_lower(mu_lo, eps))), hi_g
-        e_dn = float(eps)
-        if Fraction(e_dn) > eps:
-            e_dn = math.nextafter(e_dn, -math.inf)
+        hi = self._delta_up(eps)
         e_up = float(eps)
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
-        hi = min(1.0, self._delta_real(self.upper, e_dn, True))
-        lo = min(hi, self._delta_lumped(e_up) or 0.0)
-        return Fraction(lo), Fraction(hi)
+        lo = min(hi, Fraction(self._delta_lumped(e_up) or 0.0))
+        return lo, hi
+
+    def _delta_up(self, eps: Fraction) -> Fraction:
+        """The upper end of :meth:`delta_bounds` alone (the lower side is not built)."""
+        if self.reverse is not None:
+            return max(_one_way(self)._delta_up(eps), self.reverse._delta_up(eps))
+        if self.gaussian is not None:
+            return gaussian_delta(Fraction(self.gaussian[0]) ** 2, eps)
+        e_dn = float(eps)
+        if Fraction(e_dn) > eps:
+            e_dn = math.nextafter(e_dn, -math.inf)
+        return Fraction(min(1.0, self._delta_real(self.upper, e_dn, True)))
 
     def delta(self, epsilon: Number) -> Fraction:
         """The certified upper bound on δ(ε) (see :meth:`delta_bounds`).
@@ -1098,7 +1113,8 @@ class PLD:
             >>> pld_randomized_response(1.0).delta(0.5) > 0
             True
         """
-        return self.delta_bounds(epsilon)[1]
+        eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
+        return self._delta_up(eps)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """``(lower, upper)``: certified bounds on the least ε ≥ 0 with δ(ε) ≤ ``delta``.
@@ -1124,19 +1140,29 @@ class PLD:
             return max(a[0], b[0]), max(a[1], b[1])
         if self.gaussian is not None and dq > 0:
             return self._gaussian_epsilon_bounds(dq)
+        e_hi = self._epsilon_up(dq, delta)
+        d = float(dq)
+        d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
+        y = self._lumped_epsilon(d_up, float(e_hi))
+        lower = max(0.0, min(0.0 if y is None else y, float(e_hi)))
+        return Fraction(lower), e_hi
+
+    def _epsilon_up(self, dq: Fraction, shown: object) -> Fraction:
+        """The upper end of :meth:`epsilon_bounds` alone (the lower side is not built)."""
+        if self.reverse is not None:
+            return max(_one_way(self)._epsilon_up(dq, shown), self.reverse._epsilon_up(dq, shown))
+        if self.gaussian is not None and dq > 0:
+            assert self.gaussian is not None
+            return _gaussian_epsilon(Fraction(self.gaussian[0]) ** 2, dq)
         d = float(dq)
         d_down = math.nextafter(d, -math.inf) if Fraction(d) > dq else d
         e_hi = self._least_up(d_down)
         if e_hi is None:
             raise InvalidParameter(
-                f"delta={delta!r} is below this PLD's certified mass at +∞ and error "
+                f"delta={shown!r} is below this PLD's certified mass at +∞ and error "
                 f"({self.upper.inf + self.upper.err:.3g}): no finite ε"
             )
-        d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
-        y = self._lumped_epsilon(d_up, e_hi)
-        best = 0.0 if y is None else y
-        lower = max(0.0, min(best, e_hi))
-        return Fraction(lower), Fraction(e_hi)
+        return Fraction(e_hi)
 
     def _gaussian_epsilon_bounds(self, dq: Fraction) -> tuple[Fraction, Fraction]:
         """ε(δ) of a Gaussian PLD from the closed form: the upper end by :func:`gaussian_delta`'s certified
@@ -1155,14 +1181,14 @@ class PLD:
         return min(Fraction(x), upper), upper
 
     def epsilon(self, delta: Number) -> Fraction:
-        """The certified upper bound on ε(δ) (see :meth:`epsilon_bounds`).
+        """The certified upper bound on ε(δ) (see :meth:`epsilon_bounds`; only the upper side is read).
 
         Examples:
             >>> from dpcompose.accounting import pld_laplace
             >>> 0.1 <= float(pld_laplace(1, 10).epsilon(0)) < 0.1001
             True
         """
-        return self.epsilon_bounds(delta)[1]
+        return self._epsilon_up(probability(delta, "delta"), delta)
 
     def __repr__(self) -> str:
         return (
@@ -1221,7 +1247,10 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     if any(p.reverse is not None for p, _ in groups):
         fwd = _compose_groups([(_one_way(p), n) for p, n in groups], description)
         rev = _compose_groups([(_one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)")
-        return PLD(fwd.step_bits, fwd.upper, fwd.lower, fwd.tail, description, reverse=rev)
+        return PLD(
+            fwd.step_bits, fwd._upper, fwd._lower, fwd.tail, description, reverse=rev, _lazy=fwd._lazy,
+            _lazy_lower=None if fwd._lower is not None else (lambda: fwd.lower),
+        )
     tail = min(p.tail for p, _ in groups)
     bits = groups[0][0].step_bits
     gs = [(p.gaussian, n) for p, n in groups if p.gaussian is not None]
@@ -1240,8 +1269,11 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     full = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1
     if full > _FOURIER_MIN and tail > 0:
         up = _compose_many([(p.upper, n) for p, n in groups], True, tail)
-        lo = _compose_many([(p.lower, n) for p, n in groups], False, tail)
-        return PLD(bits, up, lo, tail, description)
+
+        def lower() -> _Side:
+            return _compose_many([(p.lower, n) for p, n in groups], False, tail)
+
+        return PLD(bits, up, None, tail, description, _lazy_lower=lower)
     result: PLD | None = None
     for p, n in groups:
         part = _self_compose_direct(p, n)
@@ -1261,14 +1293,19 @@ def _content_key(p: PLD) -> object:
     if p.gaussian is not None and p.reverse is None:
         return (p.step_bits, p.tail, p.gaussian)
     rev = None if p.reverse is None else _content_key(p.reverse)
-    return (p.step_bits, p.tail, p.gaussian, side(p.upper), side(p.lower), rev)
+    # a lower side not built yet is not built for a key: such PLDs (composites) are grouped by identity
+    low = side(p._lower) if p._lower is not None else ("lazy", id(p))
+    return (p.step_bits, p.tail, p.gaussian, side(p.upper), low, rev)
 
 
 def _one_way(p: PLD) -> PLD:
     """This order of the PLD alone (a symmetric PLD is its own reverse)."""
     if p.reverse is None:
         return p
-    return PLD(p.step_bits, p.upper, p.lower, p.tail, p.description, p.gaussian)
+    return PLD(
+        p.step_bits, p._upper, p._lower, p.tail, p.description, p.gaussian, _lazy=p._lazy,
+        _lazy_lower=None if p._lower is not None else (lambda: p.lower),  # (built once, on p)
+    )
 
 
 def _compose_direct(a: PLD, b: PLD) -> PLD:
