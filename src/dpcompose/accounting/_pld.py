@@ -845,6 +845,16 @@ class PLD:
         m = side.masses
         h = self.step
         n = m.size
+        if n * h <= 600:  # one block: Σ_{j≥i} mⱼe^{−(j−i+1)h} = e^{(i−1)h}·Σ_{j≥i} mⱼe^{−jh}, no overflow
+            k = np.arange(n, dtype=np.float64) * h
+            s2 = np.cumsum((m * np.exp(-k))[::-1])[::-1]
+            curve = np.empty(n + 1)
+            curve[:-1] = np.cumsum(m[::-1])[::-1]
+            curve[:-1] -= np.exp(k - h) * s2
+            curve[-1] = 0.0
+            curve += side.inf + (side.err if upper else -side.err)
+            self._cache[key] = curve
+            return curve
         r_suffix = np.empty(n)  # Σ_{j≥i} mⱼe^{−(j−i+1)h}, in blocks spanning ≤ 400 loss units
         blk = max(1, int(400 / h))
         carry = 0.0
