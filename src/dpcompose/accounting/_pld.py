@@ -1360,6 +1360,44 @@ def _check_bits(step_bits: object) -> int:
     return int(step_bits)
 
 
+_MAX_POINTS = 1 << 26
+"""The most lattice points a PLD may span (each float64 array of that length takes 512 MiB). The defaults
+stay below it: the widest default PLD (Laplace or randomized response at Δ/b = ε = 700, h = 2**-14) spans
+2.3e7 points."""
+
+
+def _check_points(n: int, what: str, step_bits: int) -> None:
+    """Refuse, before anything is allocated, a PLD (or a composition) spanning more than :data:`_MAX_POINTS`
+    lattice points, naming the step_bits that would fit.
+
+    ``n`` is the number of points ``what`` spans on the lattice ``2**-step_bits``. A span of S loss units
+    takes between S·2**b and S·2**b + 3 points at step_bits b, so k fewer bits take at most n/2**k + 3: the
+    suggestion is the largest b − k with n/2**k + 3 ≤ :data:`_MAX_POINTS`.
+
+    Raises:
+        InvalidParameter: ``n`` exceeds :data:`_MAX_POINTS`.
+
+    Examples:
+        >>> _check_points(1000, "a PLD", 14)  # fits: returns None
+        >>> try:
+        ...     _check_points(2**30, "Laplace(Δ/b=20)", 20)
+        ... except InvalidParameter as e:
+        ...     print(str(e).split(": ")[-1])
+        use step_bits at most 15
+    """
+    n = int(n)
+    if n <= _MAX_POINTS:
+        return
+    k = 1
+    while n > (_MAX_POINTS - 3) << k:
+        k += 1
+    fit = step_bits - k
+    hint = f"use step_bits at most {fit}" if fit >= 1 else "no step_bits in [1, 40] fits"
+    raise InvalidParameter(
+        f"{what} spans {n} lattice points at step_bits={step_bits} (at most {_MAX_POINTS}): {hint}"
+    )
+
+
 def _check_tail(tail: object) -> float:
     t = check_finite_nonnegative(tail, "tail")
     if not float(t) < 1e-6:
@@ -1468,6 +1506,7 @@ def _atoms(
     js = [_bucket_of(loss, bits) for loss, _, _ in atoms]
     lo, hi = min(js), max(js)
     n = hi - lo + 1
+    _check_points(n, description, bits)
     p = np.zeros(n)
     r = np.zeros(n)
     h = Fraction(1, 1 << bits)
@@ -1501,7 +1540,8 @@ def pld_randomized_response(
     Source: Warner 1965; Kairouz–Oh–Viswanath 2016 (k-ary RR); PLD: Koskela et al. 2021.
 
     Raises:
-        InvalidParameter: ε is negative or not finite, or k < 2.
+        InvalidParameter: ε is negative or not finite, or k < 2, or the lattice would span more than
+            2**26 points (:func:`_check_points`).
 
     Examples:
         >>> lo, hi = pld_randomized_response(1.0).delta_bounds(0)
@@ -1536,7 +1576,8 @@ def pld_approx(
     reproduces the optimal composition theorem up to the lattice.
 
     Raises:
-        InvalidParameter: ε negative or not finite, δ outside [0, 1).
+        InvalidParameter: ε negative or not finite, δ outside [0, 1), or the lattice would span more than
+            2**26 points.
 
     Examples:
         >>> lo, hi = pld_approx(0.5, 1e-6).delta_bounds(0.5)
@@ -1573,6 +1614,7 @@ def _laplace_buckets(
     lo = math.ceil(-D * scale) - 1
     hi = math.ceil(D * scale) - 1
     n = hi - lo + 1
+    _check_points(n, f"a Laplace PLD with Δ/t={_fmt(D)}", bits)
     p = np.zeros(n)
     r = np.zeros(n)
     Df = float(D)
@@ -1651,7 +1693,8 @@ def pld_laplace(
     Source: Koskela–Jälkö–Honkela 2020 Sec. 6 (Laplace PLD); Dwork et al. 2006 (mechanism).
 
     Raises:
-        InvalidParameter: sensitivity negative or scale not positive (or not finite).
+        InvalidParameter: sensitivity negative or scale not positive (or not finite), or the lattice would
+            span more than 2**26 points.
 
     Examples:
         >>> lo, hi = pld_laplace(1, 1).epsilon_bounds(0)
@@ -1685,7 +1728,8 @@ def pld_discrete_laplace(
     Source: Ghosh–Roughgarden–Sundararajan 2009 (mechanism); PLD as in Koskela et al. 2021.
 
     Raises:
-        InvalidParameter: Δ not a non-negative integer, t not positive.
+        InvalidParameter: Δ not a non-negative integer, t not positive, or the lattice would span more
+            than 2**26 points.
 
     Examples:
         >>> lo, hi = pld_discrete_laplace(2, 4).epsilon_bounds(0)
@@ -1728,7 +1772,9 @@ def pld_gaussian(
     PLD); Dong–Roth–Su 2022 (μ-GDP).
 
     Raises:
-        InvalidParameter: sensitivity negative, σ not positive, or width outside [4, 40].
+        InvalidParameter: sensitivity negative, σ not positive, or width outside [4, 40]; when the PLD is
+            composed with a non-Gaussian one (which builds its lattice), if the lattice would span more than
+            2**26 points.
 
     Examples:
         >>> lo, hi = pld_gaussian(1, 1).delta_bounds(1.0)
@@ -1818,6 +1864,7 @@ def _gaussian_buckets(bits: int, mu: float, width: float) -> _Buckets:
     mean = m2 / 2
     lo = math.floor((mean - width * mu) / h) - 1
     hi = math.ceil((mean + width * mu) / h)
+    _check_points(hi - lo, f"a Gaussian PLD with μ={mu:g}, width={width:g}", bits)
     js = np.arange(lo, hi, dtype=np.float64)
     a = js * h
     b = a + h

@@ -65,6 +65,7 @@ from dpcompose.accounting._pld import (
     _Buckets,
     _build,
     _check_bits,
+    _check_points,
     _check_tail,
     _log_phi_diff,
 )
@@ -80,7 +81,6 @@ _ATOM_LIMIT = 1 << 20  # every atom is enumerated when there are at most this ma
 _DIRECT = 8  # on the bucket path, buckets with at most this many integers are summed directly
 _CHUNK = 1 << 21  # atoms evaluated at a time
 _DIRECT_MAX = 1 << 16  # a bucket whose Euler–Maclaurin bound is loose is summed directly if at most this long
-_MAX_BUCKETS = 1 << 26
 _UNDERFLOW = -700.0  # atoms with a smaller log-mass are moved to +∞ (upper side) with mass e^{−700}
 _SAFE = 1 + 2.0**-20  # a multiplicative safety factor on error bounds
 
@@ -303,7 +303,7 @@ def pld_discrete_gaussian(
 
     Raises:
         InvalidParameter: Δ not a non-negative integer, s not positive and finite or above 2**40, Δ/s
-            outside [1e-8, 30], or a lattice too fine for the loss range (more than 2**26 buckets).
+            outside [1e-8, 30], or a lattice too fine for the loss range (more than 2**26 points).
 
     Examples:
         >>> lo, hi = pld_discrete_gaussian(1, 3).epsilon_bounds(1e-6)
@@ -345,11 +345,7 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
     j_lo = lat.bucket_of(K + delta)
     z_max = int(lat.edge_ceil(np.array([j_lo], dtype=np.int64))[0]) - 1  # the last integer of bucket j_lo
     nb = j_hi - j_lo + 1
-    if nb > _MAX_BUCKETS:
-        raise InvalidParameter(
-            f"step_bits={bits} gives {nb} loss buckets for this discrete Gaussian (at most {_MAX_BUCKETS}): "
-            "use a smaller step_bits"
-        )
+    _check_points(nb, f"a discrete Gaussian PLD with Δ={delta}, s={float(s):g}", bits)
     acc = _Acc(nb)
     # Tails (upper bounds on P-mass / Z, using Z ≥ s√(2π)): z < z_min to +∞, z > z_max to the lowest point.
     t_top = _phi_upper(math.nextafter(float(Fraction(z_min) / s), math.inf))
