@@ -265,3 +265,27 @@ def test_the_suggested_step_bits_is_the_largest_that_fits() -> None:
         pld_laplace(20, 1, step_bits=40)
     with pytest.raises(InvalidParameter, match=r"use step_bits at most 20$"):
         pld_laplace(20, 1, step_bits=21)
+
+
+@pytest.mark.parametrize("mu", [1e-3, 0.5, 3.0, 30.0])
+@pytest.mark.parametrize("width", [4.0, 14.0, 40.0])
+def test_gaussian_tails_bound_the_exact_tail_masses(mu: float, width: float) -> None:
+    """The Gaussian lattice's tail masses P(L ≤ a₀) and P(L > b_n), L ~ N(μ²/2, μ²), are upper bounds on the
+    exact ones (mpmath) that are tight to 1e-9 (out to width 40, where log Φ ≈ −800 and scipy's log_ndtr
+    error is padded by 64u·(1 + |log Φ|))."""
+    from dpcompose.accounting._pld import _gaussian_buckets
+
+    bits = 6
+    b = _gaussian_buckets(bits, mu, width)
+    h = mpmath.mpf(2) ** -bits
+    a0 = b.lo * h
+    bn = (b.lo + b.p.size) * h
+    m2 = mpmath.mpf(mu) ** 2
+    with mpmath.workdps(50):
+        below = mpmath.ncdf((a0 - m2 / 2) / mu)
+        above = mpmath.ncdf(-(bn - m2 / 2) / mu)
+    for ours, exact in ((b.below_hi, below), (b.above_hi, above)):
+        if exact < mpmath.mpf(1e-300):
+            assert ours >= 0
+            continue
+        assert exact <= ours <= exact * (1 + mpmath.mpf(1e-9)), (float(exact), ours)

@@ -1410,8 +1410,9 @@ def _check_tail(tail: object) -> float:
 @dataclass
 class _Buckets:
     """Buckets j = (a_j, a_j + h], a_j = (lo + j)·h, with P-mass ``p`` and ``r`` = e^{a_j}·(Q-mass), both
-    known to relative accuracy ``rel`` (per bucket), plus tail masses (upper bounds ``below_hi``,
-    ``above_hi``; lower bound ``above_lo``) and the P-mass at +∞ (``inf_hi``, ``inf_lo``)."""
+    known to relative accuracy ``rel`` (per bucket), plus upper bounds on the tail masses (``below_hi``,
+    ``above_hi``; the lower side leaves the tails out) and bounds on the P-mass at +∞ (``inf_hi``,
+    ``inf_lo``)."""
 
     lo: int
     p: FloatArray
@@ -1419,7 +1420,6 @@ class _Buckets:
     rel: FloatArray
     below_hi: float = 0.0
     above_hi: float = 0.0
-    above_lo: float = 0.0
     inf_hi: float = 0.0
     inf_lo: float = 0.0
     slack: float = 0.0  # losses of a bucket may lie this far below its lower end a_j (float edges)
@@ -1838,6 +1838,15 @@ def _gaussian_delta_lower(mu_lo: float, eps: Fraction) -> float:
     return max(0.0, math.nextafter(v, -math.inf))
 
 
+def _phi_up(t: float) -> float:
+    """An upper bound on Φ(t) at the float t: scipy's ``log_ndtr`` padded by its assumed error
+    ``_LOG_NDTR_PAD``·(1 + |value|) (module docstring), then the exponential by a relative 1e-10 (≫ its
+    ulps). A value below the float range comes out 0; the callers' stored masses carry an absolute pad of
+    5e-324 (:func:`_build`)."""
+    lv = float(log_ndtr(t))
+    return min(1.0, math.exp(lv + _LOG_NDTR_PAD * (1 + abs(lv))) * (1 + 1e-10))
+
+
 def _log_phi_diff(hi: FloatArray, lo: FloatArray) -> tuple[FloatArray, FloatArray]:
     """``(log(Φ(hi) − Φ(lo)), rel)`` with ``hi > lo`` elementwise and a relative error bound ``rel`` of the
     difference; uses the upper tail Φ(−lo) − Φ(−hi) where lo > 0 so that both are accurate."""
@@ -1884,13 +1893,17 @@ def _gaussian_buckets(bits: int, mu: float, width: float) -> _Buckets:
     p = np.where(np.isfinite(p), p, 0.0)
     r = np.where(bad | ~np.isfinite(r), 0.0, r)
     rel = np.where(bad, np.maximum(np.where(np.isfinite(rel), rel, 1.0), 1.0), rel)
-    # Tails: P(L ≤ a_0) and P(L > a_n) under N(mean, μ²), upper bounds from log_ndtr (padded).
-    below = float(np.exp(log_ndtr((a[0] - mean) / mu) + _LOG_NDTR_PAD * 50)) * (1 + 1e-10)
-    above_log = float(log_ndtr(-((b[-1] - mean) / mu)))
-    above_hi = math.exp(above_log + _LOG_NDTR_PAD * (1 + abs(above_log))) * (1 + 1e-10)
-    above_lo = math.exp(above_log - _LOG_NDTR_PAD * (1 + abs(above_log)) * 4) * (1 - 1e-10)
+    # Tails: P(L ≤ a_0) = Φ((a_0 − μ²/2)/μ) and P(L > b_n) = Φ(−(b_n − μ²/2)/μ), upper bounds. The edges
+    # are exact; the float mean is within u·μ²/2 of μ²/2, and the subtraction and the division round once
+    # each, so a computed argument x is within 3u(|x| + mean/μ) of the exact one: rounded up by that, then
+    # Φ is bounded above by _phi_up (log_ndtr padded by its full stated error).
+    def arg_up(x: float) -> float:
+        return math.nextafter(x + 3 * _U * (abs(x) + mean / mu), math.inf)
+
+    below = _phi_up(arg_up(float(a[0] - mean) / mu))
+    above_hi = _phi_up(arg_up(-(float(b[-1]) - mean) / mu))
     # The standardised edges (a − μ²/2)/μ are rounded, so a bucket's outputs may have losses a few ulps of
     # |a| + μ²/2 outside (a, a + h]: both sides allow that much slack (the split of _build, and the lower
     # side's shift bound).
     slack = 16 * _U * (float(np.max(np.abs(a))) + mean + h + 1)
-    return _Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, above_lo=above_lo, slack=slack)
+    return _Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, slack=slack)

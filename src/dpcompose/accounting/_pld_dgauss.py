@@ -52,12 +52,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
     _EXP_REL,
-    _LOG_NDTR_PAD,
     _U,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
@@ -68,6 +66,7 @@ from dpcompose.accounting._pld import (
     _check_points,
     _check_tail,
     _log_phi_diff,
+    _phi_up,
 )
 from dpcompose.errors import InvalidParameter
 
@@ -128,12 +127,6 @@ class _Lattice:
     def edge_ceil(self, j: IntArray) -> IntArray:
         """⌈c_j⌉: the integers z with L(z) > j·h are exactly those below it."""
         return np.asarray(_ceil_div(self._ints(j, self.Y, self.X), self.D), dtype=np.int64)
-
-
-def _phi_upper(t: float) -> float:
-    """An upper bound on Φ(t) (t a float, rounded as needed by the caller)."""
-    lv = float(log_ndtr(t))
-    return min(1.0, math.exp(lv + _LOG_NDTR_PAD * (1 + abs(lv))) * (1 + 1e-10))
 
 
 class _Acc:
@@ -348,8 +341,8 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
     _check_points(nb, f"a discrete Gaussian PLD with Δ={delta}, s={float(s):g}", bits)
     acc = _Acc(nb)
     # Tails (upper bounds on P-mass / Z, using Z ≥ s√(2π)): z < z_min to +∞, z > z_max to the lowest point.
-    t_top = _phi_upper(math.nextafter(float(Fraction(z_min) / s), math.inf))
-    t_bot = _phi_upper(math.nextafter(float(Fraction(-z_max) / s), math.inf))
+    t_top = _phi_up(math.nextafter(float(Fraction(z_min) / s), math.inf))
+    t_bot = _phi_up(math.nextafter(float(Fraction(-z_max) / s), math.inf))
     n_atoms = z_max - z_min + 1
     if n_atoms <= _ATOM_LIMIT:
         z = np.arange(z_min, z_max + 1, dtype=np.int64)
