@@ -1497,6 +1497,43 @@ def _bucket_of(loss: Fraction, bits: int) -> int:
     return math.ceil(loss * (1 << bits)) - 1
 
 
+class _Lattice:
+    """Exact integer arithmetic of a loss that is affine and decreasing in an integer output z, on the lattice
+    2**-bits·Z: L(z)·2**bits = (X − D·z)/Y with integers X, D > 0, Y > 0.
+
+    Bucket j = (jh, (j + 1)h] holds the z with ⌈c_{j+1}⌉ ≤ z < ⌈c_j⌉, where c_j = (X − Y·j)/D is the
+    output of loss jh. Arrays are int64 where nothing can overflow, else Python ints (object arrays).
+    """
+
+    def __init__(self, X: int, D: int, Y: int) -> None:
+        self.X, self.D, self.Y = X, D, Y
+
+    @staticmethod
+    def _ceil_affine(values: npt.NDArray[Any], coef: int, const: int, den: int) -> npt.NDArray[Any]:
+        """⌈(const − coef·values)/den⌉ elementwise, exactly."""
+        big = int(np.max(np.abs(values))) if values.size else 0
+        if abs(const) + abs(coef) * big < 1 << 62 and den < 1 << 62:
+            num = const - coef * values.astype(np.int64)
+        else:
+            num = const - coef * values.astype(object)
+        out: npt.NDArray[Any] = -((-num) // den)
+        return out
+
+    def bucket(self, z: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """j(z) with L(z) ∈ (j·h, (j + 1)·h] (the buckets fit in int64: their number is bounded)."""
+        return np.asarray(self._ceil_affine(z, self.D, self.X, self.Y), dtype=np.int64) - 1
+
+    def bucket_of(self, z: int) -> int:
+        return -((self.D * z - self.X) // self.Y) - 1
+
+    def edge_ceil(self, j: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+        """⌈c_j⌉: the integers z with L(z) > j·h are exactly those below it (int64 if they fit)."""
+        e = self._ceil_affine(j, self.Y, self.X, self.D)
+        if e.dtype == object and e.size and int(np.max(np.abs(e))) < 1 << 62:
+            return e.astype(np.int64)
+        return e
+
+
 def _atoms(
     bits: int, atoms: Sequence[tuple[Fraction, float, float]], inf_mass: float, inf_rel: float, tail: float,
     description: str,
@@ -1600,83 +1637,138 @@ def pld_approx(
     return _atoms(bits, atoms, float(d), 2 * _U, t, f"RR(ε={e:g}, δ={float(d):g})")
 
 
-def _laplace_buckets(
-    bits: int, delta_over_t: Fraction, unit: Fraction | None
-) -> _Buckets:
-    """Buckets of the PLD of a continuous or discrete Laplace pair.
-
-    Continuous (``unit is None``): P = Lap(0, 1), Q = Lap(D, 1) with D = ``delta_over_t`` (scale 1 after
-    rescaling; losses (|o − D| − |o|)). Discrete: outputs z ∈ Z, P(z) ∝ r^|z|, Q(z) ∝ r^|z − Δ|,
-    r = e^{−1/t}, ``unit`` = 1/t, Δ = D/unit.
-    """
-    D = delta_over_t
+def _laplace_buckets(bits: int, delta_over_b: Fraction) -> _Buckets:
+    """Buckets of the PLD of the continuous Laplace pair P = Lap(0, 1), Q = Lap(D, 1), D = ``delta_over_b``
+    (scale 1 after rescaling; loss |o − D| − |o|)."""
+    D = delta_over_b
     scale = 1 << bits
     lo = math.ceil(-D * scale) - 1
     hi = math.ceil(D * scale) - 1
     n = hi - lo + 1
-    _check_points(n, f"a Laplace PLD with Δ/t={_fmt(D)}", bits)
+    _check_points(n, f"a Laplace PLD with Δ/b={_fmt(D)}", bits)
     p = np.zeros(n)
     r = np.zeros(n)
     Df = float(D)
-    if unit is None:
-        half = 0.5
-        log_norm = math.log(0.5)
-    else:
-        u = float(unit)
-        # P(z) = c·r^|z|, c = (1 − r)/(1 + r); 1/(1 + r) normalises a one-sided tail c·r^z/(1 − r).
-        half = 1.0 / (1.0 + math.exp(-u))
-        log_norm = -math.log1p(math.exp(-u))
-    # End atoms: o ≤ 0 (loss D, P = half, Q = half·e^{−D}); o ≥ D (loss −D, P = half·e^{−D}, Q = half).
+    # End atoms: o ≤ 0 (loss D, P = 1/2, Q = e^{−D}/2); o ≥ D (loss −D, P = e^{−D}/2, Q = 1/2).
     h = Fraction(1, scale)
-    for loss, pm, log_q in ((D, half, log_norm - Df), (-D, half * math.exp(-Df), log_norm)):
+    for loss, pm, log_q in ((D, 0.5, math.log(0.5) - Df), (-D, 0.5 * math.exp(-Df), math.log(0.5))):
         j = _bucket_of(loss, bits)
         p[j - lo] += pm
         r[j - lo] += math.exp(float(j * h) + log_q)
-    # Middle: loss D − 2x for x ∈ (0, D) (x = o in loss units).
-    # Bucket (a, a+h] ↔ x ∈ [(D − a − h)/2, (D − a)/2).
-    if unit is None:
-        # Vectorised: float edges eⱼ ≥ (D − jh)/2 (rounded up), bucket j = [e_{j+1}, eⱼ) ∩ [0, D_dn): every
-        # loss in it is ≤ (j+1)h; losses a hair below jh are covered by the slack of the split. The masses
-        # are those of these exact float intervals; the sliver [D_dn, D) (≤ u·D/2 of P-mass, losses ≈ −D)
-        # is added to the mass below the range (the upper side's lowest point).
-        hf = float(h)
-        d2 = float(D / 2)
-        if Fraction(d2) < D / 2:
-            d2 = math.nextafter(d2, math.inf)
-        js = np.arange(lo, hi + 2, dtype=np.float64)
-        edge = np.nextafter(np.nextafter(d2 - js * (hf / 2), np.inf), np.inf)
-        d_dn = float(D)
-        if Fraction(d_dn) > D:
-            d_dn = math.nextafter(d_dn, -math.inf)
-        lo_x = np.clip(edge[1:], 0.0, d_dn)
-        hi_x = np.clip(edge[:-1], 0.0, d_dn)
-        wid = hi_x - lo_x
-        ok = wid > 0
-        gm = np.where(ok, -np.expm1(-np.where(ok, wid, 1.0)), 0.0)
-        p_mid = 0.5 * np.exp(-lo_x) * gm
-        q_mid = 0.5 * np.exp(-(Df - hi_x)) * gm
-        p += p_mid
-        r += np.exp((js[:-1]) * hf) * q_mid
-        rel = np.full(n, 16 * _EXP_REL + 8 * _U * (1 + Df))
-        return _Buckets(lo, p, r, rel, below_hi=_U * Df + 5e-324)
-    for j in range(lo, hi + 1):
-        a = j * h
-        x1 = max((D - a - h) / 2, Fraction(0))
-        x2 = min((D - a) / 2, D)
-        # (discrete) integer z with z·unit ∈ [x1, x2), 1 ≤ z ≤ Δ − 1
-        z1 = max(math.ceil(x1 / unit), 1)
-        z2 = min(math.ceil(x2 / unit) - 1, int(D / unit) - 1)
-        if z2 < z1:
-            continue
-        cnt = z2 - z1 + 1
-        # Σ c r^z = r^{z1}(1 − r^cnt)/(1 + r); Q: Σ c r^{Δ − z} = r^{Δ − z2}(1 − r^cnt)/(1 + r)
-        g = -math.expm1(-cnt * u) * half
-        pm = math.exp(-float(z1 * unit)) * g
-        qm = math.exp(-float(D - z2 * unit)) * g
-        p[j - lo] += pm
-        r[j - lo] += math.exp(float(a)) * qm
-    rel = np.full(n, 16 * _EXP_REL)
-    return _Buckets(lo, p, r, rel)
+    # Middle: loss D − 2x for x ∈ (0, D) (x = o in loss units); bucket (a, a+h] ↔ x ∈ [(D − a − h)/2,
+    # (D − a)/2). Float edges eⱼ ≥ (D − jh)/2 (rounded up), bucket j = [e_{j+1}, eⱼ) ∩ [0, D_dn): every loss
+    # in it is ≤ (j+1)h; losses a hair below jh are covered by the slack of the split. The masses are those
+    # of these exact float intervals; the sliver [D_dn, D) (≤ u·D/2 of P-mass, losses ≈ −D) is added to the
+    # mass below the range (the upper side's lowest point).
+    hf = float(h)
+    d2 = float_up(D / 2)
+    js = np.arange(lo, hi + 2, dtype=np.float64)
+    edge = np.nextafter(np.nextafter(d2 - js * (hf / 2), np.inf), np.inf)
+    d_dn = float_down(D)
+    lo_x = np.clip(edge[1:], 0.0, d_dn)
+    hi_x = np.clip(edge[:-1], 0.0, d_dn)
+    wid = hi_x - lo_x
+    ok = wid > 0
+    gm = np.where(ok, -np.expm1(-np.where(ok, wid, 1.0)), 0.0)
+    p += 0.5 * np.exp(-lo_x) * gm
+    r += np.exp((js[:-1]) * hf) * (0.5 * np.exp(-(Df - hi_x)) * gm)
+    rel = np.full(n, 16 * _EXP_REL + 8 * _U * (1 + Df))
+    return _Buckets(lo, p, r, rel, below_hi=_U * Df + 5e-324)
+
+
+_TINY = 2.0**-1022  # the least normal float; products below it carry an absolute error of 2**-1075
+
+
+def _dlap_buckets(bits: int, delta: int, t: Fraction) -> _Buckets:
+    """Buckets of the PLD of the discrete Laplace pair P(z) = c·r^|z|, Q(z) = c·r^|z − Δ| on the integers
+    (r = e^{−u}, u = 1/t, c = (1 − r)/(1 + r)), vectorised, with per-bucket relative error bounds.
+
+    The loss L(z) = (Δ − 2z)u is exact on every output and decreasing in z: z ≤ 0 all have loss D = Δu
+    (P-mass 1/(1 + r), Q-mass e^{−D}/(1 + r)), z ≥ Δ all have −D (P e^{−D}/(1 + r), Q 1/(1 + r)), and each
+    loss bucket (jh, (j+1)h] holds an integer range z ∈ [A, B] ⊂ [1, Δ − 1], found in exact integer
+    arithmetic (:class:`_Lattice`), whose masses are geometric sums:
+    P = e^{−Au}·g/(1 + r) and e^{a}·Q = e^{a − (Δ − B)u}·g/(1 + r) with g = 1 − e^{−(B − A + 1)u}.
+    When there are fewer middle outputs than buckets, the ranges are read off the outputs' buckets;
+    otherwise off the bucket edges. The membership is exact, so the buckets need no slack.
+
+    Error of each float (u = 2**-53; exp, expm1 within ``_EXP_REL``): 1/(1 + e^{−u_f}) within
+    ``_EXP_REL`` + u·(1.01u_f + 2) (u_f = float(u) is within u·u_f, and 1 + x, 1/x round once); g within
+    ``_EXP_REL`` + 3.03u (its argument, a product of two rounded floats, is within 3.03u relative, and
+    x ↦ 1 − e^{−x} has relative condition ≤ 1); e^{−Au} within ``_EXP_REL`` + 3.03u·Au (the exponent's two
+    factors and product round once each); e^{a − (Δ − B)u} within ``_EXP_REL`` + 3.03u·(Δ − B)u + 1.01u·|a −
+    (Δ − B)u| (a = jh is exact); two products, u each. A result below the normal range carries an absolute
+    error of 2**-1075 per product and is stored raised by 2**-1073 (its relative error bound grown to match).
+    """
+    scale = 1 << bits
+    lat = _Lattice(delta * scale * t.denominator, 2 * scale * t.denominator, t.numerator)
+    j_hi, j_lo = lat.bucket_of(0), lat.bucket_of(delta)  # the buckets of the losses D and −D
+    n = j_hi - j_lo + 1
+    _check_points(n, f"a discrete Laplace PLD with Δ={delta}, t={float(t):g}", bits)
+    uq = 1 / t
+    u_f = float(uq)  # correctly rounded
+    Dq = delta * uq
+    d_f = float(Dq)
+    half = 1.0 / (1.0 + math.exp(-u_f))
+    rel_half = _EXP_REL + _U * (1.01 * u_f + 2)
+    h = math.ldexp(1.0, -bits)
+    # middle outputs z ∈ [1, Δ − 1]: ranges [A, B] of bucket j
+    if delta - 1 <= n:
+        z = np.arange(1, delta, dtype=np.int64)
+        jz = lat.bucket(z)  # non-increasing in z
+        first = np.flatnonzero(np.concatenate(([True], jz[1:] != jz[:-1]))) if z.size else z
+        last = np.concatenate((first[1:] - 1, [z.size - 1])) if z.size else z
+        jr, A, B = jz[first], z[first], z[last]
+    else:
+        js = np.arange(j_lo, j_hi + 2, dtype=np.int64)
+        edges = lat.edge_ceil(js)  # bucket j holds edges[j + 1] ≤ z < edges[j]
+        A_all = np.maximum(edges[1:], 1)
+        B_all = np.minimum(edges[:-1] - 1, delta - 1)
+        keep = np.flatnonzero(np.asarray(A_all <= B_all, dtype=bool))
+        jr, A, B = js[:-1][keep], A_all[keep], B_all[keep]
+    a = jr.astype(np.float64) * h  # exact
+    xp = np.asarray(A, dtype=np.float64) * u_f
+    xq = np.asarray(delta - B, dtype=np.float64) * u_f
+    g = -np.expm1(-(np.asarray(B - A + 1, dtype=np.float64) * u_f))
+    tq = a - xq
+    with np.errstate(under="ignore"):
+        pm = np.exp(-xp) * half * g
+        rm = np.exp(tq) * half * g
+    common = rel_half + (_EXP_REL + 3.03 * _U) + _EXP_REL + 2 * _U
+    rel_p = common + 3.03 * _U * xp
+    rel_r = common + 3.03 * _U * xq + 1.01 * _U * np.abs(tq)
+    pm, rel_p = _lift_subnormal(pm, rel_p)
+    rm, rel_r = _lift_subnormal(rm, rel_r)
+    p = np.zeros(n)
+    r = np.zeros(n)
+    rel = np.zeros(n)
+    idx = jr - j_lo
+    p[idx] = pm
+    r[idx] = rm
+    rel[idx] = np.maximum(rel_p, rel_r)
+    # the two end atoms (their buckets may also hold a range: sums, one more rounding each)
+    top_gap = float(Fraction(j_hi, scale) - Dq)  # a − D ∈ [−h, 0), correctly rounded
+    ends = (
+        (j_hi - j_lo, half, half * math.exp(top_gap), _EXP_REL + 1.01 * _U * abs(top_gap)),
+        (0, half * math.exp(-d_f), half * math.exp(j_lo * h), _EXP_REL + 1.01 * _U * d_f),
+    )
+    for i, pe, re_, rel_e in ends:
+        p[i] += pe
+        r[i] += re_
+        rel[i] = max(rel[i], rel_half + rel_e + _U)
+    rel = (rel + 2 * _U) * (1 + 2.0**-20)
+    return _Buckets(j_lo, p, r, rel)
+
+
+def _lift_subnormal(x: FloatArray, rel: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Values below the normal range (absolute error ≤ 2·2**-1075 from two products) raised by 2**-1073,
+    with a relative error bound that covers the raise: then x(1 + rel) bounds the exact value above and
+    x(1 − rel) ≤ 0 below it is dropped (only on the lower side, which may lose mass)."""
+    tiny = x < _TINY
+    if not np.any(tiny):
+        return x, rel
+    x = np.where(tiny, x + 2.0**-1073, x)
+    rel = np.where(tiny, rel + 2.0**-1072 / x + 1.0, rel)
+    return x, rel
 
 
 def pld_laplace(
@@ -1710,7 +1802,7 @@ def pld_laplace(
         raise InvalidParameter(f"sensitivity/scale={_fmt(D)} must be at most 700 for a PLD")
     if D == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, t, "Laplace(Δ=0)")
-    return _build(bits, _laplace_buckets(bits, D, None), t, f"Laplace(Δ/b={float(D):g})")
+    return _build(bits, _laplace_buckets(bits, D), t, f"Laplace(Δ/b={float(D):g})")
 
 
 def pld_discrete_laplace(
@@ -1748,7 +1840,7 @@ def pld_discrete_laplace(
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
-    return _build(bits, _laplace_buckets(bits, D, 1 / t_q), tl, name)
+    return _build(bits, _dlap_buckets(bits, sens, t_q), tl, name)
 
 
 def pld_gaussian(

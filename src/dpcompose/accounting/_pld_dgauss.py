@@ -65,6 +65,7 @@ from dpcompose.accounting._pld import (
     _check_bits,
     _check_points,
     _check_tail,
+    _Lattice,
     _log_phi_diff,
     _phi_up,
 )
@@ -89,44 +90,6 @@ def _gamma(n: Any) -> Any:
     far below 1 here."""
     nu = n * _U
     return nu / (1 - nu) * _SAFE
-
-
-def _ceil_div(num: Any, den: int) -> Any:
-    """⌈num/den⌉ elementwise (exact for int64 and Python-int arrays, den > 0)."""
-    return -((-num) // den)
-
-
-class _Lattice:
-    """Exact integer arithmetic of the loss L(z) = (Δ² − 2zΔ)/(2s²) on the lattice 2**-bits·Z.
-
-    With s² = n/d: L(z)·2**bits = (X − D·z)/Y and the bucket edge c_j (L(c_j) = j·h) is (X − Y·j)/D, where
-    X = Δ²·2**bits·d, D = 2Δ·2**bits·d, Y = 2n.
-    """
-
-    def __init__(self, delta: int, s2: Fraction, bits: int) -> None:
-        scale = 1 << bits
-        self.X = delta * delta * scale * s2.denominator
-        self.D = 2 * delta * scale * s2.denominator
-        self.Y = 2 * s2.numerator
-
-    @staticmethod
-    def _ints(values: IntArray, coef: int, const: int) -> Any:
-        """``const − coef·values`` in int64 when it cannot overflow, else as Python ints."""
-        big = int(np.max(np.abs(values))) if values.size else 0
-        if abs(const) + abs(coef) * big < 1 << 62:
-            return const - coef * values
-        return const - coef * values.astype(object)
-
-    def bucket(self, z: IntArray) -> IntArray:
-        """j(z) with L(z) ∈ (j·h, (j + 1)·h]."""
-        return np.asarray(_ceil_div(self._ints(z, self.D, self.X), self.Y), dtype=np.int64) - 1
-
-    def bucket_of(self, z: int) -> int:
-        return -((self.D * z - self.X) // self.Y) - 1
-
-    def edge_ceil(self, j: IntArray) -> IntArray:
-        """⌈c_j⌉: the integers z with L(z) > j·h are exactly those below it."""
-        return np.asarray(_ceil_div(self._ints(j, self.Y, self.X), self.D), dtype=np.int64)
 
 
 class _Acc:
@@ -328,7 +291,9 @@ def pld_discrete_gaussian(
 def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
     h = math.ldexp(1.0, -bits)
     s2 = s * s
-    lat = _Lattice(delta, s2, bits)
+    # L(z)·2**bits = (Δ² − 2zΔ)·2**bits/(2s²); with s² = n/d: X = Δ²·2**bits·d, D = 2Δ·2**bits·d, Y = 2n
+    sd = (1 << bits) * s2.denominator
+    lat = _Lattice(delta * delta * sd, 2 * delta * sd, 2 * s2.numerator)
     s_f = float(s)
     two_s2 = 2 * float(s2)
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
