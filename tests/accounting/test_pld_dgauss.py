@@ -244,6 +244,38 @@ def test_thousand_fold_composition() -> None:
     assert float(hi) <= 8.31
 
 
+# -- tiny s: one output carries all but e^{−1/(2s²)} of the mass ----------------------------------------
+
+
+@pytest.mark.parametrize("s", [Fraction(1, 30), Fraction(1, 20), Fraction(1, 15)])
+def test_tiny_s_is_one_atom_and_brackets_brute_force(s: Fraction) -> None:
+    """For s < 1/14 only z = 0 is enumerated (every other output has P < e^{−98}): the PLD is a single
+    lattice point plus the tails, not tens of millions of points spanning the far outputs' losses (4.4e7 at
+    s = 1/30, which took 16 s to build), and it still brackets the exact δ at every ε, past the far outputs'
+    losses (±μ²/2·(1 ± 2)) too."""
+    pld = pld_discrete_gaussian(1, s)
+    assert pld.upper.masses.size <= 2 and pld.lower.masses.size == 1
+    half = float(1 / (2 * s * s))  # the loss of z = 0
+    for eps in [0.0, 1.0, half - 1, half - 1e-3, half + 1, 2 * half, 3 * half - 1, 3 * half + 1]:
+        lo, hi = pld.delta_bounds(eps)
+        ref = brute_delta(1, s, eps)
+        assert m(lo) <= ref <= m(hi), (eps, float(lo), float(ref), float(hi))
+        if eps < half - 30:  # δ ≈ 1 − e^{ε − μ²/2}: tight (nearer the atom, the lattice step shows)
+            assert m(hi) - m(lo) <= mpmath.mpf("1e-9") * ref
+
+
+@pytest.mark.parametrize(
+    ("m_", "s"), [(1, Fraction(1, 30)), (2, Fraction(1, 3)), (43, 3), (40, Fraction(41, 3))]
+)
+def test_tail_sums_bound_the_exact_sums(m_: int, s: Fraction | int) -> None:
+    """Σ_{y≥m} e^{−y²/2s²} ≤ f(m) + s√(2π)Φ(−m/s), and the float bound is above the exact sum (mpmath)."""
+    ours = dg._tail_sum_up(m_, Fraction(s))
+    with mpmath.workdps(50):
+        sm = m(Fraction(s))
+        exact = mpmath.nsum(lambda y: mpmath.exp(-(y**2) / (2 * sm * sm)), [m_, mpmath.inf])
+    assert exact <= ours <= exact * 2, (float(exact), ours)
+
+
 # -- small things ---------------------------------------------------------------------------------------
 
 

@@ -1427,11 +1427,19 @@ class _Buckets:
 
 
 def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
-    """Connect-the-dots upper side and lumped-pair lower side from bucket masses (module docstring)."""
+    """Connect-the-dots upper side and lumped-pair lower side from bucket masses (module docstring).
+
+    Only the buckets with P-mass are computed on (a bucket without P-mass puts nothing on either side: its
+    split is 0 at both ends and its lower-side label carries nothing), so a PLD of a few atoms on a wide
+    lattice costs the span's zeros and little else."""
     h = math.ldexp(1.0, -bits)
-    n = b.p.size
-    p, r = np.maximum(b.p, 0.0), np.maximum(b.r, 0.0)
-    rel = b.rel + 8 * _U
+    nz = np.flatnonzero(b.p > 0)
+    # the buckets with mass, as a slice when they are contiguous (every bucket of a continuous mechanism)
+    contiguous = nz.size > 0 and int(nz[-1]) - int(nz[0]) + 1 == nz.size
+    sel: slice | npt.NDArray[np.intp] = slice(int(nz[0]), int(nz[-1]) + 1) if contiguous else nz
+    p, r = b.p[sel], np.maximum(b.r[sel], 0.0)
+    low_ok = None if b.low_ok is None else b.low_ok[sel]
+    rel = b.rel[sel] + 8 * _U
     p_hi = p * (1 + rel)
     # Split of bucket (a − η, a + h], η = b.slack (losses may lie up to η below a): each loss ℓ keeps its
     # Q-mass when its P-mass is split between a − η and a + h, so p_b = (e^η·P − e^a·Q)/(e^η − e^{−h}) goes
@@ -1444,18 +1452,32 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     scale = (e_eta * p + eh * r) * (rel + 8 * _U)
     num_b = e_eta * p - r + scale
     hi_b = np.minimum(np.maximum(num_b, 0.0) / den_b * (1 + 4 * _U), p_hi)
-    if b.low_ok is not None:  # a collapsed bucket's losses may lie anywhere below a + h: all of it at a + h
-        hi_b = np.where(b.low_ok, hi_b, p_hi)
+    if low_ok is not None:  # a collapsed bucket's losses may lie anywhere below a + h: all of it at a + h
+        hi_b = np.where(low_ok, hi_b, p_hi)
     # The exact split (p_a, p_b) has p_a + p_b = p ≤ p_hi and p_b ≤ hi_b. Putting the rest, p_hi − hi_b, at
     # a turns it into the stored one by adding mass and moving mass from a up to a + h, which only raises δ
     # (and keeps the excess mass at rel·p, where bounding p_a separately would cost rel·p/h).
     hi_a = np.maximum(p_hi - hi_b, 0.0)
-    up = np.zeros(n + 1)
-    up[:n] += hi_a
-    up[1:] += hi_b
-    up[0] += b.below_hi
-    up = np.where(up > 0, up * (1 + _PAD) + 5e-324, 0.0)
-    upper = _trim(_Side(b.lo, up, _up(b.above_hi + b.inf_hi), 0.0))
+    # the upper side on the points first … last + 1 (and 0, where the mass below the range goes)
+    first = 0 if b.below_hi > 0 or nz.size == 0 else int(nz[0])
+    last = int(nz[-1]) + 1 if nz.size else 0
+    up = np.zeros(last - first + 1)
+    k = nz - first
+    if contiguous:
+        up[k[0] : k[0] + k.size] += hi_a
+        up[k[0] + 1 : k[0] + 1 + k.size] += hi_b
+    else:
+        up[k] += hi_a
+        up[k + 1] += hi_b
+    if b.below_hi > 0:
+        up[0] += b.below_hi  # (first is 0 then)
+    if 8 * nz.size < up.size:  # few atoms on a wide span: pad only the entries written
+        t = np.union1d(k, k + 1) if b.below_hi == 0 else np.union1d(np.union1d(k, k + 1), [0])
+        t = t[up[t] > 0]
+        up[t] = up[t] * (1 + _PAD) + 5e-324
+    else:
+        up = np.where(up > 0, up * (1 + _PAD) + 5e-324, 0.0)
+    upper = _trim(_Side(b.lo + first, up, _up(b.above_hi + b.inf_hi), 0.0))
     # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss
     # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one merges the least), among
     # j − 1, j, j + 1, carrying a lower bound on its P-mass and an upper bound on N = e^{label}·Q-mass =
@@ -1471,13 +1493,14 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     e_dn = math.exp(-h) * (1 + 4 * _U) * (1 + _EXP_REL)  # (upper bounds of e^{±h})
     factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
     n_b = np.where(use, r * (1 + rel) * factor * (1 + 8 * _U) * (1 + _PAD), 0.0)
-    at = np.arange(n) + mv + 1  # index in arrays starting at label b.lo − 1
-    low = np.zeros(n + 2)
-    nq = np.zeros(n + 2)
+    f_lo = int(nz[0]) - 1 if nz.size else -1  # the lowest label a bucket can move to
+    at = nz + mv - f_lo  # index in arrays starting at label b.lo + f_lo
+    low = np.zeros(last - f_lo + 1)
+    nq = np.zeros(last - f_lo + 1)
     np.add.at(low, at, np.where(use, p_lo, 0.0))
     np.add.at(nq, at, n_b)
     # (the adds of np.add.at round: two buckets at most share a label, covered by the pads above)
-    lower = _trim(_Side(b.lo - 1, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, nq, 0.0))
+    lower = _trim(_Side(b.lo + f_lo, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, nq, 0.0))
     return PLD(bits, upper, lower, tail, description)
 
 
@@ -1488,6 +1511,8 @@ def _trim(s: _Side) -> _Side:
     if nz.size == 0:
         return _Side(0, np.zeros(1), s.inf, s.err, None if s.nq is None else np.zeros(1), s.nq_err)
     a, z = int(nz[0]), int(nz[-1])
+    if a == 0 and z == s.masses.size - 1:
+        return s
     nq = None if s.nq is None else s.nq[a : z + 1].copy()
     return _Side(s.offset + a, s.masses[a : z + 1].copy(), s.inf, s.err, nq, s.nq_err)
 

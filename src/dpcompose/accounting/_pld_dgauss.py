@@ -29,10 +29,15 @@ The normaliser: Poisson summation gives Z = s√(2π)·(1 + 2Σ_{k≥1} e^{−2�
 c = 2π²s² (k² ≥ 1 + 3(k − 1)). On the atom path Z is also summed directly (with the tails bounded by
 integrals, since f decreases on either side of 0) and the tighter of the two is used.
 
-The outputs z < −⌈14 s⌉ (losses above the top bucket) are bounded by Σ_{y>K} f(y) ≤ ∫_K^∞ f = s√(2π)Φ(−K/s)
-and put at +∞ on the upper side; the outputs beyond the bottom bucket (z above its last integer, so that
-their losses are at most the lowest lattice point) likewise go to the lowest point. Both are dropped on
-the lower side. Atoms whose P-mass would underflow (log-mass < −700) are moved to +∞ on the upper side.
+The outputs −⌈14 s⌉ ≤ z ≤ ⌈14 s⌉ + Δ are enumerated (their buckets span the lattice); for s < 1/14 only
+z = 0 is, since every other output then has f(z) ≤ e^{−1/(2s²)} < e^{−98} (the range −1 … 1 + Δ would span
+(2 + Δ)Δ/s² loss units for Δ + 3 atoms: 4.4e7 lattice points at Δ = 1, s = 1/30, h = 2**-14).
+The outputs above the range (losses above the top bucket) carry Σ_{y≥m} f(y) ≤ f(m) + ∫_m^∞ f =
+f(m) + s√(2π)Φ(−m/s) (f decreases on [m, ∞), m ≥ 1), so P-mass at most that over Z ≥ max(1, s√(2π))
+(Z ≥ f(0) = 1, and Z ≥ s√(2π) by Poisson summation); it is put at +∞ on the upper side. The outputs
+beyond the bottom bucket (z above its last integer, so that their losses are at most the lowest lattice
+point) likewise go to the lowest point. Both are dropped on the lower side. Atoms whose P-mass would
+underflow (log-mass < −700) are moved to +∞ on the upper side.
 
 Assumptions of the certificate: those of :mod:`dpcompose.accounting._pld`.
 
@@ -53,7 +58,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting._exact import Number, exact
+from dpcompose.accounting._exact import Number, exact, exp_up, float_down, float_up
 from dpcompose.accounting._pld import (
     _EXP_REL,
     _U,
@@ -76,7 +81,7 @@ __all__ = ["pld_discrete_gaussian"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-_WIDTH = 14  # outputs |z| ≤ ⌈14 s⌉ (and up to Δ beyond) are enumerated; the tails hold < 2e-44
+_WIDTH = 14  # outputs |z| ≤ ⌈14 s⌉ (and up to Δ beyond; only 0 if 14s < 1) are enumerated; tails < 2e-44
 _ATOM_LIMIT = 1 << 20  # every atom is enumerated when there are at most this many
 _DIRECT = 8  # on the bucket path, buckets with at most this many integers are summed directly
 _CHUNK = 1 << 21  # atoms evaluated at a time
@@ -130,14 +135,23 @@ def _add_atoms(
         pm = np.exp(lp)
         rm = np.exp(lr)
     err = 8 * _U * (np.abs(a) + xp + xq + abs(log_z) + 1) + 2 * _EXP_REL  # relative, per atom (e^x − 1 ≤ 2x)
-    n = acc.p.size
-    acc.p += np.bincount(idx, weights=pm, minlength=n)
-    acc.r += np.bincount(idx, weights=rm, minlength=n)
-    count = np.bincount(idx, minlength=n).astype(np.float64)
-    worst = np.zeros(n)
-    np.maximum.at(worst, idx, err)
+    # per touched bucket only (the lattice may be much wider than the atoms: few atoms, far apart)
+    buckets, slot = np.unique(idx, return_inverse=True)
+    count = np.bincount(slot).astype(np.float64)
+    worst = np.zeros(buckets.size)
+    np.maximum.at(worst, slot, err)
+    acc.p[buckets] += np.bincount(slot, weights=pm)
+    acc.r[buckets] += np.bincount(slot, weights=rm)
     # The sum of the bucket's atoms (already there and new ones): at most count + 1 additions.
-    acc.rel = np.maximum(acc.rel, worst + _gamma(count + 2) + rel_z)
+    acc.rel[buckets] = np.maximum(acc.rel[buckets], worst + _gamma(count + 2) + rel_z)
+
+
+def _tail_sum_up(m: int, s: Fraction) -> float:
+    """An upper bound on Σ_{y≥m} f(y), f(y) = e^{−y²/2s²}, for an integer m ≥ 1: f decreases on [m, ∞),
+    so the sum is at most f(m) + ∫_m^∞ f = f(m) + s√(2π)·Φ(−m/s)."""
+    f_m = exp_up(-Fraction(m * m) / (2 * s * s))
+    s_up = float_up(s) * math.sqrt(2 * math.pi) * (1 + 4 * _U)
+    return (f_m + s_up * _phi_up(float_up(-m / s))) * (1 + 4 * _U)
 
 
 def _poisson_rel(s: float) -> float:
@@ -297,17 +311,23 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
     s_f = float(s)
     two_s2 = 2 * float(s2)
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
-    K = max(1, math.ceil(_WIDTH * s))
-    z_min = -K
+    if _WIDTH * s >= 1:  # the outputs −⌈14s⌉ ≤ z ≤ ⌈14s⌉ + Δ are enumerated (module docstring)
+        K = math.ceil(_WIDTH * s)
+        z_min, z_top = -K, K + delta
+    else:  # every output but 0 has f(z) ≤ e^{−1/(2s²)} < e^{−98}: only z = 0 is enumerated
+        z_min, z_top = 0, 0
     j_hi = lat.bucket_of(z_min)
-    j_lo = lat.bucket_of(K + delta)
+    j_lo = lat.bucket_of(z_top)
     z_max = int(lat.edge_ceil(np.array([j_lo], dtype=np.int64))[0]) - 1  # the last integer of bucket j_lo
     nb = j_hi - j_lo + 1
     _check_points(nb, f"a discrete Gaussian PLD with Δ={delta}, s={float(s):g}", bits)
     acc = _Acc(nb)
-    # Tails (upper bounds on P-mass / Z, using Z ≥ s√(2π)): z < z_min to +∞, z > z_max to the lowest point.
-    t_top = _phi_up(math.nextafter(float(Fraction(z_min) / s), math.inf))
-    t_bot = _phi_up(math.nextafter(float(Fraction(-z_max) / s), math.inf))
+    # Tails: z < z_min go to +∞, z > z_max to the lowest point (upper bounds on Σf, then on P = Σf/Z with
+    # Z ≥ max(1, s√(2π)): Z ≥ f(0) = 1, and Z ≥ s√(2π) by Poisson summation).
+    tail_top, tail_bot = _tail_sum_up(1 - z_min, s), _tail_sum_up(z_max + 1, s)
+    z_floor = max(1.0, float_down(s) * math.sqrt(2 * math.pi) * (1 - 4 * _U))
+    t_top = tail_top / z_floor * (1 + 2 * _U)
+    t_bot = tail_bot / z_floor * (1 + 2 * _U)
     n_atoms = z_max - z_min + 1
     if n_atoms <= _ATOM_LIMIT:
         z = np.arange(z_min, z_max + 1, dtype=np.int64)
@@ -317,7 +337,7 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
         e_term = 8 * _U * (float(np.max(zf * zf / two_s2)) + 1) + 2 * _EXP_REL
         ssum = float(np.sum(terms))
         e_s = e_term + float(_gamma(n_atoms + 1.0))
-        tails = (t_top + t_bot) * math.exp(log_n0) * (1 + 4 * _U)
+        tails = (tail_top + tail_bot) * (1 + 2 * _U)
         rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * _SAFE + 4 * _U
         rel_poisson = _poisson_rel(s_f) + 4 * _U * abs(log_n0)
         if rel_direct < rel_poisson:
