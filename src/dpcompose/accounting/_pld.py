@@ -1398,6 +1398,20 @@ def _check_points(n: int, what: str, step_bits: int) -> None:
     )
 
 
+def _check_int_sensitivity(sensitivity: object) -> int:
+    """A non-negative integer sensitivity (of the discrete mechanisms), or InvalidParameter."""
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 0:
+        raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
+    return int(sensitivity)
+
+
+def _check_loss_cap(value: Fraction, name: str) -> None:
+    """Refuse a largest finite loss above 700 (e^{−700} is near the smallest normal float: masses of that
+    size are the ones the constructors' relative error bounds still cover)."""
+    if value > 700:
+        raise InvalidParameter(f"{name}={_fmt(value)} must be at most 700 for a PLD")
+
+
 def _check_tail(tail: object) -> float:
     t = check_finite_nonnegative(tail, "tail")
     if not float(t) < 1e-6:
@@ -1616,9 +1630,8 @@ def pld_randomized_response(
         raise InvalidParameter(f"k={k!r} must be at least 2")
     bits = _check_bits(step_bits)
     t = _check_tail(tail)
+    _check_loss_cap(eps, "epsilon")
     e = float(eps)
-    if e > 700:
-        raise InvalidParameter(f"epsilon={epsilon!r} must be at most 700 for a PLD")
     # log of the normaliser e^ε + k − 1
     log_z = e + math.log1p((kk - 1) * math.exp(-e))
     atoms = [(eps, math.exp(e - log_z), -log_z), (-eps, math.exp(-log_z), e - log_z)]
@@ -1650,9 +1663,8 @@ def pld_approx(
     d = probability(delta, "delta")
     bits = _check_bits(step_bits)
     t = _check_tail(tail)
+    _check_loss_cap(eps, "epsilon")
     e = float(eps)
-    if e > 700:
-        raise InvalidParameter(f"epsilon={epsilon!r} must be at most 700 for a PLD")
     log1md = math.log1p(-float(d))
     log_z = e + math.log1p(math.exp(-e))
     atoms = [
@@ -1823,8 +1835,7 @@ def pld_laplace(
     bits = _check_bits(step_bits)
     t = _check_tail(tail)
     D = sens / b
-    if D > 700:
-        raise InvalidParameter(f"sensitivity/scale={_fmt(D)} must be at most 700 for a PLD")
+    _check_loss_cap(D, "sensitivity/scale")
     if D == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, t, "Laplace(Δ=0)")
     return _build(bits, _laplace_buckets(bits, D), t, f"Laplace(Δ/b={float(D):g})")
@@ -1853,15 +1864,12 @@ def pld_discrete_laplace(
         >>> float(lo) <= 0.5 <= float(hi)
         True
     """
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 0:
-        raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
+    sens = _check_int_sensitivity(sensitivity)
     t_q = exact(check_finite_positive(scale, "scale"), "scale")
     bits = _check_bits(step_bits)
     tl = _check_tail(tail)
-    sens = int(sensitivity)
     D = sens / t_q
-    if D > 700:
-        raise InvalidParameter(f"sensitivity/scale={_fmt(D)} must be at most 700 for a PLD")
+    _check_loss_cap(D, "sensitivity/scale")
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
@@ -1910,12 +1918,7 @@ def pld_gaussian(
     mu_q = sens / sig
     if mu_q > 30:  # checked exactly first: a huge ratio has no float
         raise InvalidParameter(f"sensitivity/sigma={_fmt(mu_q)} must be in [1e-8, 30] for a Gaussian PLD")
-    mu = float(mu_q)
-    mu_lo = mu
-    if Fraction(mu) < mu_q:
-        mu = math.nextafter(mu, math.inf)  # a larger μ dominates
-    if Fraction(mu_lo) > mu_q:
-        mu_lo = math.nextafter(mu_lo, -math.inf)
+    mu, mu_lo = float_up(mu_q), float_down(mu_q)  # a larger μ dominates; μ_lo bounds the lower δ
     if not 1e-8 <= mu <= 30:
         raise InvalidParameter(f"sensitivity/sigma={mu:g} must be in [1e-8, 30] for a Gaussian PLD")
     return _gaussian_pld(bits, mu, w, tl, f"Gaussian(μ={mu:g})", mu_lo)

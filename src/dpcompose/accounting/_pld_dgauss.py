@@ -68,6 +68,7 @@ from dpcompose.accounting._pld import (
     _Buckets,
     _build,
     _check_bits,
+    _check_int_sensitivity,
     _check_points,
     _check_tail,
     _Lattice,
@@ -280,14 +281,12 @@ def pld_discrete_gaussian(
         >>> 1.45 < float(lo) <= float(hi) < 1.46
         True
     """
-    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 0:
-        raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
+    delta = _check_int_sensitivity(sensitivity)
     s = exact(check_finite_positive(sigma_units, "sigma_units"), "sigma_units")
     if s > 1 << 40:
         raise InvalidParameter(f"sigma_units={sigma_units!r} must be at most 2**40 for a discrete Gaussian")
     bits = _check_bits(step_bits)
     tl = _check_tail(tail)
-    delta = int(sensitivity)
     h = math.ldexp(1.0, -bits)
     if delta == 0:
         b = _Buckets(-1, np.ones(1), np.array([math.exp(-h)]), np.full(1, 8 * _EXP_REL))
