@@ -1443,6 +1443,14 @@ class _Buckets:
 def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     """Connect-the-dots upper side and lumped-pair lower side from bucket masses (module docstring).
 
+    Upper side: the pessimistic "connect the dots" discretisation of Doroshenko–Ghazi–Kamath–Kumar–
+    Manurangsi 2022 (PoPETs 2022(4), its section on the pessimistic estimate; the theorem number is not
+    cited here, not having been checked): each bucket's P-mass is split between its two end points so
+    that its Q-mass is kept; the domination argument, extended to buckets whose losses may lie ``slack``
+    below their lower end, is given in the comments below. Lower side: the lumped pair of the module
+    docstring (each bucket's outputs merged into one output at a lattice label: a post-processing, so its
+    δ is a lower bound by the data-processing inequality of the hockey-stick divergence).
+
     Only the buckets with P-mass are computed on (a bucket without P-mass puts nothing on either side: its
     split is 0 at both ends and its lower-side label carries nothing), so a PLD of a few atoms on a wide
     lattice costs the span's zeros and little else."""
@@ -1610,10 +1618,15 @@ def pld_randomized_response(
     """The PLD of k-ary randomized response with parameter ε (the worst pair of inputs x ≠ x').
 
     Outputs x, x' and the k − 2 others have P-masses e^ε/(e^ε + k − 1), 1/(e^ε + k − 1), (k − 2)/(e^ε +
-    k − 1) and losses ε, −ε, 0. dpcompose's sampler uses a rational E ≤ e^ε in place of e^ε; RR with E is a
-    post-processing of RR with e^ε (mix with the uniform distribution), so this PLD dominates it.
+    k − 1) and losses ε, −ε, 0: a finite pair, whose δ(ε') = E_P[(1 − e^{ε'−L})₊] is exact (module
+    docstring); the lattice adds the connect-the-dots / lumped-pair error of :func:`_build`. dpcompose's
+    sampler uses a rational E ≤ e^ε in place of e^ε; RR with E is a post-processing of RR with e^ε (mix
+    with the uniform distribution), so this PLD dominates it. For k = 2 this is the pair (ε, 0) of
+    :func:`pld_approx`, which dominates every ε-DP mechanism (Kairouz–Oh–Viswanath 2015, Thm 2.5).
 
-    Source: Warner 1965; Kairouz–Oh–Viswanath 2016 (k-ary RR); PLD: Koskela et al. 2021.
+    Source: Warner 1965 (binary); Kairouz–Oh–Viswanath 2016, JMLR 17 (k-ary randomized response);
+    Kairouz–Oh–Viswanath 2015 (ICML), Thm 2.5 (domination); PLDs of discrete-valued mechanisms:
+    Koskela–Jälkö–Prediger–Honkela 2021.
 
     Raises:
         InvalidParameter: ε is negative or not finite, or k < 2, or the lattice would span more than
@@ -1645,10 +1658,15 @@ def pld_approx(
 ) -> PLD:
     """The PLD of the dominating pair of every (ε, δ)-DP mechanism: RR_(ε,δ) of Kairouz–Oh–Viswanath.
 
-    P = (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0) and Q its reverse: losses +∞ (mass δ), ε and −ε. Every
-    (ε, δ)-DP mechanism is a post-processing of this pair (Kairouz–Oh–Viswanath 2015, Thm 2.1 / Murtagh–
-    Vadhan 2016), so composing these PLDs is valid for any (ε, δ) children; with ε and δ exact this
-    reproduces the optimal composition theorem up to the lattice.
+    P = (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0) and Q its reverse: losses +∞ (mass δ), ε and −ε. Its
+    privacy region is exactly R(ε, δ), so every (ε, δ)-DP mechanism is dominated by it (is a
+    post-processing of it): Kairouz–Oh–Viswanath 2015 (ICML), Thm 2.5, applied to the four-output
+    mechanism of their proof of Thm 3.3 (supplement, Sec. 5.1). So composing these PLDs is valid for any
+    (ε, δ) children, adaptively (Zhu–Dullerud–Wang 2022, Thm 10); with ε and δ exact this reproduces the
+    optimal composition theorem (Kairouz–Oh–Viswanath 2015, Thm 3.3; heterogeneous: Murtagh–Vadhan 2016)
+    up to the lattice.
+
+    Source: Kairouz–Oh–Viswanath 2015 (ICML), Thm 2.5 and Thm 3.3; Murtagh–Vadhan 2016.
 
     Raises:
         InvalidParameter: ε negative or not finite, δ outside [0, 1), or the lattice would span more than
@@ -1676,7 +1694,10 @@ def pld_approx(
 
 def _laplace_buckets(bits: int, delta_over_b: Fraction) -> _Buckets:
     """Buckets of the PLD of the continuous Laplace pair P = Lap(0, 1), Q = Lap(D, 1), D = ``delta_over_b``
-    (scale 1 after rescaling; loss |o − D| − |o|)."""
+    (scale 1 after rescaling; loss |o − D| − |o|), with a relative error bound per bucket: every mass is a
+    closed-form difference of exponentials of float edges, each exp/expm1 within ``_EXP_REL`` and each
+    float operation within u (Higham 2002, Sec. 2.2, the standard model), the edges' rounding covered by
+    the buckets' slack."""
     D = delta_over_b
     scale = 1 << bits
     lo = math.ceil(-D * scale) - 1
@@ -1735,6 +1756,7 @@ def _dlap_buckets(bits: int, delta: int, t: Fraction) -> _Buckets:
     factors and product round once each); e^{a − (Δ − B)u} within ``_EXP_REL`` + 3.03u·(Δ − B)u + 1.01u·|a −
     (Δ − B)u| (a = jh is exact); two products, u each. A result below the normal range carries an absolute
     error of 2**-1075 per product and is stored raised by 2**-1073 (its relative error bound grown to match).
+    The float model is Higham 2002, Sec. 2.2 (fl(x op y) = (x op y)(1 + θ), |θ| ≤ u, for normal results).
     """
     scale = 1 << bits
     lat = _Lattice(delta * scale * t.denominator, 2 * scale * t.denominator, t.numerator)
@@ -1819,7 +1841,9 @@ def pld_laplace(
     dominated: Laplace noise is log-concave, so its likelihood ratio is monotone, every optimal test is a
     half-line and F(c) − γF(c − d) ≤ F(c) − γF(c − Δ).
 
-    Source: Koskela–Jälkö–Honkela 2020 Sec. 6 (Laplace PLD); Dwork et al. 2006 (mechanism).
+    Source: Dwork–McSherry–Nissim–Smith 2006 (mechanism); PLD of a one-dimensional continuous mechanism:
+    Koskela–Jälkö–Honkela 2020 (AISTATS; no section number cited: not checked); its discretisation: see
+    :func:`_build` (Doroshenko et al. 2022, connect the dots; the lumped pair for the lower side).
 
     Raises:
         InvalidParameter: sensitivity negative or scale not positive (or not finite), or the lattice would
@@ -1853,7 +1877,11 @@ def pld_discrete_laplace(
     geometric sums in closed form. The PLD is the same in both orders (z ↦ Δ − z) and shifts d < Δ are
     dominated (the discrete Laplace is log-concave, as in :func:`pld_laplace`).
 
-    Source: Ghosh–Roughgarden–Sundararajan 2009 (mechanism); PLD as in Koskela et al. 2021.
+    The bucket masses are computed by :func:`_dlap_buckets` (exact integer bucket ranges, closed-form
+    geometric sums, a proven float error per bucket); the lattice adds the error of :func:`_build`.
+
+    Source: Ghosh–Roughgarden–Sundararajan 2009 (mechanism); PLDs of discrete-valued mechanisms:
+    Koskela–Jälkö–Prediger–Honkela 2021 (AISTATS); discretisation: :func:`_build` (Doroshenko et al. 2022).
 
     Raises:
         InvalidParameter: Δ not a non-negative integer, t not positive, or the lattice would span more
@@ -1893,8 +1921,10 @@ def pld_gaussian(
     result stays a Gaussian PLD (μ's add in quadrature) and δ(ε), ε(δ) are read from the closed form,
     certified in both directions.
 
-    Source: Balle–Wang 2018 Thm 8 (closed form δ(ε), used to check this); Koskela et al. 2020 (Gaussian
-    PLD); Dong–Roth–Su 2022 (μ-GDP).
+    Source: Balle–Wang 2018, Thm 8 (the closed form δ(ε) from which both ends are read); Dong–Roth–Su
+    2022, Cor. 3.3 (Gaussians compose to the Gaussian of μ = ‖μᵢ‖₂, used by :func:`compose_plds`); the
+    lattice sides for compositions with other PLDs: Koskela–Jälkö–Honkela 2020 (the Gaussian PLD) and
+    :func:`_build` (Doroshenko et al. 2022).
 
     Raises:
         InvalidParameter: sensitivity negative, σ not positive, or width outside [4, 40]; when the PLD is
@@ -1969,7 +1999,9 @@ def _phi_up(t: float) -> float:
 
 def _log_phi_diff(hi: FloatArray, lo: FloatArray) -> tuple[FloatArray, FloatArray]:
     """``(log(Φ(hi) − Φ(lo)), rel)`` with ``hi > lo`` elementwise and a relative error bound ``rel`` of the
-    difference; uses the upper tail Φ(−lo) − Φ(−hi) where lo > 0 so that both are accurate."""
+    difference; uses the upper tail Φ(−lo) − Φ(−hi) where lo > 0 so that both are accurate. The bound
+    assumes scipy's ``log_ndtr`` within ``_LOG_NDTR_PAD``·(1 + |value|) (module docstring) and uses
+    1 − e^{−x} ≥ x·e^{−x} for the relative error of 1 − e^{d}."""
     flip = lo > 0
     a = np.where(flip, -lo, hi)  # the larger CDF argument
     b = np.where(flip, -hi, lo)
@@ -1988,6 +2020,10 @@ def _log_phi_diff(hi: FloatArray, lo: FloatArray) -> tuple[FloatArray, FloatArra
 
 
 def _gaussian_buckets(bits: int, mu: float, width: float) -> _Buckets:
+    """Buckets of the PLD of the Gaussian pair P = N(0, 1), Q = N(μ, 1): the loss L(o) = μ²/2 − μo is
+    N(μ²/2, μ²) under P and N(−μ²/2, μ²) under Q, so each bucket's masses are differences of Φ
+    (:func:`_log_phi_diff`, with its certified relative error; the arguments' rounding is covered by a
+    padded relative term and the buckets' slack) and the two tails are bounded by :func:`_phi_up`."""
     h = math.ldexp(1.0, -bits)
     m2 = mu * mu
     mean = m2 / 2
@@ -2023,7 +2059,7 @@ def _gaussian_buckets(bits: int, mu: float, width: float) -> _Buckets:
     below = _phi_up(arg_up(float(a[0] - mean) / mu))
     above_hi = _phi_up(arg_up(-(float(b[-1]) - mean) / mu))
     # The standardised edges (a − μ²/2)/μ are rounded, so a bucket's outputs may have losses a few ulps of
-    # |a| + μ²/2 outside (a, a + h]: both sides allow that much slack (the split of _build, and the lower
-    # side's shift bound).
+    # |a| + μ²/2 outside (a, a + h]: the split of _build allows that much slack (the lower side's lumping is
+    # a post-processing wherever the losses lie).
     slack = 16 * _U * (float(np.max(np.abs(a))) + mean + h + 1)
     return _Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, slack=slack)

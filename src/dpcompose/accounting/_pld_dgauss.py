@@ -4,7 +4,7 @@ P = N_Z(0, s²) and Q = N_Z(Δ, s²) on the integers, P(z) = f(z)/Z with f(z) = 
 normaliser Z for both (Δ is an integer). The privacy loss at z is L(z) = (Δ² − 2zΔ)/(2s²), decreasing in
 z, so the loss bucket (a, a + h] of the lattice is an integer range z ∈ [A, B] and its masses are sums of
 f over that range. They are computed one of two ways, each with a relative error bound that goes into
-:class:`dpcompose.accounting._pld._Buckets` (whose connect-the-dots / round-down construction is
+:class:`dpcompose.accounting._pld._Buckets` (whose connect-the-dots / lumped-pair construction is
 described in :mod:`dpcompose.accounting._pld`):
 
 * **Atoms** (small s, or a bucket holding few integers): every f(z) is evaluated as a float exponential
@@ -24,10 +24,10 @@ described in :mod:`dpcompose.accounting._pld`):
   the difference between δ within ~4e-8 and ~2e-6 of the truth at s = 2**20, Δ = s/20, h = 2**-14.
   Buckets of at most 8 integers are summed directly.
 
-The normaliser: Poisson summation gives Z = s√(2π)·(1 + 2Σ_{k≥1} e^{−2π²s²k²}) (Canonne–Kamath–Steinke
-2020, Fact 18 / the Jacobi theta identity), so s√(2π) ≤ Z ≤ s√(2π)·(1 + 2e^{−c}/(1 − e^{−3c})) with
-c = 2π²s² (k² ≥ 1 + 3(k − 1)). On the atom path Z is also summed directly (with the tails bounded by
-integrals, since f decreases on either side of 0) and the tighter of the two is used.
+The normaliser: Poisson summation gives Z = s√(2π)·(1 + 2Σ_{k≥1} e^{−2π²s²k²}) (the Jacobi theta
+transformation; used for the discrete Gaussian's normaliser by Canonne–Kamath–Steinke 2020), so
+s√(2π) ≤ Z ≤ s√(2π)·(1 + 2e^{−c}/(1 − e^{−3c})) with c = 2π²s² (k² ≥ 1 + 3(k − 1)). On the atom path Z is
+also summed directly (with the tails bounded as below) and the tighter of the two is used.
 
 The outputs −⌈14 s⌉ ≤ z ≤ ⌈14 s⌉ + Δ are enumerated (their buckets span the lattice); for s < 1/14 only
 z = 0 is, since every other output then has f(z) ≤ e^{−1/(2s²)} < e^{−98} (the range −1 … 1 + Δ would span
@@ -268,9 +268,11 @@ def pld_discrete_gaussian(
     The PLD is the same in both orders (z ↦ Δ − z), and shifts d < Δ are dominated (the discrete Gaussian
     is log-concave, so its likelihood ratio is monotone and every optimal test is a half-line).
 
-    Source: Canonne–Kamath–Steinke 2020 (discrete Gaussian; Poisson summation for its normaliser);
-    PLD and its discretisation as in :func:`dpcompose.accounting.pld_gaussian` (Koskela et al. 2020;
-    Doroshenko et al. 2022); Euler–Maclaurin remainder: Apostol 1999.
+    Source: Canonne–Kamath–Steinke 2020 (the discrete Gaussian mechanism; its normaliser by Poisson
+    summation); PLDs of discrete-valued mechanisms: Koskela–Jälkö–Prediger–Honkela 2021; the lattice
+    sides: :func:`dpcompose.accounting._pld._build` (Doroshenko et al. 2022, connect the dots); bucket sums:
+    the Euler–Maclaurin remainder (Apostol 1999; DLMF 2.10.1), composite Simpson (Atkinson 1989,
+    Sec. 5.1), float sums (Higham 2002, Lemma 3.1).
 
     Raises:
         InvalidParameter: Δ not a non-negative integer, s not positive and finite or above 2**40, Δ/s
