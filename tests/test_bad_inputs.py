@@ -800,6 +800,7 @@ CASES: dict[str, Case] = {
         dp.make_fix_delta, lambda: {"m": dp.make_pure_to_profile(_lap()), "delta": 1e-6}, _MAP1
     ),
     "make_group": Case(dp.make_group, lambda: {"m": _lap(), "k": 2}, _MAP1),
+    "make_loss_to_profile": Case(dp.make_loss_to_profile, lambda: {"m": _lap()}, _MAP1),
     "make_subsample": Case(
         dp.make_subsample,
         lambda: {"m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None},
@@ -1139,6 +1140,15 @@ CASES: dict[str, Case] = {
     "accounting.PrivacyProfile.compose": Case(
         PrivacyProfile.compose, lambda: {"profiles": [PrivacyProfile.pure(0.5)] * 2}, _profile_eval
     ),
+    "accounting.PrivacyProfile.from_loss": Case(
+        PrivacyProfile.from_loss, lambda: {"loss": dp.accounting.PrivacyLoss.laplace(1, 10)}, _profile_eval
+    ),
+    "accounting.PrivacyProfile.with_loss": Case(
+        lambda loss: PrivacyProfile.pure(0.1).with_loss(loss),
+        lambda: {"loss": dp.accounting.PrivacyLoss.laplace(1, 10)},
+        _profile_eval,
+        covers=PrivacyProfile.with_loss,
+    ),
     # --- tables (issue 12) ---------------------------------------------------------------------------
     "Column": Case(dp.Column, lambda: {"dtype": float, "bounds": (0.0, 1.0), "nullable": True, "fill": 0.5}),
     "FrameDomain": Case(dp.FrameDomain, lambda: {"schema": {"x": dp.Column(float, bounds=(0.0, 1.0))}}),
@@ -1201,7 +1211,9 @@ NOT_CALLED = {
     "LedgerError": "exception class",
     "LedgerLocked": "exception class",
     "FilterRule": "abstract base",
-    "PrivacyProfile": "record; its constructors (pure, approx, zcdp, compose) are covered",
+    "PrivacyProfile": (
+        "record; its constructors (pure, approx, zcdp, compose, from_loss, with_loss) are covered"
+    ),
     "Number": "type alias",
     "RR_OUTPUTS": "constant",
     "AuditResult": "result record (built by audit)",
