@@ -491,10 +491,13 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
 
 @functools.lru_cache(maxsize=1024)
 def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fraction]:
-    lo, hi = loss.pld(loss.step_bits()).epsilon_bounds(delta)
     if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
         eps = loss.params[0]  # the pair is (ε, δ)-DP exactly: no lattice rounding needed above it
         assert isinstance(eps, Fraction)
+        try:
+            lo, hi = loss.pld(loss.step_bits()).epsilon_bounds(delta)
+        except InvalidParameter:  # δ at the pair's own δ, below the lattice's certified mass at +∞:
+            return (eps if delta == loss.params[1] else Fraction(0)), eps  # ε(δ) is ε exactly there
         hi = min(hi, eps)
-        lo = min(lo, hi)
-    return lo, hi
+        return min(lo, hi), hi
+    return loss.pld(loss.step_bits()).epsilon_bounds(delta)

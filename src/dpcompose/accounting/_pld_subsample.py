@@ -371,9 +371,9 @@ def _identity(bits: int, tail: float, name: str) -> PLD:
 
 
 def _check_sampling(sampling: object) -> Sampling:
-    if sampling == "poisson" and isinstance(sampling, str):
+    if isinstance(sampling, str) and sampling == "poisson":
         return "poisson"
-    if sampling == "without_replacement" and isinstance(sampling, str):
+    if isinstance(sampling, str) and sampling == "without_replacement":
         return "without_replacement"
     raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
 
