@@ -1057,6 +1057,21 @@ CASES: dict[str, Case] = {
         },
         lambda r: r.epsilon_bounds(1e-5),
     ),
+    "accounting.pld_subsampled_discrete_laplace": Case(
+        dp.accounting.pld_subsampled_discrete_laplace,
+        lambda: {
+            "sensitivity": 2, "scale": 4.0, "rate": 0.1, "sampling": "poisson", "step_bits": 8, "tail": 1e-18,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
+    "accounting.pld_subsampled_discrete_gaussian": Case(
+        dp.accounting.pld_subsampled_discrete_gaussian,
+        lambda: {
+            "sensitivity": 2, "sigma": 3.0, "rate": 0.1, "sampling": "without_replacement", "step_bits": 8,
+            "tail": 1e-18,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
     "accounting.compose_plds": Case(
         dp.accounting.compose_plds,
         lambda: {"plds": [dp.accounting.pld_randomized_response(1.0, step_bits=10)] * 2},
@@ -1089,6 +1104,13 @@ CASES: dict[str, Case] = {
     ),
     "accounting.PrivacyLoss.approx": Case(
         dp.accounting.PrivacyLoss.approx, lambda: {"epsilon": 1.0, "delta": 1e-7},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.subsampled": Case(
+        dp.accounting.PrivacyLoss.subsampled,
+        lambda: {
+            "child": dp.accounting.PrivacyLoss.discrete_gaussian(2, 3.0), "rate": 0.1, "sampling": "poisson",
+        },
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.compose": Case(
