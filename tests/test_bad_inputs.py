@@ -176,6 +176,11 @@ def _count_then_lap() -> dp.Measurement[Any, Any, Any, Any]:
     return count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=2.0)
 
 
+def _count_then_gauss() -> dp.Measurement[Any, Any, Any, Any]:
+    count = dp.t.make_count(INT_DATA, dp.SymmetricDistance())
+    return count >> dp.m.make_gaussian(count.output_domain, count.output_metric, scale=2.0)
+
+
 class _Echo(dp.Queryable[Any, Any]):
     def _answer(self, query: Any) -> Any:
         return query
@@ -813,6 +818,17 @@ CASES: dict[str, Case] = {
             "rate": 0.5,
             "method": "without_replacement",
             "dataset_size": 10,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "make_subsample[zcdp]": Case(
+        dp.make_subsample,
+        lambda: {
+            "m": _count_then_gauss(),
+            "rate": 0.01,
+            "method": "poisson",
+            "dataset_size": None,
             "rng": None,
         },
         _MAP1,

@@ -196,7 +196,7 @@ class PrivacyProfile:
       2020 Prop 12;
     * ``loss``: the dominating pair (:class:`~dpcompose.accounting.PrivacyLoss`) of the mechanisms that
       have one, composed — the product of dominating pairs dominates the adaptive composition
-      (Zhu–Dullerud–Wang 2022 Thm 10); ``loss_fallback``, when known, is another valid profile of those
+      (Zhu–Dong–Wang 2022 Thm 10); ``loss_fallback``, when known, is another valid profile of those
       same mechanisms (their (ε, δ), Gaussian or zCDP description, which the pair refines).
 
     Without ``loss``, when several kinds are present, each kind is composed as above and the parts are
@@ -277,7 +277,7 @@ class PrivacyProfile:
         """The profile of a mechanism dominated by the pair ``loss``: δ(ε) and ε(δ) are the upper ends of
         its certified privacy loss distribution (:meth:`PrivacyLoss.delta`, :meth:`PrivacyLoss.epsilon`).
 
-        Source: Zhu–Dullerud–Wang 2022 Def 8 / Thm 10 (dominating pairs and their composition); the PLD's
+        Source: Zhu–Dong–Wang 2022 Def. 7 / Thm 10 (dominating pairs and their composition); the PLD's
         certificate, :class:`~dpcompose.accounting.PLD`.
 
         Examples:
@@ -315,7 +315,7 @@ class PrivacyProfile:
         """The profile of the (adaptive) composition of mechanisms with these profiles.
 
         Source: KOV 2015 Thm 3.3 / Murtagh–Vadhan 2016 Thm 1.5 ((ε, δ) parts); Dong–Roth–Su 2019 Cor 3.3
-        (Gaussian parts); Bun–Steinke 2016 Lemma 2.3 (zCDP parts); Zhu–Dullerud–Wang 2022 Thm 10 (pairs).
+        (Gaussian parts); Bun–Steinke 2016 Lemma 2.3 (zCDP parts); Zhu–Dong–Wang 2022 Thm 10 (pairs).
         """
         if isinstance(profiles, PrivacyProfile) or not isinstance(profiles, Sequence):
             raise InvalidParameter(f"profiles={profiles!r} must be a sequence of PrivacyProfile")
@@ -343,7 +343,7 @@ class PrivacyProfile:
         """A dominating pair of the whole mechanism, or None where it has a ρ part (zCDP has none).
 
         The pairs, the (ε, δ) parts as RR_(ε,δ) (KOV 2015 Thm 2.1) and the Gaussian part as the Gaussian
-        pair with μ = √Σμᵢ² rounded up (Dong–Roth–Su 2019 Cor 3.3), composed (Zhu–Dullerud–Wang 2022
+        pair with μ = √Σμᵢ² rounded up (Dong–Roth–Su 2019 Cor 3.3), composed (Zhu–Dong–Wang 2022
         Thm 10); the empty profile has the pair RR_(0,0) (two equal distributions).
 
         Examples:

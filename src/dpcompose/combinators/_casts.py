@@ -254,7 +254,7 @@ def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     is tighter (never looser than the ε-DP profile alone).
 
     Source: Balle–Wang 2018 (privacy profiles); the ε-DP profile, KOV 2015 Thm 3.3 with k = 1; the pair,
-    Zhu–Dullerud–Wang 2022 Thm 10.
+    Zhu–Dong–Wang 2022 Thm 10.
 
     Examples:
         >>> import dpcompose as dp
@@ -269,7 +269,7 @@ def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         ProfileDP(),
         _profile_map(m, PrivacyProfile.pure),
         "pure_to_profile",
-        "Balle–Wang 2018; pairs: Zhu–Dullerud–Wang 2022 Thm 10",
+        "Balle–Wang 2018; pairs: Zhu–Dong–Wang 2022 Thm 10",
     )
 
 
@@ -279,7 +279,7 @@ def make_approx_to_profile(m: AnyMeasurement) -> AnyMeasurement:
 
     Where ``m`` reports a dominating pair, the profile carries it too (as in :func:`make_pure_to_profile`).
 
-    Source: Kairouz–Oh–Viswanath 2015 Thm 2.2/3.3; the pair, Zhu–Dullerud–Wang 2022 Thm 10.
+    Source: Kairouz–Oh–Viswanath 2015 Thm 2.2/3.3; the pair, Zhu–Dong–Wang 2022 Thm 10.
 
     Examples:
         >>> import dpcompose as dp
@@ -294,7 +294,7 @@ def make_approx_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         ProfileDP(),
         _profile_map(m, lambda d: PrivacyProfile.approx(*d)),
         "approx_to_profile",
-        "KOV 2015 Thm 3.3; pairs: Zhu–Dullerud–Wang 2022 Thm 10",
+        "KOV 2015 Thm 3.3; pairs: Zhu–Dong–Wang 2022 Thm 10",
     )
 
 
@@ -306,7 +306,7 @@ def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     they add), the profile carries it too, and is read by its privacy loss distribution where that is
     tighter than ρ (never looser than the ρ profile alone).
 
-    Source: Canonne–Kamath–Steinke 2020 Prop. 12; the pair, Zhu–Dullerud–Wang 2022 Thm 10.
+    Source: Canonne–Kamath–Steinke 2020 Prop. 12; the pair, Zhu–Dong–Wang 2022 Thm 10.
 
     Examples:
         >>> import dpcompose as dp
@@ -326,7 +326,7 @@ def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         ProfileDP(),
         _profile_map(m, PrivacyProfile.zcdp),
         "zcdp_to_profile",
-        "CKS 2020 Prop. 12; pairs: Zhu–Dullerud–Wang 2022 Thm 10",
+        "CKS 2020 Prop. 12; pairs: Zhu–Dong–Wang 2022 Thm 10",
     )
 
 
@@ -340,7 +340,7 @@ def make_loss_to_profile(m: AnyMeasurement) -> AnyMeasurement:
     same profile as :func:`make_pure_to_profile`, :func:`make_approx_to_profile`,
     :func:`make_zcdp_to_profile`). The other measures (Rényi DP, …) are read by the pair alone.
 
-    Source: Zhu–Dullerud–Wang 2022 Def 8 / Thm 10 (dominating pairs); the PLD's certificate
+    Source: Zhu–Dong–Wang 2022 Def. 7 / Thm 10 (dominating pairs); the PLD's certificate
     (:class:`~dpcompose.accounting.PLD`).
 
     Raises:
@@ -384,7 +384,7 @@ def make_loss_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         return lift(m.map(d)).with_loss(pair)
 
     return _cast(
-        m, ProfileDP(), privacy_map, "loss_to_profile", "Zhu–Dullerud–Wang 2022 Thm 10 (dominating pairs)"
+        m, ProfileDP(), privacy_map, "loss_to_profile", "Zhu–Dong–Wang 2022 Thm 10 (dominating pairs)"
     )
 
 

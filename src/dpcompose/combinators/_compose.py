@@ -65,7 +65,7 @@ def _evaluate(
 
 
 def _composite_loss(children: Sequence[AnyMeasurement]) -> Callable[[Any], PrivacyLoss | None] | None:
-    """The composite's dominating pair: the product of the children's (Zhu–Dullerud–Wang 2022 Thm 10;
+    """The composite's dominating pair: the product of the children's (Zhu–Dong–Wang 2022 Thm 10;
     concurrently, Vadhan–Zhang 2023 Thm 1.3), where every child has one or is (ε, δ)/pure, or a profile
     (whose pair is read from its d_out, :meth:`PrivacyProfile.privacy_loss`)."""
     measures = [c.output_measure for c in children]

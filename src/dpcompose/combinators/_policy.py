@@ -41,8 +41,8 @@ _SOURCES = {
     "optimal": "Kairouz–Oh–Viswanath 2015; Murtagh–Vadhan 2016",
     "zcdp": "Bun–Steinke 2016 Prop. 1.4 + Lemma 2.3; Canonne–Kamath–Steinke 2020",
     "renyi": "Mironov 2017 Prop. 1; Bun–Steinke 2016 Prop. 1.4; Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21",
-    "pld": "the children's privacy loss distributions, composed (Zhu–Dullerud–Wang 2022 Thm 10)",
-    "profile": "the children's privacy profiles composed (PrivacyProfile: pairs by Zhu–Dullerud–Wang 2022 "
+    "pld": "the children's privacy loss distributions, composed (Zhu–Dong–Wang 2022 Thm 10)",
+    "profile": "the children's privacy profiles composed (PrivacyProfile: pairs by Zhu–Dong–Wang 2022 "
     "Thm 10; KOV 2015 / Murtagh–Vadhan 2016, Dong–Roth–Su 2019, Bun–Steinke 2016 for the rest)",
     "generic": "profiles without pairs: KOV 2015 / Murtagh–Vadhan 2016 ((ε, δ)), Dong–Roth–Su 2019 "
     "(Gaussian), Bun–Steinke 2016 + Canonne–Kamath–Steinke 2020 (ρ), combined by the ε-split",
@@ -393,7 +393,7 @@ def _child_profiles(
     lifts: Sequence[Callable[[Any], PrivacyProfile]], ds: list[Any], losses: Losses
 ) -> PrivacyProfile:
     """The children's profiles, each with the child's dominating pair attached where it reports one,
-    composed (PrivacyProfile.compose: Zhu–Dullerud–Wang 2022 Thm 10 for the pairs, KOV 2015 / Dong–Roth–Su
+    composed (PrivacyProfile.compose: Zhu–Dong–Wang 2022 Thm 10 for the pairs, KOV 2015 / Dong–Roth–Su
     2019 / Bun–Steinke 2016 for the rest)."""
     return PrivacyProfile.compose(
         [with_pair(f(d), loss) for f, d, loss in zip(lifts, ds, losses, strict=True)]

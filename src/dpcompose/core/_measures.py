@@ -319,7 +319,7 @@ class ProfileDP(Measure[PrivacyProfile]):
     are refused; ``make_fix_delta`` gives (ε(δ), δ).
 
     Source: Balle–Wang 2018 (privacy profiles); composition as in ``PrivacyProfile.compose`` (KOV 2015,
-    Murtagh–Vadhan 2016, Dong–Roth–Su 2019, Bun–Steinke 2016, Zhu–Dullerud–Wang 2022 Thm 10 for pairs),
+    Murtagh–Vadhan 2016, Dong–Roth–Su 2019, Bun–Steinke 2016, Zhu–Dong–Wang 2022 Thm 10 for pairs),
     concurrent by Vadhan–Zhang 2023 Thm 1.3 (Lyu 2022 Cor 1 for ρ).
 
     Examples:
@@ -332,7 +332,7 @@ class ProfileDP(Measure[PrivacyProfile]):
     __slots__ = ()
     compose_source = (
         "KOV 2015 / Murtagh–Vadhan 2016 ((ε, δ) parts), Dong–Roth–Su 2019 (Gaussian), Bun–Steinke 2016 "
-        "(zCDP), Zhu–Dullerud–Wang 2022 Thm 10 (dominating pairs); Vadhan–Zhang 2023 Thm 1.3 (concurrent)"
+        "(zCDP), Zhu–Dong–Wang 2022 Thm 10 (dominating pairs); Vadhan–Zhang 2023 Thm 1.3 (concurrent)"
     )
 
     def parse(self, d: object, name: str = "d_out") -> PrivacyProfile:
