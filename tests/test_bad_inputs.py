@@ -176,6 +176,11 @@ def _count_then_lap() -> dp.Measurement[Any, Any, Any, Any]:
     return count >> dp.m.make_laplace(count.output_domain, count.output_metric, scale=2.0)
 
 
+def _count_then_gauss() -> dp.Measurement[Any, Any, Any, Any]:
+    count = dp.t.make_count(INT_DATA, dp.SymmetricDistance())
+    return count >> dp.m.make_gaussian(count.output_domain, count.output_metric, scale=2.0)
+
+
 class _Echo(dp.Queryable[Any, Any]):
     def _answer(self, query: Any) -> Any:
         return query
@@ -800,6 +805,7 @@ CASES: dict[str, Case] = {
         dp.make_fix_delta, lambda: {"m": dp.make_pure_to_profile(_lap()), "delta": 1e-6}, _MAP1
     ),
     "make_group": Case(dp.make_group, lambda: {"m": _lap(), "k": 2}, _MAP1),
+    "make_loss_to_profile": Case(dp.make_loss_to_profile, lambda: {"m": _lap()}, _MAP1),
     "make_subsample": Case(
         dp.make_subsample,
         lambda: {"m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None},
@@ -812,6 +818,17 @@ CASES: dict[str, Case] = {
             "rate": 0.5,
             "method": "without_replacement",
             "dataset_size": 10,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "make_subsample[zcdp]": Case(
+        dp.make_subsample,
+        lambda: {
+            "m": _count_then_gauss(),
+            "rate": 0.01,
+            "method": "poisson",
+            "dataset_size": None,
             "rng": None,
         },
         _MAP1,
@@ -1056,6 +1073,21 @@ CASES: dict[str, Case] = {
         },
         lambda r: r.epsilon_bounds(1e-5),
     ),
+    "accounting.pld_subsampled_discrete_laplace": Case(
+        dp.accounting.pld_subsampled_discrete_laplace,
+        lambda: {
+            "sensitivity": 2, "scale": 4.0, "rate": 0.1, "sampling": "poisson", "step_bits": 8, "tail": 1e-18,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
+    "accounting.pld_subsampled_discrete_gaussian": Case(
+        dp.accounting.pld_subsampled_discrete_gaussian,
+        lambda: {
+            "sensitivity": 2, "sigma": 3.0, "rate": 0.1, "sampling": "without_replacement", "step_bits": 8,
+            "tail": 1e-18,
+        },
+        lambda r: r.epsilon_bounds(1e-5),
+    ),
     "accounting.compose_plds": Case(
         dp.accounting.compose_plds,
         lambda: {"plds": [dp.accounting.pld_randomized_response(1.0, step_bits=10)] * 2},
@@ -1088,6 +1120,13 @@ CASES: dict[str, Case] = {
     ),
     "accounting.PrivacyLoss.approx": Case(
         dp.accounting.PrivacyLoss.approx, lambda: {"epsilon": 1.0, "delta": 1e-7},
+        lambda r: r.epsilon_bounds(1e-6),
+    ),
+    "accounting.PrivacyLoss.subsampled": Case(
+        dp.accounting.PrivacyLoss.subsampled,
+        lambda: {
+            "child": dp.accounting.PrivacyLoss.discrete_gaussian(2, 3.0), "rate": 0.1, "sampling": "poisson",
+        },
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.compose": Case(
@@ -1138,6 +1177,15 @@ CASES: dict[str, Case] = {
     "accounting.PrivacyProfile.zcdp": Case(PrivacyProfile.zcdp, lambda: {"rho": 0.5}, _profile_eval),
     "accounting.PrivacyProfile.compose": Case(
         PrivacyProfile.compose, lambda: {"profiles": [PrivacyProfile.pure(0.5)] * 2}, _profile_eval
+    ),
+    "accounting.PrivacyProfile.from_loss": Case(
+        PrivacyProfile.from_loss, lambda: {"loss": dp.accounting.PrivacyLoss.laplace(1, 10)}, _profile_eval
+    ),
+    "accounting.PrivacyProfile.with_loss": Case(
+        lambda loss: PrivacyProfile.pure(0.1).with_loss(loss),
+        lambda: {"loss": dp.accounting.PrivacyLoss.laplace(1, 10)},
+        _profile_eval,
+        covers=PrivacyProfile.with_loss,
     ),
     # --- tables (issue 12) ---------------------------------------------------------------------------
     "Column": Case(dp.Column, lambda: {"dtype": float, "bounds": (0.0, 1.0), "nullable": True, "fill": 0.5}),
@@ -1201,7 +1249,9 @@ NOT_CALLED = {
     "LedgerError": "exception class",
     "LedgerLocked": "exception class",
     "FilterRule": "abstract base",
-    "PrivacyProfile": "record; its constructors (pure, approx, zcdp, compose) are covered",
+    "PrivacyProfile": (
+        "record; its constructors (pure, approx, zcdp, compose, from_loss, with_loss) are covered"
+    ),
     "Number": "type alias",
     "RR_OUTPUTS": "constant",
     "AuditResult": "result record (built by audit)",

@@ -119,8 +119,12 @@ def test_profile_casts_and_mixed_composition() -> None:
     by_hand = accounting.PrivacyProfile.compose(
         [accounting.PrivacyProfile.pure(lap.map(1)), accounting.PrivacyProfile.zcdp(g.map(1))]
     )
-    assert profile == by_hand
+    # the old profile is still there (the generic route), beside the children's dominating pairs
+    assert profile.generic() == by_hand
+    pairs = [lap.privacy_loss(1), g.privacy_loss(1)]
+    assert profile.loss == accounting.PrivacyLoss.compose([p for p in pairs if p is not None])
     eps = profile.epsilon(Fraction(1, 10**6))
+    assert eps < by_hand.epsilon(Fraction(1, 10**6))  # the pairs' PLD is tighter here
     assert mixed.check(1, (float(eps) * (1 + 1e-12), 1e-6))
     fixed = dp.make_fix_delta(mixed, 1e-6)
     assert fixed.map(1) == (eps, Fraction(1, 10**6))

@@ -315,10 +315,13 @@ def test_group_privacy_beyond_one_step() -> None:
 
 def test_refuses_what_it_cannot_amplify() -> None:
     gauss = dp.t.make_count(INTS, SYM) >> dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), 2.0)
-    with pytest.raises(dp.UnsupportedComposition, match="cannot be amplified yet"):
-        dp.make_subsample(gauss, 0.5)
-    with pytest.raises(dp.UnsupportedComposition, match="cannot be amplified yet"):
-        dp.make_subsample(dp.make_zcdp_to_renyi(gauss), 0.5)
+    # zCDP or Rényi with a pair: accepted, as a privacy profile (tests/combinators/test_subsample_pld.py);
+    # without one (a composition of two, a user's mechanism), refused
+    with pytest.raises(dp.UnsupportedComposition, match="no amplification bound here"):
+        dp.make_subsample(dp.make_sequential(gauss, gauss), 0.5)
+    user = dp.make_user_measurement(INTS, SYM, dp.ZCDP(), len, lambda d: Fraction(d), trusted=True)
+    with pytest.raises(dp.UnsupportedComposition, match="reports no dominating pair"):
+        dp.make_subsample(user, 0.5)
     with pytest.raises(dp.DomainMismatch, match="SymmetricDistance"):
         dp.make_subsample(_child(Fraction(0), INTS, CHANGE), 0.5)
     sized = dp.VectorDomain(dp.AtomDomain(int), size=5)

@@ -48,6 +48,10 @@ from dpcompose.accounting._pld import (
 )
 from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
 from dpcompose.accounting._pld_subsample import pld_subsampled_gaussian, pld_subsampled_laplace
+from dpcompose.accounting._pld_subsample_discrete import (
+    pld_subsampled_discrete_gaussian,
+    pld_subsampled_discrete_laplace,
+)
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
 from dpcompose.accounting._zcdp import (
     group_zcdp,
@@ -97,6 +101,8 @@ __all__ = [
     "pld_gaussian",
     "pld_laplace",
     "pld_randomized_response",
+    "pld_subsampled_discrete_gaussian",
+    "pld_subsampled_discrete_laplace",
     "pld_subsampled_gaussian",
     "pld_subsampled_laplace",
     "pure_to_zcdp",

@@ -1,13 +1,14 @@
 """A mechanism's privacy loss at one input distance, described by name and exact parameters.
 
-A :class:`PrivacyLoss` names a *dominating pair* (Zhu–Dullerud–Wang 2022, Def. 7) of a mechanism at a
+A :class:`PrivacyLoss` names a *dominating pair* (Zhu–Dong–Wang 2022, Def. 7) of a mechanism at a
 given ``d_in``: "discrete Laplace with integer shift Δ and scale t", "randomized response with ε", "any
-(ε, δ)-DP mechanism" (the pair RR_(ε,δ)), or the composition of such pairs. It is a value (frozen,
+(ε, δ)-DP mechanism" (the pair RR_(ε,δ)), such a mechanism run on a random subsample, or the composition of
+such pairs. It is a value (frozen,
 hashable, exact), so a privacy map can return it cheaply and the expensive part — the privacy loss
 distribution (:class:`~dpcompose.accounting.PLD`) and its ε(δ) — is computed once per distinct
 description and cached.
 
-Composition: the product of dominating pairs dominates the adaptive composition (Zhu–Dullerud–Wang
+Composition: the product of dominating pairs dominates the adaptive composition (Zhu–Dong–Wang
 2022, Thm 10), and for interactive mechanisms composed concurrently every f-DP composition theorem holds
 (Vadhan–Zhang 2023, Thm 1.3), so the PLD of the product bounds both.
 
@@ -31,10 +32,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
     DEFAULT_STEP_BITS,
+    DEFAULT_TAIL,
     PLD,
     compose_plds,
     pld_approx,
@@ -44,7 +48,19 @@ from dpcompose.accounting._pld import (
     pld_randomized_response,
 )
 from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
-from dpcompose.errors import InvalidParameter
+from dpcompose.accounting._pld_subsample import (
+    _check_sampling,
+    _identity,
+    _pld_subsampled_approx,
+    _pld_subsampled_rr,
+    pld_subsampled_gaussian,
+    pld_subsampled_laplace,
+)
+from dpcompose.accounting._pld_subsample_discrete import (
+    pld_subsampled_discrete_gaussian,
+    pld_subsampled_discrete_laplace,
+)
+from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 __all__ = ["PrivacyLoss"]
 
@@ -55,6 +71,7 @@ _KINDS = (
     "gaussian",
     "randomized_response",
     "approx",
+    "subsampled",
     "composed",
 )
 _SOURCES = {
@@ -64,7 +81,10 @@ _SOURCES = {
     "discrete_gaussian": "Canonne–Kamath–Steinke 2020 (mechanism); PLD: Koskela et al. 2020",
     "randomized_response": "Warner 1965; Kairouz–Oh–Viswanath 2016",
     "approx": "Kairouz–Oh–Viswanath 2015 Thm 2.1 (every (ε, δ) mechanism is a post-processing of RR_(ε,δ))",
+    "subsampled": "Zhu–Dong–Wang 2022 Thm 11 (Poisson subsampling) and Prop. 30 (without replacement); "
+    "Balle–Barthe–Gaboardi 2018 Thms 2 and 10",
 }
+_SAMPLINGS = ("poisson", "without_replacement")
 
 
 def _show(x: object) -> str:
@@ -81,14 +101,16 @@ class PrivacyLoss:
     """A named dominating pair of a mechanism at one ``d_in`` (see the module docstring).
 
     Build one with the class methods (:meth:`discrete_laplace`, :meth:`laplace`, :meth:`gaussian`,
-    :meth:`discrete_gaussian`, :meth:`randomized_response`, :meth:`approx`, :meth:`compose`); read it
-    with :meth:`pld`, :meth:`epsilon` (certified upper bound on ε(δ)) and :meth:`epsilon_bounds`.
+    :meth:`discrete_gaussian`, :meth:`randomized_response`, :meth:`approx`, :meth:`subsampled`,
+    :meth:`compose`); read it with :meth:`pld`, :meth:`epsilon` (certified upper bound on ε(δ)) and
+    :meth:`epsilon_bounds`.
 
     Attributes:
-        kind: one of ``discrete_laplace``, ``laplace``, ``gaussian``, ``randomized_response``, ``approx``,
-            ``composed``.
-        params: the exact parameters (empty for ``composed``).
-        parts: for ``composed``, the pairs ``(part, count)`` in a canonical order (otherwise empty).
+        kind: one of ``discrete_laplace``, ``laplace``, ``gaussian``, ``discrete_gaussian``,
+            ``randomized_response``, ``approx``, ``subsampled``, ``composed``.
+        params: the exact parameters (empty for ``composed``; ``(rate, sampling)`` for ``subsampled``).
+        parts: for ``composed``, the pairs ``(part, count)`` in a canonical order; for ``subsampled``,
+            ``((child, 1),)``; otherwise empty.
 
     Examples:
         >>> PrivacyLoss.randomized_response(1.0)
@@ -96,7 +118,7 @@ class PrivacyLoss:
     """
 
     kind: str
-    params: tuple[Fraction | int, ...] = ()
+    params: tuple[Fraction | int | str, ...] = ()
     parts: tuple[tuple[PrivacyLoss, int], ...] = ()
 
     def __post_init__(self) -> None:
@@ -114,6 +136,21 @@ class PrivacyLoss:
                 raise InvalidParameter(
                     f"parts={self.parts!r} must be non-empty (PrivacyLoss, count >= 1) pairs; "
                     "build compositions with PrivacyLoss.compose"
+                )
+            return
+        if self.kind == "subsampled":
+            p, parts = self.params, self.parts
+            ok = (
+                len(p) == 2 and isinstance(p[0], Fraction) and 0 <= p[0] <= 1 and type(p[1]) is str
+                and p[1] in _SAMPLINGS and len(parts) == 1 and isinstance(parts[0], tuple)
+                and len(parts[0]) == 2 and isinstance(parts[0][0], PrivacyLoss)
+                and parts[0][0].kind not in ("composed", "subsampled") and type(parts[0][1]) is int
+                and parts[0][1] == 1
+            )
+            if not ok:
+                raise InvalidParameter(
+                    f"params={self.params!r} and parts={self.parts!r} are not valid for kind='subsampled': "
+                    "build it with PrivacyLoss.subsampled(child, rate, sampling)"
                 )
             return
         shape = {
@@ -170,10 +207,55 @@ class PrivacyLoss:
         return cls("approx", (_nonnegative(epsilon, "epsilon"), probability(delta, "delta")))
 
     @classmethod
+    def subsampled(cls, child: PrivacyLoss, rate: Number, sampling: str = "poisson") -> PrivacyLoss:
+        """The mechanism ``child`` describes, run on a random subsample drawn with this rate.
+
+        ``sampling="poisson"``: every record is kept independently with probability ``rate``, and
+        ``child`` must be the pair for one record added or removed. ``sampling="without_replacement"``: a
+        subset of fixed size m = rate·n, and ``child`` must be the pair for one record substituted. The
+        PLD (:meth:`pld`) is that of the subsampled dominating pair: for Poisson sampling both orders
+        ((1 − q)Q + qP against Q, and the reverse), composed separately; without replacement one
+        symmetric pair (see :mod:`dpcompose.accounting._pld_subsample`). Rate 1 is ``child`` itself, rate 0
+        the identity (δ = 0).
+
+        Only a single mechanism's pair can be subsampled here: the subsampled pair of a composition is
+        not the product of the subsampled pairs, and no theorem used here gives it, so a ``composed``
+        (or an already ``subsampled``) child is refused; account such a mechanism by its (ε, δ) amplified
+        by subsampling instead.
+
+        Source: Zhu–Dong–Wang 2022 Thm 11 (Poisson) and Prop. 30 (without replacement); Balle–Barthe–
+        Gaboardi 2018 Thms 2 and 10.
+
+        Raises:
+            InvalidParameter: ``child`` is not a PrivacyLoss, ``rate`` is not in [0, 1], or ``sampling`` is
+                neither ``"poisson"`` nor ``"without_replacement"``.
+            UnsupportedComposition: ``child`` is ``composed`` or ``subsampled``.
+
+        Examples:
+            >>> step = PrivacyLoss.subsampled(PrivacyLoss.discrete_gaussian(2**30, 2**30), 0.01)
+            >>> step
+            PrivacyLoss(subsampled(discrete_gaussian(Δ=1073741824, σ=1073741824), q=0.01, poisson))
+            >>> 0.19 < float(step.epsilon(1e-5)) < 0.21
+            True
+        """
+        if not isinstance(child, PrivacyLoss):
+            raise InvalidParameter(f"child={child!r} must be a PrivacyLoss")
+        if child.kind in ("composed", "subsampled"):
+            raise UnsupportedComposition(
+                f"child={child!r}: the subsampled pair of a {child.kind} mechanism is not a product of "
+                "subsampled pairs and no theorem used here gives it; subsample each mechanism on its own, "
+                "or account the subsampled composition by its (ε, δ)"
+            )
+        q = _nonnegative(rate, "rate")
+        if q > 1:
+            raise InvalidParameter(f"rate={rate!r} must be in [0, 1]")
+        return cls("subsampled", (q, _check_sampling(sampling)), ((child, 1),))
+
+    @classmethod
     def compose(cls, parts: Iterable[PrivacyLoss]) -> PrivacyLoss:
         """The composition of these mechanisms (nested compositions are flattened; equal parts counted).
 
-        Source: Zhu–Dullerud–Wang 2022 Thm 10 (adaptive, product of dominating pairs); Vadhan–Zhang 2023
+        Source: Zhu–Dong–Wang 2022 Thm 10 (adaptive, product of dominating pairs); Vadhan–Zhang 2023
         Thm 1.3 (the same bound for concurrent composition of interactive mechanisms).
         """
         problem = f"parts={parts!r} must be an iterable of PrivacyLoss values"
@@ -194,7 +276,9 @@ class PrivacyLoss:
                 counts[part] += 1
         if not counts:
             raise InvalidParameter(f"parts={parts!r}: compose needs at least one PrivacyLoss")
-        ordered = tuple(sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params))))
+        ordered = tuple(
+            sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params), repr(pc[0])))
+        )
         if len(ordered) == 1 and ordered[0][1] == 1:
             return ordered[0][0]
         return cls("composed", (), ordered)
@@ -205,8 +289,10 @@ class PrivacyLoss:
     def source(self) -> str:
         """The papers behind this pair and its PLD."""
         if self.kind == "composed":
-            kinds = sorted({p.kind for p, _ in self.parts})
-            return "; ".join(_SOURCES[k] for k in kinds) + "; composition: Zhu–Dullerud–Wang 2022 Thm 10"
+            srcs = dict.fromkeys(p.source for p, _ in sorted(self.parts, key=lambda pc: pc[0].kind))
+            return "; ".join(srcs) + "; composition: Zhu–Dong–Wang 2022 Thm 10"
+        if self.kind == "subsampled":
+            return f"{_SOURCES['subsampled']}; {self.parts[0][0].source}"
         return _SOURCES[self.kind]
 
     def pld(self, step_bits: int = DEFAULT_STEP_BITS) -> PLD:
@@ -232,6 +318,14 @@ class PrivacyLoss:
         range), summed over a composition."""
         if self.kind == "composed":
             return sum(p.span() * n for p, n in self.parts)
+        if self.kind == "subsampled":
+            # the losses ln(1 − q + q·e^{±ℓ}) of a child loss ℓ ∈ [−S, S]
+            s, q = self.parts[0][0].span(), float(Fraction(self.params[0]))
+            if q == 0:
+                return 0.0
+            if not s <= 700:
+                return s
+            return max(math.log1p(q * math.expm1(s)), -math.log1p(q * math.expm1(-s)))
         if self.kind in ("discrete_laplace", "laplace"):
             return _float(Fraction(self.params[0]) / Fraction(self.params[1]))
         if self.kind in ("gaussian", "discrete_gaussian"):
@@ -243,10 +337,13 @@ class PrivacyLoss:
         """The lattice used by :meth:`epsilon_bounds`: ``DEFAULT_STEP_BITS`` unless the composed losses span
         more than ``2**22`` lattice points or one part more than ``2**16``; then the finest lattice within
         those (at least 2**-4)."""
-        span = self.span()
-        widest = max((p.span() for p, _ in self.parts), default=span)
+        parts = self.parts if self.kind == "composed" else ((self, 1),)
+        widest = max(p.span() for p, _ in parts)
         bits = DEFAULT_STEP_BITS
-        while bits > 4 and (span * 2.0**bits > 2.0**22 or widest * 2.0**bits > 2.0**16):
+        while bits > 4 and widest * 2.0**bits > 2.0**16:
+            bits -= 1
+        total = sum(_extent(p, n, bits) for p, n in parts)
+        while bits > 4 and total * 2.0**bits > 2.0**22:
             bits -= 1
         return bits
 
@@ -276,6 +373,8 @@ class PrivacyLoss:
                 f"{n} × {p.label()}" if n > 1 else p.label()
                 for p, n in self.parts
             )
+        if self.kind == "subsampled":
+            return f"subsampled({self.parts[0][0].label()}, q={_show(self.params[0])}, {self.params[1]})"
         names = {
             "discrete_laplace": ("Δ", "t"),
             "laplace": ("Δ", "b"),
@@ -288,6 +387,28 @@ class PrivacyLoss:
 
     def __repr__(self) -> str:
         return f"PrivacyLoss({self.label()})"
+
+
+def _extent(part: PrivacyLoss, n: int, bits: int) -> float:
+    """How far ``n`` compositions of ``part`` spread on the loss axis, for choosing the lattice: n times its
+    span, or for a subsampled pair (whose losses concentrate near 0 however large the span) its span plus
+    n·|mean| + 12·sd·√n of its PLD in either order (the Chernoff window of the composition is of that
+    order). Only the work depends on this, never the certificate."""
+    span = part.span() * n
+    if part.kind != "subsampled" or n == 1 or not math.isfinite(span):
+        return span
+    pld = part.pld(bits)
+    widest = 0.0
+    for side in (pld.upper, pld.reverse.upper if pld.reverse is not None else pld.upper):
+        m = side.masses
+        tot = float(np.sum(m))
+        if tot <= 0:
+            continue
+        x = (np.arange(m.size, dtype=np.float64) + side.offset) * pld.step
+        mean = float(np.sum(m * x)) / tot
+        var = float(np.sum(m * (x - mean) ** 2)) / tot
+        widest = max(widest, n * abs(mean) + 12 * math.sqrt(n * var))
+    return min(span, part.span() + widest)
 
 
 def _float(x: Fraction) -> float:
@@ -331,9 +452,36 @@ _BUILDERS: dict[str, Callable[..., PLD]] = {
 }
 
 
+def _subsampled_pld(child: PrivacyLoss, rate: Fraction, sampling: Any, bits: int) -> PLD:
+    """The PLD of ``child``'s pair subsampled at ``rate`` (each kind's subsampled constructor)."""
+    if rate == 1:
+        return _pld(child, bits)
+    params: tuple[Any, ...] = child.params
+    a, b = params
+    noise = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+    if rate == 0 or (child.kind in noise and a == 0):
+        return _identity(bits, DEFAULT_TAIL, f"subsampled {child.label()}: identity")
+    if child.kind == "discrete_laplace":
+        return pld_subsampled_discrete_laplace(a, b, rate, sampling=sampling, step_bits=bits)
+    if child.kind == "discrete_gaussian":
+        return pld_subsampled_discrete_gaussian(a, b, rate, sampling=sampling, step_bits=bits)
+    q = max(rate, Fraction(1, 2**40))  # (a larger rate dominates: the continuous PLDs start at 2**-40)
+    if child.kind == "laplace":
+        return pld_subsampled_laplace(b, q, a, sampling=sampling, step_bits=bits)
+    if child.kind == "gaussian":
+        sigma = min(Fraction(b), Fraction(a) * 10**4)  # a larger Δ/σ dominates (their PLD starts at 1e-4)
+        return pld_subsampled_gaussian(sigma, q, a, sampling=sampling, step_bits=bits)
+    if child.kind == "randomized_response":
+        return _pld_subsampled_rr(a, b, rate, sampling, bits, DEFAULT_TAIL)
+    assert child.kind == "approx"
+    return _pld_subsampled_approx(a, b, rate, sampling, bits, DEFAULT_TAIL)
+
+
 @functools.lru_cache(maxsize=256)
 def _pld(loss: PrivacyLoss, bits: int) -> PLD:
     p: tuple[Any, ...] = loss.params
+    if loss.kind == "subsampled":
+        return _subsampled_pld(loss.parts[0][0], p[0], p[1], bits)
     build = _BUILDERS.get(loss.kind)  # each refuses what it cannot certify (InvalidParameter, named)
     if build is not None:
         return build(p[0], p[1], step_bits=bits)
@@ -343,10 +491,13 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
 
 @functools.lru_cache(maxsize=1024)
 def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fraction]:
-    lo, hi = loss.pld(loss.step_bits()).epsilon_bounds(delta)
-    if loss.kind == "approx" and delta >= loss.params[1]:
+    if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
         eps = loss.params[0]  # the pair is (ε, δ)-DP exactly: no lattice rounding needed above it
         assert isinstance(eps, Fraction)
+        try:
+            lo, hi = loss.pld(loss.step_bits()).epsilon_bounds(delta)
+        except InvalidParameter:  # δ at the pair's own δ, below the lattice's certified mass at +∞:
+            return (eps if delta == loss.params[1] else Fraction(0)), eps  # ε(δ) is ε exactly there
         hi = min(hi, eps)
-        lo = min(lo, hi)
-    return lo, hi
+        return min(lo, hi), hi
+    return loss.pld(loss.step_bits()).epsilon_bounds(delta)

@@ -1,36 +1,61 @@
-"""PLDs of subsampled Gaussian mechanisms (Poisson sampling; sampling without replacement).
+"""PLDs of subsampled mechanisms (Poisson sampling; sampling without replacement).
 
-With sampling rate q, a Gaussian mechanism of noise σ and sensitivity Δ (μ = Δ/σ) run on a Poisson subsample
-has, for add/remove neighbours, the dominating pairs (Zhu–Dullerud–Wang 2022, Sec. 5, subsampling; Koskela–
-Jälkö–Honkela 2020, Sec. 5):
+**The pairs.** Let (P, Q) be a dominating pair of a mechanism M (Zhu–Dong–Wang 2022, Def. 7): Q the
+output law without the record in question (for additive noise: the noise centred at 0), P the law with it
+(centred at the sensitivity Δ). With sampling rate q write mix = (1 − q)·Q + q·P and L = ln(mix/Q) for the
+"remove" privacy loss. For every pair used here L(o) = ln(1 − q + q·e^{y(o)}), y = ln(P/Q), is increasing in
+the output coordinate o.
 
-* "remove": P = (1 − q)·N(0, 1) + q·N(μ, 1) against Q = N(0, 1), loss L(o) = log(1 − q + q·e^{μo − μ²/2});
-* "add": P = N(0, 1) against Q = (1 − q)·N(0, 1) + q·N(μ, 1), loss −L(o).
+* **Poisson sampling**, add/remove neighbours, (P, Q) dominating M for add/remove: (mix, Q) dominates
+  M∘S for the neighbours with the record removed and (Q, mix) for those with it added (Zhu–Dong–Wang 2022,
+  Thm 11). Which order applies is fixed by which of the two data sets holds the record, so it is the
+  same for every mechanism of a composition: each order is composed with the same order of the others
+  (Zhu–Dong–Wang 2022, Thm 10) and δ(ε) is the larger of the two (:attr:`PLD.reverse`).
+* **Sampling without replacement** of m out of n records (q = m/n), substitute neighbours, (P, Q)
+  dominating M for substitution: for every ordered pair of neighbours and α ≥ 1,
+  H_α(M∘S(D) ‖ M∘S(D′)) ≤ H_α(mix ‖ Q). (Write M∘S(D) = (1 − q)A + qB and M∘S(D′) = (1 − q)A + qB′,
+  B, B′ the runs on subsets holding the substituted record; couple A and B by exchanging one record,
+  as Balle–Barthe–Gaboardi 2018, Thm 10 do; then advanced joint convexity (ibid., Thm 2) and convexity of
+  H in its second argument give q·H_{α′}(P ‖ Q) = H_α(mix ‖ Q), α′ = 1 + (α − 1)/q. This is the α ≥ 1 part
+  of the two-part bound of Zhu–Dong–Wang 2022, Prop. 30.) Substitution is symmetric, so for α < 1,
+  H_α(X ‖ Y) = 1 − α + α·H_{1/α}(Y ‖ X) ≤ H_α(Q ‖ mix). Unlike Poisson sampling, the *order* of a substitute
+  pair is not fixed across a composition (which record value acts as "added" depends on the query), so
+  composing the two orders separately is not enough: a composition can mix them (Lebeda–Regehr–Kamath–
+  Steinke 2024 discuss this pitfall). Instead this module uses one symmetric pair with exactly that
+  two-part profile: with S = {L > 0},
+  P* = mix|_S + Q̃|_S + c·δ₀ and Q* = Q|_S + m̃ix|_S + c·δ₀, where Q̃|_S is a mirrored copy of S that
+  carries Q's mass under P* and mix's under Q* (losses −L), and c = 1 − mix(S) − Q(S) an atom of loss
+  0. Then H_α(P* ‖ Q*) ≥ H_α(mix ‖ Q) for α ≥ 1 (the mirrored part only adds), (P*, Q*) equals its own
+  reverse, so the bound holds for α < 1 too, and (P*, Q*) dominates M∘S for all α ≥ 0 as Thm 10 of
+  Zhu–Dong–Wang 2022 requires. It is a pair because c ≥ 0: every base pair here is symmetric (Q is P
+  reflected), so P(S) ≤ 1 − Q(S) and Q(S) ≤ 1/2, hence mix(S) + Q(S) ≤ (2 − 2q)Q(S) + q ≤ 1.
 
-The PLD is not symmetric, so both directions are kept: every composition composes each direction with the
-same direction of the others (the product of dominating pairs for one ordered relation dominates the
-composite for that relation, Zhu–Dullerud–Wang 2022, Thm 10), and δ(ε) is the larger of the two
-(:attr:`PLD.reverse`). Sampling a fixed-size subset of m out of n without replacement, with substitute
-neighbours, has the dominating pair ((1 − q)·Q + q·P, Q) with q = m/n (Zhu–Dullerud–Wang 2022, Sec. 5;
-Balle–Barthe–Gaboardi 2018, Thm 9 for the (ε, δ) form); both orders are kept here too, so the same two PLDs
-are used (the relation differs, the numbers do not).
+A larger q dominates a smaller one (mixing the output with a fresh sample of Q is a post-processing), so
+a rate is rounded up to a float.
 
-Discretisation. Each lattice bucket (a, a + h] of losses is an interval of outputs o, because L is increasing
-in o; its P- and Q-masses are differences of Φ computed from ``log_ndtr`` with a relative error bound, as in
-:func:`~dpcompose.accounting.pld_gaussian`. The interval's end points are floats chosen (and checked with a
-padded evaluation of L) so that every loss inside the interval is at most a + h; how far losses may lie
-below a is the buckets' slack, which the connect-the-dots split of ``_build`` accounts for.
+**Discretisation.** The outputs are cut into *cells* (intervals of the output coordinate, or integer
+ranges) at two points per lattice loss a = j·h: one before which every output has L ≤ a and one from which
+every output has L ≥ a, each certified with a padded evaluation of L (:func:`_mix_loss`). Every cell
+carries a certified interval [lo, hi] of its losses (L at its two ends) and its two masses with relative
+error bounds. :func:`_to_buckets` then puts each cell into the bucket (a, a + h] that contains hi and
+records how far below a its lowest loss may lie (the buckets' slack, covered by ``_build``'s split);
+a cell whose loss interval is not bounded below (a tail) makes its bucket go whole to the top. The
+"add" order reads the same cells with losses −L, and the without-replacement pair reads the cells with
+hi > 0 twice (once mirrored) plus the atom c.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
 import numpy as np
 
-from dpcompose._validation import check_finite_positive
+from dpcompose._scipy import log_ndtr
+from dpcompose._validation import check_finite_nonnegative, check_finite_positive
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
     _EXP_REL,
@@ -39,6 +64,7 @@ from dpcompose.accounting._pld import (
     DEFAULT_TAIL,
     PLD,
     FloatArray,
+    _atoms,
     _Buckets,
     _build,
     _check_bits,
@@ -46,167 +72,402 @@ from dpcompose.accounting._pld import (
     _fmt,
     _log_phi_diff,
 )
+from dpcompose.accounting._profile import _log_ndtr_up
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["pld_subsampled_gaussian", "pld_subsampled_laplace"]
 
-_FAR = -1e4  # stands for o = −∞ (Φ(−1e4) is 0 in floats; its mass is bounded by 1e-300 below)
+Sampling = Literal["poisson", "without_replacement"]
+
+_FAR = -1e4  # stands for o = −∞ for the continuous Gaussian (its mass below is bounded by 1e-300)
+_MAX_POINTS = 1 << 24  # lattice points a subsampled PLD may span (more: refuse, naming step_bits)
+_UNDERFLOW = -700.0  # masses with a smaller log go to +∞ (upper side) as e^{−700}
+_SAFE = 1 + 2.0**-20
 
 
-def _loss(o: FloatArray, mu: float, q: float) -> tuple[FloatArray, FloatArray]:
-    """``(L, pad)``: L(o) = log(1 − q + q·e^{μo − μ²/2}) = log1p(q·expm1(x)) in floats and a bound on its
-    error (x's rounding ≤ 4u(|μo| + μ²), dL/dx ≤ 1; expm1 relative ``_EXP_REL``; padded tenfold)."""
-    x = mu * o - mu * mu / 2
-    with np.errstate(over="ignore"):
-        em = np.expm1(x)
-        val = np.log1p(q * em)
-    pad = 10 * (4 * _U * (np.abs(mu * o) + mu * mu + 1) + 4 * _EXP_REL * (1 + np.abs(val)))
-    return val, pad
+# ---------------------------------------------------------------------------------------------------------
+# The loss and the cells
+# ---------------------------------------------------------------------------------------------------------
 
 
-def _edges(lams: FloatArray, mu: float, q: float, at_most: bool) -> FloatArray:
-    """Float outputs ô with L(ô) ≤ λ (``at_most``) or L(ô) ≥ λ, certified by the padded L; where that
-    cannot be certified the edge is left to the caller (returned as NaN)."""
-    lmin = math.log1p(-q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inner = np.expm1(lams) + q
-        o = (np.log(inner) - math.log(q) + mu * mu / 2) / mu
-    o = np.where((lams <= lmin) | ~(inner > 0), _FAR, o)
-    o = np.maximum(o, _FAR)
-    step = np.maximum(np.abs(o), 1.0) * 2.0**-46
-    out = np.full(o.shape, np.nan)
-    todo = np.ones(o.shape, dtype=bool)
-    for _ in range(40):
-        val, pad = _loss(o, mu, q)
-        good = todo & ((val + pad <= lams) if at_most else (val - pad >= lams))
-        out[good] = o[good]
+def _mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArray, FloatArray]:
+    """``(lo, hi)``: certified bounds on L = ln(1 − q + q·e^{y₀}) for every float y with |y − y₀| ≤ ``ey``.
+
+    L is evaluated as ln((1 − q) + q·e^y) for y < 0 and y + ln(q + (1 − q)·e^{−y}) for y ≥ 0: logs of
+    sums of two positive terms, each within a few ulps (exp within ``_EXP_REL``), so the log is within
+    1.01·(``_EXP_REL`` + 3u) + u·(|L| + |y|); dL/dy ≤ 1 adds ``ey``. The pad is ten times that. y = −∞ (an
+    output P cannot produce) gives ln(1 − q) exactly up to its rounding.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    fin = np.isfinite(y)
+    ya = np.where(fin, y, 0.0)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        neg = np.log((1 - q) + q * np.exp(np.where(fin, np.minimum(y, 0.0), -np.inf)))
+        pos = ya + np.log(q + (1 - q) * np.exp(-np.maximum(ya, 0.0)))
+        val = np.where(y < 0, neg, pos)
+    pad = 10 * (2 * _EXP_REL + 6 * _U + 2 * _U * (np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)))
+    pad = pad + np.where(fin, 1.01 * np.asarray(ey, dtype=np.float64), 0.0) + 1e-300
+    return val - pad, val + pad
+
+
+def _y_of_loss(lams: FloatArray, q: float) -> FloatArray:
+    """The y with ln(1 − q + q·e^y) = λ (an estimate, used only to start the certified edge search):
+    −∞ for λ ≤ ln(1 − q), +∞ where it overflows."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        small = np.log1p(np.expm1(np.minimum(lams, 700.0)) / q)
+        big = lams - math.log(q) + np.log1p(-(1 - q) * np.exp(-np.maximum(lams, 30.0)))
+        y = np.where(lams > 30, big, small)
+    return np.where(np.isnan(y), -np.inf, y)
+
+
+@dataclass
+class _Cells:
+    """A partition of a subsampled pair's outputs into cells, in increasing order of the remove loss.
+
+    Per cell: ``lo``/``hi`` certified bounds on L = ln(mix/Q) over the cell (``hi`` may be +∞, ``lo`` −∞);
+    ``lmix``/``lbase`` the natural logs of its mix- and Q-masses (−∞: none); ``rel`` a bound on the
+    relative error of both masses (a cell with ``rel`` ≥ 1 is known only by the upper bound
+    (1 + rel)·mass, as the tails are).
+    """
+
+    lo: FloatArray
+    hi: FloatArray
+    lmix: FloatArray
+    lbase: FloatArray
+    rel: FloatArray
+
+    @staticmethod
+    def join(parts: Sequence[_Cells]) -> _Cells:
+        fields = ("lo", "hi", "lmix", "lbase", "rel")
+        return _Cells(*(np.concatenate([getattr(c, f) for c in parts]) for f in fields))
+
+
+def _cell(lo: float, hi: float, lmix: float, lbase: float, rel: float) -> _Cells:
+    """One cell (an atom or a tail)."""
+    return _Cells(*(np.array([v], dtype=np.float64) for v in (lo, hi, lmix, lbase, rel)))
+
+
+def _bound_only(mass_hi: float) -> tuple[float, float]:
+    """``(log m, rel)`` of a mass known only to lie in [0, ``mass_hi``]."""
+    if mass_hi <= 0:
+        return -math.inf, 0.0
+    return math.log(mass_hi / 2), 1.0
+
+
+def _mix_logs(
+    lbase: FloatArray, rel_base: FloatArray, lp: FloatArray, rel_p: FloatArray, q: float
+) -> tuple[FloatArray, FloatArray]:
+    """``(log mix, rel)`` with mix = (1 − q)·Q + q·P from the logs of Q and P (relative errors add at most
+    the rounding of ln(1 − q), ln q and the log-sum, padded)."""
+    with np.errstate(invalid="ignore"):
+        lm = np.logaddexp(math.log1p(-q) + lbase, math.log(q) + lp)
+    rel = np.maximum(rel_base, rel_p) + 8 * _U * (np.abs(np.where(np.isfinite(lm), lm, 0.0)) + 2)
+    return lm, rel + 4 * _EXP_REL
+
+
+def _edges(
+    lams: FloatArray,
+    start: FloatArray,
+    bound: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
+    integer: bool,
+    lo_lim: float,
+    hi_lim: float,
+    at_most: bool,
+) -> FloatArray:
+    """Cell boundaries near ``start`` (an estimate of where L crosses each λ), certified by ``bound``:
+
+    ``at_most``: every output below the boundary b has L ≤ λ (checked at the last output below b: b − 1
+    for integers, b itself for a continuum, whose cells are half-open [b, b′)); otherwise every output
+    from b on has L ≥ λ. The search steps away from the crossing by doubling steps (any point further away
+    also qualifies, L being increasing); b = ``lo_lim`` (resp. ``hi_lim``) always qualifies: no output
+    of the range lies below (resp. from) it.
+    """
+    b = np.clip(np.nan_to_num(start, nan=lo_lim, posinf=hi_lim, neginf=lo_lim), lo_lim, hi_lim)
+    if integer:
+        b = np.floor(b)
+        step = np.ones(b.shape)
+    else:
+        step = np.maximum(np.abs(b), 1.0) * 2.0**-46
+    todo = np.ones(b.shape, dtype=bool)
+    for _ in range(200):
+        if at_most:
+            _, hi = bound(b - 1 if integer else b)
+            good = (hi <= lams) | (b <= lo_lim)
+        else:
+            lo, _ = bound(b)
+            good = (lo >= lams) | (b >= hi_lim)
         todo &= ~good
         if not np.any(todo):
             break
-        o = np.where(todo, o - step if at_most else o + step, o)
-        o = np.maximum(o, _FAR)
-        step *= 4
-    return out
+        b = np.where(todo, np.clip(b - step if at_most else b + step, lo_lim, hi_lim), b)
+        step = step * 2 if integer else step * 4
+    return np.where(todo, lo_lim if at_most else hi_lim, b)
 
 
-_Masses = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
+def _partition(
+    lams: FloatArray,
+    start: FloatArray,
+    bound: Callable[[FloatArray], tuple[FloatArray, FloatArray]],
+    integer: bool,
+    lo_lim: float,
+    hi_lim: float,
+    extra: FloatArray | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """``(first, end, lo, hi)``: the cells [first, end) of [lo_lim, hi_lim) cut at both certified edges
+    of every λ (and at ``extra``), with certified bounds lo ≤ L ≤ hi over each (L increasing: its values
+    at the two ends)."""
+    e_at_most = _edges(lams, start, bound, integer, lo_lim, hi_lim, True)
+    e_at_least = _edges(lams, start, bound, integer, lo_lim, hi_lim, False)
+    pts = [np.array([lo_lim, hi_lim]), e_at_most, e_at_least]
+    if extra is not None:
+        pts.append(np.clip(extra, lo_lim, hi_lim))
+    bnd = np.unique(np.concatenate(pts))
+    first, end = bnd[:-1], bnd[1:]
+    lo, _ = bound(first)
+    _, hi = bound(end - 1 if integer else end)
+    return first, end, lo, hi
 
 
-def _mix_masses(lo: FloatArray, hi: FloatArray, mu: float, q: float) -> _Masses:
-    """``(log N, rel N, log M, rel M)``: the N(0, 1)- and mixture-masses of [lo, hi) with relative bounds."""
-    ln, rn = _log_phi_diff(hi, lo)
-    lo2, hi2 = lo - mu, hi - mu
-    ls, rs = _log_phi_diff(hi2, lo2)
-    # rounding of o − μ moves each argument by ≤ u(|o| + μ): relative effect ≤ that × the density ratio,
-    # bounded (as in pld_gaussian) by a padded multiple of the arguments' size
-    arg = 4 * _U * (np.abs(lo) + np.abs(hi) + 2 * mu + 1) * (np.abs(lo2) + np.abs(hi2) + 1)
-    rs = rs + 4 * arg
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = math.log1p(-q) + ln
-        b = math.log(q) + ls
-        mx = np.maximum(a, b)
-        lm = mx + np.log(np.exp(a - mx) + np.exp(b - mx))
-    lm = np.where(np.isfinite(mx), lm, -np.inf)
-    rm = np.maximum(rn, rs) + 8 * _U
-    return ln, rn, lm, rm
-
-
-def _buckets(bits: int, mu: float, q: float, remove: bool, width: float) -> _Buckets:
-    h = math.ldexp(1.0, -bits)
-    lmin = math.log1p(-q)
-    o_top = mu + width
-    l_top = float(_loss(np.array([o_top]), mu, q)[0][0])
-    if remove:
-        j0 = math.floor(lmin / h)
-        j1 = math.ceil(l_top / h) + 1
-        lams = np.arange(j0, j1 + 1, dtype=np.float64) * h  # edges a_j, j = j0 … j1
-        e = _edges(lams, mu, q, at_most=True)
-        e[0] = _FAR
-        good = ~np.isnan(e)
-        idx = np.maximum.accumulate(np.where(good, np.arange(e.size), 0))
-        e = e[idx]  # an uncertifiable edge collapses its bucket into the next one (its losses go lower:
-        # the bucket is left out of low_ok, and _build puts all its mass at the bucket's top)
-        lo_o, hi_o = e[:-1], e[1:]
-        # lower side: bucket j's losses are ≥ L(e_j) ≥ val − pad, at most η = a_j − (val − pad) below a_j;
-        # a bucket whose lower edge was collapsed is left out of the lower side
-        val, pad = _loss(lo_o, mu, q)
-        eta = np.arange(j0, j1, dtype=np.float64) * h - (val - pad)
-        low_ok = good[:-1]
-        ln, rn, lm, rm = _mix_masses(lo_o, hi_o, mu, q)
-        lp, rp, lq, rq = lm, rm, ln, rn
-        first = j0
-        top_o = float(e[-1])
-        # log of (1 − q)Φ(−top) + qΦ(−(top − μ)), in log space: both terms underflow to 0 for a far top
-        above_log = float(
-            np.logaddexp(math.log1p(-q) + _ndtr_log(-top_o), math.log(q) + _ndtr_log(-(top_o - mu)))
+def _lattice(lo: float, hi: float, bits: int) -> FloatArray:
+    """The lattice points j·h covering [lo, hi] (refusing a lattice too fine for the range)."""
+    scale = math.ldexp(1.0, bits)
+    j0 = math.floor(lo * scale) - 1
+    j1 = math.ceil(hi * scale) + 1
+    if j1 - j0 > _MAX_POINTS:
+        raise InvalidParameter(
+            f"step_bits={bits} gives {j1 - j0} lattice points for this subsampled PLD (at most "
+            f"{_MAX_POINTS}): use a smaller step_bits"
         )
-        above_hi = math.exp(above_log) * (1 + 1e-9) + 1e-300
-        below_hi = 1e-300
+    return np.arange(j0, j1 + 1, dtype=np.float64) / scale
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Cells to buckets
+# ---------------------------------------------------------------------------------------------------------
+
+Direction = Literal["remove", "add", "sym"]
+
+
+def _zero_atom(c: _Cells) -> _Cells:
+    """The atom c = 1 − mix(S) − Q(S) at loss 0 of the without-replacement pair (module docstring), S the
+    cells with hi > 0; its mass is known within the cells' errors (and the float sums')."""
+    s = c.hi > 0
+    with np.errstate(under="ignore"):
+        m = np.exp(c.lmix[s]) + np.exp(c.lbase[s])
+    lmix = np.where(np.isfinite(c.lmix[s]), c.lmix[s], 0.0)
+    err = float(np.sum(m * (c.rel[s] + 2 * _EXP_REL + 4 * _U * (np.abs(lmix) + 1))))
+    tot = float(np.sum(m))
+    err += 4 * _U * (m.size + 4) * tot + 1e-300 * m.size
+    c_hi = min(1.0, 1.0 - tot + err)
+    c_lo = 1.0 - tot - err
+    if c_hi <= 0:
+        return _cell(0.0, 0.0, -math.inf, -math.inf, 0.0)
+    if c_lo <= 0:
+        lm, rel = _bound_only(c_hi)
     else:
-        # bucket j ↔ o ∈ [G_{j+1}, G_j) with G_t the edge of λ = −t·h (L(G) ≥ λ certified)
-        t0 = math.floor(-l_top / h) - 1  # losses −L(o) ≥ −l_top on the kept range
-        t1 = math.ceil(-lmin / h) + 1
-        ts = np.arange(t0, t1 + 1, dtype=np.float64)
-        g = _edges(-ts * h, mu, q, at_most=False)
-        g[0] = o_top if np.isnan(g[0]) else g[0]
-        # ts ascending ↔ λ descending ↔ o descending; an uncertifiable edge takes the next higher o
-        good = ~np.isnan(g)
-        idx = np.maximum.accumulate(np.where(good, np.arange(g.size), 0))
-        g = g[idx]
-        g[-1] = _FAR
-        # bucket j = t for t = t0 … t1 − 1: o ∈ [g[t − t0 + 1], g[t − t0])
-        lo_o, hi_o = g[1:], g[:-1]
-        hi_o = np.maximum(hi_o, lo_o)
-        # lower side: bucket j's losses −L(o) are ≥ −L(G_j) ≥ −(val + pad), at most η = a_j + val + pad
-        # below a_j; a bucket whose upper o-edge was collapsed is left out of the lower side
-        val, pad = _loss(hi_o, mu, q)
-        eta = np.arange(t0, t1, dtype=np.float64) * h + (val + pad)
-        low_ok = good[:-1]
-        ln, rn, lm, rm = _mix_masses(lo_o, hi_o, mu, q)
-        lp, rp, lq, rq = ln, rn, lm, rm
-        first = int(t0)
-        top_o = float(g[0])
-        # P = N(0, 1) mass above the top edge: losses below the lowest bucket (goes to its lowest point)
-        below_hi = math.exp(_ndtr_log(-top_o)) * (1 + 1e-9) + 1e-300
-        above_hi = 1e-300
-    a = (np.arange(lp.size, dtype=np.float64) + first) * h
-    with np.errstate(over="ignore", under="ignore"):
-        p = np.exp(lp)
-        r = np.exp(a + lq)
-    rel = np.maximum(rp, rq) + 16 * _EXP_REL
-    bad = ~np.isfinite(rel) | (rel > 1e-3)
-    p = np.where(np.isfinite(p), p, 0.0)
-    r = np.where(bad | ~np.isfinite(r), 0.0, r)
-    rel = np.where(bad, np.maximum(np.where(np.isfinite(rel), rel, 1.0), 1.0), rel)
-    low_ok = low_ok & (hi_o > lo_o)  # (empty buckets carry no mass, whatever their edges)
-    eta_ok = np.where(low_ok & np.isfinite(eta), eta, 0.0)
-    slack = max(0.0, float(np.max(eta_ok))) * (1 + 1e-9) if eta_ok.size else 0.0
-    low_ok = low_ok & np.isfinite(eta) & (eta <= max(slack, 0.0))
-    return _Buckets(first, p, r, rel, below_hi=below_hi, above_hi=above_hi, slack=slack, low_ok=low_ok)
+        mid = (c_hi + c_lo) / 2
+        lm, rel = math.log(mid), (c_hi - c_lo) / (2 * mid) + 4 * _U
+    return _cell(0.0, 0.0, lm, lm, rel)
 
 
-def _ndtr_log(x: float) -> float:
-    from dpcompose._scipy import log_ndtr
+def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
+    """The buckets of one order of the pair from its cells (module docstring).
 
-    v = float(log_ndtr(x))
-    return v + 64 * _U * (1 + abs(v))
+    ``remove``: losses L, P-masses mix, Q-masses Q. ``add``: losses −L, P = Q, Q = mix. ``sym``: the
+    without-replacement pair (P*, Q*): the cells with hi > 0 read both ways, plus the atom at 0.
+    A cell goes to the bucket (a, a + h] holding its ``hi``; its slack is a − lo. Cells with hi = +∞ go
+    to +∞ (their true loss is +∞ where their Q-mass is 0: then also on the lower side); masses whose log is
+    below −700 go to +∞ as e^{−700} (upper side) and are dropped (lower side). A bucket holding a cell
+    with slack above h/1024 (a tail, or an edge the search could not place) is left out of the lower side
+    and put whole at its top (``low_ok``); the others' largest slack is the buckets' ``slack``.
+    """
+    h = math.ldexp(1.0, -bits)
+    if direction == "remove":
+        lo, hi, lp, lq, rel = c.lo, c.hi, c.lmix, c.lbase, c.rel
+    elif direction == "add":
+        lo, hi, lp, lq, rel = -c.hi, -c.lo, c.lbase, c.lmix, c.rel
+    else:
+        s = c.hi > 0
+        z = _zero_atom(c)
+        lo = np.concatenate([c.lo[s], -c.hi[s], z.lo])
+        hi = np.concatenate([c.hi[s], -c.lo[s], z.hi])
+        lp = np.concatenate([c.lmix[s], c.lbase[s], z.lmix])
+        lq = np.concatenate([c.lbase[s], c.lmix[s], z.lbase])
+        rel = np.concatenate([c.rel[s], c.rel[s], z.rel])
+    has_p = lp > -np.inf
+    lo, hi, lp, lq, rel = lo[has_p], hi[has_p], lp[has_p], lq[has_p], rel[has_p]
+    rel_p = rel + _EXP_REL + 2 * _U * (np.abs(lp) + 1)
+    with np.errstate(under="ignore"):
+        pm = np.exp(np.maximum(lp, _UNDERFLOW))
+    p_up = pm * (1 + rel_p)
+    tiny = lp < _UNDERFLOW
+    top = ~np.isfinite(hi)
+    true_inf = top & (lq == -np.inf)
+    above = float(np.sum(p_up[(top & ~true_inf) | tiny]))
+    inf_hi = float(np.sum(p_up[true_inf & ~tiny]))
+    inf_lo = float(np.sum((pm * np.maximum(1 - rel_p, 0.0))[true_inf & ~tiny]))
+    n_side = int(np.count_nonzero(top | tiny))
+    above = above * (1 + 4 * _U * (n_side + 2)) + 1e-300 * n_side
+    inf_hi = inf_hi * (1 + 4 * _U * (n_side + 2))
+    inf_lo = inf_lo * (1 - 4 * _U * (n_side + 2))
+    keep = ~top & ~tiny
+    lo, hi, lp, lq, rel, pm, rel_p = lo[keep], hi[keep], lp[keep], lq[keep], rel[keep], pm[keep], rel_p[keep]
+    scale = math.ldexp(1.0, bits)
+    if hi.size == 0:
+        nil = np.zeros(1)
+        return _Buckets(-1, nil, nil.copy(), nil.copy(), above_hi=above, inf_hi=inf_hi, inf_lo=inf_lo)
+    j = (np.ceil(hi * scale) - 1).astype(np.int64)  # hi·2^bits is exact (a power-of-two scaling)
+    j_lo, j_hi = int(j.min()), int(j.max())
+    n = j_hi - j_lo + 1
+    idx = j - j_lo
+    a = j.astype(np.float64) * h  # exact
+    with np.errstate(invalid="ignore"):
+        eta = a - lo  # how far below a the cell's losses may lie (+∞ for an unbounded tail)
+    lr = a + lq
+    with np.errstate(under="ignore"):
+        rm = np.exp(np.maximum(lr, _UNDERFLOW))
+    r_small = lr < _UNDERFLOW
+    rm = np.where(r_small, 0.0, rm)
+    rel_r = rel + _EXP_REL + 2 * _U * (np.abs(np.where(np.isfinite(lr), lr, 0.0)) + 1)
+    count = np.bincount(idx, minlength=n).astype(np.float64)
+    p = np.bincount(idx, weights=pm, minlength=n).astype(np.float64)
+    r = np.bincount(idx, weights=rm, minlength=n).astype(np.float64)
+    gam = (count + 2) * _U / (1 - (count + 2) * _U) * _SAFE  # the float sums (Higham 2002, Lemma 3.1)
+    perr = np.bincount(idx, weights=pm * rel_p, minlength=n) * _SAFE + gam * p
+    r_bound = rm * rel_r + np.where(r_small, math.exp(_UNDERFLOW), 0.0)
+    rerr = np.bincount(idx, weights=r_bound, minlength=n) * _SAFE + gam * r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_b = np.where(p > 0, perr / p, 0.0)
+        rel_b = np.maximum(rel_b, np.where(r > 0, rerr / r, 0.0))  # r = 0: no Q-mass known (safe, _build)
+    eta_b = np.full(n, -np.inf)
+    np.maximum.at(eta_b, idx, eta)
+    low_ok = eta_b <= h / 1024
+    used = low_ok & (p > 0)
+    slack = max(0.0, float(np.max(eta_b[used]))) * _SAFE if np.any(used) else 0.0
+    return _Buckets(
+        j_lo, p, r, rel_b, above_hi=above, inf_hi=inf_hi, inf_lo=inf_lo, slack=slack, low_ok=low_ok
+    )
+
+
+def _from_cells(
+    cells: _Cells, bits: int, tail: float, sampling: Sampling, name: str
+) -> PLD:
+    """The PLD of the subsampled pair: both orders (Poisson) or the symmetric pair (without replacement)."""
+    if sampling == "poisson":
+        fwd = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
+        rev = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
+        return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev)
+    return _build(bits, _to_buckets(cells, bits, "sym"), tail, name)
+
+
+def _identity(bits: int, tail: float, name: str) -> PLD:
+    """The PLD of a pair of equal distributions (every loss 0, δ(ε) = 0)."""
+    return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tail, name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _check_sampling(sampling: object) -> Sampling:
+    if isinstance(sampling, str) and sampling == "poisson":
+        return "poisson"
+    if isinstance(sampling, str) and sampling == "without_replacement":
+        return "without_replacement"
+    raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
+
+
+def _rate_up(rate: object, *, allow_zero: bool) -> tuple[Fraction, float]:
+    """The exact rate (in [0, 1], or (0, 1]) and a float q ≥ it (a larger rate dominates)."""
+    qq = exact(check_finite_nonnegative(rate, "rate"), "rate")
+    if qq > 1 or (qq == 0 and not allow_zero):
+        raise InvalidParameter(f"rate={rate!r} must be in {'[0, 1]' if allow_zero else '(0, 1]'}")
+    q = float(qq)
+    if Fraction(q) < qq:
+        q = math.nextafter(q, math.inf)
+    return qq, min(q, 1.0)
+
+
+def _sampling_name(sampling: Sampling) -> str:
+    return "Poisson" if sampling == "poisson" else "WOR"
 
 
 def _read_args(
     noise: object, noise_name: str, rate: object, sensitivity: object, sampling: object, step_bits: object,
     tail: object,
-) -> tuple[Fraction, Fraction, Fraction, int, float]:
-    """The checked, exact arguments shared by the subsampled constructors (noise, rate, Δ, bits, tail)."""
+) -> tuple[Fraction, Fraction, float, Fraction, Sampling, int, float]:
+    """The checked arguments of the continuous constructors (noise, rate and its float, Δ, sampling, bits,
+    tail)."""
     value = exact(check_finite_positive(noise, noise_name), noise_name)
     qq = exact(check_finite_positive(rate, "rate"), "rate")
     if qq > 1:
         raise InvalidParameter(f"rate={rate!r} must be in (0, 1]")
     if qq < Fraction(1, 2**40):
         raise InvalidParameter(f"rate={rate!r} must be at least 2**-40 (about 9.1e-13) for this PLD")
+    _, q = _rate_up(qq, allow_zero=False)
     sens = exact(check_finite_positive(sensitivity, "sensitivity"), "sensitivity")
-    if not isinstance(sampling, str) or sampling not in ("poisson", "without_replacement"):
-        raise InvalidParameter(f"sampling={sampling!r} must be 'poisson' or 'without_replacement'")
-    return value, qq, sens, _check_bits(step_bits), _check_tail(tail)
+    return value, qq, q, sens, _check_sampling(sampling), _check_bits(step_bits), _check_tail(tail)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Subsampled Gaussian (continuous)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
+    """Cells of the subsampled Gaussian pair in standard units: Q = N(0, 1), P = N(μ, 1), y = μo − μ²/2.
+
+    The range [−1e4, μ + width) is cut at the certified edges; its cells' masses are differences of Φ
+    (``_log_phi_diff``, with the rounding of the shifted arguments o − μ bounded as in
+    :func:`~dpcompose.accounting.pld_gaussian`). Below −1e4 both masses are below 1e-300; above the top
+    they are bounded by Φ(−top) and Φ(μ − top) (``log_ndtr``, padded) and the losses are unbounded.
+    """
+    m2 = mu * mu
+
+    def bound(o: FloatArray) -> tuple[FloatArray, FloatArray]:
+        y = mu * o - m2 / 2
+        return _mix_loss(y, 4 * _U * (np.abs(mu * o) + m2 + 1), q)
+
+    top = mu + width
+    l_top = float(bound(np.array([top]))[1][0])
+    l_far = float(bound(np.array([_FAR]))[0][0])
+    lams = _lattice(l_far, l_top, bits)
+    start = (_y_of_loss(lams, q) + m2 / 2) / mu
+    first, end, lo, hi = _partition(lams, start, bound, False, _FAR, top)
+    ln, rn = _log_phi_diff(end, first)
+    ls, rs = _log_phi_diff(end - mu, first - mu)
+    # rounding of o − μ moves each argument by ≤ u(|o| + μ): bounded relative to the density ratio as in
+    # pld_gaussian, by a padded multiple of the arguments' size
+    arg = 4 * _U * (np.abs(first) + np.abs(end) + 2 * mu + 1) * (np.abs(first - mu) + np.abs(end - mu) + 1)
+    rs = rs + 4 * arg
+    # Where a Φ-difference has no finite error bound (its two CDFs agree to the last bit), the cell is
+    # known only by an upper bound: its mass is at most the smaller of the two tails, Φ(end) or Φ(−first).
+    bad = ~(np.isfinite(rn) & np.isfinite(rs) & np.isfinite(ln) & np.isfinite(ls))
+    if np.any(bad):
+        ub_n = _phi_tail_up(first[bad], end[bad])
+        ub_s = _phi_tail_up(first[bad] - mu, end[bad] - mu)
+        ln[bad], rn[bad] = np.log(ub_n / 2), 1.0
+        ls[bad], rs[bad] = np.log(ub_s / 2), 1.0
+    lm, rm = _mix_logs(ln, rn, ls, rs, q)
+    mid = _Cells(lo, hi, lm, ln, np.maximum(rm, rn))
+    # below −1e4 both masses are below 1e-300; every loss is at least ln(1 − q)
+    l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
+    lb, rb = _bound_only(1e-300)
+    far = _cell(l_min, float(bound(np.array([_FAR]))[1][0]), lb, lb, rb)
+    qt = math.exp(_log_ndtr_up(-top)) * (1 + 1e-9)
+    pt = math.exp(_log_ndtr_up(mu - top)) * (1 + 1e-9)
+    l_mix_t, _ = _bound_only((1 - q) * qt + q * pt)
+    l_base_t, _ = _bound_only(qt)
+    above = _cell(float(bound(np.array([top]))[0][0]), math.inf, l_mix_t, l_base_t, 1.0)
+    return _Cells.join([far, mid, above])
+
+
+def _phi_tail_up(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Upper bounds on Φ(b) − Φ(a) (a < b): the smaller of Φ(b) and Φ(−a), from ``log_ndtr`` padded."""
+    x = np.minimum(b, -a)
+    lv = np.asarray(log_ndtr(x), dtype=np.float64)
+    return np.minimum(np.exp(lv + 64 * _U * (1 + np.abs(lv))) * (1 + 1e-10), 1.0)
 
 
 def pld_subsampled_gaussian(
@@ -214,7 +475,7 @@ def pld_subsampled_gaussian(
     rate: Number,
     sensitivity: Number = 1,
     *,
-    sampling: Literal["poisson", "without_replacement"] = "poisson",
+    sampling: Sampling = "poisson",
     step_bits: int = DEFAULT_STEP_BITS,
     tail: float = DEFAULT_TAIL,
     width: float = 12.0,
@@ -222,12 +483,14 @@ def pld_subsampled_gaussian(
     """The PLD of the Gaussian mechanism (noise σ, sensitivity Δ) run on a subsample drawn with this rate.
 
     ``sampling="poisson"``: each record is kept independently with probability ``rate`` (add/remove
-    neighbours). ``sampling="without_replacement"``: a fixed-size subset of m = rate·n records (substitute
-    neighbours). Both directions of the (asymmetric) pair are kept and composed separately; δ(ε) is the larger
-    (module docstring). This is the per-step PLD of DP-SGD.
+    neighbours); both orders of the (asymmetric) pair are kept and composed separately, δ(ε) is the larger.
+    ``sampling="without_replacement"``: a fixed-size subset of m = rate·n records, substitute neighbours;
+    Δ must then be the sensitivity under substitution, and the PLD is that of the symmetric pair built from
+    the two-part bound (module docstring). This is the per-step PLD of DP-SGD.
 
-    Source: Zhu–Dullerud–Wang 2022 (Sec. 5, dominating pairs of subsampled mechanisms; Thm 10, composition);
-    Koskela–Jälkö–Honkela 2020 (PLD of the subsampled Gaussian); Abadi et al. 2016 (DP-SGD).
+    Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Koskela–Jälkö–Honkela 2020 (PLD of the
+    subsampled Gaussian); Abadi et al. 2016 (DP-SGD).
 
     Raises:
         InvalidParameter: σ not positive, rate not in (0, 1], sensitivity not positive, Δ/σ outside
@@ -239,136 +502,57 @@ def pld_subsampled_gaussian(
         >>> 0 < float(lo) <= float(hi) < 1
         True
     """
-    sig, qq, sens, bits, tl = _read_args(sigma, "sigma", rate, sensitivity, sampling, step_bits, tail)
+    sig, _, q, sens, smp, bits, tl = _read_args(sigma, "sigma", rate, sensitivity, sampling, step_bits, tail)
     w = float(check_finite_positive(width, "width"))
     if not 6 <= w <= 30:
         raise InvalidParameter(f"width={width!r} must be in [6, 30]")
     mu_q = sens / sig
     if not 1e-4 <= mu_q <= 8:
         raise InvalidParameter(f"sensitivity/sigma={_fmt(mu_q)} must be in [1e-4, 8] for this PLD")
-
     mu = float(mu_q)
     if Fraction(mu) < mu_q:
         mu = math.nextafter(mu, math.inf)  # a larger μ dominates
-    q = float(qq)
-    if Fraction(q) < qq:
-        q = math.nextafter(q, math.inf)  # so does a larger rate (the mixture moves towards N(μ, 1))
-    q = min(q, 1.0)
-    name = f"Subsampled{'Poisson' if sampling == 'poisson' else 'WOR'}Gaussian(μ={mu:g}, q={q:g})"
     if q == 1.0:
         from dpcompose.accounting._pld import pld_gaussian
 
         return pld_gaussian(sens, sig, step_bits=bits, tail=tl)
-    fwd = _build(bits, _buckets(bits, mu, q, True, w), tl, name + " remove")
-    rev = _build(bits, _buckets(bits, mu, q, False, w), tl, name + " add")
-    return PLD(bits, fwd.upper, fwd.lower, tl, name, reverse=rev)
+    name = f"Subsampled{_sampling_name(smp)}Gaussian(μ={mu:g}, q={q:g})"
+    return _from_cells(_gaussian_cells(bits, mu, q, w), bits, tl, smp, name)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Subsampled Laplace
+# Subsampled Laplace (continuous)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _lap_loss(x: FloatArray, d: float, q: float) -> tuple[FloatArray, FloatArray]:
-    """``(L, pad)``: L(x) = log(1 − q + q·e^{2x − D}) for 0 ≤ x ≤ D (the "remove" loss of the subsampled
-    Laplace pair, scale 1), and a bound on its float error (as in :func:`_loss`, padded tenfold)."""
-    y = 2 * x - d
-    val = np.log1p(q * np.expm1(y))
-    pad = 10 * (4 * _U * (2 * np.abs(x) + d + 1) + 4 * _EXP_REL * (1 + np.abs(val)))
-    return val, pad
+def _laplace_cells(bits: int, d: float, q: float) -> _Cells:
+    """Cells of the subsampled Laplace pair in units of the scale: Q = Lap(0, 1), P = Lap(D, 1). Outputs
+    x ≤ 0 and x ≥ D are two atoms (y = −D, D); in between y = 2x − D, and a cell [x₁, x₂) has masses
+    ½e^{−x₁}(1 − e^{−w}) (Q) and ½e^{x₂−D}(1 − e^{−w}) (P), w = x₂ − x₁ (exact for two nearby floats by
+    Sterbenz's lemma, else within u·w)."""
 
+    def bound(x: FloatArray) -> tuple[FloatArray, FloatArray]:
+        return _mix_loss(2 * x - d, 2 * _U * (2 * np.abs(x) + d), q)
 
-def _lap_edges(lams: FloatArray, d: float, q: float, at_most: bool) -> FloatArray:
-    """Floats x̂ in [0, D] with L(x̂) ≤ λ (``at_most``) or ≥ λ, certified; NaN where that fails."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = (d + np.log1p(np.expm1(lams) / q)) / 2
-    x = np.clip(np.where(np.isfinite(x), x, np.where(lams > 0, d, 0.0)), 0.0, d)
-    step = np.maximum(np.abs(x), 1e-3) * 2.0**-46
-    out = np.full(x.shape, np.nan)
-    todo = np.ones(x.shape, dtype=bool)
-    for _ in range(40):
-        val, pad = _lap_loss(x, d, q)
-        good = todo & ((val + pad <= lams) if at_most else (val - pad >= lams))
-        out[good] = x[good]
-        todo &= ~good
-        if not np.any(todo):
-            break
-        x = np.clip(np.where(todo, x - step if at_most else x + step, x), 0.0, d)
-        step *= 4
-    return out
-
-
-def _lap_buckets(bits: int, d: float, q: float, remove: bool) -> _Buckets:
-    """Buckets of the Poisson-subsampled Laplace pair (scale 1, shift D = Δ/b, rate q): P = (1 − q)·Lap(0)
-    + q·Lap(D) against Q = Lap(0) ("remove"), or the reverse ("add"). Outputs o ≤ 0 and o ≥ D are two
-    atoms; in between, the loss is log(1 − q + q·e^{2o − D}) (negated for "add"), increasing in o."""
-    h = math.ldexp(1.0, -bits)
-    zero = np.zeros(1)
-    lam_m_v, lam_m_p = _lap_loss(zero, d, q)  # o ≤ 0
-    lam_p_v, lam_p_p = _lap_loss(np.array([d]), d, q)  # o ≥ D
-    lam_m, pad_m, lam_p, pad_p = float(lam_m_v[0]), float(lam_m_p[0]), float(lam_p_v[0]), float(lam_p_p[0])
-    ed = math.exp(-d)
-    # atoms: (loss value, its pad, P-mass, Q-mass) in this direction
-    mix_m, mix_p = (1 - q) / 2 + q * ed / 2, (1 - q) * ed / 2 + q / 2  # mixture masses of o ≤ 0, o ≥ D
-    if remove:
-        atoms = [(lam_m, pad_m, mix_m, 0.5), (lam_p, pad_p, mix_p, ed / 2)]
-        lo_l, hi_l = lam_m - pad_m, lam_p + pad_p
-    else:
-        atoms = [(-lam_m, pad_m, 0.5, mix_m), (-lam_p, pad_p, ed / 2, mix_p)]
-        lo_l, hi_l = -lam_p - pad_p, -lam_m + pad_m
-    j0 = math.floor(lo_l / h) - 1
-    j1 = math.ceil(hi_l / h) + 1
-    n = j1 - j0
-    js = np.arange(j0, j1 + 1, dtype=np.float64)
-    if remove:  # bucket j ↔ x ∈ [e_j, e_{j+1}), L(e) ≤ a certified
-        e = _lap_edges(js * h, d, q, at_most=True)
-        e[0] = 0.0
-        e[-1] = d
-        good = ~np.isnan(e)
-        e = e[np.maximum.accumulate(np.where(good, np.arange(e.size), 0))]
-        lo_x, hi_x = e[:-1], e[1:]
-        val, pad = _lap_loss(lo_x, d, q)
-        eta = js[:-1] * h - (val - pad)
-        low_ok = good[:-1]
-    else:  # bucket j ↔ x ∈ [G_{j+1}, G_j), G_t: L(G_t) ≥ −t·h certified; G ascending in −t
-        g = _lap_edges(-js * h, d, q, at_most=False)
-        g[0] = d
-        g[-1] = 0.0
-        good = ~np.isnan(g)
-        g = g[np.maximum.accumulate(np.where(good, np.arange(g.size), 0))]
-        lo_x, hi_x = g[1:], g[:-1]
-        hi_x = np.maximum(hi_x, lo_x)
-        val, pad = _lap_loss(hi_x, d, q)
-        eta = js[:-1] * h + (val + pad)
-        low_ok = good[:-1]
-    width = hi_x - lo_x
-    ok = width > 0
-    gm = np.where(ok, -np.expm1(-np.where(ok, width, 1.0)), 0.0)
-    m0 = 0.5 * np.exp(-lo_x) * gm  # Lap(0)-mass of [x1, x2)
-    md = 0.5 * np.exp(hi_x - d) * gm  # Lap(D)-mass
-    mix = (1 - q) * m0 + q * md
-    pm, qm = (mix, m0) if remove else (m0, mix)
-    a = js[:-1] * h
-    p = pm.copy()
-    r = np.exp(a) * qm
-    for loss, pad_a, pa, qa in atoms:
-        j = math.ceil((loss + pad_a) / h) - 1  # the bucket whose top is above the atom's loss
-        p[j - j0] += pa
-        r[j - j0] += math.exp(j * h) * qa
-        eta_a = j * h - (loss - pad_a)
-        eta[j - j0] = max(float(eta[j - j0]) if ok[j - j0] else -math.inf, eta_a)
-        ok[j - j0] = True
-    low_ok = low_ok & ok
-    eta_ok = np.where(low_ok & np.isfinite(eta), eta, 0.0)
-    slack = max(0.0, float(np.max(eta_ok))) * (1 + 1e-9)
-    low_ok = low_ok & np.isfinite(eta)
-    rel = np.full(n, 16 * _EXP_REL + 16 * _U * (1 + d))
-    # the sliver [D_dn, D) of outputs lost to rounding D: P-mass ≤ u·D, losses at the top (remove) or the
-    # bottom (add) of the range
-    sliver = 2 * _U * d + 5e-324
-    if remove:
-        return _Buckets(j0, p, r, rel, above_hi=sliver, slack=slack, low_ok=low_ok)
-    return _Buckets(j0, p, r, rel, below_hi=sliver, slack=slack, low_ok=low_ok)
+    l0 = float(bound(np.zeros(1))[0][0])
+    l1 = float(bound(np.full(1, d))[1][0])
+    lams = _lattice(l0, l1, bits)
+    start = (_y_of_loss(lams, q) + d) / 2
+    first, end, lo, hi = _partition(lams, start, bound, False, 0.0, d)
+    wid = end - first
+    lg = np.log(-np.expm1(-wid))
+    lq = math.log(0.5) - first + lg
+    lp = math.log(0.5) + (end - d) + lg
+    rel = np.full(first.size, 16 * _EXP_REL + 16 * _U * (1 + d))
+    lm, rm = _mix_logs(lq, rel, lp, rel, q)
+    mid = _Cells(lo, hi, lm, lq, rm)
+    rel_a = 16 * _EXP_REL + 16 * _U * (1 + d)
+    atoms = []
+    for x, l_base, l_p in ((0.0, math.log(0.5), math.log(0.5) - d), (d, math.log(0.5) - d, math.log(0.5))):
+        a_lo, a_hi = bound(np.array([x]))
+        lm_a, rm_a = _mix_logs(np.array([l_base]), np.array([rel_a]), np.array([l_p]), np.array([rel_a]), q)
+        atoms.append(_cell(float(a_lo[0]), float(a_hi[0]), float(lm_a[0]), l_base, float(rm_a[0])))
+    return _Cells.join([atoms[0], mid, atoms[1]])
 
 
 def pld_subsampled_laplace(
@@ -376,18 +560,19 @@ def pld_subsampled_laplace(
     rate: Number,
     sensitivity: Number = 1,
     *,
-    sampling: Literal["poisson", "without_replacement"] = "poisson",
+    sampling: Sampling = "poisson",
     step_bits: int = DEFAULT_STEP_BITS,
     tail: float = DEFAULT_TAIL,
 ) -> PLD:
     """The PLD of the Laplace mechanism (scale b, sensitivity Δ) run on a subsample drawn with this rate.
 
-    The pairs are those of :func:`pld_subsampled_gaussian` with Laplace noise: "remove" (1 − q)·Lap(0, b) +
-    q·Lap(Δ, b) against Lap(0, b), and "add" the reverse; both are kept and composed separately, δ(ε) is
-    the larger. ``sampling`` as in :func:`pld_subsampled_gaussian`.
+    The pairs are those of :func:`pld_subsampled_gaussian` with Laplace noise: for Poisson sampling "remove"
+    (1 − q)·Lap(0, b) + q·Lap(Δ, b) against Lap(0, b), and "add" the reverse, kept and composed separately
+    (δ(ε) is the larger); without replacement the symmetric pair of the module docstring (Δ the
+    sensitivity under substitution).
 
-    Source: Zhu–Dullerud–Wang 2022 (Sec. 5, dominating pairs of subsampled mechanisms; Thm 10);
-    Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
+    Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson; Prop. 30, without replacement; Thm 10); Balle–Barthe–
+    Gaboardi 2018 Thms 2 and 10; Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
 
     Raises:
         InvalidParameter: scale not positive, rate not in (0, 1], sensitivity not positive, Δ/b above 30,
@@ -398,7 +583,7 @@ def pld_subsampled_laplace(
         >>> 0 <= float(lo) <= float(hi) < 0.01
         True
     """
-    b, qq, sens, bits, tl = _read_args(scale, "scale", rate, sensitivity, sampling, step_bits, tail)
+    b, _, q, sens, smp, bits, tl = _read_args(scale, "scale", rate, sensitivity, sampling, step_bits, tail)
     from dpcompose.accounting._pld import pld_laplace
 
     d_q = sens / b
@@ -407,12 +592,102 @@ def pld_subsampled_laplace(
     d = float(d_q)
     if Fraction(d) < d_q:
         d = math.nextafter(d, math.inf)  # a larger shift dominates (Laplace is log-concave)
-    q = float(qq)
-    if Fraction(q) < qq:
-        q = math.nextafter(q, math.inf)
     if q >= 1.0:
         return pld_laplace(sens, b, step_bits=bits, tail=tl)
-    name = f"Subsampled{'Poisson' if sampling == 'poisson' else 'WOR'}Laplace(Δ/b={d:g}, q={q:g})"
-    fwd = _build(bits, _lap_buckets(bits, d, q, True), tl, name + " remove")
-    rev = _build(bits, _lap_buckets(bits, d, q, False), tl, name + " add")
-    return PLD(bits, fwd.upper, fwd.lower, tl, name, reverse=rev)
+    name = f"Subsampled{_sampling_name(smp)}Laplace(Δ/b={d:g}, q={q:g})"
+    return _from_cells(_laplace_cells(bits, d, q), bits, tl, smp, name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Subsampled finite pairs: randomized response and RR_(ε, δ)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _finite_cells(outputs: Sequence[tuple[float, float, float, float]], q: float, rel: float) -> _Cells:
+    """Cells of the subsampled pair of a finite base pair: one cell per output ``(y, ey, ln P, ln Q)`` with
+    y = ln(P/Q) (±∞ where Q or P is 0) known within ``ey``, both masses within ``rel``."""
+    cells = []
+    for y, ey, lp, lq in sorted(outputs):
+        if y == math.inf:  # Q = 0: the loss is +∞ in the remove order (and the add order never sees it)
+            lm, rm = _mix_logs(np.array([lq]), np.array([rel]), np.array([lp]), np.array([rel]), q)
+            cells.append(_cell(math.inf, math.inf, float(lm[0]), -math.inf, float(rm[0])))
+            continue
+        lo, hi = _mix_loss(np.array([y]), ey, q)
+        lm, rm = _mix_logs(np.array([lq]), np.array([rel]), np.array([lp]), np.array([rel]), q)
+        cells.append(_cell(float(lo[0]), float(hi[0]), float(lm[0]), lq, float(rm[0])))
+    return _Cells.join(cells)
+
+
+def _check_small(epsilon: object) -> Fraction:
+    eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
+    if eps > 700:
+        raise InvalidParameter(f"epsilon={epsilon!r} must be at most 700 for a PLD")
+    return eps
+
+
+def _pld_subsampled_rr(
+    epsilon: Number, k: int, rate: Number, sampling: Sampling, step_bits: int, tail: float
+) -> PLD:
+    """The subsampled PLD of k-ary randomized response with parameter ε (the pair of
+    :func:`~dpcompose.accounting.pld_randomized_response`: P = (e^ε, 1, k − 2)/(e^ε + k − 1), Q its swap).
+
+    The base pair is symmetric and finite, so the subsampled pairs (Zhu–Dong–Wang 2022, Thm 11 / Prop. 30;
+    module docstring) are finite: their losses ln(1 − q + q·e^{±ε}) and 0 are bounded by padded floats.
+    """
+    eps = _check_small(epsilon)
+    _, q = _rate_up(rate, allow_zero=True)
+    smp = _check_sampling(sampling)
+    bits, tl = _check_bits(step_bits), _check_tail(tail)
+    name = f"Subsampled{_sampling_name(smp)}RR(ε={float(eps):g}, k={k}, q={q:g})"
+    if q == 0 or eps == 0:
+        return _identity(bits, tl, name)
+    if q == 1.0:
+        from dpcompose.accounting._pld import pld_randomized_response
+
+        return pld_randomized_response(eps, k, step_bits=bits, tail=tl)
+    e = float(eps)
+    log_z = e + math.log1p((k - 1) * math.exp(-e))  # ln(e^ε + k − 1)
+    outs = [(e, _U * e, e - log_z, -log_z), (-e, _U * e, -log_z, e - log_z)]
+    if k > 2:
+        lk = math.log(k - 2) - log_z
+        outs.append((0.0, 0.0, lk, lk))
+    rel = 16 * _EXP_REL + 16 * _U * (1 + e + math.log(k))
+    return _from_cells(_finite_cells(outs, q, rel), bits, tl, smp, name)
+
+
+def _pld_subsampled_approx(
+    epsilon: Number, delta: Number, rate: Number, sampling: Sampling, step_bits: int, tail: float
+) -> PLD:
+    """The subsampled PLD of an (ε, δ)-DP mechanism through its dominating pair RR_(ε,δ):
+    P = (δ, (1 − δ)e^ε/(1 + e^ε), (1 − δ)/(1 + e^ε), 0) and Q the reverse.
+
+    Every (ε, δ)-DP mechanism is a post-processing of RR_(ε,δ) in both orders (Kairouz–Oh–Viswanath 2015,
+    Thm 2.1), so RR_(ε,δ) dominates it for every α ≥ 0 under the relation it is (ε, δ)-DP for; being
+    symmetric it is a base pair for Zhu–Dong–Wang 2022, Thm 11 (Poisson, add/remove) and Prop. 30
+    (without replacement, substitution). Outputs: loss +∞ (the δ atom of P; P-mass q·δ in the remove order),
+    ln(1 − q + q·e^{±ε}), and ln(1 − q) (the δ atom of Q).
+    """
+    eps = _check_small(epsilon)
+    from dpcompose.accounting._common import probability
+
+    d = probability(delta, "delta")
+    _, q = _rate_up(rate, allow_zero=True)
+    smp = _check_sampling(sampling)
+    bits, tl = _check_bits(step_bits), _check_tail(tail)
+    name = f"Subsampled{_sampling_name(smp)}RR(ε={float(eps):g}, δ={float(d):g}, q={q:g})"
+    if q == 0 or (eps == 0 and d == 0):
+        return _identity(bits, tl, name)
+    if q == 1.0:
+        from dpcompose.accounting._pld import pld_approx
+
+        return pld_approx(eps, d, step_bits=bits, tail=tl)
+    e = float(eps)
+    log1md = math.log1p(-float(d))  # δ is a float within u (relative) of the exact one
+    log_z = e + math.log1p(math.exp(-e))  # ln(1 + e^ε)
+    outs = [(e, _U * e, log1md + e - log_z, log1md - log_z), (-e, _U * e, log1md - log_z, log1md + e - log_z)]
+    if d > 0:
+        ld = math.log(float(d))
+        outs += [(math.inf, 0.0, ld, -math.inf), (-math.inf, 0.0, -math.inf, ld)]
+    # (ln(1 − δ) within u·(|ln(1 − δ)| + δ/(1 − δ)) of the exact δ's)
+    rel = 16 * _EXP_REL + 16 * _U * (1 + e) + 4 * _U * (1 + abs(log1md) + float(d) / (1 - float(d)))
+    return _from_cells(_finite_cells(outs, q, rel), bits, tl, smp, name)

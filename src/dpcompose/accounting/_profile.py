@@ -7,10 +7,13 @@ the tightest proven rule for that mix. Every answer is an upper bound (never und
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from dpcompose._scipy import brentq, log_ndtr
 from dpcompose.accounting._common import ONE, ZERO, nonnegative, positive, probability
@@ -27,6 +30,9 @@ from dpcompose.accounting._exact import (
 from dpcompose.accounting._optimal import _lost_bounds, optimal_delta, optimal_epsilon
 from dpcompose.accounting._zcdp import zcdp_delta, zcdp_to_approx
 from dpcompose.errors import InvalidParameter
+
+if TYPE_CHECKING:
+    from dpcompose.accounting._loss import PrivacyLoss
 
 __all__ = ["PrivacyProfile", "gaussian_delta", "gaussian_profile"]
 
@@ -157,6 +163,24 @@ def _combine(d1: Fraction, d2: Fraction) -> Fraction:
     return min(ONE, 1 - (1 - d1) * (1 - d2))
 
 
+# (delta_at, epsilon_at, least reachable δ, whether ε is finite at that least δ) of one part of a route
+_Part = tuple[Callable[[Fraction], Fraction], Callable[[Fraction], Fraction], Fraction, bool]
+
+_FAR_EPSILON = Fraction(10**9)  # past every finite privacy loss a PLD here holds: δ there is its mass at +∞
+
+
+def _loss_type() -> type[PrivacyLoss]:
+    """:class:`~dpcompose.accounting.PrivacyLoss`, imported on first use.
+
+    ``_loss`` imports ``_pld``, which imports this module for the Gaussian formula, so this module cannot
+    import ``_loss`` when it is loaded (the layering fix is to move the Gaussian formula into a module of
+    its own, which ``_pld`` would import instead).
+    """
+    from dpcompose.accounting._loss import PrivacyLoss
+
+    return PrivacyLoss
+
+
 @dataclass(frozen=True)
 class PrivacyProfile:
     """The curve δ(ε) of a (composed) mechanism; immutable and hashable.
@@ -169,13 +193,32 @@ class PrivacyProfile:
     * ``gaussian_mu_sq``: Σ μᵢ² of Gaussian mechanisms — exactly μ-GDP with μ = √Σμᵢ² (Dong–Roth–Su 2019
       Cor 3.3), whose δ(ε) is Balle–Wang's formula;
     * ``rho``: Σ ρᵢ of zCDP guarantees (Bun–Steinke 2016 Lemma 2.3) — δ(ε) by Canonne–Kamath–Steinke
-      2020 Prop 12.
+      2020 Prop 12;
+    * ``loss``: the dominating pair (:class:`~dpcompose.accounting.PrivacyLoss`) of the mechanisms that
+      have one, composed — the product of dominating pairs dominates the adaptive composition
+      (Zhu–Dong–Wang 2022 Thm 10); ``loss_fallback``, when known, is another valid profile of those
+      same mechanisms (their (ε, δ), Gaussian or zCDP description, which the pair refines).
 
-    When several kinds are present, each kind is composed as above and the parts are combined by
-    sequential composition of their profiles: each part j is (εⱼ, δⱼ(εⱼ))-DP for every εⱼ, so the whole
-    is ``(Σ εⱼ, 1 − Π(1 − δⱼ(εⱼ)))``-DP (the optimal composition theorem at ε_g = Σ εⱼ, KOV 2015 Thm 3.3);
-    ``delta(ε)`` minimises this over splits of ε (any split is valid, so a numerical minimiser cannot
-    under-report).
+    Without ``loss``, when several kinds are present, each kind is composed as above and the parts are
+    combined by sequential composition of their profiles: each part j is (εⱼ, δⱼ(εⱼ))-DP for every εⱼ, so
+    the whole is ``(Σ εⱼ, 1 − Π(1 − δⱼ(εⱼ)))``-DP (the optimal composition theorem at ε_g = Σ εⱼ, KOV
+    2015 Thm 3.3); ``delta(ε)`` minimises this over splits of ε (any split is valid, so a numerical
+    minimiser cannot under-report).
+
+    With ``loss``, two routes are valid and the least answer is taken:
+
+    * *pld*: the (ε, δ) parts join the pair as RR_(ε,δ) (every (ε, δ)-DP mechanism is a post-processing of
+      it: Kairouz–Oh–Viswanath 2015 Thm 2.1) and the Gaussian part as the Gaussian pair with μ = √Σμᵢ²
+      (rounded up; Dong–Roth–Su 2019 Cor 3.3), all composed into one certified PLD (upper end); the ρ part,
+      which has no dominating pair, is combined with it by the ε-split above;
+    * *generic*: the mechanisms with a pair are described by ``loss_fallback`` instead, and the whole is
+      read as a profile without pairs (only when every such mechanism has a fallback).
+
+    Every route is an upper bound, so their minimum is one too; when a pair is added to a profile that
+    already answered (:meth:`with_loss`), the answer is never above the old one.
+
+    Concurrent composition of interactive mechanisms: the same rules hold (Vadhan–Zhang 2023 Thm 1.3 for
+    f-DP, (ε, δ) and the pairs; Lyu 2022 Cor 1 for ρ).
 
     Examples:
         >>> p = PrivacyProfile.compose([PrivacyProfile.pure(0.1)] * 100)
@@ -183,11 +226,31 @@ class PrivacyProfile:
         4.774567588...
         >>> p.delta(11)
         Fraction(0, 1)
+        >>> from dpcompose.accounting import PrivacyLoss
+        >>> lap = PrivacyProfile.pure(0.1).with_loss(PrivacyLoss.laplace(1, 10))  # Laplace(b = 10), Δ = 1
+        >>> many = PrivacyProfile.compose([lap] * 100)
+        >>> 4.69 < float(many.epsilon(1e-6)) < 4.70  # the PLD, below the optimal composition's 4.77457
+        True
     """
 
     approx_parts: tuple[tuple[Fraction, Fraction], ...] = ()
     gaussian_mu_sq: Fraction = ZERO
     rho: Fraction = ZERO
+    loss: PrivacyLoss | None = None
+    loss_fallback: PrivacyProfile | None = None
+
+    def __post_init__(self) -> None:
+        if self.loss is not None and not isinstance(self.loss, _loss_type()):
+            raise InvalidParameter(f"loss={self.loss!r} must be a PrivacyLoss or None")
+        if self.loss_fallback is not None:
+            if not isinstance(self.loss_fallback, PrivacyProfile):
+                raise InvalidParameter(
+                    f"loss_fallback={self.loss_fallback!r} must be a PrivacyProfile or None"
+                )
+            if self.loss is None:
+                raise InvalidParameter(
+                    f"loss_fallback={self.loss_fallback!r} describes the mechanisms of loss, which is None"
+                )
 
     # constructors ------------------------------------------------------------------------------
     @classmethod
@@ -210,50 +273,172 @@ class PrivacyProfile:
         return cls(rho=nonnegative(rho, "rho"))
 
     @classmethod
+    def from_loss(cls, loss: PrivacyLoss) -> PrivacyProfile:
+        """The profile of a mechanism dominated by the pair ``loss``: δ(ε) and ε(δ) are the upper ends of
+        its certified privacy loss distribution (:meth:`PrivacyLoss.delta`, :meth:`PrivacyLoss.epsilon`).
+
+        Source: Zhu–Dong–Wang 2022 Def. 7 / Thm 10 (dominating pairs and their composition); the PLD's
+        certificate, :class:`~dpcompose.accounting.PLD`.
+
+        Examples:
+            >>> from dpcompose.accounting import PrivacyLoss
+            >>> p = PrivacyProfile.from_loss(PrivacyLoss.randomized_response(1.0, k=4))
+            >>> p
+            PrivacyProfile(pairs=[randomized_response(ε=1, k=4)])
+            >>> p.delta(1)
+            Fraction(0, 1)
+        """
+        if not isinstance(loss, _loss_type()):
+            raise InvalidParameter(f"loss={loss!r} must be a PrivacyLoss")
+        return cls(loss=loss)
+
+    def with_loss(self, loss: PrivacyLoss) -> PrivacyProfile:
+        """This profile's mechanism, known also to be dominated by the pair ``loss``: answers take the least
+        of this profile and the pair's PLD (each a valid bound), so they are never above this profile's.
+
+        Source: as :meth:`from_loss`; a minimum of valid upper bounds is a valid upper bound.
+
+        Examples:
+            >>> from dpcompose.accounting import PrivacyLoss
+            >>> p = PrivacyProfile.pure(1.0).with_loss(PrivacyLoss.randomized_response(1.0, k=3))
+            >>> p.epsilon(0)  # the pair is no better at δ = 0: the (ε, δ) description answers exactly
+            Fraction(1, 1)
+        """
+        if not isinstance(loss, _loss_type()):
+            raise InvalidParameter(f"loss={loss!r} must be a PrivacyLoss")
+        if self.loss == loss and not (self.approx_parts or self.gaussian_mu_sq or self.rho):
+            return self  # already exactly this pair (perhaps with a fallback)
+        return PrivacyProfile(loss=loss, loss_fallback=self)
+
+    @classmethod
     def compose(cls, profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
         """The profile of the (adaptive) composition of mechanisms with these profiles.
 
         Source: KOV 2015 Thm 3.3 / Murtagh–Vadhan 2016 Thm 1.5 ((ε, δ) parts); Dong–Roth–Su 2019 Cor 3.3
-        (Gaussian parts); Bun–Steinke 2016 Lemma 2.3 (zCDP parts).
+        (Gaussian parts); Bun–Steinke 2016 Lemma 2.3 (zCDP parts); Zhu–Dong–Wang 2022 Thm 10 (pairs).
         """
         if isinstance(profiles, PrivacyProfile) or not isinstance(profiles, Sequence):
             raise InvalidParameter(f"profiles={profiles!r} must be a sequence of PrivacyProfile")
         for i, p in enumerate(profiles):
             if not isinstance(p, PrivacyProfile):
                 raise InvalidParameter(f"profiles[{i}]={p!r} must be a PrivacyProfile")
+        paired = [p for p in profiles if p.loss is not None]
+        loss = _loss_type().compose([p.loss for p in paired if p.loss is not None]) if paired else None
+        fallbacks = [p.loss_fallback for p in paired]
+        fallback = (
+            cls.compose([f for f in fallbacks if f is not None])
+            if paired and all(f is not None for f in fallbacks)
+            else None
+        )
         return cls(
             approx_parts=tuple(pair for p in profiles for pair in p.approx_parts),
             gaussian_mu_sq=sum((p.gaussian_mu_sq for p in profiles), ZERO),
             rho=sum((p.rho for p in profiles), ZERO),
+            loss=loss,
+            loss_fallback=fallback,
         )
 
+    # views -------------------------------------------------------------------------------------
+    def privacy_loss(self) -> PrivacyLoss | None:
+        """A dominating pair of the whole mechanism, or None where it has a ρ part (zCDP has none).
+
+        The pairs, the (ε, δ) parts as RR_(ε,δ) (KOV 2015 Thm 2.1) and the Gaussian part as the Gaussian
+        pair with μ = √Σμᵢ² rounded up (Dong–Roth–Su 2019 Cor 3.3), composed (Zhu–Dong–Wang 2022
+        Thm 10); the empty profile has the pair RR_(0,0) (two equal distributions).
+
+        Examples:
+            >>> PrivacyProfile.compose([PrivacyProfile.pure(0.5)] * 2).privacy_loss()
+            PrivacyLoss(2 × approx(ε=0.5, δ=0))
+            >>> PrivacyProfile.zcdp(0.1).privacy_loss() is None
+            True
+        """
+        if self.rho:
+            return None
+        return self._joined()
+
+    def _joined(self) -> PrivacyLoss:
+        """The pairs composed with the (ε, δ) and Gaussian parts' pairs (the ρ part left out)."""
+        loss_type = _loss_type()
+        pieces = [] if self.loss is None else [self.loss]
+        pieces += [loss_type.approx(e, d) for e, d in self.approx_parts]
+        if self.gaussian_mu_sq:
+            pieces.append(loss_type.gaussian(_sqrt_up_exact(self.gaussian_mu_sq), 1))
+        return loss_type.compose(pieces) if pieces else loss_type.approx(0, 0)
+
+    def generic(self) -> PrivacyProfile | None:
+        """The same mechanism described without pairs (each paired mechanism by its fallback), or None
+        where a paired mechanism has no other description.
+
+        Examples:
+            >>> from dpcompose.accounting import PrivacyLoss
+            >>> PrivacyProfile.pure(0.5).with_loss(PrivacyLoss.laplace(1, 2)).generic()
+            PrivacyProfile(approx=[(ε=0.5, δ=0)])
+        """
+        if self.loss is None:
+            return self
+        whole = self._fallback_whole
+        return None if whole is None else whole.generic()
+
+    def pairs_only(self) -> PrivacyProfile:
+        """The same mechanism read only by the *pld* route (the pairs' PLD, ρ by the ε-split); for a profile
+        without pairs, the profile itself."""
+        return self if self.loss is None else dataclasses.replace(self, loss_fallback=None)
+
+    @functools.cached_property
+    def _fallback_whole(self) -> PrivacyProfile | None:
+        """The *generic* route: the paired mechanisms described by their fallback (None if unknown)."""
+        if self.loss_fallback is None:
+            return None
+        rest = dataclasses.replace(self, loss=None, loss_fallback=None)
+        return PrivacyProfile.compose([rest, self.loss_fallback])
+
     # queries -----------------------------------------------------------------------------------
-    def _parts(self) -> list[tuple[Callable[[Fraction], Fraction], Callable[[Fraction], Fraction], Fraction]]:
-        """(delta_at, epsilon_at, least reachable δ) for each kind present."""
-        parts: list[tuple[Callable[[Fraction], Fraction], Callable[[Fraction], Fraction], Fraction]] = []
+    def _parts(self) -> list[_Part]:
+        """The parts of the profile without pairs: (delta_at, epsilon_at, least δ, finite there)."""
+        parts: list[_Part] = []
         if self.approx_parts:
             eps = [e for e, _ in self.approx_parts]
             dels = [d for _, d in self.approx_parts]
             floor = _lost_bounds(dels)[1]
             parts.append(
-                (lambda x: optimal_delta(eps, dels, x), lambda d: optimal_epsilon(eps, dels, d), floor)
+                (lambda x: optimal_delta(eps, dels, x), lambda d: optimal_epsilon(eps, dels, d), floor, True)
             )
         if self.gaussian_mu_sq:
             m2 = self.gaussian_mu_sq
-            parts.append((lambda x: gaussian_delta(m2, x), lambda d: _gaussian_epsilon(m2, d), ZERO))
-        if self.rho:
-            r = self.rho
-            parts.append((lambda x: zcdp_delta(r, x), lambda d: zcdp_to_approx(r, d), ZERO))
+            parts.append((lambda x: gaussian_delta(m2, x), lambda d: _gaussian_epsilon(m2, d), ZERO, False))
+        parts.extend(self._rho_part())
         return parts
+
+    def _rho_part(self) -> list[_Part]:
+        if not self.rho:
+            return []
+        r = self.rho
+        return [(lambda x: zcdp_delta(r, x), lambda d: zcdp_to_approx(r, d), ZERO, False)]
+
+    def _pair_parts(self) -> list[_Part]:
+        """The *pld* route: one part for the joined pairs, and the ρ part."""
+        joined = self._joined()
+        if not self.rho:
+            return [(joined.delta, joined.epsilon, ZERO, True)]
+        floor = joined.delta(_FAR_EPSILON)  # its mass at +∞ (and the certificate's error)
+        return [(joined.delta, joined.epsilon, floor, True), *self._rho_part()]
+
+    def _routes(self) -> list[PrivacyProfile | list[_Part]]:
+        routes: list[PrivacyProfile | list[_Part]] = [self._pair_parts()]
+        if self._fallback_whole is not None:
+            routes.append(self._fallback_whole)
+        return routes
 
     def delta(self, epsilon: Number) -> Fraction:
         """An upper bound on δ at ``epsilon`` (≥ 0)."""
         eps = nonnegative(epsilon, "epsilon")
-        parts = self._parts()
-        if not parts:
-            return ZERO
-        knots = [sum((e for e, _ in self.approx_parts), ZERO)] if self.approx_parts else []
-        return _split_delta([p[0] for p in parts], eps, knots)
+        if self.loss is None:
+            parts = self._parts()
+            if not parts:
+                return ZERO
+            knots = [sum((e for e, _ in self.approx_parts), ZERO)] if self.approx_parts else []
+            return _split_delta([p[0] for p in parts], eps, knots)
+        return _least([functools.partial(_route_delta, route, eps) for route in self._routes()])
 
     def epsilon(self, delta: Number) -> Fraction:
         """An upper bound on the least ε with δ(ε) ≤ ``delta``.
@@ -262,43 +447,33 @@ class PrivacyProfile:
             InvalidParameter: ``delta`` is not in [0, 1), or is below the least δ the profile reaches.
         """
         target = probability(delta, "delta")
-        parts = self._parts()
-        if not parts:
-            return ZERO
-        if len(parts) == 1:
-            _, epsilon_at, _ = parts[0]
-            return epsilon_at(target)
-        floor = parts[0][2]  # only the (ε, δ) part has a floor, and it comes first
-        if target <= floor:
-            raise InvalidParameter(
-                f"delta={delta!r} must exceed the least δ the profile reaches, 1 − Π(1 − δᵢ) ≤ "
-                f"{format_up(floor)}"
-            )
-        # Give each part a share of the spare δ (1 − Π(1 − δⱼ) ≤ Σ δⱼ, so every split is valid) and
-        # take the best split on a grid of the simplex with step 1/8. A share may be 0 where the part's
-        # ε stays finite at its least δ (the (ε, δ) part), so the grid contains "all spare δ to one part".
-        spare = target - floor
-        m = len(parts)
-        cache: dict[tuple[int, int], Fraction | None] = {}
+        if self.loss is None:
+            return _split_epsilon(self._parts(), target, delta)
+        return _least([functools.partial(_route_epsilon, route, target, delta) for route in self._routes()])
 
-        def eps_part(j: int, share: int) -> Fraction | None:
-            if (j, share) not in cache:
-                base = floor if j == 0 else ZERO
-                d = base + spare * Fraction(share, 8)
-                cache[(j, share)] = parts[j][1](d) if (d > 0 or j == 0) else None
-            return cache[(j, share)]
+    def routes(self) -> tuple[tuple[str, PrivacyProfile], ...]:
+        """The routes this profile takes the least of, each as a profile read only that way:
+        ``(("pld", …), ("generic", …))`` (the second only where every pair has a fallback); a profile
+        without pairs has the one route ``("generic", self)``.
 
-        best: Fraction | None = None
-        for split in _compositions(8, m):
-            values = [eps_part(j, w) for j, w in enumerate(split)]
-            if any(v is None for v in values):
-                continue
-            cand = sum((v for v in values if v is not None), ZERO)
-            best = cand if best is None or cand < best else best
-        assert best is not None
-        return best
+        Examples:
+            >>> from dpcompose.accounting import PrivacyLoss
+            >>> p = PrivacyProfile.pure(0.5).with_loss(PrivacyLoss.laplace(1, 2))
+            >>> [name for name, _ in p.routes()]
+            ['pld', 'generic']
+        """
+        if self.loss is None:
+            return (("generic", self),)
+        out: list[tuple[str, PrivacyProfile]] = [("pld", self.pairs_only())]
+        generic = self.generic()
+        if generic is not None:
+            out.append(("generic", generic))
+        return tuple(out)
 
     def __repr__(self) -> str:
+        return "PrivacyProfile(" + ", ".join(self._bits()) + ")"
+
+    def _bits(self) -> list[str]:
         bits: list[str] = []
         if self.approx_parts:
             counts: dict[tuple[Fraction, Fraction], int] = {}
@@ -314,7 +489,104 @@ class PrivacyProfile:
             bits.append(f"gaussian μ²={format_up(self.gaussian_mu_sq)}")
         if self.rho:
             bits.append(f"zcdp ρ={format_up(self.rho)}")
-        return "PrivacyProfile(" + ", ".join(bits) + ")"
+        if self.loss is not None:
+            text = f"pairs=[{_short_label(self.loss)}]"
+            if self.loss_fallback is not None:
+                text += " (or " + ", ".join(self.loss_fallback._bits()) + ")"
+            bits.append(text)
+        return bits
+
+
+def _sqrt_up_exact(x: Fraction) -> Fraction:
+    """√x exactly where x is the square of a rational, else an upper bound (a float rounded up)."""
+    rn, rd = math.isqrt(x.numerator), math.isqrt(x.denominator)
+    if rn * rn == x.numerator and rd * rd == x.denominator:
+        return Fraction(rn, rd)
+    return Fraction(sqrt_up(x))
+
+
+def _short_label(loss: PrivacyLoss) -> str:
+    """The pair's label, with at most four distinct parts shown."""
+    if loss.kind != "composed" or len(loss.parts) <= 4:
+        return loss.label()
+    shown = " + ".join(f"{n} × {p.label()}" if n > 1 else p.label() for p, n in loss.parts[:4])
+    return f"{shown} + … ({loss.count()} mechanisms)"
+
+
+def _route_delta(route: PrivacyProfile | list[_Part], eps: Fraction) -> Fraction:
+    if isinstance(route, PrivacyProfile):
+        return route.delta(eps)
+    return _split_delta([p[0] for p in route], eps)
+
+
+def _route_epsilon(route: PrivacyProfile | list[_Part], target: Fraction, delta: object) -> Fraction:
+    if isinstance(route, PrivacyProfile):
+        return route.epsilon(target)
+    return _split_epsilon(route, target, delta)
+
+
+def _least(answers: Sequence[Callable[[], Fraction]]) -> Fraction:
+    """The least of the valid bounds; a route that cannot answer (InvalidParameter: δ below what it
+    reaches, a PLD outside its constructors' range) is skipped, and if none answers the first error is
+    raised."""
+    best: Fraction | None = None
+    first: InvalidParameter | None = None
+    for answer in answers:
+        try:
+            value = answer()
+        except InvalidParameter as exc:
+            first = first or exc
+            continue
+        best = value if best is None or value < best else best
+    if best is None:
+        assert first is not None
+        raise first
+    return best
+
+
+def _split_epsilon(parts: Sequence[_Part], target: Fraction, delta: object) -> Fraction:
+    """The least Σ εⱼ over splits of ``target`` into shares δⱼ ≥ least δⱼ, one per part (a grid of the
+    simplex with step 1/8; 1 − Π(1 − δⱼ) ≤ Σ δⱼ, so every split is valid)."""
+    if not parts:
+        return ZERO
+    if len(parts) == 1:
+        return parts[0][1](target)
+    floor = sum((p[2] for p in parts), ZERO)
+    if target <= floor:
+        raise InvalidParameter(
+            f"delta={delta!r} must exceed the least δ the profile reaches, 1 − Π(1 − δᵢ) ≤ "
+            f"{format_up(floor)}"
+        )
+    # Give each part a share of the spare δ and take the best split on the grid. A share may be 0 where
+    # the part's ε stays finite at its least δ (the (ε, δ) part), so the grid contains "all spare δ to one
+    # part"; a part that cannot answer at its share (InvalidParameter) leaves that split out.
+    spare = target - floor
+    m = len(parts)
+    cache: dict[tuple[int, int], Fraction | None] = {}
+
+    def eps_part(j: int, share: int) -> Fraction | None:
+        if (j, share) not in cache:
+            _, epsilon_at, base, finite_at_floor = parts[j]
+            d = base + spare * Fraction(share, 8)
+            value: Fraction | None = None
+            if d > base or finite_at_floor:
+                try:
+                    value = epsilon_at(d)
+                except InvalidParameter:
+                    value = None
+            cache[(j, share)] = value
+        return cache[(j, share)]
+
+    best: Fraction | None = None
+    for split in _compositions(8, m):
+        values = [eps_part(j, w) for j, w in enumerate(split)]
+        if any(v is None for v in values):
+            continue
+        cand = sum((v for v in values if v is not None), ZERO)
+        best = cand if best is None or cand < best else best
+    if best is None:
+        raise InvalidParameter(f"delta={delta!r}: no split of it between the profile's parts is reachable")
+    return best
 
 
 def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:

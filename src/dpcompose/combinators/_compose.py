@@ -8,7 +8,7 @@ from typing import Any
 
 from dpcompose.accounting import PrivacyLoss
 from dpcompose.combinators._policy import Losses, Plan, child_losses, plan_composition
-from dpcompose.core import ApproxDP, Measure, Measurement, Node, PureDP, Queryable
+from dpcompose.core import ApproxDP, Measure, Measurement, Node, ProfileDP, PureDP, Queryable
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
@@ -65,10 +65,13 @@ def _evaluate(
 
 
 def _composite_loss(children: Sequence[AnyMeasurement]) -> Callable[[Any], PrivacyLoss | None] | None:
-    """The composite's dominating pair: the product of the children's (Zhu–Dullerud–Wang 2022 Thm 10;
-    concurrently, Vadhan–Zhang 2023 Thm 1.3), where every child has one or is (ε, δ)/pure."""
+    """The composite's dominating pair: the product of the children's (Zhu–Dong–Wang 2022 Thm 10;
+    concurrently, Vadhan–Zhang 2023 Thm 1.3), where every child has one or is (ε, δ)/pure, or a profile
+    (whose pair is read from its d_out, :meth:`PrivacyProfile.privacy_loss`)."""
     measures = [c.output_measure for c in children]
-    if not all(c.loss is not None or isinstance(c.output_measure, (PureDP, ApproxDP)) for c in children):
+    if not all(
+        c.loss is not None or isinstance(c.output_measure, (PureDP, ApproxDP, ProfileDP)) for c in children
+    ):
         return None
 
     def loss(d_in: Any) -> PrivacyLoss | None:

@@ -8,6 +8,7 @@ takes the one with the smallest result, and the others are kept as runners-up fo
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -21,15 +22,17 @@ from dpcompose.accounting import (
     concurrent_vadhan_wang,
     optimal_epsilon,
     pure_to_zcdp,
+    renyi_to_approx,
     zcdp_compose,
     zcdp_to_approx,
 )
+from dpcompose.accounting._filters import DEFAULT_ORDERS, pure_cost_to_renyi
 from dpcompose.core import ZCDP, ApproxDP, Measure, ProfileDP, PureDP, RenyiDP
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
-__all__ = ["THEOREMS", "Plan", "plan_composition"]
+__all__ = ["THEOREMS", "Plan", "child_losses", "plan_composition", "profile_lift", "with_pair"]
 
-THEOREMS = ("auto", "basic", "vadhan-wang-2021", "advanced", "optimal", "zcdp", "pld")
+THEOREMS = ("auto", "basic", "vadhan-wang-2021", "advanced", "optimal", "zcdp", "renyi", "pld", "profile")
 
 _SOURCES = {
     "basic": "Dwork–McSherry–Nissim–Smith 2006; Dwork et al. 2006",
@@ -37,14 +40,23 @@ _SOURCES = {
     "advanced": "Dwork–Rothblum–Vadhan 2010; Kairouz–Oh–Viswanath 2015 Thm 3.4/3.5",
     "optimal": "Kairouz–Oh–Viswanath 2015; Murtagh–Vadhan 2016",
     "zcdp": "Bun–Steinke 2016 Prop. 1.4 + Lemma 2.3; Canonne–Kamath–Steinke 2020",
-    "pld": "the children's privacy loss distributions, composed (Zhu–Dullerud–Wang 2022 Thm 10)",
+    "renyi": "Mironov 2017 Prop. 1; Bun–Steinke 2016 Prop. 1.4; Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21",
+    "pld": "the children's privacy loss distributions, composed (Zhu–Dong–Wang 2022 Thm 10)",
+    "profile": "the children's privacy profiles composed (PrivacyProfile: pairs by Zhu–Dong–Wang 2022 "
+    "Thm 10; KOV 2015 / Murtagh–Vadhan 2016, Dong–Roth–Su 2019, Bun–Steinke 2016 for the rest)",
+    "generic": "profiles without pairs: KOV 2015 / Murtagh–Vadhan 2016 ((ε, δ)), Dong–Roth–Su 2019 "
+    "(Gaussian), Bun–Steinke 2016 + Canonne–Kamath–Steinke 2020 (ρ), combined by the ε-split",
 }
 _CONCURRENT_SOURCES = {
     "basic": "Vadhan–Wang 2021 Thm 3.3 (pure); Vadhan–Zhang 2023 Thm 1.3 ((ε, δ))",
     "advanced": "Vadhan–Zhang 2023 Thm 1.3 (non-interactive theorems hold concurrently)",
     "optimal": "Vadhan–Zhang 2023 Thm 1.3 with Kairouz–Oh–Viswanath 2015 / Murtagh–Vadhan 2016",
     "zcdp": "Lyu 2022 Cor 1; Canonne–Kamath–Steinke 2020",
+    "renyi": "Lyu 2022 Thm 2 (Rényi curves add concurrently); Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21",
     "pld": "the children's privacy loss distributions, composed; concurrently: Vadhan–Zhang 2023 Thm 1.3",
+    "profile": "the children's privacy profiles composed; concurrently: Vadhan–Zhang 2023 Thm 1.3 (pairs, "
+    "(ε, δ), Gaussian), Lyu 2022 Cor 1 (ρ)",
+    "generic": "profiles without pairs; concurrently: Vadhan–Zhang 2023 Thm 1.3, Lyu 2022 Cor 1",
 }
 
 Losses = list[PrivacyLoss | None]
@@ -64,6 +76,28 @@ class Plan:
     needs_losses: bool = False  # whether compose/runners_up read the children's pairs (the PLD candidate)
 
 
+def profile_lift(measure: Measure[Any]) -> Callable[[Any], PrivacyProfile] | None:
+    """How a distance of ``measure`` reads as a privacy profile, or None where no theorem gives one.
+
+    Source: the ε-DP and (ε, δ)-DP profiles, Kairouz–Oh–Viswanath 2015 Thm 3.3 with k = 1; ρ-zCDP,
+    Canonne–Kamath–Steinke 2020 Prop. 12.
+    """
+    if isinstance(measure, ProfileDP):
+        return lambda d: d
+    if isinstance(measure, PureDP):
+        return PrivacyProfile.pure
+    if isinstance(measure, ApproxDP):
+        return lambda d: PrivacyProfile.approx(*d)
+    if isinstance(measure, ZCDP):
+        return PrivacyProfile.zcdp
+    return None
+
+
+def with_pair(profile: PrivacyProfile, pair: PrivacyLoss | None) -> PrivacyProfile:
+    """``profile`` with the same mechanism's dominating pair attached (unchanged when ``pair`` is None)."""
+    return profile if pair is None else profile.with_loss(pair)
+
+
 def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
     if child == target:
         return lambda d: d
@@ -72,12 +106,9 @@ def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
     if isinstance(child, PureDP) and isinstance(target, ZCDP):
         return pure_to_zcdp
     if isinstance(target, ProfileDP):
-        if isinstance(child, PureDP):
-            return PrivacyProfile.pure
-        if isinstance(child, ApproxDP):
-            return lambda d: PrivacyProfile.approx(*d)
-        if isinstance(child, ZCDP):
-            return PrivacyProfile.zcdp
+        lift = profile_lift(child)
+        if lift is not None:
+            return lift
     raise UnsupportedComposition(
         f"cannot lift a {child!r} child to {target!r}: use make_pure_to_zcdp, make_zcdp_to_approx, "
         "make_pure_to_profile or make_zcdp_to_profile on the children first"
@@ -199,10 +230,25 @@ def plan_composition(
         source = sources.get(name, _SOURCES.get(name, ""))
         return Plan(target, name, source, lambda ds, _losses: fn(ds), lambda ds, _losses: ())
 
+    if isinstance(target, ProfileDP):
+        return _profile_plan(measures, theorem, sources, kind)
+
     if isinstance(target, ApproxDP):
         zcdp_children = [m for m in measures if isinstance(m, ZCDP)]
+        profile_children = any(isinstance(m, ProfileDP) for m in measures)
         candidates: dict[str, Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]]
-        if zcdp_children:
+        if profile_children:
+            if delta_q is None:
+                raise UnsupportedComposition(
+                    "ProfileDP children composed into ApproxDP need a target delta= (a profile is a curve "
+                    "δ(ε); the composite is read at that δ)"
+                )
+            profile_lifts = [_lift(m, ProfileDP()) for m in measures]
+            candidates = {
+                "pld": _pld_candidate(measures, delta_q),
+                "profile": _profile_candidate(profile_lifts, delta_q),
+            }
+        elif zcdp_children:
             if delta_q is None or delta_q == 0:
                 raise UnsupportedComposition(
                     "zCDP children composed into ApproxDP need a positive target delta= (zCDP has no finite "
@@ -215,19 +261,27 @@ def plan_composition(
                 rho = zcdp_compose([f(d) for f, d in zip(zlifts, ds, strict=True)])
                 return zcdp_to_approx(rho, dq), dq
 
-            candidates = {"zcdp": via_zcdp, "pld": _pld_candidate(measures, dq)}
+            # profile: the children with a pair by their PLD, the ρ of the others beside it (the ε-split)
+            candidates = {
+                "zcdp": via_zcdp,
+                "renyi": _renyi_candidate(measures, dq),
+                "pld": _pld_candidate(measures, dq),
+                "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], dq),
+            }
         else:
             lifts = [_lift(m, target) for m in measures]
             all_pure = all(isinstance(m, PureDP) for m in measures)
             plain = _approx_candidates(concurrent, delta_q, all_pure)
             candidates = {n: _on_lifted(f, lifts) for n, f in plain.items()}
+            if all_pure and delta_q is not None and delta_q > 0:
+                candidates["renyi"] = _renyi_candidate(measures, delta_q)
             if delta_q is not None:
                 candidates["pld"] = _pld_candidate(measures, delta_q)
 
         if theorem != "auto" and theorem not in candidates:
             raise UnsupportedComposition(
                 f"theorem={theorem!r} does not apply to {kind} composition of "
-                f"{'zCDP' if zcdp_children else '(ε, δ)'} children"
+                f"{_children_kind(measures)} children"
                 + (" without a target delta=" if delta_q is None else "")
                 + f"; applicable: {', '.join(candidates)}"
             )
@@ -242,13 +296,15 @@ def plan_composition(
             return results
 
         def compose(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction]:
-            results = [(n, v) for n, v in evaluate(ds, losses) if n in names]
+            results = [(n, v) for n in names if (v := candidates[n](ds, losses)) is not None]
             if not results:
                 raise UnsupportedComposition(
                     f"no applicable theorem ({', '.join(names)}) fits the target delta={delta}: "
                     + (
                         "a child has no privacy loss distribution"
                         if names == ["pld"]
+                        else "the children's profiles do not reach it"
+                        if "profile" in names
                         else "the children's δ already add up to more"
                     )
                 )
@@ -263,7 +319,8 @@ def plan_composition(
             if theorem == "auto"
             else sources.get(theorem, _SOURCES[theorem])
         )
-        return Plan(target, label, source, compose, runners_up, needs_losses="pld" in candidates)
+        needs = "pld" in candidates or "profile" in candidates
+        return Plan(target, label, source, compose, runners_up, needs_losses=needs)
 
     lifts = [_lift(m, target) for m in measures]
 
@@ -289,13 +346,16 @@ def _on_lifted(
 
 def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses) -> Losses:
     """Each child's dominating pair: its own (``losses[i]``), else RR_(ε,δ) from its (ε, δ) or pure ε
-    (Kairouz–Oh–Viswanath 2015 Thm 2.1: every (ε, δ)-DP mechanism is a post-processing of it), else None."""
+    (Kairouz–Oh–Viswanath 2015 Thm 2.1: every (ε, δ)-DP mechanism is a post-processing of it), else for a
+    profile the pair of the whole profile (:meth:`PrivacyProfile.privacy_loss`), else None."""
     out: Losses = []
     for m, d, loss in zip(measures, ds, losses, strict=True):
         if loss is None and isinstance(m, PureDP):
             loss = PrivacyLoss.approx(d, 0)
         elif loss is None and isinstance(m, ApproxDP):
             loss = PrivacyLoss.approx(*d)
+        elif loss is None and isinstance(m, ProfileDP):
+            loss = d.privacy_loss()  # its pairs with its (ε, δ) and Gaussian parts; None where it has ρ
         out.append(loss)
     return out
 
@@ -319,3 +379,111 @@ def _pld_candidate(
         return eps, delta
 
     return use_pld
+
+
+def _children_kind(measures: Sequence[Measure[Any]]) -> str:
+    if any(isinstance(m, ProfileDP) for m in measures):
+        return "ProfileDP"
+    if any(isinstance(m, ZCDP) for m in measures):
+        return "zCDP"
+    return "(ε, δ)"
+
+
+def _child_profiles(
+    lifts: Sequence[Callable[[Any], PrivacyProfile]], ds: list[Any], losses: Losses
+) -> PrivacyProfile:
+    """The children's profiles, each with the child's dominating pair attached where it reports one,
+    composed (PrivacyProfile.compose: Zhu–Dong–Wang 2022 Thm 10 for the pairs, KOV 2015 / Dong–Roth–Su
+    2019 / Bun–Steinke 2016 for the rest)."""
+    return PrivacyProfile.compose(
+        [with_pair(f(d), loss) for f, d, loss in zip(lifts, ds, losses, strict=True)]
+    )
+
+
+def _profile_candidate(
+    lifts: Sequence[Callable[[Any], PrivacyProfile]], delta: Fraction
+) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
+    """The profile candidate: ε(δ) of the children's composed profiles (pairs attached), None where the
+    profile does not reach δ."""
+
+    def use_profile(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
+        try:
+            return _child_profiles(lifts, ds, losses).epsilon(delta), delta
+        except InvalidParameter:
+            return None
+
+    return use_profile
+
+
+def _renyi_candidate(
+    measures: Sequence[Measure[Any]], delta: Fraction
+) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
+    """The Rényi candidate for pure and zCDP children: the curves α ↦ min(ε, αε²/2) (pure) and α ↦ αρ
+    (zCDP) add (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2), converted at ``delta`` on the Rényi
+    filter's grid of orders (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21)."""
+    orders = DEFAULT_ORDERS
+
+    def use_renyi(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction] | None:
+        if delta == 0:
+            return None
+        totals = [Fraction(0)] * len(orders)
+        for (pure, d), count in Counter(
+            (isinstance(m, PureDP), Fraction(d)) for m, d in zip(measures, ds, strict=True)
+        ).items():
+            curve = pure_cost_to_renyi(d, orders) if pure else tuple(a * d for a in orders)
+            totals = [t + count * c for t, c in zip(totals, curve, strict=True)]
+        return renyi_to_approx(orders, totals, delta), delta
+
+    return use_renyi
+
+
+def _profile_plan(measures: Sequence[Measure[Any]], theorem: str, sources: dict[str, str], kind: str) -> Plan:
+    """Composition into ProfileDP: the children's profiles (their pairs attached) compose; the result is
+    read by the least of its routes (``auto``), by the pairs' PLD only (``pld``) or without pairs
+    (``basic``: the profile rules as before pairs, KOV 2015 / Dong–Roth–Su 2019 / Bun–Steinke 2016)."""
+    if theorem not in ("auto", "basic", "pld"):
+        raise UnsupportedComposition(
+            f"theorem={theorem!r} does not apply to {kind} composition into ProfileDP; applicable: auto, "
+            "basic (profiles without pairs), pld (the pairs' privacy loss distribution)"
+        )
+    lifts = [_lift(m, ProfileDP()) for m in measures]
+
+    def generic_of(p: PrivacyProfile) -> PrivacyProfile:
+        g = p.generic()
+        if g is None:
+            raise UnsupportedComposition(
+                "theorem='basic': a child's profile is known only by its dominating pair (no (ε, δ), "
+                "Gaussian or zCDP description of it), so it has no profile without pairs; use "
+                "theorem='auto' or 'pld'"
+            )
+        return g
+
+    def compose(ds: list[Any], losses: Losses) -> PrivacyProfile:
+        whole = _child_profiles(lifts, ds, losses)
+        if theorem == "basic":
+            return generic_of(whole)
+        if theorem == "pld":
+            if whole.loss is None:
+                raise UnsupportedComposition(
+                    "theorem='pld': no child reports a dominating pair, so there is no privacy loss "
+                    "distribution to read; use theorem='auto'"
+                )
+            return whole.pairs_only()
+        return whole
+
+    def runners_up(ds: list[Any], losses: Losses) -> tuple[tuple[str, Any], ...]:
+        whole = _child_profiles(lifts, ds, losses)
+        out: list[tuple[str, Any]] = []
+        if whole.loss is not None:
+            out.append(("auto — the least of the routes below, at every ε and δ", whole))
+        for name, route in whole.routes():
+            out.append((f"{name} — {sources[name]}", route))
+        return tuple(out)
+
+    label = {
+        "auto": "auto: least of pld, generic",
+        "basic": "generic (profiles without pairs)",
+        "pld": "pld",
+    }[theorem]
+    source = sources["profile"] if theorem == "auto" else sources["generic" if theorem == "basic" else "pld"]
+    return Plan(ProfileDP(), label, source, compose, runners_up, needs_losses=True)

@@ -15,6 +15,10 @@ NeurIPS; Table 1):
   record (``ChangeOneDistance``). If the child is (ε, δ)-DP under substitution on datasets of size ``m``,
   the subsampled mechanism is ``(log(1 + (m/n)(e^ε − 1)), (m/n)δ)``-DP under substitution (BBG 2018 Thm 9).
 
+Where the child reports a dominating pair, the result reports the subsampled pair too (Zhu–Dong–Wang 2022,
+Thm 11 for Poisson sampling, Prop. 30 without replacement), so compositions are accounted by its privacy
+loss distribution; a zCDP child with a pair (the Gaussian mechanism: DP-SGD) gives a ``ProfileDP`` result.
+
 Examples:
     >>> import dpcompose as dp
     >>> import numpy as np
@@ -40,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite, check_positive_int, check_str
+from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.accounting._basic import group
 from dpcompose.accounting._exact import decimal, exact, exp_up, expm1_up, log1p_up, log_up
 from dpcompose.core import (
@@ -48,6 +53,7 @@ from dpcompose.core import (
     Measurement,
     Metric,
     Node,
+    ProfileDP,
     PureDP,
     SymmetricDistance,
     VectorDomain,
@@ -191,12 +197,26 @@ def make_subsample(
     one step of the result costs ``ε' = log(1 + q(e^ε − 1))`` and ``δ' = qδ`` (rounded up:
     :func:`amplify_epsilon`); ``d_in = j > 1`` steps cost group privacy over ``j`` steps of that
     guarantee (``jε'`` for pure DP; ``(jε', δ'·(e^{jε'} − 1)/(e^{ε'} − 1))`` for (ε, δ)). ``m`` is read at
-    one step only: no multi-record amplification theorem is used. Output measures: ``PureDP`` and
-    ``ApproxDP``; other measures (zCDP, Rényi, privacy profiles) are refused, as no amplification bound
-    for them is implemented yet. Interactive ``m`` is refused (the theorems are for one release).
+    one step only: no multi-record amplification theorem is used.
+
+    Dominating pair: at one step the result reports (``privacy_loss(1)``) the subsampled pair of ``m``'s
+    pair at one step (``PrivacyLoss.subsampled``: for Poisson both orders of add/remove, without
+    replacement the symmetric substitution pair); a pure or (ε, δ) ``m`` without a pair of one mechanism
+    (none, or a composition's) is read as RR_(ε,δ) of its guarantee first (Kairouz–Oh–Viswanath 2015
+    Thm 2.1). Compositions of the result are then accounted by its PLD (far below the amplified ε
+    composed). For ``d_in > 1`` there is no pair (no multi-record theorem for subsampled pairs is used).
+
+    Output measure: ``PureDP`` and ``ApproxDP`` ``m`` keep their measure and numbers. Any other ``m``
+    (zCDP, Rényi, a profile) is accepted where it reports the dominating pair of one mechanism at one
+    step — the scalar Gaussian mechanisms do — and the result is a ``ProfileDP`` measurement whose map at
+    one step is the profile of the subsampled pair (``PrivacyProfile.from_loss``), at 0 the empty
+    profile, and beyond one step refused (no theorem for several records here); without such a pair it
+    is refused, as no amplification bound for ρ or Rényi curves is implemented. Interactive ``m`` is
+    refused (the theorems are for one release).
 
     Args:
-        m: the measurement to run on the subsample (``PureDP`` or ``ApproxDP``, non-interactive).
+        m: the measurement to run on the subsample (non-interactive; ``PureDP``, ``ApproxDP``, or any
+            measure with a dominating pair of one mechanism).
         rate: the sampling rate ``q ∈ [0, 1]`` (Poisson), or the fraction of records kept (without
             replacement: ``⌊rate·n⌋`` records).
         method: ``"poisson"`` or ``"without_replacement"``.
@@ -207,17 +227,19 @@ def make_subsample(
             (``m`` draws its own noise as it was built.)
 
     Returns:
-        A measurement with ``m``'s output measure.
+        A measurement with ``m``'s output measure (``PureDP``, ``ApproxDP``), else ``ProfileDP``.
 
     Raises:
         InvalidParameter: ``rate`` outside ``[0, 1]``, an unknown ``method``, a missing or bad
             ``dataset_size``, or ``m`` not a measurement.
         DomainMismatch: ``m``'s input domain or metric does not fit the method (see above).
-        UnsupportedComposition: ``m``'s output measure cannot be amplified yet, or ``m`` is interactive.
+        UnsupportedComposition: ``m``'s output measure cannot be amplified (not pure or (ε, δ), and no
+            dominating pair of one mechanism), or ``m`` is interactive.
 
     Source: Balle, Barthe, Gaboardi 2018 (NeurIPS), Thm 8 (Poisson, add/remove) and Thm 9 (without
     replacement, substitution); Steinke 2022 (arXiv:2210.00597; both directions of add/remove);
-    group privacy: Dwork–Roth 2014 Thm 2.2, Vadhan 2017 Lemma 2.2.
+    group privacy: Dwork–Roth 2014 Thm 2.2, Vadhan 2017 Lemma 2.2; subsampled dominating pairs:
+    Zhu–Dong–Wang 2022 Thm 11 (Poisson) and Prop. 30 (without replacement).
 
     Examples:
         >>> import dpcompose as dp
@@ -230,6 +252,12 @@ def make_subsample(
         (VectorDomain(AtomDomain(int), size=100), ChangeOneDistance())
         >>> sub.map(1) < noisy.map(2)  # ε = 1 for the child at a substitution, amplified with q = 1/2
         True
+        >>> sub.privacy_loss(1)
+        PrivacyLoss(subsampled(discrete_laplace(Δ=2, t=2), q=0.5, without_replacement))
+        >>> gauss = count >> dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), 4.0)
+        >>> step = dp.make_subsample(gauss, 0.01)  # zCDP with a pair: a privacy profile
+        >>> step.output_measure, step.map(1)
+        (ProfileDP(), PrivacyProfile(pairs=[subsampled(discrete_gaussian(Δ=1, σ=4), q=0.01, poisson)]))
     """
     if not isinstance(m, Measurement):
         raise InvalidParameter(f"make_subsample: m={m!r} must be a Measurement")
@@ -239,11 +267,6 @@ def make_subsample(
     q_rate = exact(rate, "rate")
     check_str(method, "method", _METHODS)
     measure = m.output_measure
-    if not isinstance(measure, (PureDP, ApproxDP)):
-        raise UnsupportedComposition(
-            f"make_subsample: m's output measure {measure!r} cannot be amplified yet: only PureDP and "
-            "ApproxDP have an amplification bound here (convert m first, e.g. with make_zcdp_to_approx)"
-        )
     if m.interactive:
         raise UnsupportedComposition(
             "make_subsample: m is interactive; the amplification theorems cover one non-interactive release"
@@ -309,11 +332,70 @@ def make_subsample(
         def function(data: Any) -> Any:
             return m.function(_select(data, _uniform_subset(len(data), k, source)))
 
-    def privacy_map(d_in: int) -> Any:
+    sampling = "poisson" if method == "poisson" else "without_replacement"
+    pair_source = "; pair: Zhu–Dong–Wang 2022 " + ("Thm 11" if method == "poisson" else "Prop. 30")
+
+    def child_pair() -> PrivacyLoss | None:
+        """m's dominating pair for one step (one record added/removed, resp. substituted), or, for a pure
+        or (ε, δ) m without one (or with a composed one), RR_(ε,δ) of its guarantee at one step (KOV 2015
+        Thm 2.1); None where m has neither."""
+        pair = m.privacy_loss(child_d) if m.loss is not None else None
+        if pair is not None and pair.kind not in ("composed", "subsampled"):
+            return pair
+        if isinstance(measure, PureDP):
+            return PrivacyLoss.approx(m.map(child_d), 0)
+        if isinstance(measure, ApproxDP):
+            return PrivacyLoss.approx(*m.map(child_d))
+        return None
+
+    if isinstance(measure, (PureDP, ApproxDP)):
+        out_measure: Any = measure
+
+        def privacy_map(d_in: int) -> Any:
+            steps = int(d_in)
+            if steps == 0:
+                return measure.zero()
+            return _amplified(measure, m.map(child_d), q, steps)
+
+        theorem_source = source_text + pair_source
+    else:
+        if child_pair() is None:
+            raise UnsupportedComposition(
+                f"make_subsample: m's output measure {measure!r} has no amplification bound here, and m "
+                f"({m.node.label()}) reports no dominating pair of one mechanism at d_in={child_d} "
+                "(privacy_loss), whose subsampled pair would give one; convert m first (e.g. "
+                "make_zcdp_to_approx) or use a mechanism that reports its pair"
+            )
+        out_measure = ProfileDP()
+
+        def privacy_map(d_in: int) -> Any:
+            steps = int(d_in)
+            if steps == 0:
+                return PrivacyProfile()
+            if steps > 1:
+                raise UnsupportedComposition(
+                    f"make_subsample: d_in={d_in}: the subsampled pair is for one record "
+                    f"({'added or removed' if method == 'poisson' else 'substituted'}); no theorem here "
+                    "gives a privacy profile for several records from it (group privacy of a profile is "
+                    "not implemented)"
+                )
+            pair = child_pair()
+            assert pair is not None  # checked at construction; m's pair is a function of d_in only
+            return PrivacyProfile.from_loss(PrivacyLoss.subsampled(pair, q, sampling))
+
+        theorem_source = "Zhu–Dong–Wang 2022 " + (
+            "Thm 11 (Poisson, add/remove)"
+            if method == "poisson"
+            else "Prop. 30 (without replacement, substitution)"
+        )
+
+    def loss(d_in: int) -> PrivacyLoss | None:
+        """The subsampled dominating pair at one step; none for several (no multi-record PLD theorem)."""
         steps = int(d_in)
         if steps == 0:
-            return measure.zero()
-        return _amplified(measure, m.map(child_d), q, steps)
+            return PrivacyLoss.approx(0, 0)
+        pair = child_pair() if steps == 1 else None
+        return None if pair is None else PrivacyLoss.subsampled(pair, q, sampling)
 
     def child_inputs(d_in: Any) -> tuple[Any, ...]:
         return (child_d if d_in else 0,)
@@ -321,13 +403,14 @@ def make_subsample(
     return Measurement(
         outer_domain,
         outer_metric,
-        measure,
+        out_measure,
         function,
         privacy_map,
+        loss=loss,
         node=Node(
             "subsample",
             params=params,
-            source=source_text,
+            source=theorem_source,
             theorem="amplification by subsampling",
             children=(m,),
             child_inputs=child_inputs,

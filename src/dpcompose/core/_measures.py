@@ -312,8 +312,15 @@ class ProfileDP(Measure[PrivacyProfile]):
 
     A budget is an (ε, δ) pair: ``m.check(d_in, (ε, δ))`` holds when the profile's δ at ε is at most δ.
 
+    A profile may carry the dominating pairs of the mechanisms that have one
+    (:class:`~dpcompose.accounting.PrivacyLoss`); it is then read by their privacy loss distribution where
+    that is tighter (see :class:`~dpcompose.accounting.PrivacyProfile`). There is no cast from ProfileDP to
+    zCDP or pure DP: a profile implies no ρ and no pure ε in general (no theorem gives one), so such casts
+    are refused; ``make_fix_delta`` gives (ε(δ), δ).
+
     Source: Balle–Wang 2018 (privacy profiles); composition as in ``PrivacyProfile.compose`` (KOV 2015,
-    Murtagh–Vadhan 2016, Dong–Roth–Su 2019, Bun–Steinke 2016), concurrent by Vadhan–Zhang 2023 Thm 1.3.
+    Murtagh–Vadhan 2016, Dong–Roth–Su 2019, Bun–Steinke 2016, Zhu–Dong–Wang 2022 Thm 10 for pairs),
+    concurrent by Vadhan–Zhang 2023 Thm 1.3 (Lyu 2022 Cor 1 for ρ).
 
     Examples:
         >>> import dpcompose as dp
@@ -325,12 +332,12 @@ class ProfileDP(Measure[PrivacyProfile]):
     __slots__ = ()
     compose_source = (
         "KOV 2015 / Murtagh–Vadhan 2016 ((ε, δ) parts), Dong–Roth–Su 2019 (Gaussian), Bun–Steinke 2016 "
-        "(zCDP); Vadhan–Zhang 2023 Thm 1.3 (concurrent)"
+        "(zCDP), Zhu–Dong–Wang 2022 Thm 10 (dominating pairs); Vadhan–Zhang 2023 Thm 1.3 (concurrent)"
     )
 
     def parse(self, d: object, name: str = "d_out") -> PrivacyProfile:
         if isinstance(d, PrivacyProfile):
-            if len(d.approx_parts) == 1 and not d.gaussian_mu_sq and not d.rho:
+            if len(d.approx_parts) == 1 and not d.gaussian_mu_sq and not d.rho and d.loss is None:
                 return d
             raise InvalidParameter(f"{name}={d!r} must be a single (ε, δ) budget, not a composed profile")
         eps, delta = ApproxDP().parse(d, name)
@@ -353,18 +360,4 @@ class ProfileDP(Measure[PrivacyProfile]):
         return d
 
     def display(self, d: PrivacyProfile) -> str:
-        bits: list[str] = []
-        if d.approx_parts:
-            counts: dict[tuple[Fraction, Fraction], int] = {}
-            for pair in d.approx_parts:
-                counts[pair] = counts.get(pair, 0) + 1
-            shown = [
-                f"(ε={_fmt(e)}, δ={_fmt(delta)})" + (f"×{c}" if c > 1 else "")
-                for (e, delta), c in list(counts.items())[:4]
-            ]
-            bits.append("approx=[" + ", ".join(shown) + (", …" if len(counts) > 4 else "") + "]")
-        if d.gaussian_mu_sq:
-            bits.append(f"gaussian μ²={_fmt(d.gaussian_mu_sq)}")
-        if d.rho:
-            bits.append(f"zcdp ρ={_fmt(d.rho)}")
-        return "PrivacyProfile(" + ", ".join(bits) + ")"
+        return repr(d)  # every number in it rounded up (format_up); pairs shown by their exact parameters

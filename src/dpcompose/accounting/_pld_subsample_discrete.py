@@ -1,0 +1,378 @@
+"""Certified PLDs of subsampled *discrete* noise: the discrete Laplace and the discrete Gaussian.
+
+These are the noises dpcompose's own ``make_laplace`` and ``make_gaussian`` add, in grid units (their pair
+at ``d_in`` is ``PrivacyLoss.discrete_laplace(⌈Δ/g⌉, t/g)`` / ``discrete_gaussian(⌈Δ/g⌉, σ/g)``), so these
+PLDs are what a subsampled dpcompose mechanism (DP-SGD with ``make_gaussian``) really releases. The pairs
+and the discretisation are those of :mod:`dpcompose.accounting._pld_subsample`: with Q the noise centred
+at 0, P centred at the integer Δ and mix = (1 − q)·Q + q·P, the remove loss L(z) = ln(1 − q + q·e^{y(z)})
+is increasing in the integer output z, so every cell of outputs is an integer range and its masses are
+sums of the pmf over it:
+
+* **discrete Laplace** (Q(z) = c·r^|z|, r = e^{−1/t}, c = (1 − r)/(1 + r)): y = −Δ/t for z ≤ 0 (one
+  atom: Q-mass 1/(1 + r), P-mass r^Δ/(1 + r)), y = Δ/t for z ≥ Δ (the mirror atom) and y = (2z − Δ)/t in
+  between, where a range [A, B] of n integers has the geometric sums Q = r^A(1 − r^n)/(1 + r) and
+  P = r^{Δ−B}(1 − r^n)/(1 + r), each evaluated as a few exponentials of exactly known arguments (the
+  float 1/t within u) with a relative error bound;
+* **discrete Gaussian** (Q(z) = e^{−z²/2s²}/Z): y = Δ(2z − Δ)/(2s²); a range's sums are taken as in
+  :func:`~dpcompose.accounting.pld_discrete_gaussian` (:mod:`dpcompose.accounting._pld_dgauss`): exact
+  atoms for short ranges, Euler–Maclaurin with its bounded remainder (the integral a certified
+  Φ-difference or Simpson's rule) for long ones, Z by Poisson summation or, for small s, summed directly;
+  the outputs beyond ±⌈14s⌉ (and Δ) are tails bounded by Φ (Z ≥ s√(2π)) whose losses are bounded by L at
+  the range's ends (below) or unbounded (above).
+
+Every loss edge is certified with a padded float evaluation of L at an integer (the integers up to 2**53
+are exact floats), so the work grows with the number of lattice points the loss range spans, not with
+Δ or s: Δ = 2**30 grid units and s = 10·2**30 cost the same as Δ = 1, s = 10.
+
+Assumptions of the certificate: those of :mod:`dpcompose.accounting._pld`.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from dpcompose._validation import check_finite_positive
+from dpcompose.accounting._exact import Number, exact
+from dpcompose.accounting._pld import (
+    _EXP_REL,
+    _U,
+    DEFAULT_STEP_BITS,
+    DEFAULT_TAIL,
+    PLD,
+    FloatArray,
+    _check_bits,
+    _check_tail,
+    _fmt,
+    pld_discrete_laplace,
+)
+from dpcompose.accounting._pld_dgauss import (
+    _DIRECT,
+    _DIRECT_MAX,
+    _em_bucket_logs,
+    _phi_upper,
+    _poisson_rel,
+    pld_discrete_gaussian,
+)
+from dpcompose.accounting._pld_subsample import (
+    Sampling,
+    _bound_only,
+    _cell,
+    _Cells,
+    _check_sampling,
+    _from_cells,
+    _identity,
+    _lattice,
+    _mix_logs,
+    _mix_loss,
+    _partition,
+    _rate_up,
+    _sampling_name,
+    _y_of_loss,
+)
+from dpcompose.errors import InvalidParameter
+
+__all__ = ["pld_subsampled_discrete_gaussian", "pld_subsampled_discrete_laplace"]
+
+_SAFE = 1 + 2.0**-20
+_MAX_INT = 2**50  # outputs and shifts stay far inside the exact float integers
+_ATOM_LIMIT = 1 << 20  # below this many outputs the discrete Gaussian's normaliser is also summed directly
+_CHUNK = 1 << 21  # atoms summed at a time
+
+
+def _gamma(n: npt.NDArray[np.float64] | float) -> npt.NDArray[np.float64] | float:
+    """γₙ = n·u/(1 − n·u) (Higham 2002, Lemma 3.1), padded; n·u stays far below 1 here."""
+    return n * _U / (1 - n * _U) * _SAFE
+
+
+def _int_sensitivity(sensitivity: object) -> int:
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, np.integer)) or sensitivity < 0:
+        raise InvalidParameter(f"sensitivity={sensitivity!r} must be a non-negative integer")
+    if sensitivity > _MAX_INT:
+        raise InvalidParameter(f"sensitivity={sensitivity!r} must be at most 2**50")
+    return int(sensitivity)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Discrete Laplace
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _dlap_cells(bits: int, delta: int, t: Fraction, q: float) -> _Cells:
+    ut = float(1 / t)  # 1/t within u (relative); every y below is (an exact integer)·ut
+    t_f = float(t)
+    d = float(delta * ut)
+
+    def bound(z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        y = (2 * z - delta) * ut
+        return _mix_loss(y, 2.01 * _U * np.abs(y), q)
+
+    l1r = math.log1p(math.exp(-ut))  # ln(1 + r)
+    # every log-mass below is a sum of ≤ 4 terms, each within (2u·(argument) + _EXP_REL): padded
+    rel_c = 16 * _EXP_REL + 16 * _U * (1 + d)
+    parts: list[_Cells] = []
+    for z, lq_a, lp_a in ((0, -l1r, -delta * ut - l1r), (delta, -delta * ut - l1r, -l1r)):
+        lo_a, hi_a = bound(np.array([float(z)]))
+        rel_a = np.array([rel_c + 4 * _U * (abs(lq_a) + abs(lp_a))])
+        lm_a, rm_a = _mix_logs(np.array([lq_a]), rel_a, np.array([lp_a]), rel_a, q)
+        parts.append(_cell(float(lo_a[0]), float(hi_a[0]), float(lm_a[0]), lq_a, float(rm_a[0])))
+    if delta >= 2:
+        z_lo, z_hi = 1.0, float(delta)  # the integers 1 … Δ − 1 (cells [first, end))
+        lams = _lattice(float(bound(np.array([z_lo]))[0][0]), float(bound(np.array([z_hi - 1]))[1][0]), bits)
+        start = (_y_of_loss(lams, q) * t_f + delta) / 2 + 1
+        first, end, lo, hi = _partition(lams, start, bound, True, z_lo, z_hi)
+        n = end - first
+        with np.errstate(divide="ignore"):
+            lg = np.log(-np.expm1(-n * ut))  # ln(1 − r^n)
+        lq = -first * ut + lg - l1r
+        lp = -(delta - (end - 1)) * ut + lg - l1r
+        rel = rel_c + 4 * _U * (np.abs(lq) + np.abs(lp))
+        lm, rm = _mix_logs(lq, rel, lp, rel, q)
+        parts.insert(1, _Cells(lo, hi, lm, lq, rm))
+    return _Cells.join(parts)
+
+
+def pld_subsampled_discrete_laplace(
+    sensitivity: int,
+    scale: Number,
+    rate: Number,
+    *,
+    sampling: Sampling = "poisson",
+    step_bits: int = DEFAULT_STEP_BITS,
+    tail: float = DEFAULT_TAIL,
+) -> PLD:
+    """The PLD of the discrete Laplace mechanism (integer sensitivity Δ, scale t: P(z) ∝ e^{−|z|/t}) run
+    on a subsample drawn with this rate.
+
+    This is dpcompose's ``make_laplace`` in grid units (Δ = its grid-unit sensitivity, t = scale/g; see
+    :meth:`PrivacyLoss.discrete_laplace <dpcompose.accounting.PrivacyLoss.discrete_laplace>`).
+    ``sampling="poisson"``: each record kept independently with probability ``rate``, add/remove neighbours;
+    the "remove" pair ((1 − q)Q + qP, Q) and the "add" pair (Q, (1 − q)Q + qP) are kept and composed
+    separately, and δ(ε) is the larger. ``sampling="without_replacement"``: a fixed-size subset (rate =
+    m/n), substitute neighbours, Δ the sensitivity under substitution; the PLD is that of the symmetric
+    pair built from the two-part bound (:mod:`dpcompose.accounting._pld_subsample`). Rate 1 is the
+    mechanism itself (:func:`pld_discrete_laplace`), rate 0 or Δ = 0 the identity (δ = 0).
+
+    Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Ghosh–Roughgarden–Sundararajan 2009
+    (the mechanism); discretisation: Doroshenko et al. 2022 (connect the dots).
+
+    Raises:
+        InvalidParameter: Δ not an integer in [0, 2**50], t not positive, rate outside [0, 1], Δ/t above
+            30 (for a rate below 1), an unknown ``sampling``, or a lattice too fine for the loss range.
+
+    Examples:
+        >>> from dpcompose.accounting import pld_subsampled_discrete_laplace
+        >>> step = pld_subsampled_discrete_laplace(2**30, 10 * 2**30, 0.01)  # make_laplace(scale=10)
+        >>> lo, hi = step.self_compose(100).epsilon_bounds(1e-6)
+        >>> 0.03 < float(lo) <= float(hi) < 0.034
+        True
+    """
+    delta = _int_sensitivity(sensitivity)
+    t = exact(check_finite_positive(scale, "scale"), "scale")
+    _, q = _rate_up(rate, allow_zero=True)
+    smp = _check_sampling(sampling)
+    bits = _check_bits(step_bits)
+    tl = _check_tail(tail)
+    if delta == 0 or q == 0:
+        return _identity(bits, tl, "DiscreteLaplace(Δ=0)" if delta == 0 else "Subsampled(q=0)")
+    if q == 1.0:
+        return pld_discrete_laplace(delta, t, step_bits=bits, tail=tl)
+    if delta / t > 30:
+        raise InvalidParameter(f"sensitivity/scale={_fmt(delta / t)} must be at most 30 for this PLD")
+    name = f"Subsampled{_sampling_name(smp)}DiscreteLaplace(Δ={delta}, t={float(t):g}, q={q:g})"
+    return _from_cells(_dlap_cells(bits, delta, t, q), bits, tl, smp, name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Discrete Gaussian
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _panels(width_s: FloatArray) -> FloatArray:
+    """Simpson panels per range (as ``_pld_dgauss._simpson_panels``): the least m ∈ {1, 2, 4, 8, 16} with
+    (w/m)⁴·3/2880 ≤ 1e-15, w the range's width in units of s."""
+    m = np.ones(width_s.shape)
+    for _ in range(4):
+        m = np.where((width_s / m) ** 4 * 3 / 2880 > 1e-15, m * 2, m)
+    return m
+
+
+def _direct_sums(
+    A: FloatArray, cnt: npt.NDArray[np.int64], two_s2: float, log_n0: float
+) -> tuple[FloatArray, FloatArray]:
+    """``(log S, rel)`` of S = Σ_{z=A}^{A+cnt−1} e^{−z²/2s²}/(s√(2π)), summed atom by atom: every atom within
+    8u(x + |max| + 1) + 2·_EXP_REL (x = z²/2s², exponent shifted by the range's largest), the positive sum
+    within γ_{n+2} (Higham 2002, Lemma 3.1) and the final logs within u each."""
+    out_l = np.empty(A.size)
+    out_r = np.empty(A.size)
+    start = 0
+    while start < A.size:
+        csum = np.cumsum(cnt[start:])
+        stop = start + max(1, int(np.searchsorted(csum, _CHUNK, side="right")))
+        c = cnt[start:stop]
+        total = int(np.sum(c))
+        offs = np.cumsum(c) - c
+        z = np.repeat(A[start:stop], c) + (np.arange(total, dtype=np.float64) - np.repeat(offs, c))
+        x = z * z / two_s2
+        mx = np.minimum.reduceat(x, offs)  # the largest atom of each range has the least x
+        xs = x - np.repeat(mx, c)
+        with np.errstate(under="ignore"):
+            s = np.add.reduceat(np.exp(-xs), offs)
+        err = np.maximum.reduceat(8 * _U * (x + np.repeat(mx, c) + 1), offs) + 2 * _EXP_REL
+        lv = np.log(s) - mx - log_n0
+        out_l[start:stop] = lv
+        gam = _gamma(c.astype(np.float64) + 2)
+        out_r[start:stop] = err + gam + 8 * _U * (np.abs(lv) + mx + abs(log_n0) + 1)
+        start = stop
+    return out_l, out_r
+
+
+def _range_sums(
+    A: FloatArray, B: FloatArray, s_f: float, two_s2: float, log_n0: float
+) -> tuple[FloatArray, FloatArray]:
+    """``(log S, rel)`` of S = Σ_{z=A}^{B} e^{−z²/2s²}/(s√(2π)) per range: Euler–Maclaurin
+    (``_pld_dgauss._em_bucket_logs``) for ranges of more than 8 integers whose bound is below 1e-6 (or, for
+    a range too long to enumerate, below 0.5), atom by atom otherwise."""
+    count = (B - A + 1).astype(np.int64)
+    out_l = np.empty(A.size)
+    out_r = np.empty(A.size)
+    em = count > _DIRECT
+    if np.any(em):
+        idx = np.flatnonzero(em)
+        m = _panels((B[idx] - A[idx]) / s_f)
+        for mv in np.unique(m):
+            g = idx[m == mv]
+            lv, rv = _em_bucket_logs(A[g], B[g], s_f, two_s2, log_n0, int(mv))
+            out_l[g], out_r[g] = lv, rv
+        ok = (out_r[idx] < 1e-6) | ((count[idx] > _DIRECT_MAX) & (out_r[idx] < 0.5))
+        if np.any(~ok & (count[idx] > _DIRECT_MAX)):
+            raise InvalidParameter(
+                f"sigma={s_f:g}: no certified masses for this subsampled discrete Gaussian on this lattice; "
+                "try another step_bits"
+            )
+        em[idx[~ok]] = False
+    direct = np.flatnonzero(~em)
+    if direct.size:
+        out_l[direct], out_r[direct] = _direct_sums(A[direct], count[direct], two_s2, log_n0)
+    return out_l, out_r
+
+
+def _normaliser(s: Fraction, z_min: int, z_max: int, t_below: float, t_above: float) -> tuple[float, float]:
+    """``(log Z, rel)``: Poisson summation, s√(2π) ≤ Z ≤ s√(2π)(1 + 2e^{−c}/(1 − e^{−3c})), or for few outputs
+    the direct sum over [z_min, z_max] plus the two tails (bounded by Φ), whichever bound is tighter (as
+    :func:`~dpcompose.accounting.pld_discrete_gaussian` does)."""
+    s_f = float(s)
+    log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
+    rel_poisson = _poisson_rel(s_f) + 4 * _U * abs(log_n0)
+    n_atoms = z_max - z_min + 1
+    if n_atoms > _ATOM_LIMIT:
+        return log_n0, rel_poisson + _EXP_REL
+    z = np.arange(z_min, z_max + 1, dtype=np.float64)
+    x = z * z / float(2 * s * s)
+    ssum = float(np.sum(np.exp(-x)))
+    e_s = 8 * _U * (float(np.max(x)) + 1) + 2 * _EXP_REL + float(_gamma(n_atoms + 1.0))
+    tails = (t_below + t_above) * math.exp(log_n0) * (1 + 4 * _U)
+    rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * _SAFE + 4 * _U
+    if rel_direct < rel_poisson:
+        return math.log(ssum), rel_direct + 4 * _U * abs(math.log(ssum)) + _EXP_REL
+    return log_n0, rel_poisson + _EXP_REL
+
+
+def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
+    s2 = s * s
+    s_f = float(s)
+    two_s2 = float(2 * s2)
+    c_y = float(Fraction(delta) / (2 * s2))  # y = (2z − Δ)·c_y, c_y within u
+    log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
+    K = max(1, math.ceil(14 * s))
+    z_min, z_max = -K, K + delta
+
+    def bound(z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        y = (2 * z - delta) * c_y
+        return _mix_loss(y, 2.01 * _U * np.abs(y), q)
+
+    l_first = float(bound(np.array([float(z_min)]))[0][0])
+    lams = _lattice(l_first, float(bound(np.array([float(z_max)]))[1][0]), bits)
+    start = _y_of_loss(lams, q) / (2 * c_y) + delta / 2 + 1
+    grid = np.arange(z_min, z_max + 1, max(1, math.floor(s_f / 8)), dtype=np.float64)  # cells ≤ s/8 wide
+    first, end, lo, hi = _partition(lams, start, bound, True, float(z_min), float(z_max + 1), grid)
+    # Tails, as masses over s√(2π) ≤ Z: Σ_{y>k} f(y) ≤ ∫_k^∞ f = s√(2π)·Φ(−k/s) for k ≥ 0.
+    phi_k = _phi_upper(math.nextafter(float(Fraction(-K) / s), math.inf))
+    phi_kd = _phi_upper(math.nextafter(float(Fraction(-K - delta) / s), math.inf))
+    log_z, rel_z = _normaliser(s, z_min, z_max, phi_k, phi_kd)
+    A, B = first, end - 1
+    lq, rq = _range_sums(A, B, s_f, two_s2, log_n0)
+    lp, rp = _range_sums(A - delta, B - delta, s_f, two_s2, log_n0)
+    shift = log_n0 - log_z
+    rq = rq + rel_z + 8 * _U * (np.abs(lq) + abs(log_n0) + abs(log_z) + 1)
+    rp = rp + rel_z + 8 * _U * (np.abs(lp) + abs(log_n0) + abs(log_z) + 1)
+    lq, lp = lq + shift, lp + shift
+    lm, rm = _mix_logs(lq, rq, lp, rp, q)
+    mid = _Cells(lo, hi, lm, lq, np.maximum(rm, rq))
+    # below z_min: Q-mass ≤ Φ(−K/s), P-mass (shifted by Δ further out) ≤ Φ(−(K + Δ)/s); losses ≥ ln(1 − q)
+    l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
+    l_mix_b, _ = _bound_only((1 - q) * phi_k + q * phi_kd)
+    l_base_b, _ = _bound_only(phi_k)
+    below = _cell(l_min, float(bound(np.array([float(z_min - 1)]))[1][0]), l_mix_b, l_base_b, 1.0)
+    # above z_max = K + Δ: Q-mass ≤ Φ(−(K + Δ)/s), P-mass ≤ Φ(−K/s); losses unbounded above
+    l_mix_a, _ = _bound_only((1 - q) * phi_kd + q * phi_k)
+    l_base_a, _ = _bound_only(phi_kd)
+    above = _cell(float(bound(np.array([float(z_max + 1)]))[0][0]), math.inf, l_mix_a, l_base_a, 1.0)
+    return _Cells.join([below, mid, above])
+
+
+def pld_subsampled_discrete_gaussian(
+    sensitivity: int,
+    sigma: Number,
+    rate: Number,
+    *,
+    sampling: Sampling = "poisson",
+    step_bits: int = DEFAULT_STEP_BITS,
+    tail: float = DEFAULT_TAIL,
+) -> PLD:
+    """The PLD of the discrete Gaussian mechanism (integer sensitivity Δ, noise parameter σ: P(z) ∝
+    e^{−z²/2σ²} on the integers) run on a subsample drawn with this rate: the per-step PLD of DP-SGD with
+    dpcompose's ``make_gaussian``, in grid units (Δ = its grid-unit L2 sensitivity, σ = σ/g).
+
+    ``sampling`` as in :func:`pld_subsampled_discrete_laplace`: Poisson (both orders kept, δ(ε) the larger)
+    or without replacement (the symmetric pair of the two-part bound; Δ the sensitivity under
+    substitution). Rate 1 is :func:`pld_discrete_gaussian`, rate 0 or Δ = 0 the identity.
+
+    Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Canonne–Kamath–Steinke 2020 (the discrete
+    Gaussian, Poisson summation for its normaliser); Euler–Maclaurin remainder: Apostol 1999.
+
+    Raises:
+        InvalidParameter: Δ not an integer in [0, 2**50], σ not positive or above 2**40, rate outside
+            [0, 1], Δ/σ outside [1e-8, 30], an unknown ``sampling``, or a lattice too fine for the loss
+            range.
+
+    Examples:
+        >>> from dpcompose.accounting import pld_subsampled_discrete_gaussian
+        >>> step = pld_subsampled_discrete_gaussian(2**30, 2**30, 0.01)  # σ = 1 in sensitivity units
+        >>> lo, hi = step.self_compose(100).epsilon_bounds(1e-5)
+        >>> 0.2 < float(lo) <= float(hi) < 1
+        True
+    """
+    delta = _int_sensitivity(sensitivity)
+    s = exact(check_finite_positive(sigma, "sigma"), "sigma")
+    if s > 1 << 40:
+        raise InvalidParameter(f"sigma={sigma!r} must be at most 2**40 for a discrete Gaussian")
+    _, q = _rate_up(rate, allow_zero=True)
+    smp = _check_sampling(sampling)
+    bits = _check_bits(step_bits)
+    tl = _check_tail(tail)
+    if delta == 0 or q == 0:
+        return _identity(bits, tl, "DiscreteGaussian(Δ=0)" if delta == 0 else "Subsampled(q=0)")
+    if q == 1.0:
+        return pld_discrete_gaussian(delta, s, step_bits=bits, tail=tl)
+    if not Fraction(1, 10**8) <= delta / s <= 30:
+        raise InvalidParameter(
+            f"sensitivity={sensitivity!r} / sigma={sigma!r} must be in [1e-8, 30] for this PLD"
+        )
+    name = f"Subsampled{_sampling_name(smp)}DiscreteGaussian(Δ={delta}, σ={float(s):g}, q={q:g})"
+    return _from_cells(_dgauss_cells(bits, delta, s, q), bits, tl, smp, name)
