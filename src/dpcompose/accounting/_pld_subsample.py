@@ -14,21 +14,24 @@ the output coordinate o.
 * **Sampling without replacement** of m out of n records (q = m/n), substitute neighbours, (P, Q)
   dominating M for substitution: for every ordered pair of neighbours and α ≥ 1,
   H_α(M∘S(D) ‖ M∘S(D′)) ≤ H_α(mix ‖ Q). (Write M∘S(D) = (1 − q)A + qB and M∘S(D′) = (1 − q)A + qB′,
-  B, B′ the runs on subsets holding the substituted record; couple A and B by exchanging one record,
-  as Balle–Barthe–Gaboardi 2018, Thm 10 do; then advanced joint convexity (ibid., Thm 2) and convexity of
-  H in its second argument give q·H_{α′}(P ‖ Q) = H_α(mix ‖ Q), α′ = 1 + (α − 1)/q. This is the α ≥ 1 part
-  of the two-part bound of Zhu–Dong–Wang 2022, Prop. 30.) Substitution is symmetric, so for α < 1,
-  H_α(X ‖ Y) = 1 − α + α·H_{1/α}(Y ‖ X) ≤ H_α(Q ‖ mix). Unlike Poisson sampling, the *order* of a substitute
-  pair is not fixed across a composition (which record value acts as "added" depends on the query), so
-  composing the two orders separately is not enough: a composition can mix them (Lebeda–Regehr–Kamath–
-  Steinke 2024 discuss this pitfall). Instead this module uses one symmetric pair with exactly that
-  two-part profile: with S = {L > 0},
+  B, B′ the runs on subsets holding the substituted record; couple A and B by exchanging one record, as
+  in the proof of Balle–Barthe–Gaboardi 2018, Thm 9; then joint convexity, advanced joint convexity
+  (ibid., Thm 2) and convexity of H in its second argument give at most (1 − β)·q·H_{α′}(B ‖ A) +
+  β·q·H_{α′}(B ‖ B′) ≤ q·H_{α′}(P ‖ Q) = H_α(mix ‖ Q), α′ = 1 + (α − 1)/q, as B, A and B, B′ are substitute
+  neighbours. This is the α ≥ 1 part of the two-part bound of Zhu–Dong–Wang 2022, Prop. 30.)
+  Substitution is symmetric, so for α < 1, H_α(X ‖ Y) = 1 − α + α·H_{1/α}(Y ‖ X) ≤ H_α(Q ‖ mix).
+  Unlike Poisson sampling, the *order* of a substitute pair is not fixed across a composition (which
+  record value acts as "added" depends on the query), so composing the two orders separately is not
+  enough: a composition can mix them, and a mix can exceed both (tests/accounting/
+  test_pld_subsample_discrete.py has one; Lebeda–Regehr–Kamath–Steinke 2024 discuss related pitfalls).
+  Instead this module uses one symmetric pair with exactly that two-part profile: with S = {L > 0},
   P* = mix|_S + Q̃|_S + c·δ₀ and Q* = Q|_S + m̃ix|_S + c·δ₀, where Q̃|_S is a mirrored copy of S that
   carries Q's mass under P* and mix's under Q* (losses −L), and c = 1 − mix(S) − Q(S) an atom of loss
   0. Then H_α(P* ‖ Q*) ≥ H_α(mix ‖ Q) for α ≥ 1 (the mirrored part only adds), (P*, Q*) equals its own
   reverse, so the bound holds for α < 1 too, and (P*, Q*) dominates M∘S for all α ≥ 0 as Thm 10 of
-  Zhu–Dong–Wang 2022 requires. It is a pair because c ≥ 0: every base pair here is symmetric (Q is P
-  reflected), so P(S) ≤ 1 − Q(S) and Q(S) ≤ 1/2, hence mix(S) + Q(S) ≤ (2 − 2q)Q(S) + q ≤ 1.
+  Zhu–Dong–Wang 2022 requires. It is a pair because c ≥ 0: every base pair here is symmetric (P is Q
+  composed with a reflection ρ of the outputs, which maps S onto {Q > P}), so P(S) ≤ 1 − Q(S) and
+  Q(S) ≤ P(S), hence Q(S) ≤ 1/2 and mix(S) + Q(S) ≤ (2 − 2q)Q(S) + q ≤ 1.
 
 A larger q dominates a smaller one (mixing the output with a fresh sample of Q is a post-processing), so
 a rate is rounded up to a float.
@@ -98,8 +101,9 @@ def _mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArr
 
     L is evaluated as ln((1 − q) + q·e^y) for y < 0 and y + ln(q + (1 − q)·e^{−y}) for y ≥ 0: logs of
     sums of two positive terms, each within a few ulps (exp within ``_EXP_REL``), so the log is within
-    1.01·(``_EXP_REL`` + 3u) + u·(|L| + |y|); dL/dy ≤ 1 adds ``ey``. The pad is ten times that. y = −∞ (an
-    output P cannot produce) gives ln(1 − q) exactly up to its rounding.
+    1.01·(``_EXP_REL`` + 3u) + (2u + ``_EXP_REL``)·(|L| + |y|) (the log's own error, assumed as exp's, and
+    the final sum); dL/dy ≤ 1 adds ``ey``. The pad is ten times that. y = −∞ (an output P cannot produce)
+    gives ln(1 − q) up to its rounding.
     """
     y = np.asarray(y, dtype=np.float64)
     fin = np.isfinite(y)
@@ -108,7 +112,8 @@ def _mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArr
         neg = np.log((1 - q) + q * np.exp(np.where(fin, np.minimum(y, 0.0), -np.inf)))
         pos = ya + np.log(q + (1 - q) * np.exp(-np.maximum(ya, 0.0)))
         val = np.where(y < 0, neg, pos)
-    pad = 10 * (2 * _EXP_REL + 6 * _U + 2 * _U * (np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)))
+    size = np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)
+    pad = 10 * (2 * _EXP_REL + 6 * _U + (2 * _U + _EXP_REL) * size)
     pad = pad + np.where(fin, 1.01 * np.asarray(ey, dtype=np.float64), 0.0) + 1e-300
     return val - pad, val + pad
 
@@ -269,8 +274,8 @@ def _zero_atom(c: _Cells) -> _Cells:
     err = float(np.sum(m * (c.rel[s] + 2 * _EXP_REL + 4 * _U * (np.abs(lmix) + 1))))
     tot = float(np.sum(m))
     err += 4 * _U * (m.size + 4) * tot + 1e-300 * m.size
-    c_hi = min(1.0, 1.0 - tot + err)
-    c_lo = 1.0 - tot - err
+    c_hi = min(1.0, 1.0 - tot + err + 4 * _U)
+    c_lo = 1.0 - tot - err - 4 * _U
     if c_hi <= 0:
         return _cell(0.0, 0.0, -math.inf, -math.inf, 0.0, False)
     if c_lo <= 0:
@@ -365,7 +370,13 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
 def _from_cells(
     cells: _Cells, bits: int, tail: float, sampling: Sampling, name: str
 ) -> PLD:
-    """The PLD of the subsampled pair: both orders (Poisson) or the symmetric pair (without replacement)."""
+    """The PLD of the subsampled pair: both orders (Poisson) or the symmetric pair (without replacement).
+    A cell's loss bounds are first clipped at 0 by its exact sign (L > 0 on S, L ≤ 0 off it)."""
+    cells = _Cells(
+        np.where(cells.pos, np.maximum(cells.lo, 0.0), cells.lo),
+        np.where(cells.pos, cells.hi, np.minimum(cells.hi, 0.0)),
+        cells.lmix, cells.lbase, cells.rel, cells.pos,
+    )
     if sampling == "poisson":
         fwd = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
         rev = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
@@ -478,8 +489,10 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
 
 
 def _phi_tail_up(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Upper bounds on Φ(b) − Φ(a) (a < b): the smaller of Φ(b) and Φ(−a), from ``log_ndtr`` padded."""
+    """Upper bounds on Φ(b) − Φ(a) (a < b): the smaller of Φ(b) and Φ(−a), from ``log_ndtr`` padded (its
+    argument first moved up past the rounding of a and b)."""
     x = np.minimum(b, -a)
+    x = x + 4 * _U * (np.abs(x) + 1)
     lv = np.asarray(log_ndtr(x), dtype=np.float64)
     return np.minimum(np.exp(lv + 64 * _U * (1 + np.abs(lv))) * (1 + 1e-10), 1.0)
 
@@ -503,7 +516,7 @@ def pld_subsampled_gaussian(
     the two-part bound (module docstring). This is the per-step PLD of DP-SGD.
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
-    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Koskela–Jälkö–Honkela 2020 (PLD of the
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 9; Koskela–Jälkö–Honkela 2020 (PLD of the
     subsampled Gaussian); Abadi et al. 2016 (DP-SGD).
 
     Raises:
@@ -587,7 +600,7 @@ def pld_subsampled_laplace(
     sensitivity under substitution).
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson; Prop. 30, without replacement; Thm 10); Balle–Barthe–
-    Gaboardi 2018 Thms 2 and 10; Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
+    Gaboardi 2018 Thms 2 and 9; Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
 
     Raises:
         InvalidParameter: scale not positive, rate not in (0, 1], sensitivity not positive, Δ/b above 30,
