@@ -517,6 +517,9 @@ def test_extreme_rates_are_certified_without_warnings(build: Callable[[float], P
         if prev is not None:
             assert hi >= prev[0]  # δ grows with the rate (a larger rate dominates)
         prev = (lo, hi)
+    _, f_hi = build(1.0).delta_bounds(0.1)  # rate 1: the mechanism itself
+    a_lo, a_hi = build(1 - 2**-40).delta_bounds(0.1)
+    assert a_lo <= f_hi and abs(float(a_hi - f_hi)) < 1e-3 * float(f_hi) + 1e-7  # (h = 2**-8 apart)
 
 
 def test_rate_one_and_zero_of_the_constructors() -> None:
