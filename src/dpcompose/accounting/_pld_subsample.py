@@ -14,21 +14,24 @@ the output coordinate o.
 * **Sampling without replacement** of m out of n records (q = m/n), substitute neighbours, (P, Q)
   dominating M for substitution: for every ordered pair of neighbours and α ≥ 1,
   H_α(M∘S(D) ‖ M∘S(D′)) ≤ H_α(mix ‖ Q). (Write M∘S(D) = (1 − q)A + qB and M∘S(D′) = (1 − q)A + qB′,
-  B, B′ the runs on subsets holding the substituted record; couple A and B by exchanging one record,
-  as Balle–Barthe–Gaboardi 2018, Thm 10 do; then advanced joint convexity (ibid., Thm 2) and convexity of
-  H in its second argument give q·H_{α′}(P ‖ Q) = H_α(mix ‖ Q), α′ = 1 + (α − 1)/q. This is the α ≥ 1 part
-  of the two-part bound of Zhu–Dong–Wang 2022, Prop. 30.) Substitution is symmetric, so for α < 1,
-  H_α(X ‖ Y) = 1 − α + α·H_{1/α}(Y ‖ X) ≤ H_α(Q ‖ mix). Unlike Poisson sampling, the *order* of a substitute
-  pair is not fixed across a composition (which record value acts as "added" depends on the query), so
-  composing the two orders separately is not enough: a composition can mix them (Lebeda–Regehr–Kamath–
-  Steinke 2024 discuss this pitfall). Instead this module uses one symmetric pair with exactly that
-  two-part profile: with S = {L > 0},
+  B, B′ the runs on subsets holding the substituted record; couple A and B by exchanging one record, as
+  in the proof of Balle–Barthe–Gaboardi 2018, Thm 9; then joint convexity, advanced joint convexity
+  (ibid., Thm 2) and convexity of H in its second argument give at most (1 − β)·q·H_{α′}(B ‖ A) +
+  β·q·H_{α′}(B ‖ B′) ≤ q·H_{α′}(P ‖ Q) = H_α(mix ‖ Q), α′ = 1 + (α − 1)/q, as B, A and B, B′ are substitute
+  neighbours. This is the α ≥ 1 part of the two-part bound of Zhu–Dong–Wang 2022, Prop. 30.)
+  Substitution is symmetric, so for α < 1, H_α(X ‖ Y) = 1 − α + α·H_{1/α}(Y ‖ X) ≤ H_α(Q ‖ mix).
+  Unlike Poisson sampling, the *order* of a substitute pair is not fixed across a composition (which
+  record value acts as "added" depends on the query), so composing the two orders separately is not
+  enough: a composition can mix them, and a mix can exceed both (tests/accounting/
+  test_pld_subsample_discrete.py has one; Lebeda–Regehr–Kamath–Steinke 2024 discuss related pitfalls).
+  Instead this module uses one symmetric pair with exactly that two-part profile: with S = {L > 0},
   P* = mix|_S + Q̃|_S + c·δ₀ and Q* = Q|_S + m̃ix|_S + c·δ₀, where Q̃|_S is a mirrored copy of S that
   carries Q's mass under P* and mix's under Q* (losses −L), and c = 1 − mix(S) − Q(S) an atom of loss
   0. Then H_α(P* ‖ Q*) ≥ H_α(mix ‖ Q) for α ≥ 1 (the mirrored part only adds), (P*, Q*) equals its own
   reverse, so the bound holds for α < 1 too, and (P*, Q*) dominates M∘S for all α ≥ 0 as Thm 10 of
-  Zhu–Dong–Wang 2022 requires. It is a pair because c ≥ 0: every base pair here is symmetric (Q is P
-  reflected), so P(S) ≤ 1 − Q(S) and Q(S) ≤ 1/2, hence mix(S) + Q(S) ≤ (2 − 2q)Q(S) + q ≤ 1.
+  Zhu–Dong–Wang 2022 requires. It is a pair because c ≥ 0: every base pair here is symmetric (P is Q
+  composed with a reflection ρ of the outputs, which maps S onto {Q > P}), so P(S) ≤ 1 − Q(S) and
+  Q(S) ≤ P(S), hence Q(S) ≤ 1/2 and mix(S) + Q(S) ≤ (2 − 2q)Q(S) + q ≤ 1.
 
 A larger q dominates a smaller one (mixing the output with a fresh sample of Q is a post-processing), so
 a rate is rounded up to a float.
@@ -40,8 +43,10 @@ carries a certified interval [lo, hi] of its losses (L at its two ends) and its 
 error bounds. :func:`_to_buckets` then puts each cell into the bucket (a, a + h] that contains hi and
 records how far below a its lowest loss may lie (the buckets' slack, covered by ``_build``'s split);
 a cell whose loss interval is not bounded below (a tail) makes its bucket go whole to the top. The
-"add" order reads the same cells with losses −L, and the without-replacement pair reads the cells with
-hi > 0 twice (once mirrored) plus the atom c.
+"add" order reads the same cells with losses −L, and the without-replacement pair reads the cells of S
+twice (once mirrored) plus the atom c. S = {L > 0} = {y > 0} is decided exactly from the output coordinate
+(y's sign is that of 2z − Δ, o − μ/2, …), and the partition is also cut where y changes sign, so every cell
+lies in S or outside it; an output with L = 0 exactly (z = Δ/2) must stay out of S, or c can turn negative.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive
@@ -95,8 +101,9 @@ def _mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArr
 
     L is evaluated as ln((1 − q) + q·e^y) for y < 0 and y + ln(q + (1 − q)·e^{−y}) for y ≥ 0: logs of
     sums of two positive terms, each within a few ulps (exp within ``_EXP_REL``), so the log is within
-    1.01·(``_EXP_REL`` + 3u) + u·(|L| + |y|); dL/dy ≤ 1 adds ``ey``. The pad is ten times that. y = −∞ (an
-    output P cannot produce) gives ln(1 − q) exactly up to its rounding.
+    1.01·(``_EXP_REL`` + 3u) + (2u + ``_EXP_REL``)·(|L| + |y|) (the log's own error, assumed as exp's, and
+    the final sum); dL/dy ≤ 1 adds ``ey``. The pad is ten times that. y = −∞ (an output P cannot produce)
+    gives ln(1 − q) up to its rounding.
     """
     y = np.asarray(y, dtype=np.float64)
     fin = np.isfinite(y)
@@ -105,7 +112,8 @@ def _mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArr
         neg = np.log((1 - q) + q * np.exp(np.where(fin, np.minimum(y, 0.0), -np.inf)))
         pos = ya + np.log(q + (1 - q) * np.exp(-np.maximum(ya, 0.0)))
         val = np.where(y < 0, neg, pos)
-    pad = 10 * (2 * _EXP_REL + 6 * _U + 2 * _U * (np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)))
+    size = np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)
+    pad = 10 * (2 * _EXP_REL + 6 * _U + (2 * _U + _EXP_REL) * size)
     pad = pad + np.where(fin, 1.01 * np.asarray(ey, dtype=np.float64), 0.0) + 1e-300
     return val - pad, val + pad
 
@@ -127,7 +135,8 @@ class _Cells:
     Per cell: ``lo``/``hi`` certified bounds on L = ln(mix/Q) over the cell (``hi`` may be +∞, ``lo`` −∞);
     ``lmix``/``lbase`` the natural logs of its mix- and Q-masses (−∞: none); ``rel`` a bound on the
     relative error of both masses (a cell with ``rel`` ≥ 1 is known only by the upper bound
-    (1 + rel)·mass, as the tails are).
+    (1 + rel)·mass, as the tails are); ``pos`` whether the cell lies in S = {L > 0} (decided exactly; every
+    cell lies in S or outside it).
     """
 
     lo: FloatArray
@@ -135,16 +144,20 @@ class _Cells:
     lmix: FloatArray
     lbase: FloatArray
     rel: FloatArray
+    pos: npt.NDArray[np.bool_]
 
     @staticmethod
     def join(parts: Sequence[_Cells]) -> _Cells:
-        fields = ("lo", "hi", "lmix", "lbase", "rel")
+        fields = ("lo", "hi", "lmix", "lbase", "rel", "pos")
         return _Cells(*(np.concatenate([getattr(c, f) for c in parts]) for f in fields))
 
 
-def _cell(lo: float, hi: float, lmix: float, lbase: float, rel: float) -> _Cells:
+def _cell(lo: float, hi: float, lmix: float, lbase: float, rel: float, pos: bool) -> _Cells:
     """One cell (an atom or a tail)."""
-    return _Cells(*(np.array([v], dtype=np.float64) for v in (lo, hi, lmix, lbase, rel)))
+    def one(v: float) -> FloatArray:
+        return np.array([v], dtype=np.float64)
+
+    return _Cells(one(lo), one(hi), one(lmix), one(lbase), one(rel), np.array([pos]))
 
 
 def _bound_only(mass_hi: float) -> tuple[float, float]:
@@ -188,20 +201,22 @@ def _edges(
         step = np.ones(b.shape)
     else:
         step = np.maximum(np.abs(b), 1.0) * 2.0**-46
-    todo = np.ones(b.shape, dtype=bool)
+    todo = np.arange(b.size)  # the entries not yet certified (only these are evaluated again)
     for _ in range(200):
+        bt, lt = b[todo], lams[todo]
         if at_most:
-            _, hi = bound(b - 1 if integer else b)
-            good = (hi <= lams) | (b <= lo_lim)
+            _, hi = bound(bt - 1 if integer else bt)
+            good = (hi <= lt) | (bt <= lo_lim)
         else:
-            lo, _ = bound(b)
-            good = (lo >= lams) | (b >= hi_lim)
-        todo &= ~good
-        if not np.any(todo):
-            break
-        b = np.where(todo, np.clip(b - step if at_most else b + step, lo_lim, hi_lim), b)
-        step = step * 2 if integer else step * 4
-    return np.where(todo, lo_lim if at_most else hi_lim, b)
+            lo, _ = bound(bt)
+            good = (lo >= lt) | (bt >= hi_lim)
+        todo = todo[~good]
+        if todo.size == 0:
+            return b
+        b[todo] = np.clip(b[todo] - step[todo] if at_most else b[todo] + step[todo], lo_lim, hi_lim)
+        step[todo] *= 2 if integer else 4
+    b[todo] = lo_lim if at_most else hi_lim
+    return b
 
 
 def _partition(
@@ -250,31 +265,32 @@ Direction = Literal["remove", "add", "sym"]
 
 def _zero_atom(c: _Cells) -> _Cells:
     """The atom c = 1 − mix(S) − Q(S) at loss 0 of the without-replacement pair (module docstring), S the
-    cells with hi > 0; its mass is known within the cells' errors (and the float sums')."""
-    s = c.hi > 0
+    cells in S; its mass is known within the cells' errors (and the float sums'). It is ≥ 0 because every
+    base pair here is symmetric (module docstring); a computed lower bound below 0 only widens its error."""
+    s = c.pos
     with np.errstate(under="ignore"):
         m = np.exp(c.lmix[s]) + np.exp(c.lbase[s])
     lmix = np.where(np.isfinite(c.lmix[s]), c.lmix[s], 0.0)
     err = float(np.sum(m * (c.rel[s] + 2 * _EXP_REL + 4 * _U * (np.abs(lmix) + 1))))
     tot = float(np.sum(m))
     err += 4 * _U * (m.size + 4) * tot + 1e-300 * m.size
-    c_hi = min(1.0, 1.0 - tot + err)
-    c_lo = 1.0 - tot - err
+    c_hi = min(1.0, 1.0 - tot + err + 4 * _U)
+    c_lo = 1.0 - tot - err - 4 * _U
     if c_hi <= 0:
-        return _cell(0.0, 0.0, -math.inf, -math.inf, 0.0)
+        return _cell(0.0, 0.0, -math.inf, -math.inf, 0.0, False)
     if c_lo <= 0:
         lm, rel = _bound_only(c_hi)
     else:
         mid = (c_hi + c_lo) / 2
         lm, rel = math.log(mid), (c_hi - c_lo) / (2 * mid) + 4 * _U
-    return _cell(0.0, 0.0, lm, lm, rel)
+    return _cell(0.0, 0.0, lm, lm, rel, False)
 
 
 def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
     """The buckets of one order of the pair from its cells (module docstring).
 
     ``remove``: losses L, P-masses mix, Q-masses Q. ``add``: losses −L, P = Q, Q = mix. ``sym``: the
-    without-replacement pair (P*, Q*): the cells with hi > 0 read both ways, plus the atom at 0.
+    without-replacement pair (P*, Q*): the cells of S read both ways, plus the atom at 0.
     A cell goes to the bucket (a, a + h] holding its ``hi``; its slack is a − lo. Cells with hi = +∞ go
     to +∞ (their true loss is +∞ where their Q-mass is 0: then also on the lower side); masses whose log is
     below −700 go to +∞ as e^{−700} (upper side) and are dropped (lower side). A bucket holding a cell
@@ -287,7 +303,7 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
     elif direction == "add":
         lo, hi, lp, lq, rel = -c.hi, -c.lo, c.lbase, c.lmix, c.rel
     else:
-        s = c.hi > 0
+        s = c.pos
         z = _zero_atom(c)
         lo = np.concatenate([c.lo[s], -c.hi[s], z.lo])
         hi = np.concatenate([c.hi[s], -c.lo[s], z.hi])
@@ -340,7 +356,9 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
         rel_b = np.where(p > 0, perr / p, 0.0)
         rel_b = np.maximum(rel_b, np.where(r > 0, rerr / r, 0.0))  # r = 0: no Q-mass known (safe, _build)
     eta_b = np.full(n, -np.inf)
-    np.maximum.at(eta_b, idx, eta)
+    order = np.argsort(idx, kind="stable")
+    starts = np.flatnonzero(np.diff(idx[order], prepend=-1))  # the first entry of every non-empty bucket
+    eta_b[idx[order][starts]] = np.maximum.reduceat(eta[order], starts)
     low_ok = eta_b <= h / 1024
     used = low_ok & (p > 0)
     slack = max(0.0, float(np.max(eta_b[used]))) * _SAFE if np.any(used) else 0.0
@@ -352,7 +370,13 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
 def _from_cells(
     cells: _Cells, bits: int, tail: float, sampling: Sampling, name: str
 ) -> PLD:
-    """The PLD of the subsampled pair: both orders (Poisson) or the symmetric pair (without replacement)."""
+    """The PLD of the subsampled pair: both orders (Poisson) or the symmetric pair (without replacement).
+    A cell's loss bounds are first clipped at 0 by its exact sign (L > 0 on S, L ≤ 0 off it)."""
+    cells = _Cells(
+        np.where(cells.pos, np.maximum(cells.lo, 0.0), cells.lo),
+        np.where(cells.pos, cells.hi, np.minimum(cells.hi, 0.0)),
+        cells.lmix, cells.lbase, cells.rel, cells.pos,
+    )
     if sampling == "poisson":
         fwd = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
         rev = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
@@ -434,7 +458,8 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
     l_far = float(bound(np.array([_FAR]))[0][0])
     lams = _lattice(l_far, l_top, bits)
     start = (_y_of_loss(lams, q) + m2 / 2) / mu
-    first, end, lo, hi = _partition(lams, start, bound, False, _FAR, top)
+    half = mu / 2  # y = μo − μ²/2 > 0 exactly where o > μ/2 (a float: μ/2 is exact)
+    first, end, lo, hi = _partition(lams, start, bound, False, _FAR, top, np.array([half]))
     ln, rn = _log_phi_diff(end, first)
     ls, rs = _log_phi_diff(end - mu, first - mu)
     # rounding of o − μ moves each argument by ≤ u(|o| + μ): bounded relative to the density ratio as in
@@ -450,22 +475,24 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
         ln[bad], rn[bad] = np.log(ub_n / 2), 1.0
         ls[bad], rs[bad] = np.log(ub_s / 2), 1.0
     lm, rm = _mix_logs(ln, rn, ls, rs, q)
-    mid = _Cells(lo, hi, lm, ln, np.maximum(rm, rn))
+    mid = _Cells(lo, hi, lm, ln, np.maximum(rm, rn), first >= half)
     # below −1e4 both masses are below 1e-300; every loss is at least ln(1 − q)
     l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
     lb, rb = _bound_only(1e-300)
-    far = _cell(l_min, float(bound(np.array([_FAR]))[1][0]), lb, lb, rb)
+    far = _cell(l_min, float(bound(np.array([_FAR]))[1][0]), lb, lb, rb, False)
     qt = math.exp(_log_ndtr_up(-top)) * (1 + 1e-9)
     pt = math.exp(_log_ndtr_up(mu - top)) * (1 + 1e-9)
     l_mix_t, _ = _bound_only((1 - q) * qt + q * pt)
     l_base_t, _ = _bound_only(qt)
-    above = _cell(float(bound(np.array([top]))[0][0]), math.inf, l_mix_t, l_base_t, 1.0)
+    above = _cell(float(bound(np.array([top]))[0][0]), math.inf, l_mix_t, l_base_t, 1.0, True)
     return _Cells.join([far, mid, above])
 
 
 def _phi_tail_up(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Upper bounds on Φ(b) − Φ(a) (a < b): the smaller of Φ(b) and Φ(−a), from ``log_ndtr`` padded."""
+    """Upper bounds on Φ(b) − Φ(a) (a < b): the smaller of Φ(b) and Φ(−a), from ``log_ndtr`` padded (its
+    argument first moved up past the rounding of a and b)."""
     x = np.minimum(b, -a)
+    x = x + 4 * _U * (np.abs(x) + 1)
     lv = np.asarray(log_ndtr(x), dtype=np.float64)
     return np.minimum(np.exp(lv + 64 * _U * (1 + np.abs(lv))) * (1 + 1e-10), 1.0)
 
@@ -489,7 +516,7 @@ def pld_subsampled_gaussian(
     the two-part bound (module docstring). This is the per-step PLD of DP-SGD.
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
-    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Koskela–Jälkö–Honkela 2020 (PLD of the
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 9; Koskela–Jälkö–Honkela 2020 (PLD of the
     subsampled Gaussian); Abadi et al. 2016 (DP-SGD).
 
     Raises:
@@ -538,20 +565,21 @@ def _laplace_cells(bits: int, d: float, q: float) -> _Cells:
     l1 = float(bound(np.full(1, d))[1][0])
     lams = _lattice(l0, l1, bits)
     start = (_y_of_loss(lams, q) + d) / 2
-    first, end, lo, hi = _partition(lams, start, bound, False, 0.0, d)
+    half = d / 2  # y = 2x − D > 0 exactly where x > D/2
+    first, end, lo, hi = _partition(lams, start, bound, False, 0.0, d, np.array([half]))
     wid = end - first
     lg = np.log(-np.expm1(-wid))
     lq = math.log(0.5) - first + lg
     lp = math.log(0.5) + (end - d) + lg
     rel = np.full(first.size, 16 * _EXP_REL + 16 * _U * (1 + d))
     lm, rm = _mix_logs(lq, rel, lp, rel, q)
-    mid = _Cells(lo, hi, lm, lq, rm)
+    mid = _Cells(lo, hi, lm, lq, rm, first >= half)
     rel_a = 16 * _EXP_REL + 16 * _U * (1 + d)
     atoms = []
     for x, l_base, l_p in ((0.0, math.log(0.5), math.log(0.5) - d), (d, math.log(0.5) - d, math.log(0.5))):
         a_lo, a_hi = bound(np.array([x]))
         lm_a, rm_a = _mix_logs(np.array([l_base]), np.array([rel_a]), np.array([l_p]), np.array([rel_a]), q)
-        atoms.append(_cell(float(a_lo[0]), float(a_hi[0]), float(lm_a[0]), l_base, float(rm_a[0])))
+        atoms.append(_cell(float(a_lo[0]), float(a_hi[0]), float(lm_a[0]), l_base, float(rm_a[0]), x > 0))
     return _Cells.join([atoms[0], mid, atoms[1]])
 
 
@@ -572,7 +600,7 @@ def pld_subsampled_laplace(
     sensitivity under substitution).
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson; Prop. 30, without replacement; Thm 10); Balle–Barthe–
-    Gaboardi 2018 Thms 2 and 10; Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
+    Gaboardi 2018 Thms 2 and 9; Koskela–Jälkö–Honkela 2020 (PLDs of subsampled mechanisms).
 
     Raises:
         InvalidParameter: scale not positive, rate not in (0, 1], sensitivity not positive, Δ/b above 30,
@@ -610,11 +638,11 @@ def _finite_cells(outputs: Sequence[tuple[float, float, float, float]], q: float
     for y, ey, lp, lq in sorted(outputs):
         if y == math.inf:  # Q = 0: the loss is +∞ in the remove order (and the add order never sees it)
             lm, rm = _mix_logs(np.array([lq]), np.array([rel]), np.array([lp]), np.array([rel]), q)
-            cells.append(_cell(math.inf, math.inf, float(lm[0]), -math.inf, float(rm[0])))
+            cells.append(_cell(math.inf, math.inf, float(lm[0]), -math.inf, float(rm[0]), True))
             continue
         lo, hi = _mix_loss(np.array([y]), ey, q)
         lm, rm = _mix_logs(np.array([lq]), np.array([rel]), np.array([lp]), np.array([rel]), q)
-        cells.append(_cell(float(lo[0]), float(hi[0]), float(lm[0]), lq, float(rm[0])))
+        cells.append(_cell(float(lo[0]), float(hi[0]), float(lm[0]), lq, float(rm[0]), y > 0))
     return _Cells.join(cells)
 
 

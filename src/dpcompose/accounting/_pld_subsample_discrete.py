@@ -118,12 +118,13 @@ def _dlap_cells(bits: int, delta: int, t: Fraction, q: float) -> _Cells:
         lo_a, hi_a = bound(np.array([float(z)]))
         rel_a = np.array([rel_c + 4 * _U * (abs(lq_a) + abs(lp_a))])
         lm_a, rm_a = _mix_logs(np.array([lq_a]), rel_a, np.array([lp_a]), rel_a, q)
-        parts.append(_cell(float(lo_a[0]), float(hi_a[0]), float(lm_a[0]), lq_a, float(rm_a[0])))
+        parts.append(_cell(float(lo_a[0]), float(hi_a[0]), float(lm_a[0]), lq_a, float(rm_a[0]), z > 0))
     if delta >= 2:
         z_lo, z_hi = 1.0, float(delta)  # the integers 1 … Δ − 1 (cells [first, end))
         lams = _lattice(float(bound(np.array([z_lo]))[0][0]), float(bound(np.array([z_hi - 1]))[1][0]), bits)
         start = (_y_of_loss(lams, q) * t_f + delta) / 2 + 1
-        first, end, lo, hi = _partition(lams, start, bound, True, z_lo, z_hi)
+        # y > 0 exactly where 2z > Δ: cut there too, so that every cell lies on one side
+        first, end, lo, hi = _partition(lams, start, bound, True, z_lo, z_hi, np.array([delta // 2 + 1.0]))
         n = end - first
         with np.errstate(divide="ignore"):
             lg = np.log(-np.expm1(-n * ut))  # ln(1 − r^n)
@@ -131,7 +132,7 @@ def _dlap_cells(bits: int, delta: int, t: Fraction, q: float) -> _Cells:
         lp = -(delta - (end - 1)) * ut + lg - l1r
         rel = rel_c + 4 * _U * (np.abs(lq) + np.abs(lp))
         lm, rm = _mix_logs(lq, rel, lp, rel, q)
-        parts.insert(1, _Cells(lo, hi, lm, lq, rm))
+        parts.insert(1, _Cells(lo, hi, lm, lq, rm, 2 * first > delta))
     return _Cells.join(parts)
 
 
@@ -157,7 +158,7 @@ def pld_subsampled_discrete_laplace(
     mechanism itself (:func:`pld_discrete_laplace`), rate 0 or Δ = 0 the identity (δ = 0).
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
-    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Ghosh–Roughgarden–Sundararajan 2009
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 9; Ghosh–Roughgarden–Sundararajan 2009
     (the mechanism); discretisation: Doroshenko et al. 2022 (connect the dots).
 
     Raises:
@@ -299,7 +300,8 @@ def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
     lams = _lattice(l_first, float(bound(np.array([float(z_max)]))[1][0]), bits)
     start = _y_of_loss(lams, q) / (2 * c_y) + delta / 2 + 1
     grid = np.arange(z_min, z_max + 1, max(1, math.floor(s_f / 8)), dtype=np.float64)  # cells ≤ s/8 wide
-    first, end, lo, hi = _partition(lams, start, bound, True, float(z_min), float(z_max + 1), grid)
+    cuts = np.append(grid, delta // 2 + 1.0)  # y > 0 exactly where 2z > Δ: every cell on one side
+    first, end, lo, hi = _partition(lams, start, bound, True, float(z_min), float(z_max + 1), cuts)
     # Tails, as masses over s√(2π) ≤ Z: Σ_{y>k} f(y) ≤ ∫_k^∞ f = s√(2π)·Φ(−k/s) for k ≥ 0.
     phi_k = _phi_upper(math.nextafter(float(Fraction(-K) / s), math.inf))
     phi_kd = _phi_upper(math.nextafter(float(Fraction(-K - delta) / s), math.inf))
@@ -312,16 +314,16 @@ def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
     rp = rp + rel_z + 8 * _U * (np.abs(lp) + abs(log_n0) + abs(log_z) + 1)
     lq, lp = lq + shift, lp + shift
     lm, rm = _mix_logs(lq, rq, lp, rp, q)
-    mid = _Cells(lo, hi, lm, lq, np.maximum(rm, rq))
+    mid = _Cells(lo, hi, lm, lq, np.maximum(rm, rq), 2 * first > delta)
     # below z_min: Q-mass ≤ Φ(−K/s), P-mass (shifted by Δ further out) ≤ Φ(−(K + Δ)/s); losses ≥ ln(1 − q)
     l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
     l_mix_b, _ = _bound_only((1 - q) * phi_k + q * phi_kd)
     l_base_b, _ = _bound_only(phi_k)
-    below = _cell(l_min, float(bound(np.array([float(z_min - 1)]))[1][0]), l_mix_b, l_base_b, 1.0)
+    below = _cell(l_min, float(bound(np.array([float(z_min - 1)]))[1][0]), l_mix_b, l_base_b, 1.0, False)
     # above z_max = K + Δ: Q-mass ≤ Φ(−(K + Δ)/s), P-mass ≤ Φ(−K/s); losses unbounded above
     l_mix_a, _ = _bound_only((1 - q) * phi_kd + q * phi_k)
     l_base_a, _ = _bound_only(phi_kd)
-    above = _cell(float(bound(np.array([float(z_max + 1)]))[0][0]), math.inf, l_mix_a, l_base_a, 1.0)
+    above = _cell(float(bound(np.array([float(z_max + 1)]))[0][0]), math.inf, l_mix_a, l_base_a, 1.0, True)
     return _Cells.join([below, mid, above])
 
 
@@ -343,7 +345,7 @@ def pld_subsampled_discrete_gaussian(
     substitution). Rate 1 is :func:`pld_discrete_gaussian`, rate 0 or Δ = 0 the identity.
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
-    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 10; Canonne–Kamath–Steinke 2020 (the discrete
+    composition); Balle–Barthe–Gaboardi 2018 Thms 2 and 9; Canonne–Kamath–Steinke 2020 (the discrete
     Gaussian, Poisson summation for its normaliser); Euler–Maclaurin remainder: Apostol 1999.
 
     Raises:
