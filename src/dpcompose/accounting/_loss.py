@@ -80,7 +80,7 @@ _SOURCES = {
     "gaussian": "Balle–Wang 2018 Thm 8; PLD: Koskela et al. 2020",
     "discrete_gaussian": "Canonne–Kamath–Steinke 2020 (mechanism); PLD: Koskela et al. 2020",
     "randomized_response": "Warner 1965; Kairouz–Oh–Viswanath 2016",
-    "approx": "Kairouz–Oh–Viswanath 2015 Thm 2.1 (every (ε, δ) mechanism is a post-processing of RR_(ε,δ))",
+    "approx": "Kairouz–Oh–Viswanath 2015 Thm 2.5 (every (ε, δ) mechanism is a post-processing of RR_(ε,δ))",
     "subsampled": "Zhu–Dong–Wang 2022 Thm 11 (Poisson subsampling) and Prop. 30 (without replacement); "
     "Balle–Barthe–Gaboardi 2018 Thms 2 and 9",
 }
@@ -354,7 +354,7 @@ class PrivacyLoss:
             >>> float(PrivacyLoss.approx(1.0, 0).epsilon(0)) >= 1.0
             True
         """
-        return self.epsilon_bounds(delta)[1]
+        return _epsilon_upper(self, probability(delta, "delta"))
 
     def delta(self, epsilon: Number) -> Fraction:
         """The certified upper bound on δ(ε)."""
@@ -501,3 +501,17 @@ def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fract
         hi = min(hi, eps)
         return min(lo, hi), hi
     return loss.pld(loss.step_bits()).epsilon_bounds(delta)
+
+
+@functools.lru_cache(maxsize=1024)
+def _epsilon_upper(loss: PrivacyLoss, delta: Fraction) -> Fraction:
+    """The upper end of :func:`_epsilon_bounds` alone: the PLD's lower side is not built (privacy maps
+    read only this end)."""
+    if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
+        eps = loss.params[0]
+        assert isinstance(eps, Fraction)
+        try:
+            return min(loss.pld(loss.step_bits()).epsilon(delta), eps)
+        except InvalidParameter:  # below the lattice's certified mass at +∞: ε exactly (see above)
+            return eps
+    return loss.pld(loss.step_bits()).epsilon(delta)

@@ -1,10 +1,10 @@
 """Privacy loss distributions (PLDs) with certified upper and lower bounds on δ(ε) and ε(δ).
 
-A mechanism M with a *dominating pair* (P, Q) of output distributions (Zhu–Dullerud–Wang 2022, Def. 7)
+A mechanism M with a *dominating pair* (P, Q) of output distributions (Zhu–Dong–Wang 2022, Def. 7)
 is (ε, δ(ε))-DP with δ(ε) = H_{e^ε}(P‖Q) = E_{o∼P}[(1 − e^{ε − L(o)})₊], where L(o) = ln P(o)/Q(o) is the
 *privacy loss* (L = +∞ where Q(o) = 0; that mass counts fully). The distribution of L under P is the
 PLD (Sommer–Meiser–Mohammadi 2019; Koskela–Jälkö–Honkela 2020). For a sequential (adaptive) composition
-the product of the dominating pairs is a dominating pair of the composite (Zhu–Dullerud–Wang 2022,
+the product of the dominating pairs is a dominating pair of the composite (Zhu–Dong–Wang 2022,
 Thm. 10), and the privacy loss of a product pair is the *sum* of independent losses, so the composite's
 PLD is the convolution of the children's PLDs (Meiser–Mohammadi 2018; Koskela et al. 2020/2021).
 
@@ -711,7 +711,7 @@ class PLD:
         description: what was composed (for display).
 
     Source: Koskela–Jälkö–Honkela 2020; Koskela–Jälkö–Prediger–Honkela 2021; Meiser–Mohammadi 2018;
-    Doroshenko–Ghazi–Kamath–Kumar–Manurangsi 2022 (connect the dots); Zhu–Dullerud–Wang 2022 Thm 10.
+    Doroshenko–Ghazi–Kamath–Kumar–Manurangsi 2022 (connect the dots); Zhu–Dong–Wang 2022 Thm 10.
 
     Examples:
         >>> from dpcompose.accounting import pld_randomized_response
@@ -930,7 +930,7 @@ class PLD:
         Every composite outcome is labelled by the sum s of its parts' lattice labels (each bucket's label is
         the lattice point nearest its merged loss, see :func:`_build`), and all outcomes with one label are
         merged into one: a post-processing, so the merged pair's δ is at most the mechanism's (Dwork–Roth
-        2014, Prop. 2.1, in the form of dominating pairs, Zhu–Dullerud–Wang 2022, Def. 7), and δ of the
+        2014, Prop. 2.1, in the form of dominating pairs, Zhu–Dong–Wang 2022, Def. 7), and δ of the
         merged pair is Σₛ(P(s) − e^ε·Q(s))₊ (Sommer–Meiser–Mohammadi 2019, Thm 1, for a finite pair). Labels
         add under composition, so P(s) and N(s) = e^{s}·Q(s) of the composite are convolutions of the parts'
         vectors (P lower bounds and N upper bounds entrywise give a lower bound, as (p − e^{ε−s}n)₊ rises
@@ -1212,7 +1212,7 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
 
     Equal objects are grouped and self-composed by repeated squaring, then the groups are convolved.
 
-    Source: Koskela et al. 2020 (convolution of PLDs); Zhu–Dullerud–Wang 2022 Thm 10 (products of
+    Source: Koskela et al. 2020 (convolution of PLDs); Zhu–Dong–Wang 2022 Thm 10 (products of
     dominating pairs dominate adaptive compositions).
 
     Raises:
@@ -1662,7 +1662,7 @@ def pld_approx(
     privacy region is exactly R(ε, δ), so every (ε, δ)-DP mechanism is dominated by it (is a
     post-processing of it): Kairouz–Oh–Viswanath 2015 (ICML), Thm 2.5, applied to the four-output
     mechanism of their proof of Thm 3.3 (supplement, Sec. 5.1). So composing these PLDs is valid for any
-    (ε, δ) children, adaptively (Zhu–Dullerud–Wang 2022, Thm 10); with ε and δ exact this reproduces the
+    (ε, δ) children, adaptively (Zhu–Dong–Wang 2022, Thm 10); with ε and δ exact this reproduces the
     optimal composition theorem (Kairouz–Oh–Viswanath 2015, Thm 3.3; heterogeneous: Murtagh–Vadhan 2016)
     up to the lattice.
 

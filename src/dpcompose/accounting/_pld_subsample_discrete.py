@@ -47,13 +47,13 @@ from dpcompose.accounting._pld import (
     _check_bits,
     _check_tail,
     _fmt,
+    _phi_up,
     pld_discrete_laplace,
 )
 from dpcompose.accounting._pld_dgauss import (
     _DIRECT,
     _DIRECT_MAX,
     _em_bucket_logs,
-    _phi_upper,
     _poisson_rel,
     pld_discrete_gaussian,
 )
@@ -303,8 +303,8 @@ def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
     cuts = np.append(grid, delta // 2 + 1.0)  # y > 0 exactly where 2z > Δ: every cell on one side
     first, end, lo, hi = _partition(lams, start, bound, True, float(z_min), float(z_max + 1), cuts)
     # Tails, as masses over s√(2π) ≤ Z: Σ_{y>k} f(y) ≤ ∫_k^∞ f = s√(2π)·Φ(−k/s) for k ≥ 0.
-    phi_k = _phi_upper(math.nextafter(float(Fraction(-K) / s), math.inf))
-    phi_kd = _phi_upper(math.nextafter(float(Fraction(-K - delta) / s), math.inf))
+    phi_k = _phi_up(math.nextafter(float(Fraction(-K) / s), math.inf))
+    phi_kd = _phi_up(math.nextafter(float(Fraction(-K - delta) / s), math.inf))
     log_z, rel_z = _normaliser(s, z_min, z_max, phi_k, phi_kd)
     A, B = first, end - 1
     lq, rq = _range_sums(A, B, s_f, two_s2, log_n0)

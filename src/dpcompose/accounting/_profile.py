@@ -208,7 +208,7 @@ class PrivacyProfile:
     With ``loss``, two routes are valid and the least answer is taken:
 
     * *pld*: the (ε, δ) parts join the pair as RR_(ε,δ) (every (ε, δ)-DP mechanism is a post-processing of
-      it: Kairouz–Oh–Viswanath 2015 Thm 2.1) and the Gaussian part as the Gaussian pair with μ = √Σμᵢ²
+      it: Kairouz–Oh–Viswanath 2015 Thm 2.5) and the Gaussian part as the Gaussian pair with μ = √Σμᵢ²
       (rounded up; Dong–Roth–Su 2019 Cor 3.3), all composed into one certified PLD (upper end); the ρ part,
       which has no dominating pair, is combined with it by the ε-split above;
     * *generic*: the mechanisms with a pair are described by ``loss_fallback`` instead, and the whole is
@@ -342,7 +342,7 @@ class PrivacyProfile:
     def privacy_loss(self) -> PrivacyLoss | None:
         """A dominating pair of the whole mechanism, or None where it has a ρ part (zCDP has none).
 
-        The pairs, the (ε, δ) parts as RR_(ε,δ) (KOV 2015 Thm 2.1) and the Gaussian part as the Gaussian
+        The pairs, the (ε, δ) parts as RR_(ε,δ) (KOV 2015 Thm 2.5) and the Gaussian part as the Gaussian
         pair with μ = √Σμᵢ² rounded up (Dong–Roth–Su 2019 Cor 3.3), composed (Zhu–Dong–Wang 2022
         Thm 10); the empty profile has the pair RR_(0,0) (two equal distributions).
 

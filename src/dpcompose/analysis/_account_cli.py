@@ -10,8 +10,8 @@ interval) and, beside it, the generic theorems (optimal composition, zCDP, basic
 Examples:
     >>> main(["--mech", "laplace:scale=10,count=100", "--delta", "1e-6"])  # doctest: +ELLIPSIS
     composition: 100 × laplace(scale=10)
-    ε(δ=1e-06) ≤ 4.69268
-    theorem: privacy loss distributions (Zhu–Dullerud–Wang 2022 Thm 10), certified
+    ε(δ=1e-06) ≤ 4.69267
+    theorem: privacy loss distributions (Zhu–Dong–Wang 2022 Thm 10), certified
     ...
     0
 """
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "composition: " + " + ".join(f"{m.count} × {m.label}" if m.count > 1 else m.label for m in mechs)
         )
-        pld_name = "privacy loss distributions (Zhu–Dullerud–Wang 2022 Thm 10), certified"
+        pld_name = "privacy loss distributions (Zhu–Dong–Wang 2022 Thm 10), certified"
         if delta_text is not None:
             delta = probability(_number(delta_text, "delta", "--delta"), "delta")
             what, at = "ε", f"δ={float(delta):g}"

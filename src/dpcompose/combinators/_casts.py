@@ -261,7 +261,7 @@ def make_pure_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         >>> lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=10.0)
         >>> prof = dp.make_sequential(*[dp.make_pure_to_profile(lap)] * 100)
         >>> dp.accounting.format_up(prof.map(1).epsilon(1e-6))  # the optimal composition gives 4.77457
-        '4.69268'
+        '4.69267'
     """
     _require(m, PureDP, "make_pure_to_profile")
     return _cast(
@@ -405,7 +405,7 @@ def make_fix_delta(m: AnyMeasurement, delta: float) -> AnyMeasurement:
         >>> many = dp.make_sequential(*[dp.make_pure_to_profile(lap)] * 100)
         >>> eps, delta = dp.make_fix_delta(many, 1e-6).map(1)  # Laplace PLD; optimal composition: 4.77457
         >>> dp.accounting.format_up(eps), delta
-        ('4.69268', Fraction(1, 1000000))
+        ('4.69267', Fraction(1, 1000000))
     """
     _require(m, ProfileDP, "make_fix_delta")
     check_probability(delta, "delta")

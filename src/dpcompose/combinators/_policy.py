@@ -346,7 +346,7 @@ def _on_lifted(
 
 def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses) -> Losses:
     """Each child's dominating pair: its own (``losses[i]``), else RR_(ε,δ) from its (ε, δ) or pure ε
-    (Kairouz–Oh–Viswanath 2015 Thm 2.1: every (ε, δ)-DP mechanism is a post-processing of it), else for a
+    (Kairouz–Oh–Viswanath 2015 Thm 2.5: every (ε, δ)-DP mechanism is a post-processing of it), else for a
     profile the pair of the whole profile (:meth:`PrivacyProfile.privacy_loss`), else None."""
     out: Losses = []
     for m, d, loss in zip(measures, ds, losses, strict=True):

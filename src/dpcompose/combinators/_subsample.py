@@ -203,7 +203,7 @@ def make_subsample(
     pair at one step (``PrivacyLoss.subsampled``: for Poisson both orders of add/remove, without
     replacement the symmetric substitution pair); a pure or (ε, δ) ``m`` without a pair of one mechanism
     (none, or a composition's) is read as RR_(ε,δ) of its guarantee first (Kairouz–Oh–Viswanath 2015
-    Thm 2.1). Compositions of the result are then accounted by its PLD (far below the amplified ε
+    Thm 2.5). Compositions of the result are then accounted by its PLD (far below the amplified ε
     composed). For ``d_in > 1`` there is no pair (no multi-record theorem for subsampled pairs is used).
 
     Output measure: ``PureDP`` and ``ApproxDP`` ``m`` keep their measure and numbers. Any other ``m``
@@ -338,7 +338,7 @@ def make_subsample(
     def child_pair() -> PrivacyLoss | None:
         """m's dominating pair for one step (one record added/removed, resp. substituted), or, for a pure
         or (ε, δ) m without one (or with a composed one), RR_(ε,δ) of its guarantee at one step (KOV 2015
-        Thm 2.1); None where m has neither."""
+        Thm 2.5); None where m has neither."""
         pair = m.privacy_loss(child_d) if m.loss is not None else None
         if pair is not None and pair.kind not in ("composed", "subsampled"):
             return pair
