@@ -335,12 +335,12 @@ class PrivacyLoss:
 
     def step_bits(self) -> int:
         """The lattice used by :meth:`epsilon_bounds`: ``DEFAULT_STEP_BITS`` unless the composed losses span
-        more than ``2**22`` lattice points or one part more than ``2**16``; then the finest lattice within
+        more than ``2**22`` lattice points or one part more than ``2**18``; then the finest lattice within
         those (at least 2**-4)."""
         parts = self.parts if self.kind == "composed" else ((self, 1),)
         widest = max(p.span() for p, _ in parts)
         bits = DEFAULT_STEP_BITS
-        while bits > 4 and widest * 2.0**bits > 2.0**16:
+        while bits > 4 and widest * 2.0**bits > 2.0**18:
             bits -= 1
         total = sum(_extent(p, n, bits) for p, n in parts)
         while bits > 4 and total * 2.0**bits > 2.0**22:
