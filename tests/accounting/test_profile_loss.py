@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile, gaussian_profile
 from dpcompose.errors import InvalidParameter
+from exact_pairs import dlap_atoms as _dlap_atoms
+from exact_pairs import rr_atoms as _rr_atoms
 
 MP_DPS = 40
 
@@ -30,28 +32,6 @@ def _mp(x: Fraction | float | mpmath.mpf) -> mpmath.mpf:
     if isinstance(x, Fraction):
         return mpmath.mpf(x.numerator) / x.denominator
     return mpmath.mpf(x)
-
-
-def _rr_atoms(eps: Fraction, k: int) -> Atoms:
-    e = mpmath.exp(_mp(eps))
-    z = e + k - 1
-    atoms: Atoms = defaultdict(lambda: mpmath.mpf(0))
-    atoms[eps] += e / z
-    atoms[-eps] += 1 / z
-    if k > 2:
-        atoms[Fraction(0)] += (k - 2) / z
-    return atoms
-
-
-def _dlap_atoms(shift: int, scale: Fraction) -> Atoms:
-    r = mpmath.exp(-1 / _mp(scale))
-    atoms: Atoms = defaultdict(lambda: mpmath.mpf(0))
-    atoms[Fraction(shift) / scale] += 1 / (1 + r)
-    c = (1 - r) / (1 + r)
-    for z in range(1, shift):
-        atoms[Fraction(shift - 2 * z) / scale] += c * r**z
-    atoms[-Fraction(shift) / scale] += r**shift / (1 + r)
-    return atoms
 
 
 def _approx_atoms(eps: Fraction, delta: Fraction) -> tuple[Atoms, mpmath.mpf]:

@@ -18,67 +18,15 @@ from hypothesis import strategies as st
 import dpcompose as dp
 from dpcompose.accounting import PrivacyLoss
 from dpcompose.errors import UnsupportedComposition
+from exact_pairs import convolve as _convolve
+from exact_pairs import delta as _delta
+from exact_pairs import dlap_atoms as _dlap_atoms
+from exact_pairs import exact_epsilon as _exact_epsilon
+from exact_pairs import rr_atoms as _rr_atoms
 
 INTS = dp.AtomDomain(int)
 ABS = dp.AbsoluteDistance()
 mp = mpmath.mp
-
-
-def _dlap_atoms(shift: int, scale: Fraction) -> dict[Fraction, mpmath.mpf]:
-    """Privacy-loss atoms (loss → P-mass) of discrete Laplace(scale) at integer shift ``shift``."""
-    r = mpmath.exp(-1 / mpmath.mpf(scale.numerator) * scale.denominator)
-    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
-    if shift == 0:
-        atoms[Fraction(0)] += 1
-        return atoms
-    atoms[Fraction(shift) / scale] += 1 / (1 + r)  # z ≤ 0
-    c = (1 - r) / (1 + r)
-    for z in range(1, shift):
-        atoms[Fraction(shift - 2 * z) / scale] += c * r**z
-    atoms[-Fraction(shift) / scale] += r**shift / (1 + r)  # z ≥ shift
-    return atoms
-
-
-def _rr_atoms(epsilon: Fraction, k: int) -> dict[Fraction, mpmath.mpf]:
-    e = mpmath.exp(mpmath.mpf(epsilon.numerator) / epsilon.denominator)
-    z = e + k - 1
-    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
-    atoms[epsilon] += e / z
-    atoms[-epsilon] += 1 / z
-    if k > 2:
-        atoms[Fraction(0)] += (k - 2) / z
-    return atoms
-
-
-def _convolve(parts: list[dict[Fraction, mpmath.mpf]]) -> dict[Fraction, mpmath.mpf]:
-    out: dict[Fraction, mpmath.mpf] = {Fraction(0): mpmath.mpf(1)}
-    for part in parts:
-        nxt: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
-        for a, pa in out.items():
-            for b, pb in part.items():
-                nxt[a + b] += pa * pb
-        out = nxt
-    return out
-
-
-def _mp(x: Fraction) -> mpmath.mpf:
-    return mpmath.mpf(x.numerator) / x.denominator
-
-
-def _delta(atoms: dict[Fraction, mpmath.mpf], eps: Fraction | mpmath.mpf) -> mpmath.mpf:
-    e = _mp(eps) if isinstance(eps, Fraction) else eps
-    return mpmath.fsum(p * -mpmath.expm1(e - _mp(loss)) for loss, p in atoms.items() if _mp(loss) > e)
-
-
-def _exact_epsilon(atoms: dict[Fraction, mpmath.mpf], delta: float) -> mpmath.mpf:
-    lo, hi = mpmath.mpf(0), mpmath.mpf(max(float(loss) for loss in atoms) + 1)
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _delta(atoms, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 _SCALES = st.lists(st.sampled_from([Fraction(1, 2), Fraction(3, 4), Fraction(5, 4), Fraction(3)]), min_size=2,

@@ -6,7 +6,6 @@ randomized response), whose composite δ(ε) is a finite sum computed at 40 digi
 
 from __future__ import annotations
 
-from collections import defaultdict
 from fractions import Fraction
 
 import mpmath
@@ -16,53 +15,16 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
+from exact_pairs import convolve as _convolve
+from exact_pairs import delta as _delta
+from exact_pairs import dlap_atoms as _dlap_atoms
+from exact_pairs import mp as _mp
+from exact_pairs import rr_atoms as _rr_atoms
 
 MP_DPS = 40
 FLOAT = dp.AtomDomain(float)
 INTS = dp.AtomDomain(int)
 ABS = dp.AbsoluteDistance()
-
-
-def _mp(x: Fraction) -> mpmath.mpf:
-    return mpmath.mpf(x.numerator) / x.denominator
-
-
-def _dlap_atoms(shift: int, scale: Fraction) -> dict[Fraction, mpmath.mpf]:
-    r = mpmath.exp(-1 / _mp(scale))
-    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
-    atoms[Fraction(shift) / scale] += 1 / (1 + r)
-    c = (1 - r) / (1 + r)
-    for z in range(1, shift):
-        atoms[Fraction(shift - 2 * z) / scale] += c * r**z
-    atoms[-Fraction(shift) / scale] += r**shift / (1 + r)
-    return atoms
-
-
-def _rr_atoms(eps: Fraction, k: int) -> dict[Fraction, mpmath.mpf]:
-    e = mpmath.exp(_mp(eps))
-    z = e + k - 1
-    atoms: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
-    atoms[eps] += e / z
-    atoms[-eps] += 1 / z
-    if k > 2:
-        atoms[Fraction(0)] += (k - 2) / z
-    return atoms
-
-
-def _convolve(parts: list[dict[Fraction, mpmath.mpf]]) -> dict[Fraction, mpmath.mpf]:
-    out: dict[Fraction, mpmath.mpf] = {Fraction(0): mpmath.mpf(1)}
-    for part in parts:
-        nxt: dict[Fraction, mpmath.mpf] = defaultdict(lambda: mpmath.mpf(0))
-        for a, pa in out.items():
-            for b, pb in part.items():
-                nxt[a + b] += pa * pb
-        out = nxt
-    return out
-
-
-def _delta(atoms: dict[Fraction, mpmath.mpf], eps: Fraction) -> mpmath.mpf:
-    e = _mp(eps)
-    return mpmath.fsum(p * -mpmath.expm1(e - _mp(a)) for a, p in atoms.items() if _mp(a) > e)
 
 
 _SCALES = st.lists(st.sampled_from([Fraction(1, 2), Fraction(3, 4), Fraction(3)]), min_size=1, max_size=3)

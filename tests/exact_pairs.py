@@ -1,0 +1,77 @@
+"""Exact privacy-loss atoms of small mechanisms, in mpmath, for tests that compare certified bounds with the
+truth by enumeration (shared by the composition-policy and profile tests)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+
+import mpmath
+
+Atoms = dict[Fraction, mpmath.mpf]
+"""Finite loss → P-mass (a mass at +∞, where a test needs one, is kept apart)."""
+
+
+def mp(x: Fraction | float | mpmath.mpf) -> mpmath.mpf:
+    """x as an mpmath number (a Fraction exactly, at the working precision)."""
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+def dlap_atoms(shift: int, scale: Fraction) -> Atoms:
+    """Loss atoms of the discrete Laplace(scale) pair at integer shift ``shift`` (outputs z ≤ 0, 0 < z <
+    shift, z ≥ shift)."""
+    r = mpmath.exp(-1 / mp(scale))
+    atoms: Atoms = defaultdict(lambda: mpmath.mpf(0))
+    if shift == 0:
+        atoms[Fraction(0)] += 1
+        return atoms
+    atoms[Fraction(shift) / scale] += 1 / (1 + r)
+    c = (1 - r) / (1 + r)
+    for z in range(1, shift):
+        atoms[Fraction(shift - 2 * z) / scale] += c * r**z
+    atoms[-Fraction(shift) / scale] += r**shift / (1 + r)
+    return atoms
+
+
+def rr_atoms(eps: Fraction, k: int) -> Atoms:
+    """Loss atoms of k-ary randomized response with parameter ε (the worst pair of inputs)."""
+    e = mpmath.exp(mp(eps))
+    z = e + k - 1
+    atoms: Atoms = defaultdict(lambda: mpmath.mpf(0))
+    atoms[eps] += e / z
+    atoms[-eps] += 1 / z
+    if k > 2:
+        atoms[Fraction(0)] += (k - 2) / z
+    return atoms
+
+
+def convolve(parts: list[Atoms]) -> Atoms:
+    """The loss atoms of the product pair (losses add, masses multiply)."""
+    out: Atoms = {Fraction(0): mpmath.mpf(1)}
+    for part in parts:
+        nxt: Atoms = defaultdict(lambda: mpmath.mpf(0))
+        for a, pa in out.items():
+            for b, pb in part.items():
+                nxt[a + b] += pa * pb
+        out = nxt
+    return out
+
+
+def delta(atoms: Atoms, eps: Fraction | mpmath.mpf) -> mpmath.mpf:
+    """δ(ε) = Σ_{ℓ > ε} P(ℓ)(1 − e^{ε−ℓ})."""
+    e = mp(eps)
+    return mpmath.fsum(p * -mpmath.expm1(e - mp(loss)) for loss, p in atoms.items() if mp(loss) > e)
+
+
+def exact_epsilon(atoms: Atoms, target: float) -> mpmath.mpf:
+    """The least ε with δ(ε) ≤ target, by bisection to 60 halvings (returns the upper end)."""
+    lo, hi = mpmath.mpf(0), mpmath.mpf(max(float(loss) for loss in atoms) + 1)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if delta(atoms, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
