@@ -8,6 +8,7 @@ Each function's docstring names its source. The catalogue is docs/accounting.md.
 
 from __future__ import annotations
 
+from dpcompose.accounting import _profile as _profile_module
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
 from dpcompose.accounting._display import format_down, format_excess, format_up
@@ -61,6 +62,10 @@ from dpcompose.accounting._zcdp import (
     zcdp_delta,
     zcdp_to_approx,
 )
+
+# _profile names PrivacyLoss in annotations only (importing it there would be a cycle through _pld); bind
+# it now that both modules are loaded, so that typing.get_type_hints (and the API reference) resolve them.
+_profile_module.PrivacyLoss = PrivacyLoss  # type: ignore[attr-defined]
 
 __all__ = [
     "PLD",
