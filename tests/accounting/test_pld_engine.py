@@ -114,3 +114,24 @@ def test_lumped_lower_and_upper_bracket_exact_finite_pairs(
     # (the atoms' losses are rounded to 30 digits; the float masses are within _atoms' stated accuracy)
     assert float(lo) <= float(exact)
     assert float(exact) <= float(hi)
+
+
+@pytest.mark.parametrize(("eps0", "k", "eps"), [(0.3, 300, 6.0), (0.05, 2000, 3.0), (1.0, 60, 20.0)])
+def test_fourier_path_brackets_binomial_compositions(eps0: float, k: int, eps: float) -> None:
+    # RR_ε composed k times (the Fourier path, with its window and dropped frequencies): losses ε(2j − k)
+    # with binomial masses, so δ is exact; both ends must bracket it, on this lattice and a coarse one
+    from dpcompose.accounting import pld_randomized_response
+
+    with mpmath.workdps(50):
+        e0 = mpmath.mpf(eps0)
+        p = mpmath.exp(e0) / (1 + mpmath.exp(e0))
+        exact = mpmath.fsum(
+            mpmath.binomial(k, j) * p**j * (1 - p) ** (k - j) * -mpmath.expm1(eps - e0 * (2 * j - k))
+            for j in range(k + 1)
+            if e0 * (2 * j - k) > eps
+        )
+    for bits in (14, 9):
+        lo, hi = pld_randomized_response(eps0, step_bits=bits).self_compose(k).delta_bounds(eps)
+        assert float(lo) <= float(exact) <= float(hi), (bits, float(lo), float(exact), float(hi))
+        if bits == 14:  # (on the coarse lattice the atoms' split alone costs ~1e-3 relative)
+            assert float(hi - lo) <= 1e-3 * float(exact) + 1e-15
