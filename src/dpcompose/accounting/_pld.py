@@ -1437,7 +1437,7 @@ class _Buckets:
     inf_hi: float = 0.0
     inf_lo: float = 0.0
     slack: float = 0.0  # losses of a bucket may lie this far below its lower end a_j (float edges)
-    low_ok: npt.NDArray[np.bool_] | None = None  # buckets usable on the lower side (None: all)
+    low_ok: npt.NDArray[np.bool_] | None = None  # losses in (a − slack, a + h] (None: all); else all at a + h
 
 
 def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:

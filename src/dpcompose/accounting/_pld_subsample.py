@@ -294,8 +294,9 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
     A cell goes to the bucket (a, a + h] holding its ``hi``; its slack is a − lo. Cells with hi = +∞ go
     to +∞ (their true loss is +∞ where their Q-mass is 0: then also on the lower side); masses whose log is
     below −700 go to +∞ as e^{−700} (upper side) and are dropped (lower side). A bucket holding a cell
-    with slack above h/1024 (a tail, or an edge the search could not place) is left out of the lower side
-    and put whole at its top (``low_ok``); the others' largest slack is the buckets' ``slack``.
+    with slack above h/1024 (a tail, or an edge the search could not place) is put whole at its top on the
+    upper side (``low_ok``; the lumped lower side labels it by its merged loss like any other bucket); the
+    others' largest slack is the buckets' ``slack``.
     """
     h = math.ldexp(1.0, -bits)
     if direction == "remove":
