@@ -385,8 +385,11 @@ def _fourier_power(items: Sequence[tuple[FloatArray, int]], size: int) -> tuple[
     # and their powers directly in extended precision: there the FFT's error bound, amplified k-fold, and
     # the k-fold growth of the rounding of repeated squaring would dominate.
     count = 0
-    ld_vals: list[npt.NDArray[np.clongdouble]] = []
-    if _LD_OK:
+    ld_vals: dict[int, npt.NDArray[np.clongdouble]] = {}
+    # only vectors raised to a power of at least _LD_MIN_POWER are recomputed: the error of a vector used
+    # once or a few times is not amplified, and a wide one (a composite) would exhaust the work budget
+    chosen = [g for g, sp in enumerate(spectra) if sp[2] >= _LD_MIN_POWER]
+    if _LD_OK and chosen:
         with np.errstate(over="ignore", under="ignore"):
             c2 = (np.exp(log_bound) * rel_sum) ** 2
         c2_sum = float(np.sum(c2))
@@ -395,25 +398,27 @@ def _fourier_power(items: Sequence[tuple[FloatArray, int]], size: int) -> tuple[
             # the frequencies holding all but 1e-8 of the squared error, or the _LD_MAX_FREQ largest-error
             # low ones (errors fall with frequency for a smooth composite), within a work budget
             count = min(int(np.searchsorted(-tail_sq, -1e-8 * c2_sum)), _LD_MAX_FREQ)
-            heads = [_head_range(sp[3], _LD_HEAD) for sp in spectra]
+            heads = [_head_range(spectra[g][3], _LD_HEAD) for g in chosen]
             work = count * sum(b - a for a, b in heads)
             if count <= 0 or work > _LD_MAX_WORK:
                 count = 0
             else:
-                refined = []
-                for fx, e, k, x, fold_err in spectra:
+                refined = list(spectra)
+                for g in chosen:
+                    fx, e, k, x, fold_err = spectra[g]
                     vals, errs = _ld_dft(x, size, count)
-                    ld_vals.append(vals)
+                    ld_vals[g] = vals
                     fx = fx.copy()
                     e = e.copy()
                     fx[:count] = vals.astype(np.complex128)
                     e[:count] = errs + fold_err
-                    refined.append((fx, e, k, x, fold_err))
+                    refined[g] = (fx, e, k, x, fold_err)
                 spectra = refined
                 log_bound[:count], rel_sum[:count] = bounds(count)  # only these changed
     z: ComplexArray | None = None
     n_mult = 0
     rho_low = np.zeros(count)
+    rho_plain = 0.0  # the double powers' relative error at the low frequencies of the vectors not recomputed
     # Frequencies whose bound on |Z| = Π|Xᵢ|^{kᵢ} is negligible are set to 0 (no power is computed there):
     # the bound then is the error itself, |0 − Z| ≤ Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} (below).
     keep = np.flatnonzero(log_bound > _LOG_NEGLIGIBLE)
@@ -421,9 +426,12 @@ def _fourier_power(items: Sequence[tuple[FloatArray, int]], size: int) -> tuple[
     for g, (fx, _, k, _, _) in enumerate(spectra):
         pw = np.zeros(half, dtype=np.complex128)
         pw[keep] = _cpow(fx[keep], k)
-        if count:
+        if count and g in ld_vals:
             pw[:count], rho_g = _ld_power(ld_vals[g], k)
             rho_low += rho_g
+        elif count:
+            pw[:count] = _cpow(fx[:count], k)
+            rho_plain += math.expm1((2 * k + 1) * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20)
         z = pw if z is None else z * pw
         n_mult += 2 * k + 1
     assert z is not None
@@ -435,7 +443,9 @@ def _fourier_power(items: Sequence[tuple[FloatArray, int]], size: int) -> tuple[
         # Π of the long double powers: their relative errors add (to first order; padded), plus the
         # complex128 products of the groups
         g = len(spectra)
-        rho[:count] = rho_low * (1 + 1e-3) + math.expm1(g * math.log1p(math.sqrt(2) * _gamma(2))) * 1.01
+        rho[:count] = (rho_low + rho_plain) * (1 + 1e-3) + math.expm1(
+            g * math.log1p(math.sqrt(2) * _gamma(2))
+        ) * 1.01
         rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         dz = np.exp(log_bound) * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
@@ -572,6 +582,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
 
 _LOG_NEGLIGIBLE = math.log(1e-40)  # frequencies with |Z| ≤ 1e-40 are dropped (their error is |Z| itself)
 _FFT_MAX_DIRECT_WINDOW = 1 << 14  # below this full support length no window is cut
+_LD_MIN_POWER = 4  # vectors raised to a smaller power keep their double spectrum
 _LD_MAX_FREQ = 256  # at most this many low frequencies are recomputed in extended precision
 _LD_MAX_WORK = 4_000_000  # ... and only if (frequencies × non-zero inputs) is at most this
 _LD_U = float(np.finfo(np.longdouble).epsneg)  # unit roundoff of numpy's long double
