@@ -135,3 +135,49 @@ def test_fourier_path_brackets_binomial_compositions(eps0: float, k: int, eps: f
         assert float(lo) <= float(exact) <= float(hi), (bits, float(lo), float(exact), float(hi))
         if bits == 14:  # (on the coarse lattice the atoms' split alone costs ~1e-3 relative)
             assert float(hi - lo) <= 1e-3 * float(exact) + 1e-15
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8))
+def test_random_compositions_lower_end_not_above_dp_accounting(seed: int) -> None:
+    # dp_accounting's pessimistic PLD at a fine discretisation (1e-5) is at or above the truth on these
+    # inputs; a certified lower end above it would be a bug on one side or the other
+    import random
+
+    pl = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    from dpcompose.accounting import (
+        compose_plds,
+        pld_gaussian,
+        pld_laplace,
+        pld_randomized_response,
+        pld_subsampled_gaussian,
+    )
+
+    rng = random.Random(seed)
+    ours: list[_pld.PLD] = []
+    peer = None
+    for _ in range(rng.randint(2, 4)):
+        kind = rng.choice(["lap", "gau", "rr", "sub"])
+        k = rng.choice([1, 5, 50, 300])
+        h = 1e-5
+        if kind == "lap":
+            b = rng.uniform(0.5, 20)
+            o, p = pld_laplace(1, b), pl.from_laplace_mechanism(b, value_discretization_interval=h)
+        elif kind == "gau":
+            s = rng.uniform(0.5, 20)
+            o, p = pld_gaussian(1, s), pl.from_gaussian_mechanism(s, value_discretization_interval=h)
+        elif kind == "rr":
+            e = rng.uniform(0.01, 1.0)
+            o = pld_randomized_response(e)
+            p = pl.from_randomized_response(2 / (1 + math.exp(e)), 2, value_discretization_interval=h)
+        else:
+            s, q = rng.uniform(0.8, 3), rng.uniform(0.001, 0.1)
+            o = pld_subsampled_gaussian(s, q)
+            p = pl.from_gaussian_mechanism(s, sampling_prob=q, value_discretization_interval=h)
+        ours += [o] * k
+        pk = p.self_compose(k) if k > 1 else p
+        peer = pk if peer is None else peer.compose(pk)
+    assert peer is not None
+    delta = rng.choice([1e-3, 1e-6, 1e-9])
+    lo, hi = compose_plds(ours).epsilon_bounds(delta)
+    assert float(lo) <= float(peer.get_epsilon_for_delta(delta)) * (1 + 1e-9) <= float(hi) * 1.01
