@@ -229,7 +229,7 @@ def make_report_noisy_max(
         Fraction(1, 1)
         >>> m([0.0, 100.0, 3.5])
         1
-        >>> dp.m.make_report_noisy_max(scores, dp.LInfDistance(), 1.0, optimize="min")([0.0, 100.0, 3.5])
+        >>> dp.m.make_report_noisy_max(scores, dp.LInfDistance(), 1.0, optimize="min")([0.0, 100.0, 30.0])
         0
     """
     plan = _Scores(input_domain, input_metric, scale, optimize)
