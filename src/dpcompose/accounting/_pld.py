@@ -75,7 +75,7 @@ from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_positive_int
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
-from dpcompose.accounting._profile import _gaussian_epsilon, gaussian_delta
+from dpcompose.accounting._profile import _LOG_NDTR_PAD, _gaussian_epsilon, _log_ndtr_up, gaussian_delta
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
@@ -93,7 +93,6 @@ FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
 _PAD = 2.0**-44  # relative pad of every stored mass and weight (≫ the assumed libm accuracy)
 _EXP_REL = 2.0**-44  # assumed relative accuracy of numpy exp / expm1 (2**9 ulps), padded
-_LOG_NDTR_PAD = 64 * _U  # assumed accuracy of scipy's log_ndtr, as in _profile.py
 _FFT_SAFETY = 8.0
 _DIRECT_LIMIT = 64  # convolve directly when the shorter vector has at most this many entries
 
@@ -2004,8 +2003,7 @@ def _phi_up(t: float) -> float:
     ``_LOG_NDTR_PAD``·(1 + |value|) (module docstring), then the exponential by a relative 1e-10 (≫ its
     ulps). A value below the float range comes out 0; the callers' stored masses carry an absolute pad of
     5e-324 (:func:`_build`)."""
-    lv = float(log_ndtr(t))
-    return min(1.0, math.exp(lv + _LOG_NDTR_PAD * (1 + abs(lv))) * (1 + 1e-10))
+    return min(1.0, math.exp(_log_ndtr_up(t)) * (1 + 1e-10))
 
 
 def _log_phi_diff(hi: FloatArray, lo: FloatArray) -> tuple[FloatArray, FloatArray]:

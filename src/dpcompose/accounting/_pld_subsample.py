@@ -78,7 +78,7 @@ from dpcompose.accounting._pld import (
     _fmt,
     _log_phi_diff,
 )
-from dpcompose.accounting._profile import _log_ndtr_up
+from dpcompose.accounting._profile import _LOG_NDTR_PAD, _log_ndtr_up
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["pld_subsampled_gaussian", "pld_subsampled_laplace"]
@@ -495,7 +495,7 @@ def _phi_tail_up(a: FloatArray, b: FloatArray) -> FloatArray:
     x = np.minimum(b, -a)
     x = x + 4 * _U * (np.abs(x) + 1)
     lv = np.asarray(log_ndtr(x), dtype=np.float64)
-    return np.minimum(np.exp(lv + 64 * _U * (1 + np.abs(lv))) * (1 + 1e-10), 1.0)
+    return np.minimum(np.exp(lv + _LOG_NDTR_PAD * (1 + np.abs(lv))) * (1 + 1e-10), 1.0)
 
 
 def pld_subsampled_gaussian(
