@@ -161,11 +161,6 @@ def _poisson_rel(s: float) -> float:
     return 2 * math.exp(-c) / -math.expm1(-3 * c) * (1 + 1e-10) + 4 * _U
 
 
-def _log_sum(la: FloatArray, lb: FloatArray) -> FloatArray:
-    out: FloatArray = np.logaddexp(la, lb)
-    return out
-
-
 def _simpson_logs(
     A: FloatArray, B: FloatArray, m: int, s_f: float, two_s2: float, log_n0: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -223,12 +218,12 @@ def _em_bucket_logs(
     rI = np.where(use_s, rS, rI)
     xa, xb = A * A / two_s2, B * B / two_s2
     # T/N0 = (e^{−x_A} + e^{−x_B})/(2 N0); D/T = (t_A w_A − t_B w_B)/(6 s), w = weights of the two ends.
-    lT = _log_sum(-xa, -xb) - math.log(2.0) - log_n0
+    lT = np.logaddexp(-xa, -xb) - math.log(2.0) - log_n0
     wa = 1.0 / (1.0 + np.exp(np.minimum(xa - xb, 700.0)))
     wb = 1.0 - wa
     dt = (ta * wa - tb * wb) / (6 * s_f)
     lTD = lT + np.log1p(dt)
-    log_s = _log_sum(lI, lTD)
+    log_s = np.logaddexp(lI, lTD)
     # Shares of I and T in S (S = I + T(1 + D/T) ≥ (I + T)(1 − |D/T|)).
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         fi = np.exp(lI - log_s)

@@ -51,9 +51,13 @@ from dpcompose.accounting._pld import (
     pld_discrete_laplace,
 )
 from dpcompose.accounting._pld_dgauss import (
+    _ATOM_LIMIT,
+    _CHUNK,
     _DIRECT,
     _DIRECT_MAX,
+    _SAFE,
     _em_bucket_logs,
+    _gamma,
     _poisson_rel,
     pld_discrete_gaussian,
 )
@@ -77,15 +81,7 @@ from dpcompose.errors import InvalidParameter
 
 __all__ = ["pld_subsampled_discrete_gaussian", "pld_subsampled_discrete_laplace"]
 
-_SAFE = 1 + 2.0**-20
 _MAX_INT = 2**50  # outputs and shifts stay far inside the exact float integers
-_ATOM_LIMIT = 1 << 20  # below this many outputs the discrete Gaussian's normaliser is also summed directly
-_CHUNK = 1 << 21  # atoms summed at a time
-
-
-def _gamma(n: npt.NDArray[np.float64] | float) -> npt.NDArray[np.float64] | float:
-    """γₙ = n·u/(1 − n·u) (Higham 2002, Lemma 3.1), padded; n·u stays far below 1 here."""
-    return n * _U / (1 - n * _U) * _SAFE
 
 
 def _int_sensitivity(sensitivity: object) -> int:
