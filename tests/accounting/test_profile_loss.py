@@ -219,6 +219,12 @@ def test_a_pair_the_pld_cannot_build_falls_back_or_refuses() -> None:
         PrivacyProfile.from_loss(huge).epsilon(1e-6)
     p = PrivacyProfile.pure(1000).with_loss(huge)
     assert p.epsilon(1e-6) == PrivacyProfile.pure(1000).epsilon(1e-6)
+    # with a ρ part too: building the pld route is refused, and the generic route still answers
+    q = PrivacyProfile.compose([p, PrivacyProfile.zcdp(Fraction(1, 100))])
+    generic = q.generic()
+    assert generic is not None
+    assert q.epsilon(1e-6) == generic.epsilon(1e-6)
+    assert q.delta(1001) == generic.delta(1001)
 
 
 def test_privacy_loss_views_and_repr() -> None:

@@ -26,6 +26,7 @@ from dpcompose.accounting._exact import (
     float_up,
     sqrt_down,
     sqrt_up,
+    sqrt_up_q,
 )
 from dpcompose.accounting._optimal import _lost_bounds, optimal_delta, optimal_epsilon
 from dpcompose.accounting._zcdp import zcdp_delta, zcdp_to_approx
@@ -423,10 +424,13 @@ class PrivacyProfile:
         floor = joined.delta(_FAR_EPSILON)  # its mass at +∞ (and the certificate's error)
         return [(joined.delta, joined.epsilon, floor, True), *self._rho_part()]
 
-    def _routes(self) -> list[PrivacyProfile | list[_Part]]:
-        routes: list[PrivacyProfile | list[_Part]] = [self._pair_parts()]
-        if self._fallback_whole is not None:
-            routes.append(self._fallback_whole)
+    def _routes(self) -> list[Callable[[], PrivacyProfile | list[_Part]]]:
+        """The routes, each built on demand inside :func:`_least` (building the pld route reads the PLD,
+        which may be refused; the generic route must still answer then)."""
+        routes: list[Callable[[], PrivacyProfile | list[_Part]]] = [self._pair_parts]
+        fallback = self._fallback_whole
+        if fallback is not None:
+            routes.append(lambda: fallback)
         return routes
 
     def delta(self, epsilon: Number) -> Fraction:
@@ -502,7 +506,7 @@ def _sqrt_up_exact(x: Fraction) -> Fraction:
     rn, rd = math.isqrt(x.numerator), math.isqrt(x.denominator)
     if rn * rn == x.numerator and rd * rd == x.denominator:
         return Fraction(rn, rd)
-    return Fraction(sqrt_up(x))
+    return sqrt_up_q(x)
 
 
 def _short_label(loss: PrivacyLoss) -> str:
@@ -513,13 +517,17 @@ def _short_label(loss: PrivacyLoss) -> str:
     return f"{shown} + … ({loss.count()} mechanisms)"
 
 
-def _route_delta(route: PrivacyProfile | list[_Part], eps: Fraction) -> Fraction:
+def _route_delta(build: Callable[[], PrivacyProfile | list[_Part]], eps: Fraction) -> Fraction:
+    route = build()
     if isinstance(route, PrivacyProfile):
         return route.delta(eps)
     return _split_delta([p[0] for p in route], eps)
 
 
-def _route_epsilon(route: PrivacyProfile | list[_Part], target: Fraction, delta: object) -> Fraction:
+def _route_epsilon(
+    build: Callable[[], PrivacyProfile | list[_Part]], target: Fraction, delta: object
+) -> Fraction:
+    route = build()
     if isinstance(route, PrivacyProfile):
         return route.epsilon(target)
     return _split_epsilon(route, target, delta)
