@@ -544,3 +544,17 @@ def test_select_keeps_computing_the_derived_columns_a_kept_one_reads() -> None:
     with pytest.raises(dp.InvalidParameter, match="not among the selected"):
         q.agg(dp.tables.sum("b"))
     assert round(q.agg(dp.tables.sum("c")).release()["c_sum"][0], 3) == 3.5
+
+
+def test_derived_columns_do_not_raise_after_the_charge() -> None:
+    # found by review: a quantile of a derived column raised KeyError after the charge, and a derived column
+    # that is a bare int column stayed Int64 in the engine, so a float is_in filter raised after the charge
+    df = pl.DataFrame({"age": [30, 40, 50, 60]})
+    schema = dp.FrameDomain({"age": dp.Column(int, bounds=(0, 120))})
+    ctx = dp.Context(df, schema, privacy_loss=1e9, split_evenly_over=2)
+    q = ctx.query().with_column("f", dp.col("age") * 1.0, bounds=(0.0, 120.0))
+    out = q.agg(dp.tables.quantile("f", 0.5, [10.0, 45.0, 100.0])).release()
+    assert out["f_quantile_0.5"].dtype == pl.Float64 and out["f_quantile_0.5"][0] == 45.0
+    bare = ctx.query().with_column("g", dp.col("age"), bounds=(0.0, 120.0))
+    out = bare.filter(dp.col("g").is_in([40.0, 50.0])).agg(dp.tables.count()).release()
+    assert out["count"][0] == 2

@@ -179,7 +179,8 @@ class PolarsEngine:
             [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
         )
         for name, e in plan.derived:  # derived columns (row-wise, in order: one may read an earlier one),
-            lf = lf.with_columns(to_polars(e).alias(name))  # before the filter that may read them
+            # before the filter that may read them; always double, as declared (a bare int column too)
+            lf = lf.with_columns(to_polars(e).cast(pl.Float64).alias(name))
         if plan.predicate is not None:
             lf = lf.filter(to_polars(plan.predicate))
         by = list(plan.by)

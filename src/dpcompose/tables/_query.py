@@ -349,8 +349,11 @@ class TableQuery:
     """A built query: a :class:`~dpcompose.Measurement` (``.measurement``), its cost and accuracy
     (``.summarize()``), and ``.release()``, which charges the Context's budget and runs it."""
 
-    def __init__(self, ctx: Context, plan: Plan, aggs: tuple[Agg, ...], budget: Any) -> None:
+    def __init__(
+        self, ctx: Context, plan: Plan, aggs: tuple[Agg, ...], budget: Any, kinds: dict[str, str]
+    ) -> None:
         self._ctx = ctx
+        self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
         self.aggs = aggs
         self.budget = budget
@@ -493,7 +496,7 @@ class TableQuery:
             chosen = {n: [v for v, kept in zip(vs, mask, strict=True) if kept] for n, vs in chosen.items()}
         plan = self.plan
         columns: dict[str, Any] = {}
-        kinds = {name: c.kind for name, c in self._ctx.domain.columns}
+        kinds = self._kinds
         dtypes = {"int": pl.Int64, "float": pl.Float64, "str": pl.String, "bool": pl.Boolean}
         for j, name in enumerate(plan.by):
             columns[name] = pl.Series(name, [k[j] for k in keys], dtype=dtypes[kinds[name]])
@@ -813,7 +816,7 @@ class Query:
             below=tuple(below),
             derived=tuple((name, expr) for name, expr, _ in self._derived),
         )
-        return TableQuery(ctx, plan, tuple(aggs), self._budget)
+        return TableQuery(ctx, plan, tuple(aggs), self._budget, self._kinds())
 
 
 class Context:

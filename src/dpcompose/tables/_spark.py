@@ -381,8 +381,8 @@ class SparkEngine:
         df = data.select(
             *[F.col(c).cast(wide[kinds[c]]).alias(c) if kinds[c] in wide else F.col(c) for c in plan.columns]
         )
-        for name, e in plan.derived:  # derived columns (row-wise), before the filter that may read them
-            df = df.withColumn(name, to_spark(e))
+        for name, e in plan.derived:  # derived columns (row-wise), before the filter that may read them;
+            df = df.withColumn(name, to_spark(e).cast("double"))  # always double, as declared
         if plan.predicate is not None:
             df = df.filter(to_spark(plan.predicate))
         by = list(plan.by)
