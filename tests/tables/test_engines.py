@@ -18,7 +18,7 @@ import dpcompose as dp
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, key_order
 from dpcompose.tables._hash import NULL_CODE, row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
-from dpcompose.tables._query import sum_spec
+from dpcompose.tables._query import square_spec, sum_spec
 
 pl = pytest.importorskip("polars")
 
@@ -81,14 +81,14 @@ INCOME = sum_spec("income", SCHEMA.column("income"), None)
 BIG = sum_spec("big", SCHEMA.column("big"), None)  # k = 10: integer rounding half to even
 INCOME_NARROW = sum_spec("income", SCHEMA.column("income"), (0.0, 3.0))
 INCOME_TINY = sum_spec("income", SCHEMA.column("income"), (-1e-310, 5e-324))  # k = -1060: 2**1060 overflows
-INCOME_SQ = dataclasses.replace(INCOME, square=True)
+INCOME_SQ = square_spec(INCOME)
 BELOW = tuple(
     BelowSpec(s.column, s.kind, s.lo, s.hi, s.fill, v, strict)
     for s, v in [(INCOME, 2.5), (INCOME, -0.0), (INCOME, 119.99999999999999), (BIG, 512), (BIG, -(2**41))]
     for strict in (True, False)
 )
-BIG_SQ = dataclasses.replace(BIG, square=True)
-TINY_SQ = dataclasses.replace(INCOME_TINY, square=True)
+BIG_SQ = square_spec(BIG)
+TINY_SQ = square_spec(INCOME_TINY)
 ALL = tuple(n for n, _ in SCHEMA.columns)
 
 
@@ -259,7 +259,7 @@ def _grid(v: Any, spec: SumSpec) -> int:
         v = spec.fill
     v = min(max(v, spec.lo), spec.hi)
     g = round(Fraction(v) / Fraction(2) ** spec.k)  # half to even
-    return g * g // 2**31 if spec.square else g  # a variance's sum of squares: ⌊g²/2**31⌋
+    return g * g // 2**spec.shift if spec.square else g  # a variance's sum of squares: ⌊g²/2**shift⌋
 
 
 def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:

@@ -558,3 +558,13 @@ def test_derived_columns_do_not_raise_after_the_charge() -> None:
     bare = ctx.query().with_column("g", dp.col("age"), bounds=(0.0, 120.0))
     out = bare.filter(dp.col("g").is_in([40.0, 50.0])).agg(dp.tables.count()).release()
     assert out["count"][0] == 2
+
+
+def test_variance_of_a_small_int_column() -> None:
+    # found by review: the squares were ⌊g²/2**31⌋ whatever the bounds, so ages (g < 46341) squared to 0
+    ages = [20, 35, 50, 65, 80, 95]
+    df = pl.DataFrame({"age": ages})
+    schema = dp.FrameDomain({"age": dp.Column(int, bounds=(0, 100))})
+    ctx = dp.Context(df, schema, privacy_loss=1e9, split_evenly_over=1)
+    out = ctx.query().agg(dp.tables.variance("age")).release()
+    assert out["age_variance"][0] == pytest.approx(float(np.var(ages, ddof=1)), rel=1e-3)

@@ -45,9 +45,11 @@ __all__ = [
 class SumSpec:
     """One exact integer sum: column ``column`` with nulls/NaN read as ``fill``, clamped to ``[lo, hi]``,
     then on the grid ``2**k`` (``round_half_even(x·2**-k)``; for int columns with ``k > 0`` the same
-    rounding in integer arithmetic). With ``square``, the summed value is ``⌊g²/2**31⌋`` of that grid
-    value ``g`` (|g| ≤ 2**31, so g² fits int64 and the result lies in [0, 2**31]): the sum of squares
-    of a variance, on the grid ``2**(2k + 31)``, computed in integer arithmetic by every engine."""
+    rounding in integer arithmetic). With ``square``, the summed value is ``⌊g²/2**shift⌋`` of that grid
+    value ``g`` (|g| ≤ M ≤ 2**31 with M the grid bound and shift = max(0, 2·bitlen(M) − 31), so g² fits
+    int64 and the result lies in [0, 2**31]): the sum of squares of a variance, on the grid
+    ``2**(2k + shift)``, computed in integer arithmetic by every engine. (A fixed shift of 31 would floor
+    the squares of small ints, say ages, to 0.)"""
 
     column: str
     kind: str  # "int" or "float"
@@ -56,6 +58,7 @@ class SumSpec:
     fill: int | float
     k: int
     square: bool = False
+    shift: int = 0  # squares only: see above
 
     @property
     def key(self) -> str:

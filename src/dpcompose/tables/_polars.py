@@ -115,9 +115,9 @@ def _codes(series: Any) -> npt.NDArray[np.uint64]:
 
 
 def _grid_expr(spec: SumSpec) -> Any:
-    """The summed values (Int64): the grid values, or ⌊g²/2**31⌋ of them for a ``square`` spec."""
+    """The summed values (Int64): the grid values, or ⌊g²/2**shift⌋ of them for a ``square`` spec."""
     g = _grid_values(spec)
-    return (g * g) // (1 << 31) if spec.square else g  # g² <= 2**62: no overflow
+    return (g * g) // (1 << spec.shift) if spec.square else g  # g² <= 2**62: no overflow
 
 
 def _policy_values(spec: BelowSpec) -> Any:

@@ -296,16 +296,22 @@ def _to_grid(x: int | float, spec: SumSpec) -> int:
     return round(q)  # Python's round of a Fraction is half to even
 
 
+def square_spec(spec: SumSpec) -> SumSpec:
+    """The sum of squares of ``spec``'s grid values for a variance: ``⌊g²/2**shift⌋`` with shift =
+    max(0, 2·bitlen(M) − 31) for the grid bound M, so every summed value stays within 2**31."""
+    return dataclasses.replace(spec, square=True, shift=max(0, 2 * grid_bound(spec).bit_length() - 31))
+
+
 def grid_bound(spec: SumSpec) -> int:
     """``M = max(|lo_g|, |hi_g|)``: the most one row moves a sum, in grid units (for a ``square`` spec,
-    ``⌊M²/2**31⌋``, the largest summed value; they are all ≥ 0)."""
+    ``⌊M²/2**shift⌋``, the largest summed value; they are all ≥ 0)."""
     m = max(abs(_to_grid(spec.lo, spec)), abs(_to_grid(spec.hi, spec)))
-    return (m * m) >> 31 if spec.square else m
+    return (m * m) >> spec.shift if spec.square else m
 
 
 def _unit_exponent(spec: SumSpec) -> int:
-    """A summed value's unit is ``2**e``: the grid ``2**k``, or ``2**(2k + 31)`` for squares."""
-    return 2 * spec.k + 31 if spec.square else spec.k
+    """A summed value's unit is ``2**e``: the grid ``2**k``, or ``2**(2k + shift)`` for squares."""
+    return 2 * spec.k + spec.shift if spec.square else spec.k
 
 
 def _sqrt_down(q: Fraction) -> Fraction:
@@ -791,7 +797,7 @@ class Query:
                 raise InvalidParameter(f"column={a.column!r} is aggregated with two different bounds")
             specs[a.column] = spec
             if a.op == "variance":
-                squares = dataclasses.replace(spec, square=True)
+                squares = square_spec(spec)
                 specs[squares.key] = squares
         if len({a.name for a in aggs}) != len(aggs):
             raise InvalidParameter("aggs: an aggregate is listed twice")

@@ -316,11 +316,11 @@ def _row_key(
 
 
 def _grid_col(spec: SumSpec) -> Any:
-    """The summed values (bigint): the grid values, or ⌊g²/2**31⌋ of them for a ``square`` spec."""
+    """The summed values (bigint): the grid values, or ⌊g²/2**shift⌋ of them for a ``square`` spec."""
     from pyspark.sql import functions as F
 
     g = _grid_values(spec)
-    return F.shiftright(g * g, 31) if spec.square else g  # g² <= 2**62: no overflow, ANSI mode too
+    return F.shiftright(g * g, spec.shift) if spec.square else g  # g² <= 2**62: no overflow, ANSI mode too
 
 
 def _policy_values(spec: BelowSpec) -> Any:
