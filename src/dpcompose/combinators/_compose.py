@@ -75,7 +75,15 @@ def _composite_loss(children: Sequence[AnyMeasurement]) -> Callable[[Any], Priva
         return None
 
     def loss(d_in: Any) -> PrivacyLoss | None:
-        outs, losses = _evaluate(children, d_in)
+        # a child's d_out is read only where it has no pair of its own (evaluating both for every child
+        # made a nested composite evaluate its leaves 2**depth times)
+        seen: dict[int, tuple[Any, PrivacyLoss | None]] = {}
+        for child in children:
+            if id(child) not in seen:
+                pair = child.loss(d_in) if child.loss is not None else None
+                seen[id(child)] = (child.privacy_map(d_in) if pair is None else None, pair)
+        outs = [seen[id(c)][0] for c in children]
+        losses: Losses = [seen[id(c)][1] for c in children]
         pairs = child_losses(measures, outs, losses)
         if any(p is None for p in pairs):
             return None
