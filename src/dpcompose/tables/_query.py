@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose.accounting._exact import sqrt_down, sqrt_up_q
 from dpcompose.accuracy import discrete_laplace_scale_to_accuracy
 from dpcompose.combinators import make_privacy_filter
 from dpcompose.core import (
@@ -314,11 +315,6 @@ def _unit_exponent(spec: SumSpec) -> int:
     return 2 * spec.k + spec.shift if spec.square else spec.k
 
 
-def _sqrt_down(q: Fraction) -> Fraction:
-    """A positive rational ``<= √q``: ``isqrt(⌊q·2**40⌋) / 2**20`` (at least 2**-20)."""
-    return Fraction(max(math.isqrt(math.floor(q * (1 << 40))), 1), 1 << 20)
-
-
 def _below_specs(agg: Agg, column: Column) -> list[BelowSpec]:
     """The threshold counts of a quantile: ``#{x < c}`` for every candidate, then ``#{x <= c}``."""
     from dpcompose.transformations._quantile import _candidates
@@ -330,11 +326,6 @@ def _below_specs(agg: Agg, column: Column) -> list[BelowSpec]:
     out = [BelowSpec(spec.column, spec.kind, spec.lo, spec.hi, spec.fill, c, True) for c in cands]
     out += [BelowSpec(spec.column, spec.kind, spec.lo, spec.hi, spec.fill, c, False) for c in cands]
     return out
-
-
-def _sqrt_up(q: Fraction) -> Fraction:
-    """A rational ``>= √q`` within ``2**-20`` relative-ish: ``(isqrt(⌊q·2**40⌋) + 1) / 2**20``."""
-    return Fraction(math.isqrt(math.floor(q * (1 << 40))) + 1, 1 << 20)
 
 
 # --- the query ------------------------------------------------------------------------------------
@@ -380,7 +371,7 @@ class TableQuery:
             sens = r * (1 if maybe is None else grid_bound(maybe))
             if isinstance(measure, ZCDP):
                 rho = Fraction(budget) / share
-                scale = _sqrt_up(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
+                scale = sqrt_up_q(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
                 noise = make_discrete_gaussian(_INTS, L2Distance(), scale)
             else:
                 eps = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
@@ -396,7 +387,9 @@ class TableQuery:
             a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
             sens = r * max(a_num, b_den - a_num)
             if isinstance(measure, ZCDP):
-                eps_q = _sqrt_down(2 * Fraction(budget) / share)  # pure ε with ε²/2 <= its ρ share
+                eps_q = Fraction(sqrt_down(2 * Fraction(budget) / share))  # pure ε with ε²/2 <= its ρ share
+                if eps_q <= 0:
+                    raise InvalidParameter(f"the quantile's share of ρ = {budget} is too small to use")
             else:
                 eps_q = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
             scale = 2 * Fraction(sens) / eps_q  # non-monotonic scores: ε = 2·Δ∞/scale
