@@ -476,6 +476,15 @@ class TableQuery:
         exact_of.update({f"distinct:{c}": d for c, d in zip(self.plan.distinct, distincts, strict=True)})
         exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
         noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
+        if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
+            assert self.threshold is not None
+            keep = noisy["count"] >= self.threshold
+            keys = tuple(k for k, kept in zip(keys, keep.tolist(), strict=True) if kept)
+            noisy = {name: values[keep] for name, values in noisy.items()}
+            # the quantiles are selected for the released keys only (their number is released; selecting
+            # for the dropped keys too cost time that grew with keys nobody sees)
+            counts = counts[keep]
+            belows = [b[keep] for b in belows]
         chosen: dict[str, list[Any]] = {}
         for agg, start, _, select, _ in self._quantiles:
             assert agg.alpha is not None
@@ -486,13 +495,6 @@ class TableQuery:
             greater = counts[:, None] - at_most
             scores = np.abs((b_den - a_num) * less - a_num * greater).astype(np.int64)
             chosen[agg.name] = [agg.candidates[select(row)] for row in scores]
-        if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
-            assert self.threshold is not None
-            keep = noisy["count"] >= self.threshold
-            keys = tuple(k for k, kept in zip(keys, keep.tolist(), strict=True) if kept)
-            noisy = {name: values[keep] for name, values in noisy.items()}
-            mask = keep.tolist()
-            chosen = {n: [v for v, kept in zip(vs, mask, strict=True) if kept] for n, vs in chosen.items()}
         plan = self.plan
         columns: dict[str, Any] = {}
         kinds = self._kinds
