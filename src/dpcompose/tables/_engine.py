@@ -144,6 +144,9 @@ def key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((v is None, 0 if v is None else v) for v in key)
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def combine_halves(
     counts: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], lo: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
@@ -155,7 +158,9 @@ def combine_halves(
     ``[0, 2**16]`` and ``(hi − 2**15)·2**16`` in ``[−2**31, 2**31]``. Summed over ``n`` rows, ``n·2**15``,
     ``|Σhi − n·2**15| <= n·2**15``, ``|(Σhi − n·2**15)·2**16| <= n·2**31`` and the result ``|Σv| <= n·2**31``
     are all at most ``(2**32 − 1)·2**31 < 2**63``. A larger count (only an engine with more than ``2**32``
-    rows in one group can report one) is recombined in Python integers, then converted to int64 as before.
+    rows in one group can report one) is recombined in Python integers and saturated to the int64 range
+    (clamping is 1-Lipschitz, so a sum's sensitivity is unchanged, and the noise mechanisms saturate the
+    same way): a query never raises on data in its domain, even after its charge.
 
     Examples:
         >>> n = np.array([2], dtype=np.int64)  # the values 2**31 and -2**31: u = 2**32 and 0
@@ -164,7 +169,7 @@ def combine_halves(
     """
     if counts.size and int(counts.max()) >= 1 << 32:
         exact = [
-            (h - c * (1 << 15)) * 65536 + low
+            min(max((h - c * (1 << 15)) * 65536 + low, _INT64_MIN), _INT64_MAX)
             for c, h, low in zip(counts.tolist(), hi.tolist(), lo.tolist(), strict=True)
         ]
         return np.array(exact, dtype=np.int64)
