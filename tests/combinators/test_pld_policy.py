@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
-from dpcompose.accounting import PrivacyLoss
+from dpcompose.accounting import PrivacyLoss, gaussian_profile
 from dpcompose.errors import UnsupportedComposition
 from exact_pairs import convolve as _convolve
 from exact_pairs import delta as _delta
@@ -130,6 +130,22 @@ def test_seeded_laplace_reports_the_continuous_pair() -> None:
 
     lap = dp.m.make_laplace(dp.AtomDomain(float), ABS, scale=4.0, rng=np.random.default_rng(1))
     assert lap.privacy_loss(1) == PrivacyLoss.laplace(1, 4)
+
+
+def test_seeded_vector_gaussian_reports_the_scalar_pair() -> None:
+    """Float Gaussian noise N(0, σ²I) is rotation invariant: a shift of L2 norm Δ is the scalar pair, and
+    k of them compose to the Gaussian pair with μ = √k·Δ/σ, read at its closed form (Balle–Wang 2018)."""
+    import numpy as np
+
+    vec = dp.VectorDomain(dp.AtomDomain(float), size=3)
+    gauss = dp.m.make_gaussian(vec, dp.L2Distance(), scale=3.0, rng=np.random.default_rng(1))
+    assert gauss.privacy_loss(2) == PrivacyLoss.gaussian(2, 3)
+    run = dp.make_sequential(*[gauss] * 16, output_measure=dp.ApproxDP(), delta=1e-6)
+    eps = run.map(1)[0]
+    exact = gaussian_profile(1, Fraction(3, 4)).epsilon(1e-6)  # μ = √16/3: σ_total = 3/4 at Δ = 1
+    assert exact <= eps <= exact * (1 + 1e-9)
+    secure = dp.m.make_gaussian(vec, dp.L2Distance(), scale=3.0)
+    assert secure.privacy_loss(1) is None  # the discrete Gaussian: no scalar pair (see above)
 
 
 def _dgauss_atoms(shift: int, sigma: int) -> dict[Fraction, mpmath.mpf]:

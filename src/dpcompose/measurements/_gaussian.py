@@ -196,10 +196,12 @@ def grid_gaussian(
         return _secure_rho(Fraction(d_in), scale_q, size, integer)
 
     def loss(d_in: Fraction) -> PrivacyLoss | None:
+        if rng is not None:
+            # the seeded path adds float Gaussian noise N(0, σ²I): it is rotation invariant, so a shift of
+            # L2 norm Δ has the scalar pair N(0, σ²) vs N(Δ, σ²), for vectors too (Balle–Wang 2018 Thm 8)
+            return PrivacyLoss.gaussian(d_in, scale_q)
         if vector:
             return None  # the discrete Gaussian is not rotation invariant: no scalar PLD for the L2 ball
-        if rng is not None:
-            return PrivacyLoss.gaussian(d_in, scale_q)  # the seeded path adds float Gaussian noise
         # secure path: the discrete Gaussian in grid units (s = σ/g), shift ⌈Δ_g⌉
         units = grid_sensitivity(Fraction(d_in), grid.width, size, 2, grid.on_grid)
         return PrivacyLoss.discrete_gaussian(math.ceil(units), grid.units)
