@@ -29,6 +29,11 @@ from dpcompose.accounting import (
 )
 
 SCALES = [5.0 + 0.75 * i for i in range(20)]
+SGD = {  # DP-SGD runs: σ, Poisson rate, steps, δ (the small rates: a large data set, a small batch)
+    "DP-SGD 10^4 × (q=.01, σ=1)": (1.0, 0.01, 10_000, 1e-5),
+    "DP-SGD 10^5 × (q=1e-4, σ=.8)": (0.8, 1e-4, 100_000, 1e-6),
+    "DP-SGD 10^6 × (q=1e-5, σ=.6)": (0.6, 1e-5, 1_000_000, 1e-6),
+}
 REPEATS = 3
 
 
@@ -48,13 +53,15 @@ def ours_cases(bits: int) -> list[tuple[str, float, Callable[[], PLD], float | N
         plds = [pld_laplace(1, s, step_bits=bits) for s in SCALES]
         return compose_plds([p for p in plds for _ in range(50)])
 
+    def sgd(sigma: float, rate: float, steps: int) -> Callable[[], PLD]:
+        return lambda: pld_subsampled_gaussian(sigma, rate, step_bits=bits).self_compose(steps)
+
     g_exact = float(gaussian_profile(1, 20.0 / math.sqrt(1000)).epsilon(1e-6))
     return [
         ("1000 × Laplace(10)", 1e-6, lambda: pld_laplace(1, 10.0, step_bits=bits).self_compose(1000), None),
         ("1000 × Gaussian(20)", 1e-6,
          lambda: pld_gaussian(1, 20.0, step_bits=bits).self_compose(1000), g_exact),
-        ("DP-SGD 10^4 × (q=.01, σ=1)", 1e-5,
-         lambda: pld_subsampled_gaussian(1.0, 0.01, step_bits=bits).self_compose(10_000), None),
+        *[(name, d, sgd(sigma, rate, steps), None) for name, (sigma, rate, steps, d) in SGD.items()],
         ("1000 Laplace, 20 scales", 1e-6, hetero, None),
         ("100 mixed Lap/Gauss/RR", 1e-6, mixed, None),
     ]
@@ -73,9 +80,9 @@ def peer(name: str) -> tuple[float, float] | None:
     elif name.startswith("1000 × Gaussian"):
         p = pl.from_gaussian_mechanism(20.0, sensitivity=1).self_compose(1000)
         d = 1e-6
-    elif name.startswith("DP-SGD"):
-        p = pl.from_gaussian_mechanism(1.0, sampling_prob=0.01).self_compose(10_000)
-        d = 1e-5
+    elif name in SGD:
+        sigma, rate, steps, d = SGD[name]
+        p = pl.from_gaussian_mechanism(sigma, sampling_prob=rate).self_compose(steps)
     elif name.startswith("1000 Laplace"):
         p = None
         for s in SCALES:
