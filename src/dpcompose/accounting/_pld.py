@@ -639,10 +639,9 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     products and the two-level sum (:func:`_ld_sum`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5).
 
     Only the *head* of ``x`` — the shortest index range outside which the entries' ℓ₁ mass is at most
-    ``_LD_HEAD``·‖x‖₁ — is summed in long double; the rest (the tails, of small ℓ₁ mass ‖t‖₁) is summed in
-    double with twiddles e^{−2πi jn/size} built by the recurrence w^{j+1} = w^j·w from numpy's complex exp
-    (assumed within 2^9 ulps; the angle n·(2π/size) is within 2u·2π of the true one), whose error
-    ‖t‖₁·(count·(2^9u + 4πu + √2γ₂) + 2u + γ_m)·2 is small because ‖t‖₁ is.
+    ``_LD_HEAD``·‖x‖₁ — is summed in long double; the rest (the tails, of small ℓ₁ mass ‖t‖₁) is transformed
+    by the double real FFT, whose every output is within τ·‖t‖₁ (:func:`_fft_componentwise`), small because
+    ‖t‖₁ is; adding it to the head's sum rounds once more in long double.
     """
     ld = np.longdouble
     a, b = _head_range(x, _LD_HEAD)
@@ -668,24 +667,14 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     head = x[a:b]
     n1 = float(np.sum(np.abs(head))) * (1 + _gamma(head.size + 1))
     errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
-    tail_idx = np.concatenate([np.flatnonzero(x[:a]), np.flatnonzero(x[b:]) + b])
-    if tail_idx.size:
-        t = x[tail_idx]
-        t1 = float(np.sum(np.abs(t))) * (1 + _gamma(t.size + 1))
-        base = np.exp(-1j * (tail_idx.astype(np.float64) * (2 * math.pi / size)))
-        cur = np.ones(t.size, dtype=np.complex128)
-        m_t = 0
-        for j in range(count):
-            re_t, m1 = _ld_sum(t * cur.real)
-            im_t, m2 = _ld_sum(t * cur.imag)
-            out[j] += ld(float(re_t)) + 1j * ld(float(im_t))
-            m_t = max(m_t, m1, m2)
-            cur *= base
-        # |cur_j − e^{−2πi jn/size}| ≤ j(ε_b + √2γ₂) with ε_b = 2^9u + 4πu (the angle n·(2π/size) is within
-        # 2u·2π, exp within 2^9 ulps); each product adds u, the two-level sum γ_m, the rounding to float u
-        eps_b = 2.0**9 * _U + 4 * math.pi * _U
-        tail_rel = (count * (eps_b + math.sqrt(2) * _gamma(2)) + 2 * _U + _gamma(m_t + 2)) * (1 + 1e-6)
-        errs = errs + t1 * tail_rel * 2
+    if a > 0 or b < x.size:
+        t = x.copy()
+        t[a:b] = 0.0
+        t1 = float(np.sum(np.abs(t))) * (1 + _gamma(x.size + 1))
+        spec = np.fft.rfft(t, size)[:count]
+        out += spec.real.astype(ld) + 1j * spec.imag.astype(ld)
+        # the FFT's componentwise bound (real and imaginary parts within it), the long double addition
+        errs = errs + t1 * _fft_componentwise(size) * 2 + (n1 + t1) * 4 * u
     return out, errs
 
 
