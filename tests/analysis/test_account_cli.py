@@ -60,6 +60,11 @@ def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) ->
         (["--mech", "gaussian:scale=1", "--delta", "1e-6"], "unknown keys"),
         (["--mech", "rr:epsilon=1,k=2.5", "--epsilon", "1"], "k="),
         (["--file", "/nonexistent.json", "--delta", "1e-6"], "--file"),
+        (["--mech", "gaussian:sigma=1,rate=1.5", "--delta", "1e-6"], "rate"),
+        (["--mech", "gaussian:sigma=1,rate=-0.1", "--delta", "1e-6"], "rate"),
+        (["--mech", "gaussian:sigma=1,rate=nan", "--delta", "1e-6"], "not a number"),
+        (["--mech", "gaussian:sigma=1,sampling=poisson", "--delta", "1e-6"], "needs a rate"),
+        (["--mech", "laplace:scale=1,rate=0.1,sampling=shuffle", "--delta", "1e-6"], "sampling="),
     ],
 )
 def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
@@ -68,6 +73,45 @@ def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
     out = capsys.readouterr().out
     assert out.startswith("error:") or "error:" in out
     assert message in out
+
+
+def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
+    """``rate=`` subsamples the pair (the library's PrivacyLoss.subsampled, both orders for Poisson) and
+    amplifies a pure ε for the generic theorems (Balle–Barthe–Gaboardi 2018 Thm 8); a Gaussian has no
+    generic runner-up then (no zCDP amplification theorem is used), and rate 1 changes nothing."""
+    from fractions import Fraction
+
+    from dpcompose.accounting import PrivacyLoss, format_up, optimal_epsilon
+    from dpcompose.combinators._subsample import amplify_epsilon
+
+    floats, dist = dp.AtomDomain(float), dp.AbsoluteDistance()
+    assert main(["account", "--mech", "gaussian:sigma=1,rate=0.01,count=1000", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    gauss = dp.m.make_gaussian(floats, dist, scale=1.0).privacy_loss(1)
+    assert gauss is not None
+    step = PrivacyLoss.subsampled(gauss, Fraction(1, 100))
+    assert _first_bound(out) == float(format_up(PrivacyLoss.compose([step] * 1000).epsilon_bounds(1e-5)[1]))
+    assert out.startswith("composition: 1000 × gaussian(sigma=1, rate=0.01)")
+    assert out.count("≤") == 2 and "zCDP" not in out  # the answer and the PLD line only
+
+    assert main(["account", "--mech", "laplace:scale=2,rate=0.05,count=200", "--delta", "1e-6"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "optimal composition" in x)
+    eps1 = amplify_epsilon(Fraction(1, 2), Fraction(1, 20))
+    assert f"≤ {format_up(optimal_epsilon([eps1] * 200, [Fraction(0)] * 200, Fraction(1, 10**6)))}" in line
+    assert "theorem: privacy loss distributions" in out  # tighter than the amplified ε's theorems
+
+    assert main(["account", "--mech", "rr:epsilon=1,rate=0.1,sampling=without_replacement,count=30",
+                 "--epsilon", "2"]) == 0
+    assert "rr(epsilon=1, rate=0.1, without_replacement)" in capsys.readouterr().out
+
+    bounds = []
+    for extra in ("", ",rate=1"):
+        assert main(["account", "--mech", f"gaussian:sigma=4,count=10{extra}", "--delta", "1e-6"]) == 0
+        out = capsys.readouterr().out
+        bounds.append(_first_bound(out))
+        assert "zCDP" in out
+    assert bounds[0] == bounds[1]
 
 
 def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,7 +130,7 @@ def test_the_docs_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixtur
     section = text.split("### From the command line", 1)[1]
     block = section.split("```", 2)[1]
     commands = [line.split() for line in block.splitlines() if line.startswith("python -m dpcompose account")]
-    assert len(commands) == 3
+    assert len(commands) == 4
     spec = re.search(r"A JSON file holds `(\{.*\})`", section.replace("\n", " "))
     assert spec
     (tmp_path / "mechanisms.json").write_text(spec.group(1))

@@ -2,7 +2,10 @@
 
 Each mechanism is ``NAME:key=value,...`` (or an object in a JSON file): ``laplace`` (``scale``),
 ``gaussian`` (``sigma``), ``rr`` (``epsilon``, ``k``), ``approx`` (``epsilon``, ``delta``), each with
-``count`` (default 1) and, for Laplace and Gaussian, ``sensitivity`` (default 1). ``noise=dpcompose``
+``count`` (default 1) and, for Laplace and Gaussian, ``sensitivity`` (default 1). ``rate=q`` runs the
+mechanism on a subsample: ``sampling=poisson`` (default; each record kept with probability q, add/remove
+neighbours) or ``sampling=without_replacement`` (a fixed-size subset, q = m/n; the sensitivity is then
+the one for substituting a record). ``noise=dpcompose``
 (default) accounts the noise dpcompose releases (discrete noise on a fine grid); ``noise=continuous`` the
 textbook continuous mechanism. The composition is accounted with privacy loss distributions (certified
 interval) and, beside it, the generic theorems (optimal composition, zCDP, basic).
@@ -44,11 +47,12 @@ from dpcompose.errors import DPError, InvalidParameter
 
 __all__ = ["main"]
 
+_SAMPLING_KEYS = {"rate", "sampling"}
 _KEYS = {
-    "laplace": {"scale", "sensitivity", "count", "noise"},
-    "gaussian": {"sigma", "sensitivity", "count", "noise"},
-    "rr": {"epsilon", "k", "count"},
-    "approx": {"epsilon", "delta", "count"},
+    "laplace": {"scale", "sensitivity", "count", "noise"} | _SAMPLING_KEYS,
+    "gaussian": {"sigma", "sensitivity", "count", "noise"} | _SAMPLING_KEYS,
+    "rr": {"epsilon", "k", "count"} | _SAMPLING_KEYS,
+    "approx": {"epsilon", "delta", "count"} | _SAMPLING_KEYS,
 }
 
 
@@ -72,6 +76,39 @@ def _number(value: Any, key: str, where: str) -> Any:
 
 
 def _mechanism(spec: dict[str, Any], where: str) -> _Mechanism:
+    """One mechanism from its parameters, run on a subsample where ``rate`` is given (:func:`_subsampled`)."""
+    rate = spec.get("rate")
+    sampling = spec.get("sampling")
+    if rate is None and sampling is not None:
+        raise InvalidParameter(f"{where}: sampling={sampling!r} needs a rate=")
+    if rate is None:
+        return _plain(spec, where)
+    inner = _plain({k: v for k, v in spec.items() if k not in _SAMPLING_KEYS}, where)
+    return _subsampled(inner, rate, sampling or "poisson", where)
+
+
+def _subsampled(m: _Mechanism, rate: Any, sampling: Any, where: str) -> _Mechanism:
+    """``m`` run on a subsample: its pair subsampled (Zhu–Dong–Wang 2022 Thm 11 for Poisson sampling and
+    add/remove neighbours, Prop. 30 without replacement and substitution; see
+    :meth:`~dpcompose.accounting.PrivacyLoss.subsampled`), and its pure or (ε, δ) guarantee amplified to
+    (log(1 + q(e^ε − 1)), qδ) (Balle–Barthe–Gaboardi 2018 Thm 8, resp. Thm 9) for the generic theorems. A
+    zCDP guarantee has no amplification theorem here: a subsampled Gaussian is accounted by its pair alone.
+    """
+    from dpcompose.combinators._subsample import amplify_epsilon
+
+    if sampling not in ("poisson", "without_replacement"):
+        raise InvalidParameter(f"{where}: sampling={sampling!r} must be 'poisson' or 'without_replacement'")
+    value = _number(rate, "rate", where)
+    q = Fraction(1) if value == 1 else probability(value, "rate")
+    loss = PrivacyLoss.subsampled(m.loss, q, sampling)
+    pure = None if m.pure is None else amplify_epsilon(m.pure, q)
+    approx = None if m.approx is None else (amplify_epsilon(m.approx[0], q), q * m.approx[1])
+    rho = m.rho if q == 1 else None
+    label = f"{m.label[:-1]}, rate={rate}{', ' + sampling if sampling != 'poisson' else ''})"
+    return _Mechanism(label, m.count, loss, pure, approx, rho)
+
+
+def _plain(spec: dict[str, Any], where: str) -> _Mechanism:
     """Build one mechanism from its parameters (as dpcompose's own measurement where there is one)."""
     import dpcompose as dp
 
@@ -196,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="NAME:key=value,...",
         help="a mechanism: laplace:scale=10,count=1000 | gaussian:sigma=20 | rr:epsilon=1,k=4 | "
-        "approx:epsilon=1,delta=1e-9 (repeatable)",
+        "approx:epsilon=1,delta=1e-9 (repeatable); add rate=0.01 (and sampling=without_replacement) to "
+        "run it on a subsample",
     )
     parser.add_argument(
         "--file",
