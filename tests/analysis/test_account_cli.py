@@ -65,14 +65,25 @@ def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) ->
         (["--mech", "gaussian:sigma=1,rate=nan", "--delta", "1e-6"], "not a number"),
         (["--mech", "gaussian:sigma=1,sampling=poisson", "--delta", "1e-6"], "needs a rate"),
         (["--mech", "laplace:scale=1,rate=0.1,sampling=shuffle", "--delta", "1e-6"], "sampling="),
+        (["--mech", "gaussian:sigma=0.05,rate=0.1,noise=continuous", "--delta", "1e-6"], "sensitivity/sigma"),
     ],
 )
 def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["account", *argv]) == 2
     out = capsys.readouterr().out
-    assert out.startswith("error:") or "error:" in out
+    assert out.startswith("error:") and out.count("\n") == 1  # the error line alone
     assert message in out
+
+
+@pytest.mark.parametrize("rate", [True, None, [0.1]])
+def test_a_json_rate_must_be_a_number(rate: object, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "m.json"
+    mech = {"name": "gaussian", "sigma": 1, "rate": rate}
+    path.write_text(json.dumps({"mechanisms": [mech], "delta": 1e-6}))
+    assert main(["account", "--file", str(path)]) == 2
+    assert "rate=" in capsys.readouterr().out
 
 
 def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:

@@ -587,9 +587,10 @@ def _shift_rel(xa: FloatArray, xb: FloatArray, log_mass: FloatArray, rel: FloatA
     (φ the standard normal density), so with D' the mass at the rounded ends, D' ≥ e^{log_mass}/(1 + rel)
     and the exact mass D ≥ D' − Δ, the result is within (1 + rel)(1 + Δ/(D' − Δ)) − 1 of D. Δ is doubled
     for its own rounding (the exponent −x²/2 − ln√(2π) is within a few ulps of x²: relative error ≤ 1e-7
-    for |x| ≤ 1e4), a φ(x) that underflows counts as the least normal float; where Δ is not small against D' the bound is
-    infinite (the caller keeps an upper bound only). The weight is the density at each end, so a wide cell
-    whose end lies far in a tail (φ(x) ≈ 0) gets none, unlike a bound by the arguments' size alone.
+    for |x| ≤ 1e4), a φ(x) that underflows counts as the least normal float; where Δ is not small against
+    D' the bound is infinite (the caller keeps an upper bound only). The weight is the density at each end,
+    so a wide cell whose end lies far in a tail (φ(x) ≈ 0) gets none, unlike a bound by the arguments' size
+    alone.
     """
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         moved = np.zeros(xa.shape)

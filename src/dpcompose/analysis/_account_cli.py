@@ -77,12 +77,13 @@ def _number(value: Any, key: str, where: str) -> Any:
 
 def _mechanism(spec: dict[str, Any], where: str) -> _Mechanism:
     """One mechanism from its parameters, run on a subsample where ``rate`` is given (:func:`_subsampled`)."""
-    rate = spec.get("rate")
-    sampling = spec.get("sampling")
-    if rate is None and sampling is not None:
-        raise InvalidParameter(f"{where}: sampling={sampling!r} needs a rate=")
-    if rate is None:
+    if "rate" not in spec:
+        if "sampling" in spec:
+            raise InvalidParameter(f"{where}: sampling={spec['sampling']!r} needs a rate=")
         return _plain(spec, where)
+    rate, sampling = spec["rate"], spec.get("sampling")
+    if isinstance(rate, bool) or not isinstance(rate, int | float | str):
+        raise InvalidParameter(f"{where}: rate={rate!r} must be a number in [0, 1]")
     inner = _plain({k: v for k, v in spec.items() if k not in _SAMPLING_KEYS}, where)
     return _subsampled(inner, rate, sampling or "poisson", where)
 
@@ -266,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             raise InvalidParameter("pass --delta (to get ε) or --epsilon (to get δ)")
         mechs = [_mechanism(s, f"mechanism {i}") for i, s in enumerate(specs)]
         total = PrivacyLoss.compose([m.loss for m in mechs for _ in range(m.count)])
-        print(
-            "composition: " + " + ".join(f"{m.count} × {m.label}" if m.count > 1 else m.label for m in mechs)
+        shown = "composition: " + " + ".join(
+            f"{m.count} × {m.label}" if m.count > 1 else m.label for m in mechs
         )
         pld_name = "privacy loss distributions (Zhu–Dong–Wang 2022 Thm 10), certified"
         if delta_text is not None:
@@ -283,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = total.pld(total.step_bits()).delta_bounds(epsilon)
             results = [(pld_name, hi), *_candidates(mechs, None, epsilon)]
         best_name, best = min(results, key=lambda r: r[1])
+        print(shown)  # (after the work: a refused case prints its error line alone)
         print(f"{what}({at}) ≤ {format_up(best)}")
         print(f"theorem: {best_name}")
         print(f"PLD certified interval: [{format_up(lo)}, {format_up(hi)}] (sources: {total.source})")
