@@ -1576,7 +1576,8 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
         up = np.where(up > 0, up * (1 + _PAD) + 5e-324, 0.0)
     upper = _trim(_Side(b.lo + first, up, _up(b.above_hi + b.inf_hi), 0.0))
     # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss
-    # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one merges the least), among
+    # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one usually merges the least;
+    # the two buckets around loss 0 are the exception, below), among
     # j − 1, j, j + 1, carrying a lower bound on its P-mass and an upper bound on N = e^{label}·Q-mass =
     # r·e^{(label − j)h}. Buckets whose merged loss is further away (collapsed edges), or without a usable
     # relative bound (rel ≥ 1: P-lower-bound 0) or Q-mass (r = 0), are dropped (a restriction, which only
@@ -1585,6 +1586,10 @@ def _build(bits: int, b: _Buckets, tail: float, description: str) -> PLD:
     with np.errstate(divide="ignore", invalid="ignore"):
         move = np.rint(np.log(p_lo / r) / h)
     use = (p_lo > 0) & (r > 0) & np.isfinite(move) & (np.abs(move) <= 1)
+    # the buckets on either side of loss 0 keep their own labels (−1 and 0): moved to the nearest label,
+    # both land on 0 where their merged losses lie within h/2 of it, and merging the negative losses with
+    # the positive ones loses δ near ε = 0 (all of it for a subsampled pair at a rate far below h)
+    move = np.where((nz + b.lo == 0) | (nz + b.lo == -1), 0.0, move)
     mv = np.where(use, move, 0.0).astype(np.int64)
     e_up = math.exp(h) * (1 + 4 * _U) * (1 + _EXP_REL)
     e_dn = math.exp(-h) * (1 + 4 * _U) * (1 + _EXP_REL)  # (upper bounds of e^{±h})
