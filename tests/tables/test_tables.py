@@ -388,9 +388,9 @@ def test_variance_releases_three_vectors_and_is_accurate() -> None:
     q = ctx.query().agg(dp.tables.variance("x"))
     assert q.measurement.map(1) == Fraction(30)
     released = {r.what: r for r in q._released}
-    assert set(released) == {"count", "x", "x^2"}
-    m = released["x"].sensitivity // 2  # R = 2 rows per person
-    assert released["x^2"].sensitivity == 2 * ((m * m) >> 31)  # ⌊M²/2**31⌋ per row
+    assert set(released) == {("count",), ("sum", "x", False), ("sum", "x", True)}
+    m = released[("sum", "x", False)].sensitivity // 2  # R = 2 rows per person
+    assert released[("sum", "x", True)].sensitivity == 2 * ((m * m) >> 31)  # ⌊M²/2**31⌋ per row
     got = q.release()["x_variance"][0]
     assert abs(got - np.var(np.clip(x, 0.0, 100.0), ddof=1)) < 2.0
 
@@ -413,7 +413,7 @@ def test_variance_and_distinct_vectors_move_within_the_map(unit: Any, seed: int)
     base = engine.aggregate(df, q.plan)
     r = 1 if unit is None else unit.max_rows
     sensitivity = {rel.what: rel.sensitivity for rel in q._released}
-    assert sensitivity["distinct:age"] == r
+    assert sensitivity[("distinct", "age")] == r
     if unit is None:
         neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
     else:

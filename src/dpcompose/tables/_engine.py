@@ -63,9 +63,10 @@ class SumSpec:
     shift: int = 0  # squares only: see above
 
     @property
-    def key(self) -> str:
-        """The name of this sum among a query's released vectors."""
-        return f"{self.column}^2" if self.square else self.column
+    def key(self) -> tuple[str, str, bool]:
+        """This sum's key among a query's released vectors: ``("sum", column, square)``. A tuple, so that
+        no column name (a schema's or a derived one: any string) can equal another vector's key."""
+        return ("sum", self.column, self.square)
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,8 @@ class PolarsEngine:
         if plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None):
             df = lf.collect()
             if plan.max_groups is not None and by:
-                df = self._cap_groups(df, plan.id, by, plan.max_groups)
+                # (a by column that is the identifier itself is part of the pair once)
+                df = self._cap_groups(df, plan.id, [c for c in by if c != plan.id], plan.max_groups)
             if plan.max_rows is not None:
                 df = df.with_columns(
                     pl.Series(_KEY, row_keys([_codes(df.get_column(c)) for c in plan.columns]))

@@ -87,6 +87,7 @@ __all__ = [
 ]
 
 _INTS = VectorDomain(AtomDomain(int))
+_COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the released vectors (see _Released.what)
 _KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
 
 
@@ -335,7 +336,8 @@ def _below_specs(agg: Agg, column: Column) -> list[BelowSpec]:
 class _Released:
     """One released integer vector: what it aggregates, its sensitivity per unit, its noise."""
 
-    what: str  # the internal key: "count", a SumSpec.key ("x", "x^2") or "distinct:x"
+    what: tuple[Any, ...]  # the internal key: _COUNT, a SumSpec.key or ("distinct", column) (never a string:
+    # a column may have any name, and a vector keyed by a column's name could take another vector's noise)
     spec: SumSpec | None
     sensitivity: int  # grid units per d_in = 1 (R or R·M)
     noise: Measurement[Any, Any, Any, Any]
@@ -361,25 +363,33 @@ class TableQuery:
         self.unknown_keys = plan.keys is None and bool(plan.by)
         if self.unknown_keys:
             _check_selection_budget(measure, budget)
-        wanted: list[tuple[str, SumSpec | None, str]] = []
+        wanted: list[tuple[tuple[Any, ...], SumSpec | None, str]] = []
         if self.unknown_keys or any(a.op in ("count", "mean", "variance") for a in aggs):
-            wanted.append(("count", None, "count"))  # unknown keys: the noisy counts select the keys
+            wanted.append((_COUNT, None, "count"))  # unknown keys: the noisy counts select the keys
         for s in plan.sums:
             wanted.append((s.key, s, f"{s.column}_sum_of_squares" if s.square else f"{s.column}_sum"))
         for c in plan.distinct:  # moves like a count: R per person
-            wanted.append((f"distinct:{c}", None, count_distinct(c).name))
+            wanted.append((("distinct", c), None, count_distinct(c).name))
         quantiles = [a for a in aggs if a.op == "quantile"]
         share = len(wanted) + len(quantiles)
         for what, maybe, label in wanted:
             sens = r * (1 if maybe is None else grid_bound(maybe))
-            if isinstance(measure, ZCDP):
-                rho = Fraction(budget) / share
-                scale = sqrt_up_q(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
-                noise = make_discrete_gaussian(_INTS, L2Distance(), scale)
-            else:
-                eps = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
-                scale = Fraction(sens) / eps if sens else Fraction(1)
-                noise = make_discrete_laplace(_INTS, L1Distance(), scale)
+            try:
+                if isinstance(measure, ZCDP):
+                    rho = Fraction(budget) / share
+                    scale = sqrt_up_q(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
+                    noise = make_discrete_gaussian(_INTS, L2Distance(), scale)
+                else:
+                    eps = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
+                    scale = Fraction(sens) / eps if sens else Fraction(1)
+                    noise = make_discrete_laplace(_INTS, L1Distance(), scale)
+            except InvalidParameter as exc:
+                where = "" if maybe is None else f" of {maybe.column!r}"
+                raise InvalidParameter(
+                    f"{label}: its noise would be too wide for the exact integer sampler ({exc}; the scale "
+                    f"is in units of the column's grid): narrow the bounds{where}, lower max_rows, or give "
+                    "this query a larger share of the budget"
+                ) from None
             released.append(_Released(what, maybe, sens, noise, scale, label))
         self._released = tuple(released)
         # each quantile: report-noisy-min over integer scores, L∞ sensitivity R·max(a, b − a) per person
@@ -440,7 +450,16 @@ class TableQuery:
         def run(data: Any) -> Any:
             engine = engine_for(data)
             assert engine is not None  # the domain check ran first
-            found = engine.aggregate(data, plan)
+            try:
+                found = engine.aggregate(data, plan)
+            except Exception:
+                # Only a lazy frame's own plan can fail here (a strict cast, a raising UDF): its schema was
+                # checked, not its rows. The engine's message may quote private values: none of it is shown.
+                raise DomainMismatch(
+                    "the data's own lazy plan failed while the query read it (the query was charged); the "
+                    "error is not shown, as it may quote private values. A lazy frame must evaluate on all "
+                    "of its rows: collect it once to check, or make its casts non-strict"
+                ) from None
             return self._finish(found.keys, found.counts, found.sums, found.distincts, found.belows)
 
         return Measurement(
@@ -475,13 +494,13 @@ class TableQuery:
     ) -> Any:
         import polars as pl
 
-        exact_of = {"count": counts}
-        exact_of.update({f"distinct:{c}": d for c, d in zip(self.plan.distinct, distincts, strict=True)})
+        exact_of: dict[tuple[Any, ...], np.ndarray] = {_COUNT: counts}
+        exact_of.update({("distinct", c): d for c, d in zip(self.plan.distinct, distincts, strict=True)})
         exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
         noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
         if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
             assert self.threshold is not None
-            keep = noisy["count"] >= self.threshold
+            keep = noisy[_COUNT] >= self.threshold
             keys = tuple(k for k, kept in zip(keys, keep.tolist(), strict=True) if kept)
             noisy = {name: values[keep] for name, values in noisy.items()}
             # the quantiles are selected for the released keys only (their number is released; selecting
@@ -507,22 +526,26 @@ class TableQuery:
         specs = {s.key: s for s in plan.sums}
         for agg in self.aggs:
             if agg.op == "count":
-                columns[agg.name] = pl.Series(agg.name, noisy["count"], dtype=pl.Int64)
+                columns[agg.name] = pl.Series(agg.name, noisy[_COUNT], dtype=pl.Int64)
                 continue
             if agg.op == "count_distinct":
-                columns[agg.name] = pl.Series(agg.name, noisy[f"distinct:{agg.column}"], dtype=pl.Int64)
+                columns[agg.name] = pl.Series(agg.name, noisy[("distinct", agg.column)], dtype=pl.Int64)
                 continue
             if agg.op == "quantile":
                 dtype = pl.Int64 if kinds[agg.column or ""] == "int" else pl.Float64
                 columns[agg.name] = pl.Series(agg.name, chosen[agg.name], dtype=dtype)
                 continue
-            spec = specs[agg.column or ""]
-            total = noisy[spec.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(spec))
+            spec = specs[("sum", agg.column or "", False)]
+            # (post-processing of the noisy vectors: a float overflow gives ±inf or NaN, never a warning
+            # that a caller's warnings filter could turn into an exception after the charge)
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = noisy[spec.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(spec))
             if agg.op == "variance":
-                sq = specs[f"{agg.column}^2"]
-                squares = noisy[sq.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(sq))
-                n = np.maximum(noisy["count"], 2).astype(np.float64)
-                var = np.maximum(squares - total * total / n, 0.0) / (n - 1)
+                sq = specs[("sum", agg.column or "", True)]
+                n = np.maximum(noisy[_COUNT], 2).astype(np.float64)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    squares = noisy[sq.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(sq))
+                    var = np.maximum(squares - total * total / n, 0.0) / (n - 1)
                 columns[agg.name] = pl.Series(agg.name, var, dtype=pl.Float64)
                 continue
             if agg.op == "sum":
@@ -531,7 +554,7 @@ class TableQuery:
                 else:
                     columns[agg.name] = pl.Series(agg.name, total, dtype=pl.Float64)
             else:
-                n = np.maximum(noisy["count"], 1).astype(np.float64)
+                n = np.maximum(noisy[_COUNT], 1).astype(np.float64)
                 columns[agg.name] = pl.Series(agg.name, total / n, dtype=pl.Float64)
         return pl.DataFrame(columns)
 
@@ -737,6 +760,8 @@ class Query:
         """
         if not by:
             raise InvalidParameter("by=() must name at least one column")
+        if len(set(by)) != len(by):
+            raise InvalidParameter(f"by={by!r} names a column twice")
         for name in by:
             col = self._column(name, "by")
             if col.kind == "float":
@@ -771,7 +796,7 @@ class Query:
         if not aggs:
             raise InvalidParameter("aggs=() must list at least one aggregate")
         ctx = self._ctx
-        specs: dict[str, SumSpec] = {}
+        specs: dict[tuple[str, str, bool], SumSpec] = {}
         distinct: list[str] = []
         below: list[BelowSpec] = []
         for a in aggs:
@@ -795,16 +820,31 @@ class Query:
                 distinct.append(a.column)
                 continue
             spec = sum_spec(a.column, self._column(a.column, "column"), a.bounds)
-            if a.column in specs and specs[a.column] != spec:
+            if spec.key in specs and specs[spec.key] != spec:
                 raise InvalidParameter(f"column={a.column!r} is aggregated with two different bounds")
-            specs[a.column] = spec
+            specs[spec.key] = spec
             if a.op == "variance":
                 squares = square_spec(spec)
                 specs[squares.key] = squares
         if len({a.name for a in aggs}) != len(aggs):
             raise InvalidParameter("aggs: an aggregate is listed twice")
+        clash = sorted({a.name for a in aggs} & set(self._by))
+        if clash:
+            raise InvalidParameter(
+                f"aggs: the result column {clash[0]!r} is also a group-by column (the result would hold it "
+                "twice); group by a copy of the column under another name (with_column), or rename it"
+            )
+        for a in aggs:
+            if a.op == "variance":
+                squares = specs[("sum", a.column or "", True)]
+                if _unit_exponent(squares) + 63 > 1023:  # a noisy int64 times the unit must be a finite float
+                    raise InvalidParameter(
+                        f"variance({a.column!r}): bounds {a.bounds or 'of the column'} are too wide for a "
+                        "variance (its squares' unit exceeds the float range); narrow them below 2**480"
+                    )
         unit = ctx.privacy_unit
-        read = set(self._by) | _expr.columns_of(self._predicate) | set(specs) | set(distinct)
+        read = set(self._by) | _expr.columns_of(self._predicate) | {s.column for s in specs.values()}
+        read |= set(distinct)
         read |= {b.column for b in below}
         for _, expr, _ in self._derived:  # every derived column is computed from its declared columns
             read |= _expr.columns_of(expr)

@@ -393,14 +393,15 @@ class SparkEngine:
             cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
             df = df.join(keys, on=cond, how="left_semi")
         if plan.id is not None and plan.max_groups is not None and by:
-            pairs = df.select(plan.id, *by).distinct()
-            pairs = _row_key(pairs, [plan.id, *by], kinds, "__dp_gkey", tables)
+            gcols = [plan.id, *[c for c in by if c != plan.id]]  # (the identifier once, as on Polars)
+            pairs = df.select(*gcols).distinct()
+            pairs = _row_key(pairs, gcols, kinds, "__dp_gkey", tables)
             w = Window.partitionBy(plan.id).orderBy(F.col("__dp_gkey"))
             keep = pairs.withColumn("__dp_r", F.row_number().over(w)).filter(
                 F.col("__dp_r") <= plan.max_groups
             )
-            keep = keep.select(*[F.col(c).alias(f"__dp_k_{c}") for c in (plan.id, *by)])
-            cond = [df[c].eqNullSafe(keep[f"__dp_k_{c}"]) for c in (plan.id, *by)]
+            keep = keep.select(*[F.col(c).alias(f"__dp_k_{c}") for c in gcols])
+            cond = [df[c].eqNullSafe(keep[f"__dp_k_{c}"]) for c in gcols]
             df = df.join(keep, on=cond, how="left_semi")
         if plan.id is not None and plan.max_rows is not None:
             df = _row_key(df, list(plan.columns), kinds, "__dp_key", tables)
