@@ -159,6 +159,14 @@ PLANS: dict[str, Plan] = {
         max_groups=3,
         sums=(INCOME_NARROW,),
     ),
+    "by_the_identifier_groups_capped": _plan(  # (both engines listed the identifier twice, and raised)
+        _cols("user", "flag", "income"),
+        by=("user", "flag"),
+        keys=None,
+        max_rows=3,
+        max_groups=1,
+        sums=(INCOME,),
+    ),
     "known_bool_int_keys": _plan(
         _cols("user", "flag", "code"),
         predicate=~col("code").is_in([3, 2**40]),
@@ -273,16 +281,15 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
     if by and plan.keys is not None:
         rows = [r for r in rows if tuple(r[c] for c in by) in plan.keys]
     if plan.id is not None and plan.max_groups is not None and by:
+        pair_cols = (plan.id, *[c for c in by if c != plan.id])  # the identifier once
         groups: dict[Any, set[tuple[Any, ...]]] = {}
         for r in rows:
-            groups.setdefault(r[plan.id], set()).add(tuple(r[c] for c in (plan.id, *by)))
+            groups.setdefault(r[plan.id], set()).add(tuple(r[c] for c in pair_cols))
         kept = set()
         for pairs in groups.values():
-            ranked = sorted(
-                pairs, key=lambda p: _key(dict(zip((plan.id, *by), p, strict=True)), (plan.id, *by))
-            )
+            ranked = sorted(pairs, key=lambda p: _key(dict(zip(pair_cols, p, strict=True)), pair_cols))
             kept |= set(ranked[: plan.max_groups])
-        rows = [r for r in rows if tuple(r[c] for c in (plan.id, *by)) in kept]
+        rows = [r for r in rows if tuple(r[c] for c in pair_cols) in kept]
     if plan.id is not None and plan.max_rows is not None:
         per: dict[Any, list[dict[str, Any]]] = {}
         for r in rows:
