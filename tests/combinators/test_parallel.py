@@ -91,6 +91,10 @@ def test_partition_rejects_bad_keys() -> None:
         dp.t.make_partition(ROWS, SYM, by=0, keys="aa")
     with pytest.raises(dp.InvalidParameter, match="empty"):
         dp.t.make_partition(ROWS, SYM, by=0, keys=[])
+    nan = float("nan")  # (found by review: [nan, nan] passed as two distinct keys, matched by identity)
+    for keys in ([nan, 1.0], [nan, nan]):
+        with pytest.raises(dp.InvalidParameter, match="NaN"):
+            dp.t.make_partition(ROWS, SYM, by=0, keys=keys)
 
 
 def test_worst_allocation_small_cases() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -86,6 +88,23 @@ def _clamp_int64(data: Any, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int
 
 
 @recorded
+def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
+    """Float clamping bounds must be float64 values exactly: ``np.clip`` rounds a bound to the nearest
+    float, which can lie outside it (2**53 + 3 becomes 2**53 + 4; a Fraction bound made an object array),
+    and the output would leave the declared domain (found by review: clamp >> sum then under-reported)."""
+    for b in bounds:
+        if isinstance(b, bool) or not isinstance(b, int | float | Fraction):
+            raise InvalidParameter(f"bounds={bounds!r} must be numbers for a float domain")
+        if isinstance(b, float):
+            continue
+        f = float(b)
+        if not math.isfinite(f) or Fraction(f) != b:
+            raise InvalidParameter(
+                f"bounds={bounds!r}: {b!r} is not a float64 value, and a float domain is clamped to floats; "
+                f"use a float bound (the nearest is {f!r}: check that it is on the side you want)"
+            )
+
+
 def make_clamp(
     input_domain: Domain, input_metric: Metric, bounds: tuple[Any, Any]
 ) -> Transformation[Any, Any, int, int]:
@@ -122,6 +141,8 @@ def make_clamp(
         raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
     if carrier is int and not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
         raise InvalidParameter(f"bounds={bounds!r} must be integers for an int domain")
+    if carrier is float:
+        _check_float_bounds(bounds)
     output_domain = VectorDomain(AtomDomain(carrier, bounds=bounds), size=input_domain.size)
     lo, hi = output_domain.element_domain.bounds  # type: ignore[attr-defined]
     int64_bounds = carrier is int and lo >= INT64_MIN and hi <= INT64_MAX

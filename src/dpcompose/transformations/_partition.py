@@ -64,6 +64,10 @@ def make_partition(
         raise InvalidParameter(f"keys={keys!r} must be a sequence of keys") from None
     if len(keys) == 0:
         raise InvalidParameter(f"keys={list(keys)!r} must not be empty")
+    if any(k != k for k in keys):  # NaN: a record would match it only as the very same object
+        raise InvalidParameter(
+            f"keys={list(keys)!r}: a key that is not equal to itself (NaN) matches no record"
+        )
     try:
         index = {k: i for i, k in enumerate(keys)}
     except TypeError as exc:
