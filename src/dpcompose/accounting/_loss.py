@@ -360,6 +360,27 @@ class PrivacyLoss:
         """The certified upper bound on δ(ε)."""
         return self.pld(self.step_bits()).delta(epsilon)
 
+    def order_sensitive(self) -> bool:
+        """Whether this pair depends on which neighbour holds the record: a Poisson-subsampled pair (rate
+        strictly between 0 and 1), or a composition holding one. Such pairs are composed order by order
+        (every mechanism of a composition sees the same order: Zhu–Dong–Wang 2022 Thm 10 with Thm 11),
+        which holds only where every mechanism reads the data through maps that keep D ⊆ D′ as
+        T(D) ⊆ T(D′); a chain through a user-written transformation drops such a pair (see
+        :func:`dpcompose.core._measurement._chain_tm`).
+
+        Examples:
+            >>> step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)
+            >>> step.order_sensitive(), PrivacyLoss.gaussian(1, 1).order_sensitive()
+            (True, False)
+        """
+        if self.kind == "composed":
+            return any(p.order_sensitive() for p, _ in self.parts)
+        if self.kind != "subsampled" or self.params[1] != "poisson":
+            return False
+        rate = self.params[0]
+        assert isinstance(rate, Fraction)
+        return 0 < rate < 1
+
     def count(self) -> int:
         """How many mechanisms this describes (1 unless composed)."""
         if self.kind == "composed":
