@@ -214,7 +214,7 @@ def plan_composition(
             raise InvalidParameter(
                 f"delta= is a target for ApproxDP output, not for output_measure={target!r}"
             )
-        delta_q = ApproxDP().parse((0, delta), "delta")[1]
+        delta_q = ApproxDP().parse((0, delta), "target")[1]  # (its message names "target delta=")
     sources = _CONCURRENT_SOURCES if concurrent else _SOURCES
     kind = "concurrent" if concurrent else "sequential"
 
