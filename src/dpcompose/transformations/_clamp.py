@@ -87,7 +87,6 @@ def _clamp_int64(data: Any, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int
     return out
 
 
-@recorded
 def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
     """Float clamping bounds must be float64 values exactly: ``np.clip`` rounds a bound to the nearest
     float, which can lie outside it (2**53 + 3 becomes 2**53 + 4; a Fraction bound made an object array),
@@ -105,6 +104,7 @@ def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
             )
 
 
+@recorded
 def make_clamp(
     input_domain: Domain, input_metric: Metric, bounds: tuple[Any, Any]
 ) -> Transformation[Any, Any, int, int]:
