@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose.accounting import float_down, float_up
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["AtomDomain", "CategoricalDomain", "Domain", "MapDomain", "VectorDomain"]
@@ -449,24 +450,8 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
     if element.bounds is not None and value.size:
         lo, hi = element.bounds
         if kind == "f":  # compare exactly: numpy would round a bound that is not a float to the nearest one
-            lo, hi = _float_at_least(lo), _float_at_most(hi)
+            lo, hi = float_up(lo), float_down(hi)
         finite = value[~np.isnan(value)] if kind == "f" else value
         if finite.size and (finite.min() < lo or finite.max() > hi):
             return False
     return True
-
-
-def _float_at_least(x: Any) -> float:
-    """The least float ≥ x (x a bound: int, float or Fraction; ±inf stay)."""
-    f = float(x)
-    if math.isfinite(f) and Fraction(f) < Fraction(x):
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-def _float_at_most(x: Any) -> float:
-    """The greatest float ≤ x."""
-    f = float(x)
-    if math.isfinite(f) and Fraction(f) > Fraction(x):
-        f = math.nextafter(f, -math.inf)
-    return f

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpcompose.accounting import float_down, float_up
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -94,13 +94,11 @@ def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
     for b in bounds:
         if isinstance(b, bool) or not isinstance(b, int | float | Fraction):
             raise InvalidParameter(f"bounds={bounds!r} must be numbers for a float domain")
-        if isinstance(b, float):
-            continue
-        f = float(b)
-        if not math.isfinite(f) or Fraction(f) != b:
+        below, above = float_down(b), float_up(b)
+        if below != above:
             raise InvalidParameter(
                 f"bounds={bounds!r}: {b!r} is not a float64 value, and a float domain is clamped to floats; "
-                f"use a float bound (the nearest is {f!r}: check that it is on the side you want)"
+                f"use a float bound ({below!r} or {above!r}, whichever side you want)"
             )
 
 
