@@ -281,7 +281,7 @@ def reference(rows: list[dict[str, Any]], plan: Plan) -> Aggregates:
     if by and plan.keys is not None:
         rows = [r for r in rows if tuple(r[c] for c in by) in plan.keys]
     if plan.id is not None and plan.max_groups is not None and by:
-        pair_cols = (plan.id, *[c for c in by if c != plan.id])  # the identifier once
+        pair_cols = plan.group_pair  # the identifier once
         groups: dict[Any, set[tuple[Any, ...]]] = {}
         for r in rows:
             groups.setdefault(r[plan.id], set()).add(tuple(r[c] for c in pair_cols))

@@ -40,6 +40,7 @@ __all__ = [
     "engine_for",
     "key_order",
     "scalings",
+    "sum_key",
 ]
 
 
@@ -64,9 +65,15 @@ class SumSpec:
 
     @property
     def key(self) -> tuple[str, str, bool]:
-        """This sum's key among a query's released vectors: ``("sum", column, square)``. A tuple, so that
-        no column name (a schema's or a derived one: any string) can equal another vector's key."""
-        return ("sum", self.column, self.square)
+        """This sum's key among a query's released vectors (:func:`sum_key`)."""
+        return sum_key(self.column, self.square)
+
+
+def sum_key(column: str, square: bool = False) -> tuple[str, str, bool]:
+    """The key of the sum (or sum of squares) of ``column`` among a query's released vectors:
+    ``("sum", column, square)``. A tuple, so that no column name (a schema's or a derived one: any string)
+    can equal another vector's key."""
+    return ("sum", column, square)
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,13 @@ class Plan:
     distinct: tuple[str, ...] = ()
     below: tuple[BelowSpec, ...] = ()
     derived: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def group_pair(self) -> tuple[str, ...]:
+        """The columns of an (identifier, group) pair for the ``max_groups`` cap: the identifier, then the
+        ``by`` columns other than it (a ``by`` column that is the identifier is part of the pair once)."""
+        assert self.id is not None
+        return (self.id, *[c for c in self.by if c != self.id])
 
 
 @dataclass(frozen=True, eq=False)

@@ -232,8 +232,7 @@ class PolarsEngine:
         if plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None):
             df = lf.collect()
             if plan.max_groups is not None and by:
-                # (a by column that is the identifier itself is part of the pair once)
-                df = self._cap_groups(df, plan.id, [c for c in by if c != plan.id], plan.max_groups)
+                df = self._cap_groups(df, plan.group_pair, plan.max_groups)
             if plan.max_rows is not None:
                 df = df.with_columns(
                     pl.Series(_KEY, row_keys([_codes(df.get_column(c)) for c in plan.columns]))
@@ -254,18 +253,19 @@ class PolarsEngine:
         out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
         return collect_frame(out, plan)
 
-
     @staticmethod
-    def _cap_groups(df: Any, id_col: str, by: list[str], max_groups: int) -> Any:
+    def _cap_groups(df: Any, pair: tuple[str, ...], max_groups: int) -> Any:
         """Keep, per identifier, the rows of its ``max_groups`` groups with the smallest keys
-        ``row_keys([h(id), h(by_1), …])``. Ranks are ordinal (distinct), so never more than ``max_groups``
-        groups are kept; only a 64-bit collision between two groups of one identifier (probability about
-        ``2**-64`` per pair) would let row order choose between them."""
+        ``row_keys([h(id), h(by_1), …])`` over ``pair`` (:attr:`Plan.group_pair`). Ranks are ordinal
+        (distinct), so never more than ``max_groups`` groups are kept; only a 64-bit collision between two
+        groups of one identifier (probability about ``2**-64`` per pair) would let row order choose between
+        them."""
         import polars as pl
 
-        pairs = df.select([id_col, *by]).unique()
-        gkey = row_keys([_codes(pairs.get_column(c)) for c in (id_col, *by)])
+        id_col = pair[0]
+        pairs = df.select(list(pair)).unique()
+        gkey = row_keys([_codes(pairs.get_column(c)) for c in pair])
         pairs = pairs.with_columns(pl.Series(_GKEY, gkey))
         # ordinal ranks are distinct, so exactly min(G, groups) groups per identifier are kept
-        keep = pairs.filter(pl.col(_GKEY).rank("ordinal").over(id_col) <= max_groups).select([id_col, *by])
-        return df.join(keep, on=[id_col, *by], how="semi", nulls_equal=True)
+        keep = pairs.filter(pl.col(_GKEY).rank("ordinal").over(id_col) <= max_groups).select(list(pair))
+        return df.join(keep, on=list(pair), how="semi", nulls_equal=True)

@@ -68,7 +68,7 @@ from dpcompose.measurements import (
     partition_threshold,
 )
 from dpcompose.tables import _expr
-from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for
+from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for, sum_key
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 
 __all__ = [
@@ -535,13 +535,13 @@ class TableQuery:
                 dtype = pl.Int64 if kinds[agg.column or ""] == "int" else pl.Float64
                 columns[agg.name] = pl.Series(agg.name, chosen[agg.name], dtype=dtype)
                 continue
-            spec = specs[("sum", agg.column or "", False)]
+            spec = specs[sum_key(agg.column or "")]
             # (post-processing of the noisy vectors: a float overflow gives ±inf or NaN, never a warning
             # that a caller's warnings filter could turn into an exception after the charge)
             with np.errstate(over="ignore", invalid="ignore"):
                 total = noisy[spec.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(spec))
             if agg.op == "variance":
-                sq = specs[("sum", agg.column or "", True)]
+                sq = specs[sum_key(agg.column or "", square=True)]
                 n = np.maximum(noisy[_COUNT], 2).astype(np.float64)
                 with np.errstate(over="ignore", invalid="ignore"):
                     squares = noisy[sq.key].astype(np.float64) * math.ldexp(1.0, _unit_exponent(sq))
@@ -825,6 +825,11 @@ class Query:
             specs[spec.key] = spec
             if a.op == "variance":
                 squares = square_spec(spec)
+                if _unit_exponent(squares) + 63 > 1023:  # a noisy int64 times the unit must be a finite float
+                    raise InvalidParameter(
+                        f"variance({a.column!r}): bounds {a.bounds or 'of the column'} are too wide for a "
+                        "variance (its squares' unit exceeds the float range); narrow them below 2**480"
+                    )
                 specs[squares.key] = squares
         if len({a.name for a in aggs}) != len(aggs):
             raise InvalidParameter("aggs: an aggregate is listed twice")
@@ -834,14 +839,6 @@ class Query:
                 f"aggs: the result column {clash[0]!r} is also a group-by column (the result would hold it "
                 "twice); group by a copy of the column under another name (with_column), or rename it"
             )
-        for a in aggs:
-            if a.op == "variance":
-                squares = specs[("sum", a.column or "", True)]
-                if _unit_exponent(squares) + 63 > 1023:  # a noisy int64 times the unit must be a finite float
-                    raise InvalidParameter(
-                        f"variance({a.column!r}): bounds {a.bounds or 'of the column'} are too wide for a "
-                        "variance (its squares' unit exceeds the float range); narrow them below 2**480"
-                    )
         unit = ctx.privacy_unit
         read = set(self._by) | _expr.columns_of(self._predicate) | {s.column for s in specs.values()}
         read |= set(distinct)

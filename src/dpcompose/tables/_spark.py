@@ -393,7 +393,7 @@ class SparkEngine:
             cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
             df = df.join(keys, on=cond, how="left_semi")
         if plan.id is not None and plan.max_groups is not None and by:
-            gcols = [plan.id, *[c for c in by if c != plan.id]]  # (the identifier once, as on Polars)
+            gcols = list(plan.group_pair)
             pairs = df.select(*gcols).distinct()
             pairs = _row_key(pairs, gcols, kinds, "__dp_gkey", tables)
             w = Window.partitionBy(plan.id).orderBy(F.col("__dp_gkey"))
