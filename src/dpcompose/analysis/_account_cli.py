@@ -97,11 +97,12 @@ def _subsampled(m: _Mechanism, rate: Any, sampling: Any, where: str) -> _Mechani
     """
     from dpcompose.combinators._subsample import amplify_epsilon
 
-    if sampling not in ("poisson", "without_replacement"):
-        raise InvalidParameter(f"{where}: sampling={sampling!r} must be 'poisson' or 'without_replacement'")
-    value = _number(rate, "rate", where)
-    q = Fraction(1) if value == 1 else probability(value, "rate")
-    loss = PrivacyLoss.subsampled(m.loss, q, sampling)
+    try:  # PrivacyLoss.subsampled checks the rate (in [0, 1]) and the sampling
+        loss = PrivacyLoss.subsampled(m.loss, _number(rate, "rate", where), sampling)
+    except InvalidParameter as exc:
+        raise InvalidParameter(f"{where}: {exc}") from None
+    q = loss.params[0]
+    assert isinstance(q, Fraction)
     pure = None if m.pure is None else amplify_epsilon(m.pure, q)
     approx = None if m.approx is None else (amplify_epsilon(m.approx[0], q), q * m.approx[1])
     rho = m.rho if q == 1 else None
