@@ -65,6 +65,7 @@ from dpcompose._validation import check_finite_nonnegative, check_finite_positiv
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
     _EXP_REL,
+    _TINY,
     _U,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
@@ -88,7 +89,6 @@ __all__ = ["pld_subsampled_gaussian", "pld_subsampled_laplace"]
 Sampling = Literal["poisson", "without_replacement"]
 IntArray = npt.NDArray[np.int64]
 
-_MIN_NORMAL = 2.0**-1022
 _FAR = -1e4  # stands for o = −∞ for the continuous Gaussian (its mass below is bounded by 1e-300)
 
 
@@ -536,9 +536,9 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
     """Cells of the subsampled Gaussian pair in standard units: Q = N(0, 1), P = N(μ, 1), y = μo − μ²/2.
 
     The range [−1e4, μ + width) is cut at the certified edges; its cells' masses are differences of Φ
-    (``_log_phi_diff``, with the rounding of the shifted arguments o − μ bounded as in
-    :func:`~dpcompose.accounting.pld_gaussian`). Below −1e4 both masses are below 1e-300; above the top
-    they are bounded by Φ(−top) and Φ(μ − top) (``log_ndtr``, padded) and the losses are unbounded.
+    (``_log_phi_diff``, with the rounding of the shifted arguments o − μ bounded by :func:`_shift_rel`).
+    Below −1e4 both masses are below 1e-300; above the top they are bounded by Φ(−top) and Φ(μ − top)
+    (``log_ndtr``, padded) and the losses are unbounded.
     """
     m2 = mu * mu
 
@@ -597,7 +597,7 @@ def _shift_rel(xa: FloatArray, xb: FloatArray, log_mass: FloatArray, rel: FloatA
         for x in (xa, xb):
             eta = np.abs(x) * (_U / (1 - _U))
             dens = np.exp(-0.5 * x * x - 0.5 * math.log(2 * math.pi)) * (1 + 4 * eta * (np.abs(x) + 1))
-            moved = moved + eta * np.maximum(dens, _MIN_NORMAL)  # an underflowed φ(x) is below that
+            moved = moved + eta * np.maximum(dens, _TINY)  # an underflowed φ(x) is below that
         moved = 2 * moved + 1e-323  # 1e-323: the subnormal products' rounding
         low = np.exp(log_mass) / (1 + rel) * (1 - 8 * _EXP_REL)
         ratio = moved / (low - moved)
