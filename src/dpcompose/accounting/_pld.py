@@ -1141,8 +1141,8 @@ class PLD:
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
         tilted = self._recipe.delta_lo(e_up, float(hi)) if self._recipe is not None else None
-        lumped = tilted if tilted is not None else (self._delta_lumped(e_up) or 0.0)
-        if tilted is not None and tilted < float(hi) * (1 - _SAFETY_GAP):  # a poor tilt? the untilted too
+        lumped = tilted or 0.0
+        if tilted is None or tilted < float(hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted too
             lumped = max(lumped, self._delta_lumped(e_up) or 0.0)
         lo = min(hi, Fraction(lumped))
         return lo, hi

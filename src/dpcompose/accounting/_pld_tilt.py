@@ -547,10 +547,13 @@ class _Recipe:
             return e if untilted is None else min(e, untilted)
         return e
 
+    def _asked(self) -> list[_Tilted]:
+        """The tilted composites built for ε(δ) questions."""
+        return [t for (_, asked), t in self.cache.items() if asked is not None and t is not None]
+
     def delta_up_asked(self, eps: float) -> float:
         """The least tilted certified δ(ε) of the composites built for ε(δ) questions (+∞ without any)."""
-        built = [t for (_, asked), t in self.cache.items() if asked is not None and t is not None]
-        return min((t.delta_up(eps) for t in built), default=math.inf)
+        return min((t.delta_up(eps) for t in self._asked()), default=math.inf)
 
     def delta_up(self, eps: float) -> tuple[float, bool] | None:
         """``(δ, poor)``: the tilted certified δ(ε), the least of the composite tilted to centre at ε and
@@ -576,9 +579,8 @@ class _Recipe:
 
         # the composites built for ε(δ) questions (so that δ(ε(δ)) ≤ δ), then the one centred at ε — or,
         # where that is not built yet, the built one with the nearest θ if it reads well enough
-        for (_, target), t in self.cache.items():
-            if target is not None:
-                read(t)
+        for t in self._asked():
+            read(t)
         theta = self.theta_for_epsilon(eps)
         if theta > 0:
             if (theta, None) not in self.cache:
