@@ -94,6 +94,8 @@ def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
     for b in bounds:
         if isinstance(b, bool) or not isinstance(b, int | float | Fraction):
             raise InvalidParameter(f"bounds={bounds!r} must be numbers for a float domain")
+        if isinstance(b, float):
+            continue  # (a float is one; NaN and ±inf are refused by the domain, naming the bounds)
         below, above = float_down(b), float_up(b)
         if below != above:
             raise InvalidParameter(
