@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile, gaussian_profile
-from dpcompose.errors import InvalidParameter
+from dpcompose.errors import InvalidParameter, UnsupportedComposition
 from exact_pairs import dlap_atoms as _dlap_atoms
 from exact_pairs import rr_atoms as _rr_atoms
 
@@ -273,3 +273,19 @@ def test_bad_input() -> None:
         p.epsilon(1e-4)  # below the pair's mass at +∞
     with pytest.raises(InvalidParameter, match="epsilon"):
         p.delta(math.nan)
+
+
+def test_poisson_and_without_replacement_pairs_do_not_compose() -> None:
+    """The two samplings' pairs hold for different neighbouring relations (add/remove, substitution), so a
+    composition holding both is refused, nested or not (found by review through the account CLI); rates 0
+    and 1 assume no relation of their own and compose with either."""
+    g = PrivacyLoss.gaussian(1, 1)
+    poisson = PrivacyLoss.subsampled(g, Fraction(1, 5))
+    wor = PrivacyLoss.subsampled(g, Fraction(1, 100), "without_replacement")
+    for parts in ([poisson, wor], [PrivacyLoss.compose([poisson, g]), wor], [g, wor, g, poisson]):
+        with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
+            PrivacyLoss.compose(parts)
+    for other in (PrivacyLoss.subsampled(g, 1, "without_replacement"),
+                  PrivacyLoss.subsampled(g, 0, "without_replacement"), g, poisson):
+        assert PrivacyLoss.compose([poisson, other]).count() == 2
+    assert PrivacyLoss.compose([wor, PrivacyLoss.subsampled(g, 1), wor]).count() == 3

@@ -66,6 +66,11 @@ def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) ->
         (["--mech", "gaussian:sigma=1,sampling=poisson", "--delta", "1e-6"], "needs a rate"),
         (["--mech", "laplace:scale=1,rate=0.1,sampling=shuffle", "--delta", "1e-6"], "sampling="),
         (["--mech", "gaussian:sigma=0.05,rate=0.1,noise=continuous", "--delta", "1e-6"], "sensitivity/sigma"),
+        # found by review: a Poisson entry (add/remove) and a without-replacement one (substitution) were
+        # composed into one "certified" ε of 21.54, where a substitution pair of data sets has δ ≥ 0.07 there
+        (["--mech", "gaussian:sigma=1,rate=0.2,count=200,noise=continuous", "--mech",
+          "gaussian:sigma=100,sensitivity=2,rate=0.01,sampling=without_replacement,noise=continuous",
+          "--delta", "1e-5"], "mix Poisson sampling"),
     ],
 )
 def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,

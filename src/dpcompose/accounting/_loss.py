@@ -255,8 +255,29 @@ class PrivacyLoss:
     def compose(cls, parts: Iterable[PrivacyLoss]) -> PrivacyLoss:
         """The composition of these mechanisms (nested compositions are flattened; equal parts counted).
 
+        All parts must be pairs for one neighbouring relation: a Poisson-subsampled pair holds for one
+        record added or removed (Zhu–Dong–Wang 2022 Thm 11), a pair subsampled without replacement for one
+        record substituted (Prop. 30), and neither dominates the mechanism under the other relation (under
+        substitution a Poisson-subsampled Gaussian's worst pair is (qP + (1 − q)Q, qP′ + (1 − q)Q), P, P′ the
+        two substituted values' laws: Lebeda–Regehr–Kamath–Steinke 2024). So parts that mix the two
+        samplings (at rates strictly between 0 and 1) are refused.
+
         Source: Zhu–Dong–Wang 2022 Thm 10 (adaptive, product of dominating pairs); Vadhan–Zhang 2023
         Thm 1.3 (the same bound for concurrent composition of interactive mechanisms).
+
+        Raises:
+            InvalidParameter: ``parts`` is empty or holds something other than a PrivacyLoss.
+            UnsupportedComposition: the parts mix Poisson sampling with sampling without replacement.
+
+        Examples:
+            >>> g = PrivacyLoss.gaussian(1, 1)
+            >>> PrivacyLoss.compose([g, g]).count()
+            2
+            >>> PrivacyLoss.compose([PrivacyLoss.subsampled(g, 0.1),
+            ...                      PrivacyLoss.subsampled(g, 0.1, "without_replacement")])
+            Traceback (most recent call last):
+            ...
+            dpcompose.errors.UnsupportedComposition: ...
         """
         problem = f"parts={parts!r} must be an iterable of PrivacyLoss values"
         if isinstance(parts, (PrivacyLoss, str, bytes)) or not isinstance(parts, Iterable):
@@ -276,6 +297,13 @@ class PrivacyLoss:
                 counts[part] += 1
         if not counts:
             raise InvalidParameter(f"parts={parts!r}: compose needs at least one PrivacyLoss")
+        samplings = {p.params[1] for p in counts if p.kind == "subsampled" and p.params[0] not in (0, 1)}
+        if len(samplings) > 1:
+            raise UnsupportedComposition(
+                "these pairs mix Poisson sampling (one record added or removed) with sampling without "
+                "replacement (one record substituted): neither pair holds under the other neighbouring "
+                "relation, so no theorem composes them; use one sampling scheme for the whole run"
+            )
         ordered = tuple(
             sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params), repr(pc[0])))
         )
