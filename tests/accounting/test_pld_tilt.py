@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dpcompose.accounting import pld_approx, pld_laplace, pld_randomized_response
+from dpcompose.accounting import _pld_tilt, pld_approx, pld_laplace, pld_randomized_response
 from dpcompose.accounting._pld_tilt import _Recipe
 from exact_pairs import Atoms, delta, exact_epsilon, mp
 
@@ -182,3 +182,33 @@ def test_found_by_review_of_the_lower_side() -> None:
     # carry at small δ: 2.415304 against 2.415404 (upper end 2.415418)
     lo, hi = pld_laplace(1, 30, step_bits=12).self_compose(100).epsilon_bounds(1e-15)
     assert 2.41540 < lo <= hi < 2.41542
+
+
+@settings(max_examples=25, deadline=None)
+@given(eps=st.floats(0.0, 60.0), k=st.integers(60, 400))
+def test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
+    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^ε·S₂, ``_Tilted._far``): its error
+    bound is checked against the exact sum of the same float terms (mpmath), and the whole reading against
+    the one that sums every term on its own (within the two bounds' slack)."""
+    pld = pld_randomized_response(0.5, step_bits=8).self_compose(k)
+    pld.epsilon(1e-9)  # builds a tilted composite
+    assert pld._recipe is not None
+    tilted = [t for t in pld._recipe.cache.values() if t is not None]
+    assert tilted
+    t = tilted[0]
+    j0 = math.floor(math.ldexp(eps, t.step_bits)) + 1
+    first = j0 + (1 << t.step_bits) - t.offset
+    assume(0 <= first < t._end)
+    s, e = t._far(first, eps)
+    pos, factor, _ = t._factors
+    with mpmath.workdps(50):
+        rows = zip(t.masses[first:t._end], factor[first:t._end], pos[first:t._end], strict=True)
+        exact = mpmath.fsum(mp(c) * mp(f) * -mpmath.expm1(mp(eps) - mp(x)) for c, f, x in rows)
+        assert abs(mpmath.mpf(s) - exact) <= e, (s, float(exact), e)
+        assert e <= 1e-8 * s + 1e-300  # relative: the terms read this way keep ≥ 63 % of S₁
+    # the reading with the far terms, against the one without (every term on its own)
+    fast = t.delta_up(eps)
+    with pytest.MonkeyPatch.context() as mp_:
+        mp_.setattr(_pld_tilt, "_NEAR", 10**6)
+        every = t.delta_up(eps)
+    assert fast == every == math.inf or abs(fast - every) <= 1e-8 * every + 1e-300, (fast, every)

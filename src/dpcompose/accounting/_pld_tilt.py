@@ -71,6 +71,7 @@ _ERROR_SHARE = 1e-3  # above this share of δ in error terms, the untilted side 
 _SECOND_TILT = 1e-9  # ... above this share, a second tilt centred at the answer
 _REUSE = 1e-8  # δ(ε) is read from a tilted composite built already if its errors are below this share
 _COARSE = 2048  # groups per side in the model used only to choose θ
+_NEAR = 1  # δ(ε) sums the terms with loss below ε + _NEAR one by one, the others from suffix sums
 _UNDERFLOW_PAD = 2.0**-1064  # pads every term whose exp may have underflowed (see _Tilted)
 _LOG_THETA = (math.log(1e-7), math.log(1e4))  # the range searched for θ in loss units
 
@@ -125,7 +126,7 @@ class _Tilted:
         if j0 > self.support_top:  # only the mass at +∞ is above ε
             return _up(self.inf)
         start = j0 - self.offset
-        end = min(self.masses.size, self.support_top - self.offset + 1)  # (above: wrapped copies only)
+        end = self._end
         s = e = 0.0
         pad_f = 0.0
         n_terms = max(0, end - start)
@@ -133,11 +134,16 @@ class _Tilted:
             if self.lam - self.theta * j0 > 700:  # (the largest factor read)
                 return math.inf
             pos, factor, amax = self._factors
-            w = -np.expm1(-(pos[start:end] - eps))  # pos exact; the subtraction's rounding: relative u (_pld)
+            # the near terms (ℓ − ε < 1) one by one; the far ones from suffix sums (:meth:`_far`)
+            mid = min(end, start + (_NEAR << self.step_bits)) if 0 <= eps < 700 else end
+            w = -np.expm1(-(pos[start:mid] - eps))  # pos exact; the subtraction's rounding: relative u (_pld)
             w = np.minimum(w * (1 + _EXP_REL), 1.0)
-            t = self.masses[start:end] * w * factor[start:end]
+            t = self.masses[start:mid] * w * factor[start:mid]
             s, e = _sum_bound(t)
             e += 2 * _U * float(np.sum(np.abs(t)))
+            if mid < end:
+                s_far, e_far = self._far(mid, eps)
+                s, e = s + s_far, e + e_far + 2 * _U * (abs(s) + s_far)  # (the sum, rounded)
             pad_f = self._factor_pad(amax)
         body = (s + e) * (1 + pad_f) * (1 + self.rel) + (n_terms + 2) * _UNDERFLOW_PAD
         total = body + self.inf + self.error_terms(eps)
@@ -158,6 +164,41 @@ class _Tilted:
         top = self.top_mass * (1 + self.rel)
         top_term = top * self._weight_up(max(j0, self.top_at)) if top > 0 else 0.0
         return err_term + top_term
+
+    @cached_property
+    def _end(self) -> int:
+        """One past the last window entry :meth:`delta_up` reads (above the support: wrapped copies only)."""
+        return min(self.masses.size, self.support_top - self.offset + 1)
+
+    @cached_property
+    def _suffix(self) -> tuple[FloatArray, FloatArray]:
+        """Suffix sums over the read entries i < ``_end`` of Tᵢ = cᵢ·fᵢ and Vᵢ = Tᵢ·e^{−ℓᵢ} (c the masses, f
+        the factors e^{fl(Λ − θJ)}, ℓ = J·h); entry i sums i, i + 1, …, ``_end`` − 1 (computed from the top
+        down). Entries with ℓ ≤ −700 (e^{−ℓ} may overflow) are never read: :meth:`_far` reads ℓ ≥ 1."""
+        pos, factor, _ = self._factors
+        t = self.masses[: self._end] * factor[: self._end]
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            v = t * np.exp(-pos[: self._end])
+        return np.cumsum(t[::-1])[::-1], np.cumsum(v[::-1])[::-1]
+
+    def _far(self, first: int, eps: float) -> tuple[float, float]:
+        """``(s, e)``: Σ_{first ≤ i < _end} Tᵢ·(1 − e^{ε−ℓᵢ}) as S₁ − e^ε·S₂ from :meth:`_suffix`, and a
+        bound e on its error against the sum of the exact products cᵢfᵢ(1 − e^{ε−ℓᵢ}), for 0 ≤ ε < 700
+        and ℓ_first > ε (every term non-negative: c ≥ 0, f > 0).
+
+        The suffix sums are recursive sums of non-negative terms, each within γₙS of the exact one
+        (Higham 2002, Lemma 3.1); Tᵢ is within u of cᵢfᵢ and Vᵢ within u + ``_EXP_REL`` of cᵢfᵢe^{−ℓᵢ}
+        (exp's accuracy), or below it where it underflowed (which only raises S₁ − e^ε·S₂); e^ε is within
+        ``_EXP_REL``; the product and the difference are one rounding each. So |error| ≤ (γₙ + 2u)·S₁ +
+        (γₙ + 2·``_EXP_REL`` + 4u)·e^ε·S₂, padded twice over (the subnormal products are covered by
+        :meth:`delta_up`'s per-term pad). Where these terms are read (ℓ − ε ≥ 1), e^{ε−ℓ} ≤ 1/e, so the
+        difference keeps at least 63 % of S₁: the bound is relative to the result."""
+        s1, s2 = self._suffix
+        a, b = float(s1[first]), float(s2[first])
+        xb = math.exp(eps) * b
+        g = _gamma(s1.size + 2)
+        err = ((g + 2 * _U) * a + (g + 2 * _EXP_REL + 4 * _U) * xb * (1 + 2 * _EXP_REL)) * 2
+        return max(a - xb, 0.0), err
 
     @cached_property
     def _factors(self) -> tuple[FloatArray, FloatArray, float]:
