@@ -230,6 +230,16 @@ def _dyadic(x: float, bits: int) -> float:
     return math.ldexp(round(math.ldexp(m, bits)), e - bits)
 
 
+def _span(items: list[tuple[_Side, int]]) -> tuple[int, int] | None:
+    """``(base, full_len)``: the composite's lowest index and support length, or None where an index used
+    reaches 2**42 (θ·J is exact only below: see the module docstring)."""
+    base = sum(k * sd.offset for sd, k in items)
+    full_len = sum(k * (sd.masses.size - 1) for sd, k in items) + 1
+    reach = max([abs(base), abs(base + full_len)] + [max(abs(sd.offset), abs(sd.offset + sd.masses.size))
+                                                        for sd, _ in items])
+    return None if reach >= 2**42 else (base, full_len)
+
+
 def _tilt(
     items: list[tuple[_Side, int]], theta: float, bits: int, target: float | None = None
 ) -> _Tilted | None:
@@ -240,14 +250,12 @@ def _tilt(
     standard deviations below the tilted mean: every ε(δ) near the target lies above it, and the tilted mass
     below it wraps to the window's top, where (untilted) it weighs at most e^{−θN} — kept below 1e-12·target
     by the choice of N. (It is extra non-negative mass: it can only raise the bound.)"""
-    if theta <= 0 or not math.isfinite(theta):
+    if theta <= 0 or not math.isfinite(theta) or _dyadic(theta, _THETA_BITS) != theta:
         return None
-    base = sum(k * sd.offset for sd, k in items)
-    full_len = sum(k * (sd.masses.size - 1) for sd, k in items) + 1
-    reach = max([abs(base), abs(base + full_len)] + [max(abs(sd.offset), abs(sd.offset + sd.masses.size))
-                                                        for sd, _ in items])
-    if reach >= 2**42 or _dyadic(theta, _THETA_BITS) != theta:
+    span = _span(items)
+    if span is None:
         return None
+    base, full_len = span
     inf, err_unt, zero = _totals(items, True)
     if zero:
         return None
@@ -734,12 +742,10 @@ def _tilt_lower(
     """The tilted lumped pair of ``kᵢ`` copies of each lower side (see :class:`_TiltedLower`), or None."""
     if theta <= 0 or any(sd.nq is None for sd, _ in items) or _dyadic(theta, _THETA_BITS) != theta:
         return None
-    base = sum(k * sd.offset for sd, k in items)
-    full_len = sum(k * (sd.masses.size - 1) for sd, k in items) + 1
-    reach = max([abs(base), abs(base + full_len)] + [max(abs(sd.offset), abs(sd.offset + sd.masses.size))
-                                                        for sd, _ in items])
-    if reach >= 2**42:
+    span = _span(items)
+    if span is None:
         return None
+    base, full_len = span
     inf, err_unt, zero = _totals(items, False)
     if zero:
         return None
