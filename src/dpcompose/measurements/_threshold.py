@@ -124,15 +124,20 @@ def _positive_counts(counts: Mapping[Any, Any], carrier: type) -> tuple[list[Any
 
     Replacing each count ``c`` by ``min(max(c, 0), 2**62)`` and dropping the zeros (a key absent from a
     mapping counts 0 in :class:`~dpcompose.L01InfDistance`) is a per-key 1-Lipschitz map: it never increases
-    any of ``l0``, ``l1``, ``l∞`` between two mappings, so the privacy map is unchanged.
+    any of ``l0``, ``l1``, ``l∞`` between two mappings, so the privacy map is unchanged. Keys that are
+    distinct in the mapping but equal once normalised (a ``str`` subclass with its own hash beside the
+    plain string, say) keep the largest count: max is 1-Lipschitz in each argument, so merging them by it
+    does not increase those distances either, and the result does not depend on the mapping's order (found
+    by review: the last one sorted was kept, so two equal mappings built in different orders gave
+    different outputs).
     """
-    pairs = []
+    merged: dict[Any, int] = {}
     for k, v in counts.items():
         key = _normal_key(k, carrier)
         c = int(v)
         if key is not None and c > 0:
-            pairs.append((key, min(c, _COUNT_CAP)))
-    pairs.sort(key=lambda kv: kv[0])
+            merged[key] = max(merged.get(key, 0), min(c, _COUNT_CAP))
+    pairs = sorted(merged.items(), key=lambda kv: kv[0])
     keys = [k for k, _ in pairs]
     values = np.fromiter((c for _, c in pairs), dtype=np.int64, count=len(pairs))
     return keys, values
