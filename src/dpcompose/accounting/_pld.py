@@ -910,11 +910,21 @@ class PLD:
     def _least_up(self, target: float) -> float | None:
         """The least float ε ≥ 0 (to ~1e-12) whose certified upper δ is at most ``target``."""
         side = self.upper
-        return self._least_search(target, side, lambda e: self._delta_real(side, e, True))
 
-    def _least_search(self, target: float, side: _Side, certified: Callable[[float], float]) -> float | None:
+        def guess() -> int:  # the first lattice index where the (uncertified) curve is at most the target
+            curve = self._curve(side, True)
+            ok = np.flatnonzero(curve <= target)
+            return side.offset - 1 + (int(ok[0]) if ok.size else curve.size - 1)
+
+        top = side.offset + side.masses.size  # at and above, only inf and err remain
+        return self._least_search(target, lambda e: self._delta_real(side, e, True), top, guess)
+
+    def _least_search(
+        self, target: float, certified: Callable[[float], float], top: int, guess: Callable[[], int]
+    ) -> float | None:
         """The least float ε ≥ 0 (to ~1e-12) with ``certified(ε)`` ≤ ``target``, for a certified δ bound that
-        falls with ε; ``side`` (whose masses approximate the bound's) only locates it."""
+        falls with ε and is only its mass at +∞ and error from the lattice index ``top`` on; ``guess()``
+        (an approximate answer's lattice index) only locates it."""
         memo: dict[int, float] = {}
         h = self.step
 
@@ -924,15 +934,11 @@ class PLD:
                 v = memo[i] = certified(i * h)
             return v
 
-        top = side.offset + side.masses.size  # at and above, only inf and err remain
         if at(top) > target:
             return None
         if certified(0.0) <= target:
             return 0.0
-        curve = self._curve(side, True)
-        ok = np.flatnonzero(curve <= target)
-        i = side.offset - 1 + (int(ok[0]) if ok.size else curve.size - 1)
-        i = min(max(i, 1), top)
+        i = min(max(guess(), 1), top)
         # certify: a lattice index with δ ≤ target (hi) and one below it with δ > target (lo)
         step = 1
         while at(i) > target:

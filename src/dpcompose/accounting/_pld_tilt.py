@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -165,6 +165,29 @@ class _Tilted:
         top_term = top * self._weight_up(max(j0, self.top_at)) if top > 0 else 0.0
         return err_term + top_term
 
+    def guess(self, target: float) -> int:
+        """The first lattice index J whose δ(J·h), read (uncertified) from the suffix sums of
+        :meth:`_suffix`, is at most ``target``: a bisection, so only to locate the answer, which
+        :meth:`delta_up` then certifies. (Entries whose sums overflowed read as above the target.)"""
+        s1, s2 = self._suffix
+        h = math.ldexp(1.0, -self.step_bits)
+
+        def approx(i: int) -> float:  # δ at ε = (offset + i)·h: the terms above i
+            if i + 1 >= self._end:
+                return self.inf
+            eps = (self.offset + i) * h
+            far = math.exp(min(eps, 700.0)) * float(s2[i + 1])
+            return self.inf + float(s1[i + 1]) - far if math.isfinite(far) else math.inf
+
+        lo, hi = -1, self._end  # approx(lo) > target (−1: below the window), approx(hi) ≤ target
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if approx(mid) <= target:
+                hi = mid
+            else:
+                lo = mid
+        return self.offset + hi
+
     @cached_property
     def _end(self) -> int:
         """One past the last window entry :meth:`delta_up` reads (above the support: wrapped copies only)."""
@@ -210,15 +233,6 @@ class _Tilted:
             factor = np.exp(np.minimum(arg, 700.0))
         return idx * math.ldexp(1.0, -self.step_bits), factor, float(np.max(np.abs(arg)))
 
-    @cached_property
-    def locator(self) -> _Side:
-        """The untilted masses as an (uncertified) side, for locating answers only."""
-        idx = np.arange(self.offset, self.offset + self.masses.size, dtype=np.float64)
-        arg = self.lam - self.theta * idx
-        ok = np.flatnonzero(arg <= 700)
-        first = int(ok[0]) if ok.size else self.masses.size - 1
-        m = self.masses[first:] * np.exp(np.minimum(arg[first:], 700))
-        return _Side(self.offset + first, m, self.inf, 0.0)
 
 
 def _dyadic(x: float, bits: int) -> float:
@@ -580,7 +594,7 @@ class _Recipe:
             t = self.tilted(theta, target)
             if t is None:
                 continue
-            e = pld._least_search(target, t.locator, t.delta_up)
+            e = pld._least_search(target, t.delta_up, t.offset + t.masses.size, partial(t.guess, target))
             top = math.ldexp(float(t.support_top), -self.step_bits)  # the largest finite loss (exact)
             if e is None and t.delta_up(top) <= target:
                 e = top  # (δ is only the mass at +∞ there: e.g. δ = 0 without any)
