@@ -125,6 +125,19 @@ def _sum_bound(x: FloatArray) -> tuple[float, float]:
     return s, _gamma(x.size + 1) * float(np.sum(np.abs(x))) * (1 + 2.0**-40) + 5e-324
 
 
+def _bisect(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+    """For ``ok`` false up to some index and true from there on: the first index in (lo, hi] where it
+    holds (hi where it holds nowhere below), by bisection (about log₂(hi − lo) evaluations, none at lo or
+    hi, so neither end needs to be valid)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def _up(x: float) -> float:
     """A float above ``x`` by a few ulps (0 stays 0: a float sum of non-negative terms is 0 only if all
     are)."""
@@ -950,12 +963,7 @@ class PLD:
             i = lo
             lo = max(lo - step, 0)
             step *= 2
-        while i - lo > 1:
-            mid = (i + lo) // 2
-            if at(mid) <= target:
-                i = mid
-            else:
-                lo = mid
+        i = _bisect(lo, i, lambda j: at(j) <= target)
         # between the two lattice points δ(ε) = A − e^ε B exactly: solve, then certify (nudging up)
         d_hi, d_lo = at(i), at(i - 1)
         eps_i = i * h

@@ -49,6 +49,7 @@ from dpcompose.accounting._pld import (
     _EXP_REL,
     _U,
     FloatArray,
+    _bisect,
     _fourier_power,
     _gamma,
     _Side,
@@ -179,14 +180,9 @@ class _Tilted:
             far = math.exp(min(eps, 700.0)) * float(s2[i + 1])
             return self.inf + float(s1[i + 1]) - far if math.isfinite(far) else math.inf
 
-        lo, hi = -1, self._end  # approx(lo) > target (−1: below the window), approx(hi) ≤ target
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if approx(mid) <= target:
-                hi = mid
-            else:
-                lo = mid
-        return self.offset + hi
+        # approx(−1) counts as above the target (below the window), approx(_end) = inf ≤ target is not known
+        # (the search in _least_search starts from here and certifies either way)
+        return self.offset + _bisect(-1, self._end, lambda i: approx(i) <= target)
 
     @cached_property
     def _end(self) -> int:
