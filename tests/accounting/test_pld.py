@@ -225,6 +225,17 @@ def test_extreme_reads_and_tails_are_answered_or_refused_by_name() -> None:
         pld_laplace(1, 1, tail=1e-310)
 
 
+def test_a_composition_too_wide_is_refused_before_it_is_allocated() -> None:
+    # found by review: the PLDs fit the 2**26-point budget but their composite's window did not, and the
+    # FFT ran out of memory (> 24 GB) instead of refusing; every path that builds a window checks it now
+    from dpcompose.accounting import pld_discrete_laplace
+
+    huge = pld_discrete_laplace(1, 1).self_compose(2**40)
+    for read in (lambda: huge.epsilon(1e-6), lambda: huge.delta_bounds(1.0), lambda: huge.upper):
+        with pytest.raises(InvalidParameter, match="window spans .* smaller step_bits"):
+            read()
+
+
 def test_gaussian_epsilon_at_a_subnormal_delta() -> None:
     """5e-324 has no float reciprocal: the search's starting bracket is computed from the exact δ."""
     from dpcompose.accounting import gaussian_profile, pld_gaussian

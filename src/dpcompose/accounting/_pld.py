@@ -586,6 +586,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
     b_lo, b_hi, top_bound, bot_bound = _window(items, base, full_len, tail)
     width = b_hi - b_lo + 1
     size = 1 << max(1, (width - 1).bit_length())
+    _check_window(size)
     if size >= full_len:  # no wrap-around at all: the whole support fits
         b_lo = base
         top_bound = bot_bound = 0.0
@@ -1485,6 +1486,21 @@ def _check_points(n: int, what: str, step_bits: int) -> None:
     raise InvalidParameter(
         f"{what} spans {n} lattice points at step_bits={step_bits} (at most {_MAX_POINTS}): {hint}"
     )
+
+
+def _check_window(size: int) -> None:
+    """Refuse, before it is allocated, a composition's FFT window of more than :data:`_MAX_POINTS` lattice
+    points (the composite of PLDs that fit can still span far more: found by review, two compositions of a
+    2**25-point PLD took more than 24 GB before numpy gave up).
+
+    Raises:
+        InvalidParameter: ``size`` exceeds :data:`_MAX_POINTS`.
+    """
+    if size > _MAX_POINTS:
+        raise InvalidParameter(
+            f"this composition's window spans {size} lattice points (at most {_MAX_POINTS}): build its PLDs "
+            "with a smaller step_bits"
+        )
 
 
 def _check_int_sensitivity(sensitivity: object) -> int:

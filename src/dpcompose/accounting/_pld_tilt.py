@@ -50,6 +50,7 @@ from dpcompose.accounting._pld import (
     _U,
     FloatArray,
     _bisect,
+    _check_window,
     _fourier_power,
     _gamma,
     _Side,
@@ -277,6 +278,7 @@ def _tilt(
     if b_lo > b_hi:
         return None
     b_lo, b_hi, size, top_b = _fit(b_lo, b_hi, top_b, base, full_len, theta, p.mean, p.var, target)
+    _check_window(size)
     c, fft2 = _compose_tilted(p, base, b_lo, size)
     inf_up = _up(inf + err_unt)
     err_in = _up(p.err_in)
@@ -769,6 +771,7 @@ def _tilt_lower(
         return None
     chernoff_lo = b_lo
     b_lo, b_hi, size, top_b = _fit(b_lo, b_hi, top_b, base, full_len, theta, pv.mean, pv.var, target)
+    _check_window(size)
     cp, p2 = _compose_tilted(pv, base, b_lo, size)
     cn, n2 = _compose_tilted(nv, base, b_lo, size)
     h = math.ldexp(1.0, -bits)
