@@ -7,7 +7,7 @@ an infinity, a negative ε, a δ outside [0, 1), an empty list or two lists of d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from dpcompose._validation import (
@@ -84,3 +84,16 @@ def delta_list(deltas: object, n: int, name: str = "deltas", other: str = "epsil
     seq = as_sequence(deltas, name)
     check_same_length(list(range(n)), other, seq, name)
     return [probability(d, f"{name}[{i}]") for i, d in enumerate(seq)]
+
+
+def _bisect(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+    """For ``ok`` false up to some index and true from there on: the first index in (lo, hi] where it
+    holds (hi where it holds nowhere below), by bisection (about log₂(hi − lo) evaluations, none at lo or
+    hi, so neither end needs to be valid)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

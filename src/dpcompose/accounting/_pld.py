@@ -74,7 +74,7 @@ import numpy.typing as npt
 
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_positive_int
-from dpcompose.accounting._common import probability
+from dpcompose.accounting._common import _bisect, probability
 from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
 from dpcompose.accounting._profile import _LOG_NDTR_PAD, _gaussian_epsilon, _log_ndtr_up, gaussian_delta
 from dpcompose.errors import InvalidParameter
@@ -123,19 +123,6 @@ def _sum_bound(x: FloatArray) -> tuple[float, float]:
         return 0.0, 0.0
     s = float(np.sum(x))
     return s, _gamma(x.size + 1) * float(np.sum(np.abs(x))) * (1 + 2.0**-40) + 5e-324
-
-
-def _bisect(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
-    """For ``ok`` false up to some index and true from there on: the first index in (lo, hi] where it
-    holds (hi where it holds nowhere below), by bisection (about log₂(hi − lo) evaluations, none at lo or
-    hi, so neither end needs to be valid)."""
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 def _up(x: float) -> float:

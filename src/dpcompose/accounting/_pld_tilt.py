@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpcompose._scipy import minimize_scalar
+from dpcompose.accounting._common import _bisect
 from dpcompose.accounting._pld import (
     _EXP_REL,
     _U,
     FloatArray,
-    _bisect,
     _check_window,
     _fourier_power,
     _gamma,
