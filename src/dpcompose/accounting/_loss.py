@@ -297,8 +297,7 @@ class PrivacyLoss:
                 counts[part] += 1
         if not counts:
             raise InvalidParameter(f"parts={parts!r}: compose needs at least one PrivacyLoss")
-        samplings = {p.params[1] for p in counts if p.kind == "subsampled" and p.params[0] not in (0, 1)}
-        if len(samplings) > 1:
+        if len({p._sampling() for p in counts} - {None}) > 1:
             raise UnsupportedComposition(
                 "these pairs mix Poisson sampling (one record added or removed) with sampling without "
                 "replacement (one record substituted): neither pair holds under the other neighbouring "
@@ -403,11 +402,16 @@ class PrivacyLoss:
         """
         if self.kind == "composed":
             return any(p.order_sensitive() for p, _ in self.parts)
-        if self.kind != "subsampled" or self.params[1] != "poisson":
-            return False
-        rate = self.params[0]
-        assert isinstance(rate, Fraction)
-        return 0 < rate < 1
+        return self._sampling() == "poisson"
+
+    def _sampling(self) -> str | None:
+        """The sampling scheme of a subsampled pair at a rate strictly between 0 and 1 (which holds for one
+        neighbouring relation only: :meth:`compose`), else None (rates 0 and 1 sample nothing)."""
+        if self.kind != "subsampled" or self.params[0] in (0, 1):
+            return None
+        sampling = self.params[1]
+        assert isinstance(sampling, str)
+        return sampling
 
     def count(self) -> int:
         """How many mechanisms this describes (1 unless composed)."""
