@@ -477,9 +477,8 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
 
     def privacy(d_in: Any) -> Any:
         out = m.map(t.map(d_in))
-        if kept_order or not isinstance(out, PrivacyProfile) or out.loss is None:
-            return out
-        if not out.loss.order_sensitive():
+        pair = out.loss if isinstance(out, PrivacyProfile) else None
+        if kept_order or pair is None or not pair.order_sensitive():
             return out
         generic = out.generic()
         if generic is None:
