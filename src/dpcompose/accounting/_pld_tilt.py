@@ -231,7 +231,6 @@ class _Tilted:
         return idx * math.ldexp(1.0, -self.step_bits), factor, float(np.max(np.abs(arg)))
 
 
-
 def _dyadic(x: float, bits: int) -> float:
     """x rounded to ``bits`` significant bits (so that products with integers below 2**(53 − bits) are
     exact)."""
