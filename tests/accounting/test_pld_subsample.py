@@ -433,3 +433,31 @@ def test_approx_child_with_delta_just_below_one() -> None:
     with pytest.raises(InvalidParameter, match="no finite ε"):
         PrivacyLoss.subsampled(child, 0.1).epsilon(1e-3)
     assert 0.1 * (1 - 1e-20) <= PrivacyLoss.subsampled(child, 0.1).delta(10) <= 0.1001
+
+
+@pytest.mark.parametrize(
+    ("sigma", "rate", "k", "bits"),
+    [(1.0, 0.01, 300, 10), (0.8, 0.3, 20, 10), (0.7, 0.002, 2000, 10), (3.0, 0.01, 1000, 8),
+     (1.0, 1e-3, 100, 6)],
+)
+def test_both_orders_read_as_each_order_alone(sigma: float, rate: float, k: int, bits: int) -> None:
+    """The bounds of an asymmetric PLD skip the lower side of the order whose upper end is below the other
+    order's lower end (it cannot be the larger): the result is the one each order's own bounds give. (The
+    last two cases have overlapping orders, where both lower sides are read.)"""
+    from dpcompose.accounting._pld import _one_way
+
+    def fresh() -> tuple[PLD, PLD]:
+        p = pld_subsampled_gaussian(sigma, rate, step_bits=bits).self_compose(k)
+        assert p.reverse is not None
+        return p, _one_way(p)
+
+    pld, _ = fresh()
+    _, fwd = fresh()
+    rev = fresh()[0].reverse
+    assert rev is not None
+    for d in (1e-3, 1e-7):
+        a, b = fwd.epsilon_bounds(d), rev.epsilon_bounds(d)
+        assert pld.epsilon_bounds(d) == (max(a[0], b[0]), max(a[1], b[1]))
+    for eps in (0.05, 0.25, 2.0):
+        a, b = fwd.delta_bounds(eps), rev.delta_bounds(eps)
+        assert pld.delta_bounds(eps) == (max(a[0], b[0]), max(a[1], b[1]))

@@ -1132,13 +1132,14 @@ class PLD:
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
         if self.reverse is not None:
-            a, b = _one_way(self).delta_bounds(eps), self.reverse.delta_bounds(eps)
-            return max(a[0], b[0]), max(a[1], b[1])
-        if self.gaussian is not None:  # the closed form, certified both ways
-            mu_hi, _, mu_lo = self.gaussian
-            hi_g = gaussian_delta(Fraction(mu_hi) ** 2, eps)
-            return min(hi_g, Fraction(_gaussian_delta_lower(mu_lo, eps))), hi_g
+            return _both_ways(self, lambda p: p._delta_up(eps), lambda p, hi: p._delta_lower(eps, hi))
         hi = self._delta_up(eps)
+        return self._delta_lower(eps, hi), hi
+
+    def _delta_lower(self, eps: Fraction, hi: Fraction) -> Fraction:
+        """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``."""
+        if self.gaussian is not None:  # the closed form, certified both ways
+            return min(hi, Fraction(_gaussian_delta_lower(self.gaussian[2], eps)))
         e_up = float(eps)
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
@@ -1146,8 +1147,7 @@ class PLD:
         lumped = tilted or 0.0
         if tilted is None or tilted < float(hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted too
             lumped = max(lumped, self._delta_lumped(e_up) or 0.0)
-        lo = min(hi, Fraction(lumped))
-        return lo, hi
+        return min(hi, Fraction(lumped))
 
     def _delta_up(self, eps: Fraction) -> Fraction:
         """The upper end of :meth:`delta_bounds` alone (the lower side is not built)."""
@@ -1205,19 +1205,23 @@ class PLD:
         """
         dq = probability(delta, "delta")
         if self.reverse is not None:
-            a, b = _one_way(self).epsilon_bounds(dq), self.reverse.epsilon_bounds(dq)
-            return max(a[0], b[0]), max(a[1], b[1])
-        if self.gaussian is not None and dq > 0:
-            return self._gaussian_epsilon_bounds(dq)
+            return _both_ways(
+                self, lambda p: p._epsilon_up(dq, delta), lambda p, hi: p._epsilon_lower(dq, hi)
+            )
         e_hi = self._epsilon_up(dq, delta)
+        return self._epsilon_lower(dq, e_hi), e_hi
+
+    def _epsilon_lower(self, dq: Fraction, e_hi: Fraction) -> Fraction:
+        """The lower end of :meth:`epsilon_bounds` for this order alone, whose upper end is ``e_hi``."""
+        if self.gaussian is not None and dq > 0:
+            return self._gaussian_epsilon_bounds(dq)[0]
         d = float(dq)
         d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
         y = self._recipe.lumped_epsilon(d_up, float(e_hi)) if self._recipe is not None else None
         if y is None or y < float(e_hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted side too
             y_plain = self._lumped_epsilon(d_up, float(e_hi))
             y = y_plain if y is None else max(y, y_plain or 0.0)
-        lower = max(0.0, min(0.0 if y is None else y, float(e_hi)))
-        return Fraction(lower), e_hi
+        return Fraction(max(0.0, min(0.0 if y is None else y, float(e_hi))))
 
     def _epsilon_up(self, dq: Fraction, shown: object) -> Fraction:
         """The upper end of :meth:`epsilon_bounds` alone (the lower side is not built)."""
@@ -1376,6 +1380,25 @@ def _content_key(p: PLD) -> object:
     # a lower side not built yet is not built for a key: such PLDs (composites) are grouped by identity
     low = side(p._lower) if p._lower is not None else ("lazy", id(p))
     return (p.step_bits, p.tail, p.gaussian, side(p.upper), low, rev)
+
+
+def _both_ways(
+    p: PLD, upper: Callable[[PLD], Fraction], lower: Callable[[PLD, Fraction], Fraction]
+) -> tuple[Fraction, Fraction]:
+    """``(lower, upper)`` bounds of an asymmetric PLD: the larger of its two orders' at each end, where
+    ``upper`` reads an order's upper end and ``lower`` its lower end given that upper end.
+
+    The order with the larger upper end has its lower end read first; the other order's lower end is
+    read only if its upper end is above that (otherwise it cannot be the larger one: lower ≤ upper). The
+    result is the one both orders' bounds give; at q = 1e-5 this skips the add order's lower side, a
+    third of the time of ``epsilon_bounds``."""
+    ways = [_one_way(p), p.reverse if p.reverse is not None else p]
+    ups = [upper(w) for w in ways]
+    first = 0 if ups[0] >= ups[1] else 1
+    lo = lower(ways[first], ups[first])
+    if ups[1 - first] > lo:
+        lo = max(lo, lower(ways[1 - first], ups[1 - first]))
+    return lo, max(ups)
 
 
 def _one_way(p: PLD) -> PLD:

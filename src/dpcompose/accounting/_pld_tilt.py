@@ -43,6 +43,7 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpcompose._scipy import minimize_scalar
 from dpcompose.accounting._common import _bisect
@@ -72,7 +73,7 @@ _THETA_BITS = 10  # significant bits of θ: θ·J is then exact for |J| < 2**42
 _ERROR_SHARE = 1e-3  # above this share of δ in error terms, the untilted side is tried too
 _SECOND_TILT = 1e-9  # ... above this share, a second tilt centred at the answer
 _REUSE = 1e-8  # δ(ε) is read from a tilted composite built already if its errors are below this share
-_COARSE = 2048  # groups per side in the model used only to choose θ
+_COARSE = 64  # the model used only to choose θ groups entries d steps from a side's mode d // 64 at a time
 _NEAR = 1  # δ(ε) sums the terms with loss below ε + _NEAR one by one, the others from suffix sums
 _UNDERFLOW_PAD = 2.0**-1064  # pads every term whose exp may have underflowed (see _Tilted)
 _LOG_THETA = (math.log(1e-7), math.log(1e4))  # the range searched for θ in loss units
@@ -229,6 +230,27 @@ class _Tilted:
         with np.errstate(under="ignore"):
             factor = np.exp(np.minimum(arg, 700.0))
         return idx * math.ldexp(1.0, -self.step_bits), factor, float(np.max(np.abs(arg)))
+
+
+def _groups(n: int, mode: int) -> npt.NDArray[np.intp]:
+    """The first entries of the groups the θ model (``_Recipe._model``) merges a side of ``n`` entries into:
+    one entry at a time within ``_COARSE`` of the ``mode``, then groups growing with the distance d from it
+    (d // ``_COARSE`` entries), about 2·``_COARSE``·(1 + ln(n/``_COARSE``)) groups in all.
+
+    Why not equal groups: the mass of a subsampled mechanism's step sits on a few entries around the mode
+    while its support spans 10⁵ (q = 1e-5); merging those few entries erased the composite's variance, and
+    the θ chosen left the answer below the tilted window (error terms 10³⁴ times δ, found measuring)."""
+    right = [mode]
+    while right[-1] < n:
+        d = right[-1] - mode
+        right.append(right[-1] + max(1, d // _COARSE))
+    left = []
+    end = mode  # the group ending just below ``end``
+    while end > 0:
+        d = mode - end + 1
+        end = max(0, end - max(1, d // _COARSE))
+        left.append(end)
+    return np.array(left[::-1] + right[:-1], dtype=np.intp)
 
 
 def _dyadic(x: float, bits: int) -> float:
@@ -423,16 +445,17 @@ class _Recipe:
 
     @cached_property
     def _model(self) -> list[tuple[FloatArray, FloatArray, int]]:
-        """Each side grouped into at most ``_COARSE`` groups (mass, mean index): only for choosing θ."""
+        """Each side grouped (mass, mean index) by :func:`_groups`: only for choosing θ."""
         out = []
         for sd, k in self.items:
             m = np.maximum(sd.masses, 0.0)
-            g = max(1, -(-m.size // _COARSE))
-            padded = np.concatenate([m, np.zeros((-m.size) % g)]).reshape(-1, g)
-            w = padded.sum(axis=1)
-            idx = sd.offset + np.arange(padded.size, dtype=np.float64).reshape(-1, g)
+            if not np.any(m > 0):
+                continue
+            starts = _groups(m.size, int(np.argmax(m)))
+            w = np.add.reduceat(m, starts)
+            idx = np.arange(m.size, dtype=np.float64) + sd.offset
             keep = w > 0
-            p = (padded * idx).sum(axis=1)[keep] / w[keep]
+            p = np.add.reduceat(m * idx, starts)[keep] / w[keep]
             out.append((p, w[keep], k))
         return out
 
