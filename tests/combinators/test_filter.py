@@ -555,3 +555,17 @@ def test_renyi_filter_closes_earlier_interactive_children() -> None:
     d(lap)
     with pytest.raises(dp.SequentialityError):
         c(lap)
+
+
+def test_a_subclass_of_a_library_rule_is_refused() -> None:
+    """Found by review: a subclass of BasicFilter passed the rule check (isinstance), and its own admit(),
+    which here never refused, let 100 queries of ε = 2 through a filter whose map says ε = 1."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Lenient(BasicFilter):
+        def admit(self, state: Any, cost: Any) -> Any:
+            return state
+
+    with pytest.raises(dp.InvalidParameter, match="subclass of BasicFilter"):
+        dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, rule=Lenient(Fraction(1), Fraction(0)))
