@@ -60,3 +60,20 @@ def test_queryable_is_thread_safe() -> None:
     for t in threads:
         t.join()
     assert q.total == 16000 == q.queries_answered
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_queryable_cannot_be_copied(how: str) -> None:
+    """Found by review: ``copy.copy`` of an adaptive compositor with a budget for one ε = 1 query answered two
+    (each copy kept its own spent total), and a copied interactive Laplace answered 20 times."""
+    import copy
+    import pickle
+
+    floats, metric = dp.AtomDomain(float), dp.AbsoluteDistance()
+    q = dp.make_adaptive_sequential(floats, metric, dp.PureDP(), 1, [1])(0.0)
+    do = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": pickle.dumps}[how]
+    with pytest.raises(dp.SequentialityError, match="cannot be copied"):
+        do(q)
+    q(dp.m.make_laplace(floats, metric, scale=1.0))
+    with pytest.raises(dp.BudgetExceeded):  # the original's one budget is spent
+        q(dp.m.make_laplace(floats, metric, scale=1.0))

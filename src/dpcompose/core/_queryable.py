@@ -21,7 +21,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, SupportsIndex, TypeVar
 
 from dpcompose.errors import InvalidParameter, SequentialityError
 
@@ -104,6 +104,23 @@ class Queryable(Generic[Q, A]):
             answer = self._answer(query)
             self._queries += 1
             return answer
+
+    # found by review: copy.copy of an adaptive compositor answered twice its budget (each copy had its own)
+    def _no_copy(self) -> NoReturn:
+        raise SequentialityError(
+            f"{self.name} cannot be copied or pickled: the copy would hold a second copy of its budget state. "
+            "Pass the queryable itself; to share a budget across processes use make_privacy_filter with an "
+            "SQLiteLedger"
+        )
+
+    def __copy__(self) -> NoReturn:
+        self._no_copy()
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        self._no_copy()
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        self._no_copy()
 
     def _answer(self, query: Q) -> A:  # pragma: no cover - abstract
         """Answer one query. Called with the lock held, after the closed check and guards."""
