@@ -173,3 +173,17 @@ def test_the_ledger_refuses_an_entry_that_lowers_spending() -> None:
 )
 def test_check_cost_accepts_exact_costs(measure: dp.Measure[Any], cost: object) -> None:
     assert measure.check_cost(cost) == cost
+
+
+def test_a_cost_with_delta_one_is_refused_and_not_charged() -> None:
+    """Found by review: δ = 1 passed ``check_cost`` (only δ > 1 was refused), so an odometer charged a
+    measurement that releases its input exactly, as if (0, 1) were a guarantee."""
+    with pytest.raises(dp.InvalidParameter, match="below 1"):
+        dp.ApproxDP().check_cost((Fraction(0), Fraction(1)))
+    exact_release = dp.make_user_measurement(
+        FLOAT, ABS, dp.ApproxDP(), lambda x: x, lambda d_in: (Fraction(0), Fraction(1)), trusted=True
+    )
+    q = dp.make_odometer(FLOAT, ABS, dp.ApproxDP(), 1)(42.0)
+    with pytest.raises(dp.InvalidParameter, match="below 1"):
+        q(exact_release)
+    assert q.privacy_loss() == (0, 0)

@@ -209,8 +209,8 @@ class ApproxDP(Measure[tuple[Fraction, Fraction]]):
         if not isinstance(d, tuple) or len(d) != 2:
             raise InvalidParameter(f"{what}={d!r} must be a pair (epsilon, delta) of exact numbers")
         eps, delta = exact_cost(d[0], f"{what} epsilon"), exact_cost(d[1], f"{what} delta")
-        if delta > 1:
-            raise InvalidParameter(f"{what} delta={delta} must be at most 1")
+        if delta >= 1:  # (found by review: δ = 1 was charged; it promises nothing)
+            raise InvalidParameter(f"{what} delta={delta} must be below 1 (δ = 1 is no privacy guarantee)")
         return eps, delta
 
     def display(self, d: tuple[Fraction, Fraction]) -> str:
