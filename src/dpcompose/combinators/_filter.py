@@ -313,10 +313,11 @@ class _FilterAccountant(Accountant):
         }[type(self.measure)]
         if type(rule) not in allowed:  # (found by review: a subclass's own admit() was trusted unchecked)
             if isinstance(rule, allowed):
+                base = next(c for c in allowed if isinstance(rule, c)).__name__
                 raise InvalidParameter(
-                    f"rule {rule!r} is a subclass of {type(rule).__mro__[1].__name__}; a filter runs only the "
-                    "library's own rules (a subclass's admit() would be trusted unchecked): pass "
-                    f"one of {', '.join(c.__name__ for c in allowed)} or a rule name"
+                    f"rule {rule!r} is a subclass of {base}; a filter runs only the library's own rules (a "
+                    "subclass's admit() would be trusted unchecked): pass one of "
+                    f"{', '.join(c.__name__ for c in allowed)} or a rule name"
                 )
             raise InvalidParameter(f"rule {rule!r} does not apply to a {self.measure!r} filter")
         for attr, value in want.items():

@@ -108,9 +108,9 @@ class Queryable(Generic[Q, A]):
     # found by review: copy.copy of an adaptive compositor answered twice its budget (each copy had its own)
     def _no_copy(self) -> NoReturn:
         raise SequentialityError(
-            f"{self.name} cannot be copied or pickled: the copy would hold a second copy of its budget state. "
-            "Pass the queryable itself; to share a budget across processes use make_privacy_filter with an "
-            "SQLiteLedger"
+            f"{self.name} cannot be copied or pickled: the copy would hold a second copy of its budget "
+            "state. Pass the queryable itself; to share a budget across processes use make_privacy_filter "
+            "with an SQLiteLedger"
         )
 
     def __copy__(self) -> NoReturn:
