@@ -83,3 +83,48 @@ def test_concurrent_lets_children_interleave() -> None:
     assert m.interactive and m.map(1) == 2
     qa, qb = m(0.0)
     assert [qa(1), qb(2), qa(3), qb(4)] == [1, 2, 3, 4]
+
+
+def test_sequential_children_whose_output_is_not_one_queryable() -> None:
+    """Found by review: make_sequential wrapped each interactive child's output as one queryable, so a
+    nested composite's tuple or a post-processed list raised AttributeError on valid data (after every
+    child had run). Now every queryable a child created is its group, however the output holds it."""
+
+    def f() -> dp.Measurement:  # type: ignore[type-arg]
+        return dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)
+
+    lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)
+    first, (c1, c2) = dp.make_sequential(f(), dp.make_concurrent(f(), f()))(1.0)
+    first(lap)
+    c1(lap), c2(lap), c1(lap)  # the concurrent pair interleaves
+    assert first.closed and not c1.closed
+    with pytest.raises(dp.SequentialityError, match="later sibling"):
+        first(lap)
+    (s1, s2), last = dp.make_sequential(dp.make_sequential(f(), f()), f())(1.0)
+    s1(lap), s2(lap)  # the inner pair is sequential: s1 closes ...
+    assert s1.closed and not s2.closed
+    last(lap)  # ... and the outer pair too
+    assert s2.closed
+    (listed,), other = dp.make_sequential(f() >> (lambda q: [q]), f())(1.0)
+    other(lap)
+    listed(lap)
+    assert other.closed
+
+
+def test_closing_a_child_closes_what_was_opened_through_it() -> None:
+    """Found by review: a later sibling closed an earlier child but not a filter opened through it, which
+    went on answering (and for a zCDP filter, interleaved with the filter's later queries)."""
+    gauss = dp.m.make_gaussian(FLOAT, ABS, scale=1.0)
+    comp = dp.make_adaptive_sequential(FLOAT, ABS, dp.ZCDP(), 1, [1.0])
+    a, b = dp.make_sequential(comp, dp.make_privacy_filter(FLOAT, ABS, dp.ZCDP(), 1, 1.0))(3.0)
+    inner = a(dp.make_privacy_filter(FLOAT, ABS, dp.ZCDP(), 1, 1.0))
+    inner(gauss)
+    b(gauss)
+    assert a.closed and inner.closed
+    with pytest.raises(dp.SequentialityError, match="created through"):
+        inner(gauss)
+    outer = dp.make_privacy_filter(FLOAT, ABS, dp.ZCDP(), 1, 2.0)(3.0)
+    child = outer(dp.make_privacy_filter(FLOAT, ABS, dp.ZCDP(), 1, 1.0))
+    grandchild = child(dp.make_privacy_filter(FLOAT, ABS, dp.ZCDP(), 1, 1.0))
+    outer(gauss)  # a zCDP filter closes its earlier answers, and now what was opened through them
+    assert child.closed and grandchild.closed

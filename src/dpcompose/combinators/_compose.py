@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from dpcompose.accounting import PrivacyLoss
 from dpcompose.combinators._policy import Losses, Plan, child_losses, plan_composition
 from dpcompose.core import ApproxDP, Measure, Measurement, Node, ProfileDP, PureDP, Queryable
+from dpcompose.core._queryable import created_queryables
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
@@ -169,12 +172,15 @@ def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bo
     kind = "sequential" if sequential else "concurrent"
 
     def run(data: Any) -> tuple[Any, ...]:
-        outputs = [child.function(data) for child in children]
-        if sequential and interactive:
-            slots = [i for i, c in enumerate(children) if c.interactive]
-            wrapped = _enforce_sequential([outputs[i] for i in slots])
-            for i, w in zip(slots, wrapped, strict=True):
-                outputs[i] = w
+        if not (sequential and interactive):
+            return tuple(child.function(data) for child in children)
+        outputs: list[Any] = []
+        groups: list[list[weakref.ReferenceType[Any]]] = []
+        for child in children:
+            with created_queryables() as created:
+                outputs.append(child.function(data))
+            groups.append(created)
+        _SequentialGroups(groups)
         return tuple(outputs)
 
     return Measurement(
@@ -202,26 +208,34 @@ def _alternatives(plan: Plan, children: Sequence[AnyMeasurement]) -> Callable[[A
     return lambda d: plan.runners_up(*_evaluate(children, metric.validate(d), plan.needs_losses))
 
 
-class _SequentialChild(Queryable[Any, Any]):
-    """A child's queryable seen through a sequential compositor: every sibling shares one lock, and a
-    query to this child closes, under that lock, every sibling queried before it."""
+class _SequentialGroups:
+    """Sequential interaction among the children of a ``make_sequential`` run: each child's group is every
+    queryable its function created (however its output holds them: a tuple, a post-processing, an object).
+    A guard on each of them, under one lock, makes the first query to a group close the group queried
+    before it; a closed queryable closes everything created through it in turn (``Queryable.close``).
 
-    def __init__(
-        self, inner: Queryable[Any, Any], lock: threading.RLock, order: list[_SequentialChild]
-    ) -> None:
-        super().__init__(lock=lock, name=inner.name)
-        self._inner = inner
-        self._order = order
+    Found by review: the children's outputs were wrapped one by one, so an output that was not a single
+    queryable (a nested composite's tuple, a post-processed list) raised AttributeError after every child
+    had run; and a queryable opened through an earlier child was not closed by a later one."""
 
-    def _answer(self, query: Any) -> Any:
-        if not (self._order and self._order[-1] is self):
-            for earlier in self._order:
-                earlier.close(f"a later sibling ({self.name}) was queried (sequential composition)")
-            self._order.append(self)
-        return self._inner(query)
+    def __init__(self, groups: list[list[weakref.ReferenceType[Any]]]) -> None:
+        self._lock = threading.Lock()
+        self._groups = groups
+        self._current: int | None = None
+        for g, refs in enumerate(groups):
+            for ref in refs:
+                q = ref()
+                if q is not None:
+                    q.add_guard(partial(self._enter, g))
 
-
-def _enforce_sequential(queryables: list[Queryable[Any, Any]]) -> list[Queryable[Any, Any]]:
-    lock = threading.RLock()
-    order: list[_SequentialChild] = []
-    return [_SequentialChild(q, lock, order) for q in queryables]
+    def _enter(self, g: int, queried: Queryable[Any, Any]) -> None:
+        """The guard of group ``g``'s queryables (run under the queried one's lock): on a switch of group,
+        close the group queried before (the groups before that are closed already)."""
+        with self._lock:  # (taken last, and nothing else is taken under it: no lock cycle)
+            previous, self._current = self._current, g
+        if previous is None or previous == g:
+            return
+        for ref in self._groups[previous]:
+            q = ref()
+            if q is not None:
+                q.close(f"a later sibling ({queried.name}) was queried (sequential composition)")

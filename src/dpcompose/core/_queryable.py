@@ -34,13 +34,17 @@ _CREATED: contextvars.ContextVar[list[weakref.ReferenceType[Any]] | None] = cont
 
 @contextlib.contextmanager
 def created_queryables() -> Iterator[list[weakref.ReferenceType[Any]]]:
-    """Collect (weak references to) every Queryable constructed in this context, nested ones included."""
+    """Collect (weak references to) every Queryable constructed in this context, nested ones included (an
+    enclosing collector receives them too when this one ends)."""
     created: list[weakref.ReferenceType[Any]] = []
     token = _CREATED.set(created)
     try:
         yield created
     finally:
         _CREATED.reset(token)
+        outer = _CREATED.get()
+        if outer is not None:
+            outer.extend(created)
 
 Q = TypeVar("Q")
 A = TypeVar("A")
@@ -82,6 +86,8 @@ class Queryable(Generic[Q, A]):
         self._guards: list[Callable[[Queryable[Q, A]], None]] = []
         self._queries = 0
         self._pid = os.getpid()
+        self._spawned: list[weakref.ReferenceType[Any]] = []  # created while answering: closed with this
+        self._spawned_kept = 0  # live entries at the last pruning of dead ones
         registry = _CREATED.get()
         if registry is not None:
             registry.append(weakref.ref(self))
@@ -101,9 +107,22 @@ class Queryable(Generic[Q, A]):
                 )
             for guard in self._guards:
                 guard(self)
-            answer = self._answer(query)
+            with created_queryables() as created:
+                try:
+                    answer = self._answer(query)
+                finally:
+                    self._remember(created)
             self._queries += 1
             return answer
+
+    def _remember(self, created: list[weakref.ReferenceType[Any]]) -> None:
+        """Keep the queryables an answer created, to close them with this one (dead ones pruned at times)."""
+        if not created:
+            return
+        self._spawned.extend(created)
+        if len(self._spawned) > 2 * self._spawned_kept + 16:
+            self._spawned = [r for r in self._spawned if r() is not None]
+            self._spawned_kept = len(self._spawned)
 
     # found by review: copy.copy of an adaptive compositor answered twice its budget (each copy had its own)
     def _no_copy(self) -> NoReturn:
@@ -132,10 +151,20 @@ class Queryable(Generic[Q, A]):
             self._guards.append(guard)
 
     def close(self, reason: str = "closed") -> None:
-        """Close for good: every later query raises :class:`SequentialityError` with ``reason``."""
+        """Close for good: every later query raises :class:`SequentialityError` with ``reason``.
+
+        Every queryable created while this one answered (an interactive answer, and anything created
+        through that in turn) is closed with it: found by review, a sequential compositor closed an earlier
+        child but not a filter the analyst had opened through it, which went on answering interleaved with
+        later siblings."""
         with self._lock:
             if self._closed_reason is None:
                 self._closed_reason = reason
+            spawned, self._spawned = self._spawned, []
+        for ref in spawned:
+            child = ref()
+            if child is not None:
+                child.close(f"{self.name}, which it was created through, is closed: {reason}")
 
     @property
     def closed(self) -> bool:
