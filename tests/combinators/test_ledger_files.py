@@ -349,3 +349,70 @@ def test_path_is_validated(path: Any) -> None:
 def test_create_is_validated(tmp_path: Path, create: Any) -> None:
     with pytest.raises(dp.InvalidParameter, match="create"):
         dp.SQLiteLedger(tmp_path / "c.db", "k", create=create)
+
+
+# -- anchors: what the file cannot see from inside (found by review: an older copy gave the budget back) --
+
+
+def anchored(path: Path, anchor: Path, key: str = "k") -> dp.SQLiteLedger:
+    ledger = dp.SQLiteLedger(path, key, create=True, anchor=anchor)
+    ledger.bind(KIND, SPEC)
+    return ledger
+
+
+def test_anchor_refuses_an_older_copy_and_a_deleted_file(tmp_path: Path) -> None:
+    path, anchor = tmp_path / "l.db", tmp_path / "safe" / "anchor.db"
+    anchor.parent.mkdir()
+    with anchored(path, anchor) as ledger:
+        ledger.charge(add(Fraction(1, 2)))
+    shutil.copy(path, tmp_path / "old.db")
+    with anchored(path, anchor) as ledger:  # a new session continues where the anchor says
+        assert ledger.charge(add(Fraction(1, 4))).state == (Fraction(3, 4),)
+    shutil.copy(tmp_path / "old.db", path)  # the whole file rolled back between sessions
+    with pytest.raises(dp.LedgerError, match="rolled back .*recorded it at 3"):
+        anchored(path, anchor)
+    # rolled back and written again past the recorded sequence: another hash at the recorded row
+    with dp.SQLiteLedger(path, "k") as plain:
+        plain.bind(KIND, SPEC)
+        plain.charge(add(Fraction(1, 8)))
+        plain.charge(add(Fraction(1, 8)))
+    with pytest.raises(dp.LedgerError, match="rolled back .*journal row 3 differs"):
+        anchored(path, anchor)
+    os.unlink(path)
+    with pytest.raises(dp.LedgerError, match="does not exist, but anchor"):
+        anchored(path, anchor)
+    assert not path.exists()  # nothing was created
+    make_ledger(path)  # another ledger put at the recorded path (without the anchor)
+    with pytest.raises(dp.LedgerError, match="another ledger file at this path"):
+        anchored(path, anchor)
+
+
+def test_anchor_follows_a_moved_file_and_keeps_up_to_date_copies(tmp_path: Path) -> None:
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    with anchored(path, anchor) as ledger:
+        ledger.charge(add(Fraction(1, 2)))
+        ledger.backup(tmp_path / "backup.db")
+    shutil.copy(tmp_path / "backup.db", path)  # a backup as new as the anchor's record is the same ledger
+    moved = tmp_path / "moved.db"
+    os.replace(path, moved)
+    with anchored(moved, anchor) as ledger:
+        assert ledger.read().state == (Fraction(1, 2),)
+    # at its new path, the old path is free again
+    with anchored(path, anchor) as fresh:
+        assert fresh.read().queries == 0
+    with pytest.raises(dp.InvalidParameter, match="other than the ledger"):
+        dp.SQLiteLedger(path, "k", anchor=path)
+    with pytest.raises(dp.InvalidParameter, match="anchor"):
+        dp.SQLiteLedger(path, "k", anchor=3)  # type: ignore[arg-type]
+
+
+def test_anchor_is_never_lowered_by_a_process_behind(tmp_path: Path) -> None:
+    """Two ledger objects on one file: the anchor keeps the larger head whichever writes last."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    a, b = anchored(path, anchor), anchored(path, anchor)
+    for _ in range(3):
+        a.charge(add(Fraction(1, 10)))
+    b.read()  # b verifies the newer head and records it (no lower value is ever written)
+    a.close(), b.close()
+    rows = sqlite3.connect(anchor).execute("SELECT seq FROM dpcompose_anchor").fetchall()
+    assert rows == [(4,)]

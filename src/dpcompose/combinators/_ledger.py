@@ -265,6 +265,10 @@ class _Corrupt(Exception):
     """Internal: the file's contents fail a check (reported as a LedgerError naming the file)."""
 
 
+class _RolledBack(_Corrupt):
+    """Internal: the file is behind (or off) the head its anchor recorded."""
+
+
 def _int(value: object, what: str) -> int:
     if type(value) is not int:
         raise _Corrupt(f"{what} is {type(value).__name__}, not an integer")
@@ -285,6 +289,82 @@ def _fsync_dir(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class _Anchor:
+    """A high-water mark of ledger files kept in another file (``SQLiteLedger(anchor=...)``): for each
+    ledger file (by its random file id) the path it was last seen at and the largest verified head
+    ``(seq, hash)``. It is written after every commit and read when a ledger file is first verified, so a
+    whole-file rollback to an older copy (a smaller sequence, or another hash at the recorded one) and a
+    deleted or replaced file (another file, or none, at a recorded path) are LedgerErrors: what the chain
+    cannot see from inside the file (found by review: restoring an older copy gave the budget back)."""
+
+    _TABLE = (
+        "CREATE TABLE IF NOT EXISTS dpcompose_anchor (file_id BLOB PRIMARY KEY, path TEXT NOT NULL, "
+        "seq INTEGER NOT NULL, hash BLOB NOT NULL)"
+    )
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.path = path
+        self._timeout = timeout
+
+    def _error(self, exc: BaseException) -> LedgerError:
+        return LedgerError(
+            f"anchor {self.path!r} cannot be used ({type(exc).__name__}: {exc}); nothing was run or spent. "
+            "Check that it and its directory are readable and writable"
+        )
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+        except _SQL_ERRORS as exc:
+            raise self._error(exc) from exc
+        try:
+            conn.execute("PRAGMA journal_mode = TRUNCATE")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self._TABLE)
+            yield conn
+            conn.execute("COMMIT")
+        except _SQL_ERRORS as exc:
+            _rollback(conn)
+            raise self._error(exc) from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+        finally:
+            conn.close()
+
+    def mark(self, file_id: bytes) -> tuple[int, bytes] | None:
+        """The recorded ``(seq, hash)`` of this ledger file, or None."""
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT seq, hash FROM dpcompose_anchor WHERE file_id = ?", (file_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        if type(row[0]) is not int or type(row[1]) is not bytes:
+            raise self._error(ValueError("a malformed row"))
+        return row[0], row[1]
+
+    def known_at(self, ledger_path: str) -> list[bytes]:
+        """The file ids recorded at ``ledger_path``."""
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT file_id FROM dpcompose_anchor WHERE path = ?", (ledger_path,)
+            ).fetchall()
+        return [bytes(r[0]) for r in rows]
+
+    def record(self, file_id: bytes, ledger_path: str, seq: int, digest: bytes) -> None:
+        """Raise the mark of this file to ``(seq, digest)`` (never lower it) and note its path."""
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO dpcompose_anchor (file_id, path, seq, hash) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (file_id) DO UPDATE SET path = excluded.path, seq = max(seq, excluded.seq), "
+                "hash = CASE WHEN excluded.seq > seq THEN excluded.hash ELSE hash END",
+                (file_id, ledger_path, seq, digest),
+            )
 
 
 _LIVE: weakref.WeakSet[SQLiteLedger] = weakref.WeakSet()
@@ -335,9 +415,11 @@ class SQLiteLedger(Ledger):
     file of another schema version (no silent migration), a sequence that goes backwards while a process
     has the ledger open. Not detected: the chain is unkeyed, so someone who can write the file and
     recomputes the hashes can rewrite history; and a whole-file rollback to an older *copy* (or deleting
-    the file) cannot be seen from inside the file — only an external high-water mark can: record
-    :meth:`head` somewhere the analyst cannot write (another host, an append-only log) and compare. Keep
-    the file where the analyst cannot write it.
+    the file) cannot be seen from inside the file — only an external high-water mark can: pass
+    ``anchor=`` (a second file, kept where the analyst cannot write, which records each ledger file's
+    highest verified head and its path, and refuses a file behind it, rewritten after it, deleted or
+    replaced), or record :meth:`head` somewhere the analyst cannot write and compare. Keep the file where
+    the analyst cannot write it.
 
     **Errors.** Every failure is a :class:`LedgerError` whose message says which: locked (the subclass
     :class:`LedgerLocked`; retry), read-only file or directory, disk full, corrupt, not a ledger, wrong
@@ -352,6 +434,9 @@ class SQLiteLedger(Ledger):
         create: allow adding ``key`` to an existing ledger file that has never had it.
         timeout: seconds to wait for another process's write lock (a finite real ≥ 0; at most about
             23 days are honoured).
+        anchor: an optional second file (created if missing; not the ledger itself) that records the
+            highest head of every ledger file opened with it: a rolled-back, deleted or replaced ledger is
+            then a :class:`LedgerError` (see the threat model).
 
     Raises:
         InvalidParameter: ``path``, ``key``, ``create`` or ``timeout`` of the wrong type or value.
@@ -373,7 +458,13 @@ class SQLiteLedger(Ledger):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], key: str, *, create: bool = False, timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        key: str,
+        *,
+        create: bool = False,
+        timeout: float = 30.0,
+        anchor: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
             raise InvalidParameter(f"path={path!r} must be a str or os.PathLike naming a file")
@@ -389,6 +480,15 @@ class SQLiteLedger(Ledger):
         if not isinstance(create, bool):
             raise InvalidParameter(f"create={create!r} must be True or False")
         seconds = check_finite_nonnegative(timeout, "timeout")
+        self._anchor: _Anchor | None = None
+        if anchor is not None:
+            if not isinstance(anchor, (str, os.PathLike)) or not isinstance(os.fspath(anchor), str):
+                raise InvalidParameter(f"anchor={anchor!r} must be a str or os.PathLike naming a file")
+            anchor_path = os.path.realpath(os.fspath(anchor))
+            if not anchor_path or "\x00" in anchor_path or anchor_path == os.path.realpath(fspath):
+                raise InvalidParameter(f"anchor={anchor!r} must name a file other than the ledger")
+            self._anchor = _Anchor(anchor_path, float(min(seconds, _MAX_TIMEOUT)))
+        self._anchored: tuple[int, bytes] | None = None  # the head last written to the anchor
         self.path = fspath
         self.key = key
         self._key = key_bytes
@@ -485,6 +585,12 @@ class SQLiteLedger(Ledger):
         try:
             os.stat(self.path)
         except FileNotFoundError:
+            if self._anchor is not None and self._anchor.known_at(os.path.realpath(self.path)):
+                raise LedgerError(
+                    f"{self._where()} does not exist, but anchor {self._anchor.path!r} records a ledger at "
+                    "this path: it was deleted or moved. Refusing to start a new budget there; restore the "
+                    "file (or open it where it was moved to), or start a new budget at a new path"
+                ) from None
             self._create_file()
         except OSError as exc:
             raise self._fail(exc) from exc
@@ -586,6 +692,10 @@ class SQLiteLedger(Ledger):
             pending, self._pending = self._pending, None
         if pending is not None:  # committed: what this object appended is now verified state
             self._seq, self._hash, self._entry = pending
+        anchor, file_id = self._anchor, self._file_id
+        if anchor is not None and file_id is not None and self._anchored != (self._seq, self._hash):
+            anchor.record(file_id, os.path.realpath(self.path), self._seq, self._hash)
+            self._anchored = (self._seq, self._hash)
 
     # -- verification --------------------------------------------------------------------------------
 
@@ -606,6 +716,12 @@ class SQLiteLedger(Ledger):
                 self._check_file(conn)
                 self._checked_conn = conn
             self._check_chain(conn)
+        except _RolledBack as exc:
+            raise LedgerError(
+                f"{self._where()} was rolled back ({exc}). What was spent after that copy was made is not in "
+                "the file, so no budget can be read from it (a backup older than the anchor's record is "
+                "refused the same way); nothing was run or spent. Start a new budget at a new path"
+            ) from None
         except _Corrupt as exc:
             raise self._corrupt(str(exc)) from None
         except (ValueError, TypeError, OverflowError, ArithmeticError, UnicodeError, KeyError) as exc:
@@ -654,8 +770,15 @@ class SQLiteLedger(Ledger):
         head_hash = _blob(heads[0][2], "head hash", 32)
         file_id = _blob(heads[0][3], "file id", 16)
         first = self._file_id is None
+        mark: tuple[int, bytes] | None = None
+        where = self._anchor.path if self._anchor is not None else ""
         if first:
             seq, prev = 0, _genesis(file_id)
+            if self._anchor is not None:
+                self._check_path_in_anchor(self._anchor, file_id)
+                mark = self._anchor.mark(file_id)
+                if mark is not None and mark[0] == 0 and mark[1] != prev:
+                    raise _Corrupt(f"the chain's start differs from the one anchor {where!r} records")
         else:
             if file_id != self._file_id:
                 raise _Corrupt("the file was replaced by another ledger while in use")
@@ -678,6 +801,11 @@ class SQLiteLedger(Ledger):
             if _link(prev, row_seq, key, raw) != _blob(digest, "row hash", 32):
                 raise _Corrupt(f"journal row {row_seq} fails its chained checksum")
             seq, prev = row_seq, digest
+            if mark is not None and row_seq == mark[0] and digest != mark[1]:
+                raise _RolledBack(
+                    f"journal row {row_seq} differs from the one anchor {where!r} records (the file was "
+                    "rolled back and written again)"
+                )
             if key == self._key:
                 new = _decode_entry(raw)
                 if entry is not None and (
@@ -687,6 +815,11 @@ class SQLiteLedger(Ledger):
                 entry = new
         if (seq, prev) != (head_seq, head_hash):
             raise _Corrupt(f"the journal ends at sequence {seq} but the head says {head_seq}")
+        if mark is not None and mark[0] > seq:
+            raise _RolledBack(
+                f"the ledger is at sequence {seq} but anchor {where!r} recorded it at {mark[0]}: the file "
+                "was rolled back to an older copy"
+            )
         if not first and seq > 0:
             # Re-check the last row itself against the one before it (O(1)): a rewritten or removed last
             # row is seen even when no row was appended since.
@@ -704,6 +837,15 @@ class SQLiteLedger(Ledger):
             ):
                 raise _Corrupt(f"journal row {seq} no longer matches the head")
         self._file_id, self._seq, self._hash, self._entry = file_id, seq, prev, entry
+
+    def _check_path_in_anchor(self, anchor: _Anchor, file_id: bytes) -> None:
+        """The anchor records no other ledger file at this path (else this one replaced it)."""
+        others = [f for f in anchor.known_at(os.path.realpath(self.path)) if f != file_id]
+        if others:
+            raise _Corrupt(
+                f"anchor {anchor.path!r} records another ledger file at this path: this one replaced it "
+                "(the earlier file was deleted, moved or overwritten)"
+            )
 
     # -- the Ledger interface ----------------------------------------------------------------------
 
