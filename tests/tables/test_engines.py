@@ -613,3 +613,15 @@ def test_spark_many_distinct_strings_use_the_executor_udf(
     sdf = spark_frame(spark, rows)
     for name in ("string_identifier", "unknown_str_keys_groups_capped"):
         same(sp.SparkEngine().aggregate(sdf, PLANS[name]), reference(rows, PLANS[name]))
+
+
+@spark_warnings
+def test_spark_frame_with_a_column_twice_is_refused_before_the_charge(spark: Any) -> None:
+    """Found by review: after a join a Spark frame held ``x`` twice; its schema, read into a dict, kept one,
+    so the frame passed the domain check, the query was charged, and then Spark failed (ambiguous)."""
+    left = spark.createDataFrame([(1, 2.0)], "u long, x double")
+    frame = left.join(spark.createDataFrame([(1, 5.0)], "u long, x double"), on="u")
+    schema = {"u": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 10.0))}
+    assert not dp.FrameDomain(schema).member(frame)
+    with pytest.raises(dp.DomainMismatch, match="'x' more than once"):
+        dp.Context(frame, schema, privacy_unit=dp.unit_of("u", 1), privacy_loss=1.0, split_evenly_over=2)

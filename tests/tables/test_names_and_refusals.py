@@ -107,3 +107,33 @@ def test_a_failing_lazy_plan_shows_no_private_value() -> None:
     with pytest.raises(DomainMismatch) as info:
         ctx.query().agg(A.sum("x")).release()
     assert "secret" not in str(info.value) and info.value.__cause__ is None
+
+
+@pytest.mark.parametrize("name", ["*", "^x$", "^x|y$"])
+def test_a_wildcard_or_regex_column_name_is_refused(name: str) -> None:
+    """Found by review: Polars reads ``pl.col('^x$')`` as a regular expression, so a declared column ``^x$``
+    summed an undeclared column ``x`` (1000 released where the declared column sums to 0), and a column
+    ``*`` (declared or derived) failed after its charge."""
+    df = pl.DataFrame({name: [0.0], "x": [1000.0]})
+    with pytest.raises(InvalidParameter, match="wildcard or a regular expression"):
+        _ctx(df, {name: dp.Column(float, bounds=(0.0, 1.0))})
+    ctx = _ctx(df.select("x"), {"x": dp.Column(float, bounds=(0.0, 1.0))})
+    with pytest.raises(InvalidParameter, match="wildcard or a regular expression"):
+        ctx.query().with_column(name, dp.col("x"), bounds=(0.0, 1.0))
+    assert ctx.remaining()["epsilon"] == 1
+
+
+def test_context_arguments_found_by_review() -> None:
+    """``split_evenly_over=10**9`` listed 10⁹ shares (24 GB, killed by the kernel); an integer bound past the
+    float range raised a bare OverflowError; a numpy weight was refused as if it were not positive."""
+    import numpy as np
+
+    df = pl.DataFrame({"x": [0.0]})
+    schema = {"x": dp.Column(float, bounds=(0.0, 1.0))}
+    with pytest.raises(InvalidParameter, match="at most 1048576 queries"):
+        _ctx(df, schema, split_evenly_over=10**9)
+    assert len(_ctx(df, schema, split_evenly_over=2**20)._shares) == 2**20
+    with pytest.raises(InvalidParameter, match="beyond the float range"):
+        _ctx(df, schema).query().with_column("y", dp.col("x"), bounds=(0, 2**1100))
+    with pytest.raises(InvalidParameter, match=r"float32; .*use \.item\(\)"):
+        dp.Context(df, schema, privacy_loss=1.0, split_by_weights=[np.float32(1.0)])

@@ -89,6 +89,7 @@ __all__ = [
 _INTS = VectorDomain(AtomDomain(int))
 _COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the released vectors (see _Released.what)
 _KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
+_MAX_SHARES = 2**20  # queries per Context (its shares are listed up front)
 
 
 def _check_selection_budget(measure: Measure[Any], budget: Any) -> None:
@@ -712,7 +713,10 @@ class Query:
             raise InvalidParameter(f"expr={expr!r} must be numeric (+, -, * of columns and numbers)")
         if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
             raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
-        lo, hi = (float(b) if isinstance(b, int) and not isinstance(b, bool) else b for b in bounds)
+        try:
+            lo, hi = (float(b) if isinstance(b, int) and not isinstance(b, bool) else b for b in bounds)
+        except OverflowError:
+            raise InvalidParameter("bounds: an integer bound is beyond the float range (1.8e308)") from None
         checked = Column(float, bounds=(lo, hi))  # refuses bounds that are not finite floats lo <= hi
         assert checked.bounds is not None
         lo, hi = checked.bounds
@@ -934,7 +938,13 @@ class Context:
         if (split_evenly_over is None) == (split_by_weights is None):
             raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
         if split_evenly_over is not None:
-            weights = [Fraction(1)] * _validate_count(split_evenly_over, "split_evenly_over")
+            n = _validate_count(split_evenly_over, "split_evenly_over")
+            if n > _MAX_SHARES:  # found by review: 10**9 built a list of 10**9 shares (24 GB, killed)
+                raise InvalidParameter(
+                    f"split_evenly_over={split_evenly_over!r}: at most {_MAX_SHARES} queries per context "
+                    "(one share each); split the budget between contexts for more"
+                )
+            weights = [Fraction(1)] * n
             if not weights:
                 raise InvalidParameter("split_evenly_over=0 must be at least 1")
         else:
@@ -942,8 +952,12 @@ class Context:
                 raise InvalidParameter(f"split_by_weights={split_by_weights!r} must be a list of weights")
             weights = []
             for w in split_by_weights:
-                bad = isinstance(w, bool) or not isinstance(w, (int, float, Fraction))
-                if bad or (isinstance(w, float) and not math.isfinite(w)) or not w > 0:
+                if isinstance(w, bool) or not isinstance(w, (int, float, Fraction)):
+                    raise InvalidParameter(
+                        f"split_by_weights={split_by_weights!r}: weight {w!r} is a {type(w).__name__}; "
+                        "weights must be int, float or Fraction (for numpy scalars, use .item())"
+                    )
+                if (isinstance(w, float) and not math.isfinite(w)) or not w > 0:
                     raise InvalidParameter(f"split_by_weights={split_by_weights!r}: weights must be > 0")
                 weights.append(Fraction(w))
             if not weights:

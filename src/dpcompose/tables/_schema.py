@@ -139,12 +139,19 @@ RESERVED_PREFIX = "__dp"
 def check_column_name(name: str, what: str, taken: Iterable[str] = ()) -> None:
     """Refuse a column name some engine would read as something else, before anything runs: one starting
     with ``__dp`` in any case (the engines' working columns), one holding ``.`` or a backtick (a struct
-    path or a quote to Spark), or one equal ignoring case to a name in ``taken`` (Spark matches column
-    names ignoring case: the other column would be replaced, or the reference be ambiguous)."""
+    path or a quote to Spark), ``*`` or ``^…$`` (a wildcard or a regular expression to Polars), or one
+    equal ignoring case to a name in ``taken`` (Spark matches column names ignoring case: the other column
+    would be replaced, or the reference be ambiguous)."""
     if name.casefold().startswith(RESERVED_PREFIX):
         raise InvalidParameter(f"{what} {name!r} starts with {RESERVED_PREFIX!r}, which the engines reserve")
     if "." in name or "`" in name:
         raise InvalidParameter(f"{what} {name!r} must not contain '.' or '`' (Spark reads them as paths)")
+    if name == "*" or (name.startswith("^") and name.endswith("$")):
+        # found by review: pl.col('^x$') read an undeclared column x, and a column '*' failed after the charge
+        raise InvalidParameter(
+            f"{what} {name!r} is a wildcard or a regular expression to Polars (which would read other "
+            "columns): rename it"
+        )
     for other in taken:
         if other.casefold() == name.casefold():
             raise InvalidParameter(

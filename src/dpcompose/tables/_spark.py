@@ -33,7 +33,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from dpcompose.errors import DPError
+from dpcompose.errors import DomainMismatch, DPError
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
@@ -370,6 +370,13 @@ class SparkEngine:
     name = "spark"
 
     def schema(self, data: Any) -> Mapping[str, str]:
+        names = [f.name for f in data.schema.fields]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # found by review: a dict kept one of them, and the query failed after its charge
+            raise DomainMismatch(
+                f"the Spark DataFrame has column(s) {', '.join(map(repr, twice))} more than once (a join "
+                "keeps both sides' columns): rename or drop the copies"
+            )
         return {f.name: _kind(f.dataType) for f in data.schema.fields}
 
     def aggregate(self, data: Any, plan: Plan) -> Aggregates:
