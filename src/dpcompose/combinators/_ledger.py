@@ -321,18 +321,12 @@ class _Anchor:
         except _SQL_ERRORS as exc:
             raise self._error(exc) from exc
         try:
-            conn.execute("PRAGMA journal_mode = TRUNCATE")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute(self._TABLE)
-            yield conn
-            conn.execute("COMMIT")
-        except _SQL_ERRORS as exc:
-            _rollback(conn)
-            raise self._error(exc) from exc
-        except BaseException:
-            _rollback(conn)
-            raise
+            with _committed(conn, self._error):
+                conn.execute("PRAGMA journal_mode = TRUNCATE")
+                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(self._TABLE)
+                yield conn
         finally:
             conn.close()
 
@@ -678,16 +672,10 @@ class SQLiteLedger(Ledger):
             raise self._fail(exc) from exc
         self._pending = None
         try:
-            self._check_identity()
-            self._verify(conn)
-            yield conn
-            conn.execute("COMMIT")
-        except _SQL_ERRORS as exc:
-            _rollback(conn)
-            raise self._fail(exc) from exc
-        except BaseException:
-            _rollback(conn)
-            raise
+            with _committed(conn, self._fail):
+                self._check_identity()
+                self._verify(conn)
+                yield conn
         finally:
             pending, self._pending = self._pending, None
         if pending is not None:  # committed: what this object appended is now verified state
@@ -1002,3 +990,17 @@ class SQLiteLedger(Ledger):
 def _rollback(conn: sqlite3.Connection) -> None:
     with contextlib.suppress(sqlite3.Error):
         conn.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def _committed(conn: sqlite3.Connection, fail: Callable[[BaseException], LedgerError]) -> Iterator[None]:
+    """COMMIT after the body; on any exception ROLLBACK, an sqlite3 error raised as ``fail(exc)``."""
+    try:
+        yield
+        conn.execute("COMMIT")
+    except _SQL_ERRORS as exc:
+        _rollback(conn)
+        raise fail(exc) from exc
+    except BaseException:
+        _rollback(conn)
+        raise
