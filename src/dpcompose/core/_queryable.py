@@ -14,13 +14,12 @@ deeply it is wrapped, so that sequential interaction can close them all.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import html
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Generic, NoReturn, SupportsIndex, TypeVar
 
 from dpcompose.errors import InvalidParameter, SequentialityError
@@ -32,19 +31,23 @@ _CREATED: contextvars.ContextVar[list[weakref.ReferenceType[Any]] | None] = cont
 )
 
 
-@contextlib.contextmanager
-def created_queryables() -> Iterator[list[weakref.ReferenceType[Any]]]:
+class created_queryables:  # (lower case: used as ``with created_queryables() as created``)
     """Collect (weak references to) every Queryable constructed in this context, nested ones included (an
-    enclosing collector receives them too when this one ends)."""
-    created: list[weakref.ReferenceType[Any]] = []
-    token = _CREATED.set(created)
-    try:
-        yield created
-    finally:
-        _CREATED.reset(token)
+    enclosing collector receives them too when this one ends). A class rather than a generator-based
+    context manager: every query enters one (``Queryable.__call__``), and this costs a third as much."""
+
+    __slots__ = ("_created", "_token")
+
+    def __enter__(self) -> list[weakref.ReferenceType[Any]]:
+        self._created: list[weakref.ReferenceType[Any]] = []
+        self._token = _CREATED.set(self._created)
+        return self._created
+
+    def __exit__(self, *exc: object) -> None:
+        _CREATED.reset(self._token)
         outer = _CREATED.get()
-        if outer is not None:
-            outer.extend(created)
+        if outer is not None and self._created:
+            outer.extend(self._created)
 
 Q = TypeVar("Q")
 A = TypeVar("A")
