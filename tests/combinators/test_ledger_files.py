@@ -416,3 +416,26 @@ def test_anchor_is_never_lowered_by_a_process_behind(tmp_path: Path) -> None:
     a.close(), b.close()
     rows = sqlite3.connect(anchor).execute("SELECT seq FROM dpcompose_anchor").fetchall()
     assert rows == [(4,)]
+    # a record of an older head (a process that verified sequence 2 and writes late) keeps 4 and its hash
+    from dpcompose.combinators._ledger import _Anchor
+
+    mark = _Anchor(str(anchor), 5.0)
+    file_id = sqlite3.connect(anchor).execute("SELECT file_id FROM dpcompose_anchor").fetchone()[0]
+    before = mark.read(os.path.realpath(path), file_id)[0]
+    mark.record(file_id, os.path.realpath(path), 2, b"\0" * 32)
+    assert mark.read(os.path.realpath(path), file_id)[0] == before and before is not None and before[0] == 4
+
+
+def test_a_malformed_anchor_is_a_ledger_error(tmp_path: Path) -> None:
+    """An anchor row of the wrong types (a damaged anchor) is a LedgerError, also where the ledger file is
+    missing (it was a TypeError there)."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    anchored(path, anchor).close()
+    with sqlite3.connect(anchor) as conn:
+        conn.execute("UPDATE dpcompose_anchor SET file_id = 'text'")
+    with pytest.raises(dp.LedgerError, match="malformed row"):
+        anchored(path, anchor)
+    os.unlink(path)
+    with pytest.raises(dp.LedgerError, match="malformed row"):
+        anchored(path, anchor)
+    assert not path.exists()

@@ -330,25 +330,26 @@ class _Anchor:
         finally:
             conn.close()
 
-    def mark(self, file_id: bytes) -> tuple[int, bytes] | None:
-        """The recorded ``(seq, hash)`` of this ledger file, or None."""
-        with self._conn() as conn:
-            row = conn.execute(
-                "SELECT seq, hash FROM dpcompose_anchor WHERE file_id = ?", (file_id,)
-            ).fetchone()
-        if row is None:
-            return None
-        if type(row[0]) is not int or type(row[1]) is not bytes:
-            raise self._error(ValueError("a malformed row"))
-        return row[0], row[1]
-
-    def known_at(self, ledger_path: str) -> list[bytes]:
-        """The file ids recorded at ``ledger_path``."""
+    def read(
+        self, ledger_path: str, file_id: bytes | None = None
+    ) -> tuple[tuple[int, bytes] | None, list[bytes]]:
+        """``(mark, at_path)``: the recorded ``(seq, hash)`` of the ledger file ``file_id`` (None if there is
+        none, or no ``file_id``), and the file ids recorded at ``ledger_path``; one read of the anchor."""
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT file_id FROM dpcompose_anchor WHERE path = ?", (ledger_path,)
+                "SELECT file_id, path, seq, hash FROM dpcompose_anchor WHERE file_id = ? OR path = ?",
+                (file_id, ledger_path),
             ).fetchall()
-        return [bytes(r[0]) for r in rows]
+        mark, at_path = None, []
+        for fid, path, seq, digest in rows:
+            types = (type(fid), type(path), type(seq), type(digest))
+            if types != (bytes, str, int, bytes):
+                raise self._error(ValueError("a malformed row"))
+            if fid == file_id:
+                mark = (seq, digest)
+            if path == ledger_path:
+                at_path.append(fid)
+        return mark, at_path
 
     def record(self, file_id: bytes, ledger_path: str, seq: int, digest: bytes) -> None:
         """Raise the mark of this file to ``(seq, digest)`` (never lower it) and note its path."""
@@ -579,7 +580,7 @@ class SQLiteLedger(Ledger):
         try:
             os.stat(self.path)
         except FileNotFoundError:
-            if self._anchor is not None and self._anchor.known_at(os.path.realpath(self.path)):
+            if self._anchor is not None and self._anchor.read(os.path.realpath(self.path))[1]:
                 raise LedgerError(
                     f"{self._where()} does not exist, but anchor {self._anchor.path!r} records a ledger at "
                     "this path: it was deleted or moved. Refusing to start a new budget there; restore the "
@@ -763,8 +764,12 @@ class SQLiteLedger(Ledger):
         if first:
             seq, prev = 0, _genesis(file_id)
             if self._anchor is not None:
-                self._check_path_in_anchor(self._anchor, file_id)
-                mark = self._anchor.mark(file_id)
+                mark, at_path = self._anchor.read(os.path.realpath(self.path), file_id)
+                if any(f != file_id for f in at_path):
+                    raise _Corrupt(
+                        f"anchor {where!r} records another ledger file at this path: this one replaced it "
+                        "(the earlier file was deleted, moved or overwritten)"
+                    )
                 if mark is not None and mark[0] == 0 and mark[1] != prev:
                     raise _Corrupt(f"the chain's start differs from the one anchor {where!r} records")
         else:
@@ -825,15 +830,6 @@ class SQLiteLedger(Ledger):
             ):
                 raise _Corrupt(f"journal row {seq} no longer matches the head")
         self._file_id, self._seq, self._hash, self._entry = file_id, seq, prev, entry
-
-    def _check_path_in_anchor(self, anchor: _Anchor, file_id: bytes) -> None:
-        """The anchor records no other ledger file at this path (else this one replaced it)."""
-        others = [f for f in anchor.known_at(os.path.realpath(self.path)) if f != file_id]
-        if others:
-            raise _Corrupt(
-                f"anchor {anchor.path!r} records another ledger file at this path: this one replaced it "
-                "(the earlier file was deleted, moved or overwritten)"
-            )
 
     # -- the Ledger interface ----------------------------------------------------------------------
 
