@@ -1392,7 +1392,8 @@ def _both_ways(
     read only if its upper end is above that (otherwise it cannot be the larger one: lower ≤ upper). The
     result is the one both orders' bounds give; at q = 1e-5 this skips the add order's lower side, a
     third of the time of ``epsilon_bounds``."""
-    ways = [_one_way(p), p.reverse if p.reverse is not None else p]
+    assert p.reverse is not None
+    ways = [_one_way(p), p.reverse]
     ups = [upper(w) for w in ways]
     first = 0 if ups[0] >= ups[1] else 1
     lo = lower(ways[first], ups[first])

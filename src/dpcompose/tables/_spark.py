@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -370,8 +371,7 @@ class SparkEngine:
     name = "spark"
 
     def schema(self, data: Any) -> Mapping[str, str]:
-        names = [f.name for f in data.schema.fields]
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(n for n, c in Counter(f.name for f in data.schema.fields).items() if c > 1)
         if twice:  # found by review: a dict kept one of them, and the query failed after its charge
             raise DomainMismatch(
                 f"the Spark DataFrame has column(s) {', '.join(map(repr, twice))} more than once (a join "
