@@ -181,3 +181,61 @@ def test_random_compositions_lower_end_not_above_dp_accounting(seed: int) -> Non
     delta = rng.choice([1e-3, 1e-6, 1e-9])
     lo, hi = compose_plds(ours).epsilon_bounds(delta)
     assert float(lo) <= float(peer.get_epsilon_for_delta(delta)) * (1 + 1e-9) <= float(hi) * 1.01
+
+
+def _log_mgf_mp(masses: np.ndarray, offset: int, center: int, tau: float) -> mpmath.mpf:
+    with mpmath.workdps(50):
+        acc = mpmath.mpf(0)
+        for j in np.flatnonzero(masses).tolist():
+            acc += abs(mpmath.mpf(float(masses[j]))) * mpmath.exp(mpmath.mpf(tau) * (offset + j - center))
+        return mpmath.log(acc)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 3000),
+    modes=st.integers(1, 3),
+    spread=st.floats(0.5, 300.0),
+    offset=st.integers(-5000, 5000),
+    center=st.integers(-3000, 3000),
+    scale=st.floats(-6.0, 1.0),
+)
+def test_log_mgfs_bound_the_exact_ones_tightly(
+    seed: int, n: int, modes: int, spread: float, offset: int, center: int, scale: float
+) -> None:
+    # masses with one to three modes far apart (so the summed blocks need not be one run), zeros, a few
+    # negative entries (stored float masses may be), tiny far tails; τ from 1e-6 to 10 per step, both signs
+    rng = np.random.default_rng(seed)
+    i = np.arange(n)
+    m = np.zeros(n)
+    for c in rng.integers(0, n, modes):
+        m += np.exp(-(((i - c) / spread) ** 2))
+    m *= rng.uniform(0.5, 1.5, n)
+    m[rng.random(n) < 0.2] = 0.0
+    m[rng.random(n) < 0.02] *= -1e-3
+    side = _pld._Side(offset, m, 0.0, 0.0)
+    taus = np.array([10.0**scale, -(10.0**scale), 3e-3, -3e-3, 0.0])
+    got = _pld._log_mgfs(side, center, taus)
+    for t, g in zip(taus.tolist(), got.tolist(), strict=True):
+        if not np.any(m != 0):
+            assert g == -math.inf
+            continue
+        exact = _log_mgf_mp(m, offset, center, t)
+        assert g >= exact  # an upper bound
+        # and a tight one: the blocks that can matter are summed exactly, the rest add ≤ e^-60 of the sum each
+        assert g - exact <= 1e-8 + 1e-11 * (abs(float(exact)) + 800 + abs(t) * 10_000)
+
+
+def test_log_mgfs_on_a_long_side_with_its_mass_in_a_few_blocks() -> None:
+    # the case the blocks are for: 200,000 entries, all the mass within 700 of one point (down to 1e-300
+    # and subnormals at its edges), exact zeros elsewhere (empty blocks)
+    n = 200_000
+    i = np.arange(n, dtype=np.float64)
+    m = np.where(np.abs(i - 1000.0) < 700, np.exp(-(((i - 1000.0) / 27.0) ** 2)), 0.0)
+    side = _pld._Side(-1000, m, 0.0, 0.0)
+    taus = np.array([1e-4, -1e-4, 0.05, -0.05, 2.0, -2.0])
+    got = _pld._log_mgfs(side, 0, taus)
+    for t, g in zip(taus.tolist(), got.tolist(), strict=True):
+        exact = float(_log_mgf_mp(m, -1000, 0, t))
+        assert exact <= g <= exact + 1e-8

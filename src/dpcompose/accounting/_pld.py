@@ -329,20 +329,51 @@ def _cpow(x: ComplexArray, k: int) -> ComplexArray:
 
 def _log_mgfs(s: _Side, center: int, taus: FloatArray) -> FloatArray:
     """Upper bounds on log Σⱼ |mⱼ|·e^{τ(offset + j − center)} for each τ (the stored masses; a float entry
-    may be negative, and the cyclic convolution wraps its absolute value as much as any other)."""
-    m = s.masses
-    nz = m != 0
-    if not np.any(nz):
+    may be negative, and the cyclic convolution wraps its absolute value as much as any other).
+
+    The entries are cut into blocks of :data:`_MGF_BLOCK`. For τ > 0 a block's sum lies between its ℓ₁
+    mass W times e^{τ·(its first index)} and W·e^{τ·(its last index)} (the other way round for τ < 0).
+    Blocks whose upper end is below e^{−60} times the largest lower end are only bounded (their upper ends
+    are added: together at most (number of blocks)·e^{−60} of the sum), the others are summed entry by
+    entry. On a long side whose mass sits near its mode this sums a few blocks instead of every entry."""
+    a = np.abs(s.masses)
+    n = a.size
+    if not np.any(a > 0):
         return np.full(taus.size, -math.inf)
-    idx = (np.flatnonzero(nz) + (s.offset - center)).astype(np.float64)
-    lm = np.log(np.abs(m[nz]))
+    nb = -(-n // _MGF_BLOCK)
+    padded = np.zeros(nb * _MGF_BLOCK)
+    padded[:n] = a
+    w = np.sum(padded.reshape(nb, _MGF_BLOCK), axis=1)
+    first = np.arange(nb, dtype=np.float64) * _MGF_BLOCK + (s.offset - center)  # exact (|index| < 2**53)
+    last = np.minimum(first + (_MGF_BLOCK - 1), float(s.offset - center + n - 1))
+    with np.errstate(divide="ignore"):
+        lw_hi = np.log(w * (1 + _gamma(_MGF_BLOCK + 1)))  # ≥ log of each block's ℓ₁ (−inf where empty)
+        lw_lo = np.log(w * (1 - _gamma(_MGF_BLOCK + 1)))  # ≤ it
+        lm = np.log(a)  # −inf at the zero entries: they add e^{−inf} = 0 below
+    idx = np.arange(n, dtype=np.float64) + (s.offset - center)
+    big_lm = float(np.max(np.abs(lm[a > 0])))
     out = np.empty(taus.size)
     for i, t in enumerate(taus):
-        v = lm + t * idx
+        hi_end, lo_end = (last, first) if t > 0 else (first, last)
+        cb = lw_hi + t * hi_end  # log of each block's upper end
+        floor = float(np.max(lw_lo + t * lo_end)) - _MGF_SKIP  # (rounded: the 60 has room to spare)
+        summed = cb >= floor
+        kb = np.flatnonzero(summed)  # not empty: the block of the largest lower end is in
+        reach = max(abs(float(first[kb[0]])), abs(float(last[kb[-1]])))  # |index| of the summed entries
+        if kb.size == kb[-1] - kb[0] + 1:  # one run of blocks (the usual case): a slice
+            sl = slice(int(kb[0]) * _MGF_BLOCK, min(n, (int(kb[-1]) + 1) * _MGF_BLOCK))
+            v = lm[sl] + t * idx[sl]
+        else:
+            sel = np.repeat(summed, _MGF_BLOCK)[:n]
+            v = lm[sel] + t * idx[sel]
+        rest = cb[~summed]
         mx = float(np.max(v))
-        lse = mx + math.log(float(np.sum(np.exp(v - mx))))
-        # rounding of the products, exps, the sum (γₙ relative) and the logs, padded generously
-        out[i] = lse + 1e-9 + 1e-12 * (abs(mx) + float(np.max(np.abs(v))))
+        # The bounded blocks add at most nb·e^{−60} of the sum, so their own rounding needs no pad. A term
+        # of either kind that underflows is below 1e-300 of the largest one, which is kept.
+        total = float(np.sum(np.exp(v - mx))) + (float(np.sum(np.exp(rest - mx))) if rest.size else 0.0)
+        # rounding of the products, exps, the sum (γₙ relative) and the log, padded generously: |v| and |mx|
+        # are at most big_lm + |τ|·reach
+        out[i] = mx + math.log(total) + 1e-9 + 3e-12 * (big_lm + abs(t) * reach)
     return out
 
 
@@ -606,6 +637,8 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
     return _truncate(side, upper, tail)
 
 
+_MGF_BLOCK = 256  # :func:`_log_mgfs` bounds blocks of this many entries
+_MGF_SKIP = 60.0  # ... and sums entry by entry only those within e^{60} of the largest block bound
 _LOG_NEGLIGIBLE = math.log(1e-40)  # frequencies with |Z| ≤ 1e-40 are dropped (their error is |Z| itself)
 _FFT_MAX_DIRECT_WINDOW = 1 << 14  # below this full support length no window is cut
 _LD_MIN_POWER = 4  # vectors raised to a smaller power keep their double spectrum
