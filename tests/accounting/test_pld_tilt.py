@@ -237,3 +237,25 @@ def test_theta_model_resolves_a_small_rate_step() -> None:
     assert e is not None
     (t,) = [t for t in recipe.cache.values() if t is not None]
     assert t.offset * add.step < e and t.error_terms(e) < 1e-3 * 1e-6  # (_ERROR_SHARE of δ)
+
+
+def test_lower_labels_cut_relative_to_the_drifted_label_lose_nothing() -> None:
+    """The tilted lower side sums labels up to where the P mass left is 1e-16 of the mass above the label
+    ε + min(g, 0) (the labels' drift g: −46 here). Cut relative to the label ε itself (1e-147 of mass above
+    it), seven times as many labels were summed; the value must be the one every label gives."""
+    import dataclasses
+
+    from dpcompose.accounting import pld_subsampled_gaussian
+
+    pld = pld_subsampled_gaussian(0.6, 1e-5).self_compose(10**6)
+    lo, hi = pld.epsilon_bounds(1e-6)
+    recipes = [r for r in (pld._recipe, pld.reverse._recipe if pld.reverse else None) if r is not None]
+    lowers = [t for r in recipes for t in r.lower_cache.values() if t is not None]
+    assert lowers
+    for t in lowers:
+        assert t.drift < -40.0  # the case the reference label is for
+        every = dataclasses.replace(t, reach=np.ones_like(t.reach))  # nothing is cut
+        for eps in (float(lo) * 0.9, float(lo), float(hi)):
+            cut, full = t.delta_lo(eps), every.delta_lo(eps)
+            # (equal up to the rounding slack, which grows with the number of labels summed)
+            assert full > 0 and abs(cut - full) <= 1e-9 * full  # (γₙ for 2M labels: 2.3e-10)
