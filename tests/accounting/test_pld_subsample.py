@@ -457,3 +457,24 @@ def test_both_orders_read_as_each_order_alone(sigma: float, rate: float, k: int,
     for eps in (0.05, 0.25, 2.0):
         a, b = fwd.delta_bounds(eps), rev.delta_bounds(eps)
         assert pld.delta_bounds(eps) == (max(a[0], b[0]), max(a[1], b[1]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    q=st.sampled_from([1e-7, 1e-5, 0.01, 0.3, 0.5, 0.999]),
+    ys=st.lists(st.floats(-800.0, 800.0, allow_nan=False) | st.floats(-1e-6, 1e-6), min_size=1, max_size=20),
+    ey=st.sampled_from([0.0, 1e-15, 1e-9]),
+)
+def test_mix_loss_brackets_the_loss_in_high_precision(q: float, ys: list[float], ey: float) -> None:
+    # L(y) = ln(1 − q + q·e^y) for every y within ey of the float given (both ends of that range: L rises)
+    lo, hi = _pld_subsample._mix_loss(np.array(ys), ey, q)
+    with mpmath.workdps(60):
+        qm = mpmath.mpf(q)
+        for y, a, b in zip(ys, lo.tolist(), hi.tolist(), strict=True):
+            low = mpmath.log(1 - qm + qm * mpmath.exp(mpmath.mpf(y) - mpmath.mpf(ey)))
+            high = mpmath.log(1 - qm + qm * mpmath.exp(mpmath.mpf(y) + mpmath.mpf(ey)))
+            assert a <= low and high <= b
+            assert b - a <= 1e-11 * (1 + abs(float(high)) + abs(y)) + 2.1 * ey
+    # y = −∞ (an output P cannot produce): ln(1 − q)
+    lo, hi = _pld_subsample._mix_loss(np.array([-np.inf]), 0.0, q)
+    assert float(lo[0]) <= math.log1p(-q) <= float(hi[0])

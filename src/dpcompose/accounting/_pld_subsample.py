@@ -109,10 +109,11 @@ def _mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArr
     y = np.asarray(y, dtype=np.float64)
     fin = np.isfinite(y)
     ya = np.where(fin, y, 0.0)
+    below = y < 0
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        neg = np.log((1 - q) + q * np.exp(np.where(fin, np.minimum(y, 0.0), -np.inf)))
-        pos = ya + np.log(q + (1 - q) * np.exp(-np.maximum(ya, 0.0)))
-        val = np.where(y < 0, neg, pos)
+        # t = e^{−|y|} serves both forms (one exp and one log per entry); y = −∞ gives t = 0
+        t = np.exp(np.where(fin, -np.abs(ya), np.where(below, -np.inf, 0.0)))
+        val = np.where(below, 0.0, ya) + np.log(np.where(below, (1 - q) + q * t, q + (1 - q) * t))
     size = np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)
     pad = 10 * (2 * _EXP_REL + 6 * _U + (2 * _U + _EXP_REL) * size)
     pad = pad + np.where(fin, 1.01 * np.asarray(ey, dtype=np.float64), 0.0) + 1e-300
