@@ -478,3 +478,15 @@ def test_mix_loss_brackets_the_loss_in_high_precision(q: float, ys: list[float],
     # y = −∞ (an output P cannot produce): ln(1 − q)
     lo, hi = _pld_subsample._mix_loss(np.array([-np.inf]), 0.0, q)
     assert float(lo[0]) <= math.log1p(-q) <= float(hi[0])
+
+
+def test_subsampled_gaussian_accepts_the_ends_of_its_documented_range() -> None:
+    # found by review: Δ/σ = 1/10000 exactly was refused ("0.0001 must be in [1e-4, 8]"), the exact ratio
+    # being compared with the float 1e-4, which lies above it
+    for sigma, sens in ((10_000.0, 1), (1, 8), (0.125, 1)):
+        pld = pld_subsampled_gaussian(sigma, 0.5, sens)
+        lo, hi = pld.delta_bounds(0.0)
+        assert 0 <= lo <= hi <= 1
+    for sigma in (10_000.000001, 0.1249999):
+        with pytest.raises(InvalidParameter, match=r"must be in \[1e-4, 8\]"):
+            pld_subsampled_gaussian(sigma, 0.5)

@@ -665,7 +665,7 @@ def pld_subsampled_gaussian(
     if q == 0:
         return _identity(bits, tl, "Subsampled(q=0)")
     mu_q = sens / sig
-    if not 1e-4 <= mu_q <= 8:
+    if not Fraction(1, 10_000) <= mu_q <= 8:  # (exactly: the float 1e-4 is above 1/10000)
         raise InvalidParameter(f"sensitivity/sigma={_fmt(mu_q)} must be in [1e-4, 8] for this PLD")
     mu = float(mu_q)
     if Fraction(mu) < mu_q:
