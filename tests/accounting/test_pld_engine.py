@@ -239,3 +239,26 @@ def test_log_mgfs_on_a_long_side_with_its_mass_in_a_few_blocks() -> None:
     for t, g in zip(taus.tolist(), got.tolist(), strict=True):
         exact = float(_log_mgf_mp(m, -1000, 0, t))
         assert exact <= g <= exact + 1e-8
+
+
+def test_ld_dft_far_frequencies_within_their_bound() -> None:
+    # the wide long-double budget (_LD_WIDE_FREQ): a few hundred entries carry the mass (a small-rate step),
+    # so thousands of frequencies are recomputed, in passes of many frequencies at once
+    n = 6000
+    i = np.arange(n)
+    x = np.where(i < 400, np.exp(-((i / 40.0) ** 2)), 1e-25)
+    x /= x.sum()
+    size = 1 << 14
+    count = _pld._LD_WIDE_FREQ
+    vals, errs = _pld._ld_dft(x, size, count)
+    assert vals.size == errs.size == count
+    with mpmath.workdps(40):
+        for j in (0, 1, 255, 256, 1000, count - 1):
+            acc = mpmath.mpc(0)
+            for k in np.flatnonzero(x).tolist():
+                acc += mpmath.mpf(float(x[k])) * mpmath.expjpi(-2 * mpmath.mpf(j * k % size) / size)
+            d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - acc)
+            assert float(d) <= errs[j] + 4e-16 * float(abs(acc)) + 1e-300
+    # a pass boundary changes nothing: the first 256 are those of a 256-frequency call
+    v2, e2 = _pld._ld_dft(x, size, 256)
+    assert np.array_equal(vals[:256], v2) and np.array_equal(errs[:256], e2)

@@ -433,11 +433,16 @@ def _fourier_power(items: Sequence[tuple[FloatArray, int]], size: int) -> tuple[
         c2_sum = float(np.sum(c2))
         if c2_sum > 0:
             tail_sq = np.cumsum(c2[::-1])[::-1]
-            # the frequencies holding all but 1e-8 of the squared error, or the _LD_MAX_FREQ largest-error
-            # low ones (errors fall with frequency for a smooth composite), within a work budget
-            count = min(int(np.searchsorted(-tail_sq, -1e-8 * c2_sum)), _LD_MAX_FREQ)
+            # the frequencies holding all but 1e-8 of the squared error, or the largest-error low ones
+            # (errors fall with frequency for a smooth composite), within a work budget: up to _LD_MAX_FREQ,
+            # or up to _LD_WIDE_FREQ where the heads are narrow enough for that to stay cheap (a small
+            # sampling rate: a step's mass on a few hundred entries, its spectrum near 1 over thousands of
+            # frequencies at 10⁶ steps)
             heads = [_head_range(spectra[g][3], _LD_HEAD) for g in chosen]
-            work = count * sum(b - a for a, b in heads)
+            per_freq = max(1, sum(b - a for a, b in heads))
+            cap = max(_LD_MAX_FREQ, min(_LD_WIDE_FREQ, _LD_CHEAP_WORK // per_freq))
+            count = min(int(np.searchsorted(-tail_sq, -1e-8 * c2_sum)), cap)
+            work = count * per_freq
             if count <= 0 or work > _LD_MAX_WORK:
                 count = 0
             else:
@@ -664,6 +669,8 @@ _LOG_NEGLIGIBLE = math.log(1e-40)  # frequencies with |Z| ≤ 1e-40 are dropped 
 _FFT_MAX_DIRECT_WINDOW = 1 << 14  # below this full support length no window is cut
 _LD_MIN_POWER = 4  # vectors raised to a smaller power keep their double spectrum
 _LD_MAX_FREQ = 256  # at most this many low frequencies are recomputed in extended precision
+_LD_WIDE_FREQ = 4096  # ... or this many where that costs at most _LD_CHEAP_WORK (frequencies × head entries)
+_LD_CHEAP_WORK = 1_000_000
 _LD_MAX_WORK = 4_000_000  # ... and only if (frequencies × non-zero inputs) is at most this
 _LD_U = float(np.finfo(np.longdouble).epsneg)  # unit roundoff of numpy's long double
 _LD_OK = _LD_U < 2.0**-60  # extended precision available (x87 80-bit or quad)
@@ -672,16 +679,16 @@ _LD_OK = _LD_U < 2.0**-60  # extended precision available (x87 80-bit or quad)
 _LD_FUNC = 2.0**9 * _LD_U  # assumed relative accuracy of long double cosl/sinl/expl/logl/hypotl/atan2l
 
 
-def _ld_sum(v: npt.NDArray[Any]) -> tuple[Any, int]:
-    """A long double sum in two levels (blocks of 256, then the block sums) and the m of its error bound
-    γ_m·Σ|vᵢ| (Higham 2002, eq. (4.4), for each level in any order)."""
-    n = v.size
+def _ld_sum_rows(v: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], int]:
+    """Long double sums of the rows of a matrix, each in two levels (blocks of 256, then the block sums),
+    and the m of their error bound γ_m·Σ|vᵢ| (Higham 2002, eq. (4.4), for each level in any order)."""
+    rows, n = v.shape
     blk = 256
     pad = (-n) % blk
     if pad:
-        v = np.concatenate([v, np.zeros(pad, dtype=v.dtype)])
-    part = v.reshape(-1, blk).sum(axis=1)
-    return part.sum(), blk + part.size
+        v = np.concatenate([v, np.zeros((rows, pad), dtype=v.dtype)], axis=1)
+    part = v.reshape(rows, -1, blk).sum(axis=2)
+    return part.sum(axis=1), blk + part.shape[1]
 
 
 def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongdouble], FloatArray]:
@@ -691,7 +698,7 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     With m = jn mod size (exact integers) split as m = a·B + b, e^{−2πi m/size} is the product of two table
     entries computed by cosl/sinl (assumed within 2^9 ulps) at angles 2π·aB/size and 2π·b/size (relative
     error ≤ 2u_ld each; |d e^{iθ}/dθ| = 1), so each factor has relative error ≤ 2(ε_f + 4πu_ld) + √2γ₂; the
-    products and the two-level sum (:func:`_ld_sum`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5).
+    products and the two-level sum (:func:`_ld_sum_rows`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5).
 
     Only the *head* of ``x`` — the shortest index range outside which the entries' ℓ₁ mass is at most
     ``_LD_HEAD``·‖x‖₁ — is summed in long double; the rest (the tails, of small ℓ₁ mass ‖t‖₁) is transformed
@@ -708,12 +715,14 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     t_hi = np.exp(-1j * (np.arange(size // blk + 1).astype(ld) * (two_pi_n * blk)))
     out = np.empty(count, dtype=np.clongdouble)
     m_terms = 0
-    for j in range(count):
-        m = (j * nz) % size
+    rows = max(1, (1 << 16) // max(1, nz.size))  # frequencies per pass (a few MB of long doubles)
+    for j0 in range(0, count, rows):
+        js = np.arange(j0, min(count, j0 + rows), dtype=np.int64)
+        m = (js[:, None] * nz[None, :]) % size  # exact: j·n < 2**63
         w = t_hi[m // blk] * t_lo[m % blk]
-        re, m1 = _ld_sum(xl * w.real)
-        im, m2 = _ld_sum(xl * w.imag)
-        out[j] = re + 1j * im
+        re, m1 = _ld_sum_rows(xl * w.real)
+        im, m2 = _ld_sum_rows(xl * w.imag)
+        out[j0 : j0 + js.size] = re + 1j * im
         m_terms = max(m_terms, m1, m2)
     u = _LD_U
     g2 = math.sqrt(2) * 2 * u / (1 - 2 * u)
