@@ -243,3 +243,13 @@ def test_gaussian_epsilon_at_a_subnormal_delta() -> None:
     eps = gaussian_profile(1, 1).epsilon(5e-324)
     assert 38 < float(eps) < 40
     assert pld_gaussian(1, 1).epsilon_bounds(5e-324)[1] == eps
+
+
+def test_no_finite_epsilon_says_whether_the_error_bound_or_the_mass_at_infinity_is_in_the_way() -> None:
+    # found by review: "no finite ε" for 2 × Laplace(1) at h = 2**-9 and δ = 1e-15, whose true ε is 2; the
+    # refusal is right (the certified error is 4.9e-14), and now it says what helps
+    with pytest.raises(InvalidParameter, match=r"of which error .*finer lattice \(larger step_bits\)"):
+        pld_laplace(1, 1, step_bits=9).self_compose(2).epsilon_bounds(1e-15)
+    assert pld_laplace(1, 1, step_bits=14).self_compose(2).epsilon_bounds(1e-15)[1] == 2
+    with pytest.raises(InvalidParameter, match=r"no finite ε is certified$"):  # the mass at +∞: no hint
+        pld_approx(1.0, 1e-3).self_compose(2).epsilon_bounds(1e-4)

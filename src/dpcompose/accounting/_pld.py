@@ -1298,9 +1298,12 @@ class PLD:
         if e_hi is None:
             e_hi = self._least_up(d_down)
         if e_hi is None:
+            inf, err = self.upper.inf, self.upper.err
+            hint = "; most of it is the error bound, which a finer lattice (larger step_bits) lowers"
+            hint = hint if err > inf else ""
             raise InvalidParameter(
                 f"delta={shown!r} is below this PLD's certified mass at +∞ and error "
-                f"({self.upper.inf + self.upper.err:.3g}): no finite ε"
+                f"({inf + err:.3g}, of which error {err:.3g}): no finite ε is certified{hint}"
             )
         return Fraction(e_hi)
 
