@@ -285,3 +285,16 @@ def test_small_rate_composite_is_read_from_its_tilt_alone() -> None:
     assert recipe is not None
     (t,) = [t for t in recipe.cache.values() if t is not None]
     assert t.error_terms(e) < 1e-3 * 1e-6
+
+
+def test_found_by_review_of_this_stops_lower_side_speedups() -> None:
+    """(1) The label cut made relative to the label ε + g (g = −19 … −46 here) dropped labels that carry a
+    certified δ far below P(L > ε): 1.7e-39 read as 0. (2) With tighter tilted composites (the long-double
+    budget), the secant search for ε(δ)'s lower end clamped a step at 0, certified there, oscillated, and
+    returned 0 (the untilted side then gave 0.02675275 where the tilt gives 0.0267532)."""
+    from dpcompose.accounting import pld_subsampled_gaussian
+
+    lo, hi = pld_subsampled_gaussian(1.0, 1e-6).self_compose(10**6).delta_bounds(0.05)
+    assert 1.7e-39 < lo <= hi
+    lo, hi = pld_subsampled_gaussian(1.0, 1e-5).self_compose(10**6).epsilon_bounds(1e-5)
+    assert 0.0267532 < lo <= hi < 0.066746

@@ -545,16 +545,34 @@ class _Recipe:
         x0, x1 = stop, stop - max(stop, 1.0) * 1e-8
         f1 = t.delta_lo(x1) - target
         best = x1 if f1 > 0 else None
+        misses = [stop] if f1 > 0 else [stop, x1]  # points whose certified lower δ is not above the target
         aim = target * 1e-9
+        converged = False
         for _ in range(12):
-            if f1 == f0 or (best is not None and 0 < f1 <= 100 * aim):
+            if best is not None and 0 < f1 <= 100 * aim:
+                converged = True
+                break
+            if f1 == f0:
                 break
             x2 = min(max(x1 + (aim - f1) * (x1 - x0) / (f1 - f0), 0.0), stop)
             f2 = t.delta_lo(x2) - target
             if f2 > 0 and (best is None or x2 > best):
                 best = x2
+            elif f2 <= 0:
+                misses.append(x2)
             x0, f0, x1, f1 = x1, f1, x2, f2
         if best is not None:
+            if not converged:
+                # (found by review: a secant step clamped at 0 certified there, then the steps oscillated,
+                # and 0 was returned where the answer is 0.02675) bisect between the best point and the
+                # least failed point above it
+                hi = min(x for x in misses if x > best)
+                while hi - best > max(best, 1.0) * 1e-12:
+                    mid = (best + hi) / 2
+                    if t.delta_lo(mid) > target:
+                        best = mid
+                    else:
+                        hi = mid
             return best
         x = stop
         failed, step = x, max(stop, 1.0) * 1e-10
@@ -728,14 +746,28 @@ class _TiltedLower:
         floor_only = max(0.0, math.nextafter(self.inf - self.wrap, -math.inf))
         if i0 >= n:
             return floor_only
-        # labels whose P mass from there on is below 1e-16 of that above the label ε + min(g, 0) are not
-        # summed (dropping labels restricts the lumped pair: the bound stays valid). The mass above that
-        # label is about P(L > ε) ≥ δ(ε): labels sit near the merged losses plus g. (The reference was the
-        # label ε itself: with g = −46 at q = 1e-5, 10⁶ steps, that mass was 1e-147 and 866k labels were
-        # summed per reading instead of 120k, for the same value.)
-        i_eps = min(n - 1, max(i0, math.floor(math.ldexp(eps + min(self.drift, 0.0), self.step_bits)) + 1
-                               - self.start_j))
-        n = min(n, i_eps + int(np.searchsorted(-self.reach[i_eps:], -1e-16 * float(self.reach[i_eps]))) + 1)
+        # Labels whose P mass from there on is below 1e-16 of that above a reference label are not summed
+        # (dropping labels restricts the lumped pair: the bound stays valid). The reference is first the
+        # label ε + min(g, 0): the mass above it is about P(L > ε) ≥ δ(ε), since labels sit near the merged
+        # losses plus g. Where the mass left out is not negligible against the value found (a δ far below
+        # P(L > ε): found by review, 1.7e-39 read as 0), the labels up to the cut for the label ε itself
+        # are summed too, as before; that cut is far longer where g ≪ 0 (866k labels against 120k at
+        # q = 1e-5, 10⁶ steps, g = −46).
+        def cut(e: float) -> int:
+            ref = min(n - 1, max(i0, math.floor(math.ldexp(e, self.step_bits)) + 1 - self.start_j))
+            return min(n, ref + int(np.searchsorted(-self.reach[ref:], -1e-16 * float(self.reach[ref]))) + 1)
+
+        short = cut(eps + min(self.drift, 0.0))
+        value = self._delta_lo_upto(eps, i0, short, floor_only)
+        left = float(self.reach[short]) if short < n else 0.0  # (an estimate: it only chooses)
+        if left > 1e-12 * value:
+            full = cut(eps)
+            if full > short:
+                value = max(value, self._delta_lo_upto(eps, i0, full, floor_only))
+        return value
+
+    def _delta_lo_upto(self, eps: float, i0: int, n: int, floor_only: float) -> float:
+        """:meth:`delta_lo` summed over the labels from index ``i0`` up to ``n`` (excluded) only."""
         x = self.arg_n0[i0:n] + (eps - self.pos[i0:n])
         # x falls with the label: the labels where e^x may overflow come first, and dropping them is again
         # a restriction
