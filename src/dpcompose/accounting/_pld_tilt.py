@@ -561,19 +561,22 @@ class _Recipe:
             elif f2 <= 0:
                 misses.append(x2)
             x0, f0, x1, f1 = x1, f1, x2, f2
+
+        def refine(ok: float, bad: float) -> float:
+            """Bisect between a point certified above the target and a greater one not (~1e-12 relative)."""
+            while bad - ok > max(ok, 1.0) * 1e-12:
+                mid = (ok + bad) / 2
+                if t.delta_lo(mid) > target:
+                    ok = mid
+                else:
+                    bad = mid
+            return ok
+
         if best is not None:
-            if not converged:
-                # (found by review: a secant step clamped at 0 certified there, then the steps oscillated,
-                # and 0 was returned where the answer is 0.02675) bisect between the best point and the
-                # least failed point above it
-                hi = min(x for x in misses if x > best)
-                while hi - best > max(best, 1.0) * 1e-12:
-                    mid = (best + hi) / 2
-                    if t.delta_lo(mid) > target:
-                        best = mid
-                    else:
-                        hi = mid
-            return best
+            # (found by review: a secant step clamped at 0 certified there, then the steps oscillated, and 0
+            # was returned where the answer is 0.02675) without convergence, bisect between the best point
+            # and the least failed point above it
+            return best if converged else refine(best, min(x for x in misses if x > best))
         x = stop
         failed, step = x, max(stop, 1.0) * 1e-10
         while True:
@@ -583,13 +586,7 @@ class _Recipe:
             if x == 0.0:
                 return None
             failed, step = x, step * 8
-        while failed - x > max(x, 1.0) * 1e-12:
-            mid = (x + failed) / 2
-            if t.delta_lo(mid) > target:
-                x = mid
-            else:
-                failed = mid
-        return x
+        return refine(x, failed)
 
     def delta_lo(self, eps: float, upper: float) -> float | None:
         """The tilted certified lower δ(ε), or None: from the lumped composites built already if one is within
