@@ -1277,7 +1277,7 @@ class PLD:
     def _epsilon_lower(self, dq: Fraction, e_hi: Fraction) -> Fraction:
         """The lower end of :meth:`epsilon_bounds` for this order alone, whose upper end is ``e_hi``."""
         if self.gaussian is not None and dq > 0:
-            return self._gaussian_epsilon_bounds(dq)[0]
+            return self._gaussian_epsilon_lower(dq, e_hi)
         d = float(dq)
         d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
         y = self._recipe.lumped_epsilon(d_up, float(e_hi)) if self._recipe is not None else None
@@ -1307,21 +1307,21 @@ class PLD:
             )
         return Fraction(e_hi)
 
-    def _gaussian_epsilon_bounds(self, dq: Fraction) -> tuple[Fraction, Fraction]:
-        """ε(δ) of a Gaussian PLD from the closed form: the upper end by :func:`gaussian_delta`'s certified
-        root search, the lower end the largest float found whose certified lower δ exceeds ``dq``."""
+    def _gaussian_epsilon_lower(self, dq: Fraction, upper: Fraction) -> Fraction:
+        """The lower end of ε(δ) of a Gaussian PLD from the closed form, given its upper end ``upper`` (from
+        :meth:`_epsilon_up`: :func:`gaussian_delta`'s certified root search): the largest float found whose
+        certified lower δ exceeds ``dq``."""
         assert self.gaussian is not None
-        mu_hi, _, mu_lo = self.gaussian
-        upper = _gaussian_epsilon(Fraction(mu_hi) ** 2, dq)
+        mu_lo = self.gaussian[2]
         if not _gaussian_delta_lower(mu_lo, Fraction(0)) > dq:
-            return Fraction(0), upper
+            return Fraction(0)
         # start at the (uncertified) float root, then step down until the certified lower δ exceeds dq
         x = float(upper)
         step = max(x * 2.0**-50, 1e-300)
         while x > 0 and not _gaussian_delta_lower(mu_lo, Fraction(x)) > dq:
             x = max(0.0, x - step)
             step *= 2
-        return min(Fraction(x), upper), upper
+        return min(Fraction(x), upper)
 
     def epsilon(self, delta: Number) -> Fraction:
         """The certified upper bound on ε(δ) (see :meth:`epsilon_bounds`; only the upper side is read).
