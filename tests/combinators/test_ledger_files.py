@@ -439,3 +439,23 @@ def test_a_malformed_anchor_is_a_ledger_error(tmp_path: Path) -> None:
     with pytest.raises(dp.LedgerError, match="malformed row"):
         anchored(path, anchor)
     assert not path.exists()
+
+
+def test_an_anchor_that_cannot_be_written_after_a_charge_says_the_charge_stands(tmp_path: Path) -> None:
+    """The anchor is written after the ledger's commit: if that fails (here, another process holds the
+    anchor's write lock), the error must not say that nothing was spent."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    ledger = dp.SQLiteLedger(path, "k", create=True, anchor=anchor, timeout=0)
+    ledger.bind(KIND, SPEC)
+    ledger.read()  # first verification: reads the anchor
+    holder = sqlite3.connect(anchor, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(dp.LedgerError, match="a charge in it stands") as info:
+            ledger.charge(add(Fraction(1, 2)))
+        assert "nothing was run or spent" not in str(info.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert ledger.read().state == (Fraction(1, 2),)  # it was spent
+    ledger.close()

@@ -40,6 +40,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 from dpcompose._validation import check_finite_nonnegative
@@ -308,20 +309,25 @@ class _Anchor:
         self.path = path
         self._timeout = timeout
 
-    def _error(self, exc: BaseException) -> LedgerError:
+    def _error(self, exc: BaseException, after_commit: bool = False) -> LedgerError:
+        done = (
+            "the ledger's transaction is committed (a charge in it stands), but nothing was run"
+            if after_commit else "nothing was run or spent"
+        )
         return LedgerError(
-            f"anchor {self.path!r} cannot be used ({type(exc).__name__}: {exc}); nothing was run or spent. "
+            f"anchor {self.path!r} cannot be used ({type(exc).__name__}: {exc}); {done}. "
             "Check that it and its directory are readable and writable"
         )
 
     @contextlib.contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
+    def _conn(self, after_commit: bool = False) -> Iterator[sqlite3.Connection]:
+        fail = partial(self._error, after_commit=after_commit)
         try:
             conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
         except _SQL_ERRORS as exc:
-            raise self._error(exc) from exc
+            raise fail(exc) from exc
         try:
-            with _committed(conn, self._error):
+            with _committed(conn, fail):
                 conn.execute("PRAGMA journal_mode = TRUNCATE")
                 conn.execute("PRAGMA synchronous = FULL")
                 conn.execute("BEGIN IMMEDIATE")
@@ -352,8 +358,9 @@ class _Anchor:
         return mark, at_path
 
     def record(self, file_id: bytes, ledger_path: str, seq: int, digest: bytes) -> None:
-        """Raise the mark of this file to ``(seq, digest)`` (never lower it) and note its path."""
-        with self._conn() as conn:
+        """Raise the mark of this file to ``(seq, digest)`` (never lower it) and note its path (after the
+        ledger's own commit: a failure here says the charge stands)."""
+        with self._conn(after_commit=True) as conn:
             conn.execute(
                 "INSERT INTO dpcompose_anchor (file_id, path, seq, hash) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (file_id) DO UPDATE SET path = excluded.path, seq = max(seq, excluded.seq), "
