@@ -298,3 +298,55 @@ def test_found_by_review_of_this_stops_lower_side_speedups() -> None:
     assert 1.7e-39 < lo <= hi
     lo, hi = pld_subsampled_gaussian(1.0, 1e-5).self_compose(10**6).epsilon_bounds(1e-5)
     assert 0.0267532 < lo <= hi < 0.066746
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    upper=st.booleans(),
+    points=st.lists(st.tuples(st.floats(0.0, 10.0), st.floats(0.0, 1.0)), max_size=30),
+    asks=st.lists(st.floats(-1.0, 11.0), min_size=1, max_size=10),
+)
+def test_frontier_reads_the_best_point_that_applies(
+    upper: bool, points: list[tuple[float, float]], asks: list[float]
+) -> None:
+    # against every point kept: an upper point (e, d) applies at ε ≥ e, a lower one at ε ≤ e
+    f = _pld_tilt._Frontier(upper=upper)
+    for e, d in points:
+        f.add(e, d)
+    assert f.eps == sorted(f.eps) and f.deltas == sorted(f.deltas, reverse=True)
+    for x in asks + [e for e, _ in points]:
+        if upper:
+            assert f.at(x) == min((d for e, d in points if e <= x), default=math.inf)
+        else:
+            assert f.at(x) == max((d for e, d in points if e >= x), default=-1.0)
+
+
+def test_cache_is_bounded_and_answers_stay_consistent_after_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One tilted composite is built per ε(δ) question (tens of MB for a long composition: 40 questions at
+    # 10⁴ DP-SGD steps held 1.4 GB). With a budget of 1 byte only the newest stays; the certified points
+    # still give δ(ε(δ)) ≤ δ and δ_lo(ε_lo(δ)) ≥ δ for every δ asked before.
+    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", 1)
+    pld = pld_randomized_response(0.25, step_bits=8).self_compose(400)
+    targets = [10.0**-x for x in range(3, 12)]
+    answers = [pld.epsilon_bounds(d) for d in targets]
+    recipe = pld._recipe
+    assert isinstance(recipe, _Recipe)
+    held = [t for c in (recipe.cache, recipe.lower_cache) for t in c.values() if t is not None]
+    assert len(held) == 1
+    for d, (lo, hi) in zip(targets, answers, strict=True):
+        assert pld.delta(hi) <= d
+        assert pld.delta_bounds(lo)[0] >= d or lo == 0
+    # and the answers match those of a PLD that evicts nothing
+    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", 1 << 40)
+    fresh = pld_randomized_response(0.25, step_bits=8).self_compose(400)
+    assert [fresh.epsilon_bounds(d) for d in targets] == answers
+
+
+def test_cached_bytes_count_the_arrays_built_after_a_composite() -> None:
+    # a composite's cached properties (suffix sums, factors) are built when it is read: the budget counts them
+    pld = pld_laplace(1, 10).self_compose(1000)
+    pld.epsilon(1e-6)
+    recipe = pld._recipe
+    assert isinstance(recipe, _Recipe)
+    (t,) = [t for t in recipe.cache.values() if t is not None]
+    assert recipe.cached_bytes() > t.masses.nbytes

@@ -36,6 +36,7 @@ assumed within 2**9 units of roundoff (padded as in :mod:`dpcompose.accounting._
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -416,10 +417,76 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     return c, _up(fft_err / math.sqrt(size) * (1 + 1e-12))
 
 
+_CACHE_BYTES = 256 << 20  # tilted composites kept per long composition (the newest one always stays)
+
+
+def _nbytes(t: object) -> int:
+    """The bytes of the arrays a cached composite holds, with those its cached properties built since (0 for
+    None)."""
+    if t is None:
+        return 0
+    total = 0
+    for v in vars(t).values():
+        for a in v if isinstance(v, tuple) else (v,):
+            if isinstance(a, np.ndarray):
+                total += a.nbytes
+    return total
+
+
+@dataclass
+class _Frontier:
+    """Certified points (ε, δ) of a privacy curve, kept as a monotone frontier.
+
+    ``upper``: each point certifies δ(ε) ≤ δ at its ε, hence at every larger ε (the hockey-stick divergence
+    H_{e^ε} falls with ε); :meth:`at` gives the least δ of the points at or below ε (+∞ if none). Else each
+    certifies δ(ε) > δ at its ε, hence at every smaller ε; :meth:`at` gives the greatest δ of the points at
+    or above ε (−1 if none). Points another one makes redundant are dropped, so ``eps`` rises and ``deltas``
+    falls."""
+
+    upper: bool
+    eps: list[float] = field(default_factory=list)
+    deltas: list[float] = field(default_factory=list)
+
+    def at(self, eps: float) -> float:
+        if self.upper:
+            i = bisect.bisect_right(self.eps, eps) - 1
+            return self.deltas[i] if i >= 0 else math.inf
+        i = bisect.bisect_left(self.eps, eps)
+        return self.deltas[i] if i < len(self.eps) else -1.0
+
+    def add(self, eps: float, delta: float) -> None:
+        if not (math.isfinite(eps) and math.isfinite(delta)):
+            return
+        if self.upper:
+            if self.at(eps) <= delta:
+                return  # a point at or below ε certifies as much already
+            i = bisect.bisect_left(self.eps, eps)
+            j = i
+            while j < len(self.eps) and self.deltas[j] >= delta:
+                j += 1  # points at or above ε with a larger δ say less than the new one
+        else:
+            if self.at(eps) >= delta:
+                return  # a point at or above ε certifies as much already
+            j = bisect.bisect_right(self.eps, eps)
+            i = j
+            while i > 0 and self.deltas[i - 1] <= delta:
+                i -= 1  # points at or below ε with a smaller δ say less than the new one
+        self.eps[i:j] = [eps]
+        self.deltas[i:j] = [delta]
+
+
 @dataclass
 class _Recipe:
     """What a long composition was built from (the children's upper sides and counts), so that δ(ε) and
-    ε(δ) can be read from a composite tilted for the question asked; tilted composites are cached by θ."""
+    ε(δ) can be read from a composite tilted for the question asked.
+
+    Tilted composites are cached by θ (and the δ asked), least recently used first out once the cache
+    holds more than ``_CACHE_BYTES`` (the one just built always stays): a composite of a long composition
+    takes tens of megabytes, and one is built per ε(δ) question. Every answer is also kept as a certified
+    point, which outlives its composite: ε(δ) = e certifies δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e (the
+    hockey-stick divergence falls with ε); the lower end y of ε(δ) certifies δ(y) > δ, so δ(ε) > δ for
+    every ε ≤ y. Reading δ takes the least (upper) or greatest (lower) of the points that apply, which
+    keeps δ(ε(δ)) ≤ δ whatever was evicted."""
 
     get_items: Callable[[], list[tuple[_Side, int]]]
     step_bits: int
@@ -427,6 +494,32 @@ class _Recipe:
     cache: dict[tuple[float, float | None], _Tilted | None] = field(default_factory=dict)
     lower_cache: dict[tuple[float, float | None], _TiltedLower | None] = field(default_factory=dict)
     delta_builds: int = 0  # tilted composites built for δ(ε) questions (many: read the untilted side first)
+    up_points: _Frontier = field(default_factory=lambda: _Frontier(upper=True))
+    lo_points: _Frontier = field(default_factory=lambda: _Frontier(upper=False))
+    _lru: dict[tuple[bool, tuple[float, float | None]], None] = field(default_factory=dict)
+
+    def _kept(self, lower: bool, key: tuple[float, float | None], value: object) -> None:
+        """Count a composite just cached; then evict the least recently used composites while the caches
+        hold more than ``_CACHE_BYTES`` (never the one just cached; a None, which marks a θ where tilting does
+        not apply, holds nothing and stays)."""
+        if value is None:
+            return
+        self._lru[(lower, key)] = None
+        held = self.cached_bytes()  # (counted afresh: cached properties grow a composite after it is built)
+        while held > _CACHE_BYTES and len(self._lru) > 1:
+            old_lower, old_key = next(iter(self._lru))
+            del self._lru[(old_lower, old_key)]
+            held -= _nbytes((self.lower_cache if old_lower else self.cache).pop(old_key))
+
+    def cached_bytes(self) -> int:
+        """The bytes of the arrays both caches hold."""
+        caches = (self.cache, self.lower_cache)
+        return sum(_nbytes(t) for c in caches for t in c.values())
+
+    def _used(self, lower: bool, key: tuple[float, float | None]) -> None:
+        """Mark a cached composite as the most recently used."""
+        if self._lru.pop((lower, key), False) is None:
+            self._lru[(lower, key)] = None
 
     @cached_property
     def items(self) -> list[tuple[_Side, int]]:
@@ -525,14 +618,25 @@ class _Recipe:
     def tilted_lower(self, theta: float, target: float | None = None) -> _TiltedLower | None:
         """The tilted lumped pair at θ (for ε(``target``) if given), cached."""
         key = (theta, target)
-        if key not in self.lower_cache:
-            self.lower_cache[key] = _tilt_lower(self.lower_items, theta, self.step_bits, target)
-        return self.lower_cache[key]
+        if key in self.lower_cache:
+            self._used(True, key)
+            return self.lower_cache[key]
+        t = self.lower_cache[key] = _tilt_lower(self.lower_items, theta, self.step_bits, target)
+        self._kept(True, key, t)
+        return t
 
     def lumped_epsilon(self, target: float, stop: float) -> float | None:
         """The greatest float ε ≤ ``stop`` found whose tilted certified lower δ exceeds ``target``, or None
         (use the untilted lower side): searched down from ``stop`` (the upper end, which the answer is close
-        to) by secant steps, or by growing steps and bisection (to ~1e-12 relative) if those find none."""
+        to) by secant steps, or by growing steps and bisection (to ~1e-12 relative) if those find none. The
+        answer is kept as a certified point (δ(y) > ``target``)."""
+        y = self._lumped_search(target, stop)
+        if y is not None:
+            self.lo_points.add(y, target)
+        return y
+
+    def _lumped_search(self, target: float, stop: float) -> float | None:
+        """:meth:`lumped_epsilon`'s search (every float it returns has a tilted lower δ above ``target``)."""
         inf = self.upper_totals[0]
         t = self.tilted_lower(self.theta_for_delta(target, inf), target)
         if t is None:
@@ -592,6 +696,7 @@ class _Recipe:
         """The tilted certified lower δ(ε), or None: from the lumped composites built already if one is within
         1e-8 (relative) of ``upper``, else from one tilted to centre at ε."""
         best = max((t.delta_lo(eps) for t in self.lower_cache.values() if t is not None), default=-1.0)
+        best = max(best, self.lo_points.at(eps))  # (the answers whose composites were evicted)
         if best >= upper * (1 - _REUSE):
             return best
         theta = self.theta_for_epsilon(eps)
@@ -603,9 +708,12 @@ class _Recipe:
     def tilted(self, theta: float, target: float | None = None) -> _Tilted | None:
         """The tilted composite at θ (for ε(``target``) if given: see :func:`_tilt`), cached."""
         key = (theta, target)
-        if key not in self.cache:
-            self.cache[key] = _tilt(self.items, theta, self.step_bits, target)
-        return self.cache[key]
+        if key in self.cache:
+            self._used(False, key)
+            return self.cache[key]
+        t = self.cache[key] = _tilt(self.items, theta, self.step_bits, target)
+        self._kept(False, key, t)
+        return t
 
     def least_up(self, pld: PLD, target: float) -> float | None:
         """The least float ε whose tilted certified δ is at most ``target`` (None: use the untilted side).
@@ -642,7 +750,8 @@ class _Recipe:
         # (at a large δ the untilted side's absolute error is negligible and it is cheap to compare)
         if e <= (t.offset + 1) * h or share > _ERROR_SHARE or (share > _SECOND_TILT and target > 1e-4):
             untilted = pld._least_up(target)
-            return e if untilted is None else min(e, untilted)
+            e = e if untilted is None else min(e, untilted)
+        self.up_points.add(e, target)  # (either way, the certified δ at e is at most the target)
         return e
 
     def _asked(self) -> list[_Tilted]:
@@ -650,8 +759,9 @@ class _Recipe:
         return [t for (_, asked), t in self.cache.items() if asked is not None and t is not None]
 
     def delta_up_asked(self, eps: float) -> float:
-        """The least tilted certified δ(ε) of the composites built for ε(δ) questions (+∞ without any)."""
-        return min((t.delta_up(eps) for t in self._asked()), default=math.inf)
+        """The least tilted certified δ(ε) of the composites built for ε(δ) questions still cached and of the
+        answers' certified points (+∞ without any)."""
+        return min(min((t.delta_up(eps) for t in self._asked()), default=math.inf), self.up_points.at(eps))
 
     def delta_up(self, eps: float) -> tuple[float, bool] | None:
         """``(δ, poor)``: the tilted certified δ(ε), the least of the composite tilted to centre at ε and
@@ -679,6 +789,7 @@ class _Recipe:
         # where that is not built yet, the built one with the nearest θ if it reads well enough
         for t in self._asked():
             read(t)
+        best = min(best, self.up_points.at(eps))  # (the answers whose composites were evicted)
         theta = self.theta_for_epsilon(eps)
         if theta > 0:
             if (theta, None) not in self.cache:
