@@ -117,6 +117,20 @@ def test_float_clamp_bounds_must_be_floats(bounds: tuple[object, object]) -> Non
     assert dp.t.make_clamp(floats, SYM, (Fraction(1, 4), 1))([0.0]).tolist() == [0.25]
 
 
+@pytest.mark.parametrize("bound", [10**400, -(10**400), 2**1024, Fraction(10**400, 3)])
+def test_float_clamp_bound_beyond_the_float_range_is_named_briefly(bound: int | Fraction) -> None:
+    """A bound beyond ±1.8e308 was printed in full (401 digits, twice) and the message suggested ``inf``,
+    which the domain refuses; now it is cut to its first digits and a finite float is suggested."""
+    floats = dp.VectorDomain(dp.AtomDomain(float))
+    with pytest.raises(dp.InvalidParameter, match="beyond the float64 range") as info:
+        dp.t.make_clamp(floats, SYM, (0.0, bound) if bound > 0 else (bound, 0.0))
+    message = str(info.value)
+    assert len(message) < 300 and "inf" not in message.replace("finite", "")
+    suggested = float(message.rsplit("such as ", 1)[1])
+    assert math.isfinite(suggested) and (suggested > 0) == (bound > 0)
+    dp.t.make_clamp(floats, SYM, (0.0, suggested) if suggested > 0 else (suggested, 0.0))  # the advice works
+
+
 def test_float_array_membership_compares_bounds_exactly() -> None:
     """A numpy array was compared with the bound rounded to a float (2**53 + 3 → 2**53 + 4), so it passed
     where the same values as a list did not."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -98,10 +100,31 @@ def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
             continue  # (a float is one; NaN and ±inf are refused by the domain, naming the bounds)
         below, above = float_down(b), float_up(b)
         if below != above:
+            shown = _short(bounds[0]), _short(bounds[1])
+            if math.isinf(below) or math.isinf(above):  # beyond the float range: only a finite bound will do
+                raise InvalidParameter(
+                    f"bounds=({shown[0]}, {shown[1]}): {_short(b)} is beyond the float64 range "
+                    f"(±{_MAX_FLOAT!r}), and a float domain is clamped to finite floats; use a float bound "
+                    f"such as {math.copysign(_MAX_FLOAT, below)!r}"
+                )
             raise InvalidParameter(
-                f"bounds={bounds!r}: {b!r} is not a float64 value, and a float domain is clamped to floats; "
-                f"use a float bound ({below!r} or {above!r}, whichever side you want)"
+                f"bounds=({shown[0]}, {shown[1]}): {_short(b)} is not a float64 value, and a float domain is "
+                f"clamped to floats; use a float bound ({below!r} or {above!r}, whichever side you want)"
             )
+
+
+_MAX_FLOAT = sys.float_info.max
+
+
+def _short(b: object) -> str:
+    """``repr(b)``, cut to its start (with an integer's number of digits) beyond 40 characters: a bound like
+    10**400 would otherwise fill the message."""
+    text = repr(b)
+    if len(text) <= 40:
+        return text
+    if isinstance(b, int):
+        return f"{text[:12]}… ({len(str(abs(b)))} digits)"
+    return f"{text[:30]}…"
 
 
 @recorded
