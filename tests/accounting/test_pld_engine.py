@@ -262,3 +262,18 @@ def test_ld_dft_far_frequencies_within_their_bound() -> None:
     # a pass boundary changes nothing: the first 256 are those of a 256-frequency call
     v2, e2 = _pld._ld_dft(x, size, 256)
     assert np.array_equal(vals[:256], v2) and np.array_equal(errs[:256], e2)
+
+
+def test_running_out_of_memory_in_a_composition_says_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    # σ = 0.125 at rate 0.01 over 1000 steps needs a window of 2**25 points (2.5 GB at its peak); with less
+    # memory numpy's MemoryError came after 27 s with no message. Simulated here by an FFT that cannot
+    # allocate.
+    from dpcompose.accounting import pld_laplace
+
+    def no_memory(*args: object, **kwargs: object) -> object:
+        raise MemoryError
+
+    pld = pld_laplace(1, 10).self_compose(200)
+    monkeypatch.setattr(np.fft, "rfft", no_memory)
+    with pytest.raises(MemoryError, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
+        pld.epsilon(1e-6)
