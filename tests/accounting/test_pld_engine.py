@@ -277,6 +277,11 @@ def test_running_out_of_memory_in_a_composition_says_what_to_change(monkeypatch:
     monkeypatch.setattr(np.fft, "rfft", no_memory)
     with pytest.raises(MemoryError, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
         pld.epsilon(1e-6)
+    # (found by review: bare in the tilted composite's shift, just after the FFT)
+    monkeypatch.undo()
+    monkeypatch.setattr(np, "roll", no_memory)
+    with pytest.raises(MemoryError, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
+        pld_laplace(1, 10).self_compose(200).epsilon(1e-6)
 
 
 def test_wide_long_double_set_only_where_it_lowers_the_error(monkeypatch: pytest.MonkeyPatch) -> None:

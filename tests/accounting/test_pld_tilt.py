@@ -350,3 +350,24 @@ def test_cached_bytes_count_the_arrays_built_after_a_composite() -> None:
     assert isinstance(recipe, _Recipe)
     (t,) = [t for t in recipe.cache.values() if t is not None]
     assert recipe.cached_bytes() > t.masses.nbytes
+
+
+def test_found_by_review_an_untilted_lower_end_is_kept_as_a_point() -> None:
+    # ε's lower end came from the untilted lumped pair (the tilted one was poorer) and was not kept; δ's
+    # lower end read there used the tilted side alone and gave 0.89999999998 < δ = 0.9
+    p = pld_laplace(1, 5, step_bits=7).self_compose(320)
+    lo, _ = p.epsilon_bounds(0.9)
+    assert p.delta_bounds(lo)[0] >= Fraction(0.9)
+
+
+def test_found_by_review_an_evicted_answer_does_not_build_the_untilted_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # δ(ε(δ)) read from the certified point after eviction left the reading "poor", and the whole untilted
+    # composite was built for it
+    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", 1)
+    p = pld_laplace(1, 10, step_bits=8).self_compose(3000)
+    e1 = p.epsilon(1e-5)
+    p.epsilon_bounds(1e-7)  # only its newest composite stays
+    assert p.delta(e1) <= 1e-5
+    assert p._upper is None

@@ -386,11 +386,16 @@ def _fourier_power(
     try:
         return _fourier_power_body(items, size, ld_tol)
     except MemoryError as e:
-        raise MemoryError(
-            f"composing these PLDs needs an FFT window of {size} lattice points (about "
-            f"{80 * size / 2**30:.1f} GB at its peak), more memory than is free: build the PLDs with a "
-            "smaller step_bits (one bit fewer halves the window and the memory)"
-        ) from e
+        raise _out_of_memory(size) from e
+
+
+def _out_of_memory(size: int) -> MemoryError:
+    """The MemoryError for a composition whose FFT window of ``size`` points does not fit."""
+    return MemoryError(
+        f"composing these PLDs needs an FFT window of {size} lattice points (about "
+        f"{80 * size / 2**30:.1f} GB at its peak), more memory than is free: build the PLDs with a "
+        "smaller step_bits (one bit fewer halves the window and the memory)"
+    )
 
 
 def _fourier_power_body(
@@ -1324,6 +1329,10 @@ class PLD:
         if y is None or y < float(e_hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted side too
             y_plain = self._lumped_epsilon(d_up, float(e_hi))
             y = y_plain if y is None else max(y, y_plain or 0.0)
+            if y is not None and self._recipe is not None:
+                # (found by review: an untilted answer was not kept, and δ's lower end read there without
+                # the untilted side fell below δ) both searches return only certified points: δ(y) > d_up
+                self._recipe.lo_points.add(min(y, float(e_hi)), d_up)
         return Fraction(max(0.0, min(0.0 if y is None else y, float(e_hi))))
 
     def _epsilon_up(self, dq: Fraction, shown: object) -> Fraction:

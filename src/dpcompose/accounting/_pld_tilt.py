@@ -55,6 +55,7 @@ from dpcompose.accounting._pld import (
     _check_window,
     _fourier_power,
     _gamma,
+    _out_of_memory,
     _Side,
     _sum_bound,
     _totals,
@@ -416,7 +417,10 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     """The tilted composite on [b_lo, b_lo + size) (clipped at 0: the exact values are ≥ 0, so clipping only
     helps) and a bound on the 2-norm of its float error (``_fourier_power``'s bound is √size times it)."""
     c, fft_err = _fourier_power([(xt, k) for xt, _, k in p.vectors], size, _LD_TOL)
-    c = np.maximum(np.roll(c, (base - b_lo) % size), 0.0)
+    try:
+        c = np.maximum(np.roll(c, (base - b_lo) % size), 0.0)
+    except MemoryError as e:  # (found by review: bare here, just after the FFT)
+        raise _out_of_memory(size) from e
     return c, _up(fft_err / math.sqrt(size) * (1 + 1e-12))
 
 
@@ -484,7 +488,8 @@ class _Recipe:
     ε(δ) can be read from a composite tilted for the question asked.
 
     Tilted composites are cached by θ (and the δ asked), least recently used first out once the cache
-    holds more than ``_CACHE_BYTES`` (the one just built always stays): a composite of a long composition
+    holds more than ``_CACHE_BYTES`` when a composite is built (the one just built always stays; arrays a
+    composite builds when read are counted then; a subsampled PLD has a recipe per order): a composite of a long composition
     takes tens of megabytes, and one is built per ε(δ) question. Every answer is also kept as a certified
     point, which outlives its composite: ε(δ) = e certifies δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e (the
     hockey-stick divergence falls with ε); the lower end y of ε(δ) certifies δ(y) > δ, so δ(ε) > δ for
@@ -792,7 +797,9 @@ class _Recipe:
         # where that is not built yet, the built one with the nearest θ if it reads well enough
         for t in self._asked():
             read(t)
-        best = min(best, self.up_points.at(eps))  # (the answers whose composites were evicted)
+        point = self.up_points.at(eps)  # (the answers whose composites were evicted)
+        if point < best:  # a certified answer: reading the untilted side as well is not needed for it
+            best, poor = point, False  # (found by review: poor stayed True, and the untilted side was built)
         theta = self.theta_for_epsilon(eps)
         if theta > 0:
             if (theta, None) not in self.cache:
