@@ -487,14 +487,14 @@ class _Recipe:
     """What a long composition was built from (the children's upper sides and counts), so that δ(ε) and
     ε(δ) can be read from a composite tilted for the question asked.
 
-    Tilted composites are cached by θ (and the δ asked), least recently used first out once the cache
-    holds more than ``_CACHE_BYTES`` when a composite is built (the one just built always stays; arrays a
-    composite builds when read are counted then; a subsampled PLD has a recipe per order): a composite of a long composition
-    takes tens of megabytes, and one is built per ε(δ) question. Every answer is also kept as a certified
-    point, which outlives its composite: ε(δ) = e certifies δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e (the
-    hockey-stick divergence falls with ε); the lower end y of ε(δ) certifies δ(y) > δ, so δ(ε) > δ for
-    every ε ≤ y. Reading δ takes the least (upper) or greatest (lower) of the points that apply, which
-    keeps δ(ε(δ)) ≤ δ whatever was evicted."""
+    Tilted composites are cached by θ (and the δ asked), least recently used first out once the cache holds
+    more than ``_CACHE_BYTES`` when a composite is built (the one just built always stays; arrays a composite
+    builds when read are counted then; a subsampled PLD has a recipe per order): a composite of a long
+    composition takes tens of megabytes, and one is built per ε(δ) question. Every answer is also kept as a
+    certified point, which outlives its composite: ε(δ) = e certifies δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e
+    (the hockey-stick divergence falls with ε); the lower end y of ε(δ) certifies δ(y) > δ, so δ(ε) > δ for
+    every ε ≤ y. Reading δ takes the least (upper) or greatest (lower) of the points that apply, which keeps
+    δ(ε(δ)) ≤ δ whatever was evicted."""
 
     get_items: Callable[[], list[tuple[_Side, int]]]
     step_bits: int
