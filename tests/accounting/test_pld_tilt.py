@@ -371,3 +371,22 @@ def test_found_by_review_an_evicted_answer_does_not_build_the_untilted_side(
     p.epsilon_bounds(1e-7)  # only its newest composite stays
     assert p.delta(e1) <= 1e-5
     assert p._upper is None
+
+
+def test_found_by_review_the_cache_budget_is_process_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Per composition, the 256 PLDs the measurements' cache keeps could hold 256 MiB each: four 10⁴-step
+    # accountings reached 2.5 GB. Now one budget covers every recipe, least recently used out across them.
+    a = pld_laplace(1, 10, step_bits=8).self_compose(2000)
+    b = pld_laplace(1, 11, step_bits=8).self_compose(2000)
+    a.epsilon(1e-6)
+    ra, rb = a._recipe, b._recipe
+    assert isinstance(ra, _Recipe) and isinstance(rb, _Recipe)
+    assert ra.cached_bytes() > 0
+    one = ra.cached_bytes()
+    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", one + 1)  # room for a's composite, not for b's as well
+    b.epsilon(1e-6)
+    assert rb.cached_bytes() > 0 and ra.cached_bytes() == 0  # a's went out: it was the least recently used
+    assert _pld_tilt._HELD.total() == rb.cached_bytes()
+    first = a.epsilon(1e-6)
+    assert a.epsilon(1e-6) == first  # (rebuilt after eviction: the same answer)
+    assert a.delta(first) <= 1e-6

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -424,7 +426,59 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     return c, _up(fft_err / math.sqrt(size) * (1 + 1e-12))
 
 
-_CACHE_BYTES = 256 << 20  # tilted composites kept per long composition (the newest one always stays)
+_CACHE_BYTES = 256 << 20  # tilted composites kept in this process (the newest one always stays)
+
+
+class _Held:
+    """Every cached tilted composite of every live recipe, least recently used first, under one lock: the
+    budget is process-wide (found by review: per composition, the 256 PLDs the measurements' cache keeps
+    held 2.5 GB after four 10⁴-step accountings, and later maps ran out of memory). Recipes are referenced
+    weakly: a recipe that is gone takes its composites with it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.order: dict[tuple[int, bool, tuple[float, float | None]], weakref.ref[_Recipe]] = {}
+
+    def used(self, recipe: _Recipe, lower: bool, key: tuple[float, float | None]) -> None:
+        with self.lock:
+            ref = self.order.pop((id(recipe), lower, key), None)
+            if ref is not None and ref() is recipe:
+                self.order[(id(recipe), lower, key)] = ref
+
+    def kept(self, recipe: _Recipe, lower: bool, key: tuple[float, float | None]) -> None:
+        """Count a composite just cached; then evict the least recently used ones (of any recipe) while all
+        of them hold more than ``_CACHE_BYTES`` (never the one just cached)."""
+        with self.lock:
+            self.order.pop((id(recipe), lower, key), None)  # (the id of a recipe gone may be reused)
+            self.order[(id(recipe), lower, key)] = weakref.ref(recipe)
+            held = 0
+            for entry, ref in list(self.order.items()):  # counted afresh: composites grow when read
+                t = _cached(ref(), entry[1], entry[2])
+                if t is None:
+                    del self.order[entry]  # (its recipe is gone)
+                else:
+                    held += _nbytes(t)
+            while held > _CACHE_BYTES and len(self.order) > 1:
+                entry, ref = next(iter(self.order.items()))
+                del self.order[entry]
+                r = ref()
+                if r is not None:
+                    held -= _nbytes((r.lower_cache if entry[1] else r.cache).pop(entry[2], None))
+
+    def total(self) -> int:
+        """The bytes of the arrays every cached composite holds."""
+        with self.lock:
+            return sum(_nbytes(_cached(ref(), entry[1], entry[2])) for entry, ref in self.order.items())
+
+
+def _cached(recipe: _Recipe | None, lower: bool, key: tuple[float, float | None]) -> object:
+    """The composite a recipe caches under ``key`` (None if the recipe or the entry is gone)."""
+    if recipe is None:
+        return None
+    return (recipe.lower_cache if lower else recipe.cache).get(key)
+
+
+_HELD = _Held()
 
 
 def _nbytes(t: object) -> int:
@@ -487,14 +541,12 @@ class _Recipe:
     """What a long composition was built from (the children's upper sides and counts), so that δ(ε) and
     ε(δ) can be read from a composite tilted for the question asked.
 
-    Tilted composites are cached by θ (and the δ asked), least recently used first out once the cache holds
-    more than ``_CACHE_BYTES`` when a composite is built (the one just built always stays; arrays a composite
-    builds when read are counted then; a subsampled PLD has a recipe per order): a composite of a long
-    composition takes tens of megabytes, and one is built per ε(δ) question. Every answer is also kept as a
-    certified point, which outlives its composite: ε(δ) = e certifies δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e
-    (the hockey-stick divergence falls with ε); the lower end y of ε(δ) certifies δ(y) > δ, so δ(ε) > δ for
-    every ε ≤ y. Reading δ takes the least (upper) or greatest (lower) of the points that apply, which keeps
-    δ(ε(δ)) ≤ δ whatever was evicted."""
+    Tilted composites are cached by θ (and the δ asked), under one process-wide budget (:class:`_Held`,
+    ``_CACHE_BYTES``): a composite of a long composition takes tens of megabytes, and one is built per ε(δ)
+    question. Every answer is also kept as a certified point, which outlives its composite: ε(δ) = e certifies
+    δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e (the hockey-stick divergence falls with ε); the lower end y of ε(δ)
+    certifies δ(y) > δ, so δ(ε) > δ for every ε ≤ y. Reading δ takes the least (upper) or greatest (lower) of
+    the points that apply, which keeps δ(ε(δ)) ≤ δ whatever was evicted."""
 
     get_items: Callable[[], list[tuple[_Side, int]]]
     step_bits: int
@@ -504,30 +556,21 @@ class _Recipe:
     delta_builds: int = 0  # tilted composites built for δ(ε) questions (many: read the untilted side first)
     up_points: _Frontier = field(default_factory=lambda: _Frontier(upper=True))
     lo_points: _Frontier = field(default_factory=lambda: _Frontier(upper=False))
-    _lru: dict[tuple[bool, tuple[float, float | None]], None] = field(default_factory=dict)
 
     def _kept(self, lower: bool, key: tuple[float, float | None], value: object) -> None:
-        """Count a composite just cached; then evict the least recently used composites while the caches
-        hold more than ``_CACHE_BYTES`` (never the one just cached; a None, which marks a θ where tilting does
-        not apply, holds nothing and stays)."""
-        if value is None:
-            return
-        self._lru[(lower, key)] = None
-        held = self.cached_bytes()  # (counted afresh: cached properties grow a composite after it is built)
-        while held > _CACHE_BYTES and len(self._lru) > 1:
-            old_lower, old_key = next(iter(self._lru))
-            del self._lru[(old_lower, old_key)]
-            held -= _nbytes((self.lower_cache if old_lower else self.cache).pop(old_key))
+        """Count a composite just cached against the process-wide budget (:class:`_Held`; a None, which
+        marks a θ where tilting does not apply, holds nothing and stays)."""
+        if value is not None:
+            _HELD.kept(self, lower, key)
 
     def cached_bytes(self) -> int:
-        """The bytes of the arrays both caches hold."""
+        """The bytes of the arrays this recipe's caches hold."""
         caches = (self.cache, self.lower_cache)
-        return sum(_nbytes(t) for c in caches for t in c.values())
+        return sum(_nbytes(t) for c in caches for t in list(c.values()))
 
     def _used(self, lower: bool, key: tuple[float, float | None]) -> None:
         """Mark a cached composite as the most recently used."""
-        if self._lru.pop((lower, key), False) is None:
-            self._lru[(lower, key)] = None
+        _HELD.used(self, lower, key)
 
     @cached_property
     def items(self) -> list[tuple[_Side, int]]:
@@ -626,9 +669,13 @@ class _Recipe:
     def tilted_lower(self, theta: float, target: float | None = None) -> _TiltedLower | None:
         """The tilted lumped pair at θ (for ε(``target``) if given), cached."""
         key = (theta, target)
-        if key in self.lower_cache:
+        try:  # (one lookup: another thread may evict it meanwhile)
+            hit = self.lower_cache[key]
+        except KeyError:
+            pass
+        else:
             self._used(True, key)
-            return self.lower_cache[key]
+            return hit
         t = self.lower_cache[key] = _tilt_lower(self.lower_items, theta, self.step_bits, target)
         self._kept(True, key, t)
         return t
@@ -703,7 +750,7 @@ class _Recipe:
     def delta_lo(self, eps: float, upper: float) -> float | None:
         """The tilted certified lower δ(ε), or None: from the lumped composites built already if one is within
         1e-8 (relative) of ``upper``, else from one tilted to centre at ε."""
-        best = max((t.delta_lo(eps) for t in self.lower_cache.values() if t is not None), default=-1.0)
+        best = max((t.delta_lo(eps) for t in list(self.lower_cache.values()) if t is not None), default=-1.0)
         best = max(best, self.lo_points.at(eps))  # (the answers whose composites were evicted)
         if best >= upper * (1 - _REUSE):
             return best
@@ -716,9 +763,13 @@ class _Recipe:
     def tilted(self, theta: float, target: float | None = None) -> _Tilted | None:
         """The tilted composite at θ (for ε(``target``) if given: see :func:`_tilt`), cached."""
         key = (theta, target)
-        if key in self.cache:
+        try:  # (one lookup: another thread may evict it meanwhile)
+            hit = self.cache[key]
+        except KeyError:
+            pass
+        else:
             self._used(False, key)
-            return self.cache[key]
+            return hit
         t = self.cache[key] = _tilt(self.items, theta, self.step_bits, target)
         self._kept(False, key, t)
         return t
@@ -764,7 +815,7 @@ class _Recipe:
 
     def _asked(self) -> list[_Tilted]:
         """The tilted composites built for ε(δ) questions."""
-        return [t for (_, asked), t in self.cache.items() if asked is not None and t is not None]
+        return [t for (_, asked), t in list(self.cache.items()) if asked is not None and t is not None]
 
     def delta_up_asked(self, eps: float) -> float:
         """The least tilted certified δ(ε) of the composites built for ε(δ) questions still cached and of the
@@ -803,8 +854,9 @@ class _Recipe:
         theta = self.theta_for_epsilon(eps)
         if theta > 0:
             if (theta, None) not in self.cache:
-                near = [(abs(math.log(th / theta)), th) for th, tg in self.cache if tg is None and th > 0]
-                if near and read(self.cache[(min(near)[1], None)]) <= _REUSE:
+                built = list(self.cache)
+                near = [(abs(math.log(th / theta)), th) for th, tg in built if tg is None and th > 0]
+                if near and read(self.cache.get((min(near)[1], None))) <= _REUSE:
                     return (best, poor) if math.isfinite(best) else None
                 self.delta_builds += 1
             read(self.tilted(theta))
