@@ -171,3 +171,21 @@ def test_renyi_is_a_candidate_for_pure_and_zcdp_mechanisms(capsys: pytest.Captur
     curve = pure_cost_to_renyi(Fraction(1, 10), DEFAULT_ORDERS)
     expected = renyi_to_approx(DEFAULT_ORDERS, [100 * c for c in curve], Fraction(1, 10**6))
     assert f"≤ {dp.accounting.format_up(expected)}" in line
+
+
+def test_found_by_review_a_huge_count_and_the_interval_s_lower_end(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # count = 10⁸ built lists of 10⁸ entries and ended in a MemoryError after 75 s; the interval's lower end
+    # was printed rounded up ([8.30623, 8.30623] around 8.3062250)
+    assert main(["account", "--mech", "rr:epsilon=0.01,count=100000000", "--delta", "1e-6"]) == 0
+    out = capsys.readouterr().out
+    assert "zCDP" in out and "basic composition" in out and "optimal composition" not in out
+    gauss = "gaussian:sigma=20,count=1000,noise=continuous"
+    assert main(["account", "--mech", gauss, "--delta", "1e-6"]) == 0
+    out = capsys.readouterr().out
+    match = re.search(r"interval: \[([0-9.]+), ([0-9.]+)\]", out)
+    assert match, out
+    exact = float(dp.accounting.gaussian_profile(1, 20 / 1000**0.5).epsilon(1e-6))
+    assert float(match.group(1)) <= exact <= float(match.group(2))
+    assert float(match.group(1)) < float(match.group(2))

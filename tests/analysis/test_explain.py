@@ -74,3 +74,17 @@ def test_explain_and_queryables_render_as_escaped_html() -> None:
         q._repr_html_()
         == "<code>&lt;sparse vector: open, 0 answered; 0 of 1 positive answers used&gt;</code>"
     )
+
+
+def test_found_by_review_only_the_exactly_least_candidate_is_marked_chosen() -> None:
+    # basic and advanced give ε = 0.3, optimal 0.29999999…: all three show as 0.3, and all three were
+    # marked chosen (the marks compared the shown strings)
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    count = dp.t.make_count(ints, dp.SymmetricDistance())
+    kids = [count >> dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), 10) for _ in range(3)]
+    m = dp.make_sequential(*kids, output_measure=dp.ApproxDP(), delta=1e-9)
+    row = dp.explain(m, 1).rows[0]
+    marked = [name.split(" —")[0] for i, (name, _) in enumerate(row.runners_up) if row._is_chosen(i)]
+    assert marked == ["optimal"]
+    text = str(dp.explain(m, 1))
+    assert text.count("· chosen") == 1

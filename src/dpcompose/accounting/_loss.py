@@ -279,13 +279,15 @@ class PrivacyLoss:
             ...
             dpcompose.errors.UnsupportedComposition: ...
         """
-        problem = f"parts={parts!r} must be an iterable of PrivacyLoss values"
+        def problem() -> str:  # (formatted only when raised: found by review, repr of 10⁶ parts on every
+            return f"parts={parts!r} must be an iterable of PrivacyLoss values"  # call was 62% of the time)
+
         if isinstance(parts, (PrivacyLoss, str, bytes)) or not isinstance(parts, Iterable):
-            raise InvalidParameter(problem)
+            raise InvalidParameter(problem())
         try:
             items = list(parts)
         except TypeError:  # e.g. a 0-d numpy array
-            raise InvalidParameter(problem) from None
+            raise InvalidParameter(problem()) from None
         counts: Counter[PrivacyLoss] = Counter()
         for i, part in enumerate(items):
             if not isinstance(part, PrivacyLoss):

@@ -34,6 +34,7 @@ from dpcompose.accounting import (
     PrivacyLoss,
     basic,
     exact,
+    format_down,
     format_up,
     optimal_delta,
     optimal_epsilon,
@@ -48,6 +49,7 @@ from dpcompose.errors import DPError, InvalidParameter
 __all__ = ["main"]
 
 _SAMPLING_KEYS = {"rate", "sampling"}
+_OPTIMAL_MAX = 100_000  # optimal composition is listed up to this many mechanisms (its input lists each)
 _KEYS = {
     "laplace": {"scale", "sensitivity", "count", "noise"} | _SAMPLING_KEYS,
     "gaussian": {"sigma", "sensitivity", "count", "noise"} | _SAMPLING_KEYS,
@@ -189,22 +191,25 @@ def _candidates(
 ) -> list[tuple[str, Fraction]]:
     """The generic theorems that apply, each with its bound (ε at ``delta``, or δ at ``epsilon``)."""
     out: list[tuple[str, Fraction]] = []
-    expand = [m for m in mechs for _ in range(m.count)]
-    if all(m.approx is not None for m in mechs):
-        eps = [m.approx[0] for m in expand if m.approx is not None]
-        dels = [m.approx[1] for m in expand if m.approx is not None]
-        name = "optimal composition (Kairouz–Oh–Viswanath 2015; Murtagh–Vadhan 2016)"
-        with contextlib.suppress(DPError):  # refused where the children's δ already exceed the target
-            if delta is not None:
-                out.append((name, optimal_epsilon(eps, dels, delta)))
-            elif epsilon is not None:
-                out.append((name, optimal_delta(eps, dels, epsilon)))
-        e_b, d_b = basic(eps, dels)
-        basic_name = "basic composition (Dwork et al. 2006)"
-        if delta is not None and d_b <= delta:
-            out.append((basic_name, e_b))
-        if epsilon is not None and e_b <= epsilon:
-            out.append((basic_name, d_b))
+    approx = [(m.approx, m.count) for m in mechs if m.approx is not None]
+    if len(approx) == len(mechs):
+        if sum(m.count for m in mechs) <= _OPTIMAL_MAX:  # (its inputs list every mechanism)
+            eps = [a[0] for a, n in approx for _ in range(n)]
+            dels = [a[1] for a, n in approx for _ in range(n)]
+            name = "optimal composition (Kairouz–Oh–Viswanath 2015; Murtagh–Vadhan 2016)"
+            with contextlib.suppress(DPError):  # refused where the children's δ already exceed the target
+                if delta is not None:
+                    out.append((name, optimal_epsilon(eps, dels, delta)))
+                elif epsilon is not None:
+                    out.append((name, optimal_delta(eps, dels, epsilon)))
+        # basic composition adds: n copies of (ε, δ) are one (nε, nδ) (refused where nδ reaches 1)
+        with contextlib.suppress(DPError):
+            e_b, d_b = basic([a[0] * n for a, n in approx], [a[1] * n for a, n in approx])
+            basic_name = "basic composition (Dwork et al. 2006)"
+            if delta is not None and d_b <= delta:
+                out.append((basic_name, e_b))
+            if epsilon is not None and e_b <= epsilon:
+                out.append((basic_name, d_b))
     if delta is not None and delta > 0 and all(m.pure is not None or m.rho is not None for m in mechs):
         # Rényi curves add, converted at δ (renyi_compose_epsilon: Mironov 2017; Balle et al. 2020 Thm 21)
         parts = [
@@ -214,7 +219,7 @@ def _candidates(
         renyi = renyi_compose_epsilon(parts, delta)
         out.append(("Rényi (Mironov 2017; Balle–Barthe–Gaboardi–Hsu–Sato 2020)", renyi))
     if all(m.rho is not None for m in mechs):
-        rho = zcdp_compose([m.rho for m in expand if m.rho is not None])
+        rho = zcdp_compose([m.rho * m.count for m in mechs if m.rho is not None])  # (ρ's add)
         name = "zCDP (Bun–Steinke 2016; Canonne–Kamath–Steinke 2020)"
         if delta is not None and delta > 0:
             out.append((name, zcdp_to_approx(rho, delta)))
@@ -267,7 +272,10 @@ def main(argv: list[str] | None = None) -> int:
         if delta_text is None and eps_text is None:
             raise InvalidParameter("pass --delta (to get ε) or --epsilon (to get δ)")
         mechs = [_mechanism(s, f"mechanism {i}") for i, s in enumerate(specs)]
-        total = PrivacyLoss.compose([m.loss for m in mechs for _ in range(m.count)])
+        # (n copies as one composed part: found by review, count = 10⁸ built a list of 10⁸ entries)
+        total = PrivacyLoss.compose(
+            [PrivacyLoss("composed", (), ((m.loss, m.count),)) if m.count > 1 else m.loss for m in mechs]
+        )
         shown = "composition: " + " + ".join(
             f"{m.count} × {m.label}" if m.count > 1 else m.label for m in mechs
         )
@@ -288,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         print(shown)  # (after the work: a refused case prints its error line alone)
         print(f"{what}({at}) ≤ {format_up(best)}")
         print(f"theorem: {best_name}")
-        print(f"PLD certified interval: [{format_up(lo)}, {format_up(hi)}] (sources: {total.source})")
+        print(f"PLD certified interval: [{format_down(lo)}, {format_up(hi)}] (sources: {total.source})")
         print("all candidates:")
         for name, value in results:
             print(f"  {what} ≤ {format_up(value):<10} {name}{'  (chosen)' if name == best_name else ''}")

@@ -16,7 +16,9 @@ __all__ = ["Explanation", "ExplanationRow", "explain"]
 @dataclass(frozen=True, slots=True)
 class ExplanationRow:
     """One node of the tree: its depth, label, interaction, measure/metric, cost at its ``d_in``,
-    theorem, source, and the runners-up the policy rejected (theorem, cost)."""
+    theorem, source, and the runners-up the policy rejected (theorem, cost); ``chosen`` marks those whose
+    exact cost is the one chosen (a shown cost rounds: found by review, basic's ε = 0.3 and optimal's
+    0.29999999 both showed as 0.3 and both were marked chosen)."""
 
     depth: int
     label: str
@@ -27,6 +29,13 @@ class ExplanationRow:
     theorem: str
     source: str
     runners_up: tuple[tuple[str, str], ...] = ()
+    chosen: tuple[bool, ...] = ()
+
+    def _is_chosen(self, i: int) -> bool:
+        """Whether runner-up ``i`` is the one chosen (by its exact cost where known, else as shown)."""
+        if i < len(self.chosen):
+            return self.chosen[i]
+        return self.runners_up[i][1] == self.cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +50,8 @@ class Explanation:
         for r in self.rows:
             why = r.theorem + (f" — {r.source}" if r.source and r.theorem else r.source)
             table.append(("  " * r.depth + r.label, r.interaction, r.measure, r.d_in, r.cost, why))
-            for theorem, value in r.runners_up:
-                mark = "· chosen" if value == r.cost else "· runner-up"
+            for i, (theorem, value) in enumerate(r.runners_up):
+                mark = "· chosen" if r._is_chosen(i) else "· runner-up"
                 table.append(("  " * (r.depth + 1) + mark, "", "", "", value, theorem))
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
@@ -70,14 +79,22 @@ class Explanation:
                 + "".join(f"<td{pad if i == 0 else ''}>{html.escape(c)}</td>" for i, c in enumerate(cells))
                 + "</tr>"
             )
-            for theorem, value in r.runners_up:
-                mark = "chosen" if value == r.cost else "runner-up"
+            for i, (theorem, value) in enumerate(r.runners_up):
+                mark = "chosen" if r._is_chosen(i) else "runner-up"
                 out.append(
                     f'<tr><td style="padding-left: {1.5 * r.depth + 2:g}em">· {mark}</td><td></td><td></td>'
                     f"<td></td><td>{html.escape(value)}</td><td>{html.escape(theorem)}</td></tr>"
                 )
         out += ["</tbody>", "</table>"]
         return "\n".join(out)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Exact equality of two costs (numbers or tuples of numbers; False where they do not compare)."""
+    try:
+        return bool(a == b)
+    except Exception:  # (an array-like cost has no single truth value)
+        return False
 
 
 def _display_cost(node: Measurement[Any, Any, Any, Any] | Transformation[Any, Any, Any, Any], d: Any) -> str:
@@ -148,8 +165,11 @@ def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow], repeat: 
     cost = node.map(d_in)
     measure = repr(node.output_measure).removesuffix("()") if isinstance(node, Measurement) else "metric"
     runners: tuple[tuple[str, str], ...] = ()
+    chosen: tuple[bool, ...] = ()
     if info.alternatives is not None:
-        runners = tuple((name, _display_cost(node, value)) for name, value in info.alternatives(d_in))
+        alternatives = info.alternatives(d_in)
+        runners = tuple((name, _display_cost(node, value)) for name, value in alternatives)
+        chosen = tuple(_same(value, cost) for _, value in alternatives)
     rows.append(
         ExplanationRow(
             depth=depth,
@@ -161,6 +181,7 @@ def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow], repeat: 
             theorem=info.theorem,
             source=info.source,
             runners_up=runners,
+            chosen=chosen,
         )
     )
     pairs = list(zip(info.children, info.inputs_for_children(d_in), strict=True))
