@@ -71,6 +71,8 @@ def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) ->
         (["--mech", "gaussian:sigma=1,rate=0.2,count=200,noise=continuous", "--mech",
           "gaussian:sigma=100,sensitivity=2,rate=0.01,sampling=without_replacement,noise=continuous",
           "--delta", "1e-5"], "mix Poisson sampling"),
+        # found by review: a key given twice kept the last value
+        (["--mech", "gaussian:sigma=1,sigma=2", "--delta", "1e-6"], "given twice"),
     ],
 )
 def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
@@ -189,3 +191,19 @@ def test_found_by_review_a_huge_count_and_the_interval_s_lower_end(
     exact = float(dp.accounting.gaussian_profile(1, 20 / 1000**0.5).epsilon(1e-6))
     assert float(match.group(1)) <= exact <= float(match.group(2))
     assert float(match.group(1)) < float(match.group(2))
+
+
+def test_found_by_review_one_target_per_run_and_one_prefix(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # a file with both targets used delta silently; a file's epsilon with --delta on the command line was
+    # dropped silently; an unreadable rate said "mechanism 0: mechanism 0:"
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"mechanisms": [{"name": "rr", "epsilon": 1}], "delta": 1e-6, "epsilon": 1}))
+    assert main(["account", "--file", str(both)]) == 2
+    assert "not both" in capsys.readouterr().out
+    eps = tmp_path / "eps.json"
+    eps.write_text(json.dumps({"mechanisms": [{"name": "rr", "epsilon": 1}], "epsilon": 1}))
+    assert main(["account", "--file", str(eps), "--delta", "1e-6"]) == 2
+    assert "give one of them" in capsys.readouterr().out
+    assert main(["account", "--mech", "gaussian:sigma=1,rate=nan", "--delta", "1e-6"]) == 2
+    assert capsys.readouterr().out.count("mechanism 0:") == 1

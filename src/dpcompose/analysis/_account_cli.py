@@ -99,8 +99,9 @@ def _subsampled(m: _Mechanism, rate: Any, sampling: Any, where: str) -> _Mechani
     """
     from dpcompose.combinators._subsample import amplify_epsilon
 
+    q_in = _number(rate, "rate", where)  # (its own message names where: found by review, it was doubled)
     try:  # PrivacyLoss.subsampled checks the rate (in [0, 1]) and the sampling
-        loss = PrivacyLoss.subsampled(m.loss, _number(rate, "rate", where), sampling)
+        loss = PrivacyLoss.subsampled(m.loss, q_in, sampling)
     except InvalidParameter as exc:
         raise InvalidParameter(f"{where}: {exc}") from None
     q = loss.params[0]
@@ -182,6 +183,8 @@ def _parse_mech(text: str) -> dict[str, Any]:
         key, eq, value = item.partition("=")
         if not eq:
             raise InvalidParameter(f"--mech {text!r}: {item!r} must be key=value")
+        if key.strip() in spec:  # (found by review: sigma=1,sigma=2 kept the last silently)
+            raise InvalidParameter(f"--mech {text!r}: {key.strip()!r} is given twice")
         spec[key.strip()] = value.strip()
     return spec
 
@@ -265,6 +268,16 @@ def main(argv: list[str] | None = None) -> int:
             if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list):
                 raise InvalidParameter(f"--file {args.file!r}: needs an object with a 'mechanisms' list")
             specs += [dict(s) if isinstance(s, dict) else {"name": s} for s in data["mechanisms"]]
+            if data.get("delta") is not None and data.get("epsilon") is not None:
+                raise InvalidParameter(  # (found by review: delta was used silently)
+                    f"--file {args.file!r}: give 'delta' (to get ε) or 'epsilon' (to get δ), not both"
+                )
+            if (args.delta is not None and data.get("epsilon") is not None) or (
+                args.epsilon is not None and data.get("delta") is not None
+            ):
+                raise InvalidParameter(
+                    f"--file {args.file!r} gives the other target than the command line: give one of them"
+                )
             delta_text = delta_text if delta_text is not None else data.get("delta")
             eps_text = eps_text if eps_text is not None else data.get("epsilon")
         if not specs:
