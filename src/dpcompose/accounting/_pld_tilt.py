@@ -43,7 +43,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -479,6 +479,7 @@ def _cached(recipe: _Recipe | None, lower: bool, key: tuple[float, float | None]
 
 
 _HELD = _Held()
+_T = TypeVar("_T")
 
 
 def _nbytes(t: object) -> int:
@@ -567,6 +568,25 @@ class _Recipe:
         """The bytes of the arrays this recipe's caches hold."""
         caches = (self.cache, self.lower_cache)
         return sum(_nbytes(t) for c in caches for t in list(c.values()))
+
+    def _lookup(
+        self,
+        cache: dict[tuple[float, float | None], _T | None],
+        lower: bool,
+        key: tuple[float, float | None],
+        build: Callable[[], _T | None],
+    ) -> _T | None:
+        """``cache[key]``, built and counted against the budget if it is not there."""
+        try:  # (one lookup: another thread may evict it meanwhile)
+            hit = cache[key]
+        except KeyError:
+            pass
+        else:
+            self._used(lower, key)
+            return hit
+        t = cache[key] = build()
+        self._kept(lower, key, t)
+        return t
 
     def _used(self, lower: bool, key: tuple[float, float | None]) -> None:
         """Mark a cached composite as the most recently used."""
@@ -668,17 +688,8 @@ class _Recipe:
 
     def tilted_lower(self, theta: float, target: float | None = None) -> _TiltedLower | None:
         """The tilted lumped pair at θ (for ε(``target``) if given), cached."""
-        key = (theta, target)
-        try:  # (one lookup: another thread may evict it meanwhile)
-            hit = self.lower_cache[key]
-        except KeyError:
-            pass
-        else:
-            self._used(True, key)
-            return hit
-        t = self.lower_cache[key] = _tilt_lower(self.lower_items, theta, self.step_bits, target)
-        self._kept(True, key, t)
-        return t
+        build = partial(_tilt_lower, self.lower_items, theta, self.step_bits, target)
+        return self._lookup(self.lower_cache, True, (theta, target), build)
 
     def lumped_epsilon(self, target: float, stop: float) -> float | None:
         """The greatest float ε ≤ ``stop`` found whose tilted certified lower δ exceeds ``target``, or None
@@ -762,17 +773,8 @@ class _Recipe:
 
     def tilted(self, theta: float, target: float | None = None) -> _Tilted | None:
         """The tilted composite at θ (for ε(``target``) if given: see :func:`_tilt`), cached."""
-        key = (theta, target)
-        try:  # (one lookup: another thread may evict it meanwhile)
-            hit = self.cache[key]
-        except KeyError:
-            pass
-        else:
-            self._used(False, key)
-            return hit
-        t = self.cache[key] = _tilt(self.items, theta, self.step_bits, target)
-        self._kept(False, key, t)
-        return t
+        build = partial(_tilt, self.items, theta, self.step_bits, target)
+        return self._lookup(self.cache, False, (theta, target), build)
 
     def least_up(self, pld: PLD, target: float) -> float | None:
         """The least float ε whose tilted certified δ is at most ``target`` (None: use the untilted side).
