@@ -207,3 +207,16 @@ def test_found_by_review_one_target_per_run_and_one_prefix(tmp_path: Path,
     assert "give one of them" in capsys.readouterr().out
     assert main(["account", "--mech", "gaussian:sigma=1,rate=nan", "--delta", "1e-6"]) == 2
     assert capsys.readouterr().out.count("mechanism 0:") == 1
+
+
+def test_found_by_review_no_overflow_warnings_where_a_side_bounds_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 10⁵ × Laplace(1) at ε = 0: the lumped pair's N = e^{s}·Q overflows and its bound is infinite (the lower
+    # end is then 0, validly); numpy's overflow and 0·∞ warnings reached the user
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert main(["account", "--mech", "laplace:scale=1,count=100000", "--epsilon", "0"]) == 0
+    assert "interval: [0, 1]" in capsys.readouterr().out

@@ -539,8 +539,9 @@ def _fourier_power_body(
         dz = np.where(dropped, np.exp(log_bound) * (1 + 1e-10), dz)
     dz = np.where(np.isnan(dz), np.inf, dz)
     # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
-    dz2 = math.sqrt(2 * float(np.sum(dz * dz))) * (1 + 1e-10)
-    z2 = math.sqrt(2 * float(np.sum(z.real**2 + z.imag**2))) * (1 + 1e-10)
+    with np.errstate(over="ignore"):  # (an overflow is an infinite bound: the side then bounds nothing)
+        dz2 = math.sqrt(2 * float(np.sum(dz * dz))) * (1 + 1e-10)
+        z2 = math.sqrt(2 * float(np.sum(z.real**2 + z.imag**2))) * (1 + 1e-10)
     c = np.fft.irfft(z, size)
     # ‖F⁻¹v‖₂ = ‖v‖₂/√N and ℓ₁ ≤ √N·ℓ₂ on N entries; inverse rounding ≤ r‖Ẑ‖₂/√N (Thm 24.2).
     fft_err = (dz2 + _fft_relative(size) * z2) * (1 + 1e-10)
@@ -1108,7 +1109,9 @@ class PLD:
             # Sum over the labels s ≥ s_i for the best i: |Σ(p − w·n)₊ − Σ(p̂ − w·n̂)₊| ≤ ‖p − p̂‖₁ +
             # w_i·‖n − n̂‖₁ on that set, so a later start trades the terms it drops for a smaller weight.
             suffix = np.cumsum(t[::-1])[::-1]
-            value = suffix - w * (1 + 1e-12) * side.nq_err
+            with np.errstate(over="ignore", invalid="ignore"):  # (an infinite N error: no start is usable;
+                value = suffix - w * (1 + 1e-12) * side.nq_err  # 0·∞ where a weight underflowed counts so)
+            value = np.where(np.isnan(value), -np.inf, value)
             i = int(np.argmax(value))
             if value[i] > 0:
                 total, n_term = float(suffix[i]), float(w[i]) * (1 + 1e-12) * side.nq_err
