@@ -177,3 +177,14 @@ def test_gaussian_1000_fold_matches_the_closed_form() -> None:
     eps, _ = dp.make_sequential(*[g] * 1000, output_measure=dp.ApproxDP(), delta=1e-6).map(1)
     exact = float(dp.accounting.gaussian_profile(1, 20.0 / 1000**0.5).epsilon(1e-6))  # Balle–Wang 2018
     assert exact <= float(eps) <= exact + 1e-3  # zCDP → CKS gave 8.8459
+
+
+def test_found_by_review_a_refusal_names_why_each_candidate_could_not_certify() -> None:
+    # 10⁵ Poisson-subsampled Gaussian steps at q = 1e-9, σ = 0.3: the PLD window (3.4e10 lattice points) is
+    # too large; the error said "the children's profiles do not reach it"
+    counts = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance())
+    gauss = counts >> dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), 0.3)
+    step = dp.make_subsample(gauss, 1e-9)
+    m = dp.make_sequential(*[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6)
+    with pytest.raises(dp.UnsupportedComposition, match=r"pld: this composition's window spans \d+ lattice"):
+        m.map(1)

@@ -286,26 +286,39 @@ def plan_composition(
             )
         names = list(candidates) if theorem == "auto" else [theorem]
 
-        def evaluate(ds: list[Any], losses: Losses) -> list[tuple[str, tuple[Fraction, Fraction]]]:
+        def run(
+            chosen: list[str], ds: list[Any], losses: Losses, refusals: list[str] | None = None
+        ) -> list[tuple[str, tuple[Fraction, Fraction]]]:
             results = []
-            for name in candidates:
-                value = candidates[name](ds, losses)
+            for name in chosen:
+                try:
+                    value = candidates[name](ds, losses)
+                except _Refused as exc:  # (a candidate that applies but cannot certify: why, for the error)
+                    value = None
+                    if refusals is not None:
+                        refusals.append(f"{name}: {exc}")
                 if value is not None:
                     results.append((name, value))
             return results
 
+        def evaluate(ds: list[Any], losses: Losses) -> list[tuple[str, tuple[Fraction, Fraction]]]:
+            return run(list(candidates), ds, losses)
+
         def compose(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction]:
-            results = [(n, v) for n in names if (v := candidates[n](ds, losses)) is not None]
+            refusals: list[str] = []
+            results = run(names, ds, losses, refusals)
             if not results:
+                why = (
+                    "a child has no privacy loss distribution"
+                    if names == ["pld"]
+                    else "the children's profiles do not reach it"
+                    if "profile" in names
+                    else "the children's δ already add up to more"
+                )
                 raise UnsupportedComposition(
                     f"no applicable theorem ({', '.join(names)}) fits the target delta={delta}: "
-                    + (
-                        "a child has no privacy loss distribution"
-                        if names == ["pld"]
-                        else "the children's profiles do not reach it"
-                        if "profile" in names
-                        else "the children's δ already add up to more"
-                    )
+                    # (found by review: a PLD window too large for memory read as "profiles do not reach it")
+                    + ("; ".join(refusals) if refusals else why)
                 )
             return min(results, key=lambda nv: (nv[1][0], nv[1][1]))[1]
 
@@ -359,6 +372,11 @@ def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses
     return out
 
 
+class _Refused(Exception):
+    """A candidate theorem applies to the children but cannot certify this case (its reason is the
+    message); the policy then tries the others, and names the reasons if none is left."""
+
+
 def _pld_candidate(
     measures: Sequence[Measure[Any]], delta: Fraction
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
@@ -373,8 +391,8 @@ def _pld_candidate(
             return None  # RR_(ε,δ) pairs only: "optimal" is this exactly, without a lattice
         try:
             eps = PrivacyLoss.compose([p for p in pairs if p is not None]).epsilon(delta)
-        except InvalidParameter:  # outside the PLD constructors' range (e.g. ε above 700), or δ too small
-            return None
+        except InvalidParameter as exc:  # outside the PLD constructors' range (ε above 700), δ too small, …
+            raise _Refused(str(exc)) from None
         return eps, delta
 
     return use_pld
@@ -402,14 +420,14 @@ def _child_profiles(
 def _profile_candidate(
     lifts: Sequence[Callable[[Any], PrivacyProfile]], delta: Fraction
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
-    """The profile candidate: ε(δ) of the children's composed profiles (pairs attached), None where the
-    profile does not reach δ."""
+    """The profile candidate: ε(δ) of the children's composed profiles (pairs attached), refused (with the
+    profile's reason) where it does not reach δ."""
 
     def use_profile(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
         try:
             return _child_profiles(lifts, ds, losses).epsilon(delta), delta
-        except InvalidParameter:
-            return None
+        except InvalidParameter as exc:
+            raise _Refused(str(exc)) from None
 
     return use_profile
 
