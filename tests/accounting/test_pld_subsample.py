@@ -490,3 +490,21 @@ def test_subsampled_gaussian_accepts_the_ends_of_its_documented_range() -> None:
     for sigma in (10_000.000001, 0.1249999):
         with pytest.raises(InvalidParameter, match=r"must be in \[1e-4, 8\]"):
             pld_subsampled_gaussian(sigma, 0.5)
+
+
+def test_found_by_review_compose_plds_refuses_to_mix_sampling_schemes() -> None:
+    # Poisson sampling's pair holds for a record added or removed, sampling without replacement's for a
+    # record substituted: compose_plds composed the two into one ε (2.4327); PrivacyLoss.compose refused
+    from dpcompose.accounting import compose_plds, pld_laplace, pld_subsampled_gaussian
+    from dpcompose.errors import UnsupportedComposition
+
+    poisson = pld_subsampled_gaussian(1, 0.1)
+    wor = pld_subsampled_gaussian(1, 0.1, sampling="without_replacement")
+    assert (poisson.sampling, wor.sampling) == ("poisson", "without_replacement")
+    with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
+        compose_plds([poisson, wor])
+    run = compose_plds([poisson, pld_laplace(1, 10)]).self_compose(10)  # the scheme is carried
+    assert run.sampling == "poisson"
+    with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
+        run.compose(wor)
+    assert pld_laplace(1, 10).sampling is None  # (a plain mechanism's pair holds for its Δ's relation)

@@ -77,7 +77,7 @@ from dpcompose._validation import check_finite_nonnegative, check_finite_positiv
 from dpcompose.accounting._common import _bisect, probability
 from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
 from dpcompose.accounting._profile import _LOG_NDTR_PAD, _gaussian_epsilon, _log_ndtr_up, gaussian_delta
-from dpcompose.errors import InvalidParameter
+from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 if TYPE_CHECKING:
     from dpcompose.accounting._pld_tilt import _Recipe
@@ -879,6 +879,10 @@ class PLD:
     composite tilted for the question: :mod:`dpcompose.accounting._pld_tilt`)."""
     _recipe: _Recipe | None = field(default=None, repr=False, compare=False)
     """For long compositions: what they were built from, for the tilted reading."""
+    sampling: str | None = field(default=None, repr=False)
+    """Set for subsampled mechanisms (and compositions with them) to their scheme, ``"poisson"`` (a record
+    added or removed) or ``"without_replacement"`` (a record substituted): the pair holds for that
+    neighbouring relation only, and :func:`compose_plds` refuses to mix the two."""
 
     def _build_lazy(self) -> None:
         assert self._lazy is not None
@@ -1402,6 +1406,8 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
 
     Raises:
         InvalidParameter: the list is empty, holds a non-PLD, or mixes lattices.
+        UnsupportedComposition: it mixes Poisson sampling with sampling without replacement (``sampling``):
+            their pairs hold under different neighbouring relations.
 
     Examples:
         >>> from dpcompose.accounting import pld_laplace, pld_randomized_response
@@ -1439,6 +1445,22 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates). Otherwise: one FFT per distinct
     PLD when the result is long (:func:`_compose_many`), else repeated squaring by direct/FFT convolution.
     """
+    schemes = {p.sampling for p, _ in groups} - {None}
+    if len(schemes) > 1:
+        raise UnsupportedComposition(
+            "these PLDs mix Poisson sampling (one record added or removed) with sampling without replacement "
+            "(one record substituted): neither pair holds under the other neighbouring relation, so no "
+            "theorem composes them; use one sampling scheme for the whole run"
+        )
+    sampling = next(iter(schemes), None)
+    result = _compose_groups_one_scheme(groups, description)
+    if sampling is not None:
+        object.__setattr__(result, "sampling", sampling)  # (a new object: set once, before it is shared)
+    return result
+
+
+def _compose_groups_one_scheme(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
+    """:func:`_compose_groups` once the sampling schemes are checked."""
     if any(p.reverse is not None for p, _ in groups):
         fwd = _compose_groups([(_one_way(p), n) for p, n in groups], description)
         rev = _compose_groups([(_one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)")
@@ -1493,11 +1515,11 @@ def _content_key(p: PLD) -> object:
         return (sd.offset, sd.masses.size, digest, sd.inf, sd.err, nq, sd.nq_err)
 
     if p.gaussian is not None and p.reverse is None:
-        return (p.step_bits, p.tail, p.gaussian)
+        return (p.step_bits, p.tail, p.gaussian, p.sampling)
     rev = None if p.reverse is None else _content_key(p.reverse)
     # a lower side not built yet is not built for a key: such PLDs (composites) are grouped by identity
     low = side(p._lower) if p._lower is not None else ("lazy", id(p))
-    return (p.step_bits, p.tail, p.gaussian, side(p.upper), low, rev)
+    return (p.step_bits, p.tail, p.gaussian, side(p.upper), low, rev, p.sampling)
 
 
 def _both_ways(
@@ -1534,6 +1556,7 @@ def _view(p: PLD, description: str, gaussian: tuple[float, float, float] | None,
         p.step_bits, p._upper, p._lower, p.tail, description, gaussian, reverse, _lazy=p._lazy,
         _lazy_lower=None if p._lower is not None else (lambda: p.lower),
         _lazy_upper=None if p._upper is not None else (lambda: p.upper), _recipe=p._recipe,
+        sampling=p.sampling,
     )
 
 

@@ -484,10 +484,10 @@ def _from_cells(
     if sampling == "poisson":
         fwd = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
         rev = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
-        return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev)
+        return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev, sampling=sampling)
     sym = _build(bits, _to_buckets(cells, bits, "sym"), tail, name)
     attained = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
-    return PLD(bits, sym.upper, attained.lower, tail, name)
+    return PLD(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
 
 
 def _identity(bits: int, tail: float, name: str) -> PLD:
