@@ -508,3 +508,8 @@ def test_found_by_review_compose_plds_refuses_to_mix_sampling_schemes() -> None:
     with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
         run.compose(wor)
     assert pld_laplace(1, 10).sampling is None  # (a plain mechanism's pair holds for its Δ's relation)
+    # (found by review: the reverse order had no scheme, and composing it directly bypassed the check)
+    assert poisson.reverse is not None and poisson.reverse.sampling == "poisson"
+    with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
+        poisson.reverse.compose(wor)
+    assert run.reverse is not None and run.reverse.sampling == "poisson"

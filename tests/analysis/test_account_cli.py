@@ -220,3 +220,25 @@ def test_found_by_review_no_overflow_warnings_where_a_side_bounds_nothing(
         warnings.simplefilter("error", RuntimeWarning)
         assert main(["account", "--mech", "laplace:scale=1,count=100000", "--epsilon", "0"]) == 0
     assert "interval: [0, 1]" in capsys.readouterr().out
+
+
+def test_found_by_review_repeated_json_keys_and_options_are_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # json keeps a repeated key's last value ({"sigma": 1, "sigma": 50} was accounted at σ = 50, 87 times
+    # below the truth for σ = 1), and argparse the last of a repeated option (abbreviated or not)
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"mechanisms": [{"name": "gaussian", "sigma": 1, "sigma": 50}], "delta": 1e-6}')
+    assert main(["account", "--file", str(dup)]) == 2
+    assert "'sigma' is given twice" in capsys.readouterr().out
+    for argv in (["--delta", "1e-6", "--delta", "0.5"], ["--delta", "1e-6", "--del", "0.5"]):
+        assert main(["account", "--mech", "gaussian:sigma=1", *argv]) == 2
+        assert "--delta is given more than once" in capsys.readouterr().out
+
+
+def test_found_by_review_an_epsilon_beyond_the_float_range_of_lattice_steps(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ε = 1e308 overflowed math.ldexp(ε, step_bits) in the tilted reading: a traceback, not an answer
+    assert main(["account", "--mech", "laplace:scale=1,count=2000", "--epsilon", "1e308"]) == 0
+    assert "interval: [0, 0]" in capsys.readouterr().out

@@ -1454,8 +1454,10 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
         )
     sampling = next(iter(schemes), None)
     result = _compose_groups_one_scheme(groups, description)
-    if sampling is not None:
-        object.__setattr__(result, "sampling", sampling)  # (a new object: set once, before it is shared)
+    if sampling is not None:  # (new objects: set once, before they are shared; the reverse order too)
+        object.__setattr__(result, "sampling", sampling)
+        if result.reverse is not None:
+            object.__setattr__(result.reverse, "sampling", sampling)
     return result
 
 

@@ -483,7 +483,8 @@ def _from_cells(
         _check_span(min(float(np.min(fin_lo)), 0.0), max(float(np.max(fin_hi)), 0.0), bits)
     if sampling == "poisson":
         fwd = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
-        rev = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
+        add = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
+        rev = PLD(bits, add.upper, add.lower, tail, add.description, sampling=sampling)  # (the order alone)
         return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev, sampling=sampling)
     sym = _build(bits, _to_buckets(cells, bits, "sym"), tail, name)
     attained = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")

@@ -129,7 +129,7 @@ class _Tilted:
 
     def delta_up(self, eps: float) -> float:
         """A certified upper bound on δ(ε) for ε ≥ offset·h, and +∞ below (this bound does not apply)."""
-        scaled = math.ldexp(eps, self.step_bits)  # exact
+        scaled = _ldexp(eps, self.step_bits)  # exact
         if not math.isfinite(scaled) or scaled < self.offset:
             return math.inf
         j0 = math.floor(scaled) + 1  # the first lattice index J with J·h > ε
@@ -166,7 +166,8 @@ class _Tilted:
         Σ_{J≥J₀} w_J|Δc_J|e^{Λ−θJ} ≤ ‖Δc‖₂·e^{Λ−θJ₀}·(Σ_{i≥0} e^{−2θi})^{1/2}, which is
         ‖Δc‖₂·e^{Λ−θJ₀}/(1 − e^{−2θ})^{1/2}, or with the count n of entries from J₀ on,
         ‖Δc‖₂·e^{Λ−θJ₀}·√n, whichever is smaller."""
-        j0 = math.floor(math.ldexp(eps, self.step_bits)) + 1
+        scaled = _ldexp(eps, self.step_bits)
+        j0 = math.floor(scaled) + 1 if math.isfinite(scaled) else self.offset + self.masses.size
         n_above = max(1, self.offset + self.masses.size - j0)
         spread = min(math.sqrt(n_above), 1 / math.sqrt(-math.expm1(-2 * self.theta))) * (1 + 1e-12)
         err = self.err + self.err2 * spread * (1 + self.rel)
@@ -479,6 +480,15 @@ def _cached(recipe: _Recipe | None, lower: bool, key: tuple[float, float | None]
 
 
 _HELD = _Held()
+
+
+def _ldexp(x: float, bits: int) -> float:
+    """x·2**bits (exact where finite), ±∞ where it overflows (found by review: ε = 1e308 raised an
+    OverflowError from ``math.ldexp``)."""
+    try:
+        return math.ldexp(x, bits)
+    except OverflowError:
+        return math.copysign(math.inf, x)
 _T = TypeVar("_T")
 
 
@@ -680,7 +690,7 @@ class _Recipe:
     def theta_for_epsilon(self, eps: float) -> float:
         """The θ that centres the tilted composite at ε (K'(θ) = ε/h), or 0 if ε is below its mean; rounded
         to a power of 2**(1/4), so that δ(ε) read at many ε (a plot) shares a few tilted composites."""
-        scaled = math.ldexp(eps, self.step_bits)
+        scaled = _ldexp(eps, self.step_bits)
         if self._cumulants(0.0)[1] >= scaled:
             return 0.0
         theta = self._bisect(lambda th: scaled - self._cumulants(th)[1])
@@ -831,7 +841,7 @@ class _Recipe:
         review, a composite tilted for another question can be useless here, 1.0 against 0.37). None
         where no tilted bound applies."""
         top = sum(k * (sd.offset + sd.masses.size - 1) for sd, k in self.items)  # the largest finite index
-        if math.ldexp(eps, self.step_bits) >= top:  # only the mass at +∞ is above ε (nothing to compose)
+        if eps >= math.ldexp(top, -self.step_bits):  # only the mass at +∞ is above ε (nothing to compose)
             inf, err_unt, _ = self.upper_totals
             return _up(inf + err_unt), False
         best, poor = math.inf, True
@@ -913,8 +923,9 @@ class _TiltedLower:
             return 0.0
         # labels s ≥ ε + min(g, 0) − 2: where the terms turn positive (labels drift from the merged losses
         # by g, as in PLD._lumped_start; found by review: without g the positive terms could be skipped)
-        i0 = max(0, math.ceil(math.ldexp(eps + min(self.drift, 0.0) - 2.0, self.step_bits)) - self.start_j)
+        first = _ldexp(eps + min(self.drift, 0.0) - 2.0, self.step_bits)
         n = self.p_lo.size
+        i0 = max(0, math.ceil(first) - self.start_j) if math.isfinite(first) else n  # (∞: no label above ε)
         floor_only = max(0.0, math.nextafter(self.inf - self.wrap, -math.inf))
         if i0 >= n:
             return floor_only
@@ -926,7 +937,7 @@ class _TiltedLower:
         # are summed too, as before; that cut is far longer where g ≪ 0 (866k labels against 120k at
         # q = 1e-5, 10⁶ steps, g = −46).
         def cut(e: float) -> int:
-            ref = min(n - 1, max(i0, math.floor(math.ldexp(e, self.step_bits)) + 1 - self.start_j))
+            ref = min(n - 1, max(i0, math.floor(_ldexp(e, self.step_bits)) + 1 - self.start_j))
             return min(n, ref + int(np.searchsorted(-self.reach[ref:], -1e-16 * float(self.reach[ref]))) + 1)
 
         short = cut(eps + min(self.drift, 0.0))

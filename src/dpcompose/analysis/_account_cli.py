@@ -176,6 +176,30 @@ def _plain(spec: dict[str, Any], where: str) -> _Mechanism:
     return _Mechanism(label, count, loss, eps if d == 0 else None, (eps, d), None)
 
 
+class _Once(argparse.Action):
+    """Store an option's value, noting (in ``repeated``) an option given twice, which argparse would
+    otherwise resolve silently to the last value (abbreviations included)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            namespace.repeated = [*namespace.repeated, "/".join(self.option_strings)]
+        setattr(namespace, self.dest, values)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused where a key repeats (found by review: json keeps the last value silently, and
+    {"sigma": 1, "sigma": 50} was accounted at σ = 50)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InvalidParameter(f"{key!r} is given twice in one object")
+        out[key] = value
+    return out
+
+
 def _parse_mech(text: str) -> dict[str, Any]:
     name, _, rest = text.partition(":")
     spec: dict[str, Any] = {"name": name.strip()}
@@ -248,22 +272,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--file",
+        action=_Once,
         help='a JSON file: {"mechanisms": [{"name": "laplace", "scale": 10, '
         '"count": 1000}, ...], "delta": 1e-6}',
     )
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--delta", help="report ε at this δ")
-    target.add_argument("--epsilon", help="report δ at this ε")
-    parser.add_argument("--plot", metavar="FILE", help="also draw δ(ε) to FILE (needs matplotlib)")
+    target.add_argument("--delta", action=_Once, help="report ε at this δ")
+    target.add_argument("--epsilon", action=_Once, help="report δ at this ε")
+    parser.add_argument(
+        "--plot", action=_Once, metavar="FILE", help="also draw δ(ε) to FILE (needs matplotlib)"
+    )
+    parser.set_defaults(repeated=[])
     args = parser.parse_args(argv)
     try:
+        if args.repeated:  # (argparse keeps the last one silently; found by review)
+            raise InvalidParameter(f"{args.repeated[0]} is given more than once")
         specs = [_parse_mech(t) for t in args.mech]
         delta_text, eps_text = args.delta, args.epsilon
         if args.file:
             try:
                 with open(args.file, encoding="utf-8") as fh:
-                    data = json.load(fh)
-            except (OSError, ValueError) as exc:
+                    data = json.load(fh, object_pairs_hook=_unique_keys)
+            except (OSError, ValueError) as exc:  # (InvalidParameter, a ValueError, too: a repeated key)
                 raise InvalidParameter(f"--file {args.file!r}: {exc}") from None
             if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list):
                 raise InvalidParameter(f"--file {args.file!r}: needs an object with a 'mechanisms' list")
