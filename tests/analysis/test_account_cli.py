@@ -230,7 +230,7 @@ def test_found_by_review_repeated_json_keys_and_options_are_errors(
     dup = tmp_path / "dup.json"
     dup.write_text('{"mechanisms": [{"name": "gaussian", "sigma": 1, "sigma": 50}], "delta": 1e-6}')
     assert main(["account", "--file", str(dup)]) == 2
-    assert "'sigma' is given twice" in capsys.readouterr().out
+    assert "key 'sigma' twice" in capsys.readouterr().out
     for argv in (["--delta", "1e-6", "--delta", "0.5"], ["--delta", "1e-6", "--del", "0.5"]):
         assert main(["account", "--mech", "gaussian:sigma=1", *argv]) == 2
         assert "--delta is given more than once" in capsys.readouterr().out

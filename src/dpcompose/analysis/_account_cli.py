@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpcompose._serialize import _unique_keys
 from dpcompose._validation import check_finite_nonnegative
 from dpcompose.accounting import (
     PrivacyLoss,
@@ -189,17 +190,6 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, refused where a key repeats (found by review: json keeps the last value silently, and
-    {"sigma": 1, "sigma": 50} was accounted at σ = 50)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise InvalidParameter(f"{key!r} is given twice in one object")
-        out[key] = value
-    return out
-
-
 def _parse_mech(text: str) -> dict[str, Any]:
     name, _, rest = text.partition(":")
     spec: dict[str, Any] = {"name": name.strip()}
@@ -292,8 +282,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.file:
             try:
                 with open(args.file, encoding="utf-8") as fh:
+                    # (a repeated key is refused: found by review, json kept the last value silently, and
+                    # {"sigma": 1, "sigma": 50} was accounted at σ = 50)
                     data = json.load(fh, object_pairs_hook=_unique_keys)
-            except (OSError, ValueError) as exc:  # (InvalidParameter, a ValueError, too: a repeated key)
+            except (OSError, ValueError) as exc:  # (SerializationError, a ValueError too: a repeated key)
                 raise InvalidParameter(f"--file {args.file!r}: {exc}") from None
             if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list):
                 raise InvalidParameter(f"--file {args.file!r}: needs an object with a 'mechanisms' list")
