@@ -81,6 +81,7 @@ _COARSE = 64  # the model used only to choose θ groups entries d steps from a s
 _NEAR = 1  # δ(ε) sums the terms with loss below ε + _NEAR one by one, the others from suffix sums
 _UNDERFLOW_PAD = 2.0**-1064  # pads every term whose exp may have underflowed (see _Tilted)
 _LOG_THETA = (math.log(1e-7), math.log(1e4))  # the range searched for θ in loss units
+_T = TypeVar("_T")
 _LD_TOL = 1e-10  # an FFT error bound below this share of the tilted total (≈ 1) needs no more long double
 # frequencies: relative to δ it is that over the tilted mass near ε (1000 × Laplace(200): 2.6e-11 left by 256
 # frequencies took 16 of 30 ms to lower to 2e-13, and moved ε by 3e-11 relative)
@@ -489,7 +490,6 @@ def _ldexp(x: float, bits: int) -> float:
         return math.ldexp(x, bits)
     except OverflowError:
         return math.copysign(math.inf, x)
-_T = TypeVar("_T")
 
 
 def _nbytes(t: object) -> int:
@@ -568,12 +568,6 @@ class _Recipe:
     up_points: _Frontier = field(default_factory=lambda: _Frontier(upper=True))
     lo_points: _Frontier = field(default_factory=lambda: _Frontier(upper=False))
 
-    def _kept(self, lower: bool, key: tuple[float, float | None], value: object) -> None:
-        """Count a composite just cached against the process-wide budget (:class:`_Held`; a None, which
-        marks a θ where tilting does not apply, holds nothing and stays)."""
-        if value is not None:
-            _HELD.kept(self, lower, key)
-
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""
         caches = (self.cache, self.lower_cache)
@@ -586,21 +580,19 @@ class _Recipe:
         key: tuple[float, float | None],
         build: Callable[[], _T | None],
     ) -> _T | None:
-        """``cache[key]``, built and counted against the budget if it is not there."""
+        """``cache[key]`` (marked most recently used), or built, cached and counted against the process-wide
+        budget (:class:`_Held`; a None, which marks a θ where tilting does not apply, holds nothing)."""
         try:  # (one lookup: another thread may evict it meanwhile)
             hit = cache[key]
         except KeyError:
             pass
         else:
-            self._used(lower, key)
+            _HELD.used(self, lower, key)
             return hit
         t = cache[key] = build()
-        self._kept(lower, key, t)
+        if t is not None:
+            _HELD.kept(self, lower, key)
         return t
-
-    def _used(self, lower: bool, key: tuple[float, float | None]) -> None:
-        """Mark a cached composite as the most recently used."""
-        _HELD.used(self, lower, key)
 
     @cached_property
     def items(self) -> list[tuple[_Side, int]]:
