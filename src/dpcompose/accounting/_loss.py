@@ -37,6 +37,7 @@ import numpy as np
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
+    _MIXED_SAMPLING,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
@@ -300,11 +301,7 @@ class PrivacyLoss:
         if not counts:
             raise InvalidParameter(f"parts={parts!r}: compose needs at least one PrivacyLoss")
         if len({p._sampling() for p in counts} - {None}) > 1:
-            raise UnsupportedComposition(
-                "these pairs mix Poisson sampling (one record added or removed) with sampling without "
-                "replacement (one record substituted): neither pair holds under the other neighbouring "
-                "relation, so no theorem composes them; use one sampling scheme for the whole run"
-            )
+            raise UnsupportedComposition(_MIXED_SAMPLING)
         ordered = tuple(
             sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params), repr(pc[0])))
         )

@@ -100,6 +100,14 @@ _EXP_REL = 2.0**-44  # assumed relative accuracy of numpy exp / expm1 (2**9·u, 
 _FFT_SAFETY = 8.0
 _DIRECT_LIMIT = 64  # convolve directly when the shorter vector has at most this many entries
 
+_MIXED_SAMPLING = (
+    "these pairs mix Poisson sampling (one record added or removed) with sampling without replacement (one "
+    "record substituted): neither pair holds under the other neighbouring relation, so no theorem composes "
+    "them; use one sampling scheme for the whole run"
+)
+"""The refusal of a composition that mixes the two subsampling schemes (:func:`compose_plds`,
+:meth:`~dpcompose.accounting.PrivacyLoss.compose`)."""
+
 DEFAULT_STEP_BITS = 14
 """The default lattice: h = 2**-14 ≈ 6.1e-5."""
 
@@ -1447,11 +1455,7 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     """
     schemes = {p.sampling for p, _ in groups} - {None}
     if len(schemes) > 1:
-        raise UnsupportedComposition(
-            "these PLDs mix Poisson sampling (one record added or removed) with sampling without replacement "
-            "(one record substituted): neither pair holds under the other neighbouring relation, so no "
-            "theorem composes them; use one sampling scheme for the whole run"
-        )
+        raise UnsupportedComposition(_MIXED_SAMPLING)
     sampling = next(iter(schemes), None)
     result = _compose_groups_one_scheme(groups, description)
     if sampling is not None:  # (new objects: set once, before they are shared; the reverse order too)
