@@ -119,11 +119,16 @@ _MAX_FLOAT = sys.float_info.max
 def _short(b: object) -> str:
     """``repr(b)``, cut to its start (with an integer's number of digits) beyond 40 characters: a bound like
     10**400 would otherwise fill the message."""
-    text = repr(b)
+    try:
+        text = repr(b)
+    except ValueError:  # beyond Python's 4300-digit int-to-str limit (found by review: it raised here)
+        if isinstance(b, int):
+            return f"an integer of about {int(abs(b).bit_length() * math.log10(2)) + 1} digits"
+        return f"a {type(b).__name__} too long to print"
     if len(text) <= 40:
         return text
     if isinstance(b, int):
-        return f"{text[:12]}… ({len(str(abs(b)))} digits)"
+        return f"{text[:12]}… ({len(text.lstrip('-'))} digits)"
     return f"{text[:30]}…"
 
 
