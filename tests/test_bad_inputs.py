@@ -1031,12 +1031,13 @@ CASES: dict[str, Case] = {
         _numbers,
     ),
     "accounting.pld_laplace": Case(
-        dp.accounting.pld_laplace, lambda: {"sensitivity": 1, "scale": 10.0, "step_bits": 10, "tail": 1e-18},
+        dp.accounting.pld_laplace,
+        lambda: {"sensitivity": 1, "scale": 10.0, "step_bits": 10, "tail": 1e-18, "aligned": True},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.pld_discrete_laplace": Case(
         dp.accounting.pld_discrete_laplace,
-        lambda: {"sensitivity": 2, "scale": 4.0, "step_bits": 10, "tail": 1e-18},
+        lambda: {"sensitivity": 2, "scale": 4.0, "step_bits": 10, "tail": 1e-18, "aligned": True},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.pld_discrete_gaussian": Case(
@@ -1051,12 +1052,12 @@ CASES: dict[str, Case] = {
     ),
     "accounting.pld_randomized_response": Case(
         dp.accounting.pld_randomized_response,
-        lambda: {"epsilon": 1.0, "k": 3, "step_bits": 10, "tail": 1e-18},
+        lambda: {"epsilon": 1.0, "k": 3, "step_bits": 10, "tail": 1e-18, "aligned": True},
         lambda r: r.delta_bounds(0.5),
     ),
     "accounting.pld_approx": Case(
         dp.accounting.pld_approx,
-        lambda: {"epsilon": 1.0, "delta": 1e-6, "step_bits": 10, "tail": 1e-18},
+        lambda: {"epsilon": 1.0, "delta": 1e-6, "step_bits": 10, "tail": 1e-18, "aligned": True},
         lambda r: r.delta_bounds(0.5),
     ),
     "accounting.pld_subsampled_gaussian": Case(

@@ -197,8 +197,9 @@ def test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
     tilted = [t for t in pld._recipe.cache.values() if t is not None]
     assert tilted
     t = tilted[0]
-    j0 = math.floor(math.ldexp(eps, t.step_bits)) + 1
-    first = j0 + (1 << t.step_bits) - t.offset
+    assert t.grid.mult == 1
+    j0 = math.floor(math.ldexp(eps, t.grid.bits)) + 1
+    first = j0 + (1 << t.grid.bits) - t.offset
     assume(0 <= first < t._end)
     s, e = t._far(first, eps)
     pos, factor, _ = t._factors

@@ -41,6 +41,7 @@ from dpcompose.accounting._pld import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
+    _reach_fits,
     compose_plds,
     pld_approx,
     pld_discrete_laplace,
@@ -321,14 +322,23 @@ class PrivacyLoss:
             return f"{_SOURCES['subsampled']}; {self.parts[0][0].source}"
         return _SOURCES[self.kind]
 
-    def pld(self, step_bits: int = DEFAULT_STEP_BITS) -> PLD:
+    def pld(self, step_bits: int = DEFAULT_STEP_BITS, *, aligned: bool = False) -> PLD:
         """The certified privacy loss distribution on the lattice ``2**-step_bits``.
+
+        With ``aligned=True``, a mechanism whose losses are atoms (Laplace, discrete Laplace, randomized
+        response, an (ε, δ) pair), or n copies of one, is built on the lattice through its atoms (see
+        :func:`~dpcompose.accounting.pld_laplace`), which is tighter: 1000 × Laplace(10) at δ = 1e-6 gives
+        18.95028741 against 18.95028849 on 2**-14. Such a PLD composes only with PLDs on its own lattice.
+        Other pairs, mixtures of kinds, and compositions too long for the aligned lattice's exact positions
+        get the plain lattice. :meth:`epsilon_bounds`, :meth:`epsilon` and :meth:`delta` read this one.
 
         Raises:
             InvalidParameter: the parameters are outside what the PLD constructors support (for example
-                Δ/t above 700).
+                Δ/t above 700), or ``aligned`` is not a bool.
         """
-        return _pld(self, step_bits)
+        if not isinstance(aligned, bool):
+            raise InvalidParameter(f"aligned={aligned!r} must be True or False")
+        return _pld_aligned(self, step_bits) if aligned else _pld(self, step_bits)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """Certified ``(lower, upper)`` bounds on the least ε with δ(ε) ≤ ``delta`` (cached).
@@ -384,7 +394,7 @@ class PrivacyLoss:
 
     def delta(self, epsilon: Number) -> Fraction:
         """The certified upper bound on δ(ε)."""
-        return self.pld(self.step_bits()).delta(epsilon)
+        return self.pld(self.step_bits(), aligned=True).delta(epsilon)
 
     def order_sensitive(self) -> bool:
         """Whether this pair depends on which neighbour holds the record: a Poisson-subsampled pair (rate
@@ -540,18 +550,45 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
     return compose_plds(plds) if len(plds) > 1 else plds[0]
 
 
+_ALIGNABLE = ("laplace", "discrete_laplace", "randomized_response", "approx")  # their losses are atoms
+
+
+@functools.lru_cache(maxsize=256)
+def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
+    """:meth:`PrivacyLoss.pld` with ``aligned=True``: one mechanism of the kinds ``_ALIGNABLE``, or n copies
+    of one, on the lattice through its atoms where the composition's positions stay exact there
+    (:func:`~dpcompose.accounting._pld._reach_fits`); otherwise the plain lattice (:func:`_pld`).
+
+    Measured at δ = 1e-6 (upper ends): the aligned lattice gains up to 8.7e-6 relative on 1000 × Laplace(b)
+    (b = 400; dpcompose's own ``make_laplace`` on a fine grid likewise) and 3.4e-6 on 12 × RR(1.3)
+    (15.5999859 against 15.6000386), where ε(δ) falls near a composite atom that the plain lattice splits.
+    It can lose a little where the composition goes through the FFT: the FFT's error bound grows with the
+    2-norm of the masses, which stay on few points on the aligned lattice (1000 × discrete Laplace(1, 10):
+    19.3446714666 against 19.3446714513, 8e-10 relative; 500 × RR(0.1): 6e-10)."""
+    part, n = (loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1))
+    if part.kind not in _ALIGNABLE:
+        return _pld(loss, bits)
+    try:
+        one = _BUILDERS[part.kind](part.params[0], part.params[1], step_bits=bits, aligned=True)
+    except InvalidParameter:  # (its window a few points over the limit: the plain one may still fit)
+        return _pld(loss, bits)
+    if one.step_mult == 1 or not _reach_fits(one, n):  # (a dyadic atom: the plain lattice already)
+        return _pld(loss, bits)
+    return one.self_compose(n) if n > 1 else one
+
+
 @functools.lru_cache(maxsize=1024)
 def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fraction]:
     if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
         eps = loss.params[0]  # the pair is (ε, δ)-DP exactly: no lattice rounding needed above it
         assert isinstance(eps, Fraction)
         try:
-            lo, hi = loss.pld(loss.step_bits()).epsilon_bounds(delta)
+            lo, hi = loss.pld(loss.step_bits(), aligned=True).epsilon_bounds(delta)
         except InvalidParameter:  # δ at the pair's own δ, below the lattice's certified mass at +∞:
             return (eps if delta == loss.params[1] else Fraction(0)), eps  # ε(δ) is ε exactly there
         hi = min(hi, eps)
         return min(lo, hi), hi
-    return loss.pld(loss.step_bits()).epsilon_bounds(delta)
+    return loss.pld(loss.step_bits(), aligned=True).epsilon_bounds(delta)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -562,7 +599,7 @@ def _epsilon_upper(loss: PrivacyLoss, delta: Fraction) -> Fraction:
         eps = loss.params[0]
         assert isinstance(eps, Fraction)
         try:
-            return min(loss.pld(loss.step_bits()).epsilon(delta), eps)
+            return min(loss.pld(loss.step_bits(), aligned=True).epsilon(delta), eps)
         except InvalidParameter:  # below the lattice's certified mass at +∞: ε exactly (see above)
             return eps
-    return loss.pld(loss.step_bits()).epsilon(delta)
+    return loss.pld(loss.step_bits(), aligned=True).epsilon(delta)

@@ -30,8 +30,10 @@ raising the bound). The product of dominating pairs dominates the composition (Z
 10), so the bound holds for the mechanisms the sides describe, exactly as the untilted one does.
 
 Exactness: θ (per lattice step) is a dyadic number with few significant bits, so θ·J is exact in double
-for every index used; Λ is a correctly rounded sum (``math.fsum``) with its rounding bounded; ``exp`` is
-assumed within 2**9 units of roundoff (padded as in :mod:`dpcompose.accounting._pld`).
+for every index used; so is every position J·h (:class:`~dpcompose.accounting._pld._Grid`), and ε/h is
+read through ``_Grid.steps``, whose floor is exact; Λ is a correctly rounded sum (``math.fsum``) with its
+rounding bounded; ``exp`` is assumed within 2**9 units of roundoff (padded as in
+:mod:`dpcompose.accounting._pld`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from dpcompose.accounting._pld import (
     _check_window,
     _fourier_power,
     _gamma,
+    _Grid,
     _out_of_memory,
     _Side,
     _sum_bound,
@@ -112,7 +115,7 @@ class _Tilted:
     rel: float
     top_mass: float
     top_at: int
-    step_bits: int
+    grid: _Grid
     support_top: int  # the composite's largest finite index: no valid finite mass lies above it
 
     def _factor_pad(self, arg_abs: float) -> float:
@@ -130,7 +133,7 @@ class _Tilted:
 
     def delta_up(self, eps: float) -> float:
         """A certified upper bound on δ(ε) for ε ≥ offset·h, and +∞ below (this bound does not apply)."""
-        scaled = _ldexp(eps, self.step_bits)  # exact
+        scaled = self.grid.steps(eps)  # (its floor and comparisons with integers are exact)
         if not math.isfinite(scaled) or scaled < self.offset:
             return math.inf
         j0 = math.floor(scaled) + 1  # the first lattice index J with J·h > ε
@@ -146,7 +149,7 @@ class _Tilted:
                 return math.inf
             pos, factor, amax = self._factors
             # the near terms (ℓ − ε < 1) one by one; the far ones from suffix sums (:meth:`_far`)
-            mid = min(end, start + (_NEAR << self.step_bits)) if 0 <= eps < 700 else end
+            mid = min(end, start + math.ceil(_NEAR / self.grid.h) + 1) if 0 <= eps < 700 else end
             w = -np.expm1(-(pos[start:mid] - eps))  # pos exact; the subtraction's rounding: relative u (_pld)
             w = np.minimum(w * (1 + _EXP_REL), 1.0)
             t = self.masses[start:mid] * w * factor[start:mid]
@@ -167,7 +170,7 @@ class _Tilted:
         Σ_{J≥J₀} w_J|Δc_J|e^{Λ−θJ} ≤ ‖Δc‖₂·e^{Λ−θJ₀}·(Σ_{i≥0} e^{−2θi})^{1/2}, which is
         ‖Δc‖₂·e^{Λ−θJ₀}/(1 − e^{−2θ})^{1/2}, or with the count n of entries from J₀ on,
         ‖Δc‖₂·e^{Λ−θJ₀}·√n, whichever is smaller."""
-        scaled = _ldexp(eps, self.step_bits)
+        scaled = self.grid.steps(eps)
         j0 = math.floor(scaled) + 1 if math.isfinite(scaled) else self.offset + self.masses.size
         n_above = max(1, self.offset + self.masses.size - j0)
         spread = min(math.sqrt(n_above), 1 / math.sqrt(-math.expm1(-2 * self.theta))) * (1 + 1e-12)
@@ -182,7 +185,7 @@ class _Tilted:
         :meth:`_suffix`, is at most ``target``: a bisection, so only to locate the answer, which
         :meth:`delta_up` then certifies. (Entries whose sums overflowed read as above the target.)"""
         s1, s2 = self._suffix
-        h = math.ldexp(1.0, -self.step_bits)
+        h = self.grid.h
 
         def approx(i: int) -> float:  # δ at ε = (offset + i)·h: the terms above i
             if i + 1 >= self._end:
@@ -238,7 +241,7 @@ class _Tilted:
         arg = self.lam - self.theta * idx  # θ·idx exact (construction); one rounding
         with np.errstate(under="ignore"):
             factor = np.exp(np.minimum(arg, 700.0))
-        return idx * math.ldexp(1.0, -self.step_bits), factor, float(np.max(np.abs(arg)))
+        return idx * self.grid.h, factor, float(np.max(np.abs(arg)))  # (idx·h exact: _Grid)
 
 
 def _groups(n: int, mode: int) -> npt.NDArray[np.intp]:
@@ -282,7 +285,7 @@ def _span(items: list[tuple[_Side, int]]) -> tuple[int, int] | None:
 
 
 def _tilt(
-    items: list[tuple[_Side, int]], theta: float, bits: int, target: float | None = None
+    items: list[tuple[_Side, int]], theta: float, grid: _Grid, target: float | None = None
 ) -> _Tilted | None:
     """The tilted composite of ``kᵢ`` copies of each (upper) side at θ per lattice step (module doc), or
     None where tilting does not apply (θ ≤ 0, negative stored masses, no finite mass, or overflow).
@@ -314,7 +317,7 @@ def _tilt(
     err_in = _up(p.err_in)
     top = base + full_len - 1
     return _Tilted(
-        theta, b_lo, c, p.lam, p.lam_err, inf_up, err_in, fft2, p.rel_r, top_b, b_hi + 1, bits, top
+        theta, b_lo, c, p.lam, p.lam_err, inf_up, err_in, fft2, p.rel_r, top_b, b_hi + 1, grid, top
     )
 
 
@@ -483,15 +486,6 @@ def _cached(recipe: _Recipe | None, lower: bool, key: tuple[float, float | None]
 _HELD = _Held()
 
 
-def _ldexp(x: float, bits: int) -> float:
-    """x·2**bits (exact where finite), ±∞ where it overflows (found by review: ε = 1e308 raised an
-    OverflowError from ``math.ldexp``)."""
-    try:
-        return math.ldexp(x, bits)
-    except OverflowError:
-        return math.copysign(math.inf, x)
-
-
 def _nbytes(t: object) -> int:
     """The bytes of the arrays a cached composite holds, with those its cached properties built since (0 for
     None)."""
@@ -560,7 +554,7 @@ class _Recipe:
     the points that apply, which keeps δ(ε(δ)) ≤ δ whatever was evicted."""
 
     get_items: Callable[[], list[tuple[_Side, int]]]
-    step_bits: int
+    grid: _Grid
     get_lower: Callable[[], list[tuple[_Side, int]]]
     cache: dict[tuple[float, float | None], _Tilted | None] = field(default_factory=dict)
     lower_cache: dict[tuple[float, float | None], _TiltedLower | None] = field(default_factory=dict)
@@ -643,7 +637,7 @@ class _Recipe:
     def _bisect(self, f: Callable[[float], float]) -> float:
         """The θ (per lattice step) where the decreasing f(θ) crosses 0 on the searched range (an end if
         it does not)."""
-        h = math.ldexp(1.0, -self.step_bits)
+        h = self.grid.h
         lo, hi = _LOG_THETA
         if f(math.exp(lo) * h) <= 0:
             return math.exp(lo) * h
@@ -662,7 +656,7 @@ class _Recipe:
         units), the Gaussian approximation of the tilted composite at its mean (Alghamdi et al. 2023);
         capped at the Chernoff θ, which centres the tilted composite at the Chernoff estimate min_θ (K(θ) −
         log δ)/θ ≥ ε(δ) (the Gaussian approximation fails for few atom-heavy mechanisms)."""
-        h = math.ldexp(1.0, -self.step_bits)
+        h = self.grid.h
         goal = math.log(max(target - inf, target * 1e-3, 1e-300))
 
         def f(theta: float) -> float:
@@ -682,7 +676,7 @@ class _Recipe:
     def theta_for_epsilon(self, eps: float) -> float:
         """The θ that centres the tilted composite at ε (K'(θ) = ε/h), or 0 if ε is below its mean; rounded
         to a power of 2**(1/4), so that δ(ε) read at many ε (a plot) shares a few tilted composites."""
-        scaled = _ldexp(eps, self.step_bits)
+        scaled = self.grid.steps(eps)  # (only chooses θ)
         if self._cumulants(0.0)[1] >= scaled:
             return 0.0
         theta = self._bisect(lambda th: scaled - self._cumulants(th)[1])
@@ -690,7 +684,7 @@ class _Recipe:
 
     def tilted_lower(self, theta: float, target: float | None = None) -> _TiltedLower | None:
         """The tilted lumped pair at θ (for ε(``target``) if given), cached."""
-        build = partial(_tilt_lower, self.lower_items, theta, self.step_bits, target)
+        build = partial(_tilt_lower, self.lower_items, theta, self.grid, target)
         return self._lookup(self.lower_cache, True, (theta, target), build)
 
     def lumped_epsilon(self, target: float, stop: float) -> float | None:
@@ -775,7 +769,7 @@ class _Recipe:
 
     def tilted(self, theta: float, target: float | None = None) -> _Tilted | None:
         """The tilted composite at θ (for ε(``target``) if given: see :func:`_tilt`), cached."""
-        build = partial(_tilt, self.items, theta, self.step_bits, target)
+        build = partial(_tilt, self.items, theta, self.grid, target)
         return self._lookup(self.cache, False, (theta, target), build)
 
     def least_up(self, pld: PLD, target: float) -> float | None:
@@ -787,7 +781,7 @@ class _Recipe:
         the answer is at the window's bottom (the least ε may lie below it, where the bound does not
         apply) or the error terms stay above ``_ERROR_SHARE``·δ, the untilted side is read too."""
         inf = self.upper_totals[0]
-        h = math.ldexp(1.0, -self.step_bits)
+        h = self.grid.h
         theta0 = self.theta_for_delta(target, inf)
         best: tuple[float, _Tilted] | None = None
         for theta in (theta0, None):
@@ -801,7 +795,7 @@ class _Recipe:
             if t is None:
                 continue
             e = pld._least_search(target, t.delta_up, t.offset + t.masses.size, partial(t.guess, target))
-            top = math.ldexp(float(t.support_top), -self.step_bits)  # the largest finite loss (exact)
+            top = t.support_top * h  # the largest finite loss (exact: _Grid)
             if e is None and t.delta_up(top) <= target:
                 e = top  # (δ is only the mass at +∞ there: e.g. δ = 0 without any)
             if e is not None and (best is None or e < best[0]):
@@ -833,7 +827,7 @@ class _Recipe:
         review, a composite tilted for another question can be useless here, 1.0 against 0.37). None
         where no tilted bound applies."""
         top = sum(k * (sd.offset + sd.masses.size - 1) for sd, k in self.items)  # the largest finite index
-        if eps >= math.ldexp(top, -self.step_bits):  # only the mass at +∞ is above ε (nothing to compose)
+        if eps >= top * self.grid.h:  # only the mass at +∞ is above ε (nothing to compose; exact: _Grid)
             inf, err_unt, _ = self.upper_totals
             return _up(inf + err_unt), False
         best, poor = math.inf, True
@@ -905,7 +899,7 @@ class _TiltedLower:
     err_n2: float
     wrap: float
     inf: float
-    step_bits: int
+    grid: _Grid
     reach: FloatArray  # the untilted P mass from each label on (float: only chooses which labels to sum)
     drift: float  # g = ln(ΣN/ΣP) of the composite (uncertified: only chooses the first label summed)
 
@@ -915,7 +909,7 @@ class _TiltedLower:
             return 0.0
         # labels s ≥ ε + min(g, 0) − 2: where the terms turn positive (labels drift from the merged losses
         # by g, as in PLD._lumped_start; found by review: without g the positive terms could be skipped)
-        first = _ldexp(eps + min(self.drift, 0.0) - 2.0, self.step_bits)
+        first = self.grid.steps(eps + min(self.drift, 0.0) - 2.0)  # (any first label gives a valid bound)
         n = self.p_lo.size
         i0 = max(0, math.ceil(first) - self.start_j) if math.isfinite(first) else n  # (∞: no label above ε)
         floor_only = max(0.0, math.nextafter(self.inf - self.wrap, -math.inf))
@@ -929,7 +923,7 @@ class _TiltedLower:
         # are summed too, as before; that cut is far longer where g ≪ 0 (866k labels against 120k at
         # q = 1e-5, 10⁶ steps, g = −46).
         def cut(e: float) -> int:
-            ref = min(n - 1, max(i0, math.floor(_ldexp(e, self.step_bits)) + 1 - self.start_j))
+            ref = min(n - 1, max(i0, math.floor(self.grid.steps(e)) + 1 - self.start_j))
             return min(n, ref + int(np.searchsorted(-self.reach[ref:], -1e-16 * float(self.reach[ref]))) + 1)
 
         short = cut(eps + min(self.drift, 0.0))
@@ -968,7 +962,7 @@ class _TiltedLower:
         remaining = (self.offset + self.size - (self.start_j + i0)) - np.arange(n - i0, dtype=np.float64)
         root = np.sqrt(np.maximum(remaining, 1.0))
         sp = np.minimum(root, 1 / math.sqrt(-math.expm1(-2 * self.theta)))
-        h = math.ldexp(1.0, -self.step_bits)
+        h = self.grid.h
         sn = np.minimum(root, 1 / math.sqrt(-math.expm1(-2 * (self.theta + h))))
         penalty = self.wp[i0:n] * (self.err_p + self.err_p2 * sp) + fn * (1 + 2 * _U) * (
             self.err_n + self.err_n2 * sn
@@ -982,7 +976,7 @@ class _TiltedLower:
 
 
 def _tilt_lower(
-    items: list[tuple[_Side, int]], theta: float, bits: int, target: float | None
+    items: list[tuple[_Side, int]], theta: float, grid: _Grid, target: float | None
 ) -> _TiltedLower | None:
     """The tilted lumped pair of ``kᵢ`` copies of each lower side (see :class:`_TiltedLower`), or None."""
     if theta <= 0 or any(sd.nq is None for sd, _ in items) or _dyadic(theta, _THETA_BITS) != theta:
@@ -1007,7 +1001,7 @@ def _tilt_lower(
     _check_window(size)
     cp, p2 = _compose_tilted(pv, base, b_lo, size)
     cn, n2 = _compose_tilted(nv, base, b_lo, size)
-    h = math.ldexp(1.0, -bits)
+    h = grid.h
     idx = np.arange(b_lo, b_lo + size, dtype=np.float64)
     arg_p = pv.lam - theta * idx  # θ·J exact; one rounding
     arg_n0 = nv.lam - theta * idx
@@ -1039,7 +1033,7 @@ def _tilt_lower(
     return _TiltedLower(
         theta, b_lo, size, b_lo + first, idx * h, p_lo, wp, cn, arg_n0, nv.lam_err, amax_n0, nv.rel_r,
         _up(pv.err_in + (top_b + bot_b) * (1 + pv.rel_r)), p2, _up(nv.err_in), _up(n2 * (1 + nv.rel_r)),
-        wrap, max(0.0, inf - err_unt), bits, np.cumsum(p_lo[::-1])[::-1], _drift(items),
+        wrap, max(0.0, inf - err_unt), grid, np.cumsum(p_lo[::-1])[::-1], _drift(items),
     )
 
 

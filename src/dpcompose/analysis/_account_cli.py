@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_finite_nonnegative(_number(eps_text, "epsilon", "--epsilon"), "epsilon"), "epsilon"
             )
             what, at = "δ", f"ε={float(epsilon):g}"
-            lo, hi = total.pld(total.step_bits()).delta_bounds(epsilon)
+            lo, hi = total.pld(total.step_bits(), aligned=True).delta_bounds(epsilon)
             results = [(pld_name, hi), *_candidates(mechs, None, epsilon)]
         best_name, best = min(results, key=lambda r: r[1])
         print(shown)  # (after the work: a refused case prints its error line alone)
@@ -352,7 +352,7 @@ def _plot(total: PrivacyLoss, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise InvalidParameter("--plot needs matplotlib: pip install 'dpcompose[plot]'") from None
-    pld = total.pld(total.step_bits())
+    pld = total.pld(total.step_bits(), aligned=True)
     top = max(total.span(), 1e-3)
     xs = [top * i / 200 for i in range(201)]
     ys = [float(pld.delta(x)) for x in xs]
