@@ -958,8 +958,8 @@ class PLD:
     added or removed) or ``"without_replacement"`` (a record substituted): the pair holds for that
     neighbouring relation only, and :func:`compose_plds` refuses to mix the two."""
     step_mult: int = 1
-    """The lattice width's odd multiplier: 1 for the plain lattice ``2**-step_bits``, another one for a
-    lattice aligned with the mechanism's atoms (``aligned=True`` in the constructors)."""
+    """The lattice width's odd multiplier (1 for the plain lattice ``2**-step_bits``, another one for a
+    lattice aligned with the mechanism's atoms, ``aligned=True`` in the constructors)."""
 
     def _build_lazy(self) -> None:
         assert self._lazy is not None
