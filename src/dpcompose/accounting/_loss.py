@@ -41,6 +41,8 @@ from dpcompose.accounting._pld import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
+    _dlap_atom,
+    _prefer_aligned,
     _reach_fits,
     compose_plds,
     pld_approx,
@@ -567,6 +569,15 @@ def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     19.3446714666 against 19.3446714513, 8e-10 relative; 500 × RR(0.1): 6e-10)."""
     part, n = (loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1))
     if part.kind not in _ALIGNABLE:
+        return _pld(loss, bits)
+    a, b = Fraction(part.params[0]), Fraction(part.params[1])
+    if part.kind == "laplace":  # the atom the lattice is aligned with
+        atom = a / b
+    elif part.kind == "discrete_laplace":
+        atom = _dlap_atom(int(a), b, bits)
+    else:  # RR and (ε, δ) pairs: ε
+        atom = a
+    if not _prefer_aligned(bits, atom):  # (the atom is nearly on the plain lattice already)
         return _pld(loss, bits)
     try:
         one = _BUILDERS[part.kind](part.params[0], part.params[1], step_bits=bits, aligned=True)

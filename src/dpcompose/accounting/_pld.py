@@ -141,8 +141,10 @@ def _up(x: float) -> float:
     return math.nextafter(x * (1 + 2.0**-50), math.inf) if x > 0 else math.nextafter(x, math.inf)
 
 
-_MULT_BITS = 20  # an aligned lattice's multiplier is below 2**20 (its width is exact to 2**-20 relative)
+_MULT_BITS = 20  # an aligned lattice's multiplier is below 2**20 (h within 2**-19 relative of its aim)
 _EXACT = 2**53  # index·multiplier below this: the position index·h is an exact float
+_MIN_ATOM = Fraction(1, 2**50)  # an atom below this keeps the plain lattice (h would leave the normal floats'
+# comfortable range: found by the bad-input fuzzer, ε = 5e-324 and Δ/b = 1e-308 overflowed)
 
 
 @dataclass(frozen=True)
@@ -192,19 +194,46 @@ class _Grid:
 
 
 def _aligned_grid(bits: int, atom: Fraction) -> _Grid:
-    """The lattice through the loss ``atom`` > 0 (and so through its multiples): h ≈ atom/N with N = ⌈atom·
-    2**bits⌉, so h ≤ 2**-bits, rounded to a multiplier below 2**``_MULT_BITS`` (atom lands within atom·2**-20
-    of N·h, where the connect-the-dots split puts nearly all of its mass on N·h)."""
+    """The lattice through the loss ``atom`` > 0 (and so, nearly, through its multiples): h ≥ atom/N with
+    N = ⌈atom·2**bits⌉, rounded *up* to a multiplier of at most 2**``_MULT_BITS`` (so h ≤ 2**-bits still), so
+    that N·h ≥ atom > N·h − atom·2**-19: the connect-the-dots split puts nearly all of the atom's mass on
+    N·h and a sliver one step below. (Rounded to nearest, the sliver could land one step *above* the atom,
+    and at a small δ the composite's top points set ε(δ): found by review, 5 × Laplace(b = 1/3) at
+    δ = 1e-9 read 15.0000047 where the plain lattice reads 14.9999999680.)"""
     n = max(1, math.ceil(atom * (1 << bits)))
     target = atom / n
-    e = bits  # target·2**bits ≤ 1; the finest 2**-e that keeps the multiplier below 2**_MULT_BITS:
+    e = bits  # target·2**bits ≤ 1; the finest 2**-e that keeps the multiplier within 2**_MULT_BITS:
     while target * (1 << (e + 1)) < 1 << _MULT_BITS:
         e += 1
-    mult = max(1, round(target * (1 << e)))
+    mult = max(1, math.ceil(target * (1 << e)))
     while mult % 2 == 0:
         mult //= 2
         e -= 1
     return _Grid(e, mult)
+
+
+def _split_cost(atom: Fraction, grid: _Grid) -> Fraction:
+    """f(1 − f)·h² for the atom at (j + f)·h, 0 ≤ f < 1: the spread that the connect-the-dots split of one
+    atom adds per step (the second-order term of its error)."""
+    x = atom / grid.exact
+    f = x - math.floor(x)
+    return f * (1 - f) * grid.exact**2
+
+
+def _prefer_aligned(bits: int, atom: Fraction) -> bool:
+    """Whether the lattice aligned with ``atom`` splits it less than the plain 2**-bits does
+    (:func:`_split_cost`; both are certified, this only chooses the tighter). Found by review: where the
+    atom lies within a small fraction of a step of a plain lattice point (Δ/b = 1/float(1/3), ε = 1 + 2**-52,
+    0.25000001), the plain lattice is the tighter one."""
+    if atom < _MIN_ATOM:
+        return False
+    return _split_cost(atom, _aligned_grid(bits, atom)) < _split_cost(atom, _Grid(bits))
+
+
+def _dlap_atom(sensitivity: int, t: Fraction, bits: int) -> Fraction:
+    """The loss a discrete Laplace's aligned lattice runs through: 1/t (every loss is a multiple of it) if
+    that is at least 2**-bits, else the end atom Δ/t (the losses are closer than the lattice)."""
+    return 1 / t if 1 / t >= Fraction(1, 1 << bits) else sensitivity / t
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1790,10 +1819,6 @@ def _check_loss_cap(value: Fraction, name: str) -> None:
         raise InvalidParameter(f"{name}={_fmt(value)} must be at most 700 for a PLD")
 
 
-_MIN_ATOM = Fraction(1, 2**50)  # an atom below this keeps the plain lattice (h would leave the normal floats'
-# comfortable range: found by the bad-input fuzzer, ε = 5e-324 and Δ/b = 1e-308 overflowed)
-
-
 def _check_aligned(aligned: object, bits: int, atom: Fraction) -> _Grid | None:
     """The lattice through ``atom`` (:func:`_aligned_grid`) if ``aligned`` is True, None (the plain one) if it
     is False or the atom is 0 (a loss of 0 only) or below ``_MIN_ATOM``."""
@@ -2269,8 +2294,8 @@ def pld_laplace(
     :func:`_build` (Doroshenko et al. 2022, connect the dots; the lumped pair for the lower side).
 
     With ``aligned=True`` the lattice runs through the atoms: h = (Δ/b)/N with N = ⌈(Δ/b)·2**step_bits⌉,
-    so h ≤ 2**-step_bits (its multiplier of 2**-e rounded to 20 bits: the atoms lie within 2**-20·Δ/b of
-    ±N·h). The two atoms, which hold all but about Δ/(2b) of the mass, are then not split between two
+    so h ≤ 2**-step_bits (its multiplier of 2**-e rounded up to 20 bits: N·h ≥ Δ/b > N·h − 2**-19·Δ/b).
+    The two atoms, which hold all but about Δ/(2b) of the mass, are then not split between two
     lattice points at every step, and a long composition of this mechanism gets a tighter upper end
     (1000 × Laplace(10) at δ = 1e-6: 18.95028741 against 18.95028849 on 2**-14; dp_accounting's default
     gives 18.95028750). Such a PLD composes only with PLDs on the same lattice (the same Δ/b and step_bits).
@@ -2285,8 +2310,8 @@ def pld_laplace(
         True
         >>> aligned = pld_laplace(1, 10, aligned=True)
         >>> aligned
-        PLD(Laplace(Δ/b=0.1), h=8189·2**-27, 3281 points, inf≤0)
-        >>> abs(1639 * aligned.step - 0.1) < 0.1 * 2**-20  # the atom Δ/b = 0.1 sits at the 1639th point
+        PLD(Laplace(Δ/b=0.1), h=1048193·2**-34, 3279 points, inf≤0)
+        >>> 0 <= 1639 * aligned.step - 0.1 < 0.1 * 2**-19  # the atom Δ/b = 0.1 sits at the 1639th point
         True
     """
     sens = exact(check_finite_nonnegative(sensitivity, "sensitivity"), "sensitivity")
@@ -2327,7 +2352,7 @@ def pld_discrete_laplace(
 
     With ``aligned=True`` and 1/t ≥ 2**-step_bits the lattice runs through every loss: h = (1/t)/N with
     N = ⌈2**step_bits/t⌉ (its multiplier rounded to 20 bits, as in :func:`pld_laplace`), so each of the
-    Δ + 1 atoms sits (within 2**-20 relative) on a lattice point and is not split. Where 1/t < 2**-step_bits
+    Δ + 1 atoms sits (within 2**-19 relative) on a lattice point and is not split. Where 1/t < 2**-step_bits
     (dpcompose's own Laplace on a fine grid: Δ in grid units is large) the losses are nearly continuous
     and the lattice runs through the two end atoms ±Δ/t instead, which hold nearly all of the mass, as in
     :func:`pld_laplace`. Such a PLD composes only with PLDs on the same lattice (the same Δ/t, or t, and
@@ -2348,8 +2373,7 @@ def pld_discrete_laplace(
     tl = _check_tail(tail)
     D = sens / t_q
     _check_loss_cap(D, "sensitivity/scale")
-    # aligned on 1/t (every atom), or where its atoms are closer than 2**-step_bits on Δ/t (the end atoms)
-    grid = _check_aligned(aligned, bits, 1 / t_q if 1 / t_q >= Fraction(1, 1 << bits) else D)
+    grid = _check_aligned(aligned, bits, _dlap_atom(sens, t_q, bits))
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
