@@ -329,7 +329,9 @@ class PrivacyLoss:
 
         With ``aligned=True``, a mechanism whose losses are atoms (Laplace, discrete Laplace, randomized
         response, an (ε, δ) pair), or n copies of one, is built on the lattice through its atoms (see
-        :func:`~dpcompose.accounting.pld_laplace`), which is tighter: 1000 × Laplace(10) at δ = 1e-6 gives
+        :func:`~dpcompose.accounting.pld_laplace`) where that splits the atom less than the plain lattice
+        does (unless the atom lies within a small fraction of a step of a plain lattice point), which is
+        tighter: 1000 × Laplace(10) at δ = 1e-6 gives
         18.95028741 against 18.95028849 on 2**-14. Such a PLD composes only with PLDs on its own lattice.
         Other pairs, mixtures of kinds, and compositions too long for the aligned lattice's exact positions
         get the plain lattice. :meth:`epsilon_bounds`, :meth:`epsilon` and :meth:`delta` read this one.
@@ -558,7 +560,8 @@ _ALIGNABLE = ("laplace", "discrete_laplace", "randomized_response", "approx")  #
 @functools.lru_cache(maxsize=256)
 def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     """:meth:`PrivacyLoss.pld` with ``aligned=True``: one mechanism of the kinds ``_ALIGNABLE``, or n copies
-    of one, on the lattice through its atoms where the composition's positions stay exact there
+    of one, on the lattice through its atoms where that splits the atom less
+    (:func:`~dpcompose.accounting._pld._prefer_aligned`) and the composition's positions stay exact there
     (:func:`~dpcompose.accounting._pld._reach_fits`); otherwise the plain lattice (:func:`_pld`).
 
     Measured at δ = 1e-6 (upper ends): the aligned lattice gains up to 8.7e-6 relative on 1000 × Laplace(b)
