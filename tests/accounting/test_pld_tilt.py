@@ -391,3 +391,17 @@ def test_found_by_review_the_cache_budget_is_process_wide(monkeypatch: pytest.Mo
     first = a.epsilon(1e-6)
     assert a.epsilon(1e-6) == first  # (rebuilt after eviction: the same answer)
     assert a.delta(first) <= 1e-6
+
+
+def test_suffix_sums_that_overflow_raise_no_warning() -> None:
+    """Found by review: the tilted composite's suffix sum of T·e^{−ℓ} overflowed outside ``np.errstate``,
+    so under ``-W error`` the reading raised a raw RuntimeWarning; the bound it feeds was +∞ (safe)."""
+    import warnings
+
+    from dpcompose.accounting import pld_discrete_laplace
+
+    pld = pld_discrete_laplace(1, 1 / 3.0000000000000004, step_bits=6).self_compose(17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lo, hi = pld.epsilon_bounds(0)
+    assert lo <= hi

@@ -207,12 +207,15 @@ class _Tilted:
     def _suffix(self) -> tuple[FloatArray, FloatArray]:
         """Suffix sums over the read entries i < ``_end`` of Tᵢ = cᵢ·fᵢ and Vᵢ = Tᵢ·e^{−ℓᵢ} (c the masses, f
         the factors e^{fl(Λ − θJ)}, ℓ = J·h); entry i sums i, i + 1, …, ``_end`` − 1 (computed from the top
-        down). Entries with ℓ ≤ −700 (e^{−ℓ} may overflow) are never read: :meth:`_far` reads ℓ ≥ 1."""
+        down). Entries with ℓ ≤ −700 (e^{−ℓ} may overflow) are never read: :meth:`_far` reads ℓ ≥ 1. Sums
+        that overflow are +∞ silently (found by review: the sum's overflow warning escaped the errstate and,
+        under ``-W error``, was raised as a raw RuntimeWarning); :meth:`guess` reads them as above the
+        target."""
         pos, factor, _ = self._factors
         t = self.masses[: self._end] * factor[: self._end]
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             v = t * np.exp(-pos[: self._end])
-        return np.cumsum(t[::-1])[::-1], np.cumsum(v[::-1])[::-1]
+            return np.cumsum(t[::-1])[::-1], np.cumsum(v[::-1])[::-1]
 
     def _far(self, first: int, eps: float) -> tuple[float, float]:
         """``(s, e)``: Σ_{first ≤ i < _end} Tᵢ·(1 − e^{ε−ℓᵢ}) as S₁ − e^ε·S₂ from :meth:`_suffix`, and a
