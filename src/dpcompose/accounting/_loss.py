@@ -30,19 +30,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
+    _MIN_ATOM,
     _MIXED_SAMPLING,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
     _dlap_atom,
-    _prefer_aligned,
     _reach_fits,
     compose_plds,
     pld_approx,
@@ -329,12 +329,11 @@ class PrivacyLoss:
 
         With ``aligned=True``, a mechanism whose losses are atoms (Laplace, discrete Laplace, randomized
         response, an (ε, δ) pair), or n copies of one, is built on the lattice through its atoms (see
-        :func:`~dpcompose.accounting.pld_laplace`) where that splits the atom less than the plain lattice
-        does (unless the atom lies within a small fraction of a step of a plain lattice point), which is
-        tighter: 1000 × Laplace(10) at δ = 1e-6 gives
-        18.95028741 against 18.95028849 on 2**-14. Such a PLD composes only with PLDs on its own lattice.
-        Other pairs, mixtures of kinds, and compositions too long for the aligned lattice's exact positions
-        get the plain lattice. :meth:`epsilon_bounds`, :meth:`epsilon` and :meth:`delta` read this one.
+        :func:`~dpcompose.accounting.pld_laplace`): 1000 × Laplace(10) at δ = 1e-6 gives 18.95028741
+        against 18.95028849 on 2**-14. Such a PLD composes only with PLDs on its own lattice. Other pairs,
+        mixtures of kinds, and compositions too long for the aligned lattice's exact positions get the plain
+        lattice. :meth:`epsilon_bounds`, :meth:`epsilon` and :meth:`delta` read both lattices and keep the
+        tighter bound at each end (neither is the tighter at every δ).
 
         Raises:
             InvalidParameter: the parameters are outside what the PLD constructors support (for example
@@ -397,8 +396,9 @@ class PrivacyLoss:
         return _epsilon_upper(self, probability(delta, "delta"))
 
     def delta(self, epsilon: Number) -> Fraction:
-        """The certified upper bound on δ(ε)."""
-        return self.pld(self.step_bits(), aligned=True).delta(epsilon)
+        """The certified upper bound on δ(ε) (the least of the plain and the aligned lattice's, as in
+        :meth:`epsilon_bounds`)."""
+        return min(_each(self, lambda p: p.delta(epsilon)))
 
     def order_sensitive(self) -> bool:
         """Whether this pair depends on which neighbour holds the record: a Poisson-subsampled pair (rate
@@ -560,16 +560,9 @@ _ALIGNABLE = ("laplace", "discrete_laplace", "randomized_response", "approx")  #
 @functools.lru_cache(maxsize=256)
 def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     """:meth:`PrivacyLoss.pld` with ``aligned=True``: one mechanism of the kinds ``_ALIGNABLE``, or n copies
-    of one, on the lattice through its atoms where that splits the atom less
-    (:func:`~dpcompose.accounting._pld._prefer_aligned`) and the composition's positions stay exact there
-    (:func:`~dpcompose.accounting._pld._reach_fits`); otherwise the plain lattice (:func:`_pld`).
-
-    Measured at δ = 1e-6 (upper ends): the aligned lattice gains up to 8.7e-6 relative on 1000 × Laplace(b)
-    (b = 400; dpcompose's own ``make_laplace`` on a fine grid likewise) and 3.4e-6 on 12 × RR(1.3)
-    (15.5999859 against 15.6000386), where ε(δ) falls near a composite atom that the plain lattice splits.
-    It can lose a little where the composition goes through the FFT: the FFT's error bound grows with the
-    2-norm of the masses, which stay on few points on the aligned lattice (1000 × discrete Laplace(1, 10):
-    19.3446714666 against 19.3446714513, 8e-10 relative; 500 × RR(0.1): 6e-10)."""
+    of one, on the lattice through its atoms where the composition's positions stay exact there
+    (:func:`~dpcompose.accounting._pld._reach_fits`); otherwise the plain lattice (the same object as
+    :func:`_pld`'s)."""
     part, n = (loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1))
     if part.kind not in _ALIGNABLE:
         return _pld(loss, bits)
@@ -580,7 +573,7 @@ def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
         atom = _dlap_atom(int(a), b, bits)
     else:  # RR and (ε, δ) pairs: ε
         atom = a
-    if not _prefer_aligned(bits, atom):  # (the atom is nearly on the plain lattice already)
+    if atom < _MIN_ATOM:
         return _pld(loss, bits)
     try:
         one = _BUILDERS[part.kind](part.params[0], part.params[1], step_bits=bits, aligned=True)
@@ -591,29 +584,72 @@ def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     return one.self_compose(n) if n > 1 else one
 
 
+def _reading_plds(loss: PrivacyLoss) -> tuple[PLD, ...]:
+    """The PLDs that :meth:`PrivacyLoss.epsilon_bounds`, ``epsilon`` and ``delta`` read: the plain lattice's,
+    and the aligned lattice's where there is one (:func:`_pld_aligned`). Both are certified, so their
+    intervals are intersected: neither lattice is the tighter at every δ (found by review: 5 × Laplace(1/3),
+    whose atom 3 + 2e-16 lies just above a plain lattice point, reads [14.9999999678, 14.9999999680] plain
+    and [14.9999999633, 15.0000047276] aligned at δ = 1e-9, but 15.0000610352 plain and 15.0000047623
+    aligned at δ = 1e-14). Reading both costs about twice the time of one."""
+    bits = loss.step_bits()
+    plain = _pld(loss, bits)
+    aligned = _pld_aligned(loss, bits)
+    return (plain,) if aligned is plain else (plain, aligned)
+
+
+_T = TypeVar("_T")
+
+
+def _each(loss: PrivacyLoss, read: Callable[[PLD], _T]) -> list[_T]:
+    """``read`` of every PLD of :func:`_reading_plds` that answers; the first refusal (InvalidParameter) if
+    none does."""
+    out: list[_T] = []
+    first: InvalidParameter | None = None
+    for p in _reading_plds(loss):
+        try:
+            out.append(read(p))
+        except InvalidParameter as exc:
+            first = first or exc
+    if not out:
+        assert first is not None
+        raise first
+    return out
+
+
+def _intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction]:
+    """The intersection of certified intervals (each contains the truth, so their intersection does)."""
+    hi = min(b[1] for b in bounds)
+    return min(max(b[0] for b in bounds), hi), hi
+
+
+def _delta_bounds(loss: PrivacyLoss, epsilon: Number) -> tuple[Fraction, Fraction]:
+    """Certified ``(lower, upper)`` bounds on δ(ε), intersected over :func:`_reading_plds`."""
+    return _intersect(_each(loss, lambda p: p.delta_bounds(epsilon)))
+
+
 @functools.lru_cache(maxsize=1024)
 def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fraction]:
     if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
         eps = loss.params[0]  # the pair is (ε, δ)-DP exactly: no lattice rounding needed above it
         assert isinstance(eps, Fraction)
         try:
-            lo, hi = loss.pld(loss.step_bits(), aligned=True).epsilon_bounds(delta)
+            lo, hi = _intersect(_each(loss, lambda p: p.epsilon_bounds(delta)))
         except InvalidParameter:  # δ at the pair's own δ, below the lattice's certified mass at +∞:
             return (eps if delta == loss.params[1] else Fraction(0)), eps  # ε(δ) is ε exactly there
         hi = min(hi, eps)
         return min(lo, hi), hi
-    return loss.pld(loss.step_bits(), aligned=True).epsilon_bounds(delta)
+    return _intersect(_each(loss, lambda p: p.epsilon_bounds(delta)))
 
 
 @functools.lru_cache(maxsize=1024)
 def _epsilon_upper(loss: PrivacyLoss, delta: Fraction) -> Fraction:
-    """The upper end of :func:`_epsilon_bounds` alone: the PLD's lower side is not built (privacy maps
+    """The upper end of :func:`_epsilon_bounds` alone: the PLDs' lower sides are not built (privacy maps
     read only this end)."""
     if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
         eps = loss.params[0]
         assert isinstance(eps, Fraction)
         try:
-            return min(loss.pld(loss.step_bits(), aligned=True).epsilon(delta), eps)
+            return min(min(_each(loss, lambda p: p.epsilon(delta))), eps)
         except InvalidParameter:  # below the lattice's certified mass at +∞: ε exactly (see above)
             return eps
-    return loss.pld(loss.step_bits(), aligned=True).epsilon(delta)
+    return min(_each(loss, lambda p: p.epsilon(delta)))

@@ -212,24 +212,6 @@ def _aligned_grid(bits: int, atom: Fraction) -> _Grid:
     return _Grid(e, mult)
 
 
-def _split_cost(atom: Fraction, grid: _Grid) -> Fraction:
-    """f(1 − f)·h² for the atom at (j + f)·h, 0 ≤ f < 1: the spread that the connect-the-dots split of one
-    atom adds per step (the second-order term of its error)."""
-    x = atom / grid.exact
-    f = x - math.floor(x)
-    return f * (1 - f) * grid.exact**2
-
-
-def _prefer_aligned(bits: int, atom: Fraction) -> bool:
-    """Whether the lattice aligned with ``atom`` splits it less than the plain 2**-bits does
-    (:func:`_split_cost`; both are certified, this only chooses the tighter). Found by review: where the
-    atom lies within a small fraction of a step of a plain lattice point (Δ/b = 1/float(1/3), ε = 1 + 2**-52,
-    0.25000001), the plain lattice is the tighter one."""
-    if atom < _MIN_ATOM:
-        return False
-    return _split_cost(atom, _aligned_grid(bits, atom)) < _split_cost(atom, _Grid(bits))
-
-
 def _dlap_atom(sensitivity: int, t: Fraction, bits: int) -> Fraction:
     """The loss a discrete Laplace's aligned lattice runs through: 1/t (every loss is a multiple of it) if
     that is at least 2**-bits, else the end atom Δ/t (the losses are closer than the lattice)."""

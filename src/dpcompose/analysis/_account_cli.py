@@ -45,6 +45,7 @@ from dpcompose.accounting import (
 )
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._filters import renyi_compose_epsilon
+from dpcompose.accounting._loss import _delta_bounds
 from dpcompose.errors import DPError, InvalidParameter
 
 __all__ = ["main"]
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_finite_nonnegative(_number(eps_text, "epsilon", "--epsilon"), "epsilon"), "epsilon"
             )
             what, at = "δ", f"ε={float(epsilon):g}"
-            lo, hi = total.pld(total.step_bits(), aligned=True).delta_bounds(epsilon)
+            lo, hi = _delta_bounds(total, epsilon)
             results = [(pld_name, hi), *_candidates(mechs, None, epsilon)]
         best_name, best = min(results, key=lambda r: r[1])
         print(shown)  # (after the work: a refused case prints its error line alone)
@@ -352,10 +353,9 @@ def _plot(total: PrivacyLoss, path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise InvalidParameter("--plot needs matplotlib: pip install 'dpcompose[plot]'") from None
-    pld = total.pld(total.step_bits(), aligned=True)
     top = max(total.span(), 1e-3)
     xs = [top * i / 200 for i in range(201)]
-    ys = [float(pld.delta(x)) for x in xs]
+    ys = [float(total.delta(x)) for x in xs]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.semilogy(xs, [max(y, 1e-300) for y in ys])
     ax.set_xlabel("ε")
