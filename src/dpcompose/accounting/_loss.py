@@ -37,12 +37,12 @@ import numpy as np
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld import (
-    _MIN_ATOM,
     _MIXED_SAMPLING,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
-    _dlap_atom,
+    _check_aligned,
+    _lattice,
     _reach_fits,
     compose_plds,
     pld_approx,
@@ -339,9 +339,7 @@ class PrivacyLoss:
             InvalidParameter: the parameters are outside what the PLD constructors support (for example
                 Δ/t above 700), or ``aligned`` is not a bool.
         """
-        if not isinstance(aligned, bool):
-            raise InvalidParameter(f"aligned={aligned!r} must be True or False")
-        return _pld_aligned(self, step_bits) if aligned else _pld(self, step_bits)
+        return _pld_aligned(self, step_bits) if _check_aligned(aligned) else _pld(self, step_bits)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """Certified ``(lower, upper)`` bounds on the least ε with δ(ε) ≤ ``delta`` (cached).
@@ -566,20 +564,14 @@ def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     part, n = (loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1))
     if part.kind not in _ALIGNABLE:
         return _pld(loss, bits)
-    a, b = Fraction(part.params[0]), Fraction(part.params[1])
-    if part.kind == "laplace":  # the atom the lattice is aligned with
-        atom = a / b
-    elif part.kind == "discrete_laplace":
-        atom = _dlap_atom(int(a), b, bits)
-    else:  # RR and (ε, δ) pairs: ε
-        atom = a
-    if atom < _MIN_ATOM:
+    grid = _lattice(True, bits, part.kind, Fraction(part.params[0]), Fraction(part.params[1]))
+    if grid.mult == 1:  # a dyadic atom (or one below _MIN_ATOM): the plain lattice already
         return _pld(loss, bits)
     try:
         one = _BUILDERS[part.kind](part.params[0], part.params[1], step_bits=bits, aligned=True)
     except InvalidParameter:  # (its window a few points over the limit: the plain one may still fit)
         return _pld(loss, bits)
-    if one.step_mult == 1 or not _reach_fits(one, n):  # (a dyadic atom: the plain lattice already)
+    if not _reach_fits(grid, [(one, n)]):
         return _pld(loss, bits)
     return one.self_compose(n) if n > 1 else one
 

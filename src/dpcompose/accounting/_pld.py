@@ -214,10 +214,32 @@ def _aligned_grid(bits: int, atom: Fraction) -> _Grid:
     return _Grid(e, mult)
 
 
-def _dlap_atom(sensitivity: int, t: Fraction, bits: int) -> Fraction:
-    """The loss a discrete Laplace's aligned lattice runs through: 1/t (every loss is a multiple of it) if
-    that is at least 2**-bits, else the end atom Δ/t (the losses are closer than the lattice)."""
-    return 1 / t if 1 / t >= Fraction(1, 1 << bits) else sensitivity / t
+def _alignment_atom(kind: str, first: Fraction, second: Fraction, bits: int) -> Fraction:
+    """The loss the aligned lattice of a mechanism runs through, from its two parameters: Δ/b for
+    ``"laplace"`` (Δ, b); for ``"discrete_laplace"`` (Δ, t) 1/t, every loss being a multiple of it, where that
+    is at least 2**-bits, else the end atom Δ/t (the losses are closer than the lattice); ε for
+    ``"randomized_response"`` (ε, k) and ``"approx"`` (ε, δ)."""
+    if kind == "laplace":
+        return first / second
+    if kind == "discrete_laplace":
+        return 1 / second if 1 / second >= Fraction(1, 1 << bits) else first / second
+    return first
+
+
+def _check_aligned(aligned: object) -> bool:
+    if not isinstance(aligned, bool):
+        raise InvalidParameter(f"aligned={aligned!r} must be True or False")
+    return aligned
+
+
+def _lattice(aligned: object, bits: int, kind: str, first: Fraction, second: Fraction) -> _Grid:
+    """The lattice a constructor builds on: with ``aligned`` True, the one through the mechanism's atom
+    (:func:`_alignment_atom`, :func:`_aligned_grid`); otherwise, or where that atom is 0 or below
+    ``_MIN_ATOM``, the plain 2**-``bits``."""
+    if not _check_aligned(aligned):
+        return _Grid(bits)
+    atom = _alignment_atom(kind, first, second, bits)
+    return _aligned_grid(bits, atom) if atom >= _MIN_ATOM else _Grid(bits)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1619,19 +1641,17 @@ def _reach(groups: Sequence[tuple[PLD, int]]) -> int:
                for p, n in groups)
 
 
-def _reach_fits(pld: PLD, count: int) -> bool:
-    """Whether ``count`` copies of ``pld`` keep their positions exact (:func:`_check_reach`)."""
-    return pld.step_mult == 1 or 2 * _reach([(pld, count)]) * pld.step_mult < _EXACT
+def _reach_fits(grid: _Grid, groups: Sequence[tuple[PLD, int]]) -> bool:
+    """Whether the composition of ``n`` copies of each PLD keeps every position J·h exact on ``grid``: on an
+    aligned lattice (mult > 1) its indices J must stay below 2**52/mult (:class:`_Grid`); the factor 2 covers
+    the Fourier windows, whose power-of-two length may run past the support's top by up to its length."""
+    return grid.mult == 1 or 2 * _reach(groups) * grid.mult < _EXACT
 
 
 def _check_reach(grid: _Grid, groups: Sequence[tuple[PLD, int]]) -> None:
-    """On an aligned lattice (mult > 1), refuse a composition whose indices J could reach 2**52/mult, where
-    the positions J·h would stop being exact floats (:class:`_Grid`). The factor 2 covers the Fourier
-    windows, whose power-of-two length may run past the support's top by up to its length."""
-    if grid.mult == 1:
-        return
-    reach = _reach(groups)
-    if 2 * reach * grid.mult >= _EXACT:
+    """Refuse a composition that :func:`_reach_fits` does not."""
+    if not _reach_fits(grid, groups):
+        reach = _reach(groups)
         raise InvalidParameter(
             f"this composition reaches lattice index {reach} on the aligned lattice h={grid.describe()}, "
             f"beyond {_EXACT // 2 // grid.mult} where its positions stay exact: build the PLDs with "
@@ -1801,14 +1821,6 @@ def _check_loss_cap(value: Fraction, name: str) -> None:
     size are the ones the constructors' relative error bounds still cover)."""
     if value > 700:
         raise InvalidParameter(f"{name}={_fmt(value)} must be at most 700 for a PLD")
-
-
-def _check_aligned(aligned: object, bits: int, atom: Fraction) -> _Grid | None:
-    """The lattice through ``atom`` (:func:`_aligned_grid`) if ``aligned`` is True, None (the plain one) if it
-    is False or the atom is 0 (a loss of 0 only) or below ``_MIN_ATOM``."""
-    if not isinstance(aligned, bool):
-        raise InvalidParameter(f"aligned={aligned!r} must be True or False")
-    return _aligned_grid(bits, atom) if aligned and atom >= _MIN_ATOM else None
 
 
 def _check_tail(tail: object) -> float:
@@ -2062,7 +2074,7 @@ def pld_randomized_response(
     e = float(eps)
     # log of the normaliser e^ε + k − 1
     log_z = e + math.log1p((kk - 1) * math.exp(-e))
-    grid = _check_aligned(aligned, bits, eps)
+    grid = _lattice(aligned, bits, "randomized_response", eps, Fraction(kk))
     atoms = [(eps, math.exp(e - log_z), -log_z), (-eps, math.exp(-log_z), e - log_z)]
     if kk > 2:
         atoms.append((Fraction(0), (kk - 2) * math.exp(-log_z), math.log(kk - 2) - log_z))
@@ -2108,7 +2120,7 @@ def pld_approx(
     e = float(eps)
     log1md = math.log1p(-float(d))
     log_z = e + math.log1p(math.exp(-e))
-    grid = _check_aligned(aligned, bits, eps)
+    grid = _lattice(aligned, bits, "approx", eps, d)
     atoms = [
         (eps, math.exp(log1md + e - log_z), log1md - log_z),
         (-eps, math.exp(log1md - log_z), log1md + e - log_z),
@@ -2116,25 +2128,24 @@ def pld_approx(
     return _atoms(bits, atoms, float(d), 2 * _U, t, f"RR(ε={e:g}, δ={float(d):g})", grid)
 
 
-def _laplace_buckets(bits: int, delta_over_b: Fraction, grid: _Grid | None = None) -> _Buckets:
+def _laplace_buckets(bits: int, delta_over_b: Fraction, grid: _Grid) -> _Buckets:
     """Buckets of the PLD of the continuous Laplace pair P = Lap(0, 1), Q = Lap(D, 1), D = ``delta_over_b``
     (scale 1 after rescaling; loss |o − D| − |o|), with a relative error bound per bucket: every mass is a
     closed-form difference of exponentials of float edges, each exp/expm1 within ``_EXP_REL`` and each
     float operation within u (Higham 2002, Sec. 2.2, the standard model), the edges' rounding covered by
-    the buckets' slack. The lattice is ``grid`` (default: the plain 2**-``bits``)."""
+    the buckets' slack. The lattice is ``grid`` (``bits`` is the one the size check names)."""
     D = delta_over_b
-    g = _Grid(bits) if grid is None else grid
-    lo = _bucket_of(-D, g)
-    hi = _bucket_of(D, g)
+    lo = _bucket_of(-D, grid)
+    hi = _bucket_of(D, grid)
     n = hi - lo + 1
     _check_points(n, f"a Laplace PLD with Δ/b={_fmt(D)}", bits)
     p = np.zeros(n)
     r = np.zeros(n)
     Df = float(D)
     # End atoms: o ≤ 0 (loss D, P = 1/2, Q = e^{−D}/2); o ≥ D (loss −D, P = e^{−D}/2, Q = 1/2).
-    h = g.exact
+    h = grid.exact
     for loss, pm, log_q in ((D, 0.5, math.log(0.5) - Df), (-D, 0.5 * math.exp(-Df), math.log(0.5))):
-        j = _bucket_of(loss, g)
+        j = _bucket_of(loss, grid)
         p[j - lo] += pm
         r[j - lo] += math.exp(float(j * h) + log_q)
     # Middle: loss D − 2x for x ∈ (0, D) (x = o in loss units); bucket (a, a+h] ↔ x ∈ [(D − a − h)/2,
@@ -2181,12 +2192,12 @@ def _dlap_buckets(bits: int, delta: int, t: Fraction, grid: _Grid | None = None)
     (Δ − B)u| (a = jh is exact); two products, u each. A result below the normal range carries an absolute
     error of 2**-1075 per product and is stored raised by 2**-1073 (its relative error bound grown to match).
     The float model is Higham 2002, Sec. 2.2 (fl(x op y) = (x op y)(1 + θ), |θ| ≤ u, for normal results).
-    The lattice is ``grid`` = m·2**-e (default: the plain 2**-``bits``), so that
-    L(z)/h = (Δ − 2z)·2**e·den(t)/(num(t)·m).
+    The lattice is ``grid`` = m·2**-e (default: the plain 2**-``bits``, also the one the size check names), so
+    that L(z)/h = (Δ − 2z)·2**e·den(t)/(num(t)·m).
     """
-    grd = _Grid(bits) if grid is None else grid
-    scale = 1 << grd.bits
-    lat = _Lattice(delta * scale * t.denominator, 2 * scale * t.denominator, t.numerator * grd.mult)
+    grid = _Grid(bits) if grid is None else grid
+    scale = 1 << grid.bits
+    lat = _Lattice(delta * scale * t.denominator, 2 * scale * t.denominator, t.numerator * grid.mult)
     j_hi, j_lo = lat.bucket_of(0), lat.bucket_of(delta)  # the buckets of the losses D and −D
     n = j_hi - j_lo + 1
     _check_points(n, f"a discrete Laplace PLD with Δ={delta}, t={float(t):g}", bits)
@@ -2196,7 +2207,7 @@ def _dlap_buckets(bits: int, delta: int, t: Fraction, grid: _Grid | None = None)
     d_f = float(Dq)
     half = 1.0 / (1.0 + math.exp(-u_f))
     rel_half = _EXP_REL + _U * (1.01 * u_f + 2)
-    h = grd.h
+    h = grid.h
     # middle outputs z ∈ [1, Δ − 1]: ranges [A, B] of bucket j
     if delta - 1 <= n:
         z = np.arange(1, delta, dtype=np.int64)
@@ -2232,7 +2243,7 @@ def _dlap_buckets(bits: int, delta: int, t: Fraction, grid: _Grid | None = None)
     r[idx] = rm
     rel[idx] = np.maximum(rel_p, rel_r)
     # the two end atoms (their buckets may also hold a range: sums, one more rounding each)
-    top_gap = float(j_hi * grd.exact - Dq)  # a − D ∈ [−h, 0), correctly rounded
+    top_gap = float(j_hi * grid.exact - Dq)  # a − D ∈ [−h, 0), correctly rounded
     ends = (
         (j_hi - j_lo, half, half * math.exp(top_gap), _EXP_REL + 1.01 * _U * abs(top_gap)),
         (0, half * math.exp(-d_f), half * math.exp(j_lo * h), _EXP_REL + 1.01 * _U * d_f),
@@ -2304,11 +2315,10 @@ def pld_laplace(
     t = _check_tail(tail)
     D = sens / b
     _check_loss_cap(D, "sensitivity/scale")
-    grid = _check_aligned(aligned, bits, D)
+    grid = _lattice(aligned, bits, "laplace", sens, b)
     if D == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, t, "Laplace(Δ=0)")
-    g = grid or _Grid(bits)
-    return _build(g.bits, _laplace_buckets(bits, D, g), t, f"Laplace(Δ/b={float(D):g})", g.mult)
+    return _build(grid.bits, _laplace_buckets(bits, D, grid), t, f"Laplace(Δ/b={float(D):g})", grid.mult)
 
 
 def pld_discrete_laplace(
@@ -2357,12 +2367,11 @@ def pld_discrete_laplace(
     tl = _check_tail(tail)
     D = sens / t_q
     _check_loss_cap(D, "sensitivity/scale")
-    grid = _check_aligned(aligned, bits, _dlap_atom(sens, t_q, bits))
+    grid = _lattice(aligned, bits, "discrete_laplace", Fraction(sens), t_q)
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
-    g = grid or _Grid(bits)
-    return _build(g.bits, _dlap_buckets(bits, sens, t_q, g), tl, name, g.mult)
+    return _build(grid.bits, _dlap_buckets(bits, sens, t_q, grid), tl, name, grid.mult)
 
 
 def pld_gaussian(
