@@ -150,7 +150,7 @@ def test_aligned_laplace_single_closed_form(b: float) -> None:
 @settings(max_examples=8, deadline=None)
 @given(b=st.floats(3.0, 500.0), k=st.sampled_from([3, 40, 300]), delta=st.sampled_from([1e-3, 1e-6, 1e-9]))
 def test_aligned_and_plain_laplace_intervals_overlap(b: float, k: int, delta: float) -> None:
-    """Both intervals contain the truth, so they must overlap; the aligned one is the narrower one."""
+    """Both intervals contain the truth, so they must overlap (neither is the narrower at every δ)."""
     lo_a, hi_a = pld_laplace(1, b, aligned=True).self_compose(k).epsilon_bounds(delta)
     lo_p, hi_p = pld_laplace(1, b).self_compose(k).epsilon_bounds(delta)
     assert max(lo_a, lo_p) <= min(hi_a, hi_p)
@@ -215,7 +215,7 @@ def test_aligned_must_be_a_bool(bad: object) -> None:
             call()
 
 
-def test_privacy_loss_reads_the_aligned_lattice_where_it_is_tighter() -> None:
+def test_privacy_loss_reads_the_aligned_lattice_beside_the_plain_one() -> None:
     lap = PrivacyLoss.compose([PrivacyLoss.laplace(1, 10)] * 50)
     assert lap.pld(lap.step_bits(), aligned=True).step_mult > 1
     assert lap.epsilon(1e-6) == pld_laplace(1, 10, aligned=True).self_compose(50).epsilon(1e-6)
