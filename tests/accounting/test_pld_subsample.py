@@ -25,6 +25,7 @@ from dpcompose.accounting import (
     pld_subsampled_laplace,
 )
 from dpcompose.accounting._pld import _log_phi_diff as _pld_log_phi_diff
+from dpcompose.accounting._pld import _log_phi_steps as _pld_steps
 from dpcompose.errors import InvalidParameter
 
 mpmath.mp.dps = 40
@@ -513,3 +514,36 @@ def test_found_by_review_compose_plds_refuses_to_mix_sampling_schemes() -> None:
     with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
         poisson.reverse.compose(wor)
     assert run.reverse is not None and run.reverse.sampling == "poisson"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    edges=st.lists(
+        st.floats(-40.0, 40.0, allow_nan=False) | st.floats(-1e-300, 1e-300) | st.sampled_from([0.0, -0.0]),
+        min_size=2,
+        max_size=60,
+    ),
+    repeat=st.booleans(),
+)
+def test_phi_steps_equal_the_cellwise_phi_differences_bitwise(edges: list[float], repeat: bool) -> None:
+    # one log_ndtr per edge (shared by the two cells meeting there) gives exactly the values and error
+    # bounds of two per cell, repeated edges (empty cells) and the cell across 0 included
+    e = np.sort(np.array(edges + (edges[: len(edges) // 2] if repeat else [])))
+    want = _pld_log_phi_diff(e[1:], e[:-1])
+    got = _pld_steps(e)
+    for w, g in zip(want, got, strict=True):
+        assert np.array_equal(w, g, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("mu", "q"), [(1.0, 0.01), (1.25, 1e-4), (0.5, 0.05), (2.0, 0.3), (1e-4, 0.5), (8.0, 0.9), (1.0, 1e-9)]
+)
+def test_edge_search_leaves_a_slack_of_a_few_pads(mu: float, q: float) -> None:
+    # The first step of the edge search is sized from the neighbouring λ's estimates. Where a neighbour's
+    # estimate is clipped to the end of the range (L is flat there), that size was far too long: a draft
+    # moved the edges near ln(1 − q) by 1.4e-4·h, every bucket's split paid it (the slack is one number
+    # for all buckets) and the upper ε of 3000 steps rose by 1e-4 relative (σ = 0.8, q = 1e-4).
+    h = 2.0**-14
+    cells = _pld_subsample._gaussian_cells(14, mu, q, 12.0)
+    for direction in ("remove", "add"):
+        assert _pld_subsample._to_buckets(cells, 14, direction).slack <= 1e-5 * h

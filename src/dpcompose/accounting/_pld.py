@@ -2476,6 +2476,27 @@ def _log_phi_diff(hi: FloatArray, lo: FloatArray) -> tuple[FloatArray, FloatArra
     b = np.where(flip, -hi, lo)
     la = np.asarray(log_ndtr(a), dtype=np.float64)
     lb = np.asarray(log_ndtr(b), dtype=np.float64)
+    return _phi_diff_of_logs(la, lb)
+
+
+def _log_phi_steps(edges: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """:func:`_log_phi_diff` of the consecutive cells [edgesᵢ, edgesᵢ₊₁) of non-decreasing ``edges``,
+    bitwise the same, with one ``log_ndtr`` per edge instead of two per cell (a cell reads Φ at its ends, or
+    Φ(−x) where it lies above 0; an edge x is read the same way by both its cells, x ≤ 0 as Φ(x) and x > 0
+    as Φ(−x), except by the one cell with lo ≤ 0 < hi, whose upper end is read as Φ(hi) on its own)."""
+    v = np.asarray(log_ndtr(np.where(edges > 0, -edges, edges)), dtype=np.float64)
+    lo, hi = edges[:-1], edges[1:]
+    flip = lo > 0
+    la = np.where(flip, v[:-1], v[1:])
+    lb = np.where(flip, v[1:], v[:-1])
+    across = np.flatnonzero(~flip & (hi > 0))
+    if across.size:
+        la[across] = np.asarray(log_ndtr(hi[across]), dtype=np.float64)
+    return _phi_diff_of_logs(la, lb)
+
+
+def _phi_diff_of_logs(la: FloatArray, lb: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``(log(e^{la} − e^{lb}), rel)`` from two ``log_ndtr`` values la ≥ lb (:func:`_log_phi_diff`)."""
     pa = _LOG_NDTR_PAD * (1 + np.abs(la))
     pb = _LOG_NDTR_PAD * (1 + np.abs(lb))
     d = lb - la  # ≤ 0

@@ -78,7 +78,7 @@ from dpcompose.accounting._pld import (
     _check_points,
     _check_tail,
     _fmt,
-    _log_phi_diff,
+    _log_phi_steps,
 )
 from dpcompose.accounting._pld_dgauss import _BLOCK, _SAFE, _UNDERFLOW, _gamma
 from dpcompose.accounting._profile import _LOG_NDTR_PAD, _log_ndtr_up
@@ -188,14 +188,21 @@ def _edges(
     lo_lim: float,
     hi_lim: float,
     at_most: bool,
+    at_start: tuple[FloatArray, FloatArray] | None = None,
+    run: FloatArray | None = None,
 ) -> FloatArray:
     """Cell boundaries near ``start`` (an estimate of where L crosses each λ), certified by ``bound``:
 
     ``at_most``: every output below the boundary b has L ≤ λ (checked at the last output below b: b − 1
     for integers, b itself for a continuum, whose cells are half-open [b, b′)); otherwise every output
-    from b on has L ≥ λ. The search steps away from the crossing by doubling steps (any point further away
+    from b on has L ≥ λ. The search steps away from the crossing by growing steps (any point further away
     also qualifies, L being increasing); b = ``lo_lim`` (resp. ``hi_lim``) always qualifies: no output
     of the range lies below (resp. from) it.
+
+    A continuum may pass ``bound`` at the clipped starts (``at_start``, shared by both edges of a λ) and
+    ``run``, an estimate of dx/dL at each start: the first step is then the one that covers the bound's
+    excess over λ with a tenth to spare, instead of growing from 2**-46 (both only choose where to look;
+    every boundary returned is checked by ``bound``).
     """
     b = np.clip(np.nan_to_num(start, nan=lo_lim, posinf=hi_lim, neginf=lo_lim), lo_lim, hi_lim)
     if integer:
@@ -204,14 +211,21 @@ def _edges(
     else:
         step = np.maximum(np.abs(b), 1.0) * 2.0**-46
     todo = np.arange(b.size)  # the entries not yet certified (only these are evaluated again)
-    for _ in range(200):
+    for it in range(200):
         bt, lt = b[todo], lams[todo]
-        if at_most:
-            _, hi = bound(bt - 1 if integer else bt)
-            good = (hi <= lt) | (bt <= lo_lim)
+        if it == 0 and at_start is not None and not integer:
+            lo, hi = at_start
         else:
-            lo, _ = bound(bt)
+            lo, hi = bound(bt - 1 if integer and at_most else bt)
+        if at_most:
+            good = (hi <= lt) | (bt <= lo_lim)
+            excess = hi - lt
+        else:
             good = (lo >= lt) | (bt >= hi_lim)
+            excess = lt - lo
+        if it == 0 and run is not None and not integer:
+            with np.errstate(invalid="ignore"):
+                step = np.fmax(step, 1.1 * excess * run)  # (NaN where unknown: the default step)
         todo = todo[~good]
         if todo.size == 0:
             return b
@@ -235,16 +249,34 @@ def _partition(
     at the two ends)."""
     e_at_most = np.empty(lams.size)
     e_at_least = np.empty(lams.size)
+    run: FloatArray | None = None
+    if not integer and lams.size > 2:
+        # dx/dL at each start, from the starts of the neighbouring λ where all three lie inside the range
+        # (a start clipped to an end of the range, where L is flat, would make the first step far too long)
+        inside = np.isfinite(start) & (start > lo_lim) & (start < hi_lim)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            run = np.abs(np.gradient(np.where(inside, start, np.nan), lams))
+        near = inside.copy()
+        near[1:] &= inside[:-1]
+        near[:-1] &= inside[1:]
+        run = np.where(near & np.isfinite(run), run, np.nan)
+    start = np.clip(np.nan_to_num(start, nan=lo_lim, posinf=hi_lim, neginf=lo_lim), lo_lim, hi_lim)
     for i in range(0, lams.size, _BLOCK):  # (each λ's edges are searched on their own)
         sl = slice(i, i + _BLOCK)
-        e_at_most[sl] = _edges(lams[sl], start[sl], bound, integer, lo_lim, hi_lim, True)
-        e_at_least[sl] = _edges(lams[sl], start[sl], bound, integer, lo_lim, hi_lim, False)
-    parts = [np.array([lo_lim, hi_lim]), e_at_most, e_at_least]
+        args = (lams[sl], start[sl], bound, integer, lo_lim, hi_lim)
+        # (both edges of a continuum start by evaluating the same points)
+        seen = None if integer else bound(start[sl])
+        r = None if run is None else run[sl]
+        e_at_most[sl] = _edges(*args, True, seen, r)
+        e_at_least[sl] = _edges(*args, False, seen, r)
+    # λ's two edges side by side, λ in increasing order: nearly sorted, which a stable sort (a merge sort
+    # of the sorted runs) orders in about linear time, where the default sort took longer than the search
+    parts = [np.array([lo_lim]), np.column_stack([e_at_most, e_at_least]).ravel(), np.array([hi_lim])]
     if extra is not None:
         parts.append(np.clip(extra, lo_lim, hi_lim))
     pts = np.concatenate(parts)
     del parts, e_at_most, e_at_least
-    pts.sort()  # (in place; nearly sorted already)
+    pts.sort(kind="stable")  # (in place)
     bnd = pts[np.concatenate(([True], pts[1:] != pts[:-1]))]  # the distinct boundaries
     del pts
     first, end = bnd[:-1], bnd[1:]
@@ -547,7 +579,7 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
     """Cells of the subsampled Gaussian pair in standard units: Q = N(0, 1), P = N(μ, 1), y = μo − μ²/2.
 
     The range [−1e4, μ + width) is cut at the certified edges; its cells' masses are differences of Φ
-    (``_log_phi_diff``, with the rounding of the shifted arguments o − μ bounded by :func:`_shift_rel`).
+    (``_log_phi_steps``, with the rounding of the shifted arguments o − μ bounded by :func:`_shift_rel`).
     Below −1e4 both masses are below 1e-300; above the top they are bounded by Φ(−top) and Φ(μ − top)
     (``log_ndtr``, padded) and the losses are unbounded.
     """
@@ -564,8 +596,9 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
     start = (_y_of_loss(lams, q) + m2 / 2) / mu
     half = mu / 2  # y = μo − μ²/2 > 0 exactly where o > μ/2 (a float: μ/2 is exact)
     first, end, lo, hi = _partition(lams, start, bound, False, _FAR, top, np.array([half]))
-    ln, rn = _log_phi_diff(end, first)
-    ls, rs = _log_phi_diff(end - mu, first - mu)
+    bnd = np.append(first, end[-1])  # (the cells are consecutive: each ends where the next begins)
+    ln, rn = _log_phi_steps(bnd)
+    ls, rs = _log_phi_steps(bnd - mu)
     rs = _shift_rel(first - mu, end - mu, ls, rs)
     # Where a Φ-difference has no finite error bound (its two CDFs agree to the last bit), the cell is
     # known only by an upper bound: its mass is at most the smaller of the two tails, Φ(end) or Φ(−first).
