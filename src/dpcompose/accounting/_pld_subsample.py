@@ -280,12 +280,19 @@ def _partition(
     bnd = pts[np.concatenate(([True], pts[1:] != pts[:-1]))]  # the distinct boundaries
     del pts
     first, end = bnd[:-1], bnd[1:]
+    if not integer:  # a cell [b, b′) of a continuum is bounded at its two ends: one evaluation per boundary
+        lo_b = np.empty(bnd.size)
+        hi_b = np.empty(bnd.size)
+        for i in range(0, bnd.size, _BLOCK):
+            sl = slice(i, i + _BLOCK)
+            lo_b[sl], hi_b[sl] = bound(bnd[sl])
+        return first, end, lo_b[:-1], hi_b[1:]
     lo = np.empty(first.size)
     hi = np.empty(first.size)
     for i in range(0, first.size, _BLOCK):
         sl = slice(i, i + _BLOCK)
         lo[sl] = bound(first[sl])[0]
-        hi[sl] = bound(end[sl] - 1 if integer else end[sl])[1]
+        hi[sl] = bound(end[sl] - 1)[1]
     return first, end, lo, hi
 
 
