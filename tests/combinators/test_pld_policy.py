@@ -188,3 +188,28 @@ def test_found_by_review_a_refusal_names_why_each_candidate_could_not_certify() 
     m = dp.make_sequential(*[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6)
     with pytest.raises(dp.UnsupportedComposition, match=r"pld: this composition's window spans \d+ lattice"):
         m.map(1)
+
+
+@pytest.mark.parametrize("combinator", [dp.make_sequential, dp.make_concurrent])
+def test_zcdp_and_approx_children_compose_by_their_pairs(combinator: object) -> None:
+    # An (ε, δ) child beside zCDP ones has no ρ: the policy raised "cannot lift a ApproxDP() child to ZCDP()"
+    # although every child has a dominating pair (its own, or RR_(ε,δ)) and a profile. It now offers
+    # those two, and the result is the certified upper end of the pairs composed directly.
+    gauss = dp.m.make_gaussian(INTS, ABS, 2.0)
+    mine = dp.make_user_measurement(
+        INTS, ABS, dp.ApproxDP(), lambda x: x, lambda d: (Fraction(1, 2) * d, Fraction(1, 10**7) * d),
+        trusted=True, name="mine",
+    )
+    assert callable(combinator)
+    m = combinator(gauss, mine, gauss, output_measure=dp.ApproxDP(), delta=1e-6)
+    eps, delta = m.map(1)
+    assert delta == Fraction(1, 10**6)
+    rr = PrivacyLoss.approx(Fraction(1, 2), Fraction(1, 10**7))
+    pairs = [gauss.privacy_loss(1), rr, gauss.privacy_loss(1)]
+    lo, hi = PrivacyLoss.compose(pairs).epsilon_bounds(1e-6)
+    assert lo <= eps <= hi
+    assert [name.split(" —")[0] for name, _ in m.node.alternatives(1)] == ["pld", "profile"]
+    with pytest.raises(UnsupportedComposition, match=r"zCDP and \(ε, δ\) children; applicable: pld, profile"):
+        combinator(gauss, mine, output_measure=dp.ApproxDP(), delta=1e-6, theorem="zcdp")
+    with pytest.raises(UnsupportedComposition, match="positive target delta"):
+        combinator(gauss, mine, output_measure=dp.ApproxDP())

@@ -253,20 +253,16 @@ def plan_composition(
                     "zCDP children composed into ApproxDP need a positive target delta= (zCDP has no finite "
                     "ε at δ = 0)"
                 )
-            zlifts = [_lift(m, ZCDP()) for m in measures]
             dq = delta_q
-
-            def via_zcdp(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction]:
-                rho = zcdp_compose([f(d) for f, d in zip(zlifts, ds, strict=True)])
-                return zcdp_to_approx(rho, dq), dq
-
-            # profile: the children with a pair by their PLD, the ρ of the others beside it (the ε-split)
-            candidates = {
-                "zcdp": via_zcdp,
-                "renyi": _renyi_candidate(measures, dq),
-                "pld": _pld_candidate(measures, dq),
-                "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], dq),
-            }
+            if not all(isinstance(m, (PureDP, ZCDP)) for m in measures):
+                # an (ε, δ) child beside zCDP ones: no ρ and no Rényi curve for it (δ > 0 has none), but
+                # every child has a profile, and a pair (its own, or RR_(ε,δ) for the (ε, δ) children)
+                candidates = {
+                    "pld": _pld_candidate(measures, dq),
+                    "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], dq),
+                }
+            else:
+                candidates = _zcdp_candidates(measures, dq)
         else:
             lifts = [_lift(m, target) for m in measures]
             all_pure = all(isinstance(m, PureDP) for m in measures)
@@ -348,6 +344,26 @@ def plan_composition(
     return single("basic", lambda ds: target.compose(lifted(ds)))
 
 
+def _zcdp_candidates(
+    measures: Sequence[Measure[Any]], delta: Fraction
+) -> dict[str, Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]]:
+    """The candidates for pure and zCDP children composed into ApproxDP at ``delta`` > 0: their ρ added
+    (pure ones as ε²/2), the Rényi curves added, the PLD, and the profile (the children with a pair by
+    their PLD, the ρ of the others beside it: the ε-split)."""
+    zlifts = [_lift(m, ZCDP()) for m in measures]
+
+    def via_zcdp(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction]:
+        rho = zcdp_compose([f(d) for f, d in zip(zlifts, ds, strict=True)])
+        return zcdp_to_approx(rho, delta), delta
+
+    return {
+        "zcdp": via_zcdp,
+        "renyi": _renyi_candidate(measures, delta),
+        "pld": _pld_candidate(measures, delta),
+        "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], delta),
+    }
+
+
 def _on_lifted(
     f: Callable[[list[tuple[Fraction, Fraction]]], tuple[Fraction, Fraction] | None],
     lifts: Sequence[Callable[[Any], Any]],
@@ -402,7 +418,7 @@ def _children_kind(measures: Sequence[Measure[Any]]) -> str:
     if any(isinstance(m, ProfileDP) for m in measures):
         return "ProfileDP"
     if any(isinstance(m, ZCDP) for m in measures):
-        return "zCDP"
+        return "zCDP and (ε, δ)" if any(isinstance(m, ApproxDP) for m in measures) else "zCDP"
     return "(ε, δ)"
 
 
