@@ -60,6 +60,15 @@ def test_mixed_measures_refused_with_casts_named() -> None:
         dp.make_sequential(lap, gau)
 
 
+def test_renyi_children_into_approx_refused_with_the_renyi_cast_named() -> None:
+    # the message named casts from pure and zCDP, none of which takes a RenyiDP child
+    r = dp.make_zcdp_to_renyi(dp.m.make_gaussian(FLOAT, ABS, scale=2.0))
+    with pytest.raises(dp.UnsupportedComposition, match=r"make_renyi_to_approx\(m, delta\)"):
+        dp.make_sequential(r, r, output_measure=dp.ApproxDP(), delta=1e-6)
+    eps, delta = dp.make_renyi_to_approx(dp.make_sequential(r, r), 1e-6).map(1)  # what it advises works
+    assert 0 < eps < 10 and delta == Fraction(1, 10**6)
+
+
 def test_mismatched_inputs_refused() -> None:
     lap = dp.m.make_laplace(FLOAT, ABS, scale=1.0)
     other = dp.m.make_laplace(dp.AtomDomain(int), ABS, scale=1.0)

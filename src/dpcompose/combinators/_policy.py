@@ -108,6 +108,12 @@ def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
         lift = profile_lift(child)
         if lift is not None:
             return lift
+    if isinstance(child, RenyiDP):
+        raise UnsupportedComposition(
+            f"cannot lift a {child!r} child to {target!r}: compose the RenyiDP children by themselves "
+            "(their curves add: make_sequential without output_measure) and cast the result with "
+            "make_renyi_to_approx(m, delta), or cast each child"
+        )
     raise UnsupportedComposition(
         f"cannot lift a {child!r} child to {target!r}: use make_pure_to_zcdp, make_zcdp_to_approx, "
         "make_pure_to_profile or make_zcdp_to_profile on the children first"
