@@ -247,6 +247,9 @@ def _partition(
     """``(first, end, lo, hi)``: the cells [first, end) of [lo_lim, hi_lim) cut at both certified edges
     of every λ (and at ``extra``), with certified bounds lo ≤ L ≤ hi over each (L increasing: its values
     at the two ends)."""
+    # Two edges per λ, not one: the "remove" order needs cells ending where L ≤ λ is certified, the "add"
+    # order (losses −L) cells starting where L ≥ λ is; with the at-most edges alone every "add" bucket
+    # collapsed to its top (a draft: ε of 10⁴ DP-SGD steps 6.1877 → 6.53)
     e_at_most = np.empty(lams.size)
     e_at_least = np.empty(lams.size)
     run: FloatArray | None = None
