@@ -197,18 +197,19 @@ def _edges(
     for integers, b itself for a continuum, whose cells are half-open [b, b′)); otherwise every output
     from b on has L ≥ λ. The search steps away from the crossing by growing steps (any point further away
     also qualifies, L being increasing); b = ``lo_lim`` (resp. ``hi_lim``) always qualifies: no output
-    of the range lies below (resp. from) it.
+    of the range lies below (resp. from) it. ``start`` lies in [``lo_lim``, ``hi_lim``] (:func:`_partition`
+    clips it).
 
     A continuum may pass ``bound`` at the clipped starts (``at_start``, shared by both edges of a λ) and
     ``run``, an estimate of dx/dL at each start: the first step is then the one that covers the bound's
     excess over λ with a tenth to spare, instead of growing from 2**-46 (both only choose where to look;
     every boundary returned is checked by ``bound``).
     """
-    b = np.clip(np.nan_to_num(start, nan=lo_lim, posinf=hi_lim, neginf=lo_lim), lo_lim, hi_lim)
     if integer:
-        b = np.floor(b)
+        b = np.floor(start)
         step = np.ones(b.shape)
     else:
+        b = start.copy()  # (the search moves it in place)
         step = np.maximum(np.abs(b), 1.0) * 2.0**-46
     todo = np.arange(b.size)  # the entries not yet certified (only these are evaluated again)
     for it in range(200):
@@ -254,11 +255,11 @@ def _partition(
     e_at_least = np.empty(lams.size)
     run: FloatArray | None = None
     if not integer and lams.size > 2:
-        # dx/dL at each start, from the starts of the neighbouring λ where all three lie inside the range
-        # (a start clipped to an end of the range, where L is flat, would make the first step far too long)
-        # The smaller of the two one-sided slopes, and only where they agree within 5 %: next to λ = 0 at a
-        # tiny rate x(L) blows up (L → ln(1 − q) ≈ −q), and a central difference there overestimated dx/dL
-        # up to 30-fold (found by review: the overshoot below λ became the buckets' slack, ×1.5 … ×11)
+        # dx/dL at each start: the smaller of the two one-sided slopes to the neighbouring λ's starts, only
+        # where all three starts lie inside the range (one clipped to an end, where L is flat, would make the
+        # first step far too long) and the two slopes agree within 5 % (next to λ = 0 at a tiny rate x(L)
+        # blows up, L → ln(1 − q) ≈ −q, and a central difference overestimated dx/dL up to 30-fold: found
+        # by review, the overshoot below λ became the buckets' slack, ×1.5 … ×11). NaN elsewhere.
         inside = np.isfinite(start) & (start > lo_lim) & (start < hi_lim)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             one_sided = np.abs(np.diff(np.where(inside, start, np.nan)) / np.diff(lams))
@@ -266,7 +267,6 @@ def _partition(
             agree = np.abs(left - right) <= 0.05 * np.maximum(left, right)
             mid = np.where(agree, np.minimum(left, right), np.nan)
         run = np.concatenate(([np.nan], mid, [np.nan]))
-        run = np.where(np.isfinite(run), run, np.nan)
     start = np.clip(np.nan_to_num(start, nan=lo_lim, posinf=hi_lim, neginf=lo_lim), lo_lim, hi_lim)
     for i in range(0, lams.size, _BLOCK):  # (each λ's edges are searched on their own)
         sl = slice(i, i + _BLOCK)
