@@ -1,0 +1,161 @@
+"""Rényi curves of Poisson-subsampled mechanisms against high-precision integrals and sums (both ways)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
+from dpcompose.errors import InvalidParameter
+
+from ._reference import mpf
+
+mp = mpmath.mp
+
+
+def _gauss_moment(q: Fraction, sigma: Fraction, power: int) -> mpmath.mpf:
+    """E_{N(0,σ²)}[(1 − q + q·e^{(2x−1)/2σ²})^power] by numerical integration (the sampled Gaussian's
+    likelihood ratio μ/μ₀ for a shift of 1, raised to ``power``)."""
+    qq, s = mpf(q), mpf(sigma)
+
+    def f(x: mpmath.mpf) -> mpmath.mpf:
+        return mpmath.npdf(x, 0, s) * (1 - qq + qq * mpmath.exp((2 * x - 1) / (2 * s * s))) ** power
+
+    # the integrand of positive powers peaks near x = power·(1/2 … 1): split there too
+    cuts = sorted({-40 * s, -8 * s, mpf(0), mpf(1) / 2, mpf(1), 8 * s, 40 * s, mpf(power) / 2, mpf(power)})
+    return mpmath.quad(f, [-mpmath.inf, *cuts, mpmath.inf])
+
+
+def _removal_sum(q: Fraction, rho: Fraction, alpha: int) -> mpmath.mpf:
+    qq, r = mpf(q), mpf(rho)
+    return mpmath.fsum(
+        mpmath.binomial(alpha, j) * (1 - qq) ** (alpha - j) * qq**j * mpmath.exp((j - 1) * j * r)
+        for j in range(alpha + 1)
+    )
+
+
+def _lemma(q: Fraction, rho: Fraction, alpha: int) -> mpmath.mpf:
+    """The addition bound B_α = 1 + C(α, 2) q² (1 − q)^{−(α+1)} (e^{2ρ} − 1)."""
+    qq = mpf(q)
+    return 1 + mpmath.binomial(alpha, 2) * qq**2 * (1 - qq) ** (-(alpha + 1)) * mpmath.expm1(2 * mpf(rho))
+
+
+def _true_sgm(q: Fraction, sigma: Fraction, alpha: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """The sampled Gaussian mechanism's Rényi divergences (removal, addition) at integer order α."""
+    removal = mpmath.log(_removal_sum(q, 1 / (2 * sigma * sigma), alpha)) / (alpha - 1)
+    addition = mpmath.log(_gauss_moment(q, sigma, 1 - alpha)) / (alpha - 1)
+    return removal, addition
+
+
+@pytest.mark.parametrize(("q", "sigma", "alpha"), [
+    (Fraction(1, 100), Fraction(1), 2), (Fraction(1, 100), Fraction(1), 10),
+    (Fraction(1, 10), Fraction(2), 5), (Fraction(1, 2), Fraction(3), 8),
+    (Fraction(1, 1000), Fraction(1, 2), 6),
+])
+def test_removal_sum_is_the_integral(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    # the binomial expansion is an identity for the Gaussian: the reference removal values are exact
+    with mp.workdps(40):
+        integral = _gauss_moment(q, sigma, alpha)
+        expansion = _removal_sum(q, 1 / (2 * sigma * sigma), alpha)
+        assert abs(integral - expansion) <= mpmath.mpf(10) ** -30 * expansion
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    q=st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
+    sigma=st.fractions(Fraction(2, 5), Fraction(30)),
+    alpha=st.integers(2, 64),
+)
+def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    rho = 1 / (2 * sigma * sigma)
+    if alpha * (alpha - 1) * rho > 200:  # (an astronomically large moment: the cap αρ is read there)
+        alpha = max(2, int((200 / rho) ** 0.5))
+    (ours,) = subsampled_zcdp_to_renyi(rho, q, (Fraction(alpha),))
+    with mp.workdps(40):
+        removal, addition = _true_sgm(q, sigma, alpha)
+        assert mpf(ours) >= removal
+        assert mpf(ours) >= addition  # the addition lemma (this library's; see the module docstring)
+        assert ours <= alpha * rho  # never above the mechanism's own curve
+        # tight where the removal term is the larger bound: within float padding of the exact value
+        bound_b = mpmath.log(_lemma(q, rho, alpha)) / (alpha - 1)
+        if removal >= bound_b and removal < alpha * mpf(rho):
+            assert mpf(ours) <= removal * (1 + mpf(10) ** -12) + mpf(10) ** -300
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    q=st.fractions(Fraction(1, 10**4), Fraction(1, 2)),
+    sigma=st.fractions(Fraction(1, 2), Fraction(8)),
+    alpha=st.integers(2, 40),
+)
+def test_addition_lemma(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    # B_α = E_{μ₀}[(μ₀/μ)^{α−1}] ≤ 1 + C(α, 2) q² (1 − q)^{−(α+1)} (e^{2ρ} − 1), checked by integration
+    rho = 1 / (2 * sigma * sigma)
+    with mp.workdps(40):
+        moment = _gauss_moment(q, sigma, 1 - alpha)
+        assert moment <= _lemma(q, rho, alpha)
+
+
+def _dgauss_pair(sigma: int) -> tuple[list[int], list[mpmath.mpf]]:
+    zs = list(range(-30 * sigma - 10, 30 * sigma + 11))
+    w = [mpmath.exp(-mpf(z * z) / (2 * sigma * sigma)) for z in zs]
+    total = mpmath.fsum(w)
+    return zs, [x / total for x in w]
+
+
+@pytest.mark.parametrize(("q", "sigma", "alpha"), [
+    (Fraction(1, 100), 1, 2), (Fraction(1, 100), 1, 12), (Fraction(1, 10), 2, 6), (Fraction(1, 3), 3, 16),
+    (Fraction(1, 1000), 1, 32),
+])
+def test_discrete_gaussian_both_directions(q: Fraction, sigma: int, alpha: int) -> None:
+    # dpcompose's Gaussian releases discrete noise: the curve of ρ = Δ²/2σ² (Canonne–Kamath–Steinke 2020
+    # Thm 4) must bound the subsampled discrete Gaussian's divergences, summed here over the integers
+    with mp.workdps(40):
+        zs, p0 = _dgauss_pair(sigma)
+        index = {z: i for i, z in enumerate(zs)}
+        p1 = [p0[index[z - 1]] if z - 1 in index else mpf(0) for z in zs]  # shift Δ = 1
+        qq = mpf(q)
+        mix = [(1 - qq) * a + qq * b for a, b in zip(p0, p1, strict=True)]
+        removal = mpmath.log(mpmath.fsum(m**alpha * a ** (1 - alpha) for m, a in zip(mix, p0, strict=True)))
+        addition = mpmath.log(mpmath.fsum(a**alpha * m ** (1 - alpha) for m, a in zip(mix, p0, strict=True)))
+        (ours,) = subsampled_zcdp_to_renyi(Fraction(1, 2 * sigma * sigma), q, (Fraction(alpha),))
+        assert mpf(ours) >= removal / (alpha - 1)
+        assert mpf(ours) >= addition / (alpha - 1)
+
+
+def test_edges_and_fractional_orders() -> None:
+    rho = Fraction(1, 2)
+    orders = (Fraction(5, 4), Fraction(2), Fraction(5, 2), Fraction(3))
+    assert subsampled_zcdp_to_renyi(rho, Fraction(0), orders) == (Fraction(0),) * 4
+    assert subsampled_zcdp_to_renyi(rho, Fraction(1), orders) == (2 * rho, 2 * rho, 3 * rho, 3 * rho)
+    c = subsampled_zcdp_to_renyi(rho, Fraction(1, 100), orders)
+    assert c[0] == c[1] and c[2] == c[3]  # a non-integer order reads the next integer one
+    assert 0 < c[1] < c[3]
+    # a pure base caps every order at ε, subsampled or not
+    eps = Fraction(1, 10)
+    pure = subsampled_renyi(lambda j: min(eps, j * eps * eps / 2), Fraction(1, 2), (Fraction(256),))
+    assert 0 < pure[0] <= eps
+
+
+def test_refusals() -> None:
+    with pytest.raises(InvalidParameter, match="q="):
+        subsampled_zcdp_to_renyi(Fraction(1), Fraction(3, 2), (Fraction(2),))
+    with pytest.raises(InvalidParameter, match="orders"):
+        subsampled_zcdp_to_renyi(Fraction(1), Fraction(1, 2), (Fraction(1),))
+    with pytest.raises(InvalidParameter, match="rho="):
+        subsampled_zcdp_to_renyi(Fraction(-1), Fraction(1, 2), (Fraction(2),))
+
+
+def test_large_rho_and_tiny_rate() -> None:
+    # huge moments stay in logs, and the result never exceeds αρ
+    (big,) = subsampled_zcdp_to_renyi(Fraction(500), Fraction(1, 2), (Fraction(256),))
+    assert big <= 256 * 500
+    (tiny,) = subsampled_zcdp_to_renyi(Fraction(1, 2), Fraction(1, 10**30), (Fraction(8),))
+    with mp.workdps(120):  # (A_α − 1 ≈ 5e-59: 1 + it needs more than 60 digits)
+        exact = mpmath.log(_removal_sum(Fraction(1, 10**30), Fraction(1, 2), 8)) / 7
+        assert mpf(tiny) >= exact
+        assert mpf(tiny) <= exact * (1 + mpf(10) ** -9) + mpf(10) ** -70
