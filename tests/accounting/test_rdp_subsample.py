@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcompose.accounting import PrivacyLoss
 from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.errors import InvalidParameter
 
@@ -159,3 +160,51 @@ def test_large_rho_and_tiny_rate() -> None:
         exact = mpmath.log(_removal_sum(Fraction(1, 10**30), Fraction(1, 2), 8)) / 7
         assert mpf(tiny) >= exact
         assert mpf(tiny) <= exact * (1 + mpf(10) ** -9) + mpf(10) ** -70
+
+
+def _rr_divergences(eps: Fraction, q: Fraction, alpha: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """Binary randomized response run on a Poisson subsample: D_α both ways, summed exactly."""
+    p = mpmath.exp(mpf(eps)) / (1 + mpmath.exp(mpf(eps)))
+    mu0 = [p, 1 - p]
+    mu = [(1 - mpf(q)) * a + mpf(q) * b for a, b in zip(mu0, [1 - p, p], strict=True)]
+    removal = mpmath.fsum(a**alpha * b ** (1 - alpha) for a, b in zip(mu, mu0, strict=True))
+    addition = mpmath.fsum(b**alpha * a ** (1 - alpha) for a, b in zip(mu, mu0, strict=True))
+    return mpmath.log(removal) / (alpha - 1), mpmath.log(addition) / (alpha - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    eps=st.fractions(Fraction(1, 100), Fraction(5)),
+    q=st.fractions(Fraction(1, 10**5), Fraction(1)),
+    alpha=st.integers(2, 256),
+)
+def test_pure_base_against_subsampled_randomized_response(eps: Fraction, q: Fraction, alpha: int) -> None:
+    step = PrivacyLoss.subsampled(PrivacyLoss.randomized_response(eps), q)
+    curve = step.renyi([alpha])
+    assert curve is not None
+    with mp.workdps(60):
+        removal, addition = _rr_divergences(eps, q, alpha)
+        assert mpf(curve[0]) >= removal
+        assert mpf(curve[0]) >= addition
+    assert curve[0] <= eps  # never above the pure cap
+
+
+def test_privacy_loss_curves_by_kind() -> None:
+    a = (Fraction(2), Fraction(8))
+    g, dg = PrivacyLoss.gaussian(1, 2), PrivacyLoss.discrete_gaussian(3, 6)
+    assert g.renyi(a) == dg.renyi(a) == (Fraction(1, 4), Fraction(1))  # αΔ²/2σ²
+    assert PrivacyLoss.laplace(1, 2).renyi(a) == (Fraction(1, 4), Fraction(1, 2))  # min(ε, αε²/2)
+    assert PrivacyLoss.discrete_laplace(2, 4).renyi(a) == (Fraction(1, 4), Fraction(1, 2))
+    assert PrivacyLoss.approx(Fraction(1, 2), 0).renyi(a) == (Fraction(1, 4), Fraction(1, 2))
+    assert PrivacyLoss.approx(Fraction(1, 2), Fraction(1, 10**9)).renyi(a) is None  # δ > 0: no curve
+    both = PrivacyLoss.compose([g, g, PrivacyLoss.laplace(1, 2)])
+    assert both.renyi(a) == (Fraction(3, 4), Fraction(5, 2))  # curves add
+    assert PrivacyLoss.compose([g, PrivacyLoss.approx(1, Fraction(1, 10**9))]).renyi(a) is None
+    sub = PrivacyLoss.subsampled(g, Fraction(1, 100))
+    assert sub.renyi(a) == subsampled_zcdp_to_renyi(Fraction(1, 8), Fraction(1, 100), a)
+    assert PrivacyLoss.subsampled(g, Fraction(1, 100), "without_replacement").renyi(a) is None
+    assert PrivacyLoss.subsampled(g, 1, "without_replacement").renyi(a) == g.renyi(a)  # rate 1: g itself
+    default = sub.renyi()
+    assert default is not None and len(default) == 18  # DEFAULT_ORDERS, 1.25 … 256
+    with pytest.raises(InvalidParameter, match="orders"):
+        g.renyi([1])

@@ -95,11 +95,14 @@ def test_a_json_rate_must_be_a_number(rate: object, tmp_path: Path,
 
 def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     """``rate=`` subsamples the pair (the library's PrivacyLoss.subsampled, both orders for Poisson) and
-    amplifies a pure ε for the generic theorems (Balle–Barthe–Gaboardi 2018 Thm 8); a Gaussian has no
-    generic runner-up then (no zCDP amplification theorem is used), and rate 1 changes nothing."""
+    amplifies a pure ε for the generic theorems (Balle–Barthe–Gaboardi 2018 Thm 8); a Gaussian's only
+    runner-up is then its subsampled Rényi curve (no zCDP amplification theorem is used), and rate 1
+    changes nothing."""
     from fractions import Fraction
 
     from dpcompose.accounting import PrivacyLoss, format_up, optimal_epsilon
+    from dpcompose.accounting._filters import DEFAULT_ORDERS
+    from dpcompose.accounting._zcdp import renyi_to_approx
     from dpcompose.combinators._subsample import amplify_epsilon
 
     floats, dist = dp.AtomDomain(float), dp.AbsoluteDistance()
@@ -110,7 +113,12 @@ def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     step = PrivacyLoss.subsampled(gauss, Fraction(1, 100))
     assert _first_bound(out) == float(format_up(PrivacyLoss.compose([step] * 1000).epsilon_bounds(1e-5)[1]))
     assert out.startswith("composition: 1000 × gaussian(sigma=1, rate=0.01)")
-    assert out.count("≤") == 2 and "zCDP" not in out  # the answer and the PLD line only
+    # the answer, the PLD line and the Rényi runner-up (the subsampled curve: PrivacyLoss.renyi); no zCDP
+    assert out.count("≤") == 3 and "zCDP" not in out
+    curve = PrivacyLoss.compose([step] * 1000).renyi()
+    assert curve is not None
+    renyi_line = next(x for x in out.splitlines() if "Rényi" in x)
+    assert f"≤ {format_up(renyi_to_approx(DEFAULT_ORDERS, curve, Fraction(1, 10**5)))}" in renyi_line
 
     assert main(["account", "--mech", "laplace:scale=2,rate=0.05,count=200", "--delta", "1e-6"]) == 0
     out = capsys.readouterr().out

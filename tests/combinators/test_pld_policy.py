@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting import PrivacyLoss, gaussian_profile
+from dpcompose.accounting._filters import DEFAULT_ORDERS
+from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.errors import UnsupportedComposition
 from exact_pairs import convolve as _convolve
 from exact_pairs import delta as _delta
@@ -185,9 +187,20 @@ def test_found_by_review_a_refusal_names_why_each_candidate_could_not_certify() 
     counts = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance())
     gauss = counts >> dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), 0.3)
     step = dp.make_subsample(gauss, 1e-9)
-    m = dp.make_sequential(*[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6)
+    m = dp.make_sequential(
+        *[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld"
+    )
     with pytest.raises(dp.UnsupportedComposition, match=r"pld: this composition's window spans \d+ lattice"):
         m.map(1)
+    # (auto now answers it: the children's Rényi curves certify where the PLD cannot)
+    auto = dp.make_sequential(*[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6)
+    eps, _ = auto.map(1)
+    pair = step.privacy_loss(1)
+    assert pair is not None
+    curve = pair.renyi()
+    assert curve is not None
+    assert eps == renyi_to_approx(DEFAULT_ORDERS, [100_000 * e for e in curve], Fraction(1, 10**6))
+    assert auto.node.alternatives(1)[0][0].startswith("renyi")
 
 
 @pytest.mark.parametrize("combinator", [dp.make_sequential, dp.make_concurrent])
@@ -213,3 +226,31 @@ def test_zcdp_and_approx_children_compose_by_their_pairs(combinator: object) -> 
         combinator(gauss, mine, output_measure=dp.ApproxDP(), delta=1e-6, theorem="zcdp")
     with pytest.raises(UnsupportedComposition, match="positive target delta"):
         combinator(gauss, mine, output_measure=dp.ApproxDP())
+
+
+@pytest.mark.parametrize("combinator", [dp.make_sequential, dp.make_concurrent])
+def test_subsampled_gaussian_children_have_a_renyi_runner_up(combinator: object) -> None:
+    # DP-SGD: the issue asks for the Rényi runner-up beside the PLD; before, profile children offered pld
+    # and profile only. The Rényi value is the children's curves added and converted at δ, and the PLD
+    # stays the chosen (least) bound.
+    counts = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance())
+    step = dp.make_subsample(counts >> dp.m.make_gaussian(dp.AtomDomain(int), ABS, 1.0), 0.01)
+    assert callable(combinator)
+    m = combinator(*[step] * 1000, output_measure=dp.ApproxDP(), delta=1e-5)
+    eps, _ = m.map(1)
+    found = {name.split(" —")[0]: value for name, value in m.node.alternatives(1)}
+    assert list(found) == ["pld", "profile", "renyi"]
+    pair = step.privacy_loss(1)
+    assert pair is not None
+    curve = pair.renyi()
+    assert curve is not None
+    expected = renyi_to_approx(DEFAULT_ORDERS, [1000 * e for e in curve], Fraction(1, 10**5))
+    assert found["renyi"] == (expected, Fraction(1, 10**5))
+    assert eps == min(v[0] for v in found.values()) < expected
+    # a child without a Rényi curve (an (ε, δ) child with δ > 0, subsampled) leaves the candidate out
+    mine = dp.make_user_measurement(
+        dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance(), dp.ApproxDP(), len,
+        lambda d: (Fraction(1, 2) * d, Fraction(1, 10**8) * d), trusted=True, name="mine",
+    )
+    mixed = combinator(step, dp.make_subsample(mine, 0.01), output_measure=dp.ApproxDP(), delta=1e-5)
+    assert [name.split(" —")[0] for name, _ in mixed.node.alternatives(1)] == ["pld", "profile"]

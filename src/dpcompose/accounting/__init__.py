@@ -56,6 +56,7 @@ from dpcompose.accounting._pld_subsample_discrete import (
     pld_subsampled_discrete_laplace,
 )
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
+from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -117,6 +118,8 @@ __all__ = [
     "pure_to_zcdp",
     "renyi_to_approx",
     "rruv_filter_epsilon",
+    "subsampled_renyi",
+    "subsampled_zcdp_to_renyi",
     "whitehouse_filter_epsilon",
     "zcdp_budget",
     "zcdp_compose",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, TypeVar
@@ -36,6 +36,7 @@ import numpy as np
 
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
+from dpcompose.accounting._filters import DEFAULT_ORDERS, check_orders
 from dpcompose.accounting._pld import (
     _MIXED_SAMPLING,
     DEFAULT_STEP_BITS,
@@ -64,6 +65,7 @@ from dpcompose.accounting._pld_subsample_discrete import (
     pld_subsampled_discrete_gaussian,
     pld_subsampled_discrete_laplace,
 )
+from dpcompose.accounting._rdp import subsampled_renyi
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 __all__ = ["PrivacyLoss"]
@@ -398,6 +400,32 @@ class PrivacyLoss:
         :meth:`epsilon_bounds`)."""
         return min(_each(self, lambda p: p.delta(epsilon)))
 
+    def renyi(self, orders: Sequence[Number] | None = None) -> tuple[Fraction, ...] | None:
+        """Upper bounds on the Rényi-DP curve ε(α) of the mechanism this pair names, at each order (default
+        :data:`~dpcompose.accounting._filters.DEFAULT_ORDERS`, 1.25 … 256), or None where no theorem used
+        here gives one (an (ε, δ) pair with δ > 0, sampling without replacement).
+
+        The curves: Gaussian noise with a shift of at most Δ, ``αΔ²/2σ²`` (Bun–Steinke 2016 Prop. 1.6; on
+        the integers Canonne–Kamath–Steinke 2020 Thm 4); Laplace, discrete Laplace, randomized response and
+        pure (ε, 0) pairs are ε-DP, ``min(ε, αε²/2)`` (Bun–Steinke 2016 Prop. 1.4); Poisson subsampling of
+        any of these, :func:`~dpcompose.accounting._rdp.subsampled_renyi` (removal as in Mironov–Talwar–
+        Zhang 2019, addition by the lemma proved there); compositions add (Mironov 2017 Prop. 1). The
+        measurements that report these pairs add exactly the named noise to a value that moves by at most
+        Δ, or report the (ε, 0) pair of an ε-DP guarantee, so the curve is the mechanism's own.
+
+        Raises:
+            InvalidParameter: an order is not above 1, repeats, or exceeds 4096 where a subsampled part
+                needs it at an integer.
+
+        Examples:
+            >>> step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)
+            >>> [round(float(e), 6) for e in step.renyi([2, 10])]
+            [0.000177, 0.03827]
+            >>> PrivacyLoss.approx(1, 1e-6).renyi() is None
+            True
+        """
+        return _curve(self, DEFAULT_ORDERS if orders is None else check_orders(orders))
+
     def order_sensitive(self) -> bool:
         """Whether this pair depends on which neighbour holds the record: a Poisson-subsampled pair (rate
         strictly between 0 and 1), or a composition holding one. Such pairs are composed order by order
@@ -451,6 +479,43 @@ class PrivacyLoss:
 
     def __repr__(self) -> str:
         return f"PrivacyLoss({self.label()})"
+
+
+def _own_curve(loss: PrivacyLoss, alpha: Fraction) -> Fraction | None:
+    """The Rényi curve at ``alpha`` of a pair that is neither composed nor subsampled (PrivacyLoss.renyi)."""
+    a, b = (Fraction(v) for v in loss.params)
+    if loss.kind in ("gaussian", "discrete_gaussian"):
+        return alpha * (a / b) ** 2 / 2
+    if loss.kind == "approx" and b != 0:
+        return None
+    eps = a / b if loss.kind in ("laplace", "discrete_laplace") else a
+    return min(eps, alpha * eps * eps / 2)
+
+
+@functools.lru_cache(maxsize=256)
+def _curve(loss: PrivacyLoss, alphas: tuple[Fraction, ...]) -> tuple[Fraction, ...] | None:
+    """PrivacyLoss.renyi at validated orders (cached: a training run asks once per step, for one pair)."""
+    if loss.kind == "composed":
+        total = [Fraction(0)] * len(alphas)
+        for part, n in loss.parts:
+            c = _curve(part, alphas)
+            if c is None:
+                return None
+            total = [t + n * e for t, e in zip(total, c, strict=True)]
+        return tuple(total)
+    if loss.kind == "subsampled":
+        child, (q, sampling) = loss.parts[0][0], loss.params
+        assert isinstance(q, Fraction)
+        if (sampling != "poisson" and 0 < q < 1) or _own_curve(child, Fraction(2)) is None:
+            return None  # (no Rényi theorem for sampling without replacement is used here)
+        return subsampled_renyi(lambda j: _checked(_own_curve(child, Fraction(j))), q, alphas)
+    own = [_own_curve(loss, a) for a in alphas]
+    return None if any(c is None for c in own) else tuple(c for c in own if c is not None)
+
+
+def _checked(value: Fraction | None) -> Fraction:
+    assert value is not None  # (the caller checked that the child has a curve)
+    return value
 
 
 def _extent(part: PrivacyLoss, n: int, bits: int) -> float:

@@ -31,8 +31,9 @@ Thm 3). ∎
 
 The addition bound is this library's (the published sampled-Gaussian analyses bound the other direction
 by the removal one); it is tested against numerical integration of both directions for the continuous
-Gaussian (``tests/accounting/test_rdp_subsample.py``). For the Gaussian at small q it is below A_α from
-α ≈ 4 on, so the curve's useful orders read A_α, the exact removal value.
+Gaussian (``tests/accounting/test_rdp_subsample.py``). Where it is the larger bound it exceeds A_α − 1 by
+a factor of at most about (1 − q)^{−(α+1)}; for DP-SGD's step (σ = 1, q = 0.01) that happens at orders 2
+and 3 only (by 3% and 1.4%), and from order 4 on the curve reads A_α, the exact removal value.
 
 Examples:
     >>> from fractions import Fraction

@@ -44,8 +44,9 @@ from dpcompose.accounting import (
     zcdp_to_approx,
 )
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._filters import renyi_compose_epsilon
+from dpcompose.accounting._filters import DEFAULT_ORDERS, pure_cost_to_renyi, zcdp_cost_to_renyi
 from dpcompose.accounting._loss import _delta_bounds
+from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.errors import DPError, InvalidParameter
 
 __all__ = ["main"]
@@ -228,14 +229,18 @@ def _candidates(
                 out.append((basic_name, e_b))
             if epsilon is not None and e_b <= epsilon:
                 out.append((basic_name, d_b))
-    if delta is not None and delta > 0 and all(m.pure is not None or m.rho is not None for m in mechs):
-        # Rényi curves add, converted at δ (renyi_compose_epsilon: Mironov 2017; Balle et al. 2020 Thm 21)
-        parts = [
-            (True, m.pure, m.count) if m.pure is not None else (False, m.rho or Fraction(0), m.count)
-            for m in mechs
+    curves = [_renyi_curve(m) for m in mechs] if delta is not None and delta > 0 else []
+    if delta is not None and curves and all(c is not None for c in curves):
+        # Rényi curves add (Mironov 2017 Prop. 1), converted at δ (Balle et al. 2020 Thm 21)
+        totals = [
+            sum((m.count * c[i] for m, c in zip(mechs, curves, strict=True) if c is not None), Fraction(0))
+            for i in range(len(DEFAULT_ORDERS))
         ]
-        renyi = renyi_compose_epsilon(parts, delta)
-        out.append(("Rényi (Mironov 2017; Balle–Barthe–Gaboardi–Hsu–Sato 2020)", renyi))
+        renyi = renyi_to_approx(DEFAULT_ORDERS, totals, delta)
+        name = "Rényi (Mironov 2017; Balle–Barthe–Gaboardi–Hsu–Sato 2020"
+        if any(m.loss.kind == "subsampled" for m in mechs):
+            name += "; subsampled: Mironov–Talwar–Zhang 2019 and PrivacyLoss.renyi's lemma"
+        out.append((name + ")", renyi))
     if all(m.rho is not None for m in mechs):
         rho = zcdp_compose([m.rho * m.count for m in mechs if m.rho is not None])  # (ρ's add)
         name = "zCDP (Bun–Steinke 2016; Canonne–Kamath–Steinke 2020)"
@@ -244,6 +249,21 @@ def _candidates(
         elif epsilon is not None:
             out.append((name, zcdp_delta(rho, epsilon)))
     return out
+
+
+def _renyi_curve(m: _Mechanism) -> tuple[Fraction, ...] | None:
+    """The mechanism's Rényi curve on DEFAULT_ORDERS: its pair's (PrivacyLoss.renyi), and where it is pure
+    or zCDP (a subsampled pure mechanism: its amplified ε) the least of that and the pair's, or None."""
+    own = m.loss.renyi()
+    if m.pure is not None:
+        other: tuple[Fraction, ...] | None = pure_cost_to_renyi(m.pure, DEFAULT_ORDERS)
+    elif m.rho is not None:
+        other = zcdp_cost_to_renyi(m.rho, DEFAULT_ORDERS)
+    else:
+        return own
+    if own is None:
+        return other
+    return tuple(min(a, b) for a, b in zip(own, other, strict=True)) if other is not None else own
 
 
 def main(argv: list[str] | None = None) -> int:

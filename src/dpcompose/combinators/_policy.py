@@ -25,7 +25,13 @@ from dpcompose.accounting import (
     zcdp_compose,
     zcdp_to_approx,
 )
-from dpcompose.accounting._filters import renyi_compose_epsilon
+from dpcompose.accounting._filters import (
+    DEFAULT_ORDERS,
+    pure_cost_to_renyi,
+    renyi_compose_epsilon,
+    zcdp_cost_to_renyi,
+)
+from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.core import ZCDP, ApproxDP, Measure, ProfileDP, PureDP, RenyiDP
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
@@ -57,6 +63,8 @@ _CONCURRENT_SOURCES = {
     "(ε, δ), Gaussian), Lyu 2022 Cor 1 (ρ)",
     "generic": "profiles without pairs; concurrently: Vadhan–Zhang 2023 Thm 1.3, Lyu 2022 Cor 1",
 }
+
+_PAIR_CURVES = "; pairs' curves: PrivacyLoss.renyi (subsampled: Mironov–Talwar–Zhang 2019 and a lemma)"
 
 Losses = list[PrivacyLoss | None]
 
@@ -253,6 +261,9 @@ def plan_composition(
                 "pld": _pld_candidate(measures, delta_q),
                 "profile": _profile_candidate(profile_lifts, delta_q),
             }
+            if delta_q > 0:  # (where every child has a Rényi curve: DP-SGD's subsampled Gaussians)
+                candidates["renyi"] = _renyi_curves_candidate(measures, delta_q)
+                sources = {**sources, "renyi": sources.get("renyi", _SOURCES["renyi"]) + _PAIR_CURVES}
         elif zcdp_children:
             if delta_q is None or delta_q == 0:
                 raise UnsupportedComposition(
@@ -467,6 +478,40 @@ def _renyi_candidate(
         return renyi_compose_epsilon([(pure, d, n) for (pure, d), n in counts.items()], delta), delta
 
     return use_renyi
+
+
+def _renyi_curves_candidate(
+    measures: Sequence[Measure[Any]], delta: Fraction
+) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
+    """The Rényi candidate for children with profiles: each child's Rényi curve (pure ε and zCDP ρ from
+    their d_out, the others from their dominating pair: :meth:`PrivacyLoss.renyi`, which covers Poisson-
+    subsampled Gaussian and Laplace mechanisms), added (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2)
+    and converted at ``delta`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21); not applicable (None) where a
+    child has no curve."""
+
+    def use_curves(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
+        curves: dict[int, tuple[tuple[Fraction, ...], int]] = {}  # (equal pairs share one cached curve)
+        of_pair: dict[int, tuple[PrivacyLoss, tuple[Fraction, ...] | None]] = {}  # (a run's steps share one)
+        for m, d, pair in zip(measures, ds, child_losses(measures, ds, losses), strict=True):
+            if isinstance(m, PureDP):
+                curve: tuple[Fraction, ...] | None = pure_cost_to_renyi(Fraction(d), DEFAULT_ORDERS)
+            elif isinstance(m, ZCDP):
+                curve = zcdp_cost_to_renyi(Fraction(d), DEFAULT_ORDERS)
+            elif pair is None:
+                curve = None
+            else:
+                if id(pair) not in of_pair:
+                    of_pair[id(pair)] = (pair, pair.renyi())  # (on DEFAULT_ORDERS; the pair kept alive)
+                curve = of_pair[id(pair)][1]
+            if curve is None:
+                return None
+            seen = curves.get(id(curve))
+            curves[id(curve)] = (curve, 1 if seen is None else seen[1] + 1)
+        totals = [sum((n * c[i] for c, n in curves.values()), Fraction(0))
+                  for i in range(len(DEFAULT_ORDERS))]
+        return renyi_to_approx(DEFAULT_ORDERS, totals, delta), delta
+
+    return use_curves
 
 
 def _profile_plan(measures: Sequence[Measure[Any]], theorem: str, sources: dict[str, str], kind: str) -> Plan:
