@@ -101,7 +101,7 @@ def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     from fractions import Fraction
 
     from dpcompose.accounting import PrivacyLoss, format_up, optimal_epsilon
-    from dpcompose.accounting._filters import DEFAULT_ORDERS
+    from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
     from dpcompose.accounting._zcdp import renyi_to_approx
     from dpcompose.combinators._subsample import amplify_epsilon
 
@@ -115,10 +115,10 @@ def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("composition: 1000 × gaussian(sigma=1, rate=0.01)")
     # the answer, the PLD line and the Rényi runner-up (the subsampled curve: PrivacyLoss.renyi); no zCDP
     assert out.count("≤") == 3 and "zCDP" not in out
-    curve = PrivacyLoss.compose([step] * 1000).renyi()
+    curve = PrivacyLoss.compose([step] * 1000).renyi(RUNNER_UP_ORDERS)
     assert curve is not None
     renyi_line = next(x for x in out.splitlines() if "Rényi" in x)
-    assert f"≤ {format_up(renyi_to_approx(DEFAULT_ORDERS, curve, Fraction(1, 10**5)))}" in renyi_line
+    assert f"≤ {format_up(renyi_to_approx(RUNNER_UP_ORDERS, curve, Fraction(1, 10**5)))}" in renyi_line
 
     assert main(["account", "--mech", "laplace:scale=2,rate=0.05,count=200", "--delta", "1e-6"]) == 0
     out = capsys.readouterr().out
@@ -173,13 +173,14 @@ def test_renyi_is_a_candidate_for_pure_and_zcdp_mechanisms(capsys: pytest.Captur
     from fractions import Fraction
 
     from dpcompose.accounting import renyi_to_approx
-    from dpcompose.accounting._filters import DEFAULT_ORDERS, pure_cost_to_renyi
+    from dpcompose.accounting._filters import pure_cost_to_renyi
+    from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
 
     assert main(["account", "--mech", "laplace:scale=10,count=100", "--delta", "1e-6"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "Rényi" in x)
-    curve = pure_cost_to_renyi(Fraction(1, 10), DEFAULT_ORDERS)
-    expected = renyi_to_approx(DEFAULT_ORDERS, [100 * c for c in curve], Fraction(1, 10**6))
+    curve = pure_cost_to_renyi(Fraction(1, 10), RUNNER_UP_ORDERS)
+    expected = renyi_to_approx(RUNNER_UP_ORDERS, [100 * c for c in curve], Fraction(1, 10**6))
     assert f"≤ {dp.accounting.format_up(expected)}" in line
 
 

@@ -885,10 +885,13 @@ def pure_cost_to_renyi(epsilon: Fraction, orders: Sequence[Fraction]) -> Cost:
     return tuple(min(epsilon, a * half_sq) for a in orders)
 
 
-def renyi_compose_epsilon(parts: Sequence[tuple[bool, Fraction, int]], delta: Fraction) -> Fraction:
+def renyi_compose_epsilon(
+    parts: Sequence[tuple[bool, Fraction, int]], delta: Fraction, orders: Sequence[Fraction] = DEFAULT_ORDERS
+) -> Fraction:
     """ε at ``delta`` of a composition of ``count`` copies of each part ``(pure, value, count)``: an ε-DP
     part (``pure``, value ε) as the Rényi curve α ↦ min(ε, αε²/2) (:func:`pure_cost_to_renyi`), a ρ-zCDP
-    part as α ↦ αρ; the curves add and are converted at ``delta`` on :data:`DEFAULT_ORDERS`.
+    part as α ↦ αρ; the curves add and are converted at ``delta`` on ``orders`` (checked orders > 1;
+    default :data:`DEFAULT_ORDERS`).
 
     Source: Mironov 2017 Prop. 1 (Rényi curves add; concurrently Lyu 2022 Thm 2); Balle–Barthe–Gaboardi–
     Hsu–Sato 2020 Thm 21 (Rényi DP ⇒ (ε, δ)).
@@ -897,8 +900,8 @@ def renyi_compose_epsilon(parts: Sequence[tuple[bool, Fraction, int]], delta: Fr
         >>> 3 < renyi_compose_epsilon([(True, Fraction(1, 10), 100)], Fraction(1, 10**6)) < 6
         True
     """
-    totals = [Fraction(0)] * len(DEFAULT_ORDERS)
+    totals = [Fraction(0)] * len(orders)
     for pure, value, count in parts:
-        curve = (pure_cost_to_renyi if pure else zcdp_cost_to_renyi)(value, DEFAULT_ORDERS)
+        curve = (pure_cost_to_renyi if pure else zcdp_cost_to_renyi)(value, orders)
         totals = [t + count * c for t, c in zip(totals, curve, strict=True)]
-    return renyi_to_approx(DEFAULT_ORDERS, totals, delta)
+    return renyi_to_approx(orders, totals, delta)

@@ -44,8 +44,9 @@ from dpcompose.accounting import (
     zcdp_to_approx,
 )
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._filters import DEFAULT_ORDERS, pure_cost_to_renyi, zcdp_cost_to_renyi
+from dpcompose.accounting._filters import pure_cost_to_renyi, zcdp_cost_to_renyi
 from dpcompose.accounting._loss import _delta_bounds
+from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
 from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.errors import DPError, InvalidParameter
 
@@ -234,9 +235,9 @@ def _candidates(
         # Rényi curves add (Mironov 2017 Prop. 1), converted at δ (Balle et al. 2020 Thm 21)
         totals = [
             sum((m.count * c[i] for m, c in zip(mechs, curves, strict=True) if c is not None), Fraction(0))
-            for i in range(len(DEFAULT_ORDERS))
+            for i in range(len(RUNNER_UP_ORDERS))
         ]
-        renyi = renyi_to_approx(DEFAULT_ORDERS, totals, delta)
+        renyi = renyi_to_approx(RUNNER_UP_ORDERS, totals, delta)
         name = "Rényi (Mironov 2017; Balle–Barthe–Gaboardi–Hsu–Sato 2020"
         if any(m.loss.kind == "subsampled" for m in mechs):
             name += "; subsampled: Mironov–Talwar–Zhang 2019 and PrivacyLoss.renyi's lemma"
@@ -252,13 +253,13 @@ def _candidates(
 
 
 def _renyi_curve(m: _Mechanism) -> tuple[Fraction, ...] | None:
-    """The mechanism's Rényi curve on DEFAULT_ORDERS: its pair's (PrivacyLoss.renyi), and where it is pure
+    """The mechanism's Rényi curve on RUNNER_UP_ORDERS: its pair's (PrivacyLoss.renyi), and where it is pure
     or zCDP (a subsampled pure mechanism: its amplified ε) the least of that and the pair's, or None."""
-    own = m.loss.renyi()
+    own = m.loss.renyi(RUNNER_UP_ORDERS)
     if m.pure is not None:
-        other: tuple[Fraction, ...] | None = pure_cost_to_renyi(m.pure, DEFAULT_ORDERS)
+        other: tuple[Fraction, ...] | None = pure_cost_to_renyi(m.pure, RUNNER_UP_ORDERS)
     elif m.rho is not None:
-        other = zcdp_cost_to_renyi(m.rho, DEFAULT_ORDERS)
+        other = zcdp_cost_to_renyi(m.rho, RUNNER_UP_ORDERS)
     else:
         return own
     if own is None:

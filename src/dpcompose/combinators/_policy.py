@@ -26,11 +26,11 @@ from dpcompose.accounting import (
     zcdp_to_approx,
 )
 from dpcompose.accounting._filters import (
-    DEFAULT_ORDERS,
     pure_cost_to_renyi,
     renyi_compose_epsilon,
     zcdp_cost_to_renyi,
 )
+from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
 from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.core import ZCDP, ApproxDP, Measure, ProfileDP, PureDP, RenyiDP
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
@@ -469,13 +469,14 @@ def _renyi_candidate(
     measures: Sequence[Measure[Any]], delta: Fraction
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """The Rényi candidate for pure and zCDP children: the curves α ↦ min(ε, αε²/2) (pure) and α ↦ αρ
-    (zCDP) add (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2), converted at ``delta`` on the Rényi
-    filter's grid of orders (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21)."""
+    (zCDP) add (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2), converted at ``delta`` on
+    ``RUNNER_UP_ORDERS`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21)."""
     def use_renyi(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction] | None:
         if delta == 0:
             return None
         counts = Counter((isinstance(m, PureDP), Fraction(d)) for m, d in zip(measures, ds, strict=True))
-        return renyi_compose_epsilon([(pure, d, n) for (pure, d), n in counts.items()], delta), delta
+        parts = [(pure, d, n) for (pure, d), n in counts.items()]
+        return renyi_compose_epsilon(parts, delta, RUNNER_UP_ORDERS), delta
 
     return use_renyi
 
@@ -485,31 +486,31 @@ def _renyi_curves_candidate(
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """The Rényi candidate for children with profiles: each child's Rényi curve (pure ε and zCDP ρ from
     their d_out, the others from their dominating pair: :meth:`PrivacyLoss.renyi`, which covers Poisson-
-    subsampled Gaussian and Laplace mechanisms), added (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2)
-    and converted at ``delta`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21); not applicable (None) where a
-    child has no curve."""
+    subsampled Gaussian and Laplace mechanisms) on ``RUNNER_UP_ORDERS``, added (Mironov 2017 Prop. 1;
+    concurrently Lyu 2022 Thm 2) and converted at ``delta`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21); not
+    applicable (None) where a child has no curve."""
 
     def use_curves(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
         curves: dict[int, tuple[tuple[Fraction, ...], int]] = {}  # (equal pairs share one cached curve)
         of_pair: dict[int, tuple[PrivacyLoss, tuple[Fraction, ...] | None]] = {}  # (a run's steps share one)
         for m, d, pair in zip(measures, ds, child_losses(measures, ds, losses), strict=True):
             if isinstance(m, PureDP):
-                curve: tuple[Fraction, ...] | None = pure_cost_to_renyi(Fraction(d), DEFAULT_ORDERS)
+                curve: tuple[Fraction, ...] | None = pure_cost_to_renyi(Fraction(d), RUNNER_UP_ORDERS)
             elif isinstance(m, ZCDP):
-                curve = zcdp_cost_to_renyi(Fraction(d), DEFAULT_ORDERS)
+                curve = zcdp_cost_to_renyi(Fraction(d), RUNNER_UP_ORDERS)
             elif pair is None:
                 curve = None
             else:
                 if id(pair) not in of_pair:
-                    of_pair[id(pair)] = (pair, pair.renyi())  # (on DEFAULT_ORDERS; the pair kept alive)
+                    of_pair[id(pair)] = (pair, pair.renyi(RUNNER_UP_ORDERS))  # (the pair kept alive)
                 curve = of_pair[id(pair)][1]
             if curve is None:
                 return None
             seen = curves.get(id(curve))
             curves[id(curve)] = (curve, 1 if seen is None else seen[1] + 1)
         totals = [sum((n * c[i] for c, n in curves.values()), Fraction(0))
-                  for i in range(len(DEFAULT_ORDERS))]
-        return renyi_to_approx(DEFAULT_ORDERS, totals, delta), delta
+                  for i in range(len(RUNNER_UP_ORDERS))]
+        return renyi_to_approx(RUNNER_UP_ORDERS, totals, delta), delta
 
     return use_curves
 
