@@ -233,7 +233,11 @@ def _em_bucket_logs(
     wa = 1.0 / (1.0 + np.exp(np.minimum(xa - xb, 700.0)))
     wb = 1.0 - wa
     dt = (ta * wa - tb * wb) / (6 * s_f)
-    lTD = lT + np.log1p(dt)
+    # dt ≤ −1 (a narrow s, one end far steeper than the other): T(1 + D/T) ≤ 0 and this bound does not
+    # apply; such ranges get rel = inf below (summed atom by atom). (found by hypothesis: the NaN of
+    # log1p(dt < −1) raised a RuntimeWarning at s = 1/2, range [−2, 6])
+    applies = dt > -1
+    lTD = lT + np.log1p(np.where(applies, dt, 0.0))
     log_s = np.logaddexp(lI, lTD)
     # Shares of I and T in S (S = I + T(1 + D/T) ≥ (I + T)(1 − |D/T|)).
     with np.errstate(under="ignore", over="ignore", invalid="ignore"):
@@ -244,7 +248,7 @@ def _em_bucket_logs(
     e_t = 8 * _U * (xa + xb + abs(log_n0) + 1) + 2 * _EXP_REL
     num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + np.abs(dt) * 8 * _U * ft
     rel = num * 1.01 + 8 * _U * (np.abs(log_s) + 1) + 4 * _EXP_REL
-    rel = np.where(np.isfinite(rel) & np.isfinite(log_s), rel, np.inf)
+    rel = np.where(np.isfinite(rel) & np.isfinite(log_s) & applies, rel, np.inf)
     return log_s, rel
 
 
