@@ -674,9 +674,15 @@ def _each(loss: PrivacyLoss, read: Callable[[PLD], _T]) -> list[_T]:
 
 
 def _intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction]:
-    """The intersection of certified intervals (each contains the truth, so their intersection does)."""
-    hi = min(b[1] for b in bounds)
-    return min(max(b[0] for b in bounds), hi), hi
+    """The intersection of certified intervals (each contains the truth, so their intersection does).
+
+    Disjoint intervals would mean one of them is wrong, and nothing here says which: then the hull is
+    returned, which contains the truth if either does (clipping to the least upper end, as before, could
+    have reported a wrong upper end)."""
+    lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
+    if lo > hi:
+        return min(b[0] for b in bounds), max(b[1] for b in bounds)
+    return lo, hi
 
 
 def _delta_bounds(loss: PrivacyLoss, epsilon: Number) -> tuple[Fraction, Fraction]:
