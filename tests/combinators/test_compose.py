@@ -67,6 +67,10 @@ def test_renyi_children_into_approx_refused_with_the_renyi_cast_named() -> None:
         dp.make_sequential(r, r, output_measure=dp.ApproxDP(), delta=1e-6)
     eps, delta = dp.make_renyi_to_approx(dp.make_sequential(r, r), 1e-6).map(1)  # what it advises works
     assert 0 < eps < 10 and delta == Fraction(1, 10**6)
+    # into zCDP or pure DP there is no cast from a Rényi curve at all: the message says so
+    zc = dp.m.make_gaussian(FLOAT, ABS, scale=2.0)
+    with pytest.raises(dp.UnsupportedComposition, match="no theorem turns a Rényi curve into a ρ"):
+        dp.make_sequential(r, zc, output_measure=dp.ZCDP())
 
 
 def test_mismatched_inputs_refused() -> None:

@@ -117,6 +117,13 @@ def _lift(child: Measure[Any], target: Measure[Any]) -> Callable[[Any], Any]:
         if lift is not None:
             return lift
     if isinstance(child, RenyiDP):
+        if isinstance(target, (ZCDP, PureDP)):  # (a Rényi curve bounds no ρ and no pure ε in general)
+            raise UnsupportedComposition(
+                f"cannot lift a {child!r} child to {target!r}: no theorem turns a Rényi curve into "
+                f"{'a ρ' if isinstance(target, ZCDP) else 'a pure ε'}; compose into ApproxDP instead: "
+                "compose the RenyiDP children by themselves (their curves add: make_sequential without "
+                "output_measure) and cast the result with make_renyi_to_approx(m, delta)"
+            )
         raise UnsupportedComposition(
             f"cannot lift a {child!r} child to {target!r}: compose the RenyiDP children by themselves "
             "(their curves add: make_sequential without output_measure) and cast the result with "
