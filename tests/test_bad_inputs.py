@@ -1143,6 +1143,16 @@ CASES: dict[str, Case] = {
         lambda: {"alphas": [2, 8, 32], "epsilons": [1.0, 4.0, 16.0], "delta": 1e-6},
         _numbers,
     ),
+    "accounting.subsampled_renyi": Case(
+        dp.accounting.subsampled_renyi,
+        lambda: {"base": lambda j: j * Fraction(1, 2), "q": 0.01, "orders": [2, 8, 32]},
+        _numbers,
+    ),
+    "accounting.subsampled_zcdp_to_renyi": Case(
+        dp.accounting.subsampled_zcdp_to_renyi,
+        lambda: {"rho": 0.5, "q": 0.01, "orders": [2, 8, 32]},
+        _numbers,
+    ),
     "accounting.rruv_filter_epsilon": Case(
         dp.accounting.rruv_filter_epsilon,
         lambda: {"epsilons": [0.1] * 10, "epsilon_g": 3.0, "delta_g": 1e-6},

@@ -49,7 +49,18 @@ import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from dpcompose.accounting._exact import exp_up, expm1_up, float_up, log1p_down, log1p_up, log_up, next_up
+from dpcompose.accounting._common import nonnegative
+from dpcompose.accounting._exact import (
+    Number,
+    exp_up,
+    expm1_up,
+    float_up,
+    log1p_down,
+    log1p_up,
+    log_up,
+    next_up,
+)
+from dpcompose.accounting._filters import check_orders
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["RUNNER_UP_ORDERS", "subsampled_renyi", "subsampled_zcdp_to_renyi"]
@@ -68,7 +79,7 @@ DP-SGD run often falls between the points of ``DEFAULT_ORDERS`` (10⁵ steps at 
 
 
 def subsampled_renyi(
-    base: Callable[[int], Fraction], q: Fraction, orders: Sequence[Fraction]
+    base: Callable[[int], Number], q: Number, orders: Sequence[Number]
 ) -> tuple[Fraction, ...]:
     """Upper bounds on the Rényi-DP curve, at each order, of a mechanism run on a Poisson subsample.
 
@@ -81,7 +92,8 @@ def subsampled_renyi(
     Sec. 3.3; joint convexity of ∫P^αQ^{1−α}; van Erven–Harremoës 2014 Thm 3 for non-integer orders).
 
     Raises:
-        InvalidParameter: ``q`` is outside [0, 1], or an order is not above 1 or exceeds 4096.
+        InvalidParameter: ``base`` is not callable or returns something other than a finite number ≥ 0,
+            ``q`` is outside [0, 1], or an order is not above 1, repeats, or exceeds 4096.
 
     Examples:
         >>> from fractions import Fraction
@@ -89,25 +101,34 @@ def subsampled_renyi(
         >>> [float(e) for e in subsampled_renyi(pure, Fraction(1), (Fraction(2), Fraction(3)))]
         [1.0, 1.0]
     """
-    if not isinstance(q, Fraction) or not 0 <= q <= 1:
-        raise InvalidParameter(f"q={q!r} must be a Fraction in [0, 1]")
+    if not callable(base):
+        raise InvalidParameter(f"base={base!r} must be a function of the integer order j ≥ 2")
+    rate = nonnegative(q, "q")
+    if rate > 1:
+        raise InvalidParameter(f"q={q!r} must be in [0, 1]")
+    alphas = check_orders(orders)
+    for i, a in enumerate(alphas):
+        if a > _MAX_ORDER:
+            raise InvalidParameter(f"orders[{i}]={orders[i]!r} must be at most {_MAX_ORDER}")
+
+    @functools.cache
+    def r(j: int) -> Fraction:
+        return nonnegative(base(j), f"base({j})")
+
     out = []
-    for i, a in enumerate(orders):
-        if not isinstance(a, Fraction) or not 1 < a <= _MAX_ORDER:
-            raise InvalidParameter(f"orders[{i}]={a!r} must be a Fraction in (1, {_MAX_ORDER}]")
+    for a in alphas:
         alpha = math.ceil(a)
-        own = base(alpha)
-        if q == 0:
+        if rate == 0:
             out.append(Fraction(0))
-        elif q == 1:
-            out.append(own)
+        elif rate == 1:
+            out.append(r(alpha))
         else:
-            log_f = max(_log_removal(base, q, alpha), _log_addition(base(2), q, alpha))
-            out.append(min(own, log_f / (alpha - 1)))
+            log_f = max(_log_removal(r, rate, alpha), _log_addition(r(2), rate, alpha))
+            out.append(min(r(alpha), log_f / (alpha - 1)))
     return tuple(out)
 
 
-def subsampled_zcdp_to_renyi(rho: Fraction, q: Fraction, orders: Sequence[Fraction]) -> tuple[Fraction, ...]:
+def subsampled_zcdp_to_renyi(rho: Number, q: Number, orders: Sequence[Number]) -> tuple[Fraction, ...]:
     """The Rényi curve of a ρ-zCDP mechanism (``D_j ≤ jρ``, Bun–Steinke 2016 Def. 1.1) run on a Poisson
     subsample with rate ``q`` (:func:`subsampled_renyi`). For the Gaussian mechanism (ρ = Δ²/2σ²) the
     removal term is the sampled Gaussian mechanism's exact Rényi divergence (Mironov–Talwar–Zhang 2019).
@@ -117,9 +138,8 @@ def subsampled_zcdp_to_renyi(rho: Fraction, q: Fraction, orders: Sequence[Fracti
         >>> subsampled_zcdp_to_renyi(Fraction(1, 8), Fraction(1), (Fraction(2),))
         (Fraction(1, 4),)
     """
-    if not isinstance(rho, Fraction) or rho < 0:
-        raise InvalidParameter(f"rho={rho!r} must be a non-negative Fraction")
-    return subsampled_renyi(lambda j: j * rho, q, orders)
+    value = nonnegative(rho, "rho")
+    return subsampled_renyi(lambda j: j * value, q, orders)
 
 
 def _log_removal(base: Callable[[int], Fraction], q: Fraction, alpha: int) -> Fraction:
