@@ -40,9 +40,13 @@ def _removal_sum(q: Fraction, rho: Fraction, alpha: int) -> mpmath.mpf:
 
 
 def _lemma(q: Fraction, rho: Fraction, alpha: int) -> mpmath.mpf:
-    """The addition bound B_α = 1 + C(α, 2) q² (1 − q)^{−(α+1)} (e^{2ρ} − 1)."""
-    qq = mpf(q)
-    return 1 + mpmath.binomial(alpha, 2) * qq**2 * (1 - qq) ** (-(alpha + 1)) * mpmath.expm1(2 * mpf(rho))
+    """The addition bound B_α: the lesser of 1 + C(α, 2) q² (1 − q)^{−(α+1)} E and
+    1 + C(α, 2) q² E + C(α + 1, 3) q³ (1 − q)^{−(α+2)} min(1, E), E = e^{2ρ} − 1."""
+    qq, e = mpf(q), mpmath.expm1(2 * mpf(rho))
+    first = 1 + mpmath.binomial(alpha, 2) * qq**2 * (1 - qq) ** (-(alpha + 1)) * e
+    second = 1 + mpmath.binomial(alpha, 2) * qq**2 * e + mpmath.binomial(alpha + 1, 3) * qq**3 * (
+        1 - qq) ** (-(alpha + 2)) * min(1, e)
+    return min(first, second)
 
 
 def _true_sgm(q: Fraction, sigma: Fraction, alpha: int) -> tuple[mpmath.mpf, mpmath.mpf]:
@@ -94,7 +98,7 @@ def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) 
     alpha=st.integers(2, 40),
 )
 def test_addition_lemma(q: Fraction, sigma: Fraction, alpha: int) -> None:
-    # B_α = E_{μ₀}[(μ₀/μ)^{α−1}] ≤ 1 + C(α, 2) q² (1 − q)^{−(α+1)} (e^{2ρ} − 1), checked by integration
+    # B_α = E_{μ₀}[(μ₀/μ)^{α−1}] ≤ both addition bounds (_lemma: their minimum), checked by integration
     rho = 1 / (2 * sigma * sigma)
     with mp.workdps(40):
         moment = _gauss_moment(q, sigma, 1 - alpha)

@@ -420,7 +420,7 @@ class PrivacyLoss:
         Examples:
             >>> step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)
             >>> [round(float(e), 6) for e in step.renyi([2, 10])]
-            [0.000177, 0.03827]
+            [0.000173, 0.03827]
             >>> PrivacyLoss.approx(1, 1e-6).renyi() is None
             True
         """
