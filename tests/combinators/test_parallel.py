@@ -95,6 +95,11 @@ def test_partition_rejects_bad_keys() -> None:
     for keys in ([nan, 1.0], [nan, nan]):
         with pytest.raises(dp.InvalidParameter, match="NaN"):
             dp.t.make_partition(ROWS, SYM, by=0, keys=keys)
+    # a signaling NaN raises on comparison: it escaped as decimal.InvalidOperation (found by the fuzzer)
+    from decimal import Decimal
+
+    with pytest.raises(dp.InvalidParameter, match="NaN"):
+        dp.t.make_partition(ROWS, SYM, by=0, keys=[Decimal("sNaN"), "b"])
 
 
 def test_worst_allocation_small_cases() -> None:

@@ -64,7 +64,7 @@ def make_partition(
         raise InvalidParameter(f"keys={keys!r} must be a sequence of keys") from None
     if len(keys) == 0:
         raise InvalidParameter(f"keys={list(keys)!r} must not be empty")
-    if any(k != k for k in keys):  # NaN: a record would match it only as the very same object
+    if any(_unequal_to_itself(k) for k in keys):  # NaN: a record would match it only as the very same object
         raise InvalidParameter(
             f"keys={list(keys)!r}: a key that is not equal to itself (NaN) matches no record"
         )
@@ -107,3 +107,13 @@ def make_partition(
         lambda d_in: factor * d_in,
         node=Node("partition", params=(("parts", str(len(keys))),), source="McSherry 2009 §4.4"),
     )
+
+
+def _unequal_to_itself(key: object) -> bool:
+    """Whether ``key != key`` (a NaN), counting a key whose comparison raises as one: a signaling NaN
+    (``Decimal('sNaN')``) raises on comparison and on hashing (found by the bad-input fuzzer: it escaped as
+    a raw ``decimal.InvalidOperation``)."""
+    try:
+        return bool(key != key)
+    except Exception:
+        return True
