@@ -8,11 +8,11 @@ mechanism ``r(j) = jρ``), then at every integer order ``α`` ≥ 2 the subsampl
 * *removal* (``D_α(μ ‖ μ₀)``, μ = (1 − q)μ₀ + qμ₁ the output with the record, μ₀ without):
   ``exp((α − 1)·D) ≤ A_α = Σ_{j=0..α} C(α, j)(1 − q)^{α−j} q^j e^{(j−1)·r(j)}``
   (the j = 0, 1 terms carry no exponential);
-* *addition* (``D_α(μ₀ ‖ μ)``): ``exp((α − 1)·D) ≤ B_α``, the lesser of
-  ``1 + C(α, 2) q² (1 − q)^{−(α+1)} E`` and ``1 + C(α, 2) q² E + C(α + 1, 3) q³ (1 − q)^{−(α+2)} min(1, E)``,
-  with ``E = e^{r(2)} − 1``;
+* *addition* (``D_α(μ₀ ‖ μ)``):
+  ``exp((α − 1)·D) ≤ B_α = 1 + C(α, 2) q² E + max(0, K − C(α, 2) q²)·min(1, E)``,
+  with ``E = e^{r(2)} − 1`` and ``K = (1 − q)^{−(α−1)} − 1 − (α − 1)q``;
 
-and the RDP curve is ``ε(α) = min(r(α), ln max(A_α, B_α) / (α − 1))``.
+and the RDP curve is ``ε(α) = min(ln max(A_α, B_α), ln(1 − q + q·e^{(α−1)r(α)})) / (α − 1)``.
 
 Proof. Write F(P, Q) = ∫ P^α Q^{1−α}, so D_α(P ‖ Q) = ln F(P, Q)/(α − 1). For α > 1, F is jointly convex (the
 integrand b·(a/b)^α is the perspective of the convex a ↦ a^α). The output on the larger dataset is the
@@ -23,22 +23,25 @@ the binomial theorem gives F(μ, μ₀) = E_{μ₀}[(1 − q + qs)^α] = Σ_j C(
 E_{μ₀}[s^j] = e^{(j−1)·D_j(μ₁‖μ₀)} ≤ e^{(j−1)·r(j)} for j ≥ 2 (E[s⁰] = E[s¹] = 1). This is the
 integer-order expansion of Mironov–Talwar–Zhang 2019 (arXiv:1908.10530, Sec. 3.3, there for the Gaussian
 with r(j) = j/(2σ²)); for the sampled Gaussian mechanism it is exact. Addition: F(μ₀, μ) =
-E_{μ₀}[(1 + u)^{−(α−1)}] with u = q(s − 1) > −q. Taylor's theorem with the Lagrange remainder gives
-(1 + u)^{−(α−1)} = 1 − (α−1)u + C(α, 2)(1 + ξ)^{−(α+1)} u² for some ξ between 0 and u, and
-(1 + ξ)^{−(α+1)} ≤ (1 − q)^{−(α+1)}; E[u] = 0 and E[u²] = q²(E[s²] − 1) ≤ q²E give the first bound. One
-order further, (1 + u)^{−(α−1)} = 1 − (α−1)u + C(α, 2)u² − C(α + 1, 3)(1 + ξ)^{−(α+2)} u³: the last term
-is negative for u > 0, and for −q < u < 0 it is at most C(α + 1, 3)(1 − q)^{−(α+2)} q u² (|u| < q); and
-E[u²·1{u < 0}] ≤ q² min(1, E) (u² < q² there), which gives the second.
+E_{μ₀}[(1 + u)^{−(α−1)}] with u = q(s − 1) ≥ −q. Write (1 + u)^{−(α−1)} = 1 − (α−1)u + R(u); by Taylor's
+theorem in integral form R(u)/u² = ∫₀¹ (1 − t) g(tu) dt with g(v) = α(α−1)(1 + v)^{−(α+1)} decreasing, so
+R(u)/u² decreases with u: it is at most R(0⁺)/0² = C(α, 2) for u > 0, and at most R(−q)/q² = K/q² for
+−q ≤ u < 0. With E[u] = 0, E[u²] = q²(E[s²] − 1) ≤ q²E, and E[u²·1{u < 0}] ≤ q² min(1, E) (u² ≤ q² there),
+the expectation is largest when the mass of u² below 0 is: B_α. (K − C(α, 2)q² is evaluated directly and
+by its Lagrange form C(α + 1, 3)q³(1 − ξ)^{−(α+2)} ≤ C(α + 1, 3)q³(1 − q)^{−(α+2)}, the lesser kept.)
 Finally F(μ, μ₀) ≤ (1 − q)F(μ₀, μ₀) + qF(μ₁, μ₀) and F(μ₀, μ) ≤ (1 − q) + qF(μ₀, μ₁) (joint convexity
-again), both at most e^{(α−1)r(α)}: subsampling never costs more than the mechanism itself. A non-integer
-order α is read at ⌈α⌉ (D_α does not decrease with α: van Erven–Harremoës 2014, IEEE Trans. Inf. Theory,
-Thm 3). ∎
+again), both at most 1 − q + q·e^{(α−1)r(α)} ≤ e^{(α−1)r(α)}: subsampling never costs more than the
+mechanism itself. A non-integer order α is read at ⌈α⌉ (D_α does not decrease with α: van Erven–Harremoës
+2014, IEEE Trans. Inf. Theory, Thm 3). ∎
 
 The addition bound is this library's (the published sampled-Gaussian analyses bound the other direction
-by the removal one); it is tested against numerical integration of both directions for the continuous
-Gaussian (``tests/accounting/test_rdp_subsample.py``). For DP-SGD's step (σ = 1, q = 0.01) it is the
-larger bound at order 2 only, 0.6% above A_2 − 1, and from order 3 on the curve reads A_α, the exact
-removal value.
+by the removal one; the monotone remainder was suggested by review); it is tested against numerical
+integration of both directions for the continuous Gaussian, exact sums for the discrete one and for
+random discrete pairs (``tests/accounting/test_rdp_subsample.py``). For DP-SGD's step (σ = 1, q = 0.01)
+it is the larger bound at order 2 only, 0.6% above A_2 − 1, and from order 3 on the curve reads A_α, the
+exact removal value. It is looser where the noise is large and αq is not small: at σ = 5, q = 0.1, order
+32 it is 2.8 times the removal value, and ε at δ = 1e-5 after 1000 such steps is 3.34 against 2.88 from
+the removal side alone.
 
 Examples:
     >>> from fractions import Fraction
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
@@ -128,8 +132,11 @@ def subsampled_renyi(
         elif rate == 1:
             out.append(r(alpha))
         else:
-            log_f = max(_log_removal(r, rate, alpha), _log_addition(r(2), rate, alpha))
-            out.append(min(r(alpha), log_f / (alpha - 1)))
+            log_f = min(
+                max(_log_removal(r, rate, alpha), _log_addition(r(2), rate, alpha)),
+                _log_mixed_cap(r(alpha), rate, alpha),
+            )
+            out.append(_tidy(min(r(alpha), log_f / (alpha - 1))))
     return tuple(out)
 
 
@@ -144,6 +151,11 @@ def subsampled_zcdp_to_renyi(rho: Number, q: Number, orders: Sequence[Number]) -
         (Fraction(1, 4),)
     """
     value = nonnegative(rho, "rho")
+    if value > Fraction(sys.float_info.max) / _MAX_ORDER:
+        raise InvalidParameter(
+            f"rho={rho!r} is too large: its curve jρ must stay within the double range (±1.8e308) at every "
+            f"order up to {_MAX_ORDER}"
+        )
     return subsampled_renyi(lambda j: j * value, q, orders)
 
 
@@ -185,18 +197,46 @@ def _log1p_of_exp(log_x: Fraction) -> Fraction:
 
 
 def _log_addition(r2: Fraction, q: Fraction, alpha: int) -> Fraction:
-    """An upper bound on ln B_α (the lesser of the module docstring's two addition bounds), each as
-    ln(1 + X) from an upper bound on ln X (e^{r(2)} − 1 < e^{r(2)} where the former overflows)."""
+    """An upper bound on ln B_α, B_α = 1 + C(α, 2)q²E + D·min(1, E) (module docstring), D bounded by the
+    lesser of its direct evaluation (1 − q)^{−(α−1)} − 1 − (α−1)q − C(α, 2)q² and its Lagrange form
+    C(α + 1, 3)q³(1 − q)^{−(α+2)} (the direct one loses its precision at small αq, the other is loose at
+    large αq); each term in logs, ln(1 + X) from an upper bound on ln X."""
     if r2 == 0:
         return Fraction(0)
     spread = expm1_up(r2)
-    log_e = Fraction(log_up(spread)) if spread < math.inf else r2
+    log_e = Fraction(log_up(spread)) if spread < math.inf else r2  # (e^{r(2)} − 1 < e^{r(2)})
     log_q = Fraction(log_up(q))
-    log_1mq = Fraction(log1p_down(-q))  # (a lower bound on ln(1 − q): only multiplied by −(α + 1) < 0)
-    second = Fraction(log_up(math.comb(alpha, 2))) + 2 * log_q + log_e
-    first = second - (alpha + 1) * log_1mq
-    third = Fraction(log_up(math.comb(alpha + 1, 3))) + 3 * log_q - (alpha + 2) * log_1mq
-    third += min(log_e, Fraction(0))
-    top = max(second, third)  # ln(e^a + e^b) = top + ln(1 + e^{low − top})
-    refined = top + Fraction(log1p_up(exp_up(min(second, third) - top)))
-    return min(_log1p_of_exp(first), _log1p_of_exp(refined))
+    log_1mq = Fraction(log1p_down(-q))  # (a lower bound on ln(1 − q) < 0: only multiplied by negatives)
+    c2 = math.comb(alpha, 2)
+    log_main = Fraction(log_up(c2)) + 2 * log_q + log_e
+    log_d = Fraction(log_up(math.comb(alpha + 1, 3))) + 3 * log_q - (alpha + 2) * log_1mq
+    grown = expm1_up(-(alpha - 1) * log_1mq)  # ≥ (1 − q)^{−(α−1)} − 1
+    if grown < math.inf:
+        direct = Fraction(grown) - (alpha - 1) * q - c2 * q * q
+        if direct > 0:
+            log_d = min(log_d, Fraction(log_up(direct)))
+    else:  # D < K < (1 − q)^{−(α−1)} (q near 1)
+        log_d = min(log_d, -(alpha - 1) * log_1mq)
+    log_rest = log_d + min(log_e, Fraction(0))
+    top, low = max(log_main, log_rest), min(log_main, log_rest)
+    # (and the cruder 1 + C(α, 2)q²(1 − q)^{−(α+1)}E, from R(u)/u² ≤ C(α, 2)(1 − q)^{−(α+1)} for every u ≥ −q:
+    # never below B_α in exact arithmetic, but its evaluation can be the tighter one)
+    crude = _log1p_of_exp(log_main - (alpha + 1) * log_1mq)
+    return min(crude, _log1p_of_exp(top + Fraction(log1p_up(exp_up(low - top)))))
+
+
+def _log_mixed_cap(r_alpha: Fraction, q: Fraction, alpha: int) -> Fraction:
+    """An upper bound on ln(1 − q + q·e^{(α−1)r(α)}) = ln(1 + q(e^{(α−1)r(α)} − 1)), the cap of both
+    directions by joint convexity (module docstring)."""
+    x = (alpha - 1) * r_alpha
+    if x == 0:
+        return Fraction(0)
+    grown = expm1_up(x)
+    log_grown = Fraction(log_up(grown)) if grown < math.inf else x
+    return _log1p_of_exp(Fraction(log_up(q)) + log_grown)
+
+
+def _tidy(value: Fraction) -> Fraction:
+    """``value``, or 2**-1000 where it is positive and smaller (an upper bound with a short denominator: a
+    subnormal float's exact value has a denominator of up to 2**1074, which slows every sum it enters)."""
+    return Fraction(1, 2**1000) if 0 < value < Fraction(1, 2**1000) else value
