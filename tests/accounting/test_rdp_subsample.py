@@ -274,3 +274,19 @@ def test_addition_bound_on_random_discrete_pairs() -> None:
             if not 0 < q < 1 or r2 > 600:
                 continue
             assert mpf(_log_addition(r2, q, alpha)) >= mpmath.log(moment)
+
+
+def test_found_by_review_huge_curves_and_exact_orders() -> None:
+    # A moment beyond the float range gave inf − inf = NaN inside the removal sum and the message "q=nan";
+    # the cap now decides there. A huge Gaussian's refusal names the pair, not an internal base(2).
+    (value,) = subsampled_zcdp_to_renyi(Fraction(10**302), Fraction(1, 2), (Fraction(4096),))
+    assert 0 < value <= 4096 * 10**302
+    (value,) = subsampled_renyi(lambda j: Fraction(10**308), Fraction(1, 2), (Fraction(2),))
+    assert 0 < value <= 10**308
+    with pytest.raises(InvalidParameter, match=r"subsampled\(gaussian"):
+        PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, Fraction(1, 10**200)), Fraction(1, 2)).renyi()
+    # at rate 1 (and as a cap at every rate) the child's own curve is read at the order itself, not at ⌈α⌉
+    g = PrivacyLoss.gaussian(1, 1)
+    assert PrivacyLoss.subsampled(g, 1).renyi([1.5]) == g.renyi([1.5]) == (Fraction(3, 4),)
+    sub = PrivacyLoss.subsampled(g, Fraction(9, 10)).renyi([1.5])
+    assert sub is not None and sub[0] <= Fraction(3, 4)

@@ -254,3 +254,9 @@ def test_subsampled_gaussian_children_have_a_renyi_runner_up(combinator: object)
     )
     mixed = combinator(step, dp.make_subsample(mine, 0.01), output_measure=dp.ApproxDP(), delta=1e-5)
     assert [name.split(" —")[0] for name, _ in mixed.node.alternatives(1)] == ["pld", "profile"]
+    # forced, it says why (found by review: it said "the children's δ already add up to more")
+    forced = combinator(
+        step, dp.make_subsample(mine, 0.01), output_measure=dp.ApproxDP(), delta=1e-5, theorem="renyi"
+    )
+    with pytest.raises(UnsupportedComposition, match="child 1 .* has no Rényi curve"):
+        forced.map(1)

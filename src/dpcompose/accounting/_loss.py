@@ -415,7 +415,8 @@ class PrivacyLoss:
 
         Raises:
             InvalidParameter: an order is not above 1, repeats, or exceeds 4096 where a subsampled part
-                needs it at an integer.
+                needs it at an integer; or a part's curve leaves the double range (ε or Δ/σ beyond about
+                1e150), named with the pair.
 
         Examples:
             >>> step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)
@@ -424,7 +425,11 @@ class PrivacyLoss:
             >>> PrivacyLoss.approx(1, 1e-6).renyi() is None
             True
         """
-        return _curve(self, DEFAULT_ORDERS if orders is None else check_orders(orders))
+        alphas = DEFAULT_ORDERS if orders is None else check_orders(orders)
+        try:
+            return _curve(self, alphas)
+        except InvalidParameter as exc:  # (a subsampled part's curve beyond the double range names base(j))
+            raise InvalidParameter(f"{self!r}: no Rényi curve within the double range: {exc}") from None
 
     def order_sensitive(self) -> bool:
         """Whether this pair depends on which neighbour holds the record: a Poisson-subsampled pair (rate
@@ -506,11 +511,15 @@ def _curve(loss: PrivacyLoss, alphas: tuple[Fraction, ...]) -> tuple[Fraction, .
     if loss.kind == "subsampled":
         child, (q, sampling) = loss.parts[0][0], loss.params
         assert isinstance(q, Fraction)
-        if (sampling != "poisson" and 0 < q < 1) or _own_curve(child, Fraction(2)) is None:
+        own = _curve(child, alphas)  # (the child's curve at the orders themselves: never exceeded)
+        if own is None or (sampling != "poisson" and 0 < q < 1):
             return None  # (no Rényi theorem for sampling without replacement is used here)
-        return subsampled_renyi(lambda j: _checked(_own_curve(child, Fraction(j))), q, alphas)
-    own = [_own_curve(loss, a) for a in alphas]
-    return None if any(c is None for c in own) else tuple(c for c in own if c is not None)
+        if q in (0, 1):
+            return own if q == 1 else tuple(Fraction(0) for _ in alphas)
+        sub = subsampled_renyi(lambda j: _checked(_own_curve(child, Fraction(j))), q, alphas)
+        return tuple(min(a, b) for a, b in zip(sub, own, strict=True))
+    values = [_own_curve(loss, a) for a in alphas]
+    return None if any(c is None for c in values) else tuple(c for c in values if c is not None)
 
 
 def _checked(value: Fraction | None) -> Fraction:

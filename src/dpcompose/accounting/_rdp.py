@@ -93,9 +93,9 @@ def subsampled_renyi(
     """Upper bounds on the Rényi-DP curve, at each order, of a mechanism run on a Poisson subsample.
 
     ``base(j)`` must bound the mechanism's own Rényi divergence at integer order ``j`` ≥ 2 in both
-    directions between add/remove neighbours; the result at order α is ``min(base(α) (read at ⌈α⌉ where
-    α is not an integer), ln max(A_α, B_α)/(α − 1))`` with A_α and B_α of the module docstring, every
-    irrational step rounded up.
+    directions between add/remove neighbours; the result at order α is
+    ``min(base(α), ln min(max(A_α, B_α), 1 − q + q·e^{(α−1)base(α)})/(α − 1))`` with A_α and B_α of the
+    module docstring, α read at ⌈α⌉ where it is not an integer, every irrational step rounded up.
 
     Source: the module docstring's proof (the removal sum as in Mironov–Talwar–Zhang 2019, arXiv:1908.10530,
     Sec. 3.3; joint convexity of ∫P^αQ^{1−α}; van Erven–Harremoës 2014 Thm 3 for non-integer orders).
@@ -132,10 +132,10 @@ def subsampled_renyi(
         elif rate == 1:
             out.append(r(alpha))
         else:
-            log_f = min(
-                max(_log_removal(r, rate, alpha), _log_addition(r(2), rate, alpha)),
-                _log_mixed_cap(r(alpha), rate, alpha),
-            )
+            log_f = _log_mixed_cap(r(alpha), rate, alpha)
+            removal = _log_removal(r, rate, alpha)
+            if removal is not None:  # (None: a moment beyond the float range; the cap decides)
+                log_f = min(log_f, max(removal, _log_addition(r(2), rate, alpha)))
             out.append(_tidy(min(r(alpha), log_f / (alpha - 1))))
     return tuple(out)
 
@@ -159,13 +159,14 @@ def subsampled_zcdp_to_renyi(rho: Number, q: Number, orders: Sequence[Number]) -
     return subsampled_renyi(lambda j: j * value, q, orders)
 
 
-def _log_removal(base: Callable[[int], Fraction], q: Fraction, alpha: int) -> Fraction:
-    """An upper bound on ln A_α (the removal sum)."""
+def _log_removal(base: Callable[[int], Fraction], q: Fraction, alpha: int) -> Fraction | None:
+    """An upper bound on ln A_α (the removal sum), or None where a term's exponent is beyond the float range
+    (found by review: inf − inf gave a NaN and the message "q=nan")."""
     return _log_removal_cached(tuple(base(j) for j in range(2, alpha + 1)), q, alpha)
 
 
 @functools.lru_cache(maxsize=512)
-def _log_removal_cached(rs: tuple[Fraction, ...], q: Fraction, alpha: int) -> Fraction:
+def _log_removal_cached(rs: tuple[Fraction, ...], q: Fraction, alpha: int) -> Fraction | None:
     # A_α − 1 = Σ_{j≥2} C(α, j)(1 − q)^{α−j} q^j (e^{(j−1)r(j)} − 1) (the binomial weights sum to 1), a sum of
     # non-negative terms: summed in logs around its largest term, then ln A_α = ln(1 + (A_α − 1)). This
     # keeps the relative precision of A_α − 1 at any rate (summing A_α itself loses it below q ≈ 1e-8).
@@ -180,6 +181,8 @@ def _log_removal_cached(rs: tuple[Fraction, ...], q: Fraction, alpha: int) -> Fr
             continue
         grown = expm1_up(x)
         log_grown = log_up(grown) if grown < math.inf else float_up(x)  # (e^x − 1 < e^x)
+        if log_grown == math.inf:
+            return None
         parts = [log_up(math.comb(alpha, j)), next_up((alpha - j) * log_1mq), next_up(j * log_q), log_grown]
         terms.append(next_up(math.fsum(parts)))
     if not terms:

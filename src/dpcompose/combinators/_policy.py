@@ -500,7 +500,7 @@ def _renyi_curves_candidate(
     def use_curves(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
         curves: dict[int, tuple[tuple[Fraction, ...], int]] = {}  # (equal pairs share one cached curve)
         of_pair: dict[int, tuple[PrivacyLoss, tuple[Fraction, ...] | None]] = {}  # (a run's steps share one)
-        for m, d, pair in zip(measures, ds, child_losses(measures, ds, losses), strict=True):
+        for i, (m, d, pair) in enumerate(zip(measures, ds, child_losses(measures, ds, losses), strict=True)):
             if isinstance(m, PureDP):
                 curve: tuple[Fraction, ...] | None = pure_cost_to_renyi(Fraction(d), RUNNER_UP_ORDERS)
             elif isinstance(m, ZCDP):
@@ -511,8 +511,11 @@ def _renyi_curves_candidate(
                 if id(pair) not in of_pair:
                     of_pair[id(pair)] = (pair, pair.renyi(RUNNER_UP_ORDERS))  # (the pair kept alive)
                 curve = of_pair[id(pair)][1]
-            if curve is None:
-                return None
+            if curve is None:  # (auto drops the candidate; a forced theorem="renyi" names why)
+                raise _Refused(
+                    f"child {i} ({m!r}) has no Rényi curve: an (ε, δ) guarantee with δ > 0, sampling "
+                    "without replacement, or no dominating pair"
+                )
             seen = curves.get(id(curve))
             curves[id(curve)] = (curve, 1 if seen is None else seen[1] + 1)
         totals = [sum((n * c[i] for c, n in curves.values()), Fraction(0))
