@@ -36,7 +36,7 @@ import numpy as np
 
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
-from dpcompose.accounting._filters import DEFAULT_ORDERS, check_orders
+from dpcompose.accounting._filters import DEFAULT_ORDERS, add_renyi_curves, check_orders
 from dpcompose.accounting._pld import (
     _MIXED_SAMPLING,
     DEFAULT_STEP_BITS,
@@ -501,13 +501,10 @@ def _own_curve(loss: PrivacyLoss, alpha: Fraction) -> Fraction | None:
 def _curve(loss: PrivacyLoss, alphas: tuple[Fraction, ...]) -> tuple[Fraction, ...] | None:
     """PrivacyLoss.renyi at validated orders (cached: a training run asks once per step, for one pair)."""
     if loss.kind == "composed":
-        total = [Fraction(0)] * len(alphas)
-        for part, n in loss.parts:
-            c = _curve(part, alphas)
-            if c is None:
-                return None
-            total = [t + n * e for t, e in zip(total, c, strict=True)]
-        return tuple(total)
+        curves = [(_curve(part, alphas), n) for part, n in loss.parts]
+        if any(c is None for c, _ in curves):
+            return None
+        return tuple(add_renyi_curves(((c, n) for c, n in curves if c is not None), len(alphas)))
     if loss.kind == "subsampled":
         child, (q, sampling) = loss.parts[0][0], loss.params
         assert isinstance(q, Fraction)

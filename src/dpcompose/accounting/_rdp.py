@@ -118,7 +118,7 @@ def subsampled_renyi(
     alphas = check_orders(orders)
     for i, a in enumerate(alphas):
         if a > _MAX_ORDER:
-            raise InvalidParameter(f"orders[{i}]={orders[i]!r} must be at most {_MAX_ORDER}")
+            raise InvalidParameter(f"orders[{i}]={a} must be at most {_MAX_ORDER}")
 
     @functools.cache
     def r(j: int) -> Fraction:

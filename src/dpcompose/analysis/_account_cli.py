@@ -44,7 +44,7 @@ from dpcompose.accounting import (
     zcdp_to_approx,
 )
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._filters import pure_cost_to_renyi, zcdp_cost_to_renyi
+from dpcompose.accounting._filters import add_renyi_curves, pure_cost_to_renyi, zcdp_cost_to_renyi
 from dpcompose.accounting._loss import _delta_bounds
 from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
 from dpcompose.accounting._zcdp import renyi_to_approx
@@ -233,11 +233,8 @@ def _candidates(
     curves = [_renyi_curve(m) for m in mechs] if delta is not None and delta > 0 else []
     if delta is not None and curves and all(c is not None for c in curves):
         # Rényi curves add (Mironov 2017 Prop. 1), converted at δ (Balle et al. 2020 Thm 21)
-        totals = [
-            sum((m.count * c[i] for m, c in zip(mechs, curves, strict=True) if c is not None), Fraction(0))
-            for i in range(len(RUNNER_UP_ORDERS))
-        ]
-        renyi = renyi_to_approx(RUNNER_UP_ORDERS, totals, delta)
+        parts = [(c, m.count) for m, c in zip(mechs, curves, strict=True) if c is not None]
+        renyi = renyi_to_approx(RUNNER_UP_ORDERS, add_renyi_curves(parts, len(RUNNER_UP_ORDERS)), delta)
         name = "Rényi (Mironov 2017; Balle–Barthe–Gaboardi–Hsu–Sato 2020"
         if any(m.loss.kind == "subsampled" for m in mechs):
             name += "; subsampled: Mironov–Talwar–Zhang 2019 and PrivacyLoss.renyi's lemma"
@@ -257,14 +254,12 @@ def _renyi_curve(m: _Mechanism) -> tuple[Fraction, ...] | None:
     or zCDP (a subsampled pure mechanism: its amplified ε) the least of that and the pair's, or None."""
     own = m.loss.renyi(RUNNER_UP_ORDERS)
     if m.pure is not None:
-        other: tuple[Fraction, ...] | None = pure_cost_to_renyi(m.pure, RUNNER_UP_ORDERS)
+        other = pure_cost_to_renyi(m.pure, RUNNER_UP_ORDERS)
     elif m.rho is not None:
         other = zcdp_cost_to_renyi(m.rho, RUNNER_UP_ORDERS)
     else:
         return own
-    if own is None:
-        return other
-    return tuple(min(a, b) for a, b in zip(own, other, strict=True)) if other is not None else own
+    return other if own is None else tuple(min(a, b) for a, b in zip(own, other, strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:

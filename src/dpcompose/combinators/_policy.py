@@ -26,6 +26,7 @@ from dpcompose.accounting import (
     zcdp_to_approx,
 )
 from dpcompose.accounting._filters import (
+    add_renyi_curves,
     pure_cost_to_renyi,
     renyi_compose_epsilon,
     zcdp_cost_to_renyi,
@@ -494,8 +495,8 @@ def _renyi_curves_candidate(
     """The Rényi candidate for children with profiles: each child's Rényi curve (pure ε and zCDP ρ from
     their d_out, the others from their dominating pair: :meth:`PrivacyLoss.renyi`, which covers Poisson-
     subsampled Gaussian and Laplace mechanisms) on ``RUNNER_UP_ORDERS``, added (Mironov 2017 Prop. 1;
-    concurrently Lyu 2022 Thm 2) and converted at ``delta`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21); not
-    applicable (None) where a child has no curve."""
+    concurrently Lyu 2022 Thm 2) and converted at ``delta`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21);
+    refused (:class:`_Refused`, naming the child) where a child has no curve."""
 
     def use_curves(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
         curves: dict[int, tuple[tuple[Fraction, ...], int]] = {}  # (equal pairs share one cached curve)
@@ -518,8 +519,7 @@ def _renyi_curves_candidate(
                 )
             seen = curves.get(id(curve))
             curves[id(curve)] = (curve, 1 if seen is None else seen[1] + 1)
-        totals = [sum((n * c[i] for c, n in curves.values()), Fraction(0))
-                  for i in range(len(RUNNER_UP_ORDERS))]
+        totals = add_renyi_curves(curves.values(), len(RUNNER_UP_ORDERS))
         return renyi_to_approx(RUNNER_UP_ORDERS, totals, delta), delta
 
     return use_curves
