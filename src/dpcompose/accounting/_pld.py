@@ -111,6 +111,11 @@ _MIXED_SAMPLING = (
 DEFAULT_STEP_BITS = 14
 """The default lattice: h = 2**-14 ≈ 6.1e-5."""
 
+_THIN_MIN_COUNT = 256
+"""Compositions of at least this many mechanisms use the PLDs' thin versions (:attr:`PLD._thin`): there
+the certified interval of the DP-SGD runs moves by a few percent of its width or less, and a step's PLD
+builds four times faster."""
+
 _SAFETY_GAP = 1e-3  # a tilted lower end this far (relative) below the upper end: the untilted one is read too
 
 DEFAULT_TAIL = 1e-18
@@ -458,24 +463,23 @@ def _log_mgfs(s: _Side, center: int, taus: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore"):
         lw_hi = np.log(w * (1 + _gamma(_MGF_BLOCK + 1)))  # ≥ log of each block's ℓ₁ (−inf where empty)
         lw_lo = np.log(w * (1 - _gamma(_MGF_BLOCK + 1)))  # ≤ it
-        lm = np.log(a)  # −inf at the zero entries: they add e^{−inf} = 0 below
-    idx = np.arange(n, dtype=np.float64) + (s.offset - center)
-    big_lm = float(np.max(np.abs(lm[a > 0])))
+    nzi = np.flatnonzero(a)  # (zero entries add nothing: only the others are summed, and exp/log of 0 and
+    lm = np.log(a[nzi])  # −inf take numpy's slow path: 3.5 times the time on a sparse tail)
+    idx = nzi.astype(np.float64) + (s.offset - center)
+    big_lm = float(np.max(np.abs(lm)))
     out = np.empty(taus.size)
     for i, t in enumerate(taus):
         hi_end, lo_end = (last, first) if t > 0 else (first, last)
         cb = lw_hi + t * hi_end  # log of each block's upper end
         floor = float(np.max(lw_lo + t * lo_end)) - _MGF_SKIP  # (rounded: the 60 has room to spare)
-        summed = cb >= floor
-        kb = np.flatnonzero(summed)  # not empty: the block of the largest lower end is in
-        reach = max(abs(float(first[kb[0]])), abs(float(last[kb[-1]])))  # |index| of the summed entries
-        if kb.size == kb[-1] - kb[0] + 1:  # one run of blocks (the usual case): a slice
-            sl = slice(int(kb[0]) * _MGF_BLOCK, min(n, (int(kb[-1]) + 1) * _MGF_BLOCK))
-            v = lm[sl] + t * idx[sl]
-        else:
-            sel = np.repeat(summed, _MGF_BLOCK)[:n]
-            v = lm[sel] + t * idx[sel]
-        rest = cb[~summed]
+        kb = np.flatnonzero(cb >= floor)  # not empty: the block of the largest lower end is in
+        # every block from the first to the last of those is summed entry by entry (one slice; a block
+        # summed rather than bounded only tightens, and the gaps are empty blocks in a sparse tail)
+        b0, b1 = int(kb[0]), int(kb[-1])
+        reach = max(abs(float(first[b0])), abs(float(last[b1])))  # |index| of the summed entries
+        i0, i1 = np.searchsorted(nzi, (b0 * _MGF_BLOCK, (b1 + 1) * _MGF_BLOCK))
+        v = lm[i0:i1] + t * idx[i0:i1]
+        rest = np.concatenate((cb[:b0], cb[b1 + 1 :]))
         mx = float(np.max(v))
         # The bounded blocks add at most nb·e^{−60} of the sum, so their own rounding needs no pad. A term
         # of either kind that underflows is below 1e-300 of the largest one, which is kept.
@@ -995,6 +999,14 @@ class PLD:
     step_mult: int = 1
     """The lattice width's odd multiplier (1 for the plain lattice ``2**-step_bits``, another one for a
     lattice aligned with the mechanism's atoms, ``aligned=True`` in the constructors)."""
+    _thin: PLD | None = field(default=None, repr=False, compare=False)
+    """A PLD of the same mechanism on the same lattice whose tails are cut into wide buckets (cheaper to
+    build, a little looser where a read depends on one step's far tail: the subsampled Gaussian's,
+    :func:`~dpcompose.accounting._pld_subsample._thin`). Compositions of at least ``_THIN_MIN_COUNT``
+    mechanisms use it in this one's place; this PLD's own sides are built only when read."""
+    _key: object = field(default=None, repr=False, compare=False)
+    """Where set, what the PLD was built from (its constructor and arguments), standing for its contents in
+    :func:`_content_key` so that reading the key does not build the sides."""
 
     def _build_lazy(self) -> None:
         assert self._lazy is not None
@@ -1566,6 +1578,8 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     schemes = {p.sampling for p, _ in groups} - {None}
     if len(schemes) > 1:
         raise UnsupportedComposition(_MIXED_SAMPLING)
+    if sum(n for _, n in groups) >= _THIN_MIN_COUNT:  # (long runs: a step's far tail weighs little)
+        groups = [(p._thin if p._thin is not None else p, n) for p, n in groups]
     sampling = next(iter(schemes), None)
     result = _compose_groups_one_scheme(groups, description)
     if sampling is not None:  # (new objects: set once, before they are shared; the reverse order too)
@@ -1669,6 +1683,8 @@ def _content_key(p: PLD) -> object:
 
     if p.gaussian is not None and p.reverse is None:
         return (p.grid, p.tail, p.gaussian, p.sampling)
+    if p._key is not None:
+        return ("built from", p._key)
     rev = None if p.reverse is None else _content_key(p.reverse)
     # a lower side not built yet is not built for a key: such PLDs (composites) are grouped by identity
     low = side(p._lower) if p._lower is not None else ("lazy", id(p))
@@ -1849,6 +1865,10 @@ class _Buckets:
     inf_lo: float = 0.0
     slack: float = 0.0  # losses of a bucket may lie this far below its lower end a_j (float edges)
     low_ok: npt.NDArray[np.bool_] | None = None  # losses in (a − slack, a + h] (None: all); else all at a + h
+    edges: npt.NDArray[np.int64] | None = None
+    """Wide buckets: bucket j is (a_j, a_{j+1}] with a_j = (lo + edges[j])·h (``edges`` strictly increasing
+    from 0, one entry more than ``p``; None: every bucket is one step wide, a_j = (lo + j)·h). ``r`` is then
+    e^{a_j}·(Q-mass) at the bucket's own lower end, and ``low_ok`` and ``slack`` are as above."""
 
 
 def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1) -> PLD:
@@ -1862,6 +1882,9 @@ def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1)
     docstring (each bucket's outputs merged into one output at a lattice label: a post-processing, so its
     δ is a lower bound by the data-processing inequality of the hockey-stick divergence).
 
+    Wide buckets (``b.edges``; the subsampled pairs' tails, where little mass lies) are split between their
+    own two ends in the same way.
+
     Only the buckets with P-mass are computed on (a bucket without P-mass puts nothing on either side: its
     split is 0 at both ends and its lower-side label carries nothing), so a PLD of a few atoms on a wide
     lattice costs the span's zeros and little else. The lattice is ``mult``·2**-``bits`` (:class:`_Grid`)."""
@@ -1874,38 +1897,54 @@ def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1)
     low_ok = None if b.low_ok is None else b.low_ok[sel]
     rel = b.rel[sel] + 8 * _U
     p_hi = p * (1 + rel)
-    # Split of bucket (a − η, a + h], η = b.slack (losses may lie up to η below a): each loss ℓ keeps its
-    # Q-mass when its P-mass is split between a − η and a + h, so p_b = (e^η·P − e^a·Q)/(e^η − e^{−h}) goes
-    # to a + h and the rest to a − η, which is then moved up to a (rounding a loss up only raises δ). With
-    # η = 0 this is the plain connect-the-dots split of (a, a + h].
+    # Split of bucket (a − η, a + w], w = h (or a wide bucket's width), η = b.slack (losses may lie up to η
+    # below a): each loss ℓ keeps its Q-mass when its P-mass is split between a − η and a + w, so p_b =
+    # (e^η·P − e^a·Q)/(e^η − e^{−w}) goes to a + w and the rest to a − η, which is then moved up to a
+    # (rounding a loss up only raises δ). With η = 0 this is the plain connect-the-dots split of (a, a + w].
+    # (The split of one loss between any two points around it is a mean-preserving spread of e^{−L} under
+    # P, which raises E_P[(1 − e^{ε}·e^{−L})₊], a convex function of e^{−L}, at every ε: so the split pair
+    # dominates for any width.)
     eta = b.slack
     e_eta = 1.0 if eta == 0 else math.exp(eta) * (1 + 2.0**-48)  # upper bound of e^η
-    den_b = (math.expm1(eta) - math.expm1(-h)) * (1 - 2.0**-48)  # lower bound of e^η − e^{−h}
     eh = math.exp(h) * (1 + 2.0**-48)
+    # each bucket's two ends, as lattice offsets from b.lo, and (wide buckets) a lower bound on e^η − e^{−w}
+    # for its width w: a wide bucket (a, a + w] is split between its own two ends, as a narrow one is
+    den_b: float | FloatArray
+    if b.edges is None:
+        at_a, at_b = nz, nz + 1
+        width: int | npt.NDArray[np.int64] = 1
+        den_b = (math.expm1(eta) - math.expm1(-h)) * (1 - 2.0**-48)  # lower bound of e^η − e^{−h}
+    else:
+        at_a, at_b = b.edges[nz], b.edges[nz + 1]
+        width = at_b - at_a
+        w = width.astype(np.float64) * h  # exact (an integer times h, far below 2**53 steps)
+        # expm1(η) ≥ 0 and −expm1(−w) > 0, each rounded down (numpy's expm1 within _EXP_REL), then the
+        # sum's rounding and the products'
+        den_b = (math.expm1(eta) * (1 - 2.0**-48) - np.expm1(-w) * (1 - _EXP_REL)) * (1 - 8 * _U)
     scale = (e_eta * p + eh * r) * (rel + 8 * _U)
     num_b = e_eta * p - r + scale
     hi_b = np.minimum(np.maximum(num_b, 0.0) / den_b * (1 + 4 * _U), p_hi)
-    if low_ok is not None:  # a collapsed bucket's losses may lie anywhere below a + h: all of it at a + h
+    if low_ok is not None:  # a collapsed bucket's losses may lie anywhere below its top: all of it there
         hi_b = np.where(low_ok, hi_b, p_hi)
     # The exact split (p_a, p_b) has p_a + p_b = p ≤ p_hi and p_b ≤ hi_b. Putting the rest, p_hi − hi_b, at
-    # a turns it into the stored one by adding mass and moving mass from a up to a + h, which only raises δ
-    # (and keeps the excess mass at rel·p, where bounding p_a separately would cost rel·p/h).
+    # a turns it into the stored one by adding mass and moving mass from a up to its top, which only raises
+    # δ (and keeps the excess mass at rel·p, where bounding p_a separately would cost rel·p/h).
     hi_a = np.maximum(p_hi - hi_b, 0.0)
-    # the upper side on the points first … last + 1 (and 0, where the mass below the range goes)
-    first = 0 if b.below_hi > 0 or nz.size == 0 else int(nz[0])
-    last = int(nz[-1]) + 1 if nz.size else 0
+    # the upper side on the points first … last (and 0, where the mass below the range goes)
+    first = 0 if b.below_hi > 0 or nz.size == 0 else int(at_a[0])
+    last = int(at_b[-1]) if nz.size else 0
     up = np.zeros(last - first + 1)
-    k = nz - first
-    if contiguous:
-        up[k[0] : k[0] + k.size] += hi_a
-        up[k[0] + 1 : k[0] + 1 + k.size] += hi_b
-    else:
-        up[k] += hi_a
-        up[k + 1] += hi_b
+    k_a, k_b = at_a - first, at_b - first
+    if contiguous and b.edges is None:
+        up[k_a[0] : k_a[0] + k_a.size] += hi_a
+        up[k_b[0] : k_b[0] + k_b.size] += hi_b
+    else:  # (the ends of distinct buckets are distinct: each assignment adds once per entry)
+        up[k_a] += hi_a
+        up[k_b] += hi_b
     if b.below_hi > 0:
         up[0] += b.below_hi  # (first is 0 then)
     if 8 * nz.size < up.size:  # few atoms on a wide span: pad only the entries written
-        t = np.union1d(k, k + 1) if b.below_hi == 0 else np.union1d(np.union1d(k, k + 1), [0])
+        t = np.union1d(k_a, k_b) if b.below_hi == 0 else np.union1d(np.union1d(k_a, k_b), [0])
         t = t[up[t] > 0]
         up[t] = up[t] * (1 + _PAD) + 5e-324
     else:
@@ -1913,31 +1952,35 @@ def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1)
     upper = _trim(_Side(b.lo + first, up, _up(b.above_hi + b.inf_hi), 0.0))
     # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss
     # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one usually merges the least;
-    # the two buckets around loss 0 are the exception, below), among
-    # j − 1, j, j + 1, carrying a lower bound on its P-mass and an upper bound on N = e^{label}·Q-mass =
-    # r·e^{(label − j)h}. Buckets whose merged loss is further away (collapsed edges), or without a usable
-    # relative bound (rel ≥ 1: P-lower-bound 0) or Q-mass (r = 0), are dropped (a restriction, which only
-    # lowers δ); so is the mass above the last bucket. The mass at +∞ has Q = 0.
+    # the two buckets around loss 0 are the exception, below), among the bucket's points from one step
+    # below its lower end to its top, carrying a lower bound on its P-mass and an upper bound on N =
+    # e^{label}·Q-mass = r·e^{label − a_j}. Buckets whose merged loss is further away (collapsed edges), or
+    # without a usable relative bound (rel ≥ 1: P-lower-bound 0) or Q-mass (r = 0), are dropped (a
+    # restriction, which only lowers δ); so is the mass above the last bucket. The mass at +∞ has Q = 0.
     p_lo = p * np.maximum(1 - rel, 0.0) * (1 - _PAD)
     with np.errstate(divide="ignore", invalid="ignore"):
         move = np.rint(np.log(p_lo / r) / h)
-    use = (p_lo > 0) & (r > 0) & np.isfinite(move) & (np.abs(move) <= 1)
+    use = (p_lo > 0) & (r > 0) & np.isfinite(move) & (move >= -1) & (move <= width)
     # the buckets on either side of loss 0 keep their own labels (−1 and 0): moved to the nearest label,
     # both land on 0 where their merged losses lie within h/2 of it, and merging the negative losses with
     # the positive ones loses δ near ε = 0 (all of it for a subsampled pair at a rate far below h)
-    move = np.where((nz + b.lo == 0) | (nz + b.lo == -1), 0.0, move)
+    move = np.where((at_a + b.lo == 0) | (at_a + b.lo == -1), 0.0, move)
     mv = np.where(use, move, 0.0).astype(np.int64)
-    e_up = math.exp(h) * (1 + 4 * _U) * (1 + _EXP_REL)
-    e_dn = math.exp(-h) * (1 + 4 * _U) * (1 + _EXP_REL)  # (upper bounds of e^{±h})
-    factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
+    if b.edges is None:
+        e_up = math.exp(h) * (1 + 4 * _U) * (1 + _EXP_REL)
+        e_dn = math.exp(-h) * (1 + 4 * _U) * (1 + _EXP_REL)  # (upper bounds of e^{±h})
+        factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
+    else:  # upper bounds of e^{mv·h} (mv·h exact)
+        factor = np.where(mv == 0, 1.0, np.exp(mv.astype(np.float64) * h) * (1 + 4 * _U) * (1 + _EXP_REL))
     n_b = np.where(use, r * (1 + rel) * factor * (1 + 8 * _U) * (1 + _PAD), 0.0)
-    f_lo = int(nz[0]) - 1 if nz.size else -1  # the lowest label a bucket can move to
-    at = nz + mv - f_lo  # index in arrays starting at label b.lo + f_lo
+    f_lo = int(at_a[0]) - 1 if nz.size else -1  # the lowest label a bucket can move to
+    at = at_a + mv - f_lo  # index in arrays starting at label b.lo + f_lo
     low = np.zeros(last - f_lo + 1)
     nq = np.zeros(last - f_lo + 1)
     np.add.at(low, at, np.where(use, p_lo, 0.0))
     np.add.at(nq, at, n_b)
-    # (the adds of np.add.at round: two buckets at most share a label, covered by the pads above)
+    # (the adds of np.add.at round: a label lies within one step of at most three buckets' ranges, so at
+    # most three buckets share it; covered by the pads above)
     lower = _trim(_Side(b.lo + f_lo, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, nq, 0.0))
     return PLD(bits, upper, lower, tail, description, step_mult=mult)
 

@@ -52,9 +52,11 @@ lies in S or outside it; an output with L = 0 exactly (z = Δ/2) must stay out o
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -147,6 +149,10 @@ class _Cells:
     lbase: FloatArray
     rel: FloatArray
     pos: npt.NDArray[np.bool_]
+    starts: IntArray | None = None
+    """The lattice indices of the losses the cells were cut at, where that is a sparse set (every cell's
+    losses then lie between two consecutive ones, up to the edges' slack: :func:`_thin`); None: every
+    lattice loss in the range."""
 
     @staticmethod
     def join(parts: Sequence[_Cells]) -> _Cells:
@@ -303,6 +309,44 @@ def _partition(
     return first, end, lo, hi
 
 
+_THIN_SHARE = 3e-5  # lattice losses are skipped only where the P-mass beyond is below this (see _thin)
+_THIN_WIDEST = 2.0**-10  # the widest bucket, in loss
+_THIN_CORE = 4  # the lattice steps next to loss 0 (on either side) are always kept
+
+
+def _thin(lams: FloatArray, bits: int, up_at: Callable[[float], float]) -> npt.NDArray[np.bool_]:
+    """Which of the lattice losses ``lams`` (consecutive, ascending) to cut a continuous pair's outputs at:
+    all of them where the mass lies, every 2**k-th one in the upper tail.
+
+    ``up_at(t)`` is a loss beyond which the P-mass of either order (and of the without-replacement pair) is
+    at most about t (an estimate). Beyond the loss of P-mass t_k = ``_THIN_SHARE``·16^{1−k} only the
+    multiples of 2**k steps are kept (k = 1, 2, …, up to buckets ``_THIN_WIDEST`` wide), so a bucket of
+    width w = 2**k·h holds at most t_k and the wide buckets together carry Σₖ t_k·w² ≤ 6·``_THIN_SHARE``·h²
+    of the split's second-order spread, against about h²/8 from the mass at one step. What is skipped only
+    changes the tightness: every wide bucket is split between its own two ends
+    (:func:`~dpcompose.accounting._pld._build`), which dominates for any width. Negative losses are all
+    kept: the loss ln(1 − q + q·e^y) crowds into a few lattice steps above ln(1 − q) as y → −∞, so a wide
+    bucket there would hold much of the add order's upper tail (found in the tests: one step's add order
+    read 1.3e-3 looser at δ = 1e-10, q = 0.01), and at a small rate there are few of them anyway. The first
+    and last loss and those within ``_THIN_CORE`` steps of 0 are always kept (the buckets around 0 are one
+    step wide, as the lumped lower side and the without-replacement atom at 0 expect).
+    """
+    keep = np.ones(lams.size, dtype=np.bool_)
+    levels = 0
+    while levels < 30 and math.ldexp(1.0, levels + 1 - bits) <= _THIN_WIDEST:
+        levels += 1
+    if levels == 0 or lams.size <= 2:
+        return keep
+    ups = np.array([up_at(_THIN_SHARE * 16.0 ** (1 - k)) for k in range(1, levels + 1)])
+    ups = np.sort(np.nan_to_num(ups, nan=np.inf))  # (a NaN estimate counts as no threshold)
+    level = np.where(lams > 0, np.searchsorted(ups, lams, side="right"), 0)
+    j = np.rint(np.ldexp(lams, bits)).astype(np.int64)  # (exact: lattice points)
+    step = np.left_shift(np.int64(1), level.astype(np.int64))
+    keep = np.asarray((j % step == 0) | (np.abs(j) <= _THIN_CORE), dtype=np.bool_)
+    keep[0] = keep[-1] = True
+    return keep
+
+
 def _check_span(lo: float, hi: float, bits: int) -> None:
     """Refuse, before anything is allocated, a subsampled PLD whose losses span [lo, hi] on too fine a
     lattice: the one lattice budget of every PLD (:func:`~dpcompose.accounting._pld._check_points`,
@@ -391,9 +435,14 @@ def _blocks(c: _Cells, direction: Direction, zero: _Cells | None) -> Iterator[_B
             yield -hi, -lo, c.lbase[sl], c.lmix[sl], c.rel[sl]
 
 
-def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
+def _to_buckets(c: _Cells, bits: int, direction: Direction, starts: IntArray | None = None) -> _Buckets:
     """The buckets of one order of the pair from its cells (module docstring; the orders as in
     :func:`_blocks`).
+
+    ``starts`` (lattice indices, sorted; :func:`_direction_starts`): where the cells were cut at a sparse
+    set of lattice losses, the buckets are wide ones, (a_i, a_{i+1}] between consecutive starts (plus the
+    first and one past the last bucket the cells reach), and "the bucket (a, a + h]" below reads "the
+    bucket (a_i, a_{i+1}]".
 
     A cell goes to the bucket (a, a + h] holding its ``hi``; its slack is a − lo. Cells with hi = +∞ go
     to +∞ (their true loss is +∞ where their Q-mass is 0: then also on the lower side); masses whose log is
@@ -420,6 +469,11 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
     empty = j_lo is None or j_hi is None
     n = 1 if j_lo is None or j_hi is None else j_hi - j_lo + 1
     j_lo = -1 if j_lo is None else j_lo
+    ends: IntArray | None = None  # the wide buckets' lower ends (and one past the last), as lattice indices
+    if starts is not None and not empty:
+        inner = starts[(starts > j_lo) & (starts <= j_lo + n - 1)]
+        ends = np.concatenate(([j_lo], inner, [j_lo + n])).astype(np.int64)
+        n = ends.size - 1
     # (np.zeros leaves untouched pages unallocated: few cells on a wide span cost little)
     count = np.zeros(n)
     p = np.zeros(n)
@@ -451,7 +505,12 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
         if hi.size == 0:
             continue
         j = (np.ceil(hi * scale) - 1).astype(np.int64)
-        a = j.astype(np.float64) * h  # exact
+        if ends is None:
+            idx = j - j_lo
+            a = j.astype(np.float64) * h  # exact
+        else:  # the wide bucket holding lattice bucket j
+            idx = np.searchsorted(ends, j, side="right") - 1
+            a = ends[idx].astype(np.float64) * h  # exact
         with np.errstate(invalid="ignore"):
             eta = a - lo  # how far below a the cell's losses may lie (+∞ for an unbounded tail)
         lr = a + lq
@@ -461,7 +520,6 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
         rm = np.where(r_small, 0.0, rm)
         rel_r = rel + _EXP_REL + 2 * _U * (np.abs(np.where(np.isfinite(lr), lr, 0.0)) + 1)
         r_bound = rm * rel_r + np.where(r_small, math.exp(_UNDERFLOW), 0.0)
-        idx = j - j_lo
         b0 = int(np.min(idx))
         span = int(np.max(idx)) - b0 + 1
         if span <= 4 * idx.size:  # (a block of cells in loss order covers few buckets)
@@ -506,9 +564,26 @@ def _to_buckets(c: _Cells, bits: int, direction: Direction) -> _Buckets:
         if np.any(used):
             slack = max(slack, float(np.max(eta_b[sl][k][used])))
     slack *= _SAFE
+    edges = None if ends is None else ends - j_lo
     return _Buckets(
-        j_lo, p, r, rel_b, above_hi=above, inf_hi=inf_hi, inf_lo=inf_lo, slack=slack, low_ok=low_ok
+        j_lo, p, r, rel_b, above_hi=above, inf_hi=inf_hi, inf_lo=inf_lo, slack=slack, low_ok=low_ok,
+        edges=edges,
     )
+
+
+def _direction_starts(starts: IntArray | None, direction: Direction) -> IntArray | None:
+    """The wide buckets' lower ends for one order (:func:`_to_buckets`) from the lattice indices the cells
+    were cut at (:attr:`_Cells.starts`): as they are for the remove order, negated for the add order (losses
+    −L), and for the without-replacement pair the non-negative ones both ways (its cells lie in S = {L > 0}
+    and are read as L and mirrored; its atom at loss 0 lies in (−h, 0], whose ends −1 and 0 are kept)."""
+    if starts is None:
+        return None
+    if direction == "remove":
+        return starts
+    if direction == "add":
+        return np.sort(-starts)
+    nonneg = starts[starts >= 0]
+    return np.union1d(-nonneg, nonneg)
 
 
 def _from_cells(
@@ -527,14 +602,44 @@ def _from_cells(
     fin_lo, fin_hi = cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)]
     if fin_lo.size and fin_hi.size:  # (the lattice-based pairs checked their range before building it)
         _check_span(min(float(np.min(fin_lo)), 0.0), max(float(np.max(fin_hi)), 0.0), bits)
+    def buckets(direction: Direction) -> _Buckets:
+        return _to_buckets(cells, bits, direction, _direction_starts(cells.starts, direction))
+
     if sampling == "poisson":
-        fwd = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
-        add = _build(bits, _to_buckets(cells, bits, "add"), tail, name + " add")
+        fwd = _build(bits, buckets("remove"), tail, name + " remove")
+        add = _build(bits, buckets("add"), tail, name + " add")
         rev = PLD(bits, add.upper, add.lower, tail, add.description, sampling=sampling)  # (the order alone)
         return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev, sampling=sampling)
-    sym = _build(bits, _to_buckets(cells, bits, "sym"), tail, name)
-    attained = _build(bits, _to_buckets(cells, bits, "remove"), tail, name + " remove")
+    sym = _build(bits, buckets("sym"), tail, name)
+    attained = _build(bits, buckets("remove"), tail, name + " remove")
     return PLD(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
+
+
+def _lazy_pld(
+    build: Callable[[], PLD], bits: int, tail: float, name: str, sampling: Sampling, key: object,
+    thin: PLD | None = None,
+) -> PLD:
+    """The PLD ``build`` returns (:func:`_from_cells`), built on first use: its sides and, for Poisson
+    sampling, its reverse order's (one build for both). ``key`` stands for its contents
+    (:func:`~dpcompose.accounting._pld._content_key`); ``thin`` is its thin version (:attr:`PLD._thin`)."""
+    built: list[PLD] = []
+    lock = threading.Lock()
+
+    def get() -> PLD:
+        with lock:
+            if not built:
+                built.append(build())
+            return built[0]
+
+    rev = None
+    if sampling == "poisson":
+        def reverse() -> PLD:
+            r = get().reverse
+            assert r is not None
+            return r
+
+        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=reverse)
+    return PLD(bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=get, _thin=thin, _key=key)
 
 
 def _identity(bits: int, tail: float, name: str) -> PLD:
@@ -589,7 +694,24 @@ def _read_args(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
+def _gaussian_bound(mu: float, q: float) -> Callable[[FloatArray], tuple[FloatArray, FloatArray]]:
+    """Certified bounds on the subsampled Gaussian pair's loss at outputs o (standard units)."""
+    m2 = mu * mu
+
+    def bound(o: FloatArray) -> tuple[FloatArray, FloatArray]:
+        y = mu * o - m2 / 2
+        return _mix_loss(y, 4 * _U * (np.abs(mu * o) + m2 + 1), q)
+
+    return bound
+
+
+def _gaussian_span(mu: float, q: float, width: float) -> tuple[float, float]:
+    """The losses the cells of :func:`_gaussian_cells` span: from the output −1e4 to μ + ``width``."""
+    bound = _gaussian_bound(mu, q)
+    return float(bound(np.array([_FAR]))[0][0]), float(bound(np.array([mu + width]))[1][0])
+
+
+def _gaussian_cells(bits: int, mu: float, q: float, width: float, thin: bool = False) -> _Cells:
     """Cells of the subsampled Gaussian pair in standard units: Q = N(0, 1), P = N(μ, 1), y = μo − μ²/2.
 
     The range [−1e4, μ + width) is cut at the certified edges; its cells' masses are differences of Φ
@@ -598,15 +720,17 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
     (``log_ndtr``, padded) and the losses are unbounded.
     """
     m2 = mu * mu
-
-    def bound(o: FloatArray) -> tuple[FloatArray, FloatArray]:
-        y = mu * o - m2 / 2
-        return _mix_loss(y, 4 * _U * (np.abs(mu * o) + m2 + 1), q)
-
+    bound = _gaussian_bound(mu, q)
     top = mu + width
-    l_top = float(bound(np.array([top]))[1][0])
-    l_far = float(bound(np.array([_FAR]))[0][0])
+    l_far, l_top = _gaussian_span(mu, q, width)
     lams = _lattice(l_far, l_top, bits)
+    normal = NormalDist()
+
+    def loss_at(o: float) -> float:  # (an estimate, for choosing where to cut)
+        return float(_mix_loss(np.array([mu * o - m2 / 2]), 0.0, q)[0][0])
+
+    if thin:  # P-mass of either order above the output o is at most Φ̄(o − μ)
+        lams = lams[_thin(lams, bits, lambda t: loss_at(mu - normal.inv_cdf(t)))]
     start = (_y_of_loss(lams, q) + m2 / 2) / mu
     half = mu / 2  # y = μo − μ²/2 > 0 exactly where o > μ/2 (a float: μ/2 is exact)
     first, end, lo, hi = _partition(lams, start, bound, False, _FAR, top, np.array([half]))
@@ -634,7 +758,10 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float) -> _Cells:
     l_mix_t, _ = _bound_only((1 - q) * qt + q * pt)
     l_base_t, _ = _bound_only(qt)
     above = _cell(float(bound(np.array([top]))[0][0]), math.inf, l_mix_t, l_base_t, 1.0, True)
-    return _Cells.join([far, mid, above])
+    cells = _Cells.join([far, mid, above])
+    if thin:
+        cells.starts = np.rint(np.ldexp(lams, bits)).astype(np.int64)
+    return cells
 
 
 def _shift_rel(xa: FloatArray, xb: FloatArray, log_mass: FloatArray, rel: FloatArray) -> FloatArray:
@@ -723,7 +850,14 @@ def pld_subsampled_gaussian(
 
         return pld_gaussian(sens, sig, step_bits=bits, tail=tl)
     name = f"Subsampled{_sampling_name(smp)}Gaussian(μ={mu:g}, q={q:g})"
-    return _from_cells(_gaussian_cells(bits, mu, q, w), bits, tl, smp, name)
+
+    def build(thin: bool) -> Callable[[], PLD]:
+        return lambda: _from_cells(_gaussian_cells(bits, mu, q, w, thin), bits, tl, smp, name)
+
+    _check_span(*_gaussian_span(mu, q, w), bits)  # (refused now, though the sides are built when used)
+    key = ("pld_subsampled_gaussian", mu, q, smp, bits, tl, w)
+    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin"))
+    return _lazy_pld(build(False), bits, tl, name, smp, key, thin)
 
 
 # ---------------------------------------------------------------------------------------------------------

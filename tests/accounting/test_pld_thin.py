@@ -1,0 +1,206 @@
+"""Wide buckets and the thin subsampled Gaussian (``_pld_subsample._thin``, ``_Buckets.edges``,
+``PLD._thin``): never below the exact δ, and close to the full build where long compositions read them."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcompose.accounting import PLD, compose_plds, pld_subsampled_gaussian
+from dpcompose.accounting import _pld as pld_mod
+from dpcompose.accounting import _pld_subsample as sub
+from dpcompose.accounting._pld import _log_mgfs, _Side
+
+mpmath.mp.dps = 40
+
+
+def mp(x: Fraction | float) -> mpmath.mpf:
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+def compose_exact(atoms: list[tuple[mpmath.mpf, mpmath.mpf]], k: int) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    """The k-fold PLD of a finite pair, as (loss, P-mass) atoms (losses add, masses multiply)."""
+    out = [(mpmath.mpf(0), mpmath.mpf(1))]
+    for _ in range(k):
+        out = [(a + b, pa * pb) for a, pa in out for b, pb in atoms]
+    return out
+
+
+def delta_exact(atoms: list[tuple[mpmath.mpf, mpmath.mpf]], eps: float) -> mpmath.mpf:
+    e = mpmath.mpf(eps)
+    return mpmath.fsum(p * (1 - mpmath.exp(e - loss)) for loss, p in atoms if loss > e)
+
+
+def finite_pair(draw: st.DrawFn) -> tuple[list[tuple[float, float, float, float]], list[float], list[float]]:
+    """A random finite base pair with both masses positive: ``_finite_cells``' outputs (y, ey, ln P, ln Q)
+    and the masses e^{ln P}, e^{ln Q} (read exactly from the same floats)."""
+    n = draw(st.integers(2, 7))
+    wp = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
+    wq = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
+    lps = [math.log(w / sum(wp)) for w in wp]
+    lqs = [math.log(w / sum(wq)) for w in wq]
+    outs = [(lp - lq, 8 * 2.0**-53 * (abs(lp) + abs(lq) + 1), lp, lq)
+            for lp, lq in zip(lps, lqs, strict=True)]
+    return outs, lps, lqs
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> tuple[object, ...]:
+    outs, lps, lqs = finite_pair(draw)
+    q = draw(st.sampled_from([0.05, 0.3, 0.7, 0.999]))
+    bits = draw(st.integers(4, 9))
+    every = draw(st.integers(2, 16))  # every `every`-th lattice loss (and a few random ones) is a start
+    salt = draw(st.integers(0, 2**31))
+    k = draw(st.integers(1, 3))
+    return outs, lps, lqs, q, bits, every, salt, k
+
+
+def _sparse_starts(cells: sub._Cells, bits: int, every: int, salt: int) -> np.ndarray:
+    fin = np.concatenate([cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)], [0.0]])
+    j0 = math.floor(float(np.min(fin)) * 2**bits) - 2
+    j1 = math.ceil(float(np.max(fin)) * 2**bits) + 2
+    j = np.arange(j0, j1 + 1, dtype=np.int64)
+    rng = np.random.default_rng(salt)
+    keep = (j % every == 0) | (rng.random(j.size) < 0.1) | (np.abs(j) <= 1)
+    return j[keep]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cases())
+def test_wide_buckets_bracket_exact_enumeration(case: tuple[object, ...]) -> None:
+    """Cells cut at a sparse, partly random set of lattice losses (so some cells also straddle a start and
+    collapse), both orders of the Poisson-subsampled pair: the certified interval contains the exact δ of
+    k-fold compositions at every ε checked (mpmath enumeration of the products)."""
+    outs, lps, lqs, q, bits, every, salt, k = case
+    assert isinstance(q, float) and isinstance(bits, int) and isinstance(k, int)
+    cells = sub._finite_cells(outs, q, 16 * 2.0**-44)  # type: ignore[arg-type]
+    cells.starts = _sparse_starts(cells, bits, every, salt)  # type: ignore[arg-type]
+    b = sub._to_buckets(cells, bits, "remove", cells.starts)
+    assert b.edges is not None and b.edges.size == b.p.size + 1
+    pld = sub._from_cells(cells, bits, 1e-18, "poisson", "wide").self_compose(k) if k > 1 else \
+        sub._from_cells(cells, bits, 1e-18, "poisson", "wide")
+    qq = mp(q)
+    rem, add = [], []
+    for lp, lq in zip(lps, lqs, strict=True):  # type: ignore[call-overload]
+        pm, qm = mpmath.exp(mp(lp)), mpmath.exp(mp(lq))
+        mix = (1 - qq) * qm + qq * pm
+        loss = mpmath.log(mix / qm)
+        rem.append((loss, mix))
+        add.append((-loss, qm))
+    r_k, a_k = compose_exact(rem, k), compose_exact(add, k)
+    top = float(max(x for x, _ in r_k + a_k))
+    for eps in sorted({0.0, top / 3, top / 2 + 2.0**-bits / 3, top * 0.9, max(top - 2.0**-bits, 0.0)}):
+        ref = max(delta_exact(r_k, eps), delta_exact(a_k, eps))
+        lo, hi = pld.delta_bounds(eps)
+        assert mp(lo) <= ref * (1 + mpmath.mpf(2) ** -60) + mpmath.mpf(10) ** -300, (eps, lo, ref)
+        assert ref <= mp(hi), (eps, float(ref), float(hi), q, bits, every, k)
+
+
+def test_wide_buckets_are_split_between_their_own_ends() -> None:
+    """One wide bucket holding one loss: the connect-the-dots split keeps the P-mass and the Q-mass (to
+    rounding), so δ at the bucket's two ends is exact and between them it lies on the chord."""
+    h = 2.0**-6
+    loss = 5.3 * h  # one output: P = 0.5 at loss ℓ (Q = 0.5·e^{−ℓ}), the rest at +∞ under P (Q-mass 1 − that)
+    p, r = 0.5, 0.5 * math.exp(-loss) * math.exp(2 * h)  # r = e^{a}·Q with a = 2h, the bucket (2h, 9h]
+    b = pld_mod._Buckets(2, np.array([p]), np.array([r]), np.array([1e-15]), edges=np.array([0, 7]))
+    pld = pld_mod._build(6, b, 1e-18, "one wide bucket")
+    up = pld.upper
+    assert up.offset == 2 and up.masses.size == 8  # the two ends 2h and 9h, nothing between
+    assert up.masses[1:7].sum() == 0
+    assert math.isclose(float(up.masses.sum()), p, rel_tol=1e-12)
+    q_mass = up.masses[0] * math.exp(-2 * h) + up.masses[-1] * math.exp(-9 * h)
+    assert math.isclose(q_mass, 0.5 * math.exp(-loss), rel_tol=1e-12)
+    exact = 0.5 * (1 - math.exp(2 * h - loss))  # δ at the lower end, ε = 2h
+    assert float(pld.delta(2 * h)) >= exact
+    assert math.isclose(float(pld.delta(2 * h)), exact, rel_tol=1e-9)
+
+
+def test_thin_keeps_the_core_and_bounds_the_widths() -> None:
+    bits = 14
+    lams = np.arange(-200, 130_001, dtype=np.float64) / 2**bits
+    keep = sub._thin(lams, bits, lambda t: 0.2 + 0.1 * math.log10(1 / t))
+    j = np.arange(-200, 130_001)[keep]
+    assert keep[0] and keep[-1]
+    widths = np.diff(j)
+    assert widths.max() <= 2.0**-10 * 2**bits  # _THIN_WIDEST
+    # every lattice loss where the mass lies: the negative ones and those below up_at(3e-5) ≈ 0.65
+    core = j[j / 2**bits < 0.65]
+    assert np.all(np.diff(core) == 1) and core[0] == -200
+    assert np.all(np.diff(j[j / 2**bits > 0.66]) > 1)  # above it, thinned
+    assert j.size < 20_000  # the point of it: 130 000 lattice losses cut at fewer than 20 000
+
+
+def test_subsampled_gaussian_builds_only_what_is_read() -> None:
+    """The full PLD's sides are built on first use; long compositions use the thin version and never build
+    them; the content key (compose_plds' grouping) reads neither."""
+    p = pld_subsampled_gaussian(1.0, 0.01)
+    assert p._upper is None and p._thin is not None and p._thin._upper is None
+    assert p.reverse is not None and p.reverse._upper is None
+    long = p.self_compose(pld_mod._THIN_MIN_COUNT)
+    long.epsilon(1e-5)
+    assert p._upper is None and p.reverse._upper is None and p._thin._upper is not None
+    assert pld_mod._content_key(p) == pld_mod._content_key(pld_subsampled_gaussian(1.0, 0.01))
+    assert p._upper is None
+    short = compose_plds([p, p])  # a short composition reads the full PLD
+    assert p._upper is not None
+    assert float(short.epsilon(1e-5)) < float(long.epsilon(1e-5))
+
+
+def test_a_refused_lattice_is_refused_before_the_lazy_build() -> None:
+    with pytest.raises(Exception, match="use step_bits at most"):
+        pld_subsampled_gaussian(0.125, 0.5, step_bits=40)
+
+
+@pytest.mark.parametrize(("sigma", "rate"), [(1.0, 0.01), (0.6, 1e-3), (2.0, 0.5), (0.8, 1e-4)])
+def test_thin_and_full_intervals_agree(sigma: float, rate: float) -> None:
+    """Both are certified, so their intervals must overlap; the thin one is at most a little looser where
+    compositions use it (300 steps: 3.6e-7 on ε ≈ 4.3 at σ = 0.6, q = 1e-3), and, read alone, is looser in
+    one step's far tails, which is why only long compositions use it."""
+    p = pld_subsampled_gaussian(sigma, rate)
+    assert p.reverse is not None and p._thin is not None and p._thin.reverse is not None
+    pairs = [(p, p._thin), (p.reverse, p._thin.reverse)]  # each order alone too (δ reads the larger)
+    # one step is read from the thin PLD only here: its far upper tail is cut coarser (1.6e-6 relative at
+    # σ = 0.8, δ = 1e-10; the add order's, below −ln(1 − q), was 1.3e-3 when negative losses were thinned)
+    for (k, rel), (one, one_thin) in itertools.product(((1, 1e-5), (300, 1e-6)), pairs):
+        full = pld_mod._compose_groups([(one, k)], "full") if k > 1 else one
+        thin = pld_mod._compose_groups([(one_thin, k)], "thin") if k > 1 else one_thin
+        assert isinstance(full, PLD) and isinstance(thin, PLD)
+        for d in (1e-6, 1e-10):
+            lf, hf = full.epsilon_bounds(d)
+            lt, ht = thin.epsilon_bounds(d)
+            assert lt <= hf and lf <= ht, (k, d)
+            assert float(ht) <= float(hf) * (1 + rel) + 1e-9, (k, d, float(hf), float(ht))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 5000),
+    density=st.floats(0.001, 1.0),
+    tau=st.floats(-3.0, 3.0).filter(lambda t: abs(t) > 1e-6),
+    salt=st.integers(0, 2**31),
+)
+def test_log_mgfs_of_sparse_sides_bound_the_sum(n: int, density: float, tau: float, salt: int) -> None:
+    """``_log_mgfs`` sums only the non-zero entries (a thin PLD's tail is mostly zeros): still an upper bound
+    on log Σ mⱼe^{τ(offset + j − c)}, and within 1e-8 of it."""
+    rng = np.random.default_rng(salt)
+    m = np.where(rng.random(n) < density, rng.random(n) * np.exp(-rng.random(n) * 50), 0.0)
+    m[rng.integers(0, n)] = 0.5
+    side = _Side(-n // 3, m, 0.0, 0.0)
+    center = 7
+    t = tau / max(1.0, n / 100)
+    got = float(_log_mgfs(side, center, np.array([t]))[0])
+    nz = np.flatnonzero(m)
+    at = side.offset - center
+    terms = (mpmath.mpf(float(m[i])) * mpmath.exp(mpmath.mpf(t) * (at + int(i))) for i in nz)
+    exact = mpmath.log(mpmath.fsum(terms))
+    assert got >= exact
+    assert got - exact <= 1e-8 * (1 + abs(exact))
