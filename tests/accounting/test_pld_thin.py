@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import mpmath
@@ -204,3 +205,41 @@ def test_log_mgfs_of_sparse_sides_bound_the_sum(n: int, density: float, tau: flo
     exact = mpmath.log(mpmath.fsum(terms))
     assert got >= exact
     assert got - exact <= 1e-8 * (1 + abs(exact))
+
+
+def test_in_parallel_runs_both_and_raises_the_first_error_first() -> None:
+    ran: list[str] = []
+
+    def ok(name: str) -> Callable[[], str]:
+        def f() -> str:
+            ran.append(name)
+            return name
+        return f
+
+    def bad(msg: str) -> Callable[[], str]:
+        def f() -> str:
+            ran.append(msg)
+            raise ValueError(msg)
+        return f
+
+    assert pld_mod._in_parallel(ok("a"), ok("b")) == ("a", "b")
+    ran.clear()
+    with pytest.raises(ValueError, match="first"):
+        pld_mod._in_parallel(bad("first"), bad("second"))
+    assert sorted(ran) == ["first", "second"]  # both ran to the end
+    with pytest.raises(ValueError, match="second"):
+        pld_mod._in_parallel(ok("a"), bad("second"))
+
+
+def test_both_orders_read_in_two_threads_as_one_after_the_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two orders of a long subsampled composition are read in two threads: the same numbers as read
+    one after the other (every read is deterministic; the orders share only the step's build)."""
+
+    def readings() -> list[Fraction]:
+        c = pld_subsampled_gaussian(1.0, 0.05).self_compose(400)
+        return [c.epsilon(1e-6), *c.epsilon_bounds(1e-8), c.delta(1.0), *c.delta_bounds(2.0)]
+
+    assert pld_mod._orders_in_parallel(pld_subsampled_gaussian(1.0, 0.05).self_compose(400))
+    both = readings()
+    monkeypatch.setattr(pld_mod, "_orders_in_parallel", lambda p: False)
+    assert readings() == both

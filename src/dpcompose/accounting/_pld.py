@@ -64,10 +64,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -1396,7 +1397,10 @@ class PLD:
     def _delta_up(self, eps: Fraction) -> Fraction:
         """The upper end of :meth:`delta_bounds` alone (the lower side is not built)."""
         if self.reverse is not None:
-            return max(_one_way(self)._delta_up(eps), self.reverse._delta_up(eps))
+            rev = self.reverse
+            if _orders_in_parallel(self):
+                return max(_in_parallel(lambda: _one_way(self)._delta_up(eps), lambda: rev._delta_up(eps)))
+            return max(_one_way(self)._delta_up(eps), rev._delta_up(eps))
         if self.gaussian is not None:
             return gaussian_delta(Fraction(self.gaussian[0]) ** 2, eps)
         e_dn = float(eps)
@@ -1474,7 +1478,11 @@ class PLD:
     def _epsilon_up(self, dq: Fraction, shown: object) -> Fraction:
         """The upper end of :meth:`epsilon_bounds` alone (the lower side is not built)."""
         if self.reverse is not None:
-            return max(_one_way(self)._epsilon_up(dq, shown), self.reverse._epsilon_up(dq, shown))
+            rev = self.reverse
+            if _orders_in_parallel(self):
+                return max(_in_parallel(lambda: _one_way(self)._epsilon_up(dq, shown),
+                                        lambda: rev._epsilon_up(dq, shown)))
+            return max(_one_way(self)._epsilon_up(dq, shown), rev._epsilon_up(dq, shown))
         if self.gaussian is not None and dq > 0:
             return _gaussian_epsilon(Fraction(self.gaussian[0]) ** 2, dq)
         d = float(dq)
@@ -1691,6 +1699,41 @@ def _content_key(p: PLD) -> object:
     return (p.grid, p.tail, p.gaussian, side(p.upper), low, rev, p.sampling)
 
 
+_T = TypeVar("_T")
+
+
+def _in_parallel(first: Callable[[], _T], second: Callable[[], _T]) -> tuple[_T, _T]:
+    """``(first(), second())``, ``second`` in a thread of its own: the two orders of a subsampled
+    composition are read independently, and most of their time is spent in numpy (FFTs, exp, cumulative
+    sums), which releases the GIL, so on two cores the pair takes about the time of one. Both always run
+    to the end (nothing is left computing when this returns or raises); an exception of ``first`` is
+    raised before one of ``second``, as in reading them one after the other."""
+    out: list[_T] = []
+    err: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            out.append(second())
+        except BaseException as e:  # (re-raised in the caller's thread below)
+            err.append(e)
+
+    worker = threading.Thread(target=run, name="dpcompose-pld-order", daemon=True)
+    worker.start()
+    try:
+        a = first()
+    finally:
+        worker.join()
+    if err:
+        raise err[0]
+    return a, out[0]
+
+
+def _orders_in_parallel(p: PLD) -> bool:
+    """Whether the two orders of ``p`` are worth reading in two threads: both are long compositions (read
+    through a recipe; a short one takes well under a millisecond, less than starting a thread)."""
+    return p.reverse is not None and p._recipe is not None and p.reverse._recipe is not None
+
+
 def _both_ways(
     p: PLD, upper: Callable[[PLD], Fraction], lower: Callable[[PLD, Fraction], Fraction]
 ) -> tuple[Fraction, Fraction]:
@@ -1703,7 +1746,10 @@ def _both_ways(
     third of the time of ``epsilon_bounds``."""
     assert p.reverse is not None
     ways = [_one_way(p), p.reverse]
-    ups = [upper(w) for w in ways]
+    if _orders_in_parallel(p):
+        ups = list(_in_parallel(lambda: upper(ways[0]), lambda: upper(ways[1])))
+    else:
+        ups = [upper(w) for w in ways]
     first = 0 if ups[0] >= ups[1] else 1
     lo = lower(ways[first], ups[first])
     if ups[1 - first] > lo:

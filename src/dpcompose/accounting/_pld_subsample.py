@@ -80,6 +80,7 @@ from dpcompose.accounting._pld import (
     _check_points,
     _check_tail,
     _fmt,
+    _in_parallel,
     _log_phi_steps,
 )
 from dpcompose.accounting._pld_dgauss import _BLOCK, _SAFE, _UNDERFLOW, _gamma
@@ -606,8 +607,9 @@ def _from_cells(
         return _to_buckets(cells, bits, direction, _direction_starts(cells.starts, direction))
 
     if sampling == "poisson":
-        fwd = _build(bits, buckets("remove"), tail, name + " remove")
-        add = _build(bits, buckets("add"), tail, name + " add")
+        # (the two orders in two threads: numpy does most of the work, and releases the GIL)
+        fwd, add = _in_parallel(lambda: _build(bits, buckets("remove"), tail, name + " remove"),
+                                lambda: _build(bits, buckets("add"), tail, name + " add"))
         rev = PLD(bits, add.upper, add.lower, tail, add.description, sampling=sampling)  # (the order alone)
         return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev, sampling=sampling)
     sym = _build(bits, buckets("sym"), tail, name)
