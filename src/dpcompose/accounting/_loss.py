@@ -533,6 +533,7 @@ def _extent(part: PrivacyLoss, n: int, bits: int) -> float:
     if part.kind != "subsampled" or n == 1 or not math.isfinite(span):
         return span
     pld = part.pld(bits)
+    pld = pld._thin or pld  # (the same spread; a thin PLD, where there is one, is the cheaper to build)
     widest = 0.0
     for side in (pld.upper, pld.reverse.upper if pld.reverse is not None else pld.upper):
         m = side.masses

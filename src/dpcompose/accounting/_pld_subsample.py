@@ -820,6 +820,10 @@ def pld_subsampled_gaussian(
     the two-part bound (module docstring). This is the per-step PLD of DP-SGD. Rate 1 is
     :func:`~dpcompose.accounting.pld_gaussian`, rate 0 the identity (δ = 0).
 
+    The PLD's sides are built on first use. Compositions of at least 256 mechanisms use a thin build of the
+    same pair (:func:`_thin`: wide buckets in the upper tail, split between their own ends, so as certified
+    and a fifth of the cost), and build this one only if it is read itself.
+
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
     composition); Balle–Barthe–Gaboardi 2018 Thms 2, 8 and 9; Koskela–Jälkö–Honkela 2020 (PLD of the
     subsampled Gaussian); Abadi et al. 2016 (DP-SGD).

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from statistics import NormalDist
 
 import numpy as np
 
@@ -56,6 +57,7 @@ from dpcompose.accounting._pld import (
 )
 from dpcompose.accounting._pld_dgauss import _BLOCK, _normaliser, _range_sums, pld_discrete_gaussian
 from dpcompose.accounting._pld_subsample import (
+    IntArray,
     Sampling,
     _bound_only,
     _cell,
@@ -65,11 +67,13 @@ from dpcompose.accounting._pld_subsample import (
     _from_cells,
     _identity,
     _lattice,
+    _lazy_pld,
     _mix_logs,
     _mix_loss,
     _partition,
     _rate_up,
     _sampling_name,
+    _thin,
     _y_of_loss,
 )
 from dpcompose.errors import InvalidParameter
@@ -107,8 +111,9 @@ def _sparse_from(bits: int, q: float, dy: float, y0: float, z_lo: int, z_hi: int
 
 
 def _integer_cells(
-    bits: int, q: float, dy: float, y0: float, z_lo: int, z_hi: int, bound: Bound, cuts: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    bits: int, q: float, dy: float, y0: float, z_lo: int, z_hi: int, bound: Bound, cuts: FloatArray,
+    thin: Callable[[float], float] | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray | None]:
     """``(first, end, lo, hi)``: cells [first, end) of the integer outputs z_lo ≤ z < z_hi of a pair with
     y = y0 + dy·z (dy > 0), each with certified bounds lo ≤ L ≤ hi (``bound``), cut at ``cuts`` and at the
     certified edges of the lattice losses (:func:`~dpcompose.accounting._pld_subsample._partition`).
@@ -120,11 +125,21 @@ def _integer_cells(
     it, not the number of lattice points the whole range spans (49 integers against 7.9 million lattice
     points at Δ = 20, σ = 1, q = 0.9, h = 2**-14). z_s is a float estimate: it decides where the work goes,
     never the certificate (any partition into integer ranges with certified loss bounds is valid).
+
+    ``thin``: cut at the lattice losses :func:`~dpcompose.accounting._pld_subsample._thin` keeps, ``thin``
+    being its ``up_at``; the last item is then those losses' lattice indices (``_Cells.starts``: every cell
+    lies between two consecutive ones, the single integers from z_s on having one loss each), else None.
     """
     z_s = _sparse_from(bits, q, dy, y0, z_lo, z_hi)
     parts: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = []
+    starts: IntArray | None = None
+    if thin is not None:
+        starts = np.zeros(0, dtype=np.int64)
     if z_s > z_lo:
         lams = _lattice(_at(bound, z_lo)[0], _at(bound, z_s - 1)[1], bits)
+        if thin is not None:
+            lams = lams[_thin(lams, bits, thin)]
+            starts = np.rint(np.ldexp(lams, bits)).astype(np.int64)
         start = np.empty(lams.size)
         for i in range(0, lams.size, _BLOCK):
             start[i : i + _BLOCK] = (_y_of_loss(lams[i : i + _BLOCK], q) - y0) / dy + 1
@@ -136,10 +151,16 @@ def _integer_cells(
         for i in range(0, z.size, _BLOCK):
             lo[i : i + _BLOCK], hi[i : i + _BLOCK] = bound(z[i : i + _BLOCK])
         parts.append((z, z + 1, lo, hi))
+        if starts is not None:
+            # each integer's losses lie within a lattice step or two (lo ≈ hi): its lattice bucket and the
+            # ones on either side are narrow buckets in either order (the add order reads −L), the gaps
+            # between the integers empty ones
+            j = np.ceil(np.ldexp(hi[np.isfinite(hi)], bits)).astype(np.int64) - 1
+            starts = np.union1d(starts, np.concatenate((j - 1, j, j + 1)))
     if len(parts) == 1:
-        return parts[0]
+        return (*parts[0], starts)
     first, end, lo, hi = (np.concatenate(f) for f in zip(*parts, strict=True))
-    return first, end, lo, hi
+    return first, end, lo, hi, starts
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -169,7 +190,7 @@ def _dlap_cells(bits: int, delta: int, t: Fraction, q: float) -> _Cells:
     if delta >= 2:
         # the integers 1 … Δ − 1 (cells [first, end)); y > 0 exactly where 2z > Δ: cut there too, so that
         # every cell lies on one side
-        first, end, lo, hi = _integer_cells(
+        first, end, lo, hi, _ = _integer_cells(
             bits, q, 2 / t_f, -delta / t_f, 1, delta, bound, np.array([delta // 2 + 1.0])
         )
         lm = np.empty(first.size)
@@ -246,7 +267,20 @@ def pld_subsampled_discrete_laplace(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
+def _dgauss_bound(delta: int, s: Fraction, q: float) -> Bound:
+    """Certified bounds on the subsampled discrete Gaussian pair's loss at integer outputs z."""
+    c_y = float(Fraction(delta) / (2 * s * s))  # y = (2z − Δ)·c_y, c_y within u
+
+    def bound(z: FloatArray) -> tuple[FloatArray, FloatArray]:
+        y = (2 * z - delta) * c_y
+        return _mix_loss(y, 2.01 * _U * np.abs(y), q)
+
+    return bound
+
+
+def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float, thin: bool = False) -> _Cells:
+    """Cells of the subsampled discrete Gaussian pair (Q centred at 0, P at Δ, on the integers); ``thin``:
+    cut at the lattice losses :func:`~dpcompose.accounting._pld_subsample._thin` keeps (``_Cells.starts``)."""
     s2 = s * s
     s_f = float(s)
     two_s2 = float(2 * s2)
@@ -254,15 +288,21 @@ def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
     K = max(1, math.ceil(14 * s))
     z_min, z_max = -K, K + delta
-
-    def bound(z: FloatArray) -> tuple[FloatArray, FloatArray]:
-        y = (2 * z - delta) * c_y
-        return _mix_loss(y, 2.01 * _U * np.abs(y), q)
+    bound = _dgauss_bound(delta, s, q)
 
     _check_span(_at(bound, z_min)[0], _at(bound, z_max)[1], bits)
     grid = np.arange(z_min, z_max + 1, max(1, math.floor(s_f / 8)), dtype=np.float64)  # cells ≤ s/8 wide
     cuts = np.append(grid, delta // 2 + 1.0)  # y > 0 exactly where 2z > Δ: every cell on one side
-    first, end, lo, hi = _integer_cells(bits, q, 2 * c_y, -delta * c_y, z_min, z_max + 1, bound, cuts)
+    up_at = None
+    if thin:  # (an estimate) P-mass of either order from the output z on is at most about Φ̄((z − Δ)/s)
+        normal = NormalDist()
+
+        def up_at(t: float) -> float:
+            return _at(bound, delta - s_f * normal.inv_cdf(t))[0]
+
+    first, end, lo, hi, starts = _integer_cells(
+        bits, q, 2 * c_y, -delta * c_y, z_min, z_max + 1, bound, cuts, up_at
+    )
     # Tails, as masses over s√(2π) ≤ Z: Σ_{y>k} f(y) ≤ ∫_k^∞ f = s√(2π)·Φ(−k/s) for k ≥ 0.
     phi_k = _phi_up(math.nextafter(float(Fraction(-K) / s), math.inf))
     phi_kd = _phi_up(math.nextafter(float(Fraction(-K - delta) / s), math.inf))
@@ -301,6 +341,7 @@ def _dgauss_cells(bits: int, delta: int, s: Fraction, q: float) -> _Cells:
         (m + 1, (_at(bound, z_max + 1)[0], math.inf, l_mix_a, l_base_a, 1.0, True)),
     ):
         cells.lo[k], cells.hi[k], cells.lmix[k], cells.lbase[k], cells.rel[k], cells.pos[k] = row
+    cells.starts = starts
     return cells
 
 
@@ -354,4 +395,13 @@ def pld_subsampled_discrete_gaussian(
             f"sensitivity={sensitivity!r} / sigma={sigma!r} must be in [1e-8, 30] for this PLD"
         )
     name = f"Subsampled{_sampling_name(smp)}DiscreteGaussian(Δ={delta}, σ={float(s):g}, q={q:g})"
-    return _from_cells(_dgauss_cells(bits, delta, s, q), bits, tl, smp, name)
+
+    def build(thin: bool) -> Callable[[], PLD]:
+        return lambda: _from_cells(_dgauss_cells(bits, delta, s, q, thin), bits, tl, smp, name)
+
+    k_max = max(1, math.ceil(14 * s))
+    bound = _dgauss_bound(delta, s, q)
+    _check_span(_at(bound, -k_max)[0], _at(bound, k_max + delta)[1], bits)  # (now: the build is lazy)
+    key = ("pld_subsampled_discrete_gaussian", delta, s, q, smp, bits, tl)
+    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin"))
+    return _lazy_pld(build(False), bits, tl, name, smp, key, thin)
