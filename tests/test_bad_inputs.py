@@ -1507,3 +1507,24 @@ def test_row_level_constructors_refuse_the_user_level_metric(name: str, domain: 
         kwargs["input_domain"] = domain
     with pytest.raises(dp.DomainMismatch, match="make_bound_contributions"):
         case.call(kwargs)
+
+
+def test_found_in_stop_30_a_message_never_raises_while_being_written() -> None:
+    """Seven modules had their own short-repr helper for messages; four called repr() bare, so data outside
+    a domain whose repr fails (an int of more than 4,300 digits, a user object whose __repr__ raises) got a
+    raw ValueError in place of the DomainMismatch. One helper now (_validation.short_repr)."""
+    import dpcompose as dp
+    from dpcompose._validation import short_repr
+    from dpcompose.errors import DomainMismatch
+
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    assert short_repr(10**5000) == "<int with thousands of digits>"
+    assert short_repr(Unprintable()) == "<Unprintable>"
+    assert short_repr("x" * 200).endswith("...") and len(short_repr("x" * 200)) == 80
+    with pytest.raises(DomainMismatch, match="thousands of digits"):
+        dp.AtomDomain(int, bounds=(0, 10)).check(10**5000)
+    with pytest.raises(DomainMismatch, match="<Unprintable>"):
+        dp.AtomDomain(int).check(Unprintable())

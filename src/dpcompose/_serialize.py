@@ -47,6 +47,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from dpcompose._validation import short_repr as _short
 from dpcompose.core._domains import Domain
 from dpcompose.core._measurement import Measurement, Transformation
 from dpcompose.core._measures import Measure
@@ -254,12 +255,6 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
     return json.dumps({"dpcompose": FORMAT_VERSION, "library": __version__, "root": root}, indent=2)
 
 
-def _short(value: object) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _Writer:

@@ -61,13 +61,20 @@ _FLOAT_MAX = Fraction(sys.float_info.max)
 _TYPES = "an int, float, Fraction, Decimal or numpy number"
 
 
-def _show(value: object) -> str:
-    """A short ``repr`` for messages (a number too long for Python to print is described instead)."""
+def short_repr(value: object) -> str:
+    """A short ``repr`` for messages: cut to 80 characters, and never an exception of its own (a number too
+    long for Python to print, an int or Fraction of more than 4,300 digits, is described instead; so is a
+    user's object whose ``repr`` raises). The one such helper of the library: an error message that raised
+    while being written would replace the library's error (a ``DomainMismatch`` for data outside the domain,
+    say) with a raw ``ValueError``."""
     try:
         text = repr(value)
     except ValueError:  # an int or Fraction with more than 4,300 digits
         text = f"<{type(value).__name__} with thousands of digits>"
+    except Exception:  # a user object whose repr fails
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
+
 
 
 def real_scalar(value: object) -> object:
@@ -81,7 +88,7 @@ def real_scalar(value: object) -> object:
 
 def _too_large(value: object, name: str) -> InvalidParameter:
     return InvalidParameter(
-        f"{name}={_show(value)} is too large: numbers beyond ±1.8e308 (the range of a double) are not "
+        f"{name}={short_repr(value)} is too large: numbers beyond ±1.8e308 (the range of a double) are not "
         "supported"
     )
 
@@ -92,7 +99,7 @@ _MAX_DENOMINATOR_BITS = 10_000  # 2**-10000 ≈ 1e-3010: far below the smallest 
 
 def _too_small(value: object, name: str) -> InvalidParameter:
     return InvalidParameter(
-        f"{name}={_show(value)} is too small (or too finely divided) to be used exactly: numbers need a "
+        f"{name}={short_repr(value)} is too small (or too finely divided) to be used exactly: numbers need a "
         "denominator below 2**10000 (any double, and any decimal down to 1e-3000, qualifies)"
     )
 
@@ -121,13 +128,13 @@ def read_real(value: object, name: str) -> float | Fraction | int:
     v = real_scalar(value)
     out: float | Fraction | int
     if isinstance(value, np.ndarray) and v is None:
-        raise InvalidParameter(f"{name}={_show(value)} must be a real number ({_TYPES}), not an array")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be a real number ({_TYPES}), not an array")
     if isinstance(v, (bool, np.bool_)):
-        raise InvalidParameter(f"{name}={_show(value)} must be a real number ({_TYPES}), not a bool")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be a real number ({_TYPES}), not a bool")
     if isinstance(v, float):  # Python floats and numpy.float64
         f = float(v)
         if not math.isfinite(f):
-            raise InvalidParameter(f"{name}={_show(value)} must be finite (not NaN or ±inf)")
+            raise InvalidParameter(f"{name}={short_repr(value)} must be finite (not NaN or ±inf)")
         return f + 0.0  # -0.0 -> 0.0
     if isinstance(v, int):
         out = int(v)
@@ -138,14 +145,14 @@ def read_real(value: object, name: str) -> float | Fraction | int:
         return int(v)
     if isinstance(v, np.floating):
         if not np.isfinite(v):
-            raise InvalidParameter(f"{name}={_show(value)} must be finite (not NaN or ±inf)")
+            raise InvalidParameter(f"{name}={short_repr(value)} must be finite (not NaN or ±inf)")
         num, den = v.as_integer_ratio()
         out = Fraction(num, den)
     elif isinstance(v, Fraction):
         out = v
     elif isinstance(v, Decimal):
         if not v.is_finite():
-            raise InvalidParameter(f"{name}={_show(value)} must be finite (not NaN or ±inf)")
+            raise InvalidParameter(f"{name}={short_repr(value)} must be finite (not NaN or ±inf)")
         if v.adjusted() > 400:  # far beyond the double range: refuse before building a huge integer
             raise _too_large(value, name)
         if v.adjusted() < -_MIN_EXPONENT and v != 0:  # refuse before building a huge integer
@@ -154,7 +161,7 @@ def read_real(value: object, name: str) -> float | Fraction | int:
     elif isinstance(v, numbers.Rational):
         out = Fraction(int(v.numerator), int(v.denominator))
     else:
-        raise InvalidParameter(f"{name}={_show(value)} must be a real number ({_TYPES})")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be a real number ({_TYPES})")
     if abs(out) > _FLOAT_MAX:
         raise _too_large(value, name)
     if out.denominator.bit_length() > _MAX_DENOMINATOR_BITS:
@@ -179,7 +186,7 @@ def check_finite_nonnegative(value: object, name: str) -> float | Fraction | int
     """Return ``value`` if it is finite and ≥ 0, else raise ``InvalidParameter``."""
     v = check_finite(value, name)
     if v < 0:
-        raise InvalidParameter(f"{name}={_show(value)} must be non-negative")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be non-negative")
     return v
 
 
@@ -187,7 +194,7 @@ def check_finite_positive(value: object, name: str) -> float | Fraction | int:
     """Return ``value`` if it is finite and > 0, else raise ``InvalidParameter``."""
     v = check_finite(value, name)
     if v <= 0:
-        raise InvalidParameter(f"{name}={_show(value)} must be positive")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be positive")
     return v
 
 
@@ -195,14 +202,14 @@ def check_probability(value: object, name: str) -> float | Fraction | int:
     """Return ``value`` if it lies in [0, 1), the valid range of a δ, else raise ``InvalidParameter``."""
     v = check_finite(value, name)
     if not 0 <= v < 1:
-        raise InvalidParameter(f"{name}={_show(value)} must lie in [0, 1)")
+        raise InvalidParameter(f"{name}={short_repr(value)} must lie in [0, 1)")
     return v
 
 
 def _read_int(value: object, name: str) -> int:
     v = real_scalar(value)
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise InvalidParameter(f"{name}={_show(value)} must be an integer")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be an integer")
     out = int(v)
     if out.bit_length() >= 1024 and abs(out) > _FLOAT_MAX:
         raise _too_large(value, name)
@@ -214,7 +221,7 @@ def check_positive_int(value: object, name: str) -> int:
     ``InvalidParameter``."""
     v = _read_int(value, name)
     if v < 1:
-        raise InvalidParameter(f"{name}={_show(value)} must be at least 1")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be at least 1")
     return v
 
 
@@ -223,20 +230,20 @@ def check_nonnegative_int(value: object, name: str) -> int:
     ``InvalidParameter``."""
     v = _read_int(value, name)
     if v < 0:
-        raise InvalidParameter(f"{name}={_show(value)} must be non-negative")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be non-negative")
     return v
 
 
 def check_callable(value: object, name: str) -> None:
     """Raise ``InvalidParameter`` unless ``value`` is callable."""
     if not callable(value):
-        raise InvalidParameter(f"{name}={_show(value)} must be callable")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be callable")
 
 
 def check_str(value: object, name: str, choices: Sequence[str] | None = None) -> str:
     """The value of a string (one of ``choices`` if given), else raise ``InvalidParameter``."""
     if not isinstance(value, str):
-        raise InvalidParameter(f"{name}={_show(value)} must be a string")
+        raise InvalidParameter(f"{name}={short_repr(value)} must be a string")
     if choices is not None and value not in choices:
         raise InvalidParameter(f"{name}={value!r} must be one of {', '.join(map(repr, choices))}")
     return value
@@ -247,7 +254,7 @@ def check_nonempty(values: Sequence[object], name: str) -> None:
     try:
         size = len(values)
     except TypeError:
-        raise InvalidParameter(f"{name}={_show(values)} must be a sequence") from None
+        raise InvalidParameter(f"{name}={short_repr(values)} must be a sequence") from None
     if size == 0:
         raise InvalidParameter(f"{name}={list(values)!r} must not be empty")
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose._validation import short_repr as _short
 from dpcompose.accounting import float_down, float_up
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
@@ -45,9 +46,6 @@ class Domain:
             raise DomainMismatch(f"{what}={_short(value)} is not a member of {self!r}")
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass(frozen=True, slots=True, repr=False)

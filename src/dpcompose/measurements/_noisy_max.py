@@ -85,9 +85,6 @@ def _show(value: object) -> str:
     return format_up(value) if isinstance(value, Fraction) else repr(value)
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose._validation import short_repr as _short
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -33,9 +34,6 @@ _CARRIERS = (int, float, str, bool)
 _TABLE_SPAN = 1 << 16  # int categories spanning fewer values than this are coded by table lookup
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _atom_carrier(input_domain: Domain, ctor: str) -> type:

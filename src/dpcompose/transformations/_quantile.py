@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose._validation import short_repr as _short
 from dpcompose.accounting import decimal, format_up
 from dpcompose.core import AtomDomain, ChangeOneDistance, Domain, Metric, Node, Transformation, VectorDomain
 from dpcompose.core._metrics import LInfDistance, check_space
@@ -38,9 +39,6 @@ _INT_CANDIDATE_LIMIT = 1 << 60
 keeps every comparison with such a candidate."""
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class QuantileAlpha:

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_callable
+from dpcompose._validation import short_repr as _short
 from dpcompose.core import (
     AbsoluteDistance,
     AtomDomain,
@@ -69,12 +70,6 @@ __all__ = [
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _short(value: object) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # a user object whose repr fails
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _name_of(function: object) -> str:

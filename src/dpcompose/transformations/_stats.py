@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_nonnegative_int
+from dpcompose._validation import short_repr as _short
 from dpcompose.accounting import exact, float_down, float_up
 from dpcompose.core import (
     AbsoluteDistance,
@@ -56,12 +57,6 @@ _INT64_MAX = 2**63 - 1
 _MAX_EXACT_COUNT = 2**53  # counts up to here are exact floats, so ``x / n`` is one correct rounding
 
 
-def _short(value: object) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # a repr that fails (or an int too long to print)
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # ---------------------------------------------------------------------------------------------------------
