@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -291,3 +292,29 @@ def test_thin_discrete_gaussian_agrees_with_the_full_build(
 def test_a_refused_discrete_lattice_is_refused_before_the_lazy_build() -> None:
     with pytest.raises(Exception, match="use step_bits at most"):
         pld_subsampled_discrete_gaussian(30, 1, 0.5, step_bits=16)
+
+
+def test_found_by_review_a_lattice_refused_for_the_cell_below_the_range_is_refused_up_front() -> None:
+    """At σ = 1e4 (μ = 1e-4) the loss at the output −1e4 lies far above ln(1 − q), where the cell below
+    the outputs' range sits: the constructor checked the smaller range, passed, and the first read built for
+    40 s before refusing. Now it refuses at once, naming the step_bits that fits."""
+    t0 = time.perf_counter()
+    with pytest.raises(Exception, match="use step_bits at most 25"):
+        pld_subsampled_gaussian(10000, 0.5, step_bits=26)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_found_by_review_the_thin_twin_is_used_by_a_pld_s_own_count() -> None:
+    """One dominant step among 255 negligible ones (256 in all): read through the full PLD (the total count
+    had chosen the thin twin, and ε(1e-10) rose 15%)."""
+    a = pld_subsampled_gaussian(10.882575090239978, 0.003007339539707772, step_bits=13)
+    b = pld_subsampled_gaussian(5000, 1e-6, step_bits=13)
+    few = compose_plds([a] + [b] * 254).epsilon(1e-10)
+    more = compose_plds([a] + [b] * 255).epsilon(1e-10)
+    assert float(more) <= float(few) * 1.001
+    assert a._thin is not None and a._thin._upper is None  # never built
+
+
+def test_no_thin_twin_where_it_would_equal_the_full_build() -> None:
+    assert pld_subsampled_gaussian(1.0, 0.01, step_bits=10)._thin is None  # (buckets would stay 1 step wide)
+    assert pld_subsampled_gaussian(1.0, 0.01, step_bits=11)._thin is not None

@@ -360,6 +360,22 @@ def _check_span(lo: float, hi: float, bits: int) -> None:
     _check_points(2 * n, what, bits)
 
 
+def _check_built_span(lo: float, hi: float, q: float, bits: int) -> None:
+    """:func:`_check_span` for the range :func:`_from_cells` will check once the cells of a pair whose
+    outputs' losses span [lo, hi] are built: widened to 0 and down to ln(1 − q), where the cell below the
+    outputs' range lies (found by review: at σ = 1e4, q = 0.5, step_bits = 26 the loss at the output −1e4 is
+    far above ln(1 − q), and a lattice refused only after 40 s of building passed the constructor, which
+    builds nothing now)."""
+    l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
+    _check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
+
+
+def _has_thin(bits: int) -> bool:
+    """Whether :func:`_thin` can skip any lattice loss at this lattice (its widest bucket, ``_THIN_WIDEST``,
+    is at least two steps): below, a thin twin would be the full PLD built twice."""
+    return math.ldexp(1.0, 1 - bits) <= _THIN_WIDEST
+
+
 def _lattice(lo: float, hi: float, bits: int) -> FloatArray:
     """The lattice points j·h covering [lo, hi] (refusing a lattice too fine for the range)."""
     _check_span(lo, hi, bits)
@@ -820,9 +836,9 @@ def pld_subsampled_gaussian(
     the two-part bound (module docstring). This is the per-step PLD of DP-SGD. Rate 1 is
     :func:`~dpcompose.accounting.pld_gaussian`, rate 0 the identity (δ = 0).
 
-    The PLD's sides are built on first use. Compositions of at least 256 mechanisms use a thin build of the
-    same pair (:func:`_thin`: wide buckets in the upper tail, split between their own ends, so as certified
-    and a fifth of the cost), and build this one only if it is read itself.
+    The PLD's sides are built on first use. Compositions holding at least 256 copies of it use a thin build
+    of the same pair (:func:`_thin`: wide buckets in the upper tail, split between their own ends, so as
+    certified and a fifth of the cost), and build this one only if it is read otherwise.
 
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
     composition); Balle–Barthe–Gaboardi 2018 Thms 2, 8 and 9; Koskela–Jälkö–Honkela 2020 (PLD of the
@@ -860,9 +876,9 @@ def pld_subsampled_gaussian(
     def build(thin: bool) -> Callable[[], PLD]:
         return lambda: _from_cells(_gaussian_cells(bits, mu, q, w, thin), bits, tl, smp, name)
 
-    _check_span(*_gaussian_span(mu, q, w), bits)  # (refused now, though the sides are built when used)
+    _check_built_span(*_gaussian_span(mu, q, w), q, bits)  # (refused now: the sides are built when used)
     key = ("pld_subsampled_gaussian", mu, q, smp, bits, tl, w)
-    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin"))
+    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin")) if _has_thin(bits) else None
     return _lazy_pld(build(False), bits, tl, name, smp, key, thin)
 
 

@@ -62,9 +62,11 @@ from dpcompose.accounting._pld_subsample import (
     _bound_only,
     _cell,
     _Cells,
+    _check_built_span,
     _check_sampling,
     _check_span,
     _from_cells,
+    _has_thin,
     _identity,
     _lattice,
     _lazy_pld,
@@ -362,6 +364,9 @@ def pld_subsampled_discrete_gaussian(
     or without replacement (the symmetric pair of the two-part bound; Δ the sensitivity under
     substitution). Rate 1 is :func:`pld_discrete_gaussian`, rate 0 or Δ = 0 the identity.
 
+    The PLD's sides are built on first use; compositions holding at least 256 copies of it use a thin build
+    (as :func:`~dpcompose.accounting.pld_subsampled_gaussian`'s).
+
     Source: Zhu–Dong–Wang 2022 (Thm 11, Poisson subsampling; Prop. 30, without replacement; Thm 10,
     composition); Balle–Barthe–Gaboardi 2018 Thms 2, 8 and 9; Canonne–Kamath–Steinke 2020 (the discrete
     Gaussian, Poisson summation for its normaliser); Euler–Maclaurin remainder: Apostol 1999.
@@ -401,7 +406,8 @@ def pld_subsampled_discrete_gaussian(
 
     k_max = max(1, math.ceil(14 * s))
     bound = _dgauss_bound(delta, s, q)
-    _check_span(_at(bound, -k_max)[0], _at(bound, k_max + delta)[1], bits)  # (now: the build is lazy)
+    # (refused now: the sides are built when used)
+    _check_built_span(_at(bound, -k_max)[0], _at(bound, k_max + delta)[1], q, bits)
     key = ("pld_subsampled_discrete_gaussian", delta, s, q, smp, bits, tl)
-    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin"))
+    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin")) if _has_thin(bits) else None
     return _lazy_pld(build(False), bits, tl, name, smp, key, thin)
