@@ -1521,6 +1521,25 @@ def test_found_in_stop_30_a_message_never_raises_while_being_written() -> None:
         def __repr__(self) -> str:
             raise RuntimeError("no repr")
 
+    class OddStr(str):
+        def __len__(self) -> int:
+            raise RuntimeError("no len")
+
+    class OddRepr:
+        def __repr__(self) -> str:
+            return OddStr("odd")
+
+    class NoName(type):
+        @property
+        def __name__(cls) -> str:  # type: ignore[override]
+            raise RuntimeError("no name")
+
+    class Nameless(metaclass=NoName):
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    assert short_repr(OddRepr()) == "odd"  # (review: a str subclass whose len raises)
+    assert short_repr(Nameless()) == "<object>"
     assert short_repr(10**5000) == "<int with thousands of digits>"
     assert short_repr(Unprintable()) == "<Unprintable>"
     assert short_repr("x" * 200).endswith("...") and len(short_repr("x" * 200)) == 80

@@ -68,11 +68,14 @@ def short_repr(value: object) -> str:
     while being written would replace the library's error (a ``DomainMismatch`` for data outside the domain,
     say) with a raw ``ValueError``."""
     try:
-        text = repr(value)
-    except ValueError:  # an int or Fraction with more than 4,300 digits
-        text = f"<{type(value).__name__} with thousands of digits>"
-    except Exception:  # a user object whose repr fails
-        text = f"<{type(value).__name__}>"
+        try:
+            text = str.__str__(repr(value))  # (a plain str, whatever subclass a __repr__ returned)
+        except ValueError:  # an int or Fraction with more than 4,300 digits
+            text = f"<{type(value).__name__} with thousands of digits>"
+        except Exception:  # a user object whose repr fails
+            text = f"<{type(value).__name__}>"
+    except Exception:  # (a type whose __name__ fails)
+        text = "<object>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 

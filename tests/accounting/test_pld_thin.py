@@ -318,3 +318,32 @@ def test_found_by_review_the_thin_twin_is_used_by_a_pld_s_own_count() -> None:
 def test_no_thin_twin_where_it_would_equal_the_full_build() -> None:
     assert pld_subsampled_gaussian(1.0, 0.01, step_bits=10)._thin is None  # (buckets would stay 1 step wide)
     assert pld_subsampled_gaussian(1.0, 0.01, step_bits=11)._thin is not None
+
+
+def test_found_by_review_the_thin_discrete_twin_keeps_the_atom_at_zero_narrow() -> None:
+    """Without replacement, where every integer near loss 0 is a cell of its own (past z_s), the thin build
+    had no cut near 0, and the pair's atom at loss 0 shared one wide bucket with the first losses on either
+    side: make_sequential's ε jumped 2% at 256 steps, one step's δ(0) was 22% looser. Where thinning skips
+    nothing the thin build is now the full one, and the steps next to 0 are always cut."""
+    p = pld_subsampled_discrete_gaussian(1, 1, 0.01, sampling="without_replacement")
+    assert p._thin is not None
+    full = pld_mod._compose_groups([(p, 256)], "full").epsilon(1e-5)
+    thin = pld_mod._compose_groups([(p._thin, 256)], "thin").epsilon(1e-5)
+    assert float(thin) <= float(full) * (1 + 1e-9)
+    one = pld_subsampled_discrete_gaussian(3, 2, 0.01, sampling="without_replacement")
+    assert one._thin is not None
+    assert float(one._thin.delta(0)) <= float(one.delta(0)) * (1 + 1e-9)
+    cells = disc._dgauss_cells(14, 2**20 + 1, Fraction(2**20), 0.01, thin=True)  # (thinned: cuts near 0 kept)
+    assert cells.starts is not None and set(range(-4, 5)) <= set(cells.starts.tolist())
+
+
+def test_found_by_review_a_short_privacy_loss_composition_builds_only_the_full_step() -> None:
+    """PrivacyLoss's window estimate read the thin twin for any count, and a composition of fewer than 256
+    then built both (the thin one for the estimate, the full one to compose)."""
+    from dpcompose.accounting import PrivacyLoss
+    from dpcompose.accounting import _loss as loss_mod
+
+    step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1.25), 0.02)
+    PrivacyLoss.compose([step] * 100).epsilon(1e-5)
+    p = loss_mod._pld(step, PrivacyLoss.compose([step] * 100).step_bits())
+    assert p._thin is not None and p._thin._upper is None and p._upper is not None

@@ -39,6 +39,7 @@ from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._filters import DEFAULT_ORDERS, add_renyi_curves, check_orders
 from dpcompose.accounting._pld import (
     _MIXED_SAMPLING,
+    _THIN_MIN_COUNT,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
@@ -533,7 +534,8 @@ def _extent(part: PrivacyLoss, n: int, bits: int) -> float:
     if part.kind != "subsampled" or n == 1 or not math.isfinite(span):
         return span
     pld = part.pld(bits)
-    pld = pld._thin or pld  # (the same spread; a thin PLD, where there is one, is the cheaper to build)
+    if n >= _THIN_MIN_COUNT and pld._thin is not None:  # (the same spread: the PLD the composition reads)
+        pld = pld._thin
     widest = 0.0
     for side in (pld.upper, pld.reverse.upper if pld.reverse is not None else pld.upper):
         m = side.masses
