@@ -68,13 +68,7 @@ def test_removal_sum_is_the_integral(q: Fraction, sigma: Fraction, alpha: int) -
         assert abs(integral - expansion) <= mpmath.mpf(10) ** -30 * expansion
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    q=st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
-    sigma=st.fractions(Fraction(2, 5), Fraction(30)),
-    alpha=st.integers(2, 64),
-)
-def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
+def _test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
     rho = 1 / (2 * sigma * sigma)
     if alpha * (alpha - 1) * rho > 200:  # (an astronomically large moment: the cap αρ is read there)
         alpha = max(2, int((200 / rho) ** 0.5))
@@ -88,6 +82,27 @@ def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) 
         bound_b = mpmath.log(_lemma(q, rho, alpha)) / (alpha - 1)
         if removal >= bound_b and removal < alpha * mpf(rho):
             assert mpf(ours) <= removal * (1 + mpf(10) ** -12) + mpf(10) ** -300
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    q=st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
+    sigma=st.fractions(Fraction(2, 5), Fraction(30)),
+    alpha=st.integers(2, 64),
+)
+def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    _test_curve_bounds_both_directions(q=q, sigma=sigma, alpha=alpha)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(
+    q=st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
+    sigma=st.fractions(Fraction(2, 5), Fraction(30)),
+    alpha=st.integers(2, 64),
+)
+def test_curve_bounds_both_directions_thorough(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    _test_curve_bounds_both_directions(q=q, sigma=sigma, alpha=alpha)
 
 
 @settings(max_examples=40, deadline=None)
