@@ -358,3 +358,19 @@ def test_found_by_review_a_short_privacy_loss_composition_builds_only_the_full_s
     PrivacyLoss.compose([step] * 100).epsilon(1e-5)
     p = loss_mod._pld(step, PrivacyLoss.compose([step] * 100).step_bits())
     assert p._thin is not None and p._thin._upper is None and p._upper is not None
+
+
+@pytest.mark.parametrize("built", [False, True])
+def test_found_by_review_lazy_subsampled_plds_pickle(built: bool) -> None:
+    """The lazy build had made pld_subsampled_gaussian's results unpicklable (closures); they pickle again,
+    built or not, and read the same numbers after loading (the thin twin too)."""
+    import pickle
+
+    for p in (pld_subsampled_gaussian(1.0, 0.05), pld_subsampled_discrete_gaussian(5, 4, 0.1)):
+        if built:
+            p.epsilon(1e-6)
+        q = pickle.loads(pickle.dumps(p))
+        assert (q._upper is not None) == built
+        assert q.epsilon(1e-6) == p.epsilon(1e-6)
+        assert q._thin is not None and p._thin is not None
+        assert q._thin.epsilon(1e-6) == p._thin.epsilon(1e-6)

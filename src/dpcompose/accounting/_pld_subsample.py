@@ -633,31 +633,61 @@ def _from_cells(
     return PLD(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
 
 
-def _lazy_pld(
-    build: Callable[[], PLD], bits: int, tail: float, name: str, sampling: Sampling, key: object,
-    thin: PLD | None = None,
-) -> PLD:
-    """The PLD ``build`` returns (:func:`_from_cells`), built on first use: its sides and, for Poisson
-    sampling, its reverse order's (one build for both). ``key`` stands for its contents
+class _Build:
+    """Builds a subsampled pair's PLD (both orders) on first call, from its cells (``cells(*args)``, a
+    module-level function) and remembers it; one build under a lock, whichever thread asks first. A class,
+    not a closure, so that a PLD built on first use can still be pickled (found by review: the closures
+    had made ``pld_subsampled_gaussian``'s results unpicklable)."""
+
+    def __init__(
+        self, cells: Callable[..., _Cells], args: tuple[object, ...], bits: int, tail: float,
+        sampling: Sampling, name: str,
+    ) -> None:
+        self.cells, self.args = cells, args
+        self.bits, self.tail, self.sampling, self.name = bits, tail, sampling, name
+        self.built: PLD | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> PLD:
+        with self._lock:
+            if self.built is None:
+                cells = self.cells(*self.args)
+                self.built = _from_cells(cells, self.bits, self.tail, self.sampling, self.name)
+            return self.built
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        del state["_lock"]  # (a lock cannot be pickled; a fresh one is made on loading)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+class _ReverseOf:
+    """The reverse order of the PLD a :class:`_Build` builds (picklable, as it is)."""
+
+    def __init__(self, build: _Build) -> None:
+        self.build = build
+
+    def __call__(self) -> PLD:
+        r = self.build().reverse
+        assert r is not None
+        return r
+
+
+def _lazy_pld(build: _Build, key: object, thin: PLD | None = None) -> PLD:
+    """The PLD ``build`` returns, built on first use: its sides and, for Poisson sampling, its reverse
+    order's (one build for both). ``key`` stands for its contents
     (:func:`~dpcompose.accounting._pld._content_key`); ``thin`` is its thin version (:attr:`PLD._thin`)."""
-    built: list[PLD] = []
-    lock = threading.Lock()
-
-    def get() -> PLD:
-        with lock:
-            if not built:
-                built.append(build())
-            return built[0]
-
+    bits, tail, name, sampling = build.bits, build.tail, build.name, build.sampling
     rev = None
     if sampling == "poisson":
-        def reverse() -> PLD:
-            r = get().reverse
-            assert r is not None
-            return r
-
-        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=reverse)
-    return PLD(bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=get, _thin=thin, _key=key)
+        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build))
+    return PLD(
+        bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=build, _thin=thin, _key=key
+    )
 
 
 def _identity(bits: int, tail: float, name: str) -> PLD:
@@ -873,13 +903,13 @@ def pld_subsampled_gaussian(
         return pld_gaussian(sens, sig, step_bits=bits, tail=tl)
     name = f"Subsampled{_sampling_name(smp)}Gaussian(μ={mu:g}, q={q:g})"
 
-    def build(thin: bool) -> Callable[[], PLD]:
-        return lambda: _from_cells(_gaussian_cells(bits, mu, q, w, thin), bits, tl, smp, name)
+    def build(thin: bool) -> _Build:
+        return _Build(_gaussian_cells, (bits, mu, q, w, thin), bits, tl, smp, name)
 
     _check_built_span(*_gaussian_span(mu, q, w), q, bits)  # (refused now: the sides are built when used)
     key = ("pld_subsampled_gaussian", mu, q, smp, bits, tl, w)
-    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin")) if _has_thin(bits) else None
-    return _lazy_pld(build(False), bits, tl, name, smp, key, thin)
+    thin = _lazy_pld(build(True), (key, "thin")) if _has_thin(bits) else None
+    return _lazy_pld(build(False), key, thin)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from dpcompose.accounting._pld_subsample import (
     IntArray,
     Sampling,
     _bound_only,
+    _Build,
     _cell,
     _Cells,
     _check_built_span,
@@ -417,13 +418,13 @@ def pld_subsampled_discrete_gaussian(
         )
     name = f"Subsampled{_sampling_name(smp)}DiscreteGaussian(Δ={delta}, σ={float(s):g}, q={q:g})"
 
-    def build(thin: bool) -> Callable[[], PLD]:
-        return lambda: _from_cells(_dgauss_cells(bits, delta, s, q, thin), bits, tl, smp, name)
+    def build(thin: bool) -> _Build:
+        return _Build(_dgauss_cells, (bits, delta, s, q, thin), bits, tl, smp, name)
 
     k_max = max(1, math.ceil(14 * s))
     bound = _dgauss_bound(delta, s, q)
     # (refused now: the sides are built when used)
     _check_built_span(_at(bound, -k_max)[0], _at(bound, k_max + delta)[1], q, bits)
     key = ("pld_subsampled_discrete_gaussian", delta, s, q, smp, bits, tl)
-    thin = _lazy_pld(build(True), bits, tl, name, smp, (key, "thin")) if _has_thin(bits) else None
-    return _lazy_pld(build(False), bits, tl, name, smp, key, thin)
+    thin = _lazy_pld(build(True), (key, "thin")) if _has_thin(bits) else None
+    return _lazy_pld(build(False), key, thin)
