@@ -255,8 +255,6 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
     return json.dumps({"dpcompose": FORMAT_VERSION, "library": __version__, "root": root}, indent=2)
 
 
-
-
 class _Writer:
     def __init__(self, drop_rng: bool) -> None:
         self.drop_rng = drop_rng

@@ -79,7 +79,6 @@ def short_repr(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-
 def real_scalar(value: object) -> object:
     """``value`` itself, or the scalar a 0-d numpy array of a real dtype holds (other arrays refused)."""
     if isinstance(value, np.ndarray):

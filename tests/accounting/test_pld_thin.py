@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable
@@ -87,8 +86,8 @@ def _test_wide_buckets_bracket_exact_enumeration(case: tuple[object, ...]) -> No
     cells.starts = _sparse_starts(cells, bits, every, salt)  # type: ignore[arg-type]
     b = sub._to_buckets(cells, bits, "remove", cells.starts)
     assert b.edges is not None and b.edges.size == b.p.size + 1
-    pld = sub._from_cells(cells, bits, 1e-18, "poisson", "wide").self_compose(k) if k > 1 else \
-        sub._from_cells(cells, bits, 1e-18, "poisson", "wide")
+    one = sub._from_cells(cells, bits, 1e-18, "poisson", "wide")
+    pld = one.self_compose(k) if k > 1 else one
     qq = mp(q)
     rem, add = [], []
     for lp, lq in zip(lps, lqs, strict=True):  # type: ignore[call-overload]
@@ -136,6 +135,25 @@ def test_wide_buckets_are_split_between_their_own_ends() -> None:
     exact = 0.5 * (1 - math.exp(2 * h - loss))  # δ at the lower end, ε = 2h
     assert float(pld.delta(2 * h)) >= exact
     assert math.isclose(float(pld.delta(2 * h)), exact, rel_tol=1e-9)
+    for eps in (3 * h, 5 * h, 5.2 * h):  # between the ends: the chord, only the top's mass counts
+        chord = float(up.masses[-1]) * (1 - math.exp(eps - 9 * h))
+        assert float(pld.delta(eps)) >= 0.5 * (1 - math.exp(eps - loss))
+        assert math.isclose(float(pld.delta(eps)), chord, rel_tol=1e-9)
+
+
+def assert_thin_close(pairs: list[tuple[PLD, PLD]], ks: tuple[int, ...]) -> None:
+    """For each (full, thin) order and count k: the two certified intervals of ε(δ) overlap, and the thin
+    upper end is within 1e-5 (one step) or 1e-6 (a long composition) relative of the full one."""
+    for k in ks:
+        rel = 1e-5 if k == 1 else 1e-6
+        for one, one_thin in pairs:
+            full = pld_mod._compose_groups([(one, k)], "full") if k > 1 else one
+            thin = pld_mod._compose_groups([(one_thin, k)], "thin") if k > 1 else one_thin
+            for d in (1e-6, 1e-10):
+                lf, hf = full.epsilon_bounds(d)
+                lt, ht = thin.epsilon_bounds(d)
+                assert lt <= hf and lf <= ht, (k, d)
+                assert float(ht) <= float(hf) * (1 + rel) + 1e-9, (k, d, float(hf), float(ht))
 
 
 def test_thin_keeps_the_core_and_bounds_the_widths() -> None:
@@ -185,18 +203,10 @@ def test_thin_and_full_intervals_agree(sigma: float, rate: float) -> None:
     one step's far tails, which is why only long compositions use it."""
     p = pld_subsampled_gaussian(sigma, rate)
     assert p.reverse is not None and p._thin is not None and p._thin.reverse is not None
-    pairs = [(p, p._thin), (p.reverse, p._thin.reverse)]  # each order alone too (δ reads the larger)
-    # one step is read from the thin PLD only here: its far upper tail is cut coarser (1.6e-6 relative at
-    # σ = 0.8, δ = 1e-10; the add order's, below −ln(1 − q), was 1.3e-3 when negative losses were thinned)
-    for (k, rel), (one, one_thin) in itertools.product(((1, 1e-5), (300, 1e-6)), pairs):
-        full = pld_mod._compose_groups([(one, k)], "full") if k > 1 else one
-        thin = pld_mod._compose_groups([(one_thin, k)], "thin") if k > 1 else one_thin
-        assert isinstance(full, PLD) and isinstance(thin, PLD)
-        for d in (1e-6, 1e-10):
-            lf, hf = full.epsilon_bounds(d)
-            lt, ht = thin.epsilon_bounds(d)
-            assert lt <= hf and lf <= ht, (k, d)
-            assert float(ht) <= float(hf) * (1 + rel) + 1e-9, (k, d, float(hf), float(ht))
+    # each order alone too (δ reads the larger). One step is read from the thin PLD only here: its far
+    # upper tail is cut coarser (1.6e-6 relative at σ = 0.8, δ = 1e-10; the add order's, below −ln(1 − q),
+    # was 1.3e-3 when negative losses were thinned)
+    assert_thin_close([(p, p._thin), (p.reverse, p._thin.reverse)], (1, 300))
 
 
 @settings(max_examples=40, deadline=None)
@@ -283,16 +293,7 @@ def test_thin_discrete_gaussian_agrees_with_the_full_build(
     if p.reverse is not None:
         assert p._thin.reverse is not None
         pairs.append((p.reverse, p._thin.reverse))
-    for k in ks:
-        rel = 1e-5 if k == 1 else 1e-6
-        for one, one_thin in pairs:
-            full = pld_mod._compose_groups([(one, k)], "full") if k > 1 else one
-            thin = pld_mod._compose_groups([(one_thin, k)], "thin") if k > 1 else one_thin
-            for d in (1e-6, 1e-10):
-                lf, hf = full.epsilon_bounds(d)
-                lt, ht = thin.epsilon_bounds(d)
-                assert lt <= hf and lf <= ht, (k, d)
-                assert float(ht) <= float(hf) * (1 + rel) + 1e-9, (k, d, float(hf), float(ht))
+    assert_thin_close(pairs, ks)
     bits = pld_mod.DEFAULT_STEP_BITS
     full_cells = disc._dgauss_cells(bits, delta, Fraction(sigma), rate)
     thin_cells = disc._dgauss_cells(bits, delta, Fraction(sigma), rate, thin=True)

@@ -1397,10 +1397,7 @@ class PLD:
     def _delta_up(self, eps: Fraction) -> Fraction:
         """The upper end of :meth:`delta_bounds` alone (the lower side is not built)."""
         if self.reverse is not None:
-            rev = self.reverse
-            if _orders_in_parallel(self):
-                return max(_in_parallel(lambda: _one_way(self)._delta_up(eps), lambda: rev._delta_up(eps)))
-            return max(_one_way(self)._delta_up(eps), rev._delta_up(eps))
+            return max(_both_orders(self, lambda w: w._delta_up(eps)))
         if self.gaussian is not None:
             return gaussian_delta(Fraction(self.gaussian[0]) ** 2, eps)
         e_dn = float(eps)
@@ -1478,11 +1475,7 @@ class PLD:
     def _epsilon_up(self, dq: Fraction, shown: object) -> Fraction:
         """The upper end of :meth:`epsilon_bounds` alone (the lower side is not built)."""
         if self.reverse is not None:
-            rev = self.reverse
-            if _orders_in_parallel(self):
-                return max(_in_parallel(lambda: _one_way(self)._epsilon_up(dq, shown),
-                                        lambda: rev._epsilon_up(dq, shown)))
-            return max(_one_way(self)._epsilon_up(dq, shown), rev._epsilon_up(dq, shown))
+            return max(_both_orders(self, lambda w: w._epsilon_up(dq, shown)))
         if self.gaussian is not None and dq > 0:
             return _gaussian_epsilon(Fraction(self.gaussian[0]) ** 2, dq)
         d = float(dq)
@@ -1736,6 +1729,17 @@ def _orders_in_parallel(p: PLD) -> bool:
     return p.reverse is not None and p._recipe is not None and p.reverse._recipe is not None
 
 
+def _both_orders(p: PLD, read: Callable[[PLD], _T], ways: Sequence[PLD] | None = None) -> tuple[_T, _T]:
+    """``read`` of each order of the asymmetric PLD ``p`` (``ways``: this order alone and the reverse, made
+    here unless given), in two threads where that is worth it (:func:`_orders_in_parallel`), else one after
+    the other."""
+    assert p.reverse is not None
+    one, rev = ways if ways is not None else (_one_way(p), p.reverse)
+    if _orders_in_parallel(p):
+        return _in_parallel(lambda: read(one), lambda: read(rev))
+    return read(one), read(rev)
+
+
 def _both_ways(
     p: PLD, upper: Callable[[PLD], Fraction], lower: Callable[[PLD, Fraction], Fraction]
 ) -> tuple[Fraction, Fraction]:
@@ -1748,10 +1752,7 @@ def _both_ways(
     third of the time of ``epsilon_bounds``."""
     assert p.reverse is not None
     ways = [_one_way(p), p.reverse]
-    if _orders_in_parallel(p):
-        ups = list(_in_parallel(lambda: upper(ways[0]), lambda: upper(ways[1])))
-    else:
-        ups = [upper(w) for w in ways]
+    ups = _both_orders(p, upper, ways)  # (the same views: the lower ends are read on them below)
     first = 0 if ups[0] >= ups[1] else 1
     lo = lower(ways[first], ups[first])
     if ups[1 - first] > lo:

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -176,6 +176,24 @@ def _bound_only(mass_hi: float) -> tuple[float, float]:
     return math.log(mass_hi / 2), 1.0
 
 
+Bound = Callable[[FloatArray], tuple[FloatArray, FloatArray]]
+"""Certified bounds (lo, hi) on a pair's loss at an array of outputs."""
+
+
+def _at(bound: Bound, z: float) -> tuple[float, float]:
+    """``bound`` at one output."""
+    lo, hi = bound(np.array([z]))
+    return float(lo[0]), float(hi[0])
+
+
+def _sorted_unique(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The distinct values, ascending, of an array made of sorted runs (a stable sort, a merge sort of the
+    runs, orders it in about linear time where the default sort or ``np.unique`` takes far longer). Sorts
+    ``values`` in place."""
+    values.sort(kind="stable")
+    return values[np.concatenate(([True], values[1:] != values[:-1]))]
+
+
 def _mix_logs(
     lbase: FloatArray, rel_base: FloatArray, lp: FloatArray, rel_p: FloatArray, q: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -290,8 +308,7 @@ def _partition(
         parts.append(np.clip(extra, lo_lim, hi_lim))
     pts = np.concatenate(parts)
     del parts, e_at_most, e_at_least
-    pts.sort(kind="stable")  # (in place)
-    bnd = pts[np.concatenate(([True], pts[1:] != pts[:-1]))]  # the distinct boundaries
+    bnd = _sorted_unique(pts)  # the distinct boundaries
     del pts
     first, end = bnd[:-1], bnd[1:]
     if not integer:  # a cell [b, b′) of a continuum is bounded at its two ends: one evaluation per boundary
@@ -333,9 +350,7 @@ def _thin(lams: FloatArray, bits: int, up_at: Callable[[float], float]) -> npt.N
     step wide, as the lumped lower side and the without-replacement atom at 0 expect).
     """
     keep = np.ones(lams.size, dtype=np.bool_)
-    levels = 0
-    while levels < 30 and math.ldexp(1.0, levels + 1 - bits) <= _THIN_WIDEST:
-        levels += 1
+    levels = _thin_levels(bits)
     if levels == 0 or lams.size <= 2:
         return keep
     ups = np.array([up_at(_THIN_SHARE * 16.0 ** (1 - k)) for k in range(1, levels + 1)])
@@ -370,10 +385,18 @@ def _check_built_span(lo: float, hi: float, q: float, bits: int) -> None:
     _check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
 
 
+def _thin_levels(bits: int) -> int:
+    """The k of :func:`_thin`'s widest buckets, 2**k steps, at most ``_THIN_WIDEST`` (and 30)."""
+    levels = 0
+    while levels < 30 and math.ldexp(1.0, levels + 1 - bits) <= _THIN_WIDEST:
+        levels += 1
+    return levels
+
+
 def _has_thin(bits: int) -> bool:
     """Whether :func:`_thin` can skip any lattice loss at this lattice (its widest bucket, ``_THIN_WIDEST``,
     is at least two steps): below, a thin twin would be the full PLD built twice."""
-    return math.ldexp(1.0, 1 - bits) <= _THIN_WIDEST
+    return _thin_levels(bits) > 0
 
 
 def _lattice(lo: float, hi: float, bits: int) -> FloatArray:
@@ -742,7 +765,7 @@ def _read_args(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _gaussian_bound(mu: float, q: float) -> Callable[[FloatArray], tuple[FloatArray, FloatArray]]:
+def _gaussian_bound(mu: float, q: float) -> Bound:
     """Certified bounds on the subsampled Gaussian pair's loss at outputs o (standard units)."""
     m2 = mu * mu
 
@@ -756,7 +779,7 @@ def _gaussian_bound(mu: float, q: float) -> Callable[[FloatArray], tuple[FloatAr
 def _gaussian_span(mu: float, q: float, width: float) -> tuple[float, float]:
     """The losses the cells of :func:`_gaussian_cells` span: from the output −1e4 to μ + ``width``."""
     bound = _gaussian_bound(mu, q)
-    return float(bound(np.array([_FAR]))[0][0]), float(bound(np.array([mu + width]))[1][0])
+    return _at(bound, _FAR)[0], _at(bound, mu + width)[1]
 
 
 def _gaussian_cells(bits: int, mu: float, q: float, width: float, thin: bool = False) -> _Cells:
@@ -772,13 +795,9 @@ def _gaussian_cells(bits: int, mu: float, q: float, width: float, thin: bool = F
     top = mu + width
     l_far, l_top = _gaussian_span(mu, q, width)
     lams = _lattice(l_far, l_top, bits)
-    normal = NormalDist()
-
-    def loss_at(o: float) -> float:  # (an estimate, for choosing where to cut)
-        return float(_mix_loss(np.array([mu * o - m2 / 2]), 0.0, q)[0][0])
-
-    if thin:  # P-mass of either order above the output o is at most Φ̄(o − μ)
-        lams = lams[_thin(lams, bits, lambda t: loss_at(mu - normal.inv_cdf(t)))]
+    if thin:  # P-mass of either order above the output o is at most Φ̄(o − μ) (an estimate serves)
+        normal = NormalDist()
+        lams = lams[_thin(lams, bits, lambda t: _at(bound, mu - normal.inv_cdf(t))[0])]
     start = (_y_of_loss(lams, q) + m2 / 2) / mu
     half = mu / 2  # y = μo − μ²/2 > 0 exactly where o > μ/2 (a float: μ/2 is exact)
     first, end, lo, hi = _partition(lams, start, bound, False, _FAR, top, np.array([half]))

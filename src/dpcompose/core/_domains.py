@@ -46,8 +46,6 @@ class Domain:
             raise DomainMismatch(f"{what}={_short(value)} is not a member of {self!r}")
 
 
-
-
 @dataclass(frozen=True, slots=True, repr=False)
 class AtomDomain(Domain):
     """Single values of one type, optionally within closed ``bounds`` and optionally allowing NaN.

@@ -85,9 +85,6 @@ def _show(value: object) -> str:
     return format_up(value) if isinstance(value, Fraction) else repr(value)
 
 
-
-
-
 class _Scores:
     """How a score vector becomes integer grid indices, and how much that costs in grid units."""
 

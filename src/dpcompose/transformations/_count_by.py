@@ -34,8 +34,6 @@ _CARRIERS = (int, float, str, bool)
 _TABLE_SPAN = 1 << 16  # int categories spanning fewer values than this are coded by table lookup
 
 
-
-
 def _atom_carrier(input_domain: Domain, ctor: str) -> type:
     """The carrier of a VectorDomain of int/float/str/bool atoms; DomainMismatch otherwise."""
     if (

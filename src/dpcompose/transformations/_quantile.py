@@ -39,8 +39,6 @@ _INT_CANDIDATE_LIMIT = 1 << 60
 keeps every comparison with such a candidate."""
 
 
-
-
 class QuantileAlpha:
     """α = a/b, read as the decimal it prints as (``0.3`` is 3/10), with ``0 <= a <= b <= 2**20``."""
 

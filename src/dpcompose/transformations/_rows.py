@@ -70,8 +70,6 @@ __all__ = [
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-
-
 def _name_of(function: object) -> str:
     """A stable label for a user function in ``explain`` output (no memory address)."""
     name = getattr(function, "__qualname__", None)

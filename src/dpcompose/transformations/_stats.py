@@ -57,12 +57,9 @@ _INT64_MAX = 2**63 - 1
 _MAX_EXACT_COUNT = 2**53  # counts up to here are exact floats, so ``x / n`` is one correct rounding
 
 
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Randomness for make_resize
 # ---------------------------------------------------------------------------------------------------------
-
 
 
 def random_selection(count: int, take: int, source: RandomSource) -> npt.NDArray[np.intp]:
