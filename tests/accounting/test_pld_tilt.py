@@ -185,6 +185,9 @@ def test_found_by_review_of_the_lower_side() -> None:
     assert 2.41540 < lo <= hi < 2.41542
 
 
+_FAR_TERMS = {"eps": st.floats(0.0, 60.0), "k": st.integers(60, 400)}  # (the test and its thorough twin)
+
+
 def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
     """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^ε·S₂, ``_Tilted._far``): its error
     bound is checked against the exact sum of the same float terms (mpmath), and the whole reading against
@@ -215,14 +218,14 @@ def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
 
 
 @settings(max_examples=8, deadline=None)
-@given(eps=st.floats(0.0, 60.0), k=st.integers(60, 400))
+@given(**_FAR_TERMS)
 def test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
     _test_far_terms_from_suffix_sums_are_certified(eps=eps, k=k)
 
 
 @pytest.mark.slow
 @settings(max_examples=80, deadline=None)
-@given(eps=st.floats(0.0, 60.0), k=st.integers(60, 400))
+@given(**_FAR_TERMS)
 def test_far_terms_from_suffix_sums_are_certified_thorough(eps: float, k: int) -> None:
     _test_far_terms_from_suffix_sums_are_certified(eps=eps, k=k)
 

@@ -68,6 +68,13 @@ def test_removal_sum_is_the_integral(q: Fraction, sigma: Fraction, alpha: int) -
         assert abs(integral - expansion) <= mpmath.mpf(10) ** -30 * expansion
 
 
+_BOTH_DIRECTIONS = {  # (the default test and its thorough twin draw alike)
+    "q": st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
+    "sigma": st.fractions(Fraction(2, 5), Fraction(30)),
+    "alpha": st.integers(2, 64),
+}
+
+
 def _test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
     rho = 1 / (2 * sigma * sigma)
     if alpha * (alpha - 1) * rho > 200:  # (an astronomically large moment: the cap αρ is read there)
@@ -85,22 +92,14 @@ def _test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int)
 
 
 @settings(max_examples=20, deadline=None)
-@given(
-    q=st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
-    sigma=st.fractions(Fraction(2, 5), Fraction(30)),
-    alpha=st.integers(2, 64),
-)
+@given(**_BOTH_DIRECTIONS)
 def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
     _test_curve_bounds_both_directions(q=q, sigma=sigma, alpha=alpha)
 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
-@given(
-    q=st.fractions(Fraction(1, 10**6), Fraction(999, 1000)),
-    sigma=st.fractions(Fraction(2, 5), Fraction(30)),
-    alpha=st.integers(2, 64),
-)
+@given(**_BOTH_DIRECTIONS)
 def test_curve_bounds_both_directions_thorough(q: Fraction, sigma: Fraction, alpha: int) -> None:
     _test_curve_bounds_both_directions(q=q, sigma=sigma, alpha=alpha)
 
