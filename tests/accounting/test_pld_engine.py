@@ -45,6 +45,38 @@ def test_ld_dft_within_its_bound_with_a_double_tail(seed: int, spread: float, co
         assert float(d) <= errs[j] + 4e-16 * float(abs(exact[j])) + 1e-300
 
 
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 6), bits=st.sampled_from([13, 19]))
+def test_ld_dft_of_a_sparse_vector_all_in_long_double(seed: int, count: int, bits: int) -> None:
+    # few nonzero entries spread over a long vector (a thin step's far tail): all of x is summed in long
+    # double, with no double tail; 2**13 reads the tabulated roots of unity, 2**19 (above the table's
+    # largest size) their two factors
+    rng = np.random.default_rng(seed)
+    n = 6000
+    x = np.zeros(n)
+    nz = rng.choice(n, 300, replace=False)
+    x[nz] = rng.pareto(1.0, 300) * 10.0 ** rng.uniform(-30, 0, 300)
+    size = 1 << bits
+    assert count * 300 <= size  # (the all-long-double case)
+    vals, errs = _pld._ld_dft(x, size, count)
+    exact = _dft_mp(x, size, count)
+    for j in range(count):
+        d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - exact[j])
+        assert float(d) <= errs[j] + 4e-16 * float(abs(exact[j])) + 1e-300
+    assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(size) * float(np.sum(x))
+
+
+def test_ld_unit_roots_are_the_products_of_their_factors() -> None:
+    # the table holds, bit for bit, the products the untabulated path forms
+    size = 1 << 12
+    re, im = _pld._ld_unit_roots(size)
+    t_hi, t_lo, blk = _pld._ld_root_factors(size)
+    m = np.arange(size)
+    w = t_hi[m // blk] * t_lo[m % blk]
+    assert np.array_equal(re, w.real) and np.array_equal(im, w.imag)
+    assert re.dtype == np.longdouble and not re.flags.writeable
+
+
 def test_ld_dft_bound_is_small_where_it_matters() -> None:
     # the point of the long double path: its bound is far below the double FFT's componentwise bound
     n = 6000
@@ -294,9 +326,9 @@ def test_wide_long_double_set_only_where_it_lowers_the_error(monkeypatch: pytest
     counts: list[int] = []
     real = _pld._ld_dft
 
-    def recorded(x: np.ndarray, size: int, count: int) -> object:
+    def recorded(x: np.ndarray, size: int, count: int, head: tuple[int, int] | None = None) -> object:
         counts.append(count)
-        return real(x, size, count)
+        return real(x, size, count, head)
 
     monkeypatch.setattr(_pld, "_ld_dft", recorded)
     lo, hi = pld_laplace(1, 200).self_compose(1000).epsilon_bounds(1e-6)

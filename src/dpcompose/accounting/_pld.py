@@ -62,6 +62,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
@@ -129,6 +130,16 @@ def _gamma(n: int) -> float:
     if nu >= 0.5:
         return math.inf
     return nu / (1 - nu) * (1 + 2.0**-40)
+
+
+def _exp_or_0(x: FloatArray) -> FloatArray:
+    """``np.exp(x)``, the same floats, computed only where x ≥ −746: below, e^x < 2**−1076 rounds to 0, and
+    numpy's exp takes a slow path for results that underflow (7 times the time per entry; most of a long
+    composition's spectrum bound lies there)."""
+    out = np.zeros(x.shape)
+    live = np.flatnonzero(~(x < -746.0))  # (NaN stays NaN)
+    out[live] = np.exp(x[live])
+    return out
 
 
 def _sum_bound(x: FloatArray) -> tuple[float, float]:
@@ -560,6 +571,8 @@ def _fourier_power_body(
         return log_b, rel
 
     log_bound, rel_sum = bounds(half)
+    with np.errstate(over="ignore"):
+        b_abs = _exp_or_0(log_bound)  # the bound on |Z| itself
     # Where Π|X|^k is not negligible (the low frequencies, for long compositions), recompute the spectra
     # and their powers directly in extended precision: there the FFT's error bound, amplified k-fold, and
     # the k-fold growth of the rounding of repeated squaring would dominate.
@@ -570,7 +583,7 @@ def _fourier_power_body(
     chosen = [g for g, sp in enumerate(spectra) if sp[2] >= _LD_MIN_POWER]
     if _LD_OK and chosen:
         with np.errstate(over="ignore", under="ignore"):
-            c2 = (np.exp(log_bound) * rel_sum) ** 2
+            c2 = (b_abs * rel_sum) ** 2
         c2_sum = float(np.sum(c2))
         if c2_sum > 0:
             tail_sq = np.cumsum(c2[::-1])[::-1]
@@ -592,7 +605,6 @@ def _fourier_power_body(
                     sum(2 * sp[2] + 1 for sp in spectra) * math.log1p(math.sqrt(2) * _gamma(2))
                 )
                 with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-                    b_abs = np.exp(log_bound)
                     d2 = np.where(log_bound > _LOG_NEGLIGIBLE, b_abs * (rel_sum + rho_est), b_abs) ** 2
                     floor = _fft_relative(size) * math.sqrt(2 * float(np.sum(b_abs * b_abs)))
                 left = np.sqrt(2 * np.cumsum(d2[::-1])[::-1])  # (the inverse transform's rounding: floor)
@@ -604,18 +616,15 @@ def _fourier_power_body(
             if count <= 0 or work > _LD_MAX_WORK:
                 count = 0
             else:
-                refined = list(spectra)
-                for g in chosen:
-                    fx, e, k, x, fold_err = spectra[g]
-                    vals, errs = _ld_dft(x, size, count)
+                for g, head in zip(chosen, heads, strict=True):
+                    fx, e, k, x, fold_err = spectra[g]  # (fx and e are this call's own: changed in place)
+                    vals, errs = _ld_dft(x, size, count, head)
                     ld_vals[g] = vals
-                    fx = fx.copy()
-                    e = e.copy()
                     fx[:count] = vals.astype(np.complex128)
                     e[:count] = errs + fold_err
-                    refined[g] = (fx, e, k, x, fold_err)
-                spectra = refined
                 log_bound[:count], rel_sum[:count] = bounds(count)  # only these changed
+                with np.errstate(over="ignore", under="ignore"):
+                    b_abs[:count] = np.exp(log_bound[:count])
     z: ComplexArray | None = None
     n_mult = 0
     rho_low = np.zeros(count)
@@ -649,8 +658,8 @@ def _fourier_power_body(
         ) * 1.01
         rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        dz = np.exp(log_bound) * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
-        dz = np.where(dropped, np.exp(log_bound) * (1 + 1e-10), dz)
+        dz = b_abs * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
+        dz = np.where(dropped, b_abs * (1 + 1e-10), dz)
     dz = np.where(np.isnan(dz), np.inf, dz)
     # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
     with np.errstate(over="ignore"):  # (an overflow is an infinite bound: the side then bounds nothing)
@@ -851,7 +860,9 @@ def _ld_sum_rows(v: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], int]:
     return part.sum(axis=1), blk + part.shape[1]
 
 
-def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongdouble], FloatArray]:
+def _ld_dft(
+    x: FloatArray, size: int, count: int, head: tuple[int, int] | None = None
+) -> tuple[npt.NDArray[np.clongdouble], FloatArray]:
     """The first ``count`` outputs of the length-``size`` DFT of ``x`` (Σₙ xₙe^{−2πi jn/size}) in long
     double, and bounds on their absolute errors.
 
@@ -859,37 +870,46 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
     entries computed by cosl/sinl (assumed within 2^9 ulps) at angles 2π·aB/size and 2π·b/size (relative
     error ≤ 2u_ld each; |d e^{iθ}/dθ| = 1), so each factor has relative error ≤ 2(ε_f + 4πu_ld) + √2γ₂; the
     products and the two-level sum (:func:`_ld_sum_rows`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5).
+    (For sizes up to ``_LD_TABLE_MAX`` the products are tabulated once per size: :func:`_ld_unit_roots`.)
 
-    Only the *head* of ``x`` — the shortest index range outside which the entries' ℓ₁ mass is at most
-    ``_LD_HEAD``·‖x‖₁ — is summed in long double; the rest (the tails, of small ℓ₁ mass ‖t‖₁) is transformed
-    by the double real FFT, whose every output is within τ·‖t‖₁ (:func:`_fft_componentwise`), small because
-    ‖t‖₁ is; adding it to the head's sum rounds once more in long double.
+    Where the nonzero entries are few (``count`` × their number at most ``size``: cheaper than a transform
+    of the whole window), all of ``x`` is summed so. Otherwise only its *head* is — the shortest index range
+    outside which the entries' ℓ₁ mass is at most ``_LD_HEAD``·‖x‖₁ (``head``, where the caller has it
+    already: :func:`_head_range`) — and the rest (the tails, of small ℓ₁ mass ‖t‖₁) is transformed by the
+    double real FFT, whose every output is within τ·‖t‖₁ (:func:`_fft_componentwise`), small because ‖t‖₁
+    is; adding it to the head's sum rounds once more in long double.
     """
     ld = np.longdouble
-    a, b = _head_range(x, _LD_HEAD)
-    nz = np.flatnonzero(x[a:b]) + a
+    nz = np.flatnonzero(x)
+    if count * nz.size <= size:
+        a, b = 0, x.size
+    else:
+        a, b = _head_range(x, _LD_HEAD) if head is None else head
+        nz = nz[(nz >= a) & (nz < b)]
     xl = x[nz].astype(ld)
-    two_pi_n = np.arctan(ld(1)) * 8 / ld(size)
-    blk = 1 << max(1, (size.bit_length() - 1) // 2)
-    t_lo = np.exp(-1j * (np.arange(blk).astype(ld) * two_pi_n))
-    t_hi = np.exp(-1j * (np.arange(size // blk + 1).astype(ld) * (two_pi_n * blk)))
+    roots = _ld_unit_roots(size) if size <= _LD_TABLE_MAX else None
+    if roots is None:
+        t_hi, t_lo, blk = _ld_root_factors(size)
     out = np.empty(count, dtype=np.clongdouble)
     m_terms = 0
     rows = max(1, (1 << 16) // max(1, nz.size))  # frequencies per pass (a few MB of long doubles)
     for j0 in range(0, count, rows):
         js = np.arange(j0, min(count, j0 + rows), dtype=np.int64)
         m = (js[:, None] * nz[None, :]) % size  # exact: j·n < 2**63
-        w = t_hi[m // blk] * t_lo[m % blk]
-        re, m1 = _ld_sum_rows(xl * w.real)
-        im, m2 = _ld_sum_rows(xl * w.imag)
+        if roots is None:
+            w = t_hi[m // blk] * t_lo[m % blk]
+            w_re, w_im = w.real, w.imag
+        else:
+            w_re, w_im = roots[0][m], roots[1][m]
+        re, m1 = _ld_sum_rows(xl * w_re)
+        im, m2 = _ld_sum_rows(xl * w_im)
         out[j0 : j0 + js.size] = re + 1j * im
         m_terms = max(m_terms, m1, m2)
     u = _LD_U
     g2 = math.sqrt(2) * 2 * u / (1 - 2 * u)
     per_term = 2 * (_LD_FUNC + 8 * math.pi * u) + g2 + 4 * u
     sum_rel = (m_terms + 2) * u / (1 - (m_terms + 2) * u)
-    head = x[a:b]
-    n1 = float(np.sum(np.abs(head))) * (1 + _gamma(head.size + 1))
+    n1 = float(np.sum(np.abs(x[a:b]))) * (1 + _gamma(b - a + 1))
     errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
     if a > 0 or b < x.size:
         t = x.copy()
@@ -900,6 +920,36 @@ def _ld_dft(x: FloatArray, size: int, count: int) -> tuple[npt.NDArray[np.clongd
         # the FFT's componentwise bound (real and imaginary parts within it), the long double addition
         errs = errs + t1 * _fft_componentwise(size) * 2 + (n1 + t1) * 4 * u
     return out, errs
+
+
+def _ld_root_factors(size: int) -> tuple[npt.NDArray[np.clongdouble], npt.NDArray[np.clongdouble], int]:
+    """``(t_hi, t_lo, B)``: e^{−2πi·aB/size} and e^{−2πi·b/size} in long double (cosl/sinl at the long
+    double angle), for a < size/B + 1 and b < B; their products are the size-th roots of unity
+    (:func:`_ld_dft`)."""
+    ld = np.longdouble
+    two_pi_n = np.arctan(ld(1)) * 8 / ld(size)
+    blk = 1 << max(1, (size.bit_length() - 1) // 2)
+    t_lo = np.exp(-1j * (np.arange(blk).astype(ld) * two_pi_n))
+    t_hi = np.exp(-1j * (np.arange(size // blk + 1).astype(ld) * (two_pi_n * blk)))
+    return t_hi, t_lo, blk
+
+
+_LD_TABLE_MAX = 1 << 18  # sizes whose roots of unity are tabulated (8 MB of long doubles at the largest)
+
+
+@functools.lru_cache(maxsize=3)
+def _ld_unit_roots(size: int) -> tuple[npt.NDArray[np.longdouble], npt.NDArray[np.longdouble]]:
+    """The real and imaginary parts of e^{−2πi·m/size} for every m < size, each the same long double product
+    of :func:`_ld_root_factors`' two entries that :func:`_ld_dft` would form (so the same numbers and error
+    bound), computed once per size: like an FFT plan, they depend on nothing but the size (about 10 ms to
+    build at 2**18, against 3 ms per later use)."""
+    t_hi, t_lo, blk = _ld_root_factors(size)
+    m = np.arange(size)
+    w = t_hi[m // blk] * t_lo[m % blk]
+    re, im = w.real.copy(), w.imag.copy()
+    re.flags.writeable = False
+    im.flags.writeable = False
+    return re, im
 
 
 _LD_HEAD = 1e-6  # the ℓ₁ share of x left out of the long double head (summed in double instead)
