@@ -187,6 +187,25 @@ def test_subsampled_gaussian_builds_only_what_is_read() -> None:
     assert float(short.epsilon(1e-5)) < float(long.epsilon(1e-5))
 
 
+def test_a_privacy_map_reading_builds_no_lower_side() -> None:
+    """ε(δ)'s upper end (what privacy maps read) reads only the steps' upper sides: the lower ones are built
+    when an interval asks for them, with the same numbers as when built first."""
+    p = pld_subsampled_gaussian(1.0, 0.01)
+    long = p.self_compose(300)
+    hi = long.epsilon(1e-5)
+    t = p._thin
+    assert t is not None and t.reverse is not None
+    assert t._upper is not None and t.reverse._upper is not None
+    assert t._lower is None and t.reverse._lower is None
+    lo, hi2 = long.epsilon_bounds(1e-5)
+    assert hi2 == hi and t._lower is not None  # (the order that sets ε here; the other's lower end may be
+    # needed or not)
+    q = pld_subsampled_gaussian(1.0, 0.01)
+    assert q._thin is not None and q._thin.reverse is not None
+    assert q._thin.lower is not None and q._thin.reverse.lower is not None  # built before anything else is
+    assert q.self_compose(300).epsilon_bounds(1e-5) == (lo, hi)
+
+
 def test_a_refused_lattice_is_refused_before_the_lazy_build() -> None:
     with pytest.raises(Exception, match="use step_bits at most"):
         pld_subsampled_gaussian(0.125, 0.5, step_bits=40)
@@ -373,5 +392,7 @@ def test_found_by_review_lazy_subsampled_plds_pickle(built: bool) -> None:
         q = pickle.loads(pickle.dumps(p))
         assert (q._upper is not None) == built
         assert q.epsilon(1e-6) == p.epsilon(1e-6)
+        assert q._lower is None  # (a privacy map's reading builds no lower side: it pickles unbuilt)
+        assert q.epsilon_bounds(1e-6) == p.epsilon_bounds(1e-6)
         assert q._thin is not None and p._thin is not None
         assert q._thin.epsilon(1e-6) == p._thin.epsilon(1e-6)

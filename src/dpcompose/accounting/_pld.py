@@ -1087,7 +1087,10 @@ class PLD:
         assert self._lazy is not None
         built = self._lazy()
         object.__setattr__(self, "_upper", built.upper)
-        object.__setattr__(self, "_lower", built.lower)
+        if built._lower is None and built._lazy_lower is not None:  # (built where read, if at all)
+            object.__setattr__(self, "_lazy_lower", built._lazy_lower)
+        else:
+            object.__setattr__(self, "_lower", built.lower)
 
     @property
     def upper(self) -> _Side:
@@ -1104,10 +1107,11 @@ class PLD:
     def lower(self) -> _Side:
         """The optimistic side (lower bounds); built alone where it can be (the upper side is not needed)."""
         if self._lower is None:
-            if self._lazy_lower is not None:
+            if self._lazy_lower is None:
+                self._build_lazy()  # (sets the lower side, or how to build it)
+            if self._lower is None:
+                assert self._lazy_lower is not None
                 object.__setattr__(self, "_lower", self._lazy_lower())
-            else:
-                self._build_lazy()
         assert self._lower is not None
         return self._lower
 
@@ -1994,7 +1998,9 @@ class _Buckets:
     e^{a_j}·(Q-mass) at the bucket's own lower end, and ``low_ok`` and ``slack`` are as above."""
 
 
-def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1) -> PLD:
+def _build(
+    bits: int, b: _Buckets, tail: float, description: str, mult: int = 1, lazy_lower: bool = False
+) -> PLD:
     """Connect-the-dots upper side and lumped-pair lower side from bucket masses (module docstring).
 
     Upper side: the pessimistic "connect the dots" discretisation of Doroshenko–Ghazi–Kamath–Kumar–
@@ -2010,7 +2016,9 @@ def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1)
 
     Only the buckets with P-mass are computed on (a bucket without P-mass puts nothing on either side: its
     split is 0 at both ends and its lower-side label carries nothing), so a PLD of a few atoms on a wide
-    lattice costs the span's zeros and little else. The lattice is ``mult``·2**-``bits`` (:class:`_Grid`)."""
+    lattice costs the span's zeros and little else. The lattice is ``mult``·2**-``bits`` (:class:`_Grid`).
+    ``lazy_lower``: the lower side is built on first use (:func:`_lumped_side`; a privacy map reads only
+    the upper one)."""
     h = math.ldexp(float(mult), -bits)
     nz = np.flatnonzero(b.p > 0)
     # the buckets with mass, as a slice when they are contiguous (every bucket of a continuous mechanism)
@@ -2073,6 +2081,20 @@ def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1)
     else:
         up = np.where(up > 0, up * (1 + _PAD) + 5e-324, 0.0)
     upper = _trim(_Side(b.lo + first, up, _up(b.above_hi + b.inf_hi), 0.0))
+    lower_args = (h, p, r, rel, at_a, width, b.lo, b.edges is not None, last, b.inf_lo)
+    if lazy_lower:  # (a module-level function and arrays: the PLD still pickles)
+        return PLD(bits, upper, None, tail, description, step_mult=mult,
+                   _lazy_lower=functools.partial(_lumped_side, *lower_args))
+    return PLD(bits, upper, _lumped_side(*lower_args), tail, description, step_mult=mult)
+
+
+def _lumped_side(
+    h: float, p: FloatArray, r: FloatArray, rel: FloatArray, at_a: npt.NDArray[np.int64],
+    width: int | npt.NDArray[np.int64], lo: int, wide: bool, last: int, inf_lo: float,
+) -> _Side:
+    """:func:`_build`'s lower side from its buckets with P-mass: masses ``p``, ``r`` (e^{a}·Q-mass) and
+    relative accuracy ``rel``, lower ends ``at_a`` and widths ``width`` in steps of ``h`` from ``lo``
+    (``wide``: not all one step), the largest upper end ``last`` and the P-mass at +∞ (``inf_lo``)."""
     # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss
     # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one usually merges the least;
     # the two buckets around loss 0 are the exception, below), among the bucket's points from one step
@@ -2087,24 +2109,23 @@ def _build(bits: int, b: _Buckets, tail: float, description: str, mult: int = 1)
     # the buckets on either side of loss 0 keep their own labels (−1 and 0): moved to the nearest label,
     # both land on 0 where their merged losses lie within h/2 of it, and merging the negative losses with
     # the positive ones loses δ near ε = 0 (all of it for a subsampled pair at a rate far below h)
-    move = np.where((at_a + b.lo == 0) | (at_a + b.lo == -1), 0.0, move)
+    move = np.where((at_a + lo == 0) | (at_a + lo == -1), 0.0, move)
     mv = np.where(use, move, 0.0).astype(np.int64)
-    if b.edges is None:
+    if not wide:
         e_up = math.exp(h) * (1 + 4 * _U) * (1 + _EXP_REL)
         e_dn = math.exp(-h) * (1 + 4 * _U) * (1 + _EXP_REL)  # (upper bounds of e^{±h})
         factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
     else:  # upper bounds of e^{mv·h} (mv·h exact)
         factor = np.where(mv == 0, 1.0, np.exp(mv.astype(np.float64) * h) * (1 + 4 * _U) * (1 + _EXP_REL))
     n_b = np.where(use, r * (1 + rel) * factor * (1 + 8 * _U) * (1 + _PAD), 0.0)
-    f_lo = int(at_a[0]) - 1 if nz.size else -1  # the lowest label a bucket can move to
-    at = at_a + mv - f_lo  # index in arrays starting at label b.lo + f_lo
+    f_lo = int(at_a[0]) - 1 if at_a.size else -1  # the lowest label a bucket can move to
+    at = at_a + mv - f_lo  # index in arrays starting at label lo + f_lo
     # (each label's entries summed in order, as np.add.at would, 5 times faster; the adds round: a label
     # lies within one step of at most three buckets' ranges, so at most three buckets share it; covered by
     # the pads above)
     low = np.bincount(at, weights=np.where(use, p_lo, 0.0), minlength=last - f_lo + 1).astype(np.float64)
     nq = np.bincount(at, weights=n_b, minlength=last - f_lo + 1).astype(np.float64)  # (floats already)
-    lower = _trim(_Side(b.lo + f_lo, low, max(0.0, b.inf_lo * (1 - _PAD)), 0.0, nq, 0.0))
-    return PLD(bits, upper, lower, tail, description, step_mult=mult)
+    return _trim(_Side(lo + f_lo, low, max(0.0, inf_lo * (1 - _PAD)), 0.0, nq, 0.0))
 
 
 def _trim(s: _Side) -> _Side:

@@ -647,10 +647,15 @@ def _from_cells(
 
     if sampling == "poisson":
         # (the two orders in two threads: numpy does most of the work, and releases the GIL)
-        fwd, add = _in_parallel(lambda: _build(bits, buckets("remove"), tail, name + " remove"),
-                                lambda: _build(bits, buckets("add"), tail, name + " add"))
-        rev = PLD(bits, add.upper, add.lower, tail, add.description, sampling=sampling)  # (the order alone)
-        return PLD(bits, fwd.upper, fwd.lower, tail, name, reverse=rev, sampling=sampling)
+        # (lower sides built where read: a privacy map reads only the upper ones)
+        fwd, add = _in_parallel(
+            lambda: _build(bits, buckets("remove"), tail, name + " remove", lazy_lower=True),
+            lambda: _build(bits, buckets("add"), tail, name + " add", lazy_lower=True),
+        )
+        rev = PLD(bits, add.upper, add._lower, tail, add.description, sampling=sampling,  # (the order alone)
+                  _lazy_lower=add._lazy_lower)
+        return PLD(bits, fwd.upper, fwd._lower, tail, name, reverse=rev, sampling=sampling,
+                   _lazy_lower=fwd._lazy_lower)
     sym = _build(bits, buckets("sym"), tail, name)
     attained = _build(bits, buckets("remove"), tail, name + " remove")
     return PLD(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
