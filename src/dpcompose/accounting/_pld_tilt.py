@@ -646,7 +646,7 @@ class _Recipe:
             return math.exp(lo) * h
         if f(math.exp(hi) * h) >= 0:
             return math.exp(hi) * h
-        for _ in range(50):
+        for _ in range(32):  # (to 6e-9 of log θ: θ is then rounded to _THETA_BITS bits)
             mid = (lo + hi) / 2
             if f(math.exp(mid) * h) > 0:
                 lo = mid
@@ -673,7 +673,7 @@ class _Recipe:
             return (self._cumulants(theta)[0] - goal) / theta
 
         # the (unimodal) Chernoff exponent's minimum over log θ
-        best = minimize_scalar(chernoff, bounds=_LOG_THETA, method="bounded", options={"xatol": 1e-9}).x
+        best = minimize_scalar(chernoff, bounds=_LOG_THETA, method="bounded", options={"xatol": 1e-7}).x
         return _dyadic(min(self._bisect(f), math.exp(float(best)) * h), _THETA_BITS)
 
     def theta_for_epsilon(self, eps: float) -> float:
