@@ -171,6 +171,36 @@ def test_thin_keeps_the_core_and_bounds_the_widths() -> None:
     assert j.size < 20_000  # the point of it: 130 000 lattice losses cut at fewer than 20 000
 
 
+def _thin_per_loss(lams: np.ndarray, bits: int, ups: list[float]) -> np.ndarray:
+    """``_thin``'s rule loss by loss: λ > 0 at or above k of the (sorted) thresholds keeps only the multiples
+    of 2**k steps; |j| ≤ 4 and the two ends always stay."""
+    u = np.sort(np.nan_to_num(np.array(ups), nan=np.inf))
+    level = np.where(lams > 0, np.searchsorted(u, lams, side="right"), 0)
+    j = np.rint(np.ldexp(lams, bits)).astype(np.int64)
+    keep = (j % (np.int64(1) << level.astype(np.int64)) == 0) | (np.abs(j) <= sub._THIN_CORE)
+    keep[0] = keep[-1] = True
+    return keep
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    j0=st.integers(-3000, 3000), n=st.integers(3, 6000), bits=st.sampled_from([11, 12, 14, 18]),
+    ups=st.lists(
+        st.one_of(st.floats(-0.3, 0.5), st.just(math.nan), st.just(math.inf)), min_size=8, max_size=8
+    ),
+)
+def test_thin_takes_the_losses_its_rule_takes(j0: int, n: int, bits: int, ups: list[float]) -> None:
+    """``_thin`` keeps, by index ranges and strided slices, exactly the losses its per-loss rule keeps."""
+    lams = np.arange(j0, j0 + n, dtype=np.float64) / 2**bits
+    levels = sub._thin_levels(bits)
+    assert levels <= len(ups)
+    got = sub._thin(lams, bits, lambda t: ups[round(math.log(sub._THIN_SHARE / t, 16))])
+    if levels == 0:
+        assert got.all()
+    else:
+        assert np.array_equal(got, _thin_per_loss(lams, bits, ups[:levels]))
+
+
 def test_subsampled_gaussian_builds_only_what_is_read() -> None:
     """The full PLD's sides are built on first use; long compositions use the thin version and never build
     them; the content key (compose_plds' grouping) reads neither."""

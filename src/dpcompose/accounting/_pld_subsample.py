@@ -349,16 +349,27 @@ def _thin(lams: FloatArray, bits: int, up_at: Callable[[float], float]) -> npt.N
     and last loss and those within ``_THIN_CORE`` steps of 0 are always kept (the buckets around 0 are one
     step wide, as the lumped lower side and the without-replacement atom at 0 expect).
     """
-    keep = np.ones(lams.size, dtype=np.bool_)
+    n = lams.size
+    keep = np.ones(n, dtype=np.bool_)
     levels = _thin_levels(bits)
-    if levels == 0 or lams.size <= 2:
+    if levels == 0 or n <= 2:
         return keep
     ups = np.array([up_at(_THIN_SHARE * 16.0 ** (1 - k)) for k in range(1, levels + 1)])
     ups = np.sort(np.nan_to_num(ups, nan=np.inf))  # (a NaN estimate counts as no threshold)
-    level = np.where(lams > 0, np.searchsorted(ups, lams, side="right"), 0)
-    j = np.rint(np.ldexp(lams, bits)).astype(np.int64)  # (exact: lattice points)
-    step = np.left_shift(np.int64(1), level.astype(np.int64))
-    keep = np.asarray((j % step == 0) | (np.abs(j) <= _THIN_CORE), dtype=np.bool_)
+    # A loss λ > 0 at or above k of the thresholds keeps only the multiples of 2**k steps. The losses are
+    # consecutive lattice points (j0 + i)·h, so the level-k losses are one index range, and its multiples
+    # of 2**k a strided slice of it (rather than a level, an index and a remainder per loss).
+    j0 = int(np.rint(np.ldexp(lams[0], bits)))  # (exact: lattice points)
+    assert np.ldexp(lams[-1], bits) == j0 + n - 1, "_thin reads consecutive lattice losses"
+    positive = int(np.searchsorted(lams, 0.0, side="right"))
+    ends = [max(int(np.searchsorted(lams, u, side="left")), positive) for u in ups] + [n]
+    for k in range(1, levels + 1):
+        a, b = ends[k - 1], ends[k]
+        if a < b:
+            step = 1 << k
+            keep[a:b] = False
+            keep[a + (-(j0 + a)) % step : b : step] = True
+    keep[max(0, -_THIN_CORE - j0) : max(0, _THIN_CORE - j0 + 1)] = True  # |j| ≤ _THIN_CORE
     keep[0] = keep[-1] = True
     return keep
 
