@@ -564,6 +564,7 @@ class _Recipe:
     delta_builds: int = 0  # tilted composites built for δ(ε) questions (many: read the untilted side first)
     up_points: _Frontier = field(default_factory=lambda: _Frontier(upper=True))
     lo_points: _Frontier = field(default_factory=lambda: _Frontier(upper=False))
+    screen: list[PLD | None] = field(default_factory=list)  # [the screening twin, or None] once made
 
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""

@@ -1,0 +1,139 @@
+"""The screening twin of a long asymmetric composition (``_coarse_side``, ``_screen_twin``,
+``_screened_orders``): the coarse side dominates, and screening never changes a reading."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcompose.accounting import _pld as pld_mod
+from dpcompose.accounting import pld_subsampled_gaussian
+from dpcompose.accounting._pld import _coarse_side, _one_way, _Side
+
+
+def _delta(masses: list[tuple[int, float]], h: float, eps: mpmath.mpf) -> mpmath.mpf:
+    """δ(ε) = Σ p·(1 − e^{ε − ℓ})₊ of point masses (index, P-mass) on the lattice h, exactly."""
+    out = mpmath.mpf(0)
+    for j, p in masses:
+        loss = mpmath.mpf(j) * mpmath.mpf(h)
+        if loss > eps:
+            out += mpmath.mpf(p) * (1 - mpmath.exp(eps - loss))
+    return out
+
+
+def _points(s: _Side) -> list[tuple[int, float]]:
+    return [(s.offset + i, float(m)) for i, m in enumerate(s.masses) if m > 0]
+
+
+def _convolve(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    out: dict[int, mpmath.mpf] = {}
+    for i, p in a:
+        for j, q in b:
+            out[i + j] = out.get(i + j, mpmath.mpf(0)) + mpmath.mpf(p) * mpmath.mpf(q)
+    return list(out.items())  # type: ignore[arg-type]
+
+
+def _check_dominates(seed: int, n: int, offset: int, d: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    bits = 6
+    h = 2.0**-bits
+    masses = rng.pareto(1.5, n) * (rng.uniform(size=n) < 0.7)
+    masses = masses / max(float(masses.sum()), 1e-300)
+    fine = _Side(offset, masses, 0.0, 0.0)
+    coarse = _coarse_side(fine, d, h)
+    # Q-mass kept (up to the padding), P-mass too
+    with mpmath.workdps(40):
+        q_fine = sum(mpmath.mpf(p) * mpmath.exp(-mpmath.mpf(j) * h) for j, p in _points(fine))
+        q_coarse = sum(mpmath.mpf(p) * mpmath.exp(-mpmath.mpf(j) * h * 2**d) for j, p in _points(coarse))
+        assert q_fine <= q_coarse <= q_fine * (1 + 1e-11) + 1e-300
+        assert abs(float(coarse.masses.sum()) - float(masses.sum())) <= 1e-11 * float(masses.sum()) + 1e-300
+        f_pts, c_pts = _points(fine), _points(coarse)
+        fk, ck = f_pts, c_pts
+        for _ in range(k - 1):
+            fk, ck = _convolve(fk, f_pts), _convolve(ck, c_pts)
+        if not fk:  # (no mass: both δ are 0)
+            assert not ck
+            return
+        lo = min(j for j, _ in fk) * h
+        hi = max(j for j, _ in fk) * h
+        for eps in np.linspace(max(0.0, lo - 0.1), hi + 0.1, 23):
+            e = mpmath.mpf(float(eps))
+            assert _delta(ck, h * 2**d, e) >= _delta(fk, h, e), (eps, d, k)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), offset=st.integers(-80, 80),
+    d=st.integers(1, 4), k=st.integers(1, 3),
+)
+def test_coarse_side_dominates_alone_and_composed(seed: int, n: int, offset: int, d: int, k: int) -> None:
+    """δ(ε) of the coarse side, and of its k-fold composition, is at least the fine one's at every ε (mpmath
+    enumeration), and the split keeps the P- and Q-mass up to its padding."""
+    _check_dominates(seed, n, offset, d, k)
+
+
+@pytest.mark.slow
+@settings(max_examples=250, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), offset=st.integers(-80, 80),
+    d=st.integers(1, 4), k=st.integers(1, 3),
+)
+def test_coarse_side_dominates_alone_and_composed_thorough(
+    seed: int, n: int, offset: int, d: int, k: int
+) -> None:
+    _check_dominates(seed, n, offset, d, k)
+
+
+def test_coarse_side_of_a_wide_side_is_on_the_coarse_lattice() -> None:
+    s = _Side(-37, np.full(1000, 1e-3), 1e-9, 2e-12)
+    c = _coarse_side(s, 4, 2.0**-14)
+    assert c.offset == -3 and c.masses.size == (962 >> 4) - (-37 >> 4) + 2
+    assert c.inf == s.inf and c.err >= s.err
+
+
+def _long() -> object:
+    return pld_subsampled_gaussian(1.0, 0.01).self_compose(1000)
+
+
+def test_screening_skips_the_add_order_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On DP-SGD the add order's ε is far below the remove order's: its full read is skipped, and ε(δ),
+    δ(ε) and the intervals are those of reading both orders in full."""
+    reads: list[str] = []
+    real = pld_mod.PLD._epsilon_up
+
+    def counted(self: pld_mod.PLD, dq: object, shown: object) -> object:
+        reads.append(self.description)
+        return real(self, dq, shown)  # type: ignore[arg-type]
+
+    c = _long()
+    assert isinstance(c, pld_mod.PLD) and c.reverse is not None
+    monkeypatch.setattr(pld_mod.PLD, "_epsilon_up", counted)
+    e = c.epsilon(1e-5)
+    full_reads = [r for r in reads if not r.startswith("screen")]
+    assert len(full_reads) == 2  # the composite, then the remove order; the add order only screened
+    assert any(r.startswith("screen") for r in reads)
+    monkeypatch.setattr(pld_mod.PLD, "_epsilon_up", real)
+    fresh = _long()
+    assert isinstance(fresh, pld_mod.PLD) and fresh.reverse is not None
+    both = max(_one_way(fresh).epsilon(1e-5), _one_way(fresh.reverse).epsilon(1e-5))
+    assert e == both
+    assert c.epsilon_bounds(1e-5)[1] == e
+    assert c.delta(2.0) == max(_one_way(fresh).delta(2.0), _one_way(fresh.reverse).delta(2.0))
+
+
+def test_a_screen_that_misleads_falls_back_to_the_full_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the orders swapped (the dominant one screened) and the speculative read always skipped, the
+    screen is above the first order's value: the dominant order is then read in full, and the answer is
+    the same."""
+    c = _long()
+    assert isinstance(c, pld_mod.PLD) and c.reverse is not None
+    monkeypatch.setattr(pld_mod, "_SCREEN_MARGIN", -1e9)  # (every screen "likely below")
+    one, rev = _one_way(c), c.reverse
+    got = pld_mod._screened_orders(c, lambda w: w._epsilon_up(pld_mod.Fraction(1, 10**5), 1e-5), (rev, one))
+    assert got[1] == _one_way(one).epsilon(1e-5) and got[0] == rev.epsilon(1e-5)
+    assert not math.isnan(float(got[0]))
