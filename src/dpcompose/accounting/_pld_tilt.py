@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose._scipy import minimize_scalar
+from dpcompose._scipy import brentq
 from dpcompose.accounting._common import _bisect
 from dpcompose.accounting._pld import (
     _EXP_REL,
@@ -640,20 +640,14 @@ class _Recipe:
 
     def _bisect(self, f: Callable[[float], float]) -> float:
         """The θ (per lattice step) where the decreasing f(θ) crosses 0 on the searched range (an end if
-        it does not)."""
+        it does not): Brent's method on log θ, to 1e-10 (θ is then rounded to ``_THETA_BITS`` bits)."""
         h = self.grid.h
         lo, hi = _LOG_THETA
         if f(math.exp(lo) * h) <= 0:
             return math.exp(lo) * h
         if f(math.exp(hi) * h) >= 0:
             return math.exp(hi) * h
-        for _ in range(32):  # (to 6e-9 of log θ: θ is then rounded to _THETA_BITS bits)
-            mid = (lo + hi) / 2
-            if f(math.exp(mid) * h) > 0:
-                lo = mid
-            else:
-                hi = mid
-        return math.exp((lo + hi) / 2) * h
+        return math.exp(float(brentq(lambda x: f(math.exp(x) * h), lo, hi, xtol=1e-10))) * h
 
     def theta_for_delta(self, target: float, inf: float) -> float:
         """The saddle-point θ for ε(target): log δ ≈ K − θK' − log(σ√(2π)·θ(1 + θ)) (θ and σ in loss
@@ -669,13 +663,12 @@ class _Recipe:
             sigma = math.sqrt(max(k2, 1.0)) * h  # (a lattice's density is at most 1/h)
             return big_k - theta * k1 - math.log(sigma * math.sqrt(2 * math.pi) * t * (1 + t)) - goal
 
-        def chernoff(log_t: float) -> float:
-            theta = math.exp(log_t) * h
-            return (self._cumulants(theta)[0] - goal) / theta
+        def slope(theta: float) -> float:  # −θ²·(d/dθ)(K(θ) − log δ)/θ, falling with θ (derivative −θK'')
+            big_k, k1, _ = self._cumulants(theta)
+            return big_k - goal - theta * k1
 
-        # the (unimodal) Chernoff exponent's minimum over log θ
-        best = minimize_scalar(chernoff, bounds=_LOG_THETA, method="bounded", options={"xatol": 1e-7}).x
-        return _dyadic(min(self._bisect(f), math.exp(float(best)) * h), _THETA_BITS)
+        # the Chernoff exponent (K(θ) − log δ)/θ is least where its derivative crosses 0
+        return _dyadic(min(self._bisect(f), self._bisect(slope)), _THETA_BITS)
 
     def theta_for_epsilon(self, eps: float) -> float:
         """The θ that centres the tilted composite at ε (K'(θ) = ε/h), or 0 if ε is below its mean; rounded
