@@ -611,7 +611,6 @@ def _fourier_power_body(
             c2 = (b_abs * rel_sum) ** 2
         c2_sum = float(np.sum(c2))
         if c2_sum > 0:
-            tail_sq = np.cumsum(c2[::-1])[::-1]
             # the frequencies holding all but 1e-8 of the squared error, or the largest-error low ones
             # (errors fall with frequency for a smooth composite), within a work budget: up to _LD_MAX_FREQ,
             # or up to _LD_WIDE_FREQ where the heads are narrow enough for that to stay cheap (a small
@@ -620,6 +619,8 @@ def _fourier_power_body(
             heads = [_head_range(spectra[g][3], _LD_HEAD) for g in chosen]
             per_freq = max(1, sum(b - a for a, b in heads))
             cap = max(_LD_MAX_FREQ, min(_LD_WIDE_FREQ, _LD_CHEAP_WORK // per_freq))
+            # the squared error from each frequency i ≤ cap on (only those can be chosen), falling with i
+            tail_sq = c2_sum - np.concatenate(([0.0], np.cumsum(c2[:cap])))
             count = min(int(np.searchsorted(-tail_sq, -1e-8 * c2_sum)), cap)
             if count > _LD_MAX_FREQ:
                 # ... but only where that lowers the whole error bound: the frequencies not recomputed keep
@@ -673,17 +674,18 @@ def _fourier_power_body(
     dropped = np.ones(half, dtype=bool)
     dropped[keep] = False
     dropped[:count] = False
-    rho = np.full(half, math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20))
-    if count:
-        # Π of the long double powers: their relative errors add (to first order; padded), plus the
-        # complex128 products of the groups
-        g = len(spectra)
-        rho[:count] = (rho_low + rho_plain) * (1 + 1e-3) + math.expm1(
-            g * math.log1p(math.sqrt(2) * _gamma(2))
-        ) * 1.01
-        rho[:count] = np.where(rho_low < 1e-3, rho[:count], np.inf)
+    rho = math.expm1(n_mult * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         dz = b_abs * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
+        if count:
+            # Π of the long double powers: their relative errors add (to first order; padded), plus the
+            # complex128 products of the groups
+            g = len(spectra)
+            rho_c = (rho_low + rho_plain) * (1 + 1e-3) + math.expm1(
+                g * math.log1p(math.sqrt(2) * _gamma(2))
+            ) * 1.01
+            rho_c = np.where(rho_low < 1e-3, rho_c, np.inf)
+            dz[:count] = b_abs[:count] * (1 + 1e-10) * (rel_sum[:count] * (1 + 1e-10) + rho_c)
         dz = np.where(dropped, b_abs * (1 + 1e-10), dz)
     dz = np.where(np.isnan(dz), np.inf, dz)
     # full spectrum = this half and its conjugate mirror (≤ twice the half's squared norm)
@@ -983,13 +985,16 @@ _LD_HEAD = 1e-6  # the ℓ₁ share of x left out of the long double head (summe
 def _head_range(x: FloatArray, share: float) -> tuple[int, int]:
     """``(a, b)``: a short index range with Σ_{i∉[a,b)} |xᵢ| ≤ share·Σ|xᵢ| (up to rounding, which only moves
     the split; every entry is summed on one side or the other)."""
-    ax = np.abs(x)
-    tot = float(np.sum(ax))
-    if tot == 0 or x.size < 4096:
+    if x.size < 4096:
+        return 0, x.size
+    prefix = np.cumsum(np.abs(x))
+    tot = float(prefix[-1])
+    if not tot > 0:
         return 0, x.size
     cut = share * tot / 2
-    a = int(np.searchsorted(np.cumsum(ax), cut, side="right"))
-    b = x.size - int(np.searchsorted(np.cumsum(ax[::-1]), cut, side="right"))
+    a = int(np.searchsorted(prefix, cut, side="right"))
+    # the tail from b on, tot − prefix[b − 1], is at most cut from the first b with prefix[b − 1] ≥ tot − cut
+    b = int(np.searchsorted(prefix, tot - cut, side="left")) + 1
     return (a, b) if a < b else (0, x.size)
 
 

@@ -428,7 +428,8 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     helps) and a bound on the 2-norm of its float error (``_fourier_power``'s bound is √size times it)."""
     c, fft_err = _fourier_power([(xt, k) for xt, _, k in p.vectors], size, _LD_TOL)
     try:
-        c = np.maximum(np.roll(c, (base - b_lo) % size), 0.0)
+        c = np.roll(c, (base - b_lo) % size)
+        np.maximum(c, 0.0, out=c)
     except MemoryError as e:  # (found by review: bare here, just after the FFT)
         raise _out_of_memory(size) from e
     return c, _up(fft_err / math.sqrt(size) * (1 + 1e-12))
