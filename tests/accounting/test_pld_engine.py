@@ -66,6 +66,35 @@ def test_ld_dft_of_a_sparse_vector_all_in_long_double(seed: int, count: int, bit
     assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(size) * float(np.sum(x))
 
 
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 6))
+def test_ld_dft_with_a_sparse_tail_summed_directly_in_double(seed: int, count: int) -> None:
+    # a dense head and a sparse tail of small mass (a thin step): the tail is summed directly in double
+    # (no FFT: one would raise here), and every output is within its bound
+    rng = np.random.default_rng(seed)
+    n = 9000
+    x = np.zeros(n)
+    x[4000:4400] = rng.uniform(0.5, 1.5, 400)
+    tail = np.concatenate([rng.choice(4000, 150, replace=False), 4400 + rng.choice(4600, 150, replace=False)])
+    x[tail] = rng.uniform(0.0, 1.0, 300) * 10.0 ** rng.uniform(-30, -9, 300)
+    x /= x.sum()
+    size = 1 << 14
+    a, b = _pld._head_range(x, _pld._LD_HEAD)
+    assert a > 0 and b < n and count * int(np.count_nonzero(x[:a]) + np.count_nonzero(x[b:])) <= size
+
+    def no_fft(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the tail went to the FFT")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np.fft, "rfft", no_fft)
+        vals, errs = _pld._ld_dft(x, size, count)
+    exact = _dft_mp(x, size, count)
+    for j in range(count):
+        d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - exact[j])
+        assert float(d) <= errs[j] + 4e-16 * float(abs(exact[j])) + 1e-300
+    assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(size)
+
+
 def test_ld_unit_roots_are_the_products_of_their_factors() -> None:
     # the table holds, bit for bit, the products the untabulated path forms
     size = 1 << 12

@@ -899,20 +899,21 @@ def _ld_dft(
     products and the two-level sum (:func:`_ld_sum_rows`) add the rest (Higham 2002, eq. (4.4), Lemma 3.5).
     (For sizes up to ``_LD_TABLE_MAX`` the products are tabulated once per size: :func:`_ld_unit_roots`.)
 
-    Where the nonzero entries are few (``count`` × their number at most ``size``: cheaper than a transform
-    of the whole window), all of ``x`` is summed so. Otherwise only its *head* is — the shortest index range
-    outside which the entries' ℓ₁ mass is at most ``_LD_HEAD``·‖x‖₁ (``head``, where the caller has it
-    already: :func:`_head_range`) — and the rest (the tails, of small ℓ₁ mass ‖t‖₁) is transformed by the
-    double real FFT, whose every output is within τ·‖t‖₁ (:func:`_fft_componentwise`), small because ‖t‖₁
-    is; adding it to the head's sum rounds once more in long double.
+    Only the *head* of ``x`` is summed so — the shortest index range outside which the entries' ℓ₁ mass is
+    at most ``_LD_HEAD``·‖x‖₁ (``head``, where the caller has it already: :func:`_head_range`). The rest,
+    the tails, of small ℓ₁ mass ‖t‖₁, is summed in double: directly where its nonzero entries are few
+    (``count`` × their number at most ``size``, cheaper than a transform of the whole window; a thin step's
+    tail), with the table's roots rounded to double (within u more) and each output within
+    (ρ + 2u + γₙ)·‖t‖₁ per part, ρ the long double roots' bound below; otherwise by the double real FFT,
+    whose every output is within τ·‖t‖₁ (:func:`_fft_componentwise`). Either is small because ‖t‖₁ is;
+    adding it to the head's sum rounds once more in long double.
     """
     ld = np.longdouble
+    a, b = _head_range(x, _LD_HEAD) if head is None else head
     nz = np.flatnonzero(x)
-    if count * nz.size <= size:
-        a, b = 0, x.size
-    else:
-        a, b = _head_range(x, _LD_HEAD) if head is None else head
-        nz = nz[(nz >= a) & (nz < b)]
+    in_head = (nz >= a) & (nz < b)
+    tail_nz = nz[~in_head]
+    nz = nz[in_head]
     xl = x[nz].astype(ld)
     roots = _ld_unit_roots(size) if size <= _LD_TABLE_MAX else None
     if roots is None:
@@ -938,7 +939,19 @@ def _ld_dft(
     sum_rel = (m_terms + 2) * u / (1 - (m_terms + 2) * u)
     n1 = float(np.sum(np.abs(x[a:b]))) * (1 + _gamma(b - a + 1))
     errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
-    if a > 0 or b < x.size:
+    if tail_nz.size and roots is not None and count * tail_nz.size <= size:
+        tv = x[tail_nz]
+        t1 = float(np.sum(np.abs(tv))) * (1 + _gamma(tail_nz.size + 1))
+        re64, im64 = _unit_roots64(size)
+        for j0 in range(0, count, rows):
+            js = np.arange(j0, min(count, j0 + rows), dtype=np.int64)
+            m = (js[:, None] * tail_nz[None, :]) % size
+            out[j0 : j0 + js.size] += (np.sum(tv * re64[m], axis=1).astype(ld)
+                                       + 1j * np.sum(tv * im64[m], axis=1).astype(ld))
+        # each part: the roots (long double bound, then rounded to double), the product, the double sum
+        # (Higham 2002, Lemma 3.1: any order), then the long double addition
+        errs = errs + t1 * (per_term + 2 * _U + _gamma(tail_nz.size + 1)) * 2 * (1 + 1e-6) + (n1 + t1) * 4 * u
+    elif a > 0 or b < x.size:
         t = x.copy()
         t[a:b] = 0.0
         t1 = float(np.sum(np.abs(t))) * (1 + _gamma(x.size + 1))
@@ -947,6 +960,16 @@ def _ld_dft(
         # the FFT's componentwise bound (real and imaginary parts within it), the long double addition
         errs = errs + t1 * _fft_componentwise(size) * 2 + (n1 + t1) * 4 * u
     return out, errs
+
+
+@functools.lru_cache(maxsize=3)
+def _unit_roots64(size: int) -> tuple[FloatArray, FloatArray]:
+    """:func:`_ld_unit_roots` rounded to double (each part within u of the long double one)."""
+    re, im = _ld_unit_roots(size)
+    re64, im64 = re.astype(np.float64), im.astype(np.float64)
+    re64.flags.writeable = False
+    im64.flags.writeable = False
+    return re64, im64
 
 
 def _ld_root_factors(size: int) -> tuple[npt.NDArray[np.clongdouble], npt.NDArray[np.clongdouble], int]:
