@@ -134,8 +134,8 @@ def main() -> None:
             runs = [peer(name) for _ in range(REPEATS)]
             pe, ps = (runs[0][0], min(r[1] for r in runs if r)) if runs[0] else (math.nan, math.nan)
             ex = exact if exact is not None else math.nan
-            print(f"{name:28} 2^-{bits:<3} {lo:12.7f} {hi:12.7f} {(hi - lo) / hi:9.2e} {s_up:6.2f} {s:6.2f} "
-                  f"{pe:12.7f} {ps:6.2f} {(hi - pe) / pe:10.2e} {s_up / ps:9.2f} {ex:10.5f}")
+            print(f"{name:28} 2^-{bits:<3} {lo:12.7f} {hi:12.7f} {(hi - lo) / hi:9.2e} {s_up:6.3f} {s:6.3f} "
+                  f"{pe:12.7f} {ps:6.3f} {(hi - pe) / pe:10.2e} {s_up / ps:9.3f} {ex:10.5f}")
 
 
 def reference_cases() -> None:
