@@ -95,6 +95,25 @@ def test_ld_dft_with_a_sparse_tail_summed_directly_in_double(seed: int, count: i
     assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(size)
 
 
+def test_found_by_review_a_subnormal_tail_stays_within_the_bound() -> None:
+    # a tail of 5e-324 entries at angles where 0 < cos < 1/2: each product rounds to 0, 3e-320 in all,
+    # which the relative bound alone (1.5e-321) did not cover
+    size = 1 << 18
+    x = np.zeros(size)
+    x[:100] = 1e-307
+    tail = np.arange(size // 6 + 1, size // 4)
+    x[tail] = 5e-324
+    vals, errs = _pld._ld_dft(x, size, 2)
+    nz = np.flatnonzero(x).tolist()
+    with mpmath.workdps(40):
+        for j in range(2):
+            terms = [(mpmath.mpf(float(x[i])), 2 * mpmath.mpf(j * i % size) / size) for i in nz]
+            re = mpmath.fsum(v * mpmath.cospi(t) for v, t in terms)
+            im = -mpmath.fsum(v * mpmath.sinpi(t) for v, t in terms)
+            got = mpmath.mpc(float(vals[j].real), float(vals[j].imag))  # (the rounding: ≤ 1e-321)
+            assert abs(got - mpmath.mpc(re, im)) <= errs[j] - 1e-321
+
+
 def test_ld_unit_roots_are_the_products_of_their_factors() -> None:
     # the table holds, bit for bit, the products the untabulated path forms
     size = 1 << 12

@@ -94,6 +94,20 @@ def test_coarse_side_of_a_wide_side_is_on_the_coarse_lattice() -> None:
     assert c.inf == s.inf and c.err >= s.err
 
 
+def test_found_by_review_subnormal_masses_keep_their_delta() -> None:
+    """Seven masses of 5e-324 split onto coarse points: the products rounded into the subnormal range (or to
+    0) and the coarse δ(0) fell below the fine one (0 against 2.1e-324)."""
+    h = 2.0**-6
+    m = np.zeros(8)
+    m[1:8] = 5e-324
+    fine = _Side(0, m, 0.0, 0.0)
+    coarse = _coarse_side(fine, 4, h)
+    with mpmath.workdps(50):
+        for eps in (0.0, 0.01, 0.1, 0.2):
+            e = mpmath.mpf(eps)
+            assert _delta(_points(coarse), h * 16, e) >= _delta(_points(fine), h, e)
+
+
 def _long() -> object:
     return pld_subsampled_gaussian(1.0, 0.01).self_compose(1000)
 

@@ -426,6 +426,15 @@ _FOURIER_MIN = 1 << 12  # the Fourier path is used when the result's full suppor
 ComplexArray = npt.NDArray[np.complex128]
 
 
+def _fft_underflow(n: int) -> float:
+    """An absolute bound on what underflow adds to any output of a length-``n`` FFT: the componentwise and
+    normwise bounds are relative (Higham 2002, ch. 24, assume no underflow), and each of the at most
+    4·log₂n roundings an input passes on its way to an output may lose up to 2**-1075 where its result is
+    subnormal, for each of the n inputs (found by review: a direct DFT of subnormal entries lost 3e-320
+    beyond its relative bound)."""
+    return 4.0 * n * max(1, n.bit_length()) * 5e-324
+
+
 def _fft_componentwise(n: int) -> float:
     """τ with |X̂ⱼ − Xⱼ| ≤ τ·‖x‖₁ for every output of a length-n real FFT or its inverse (times n).
 
@@ -582,7 +591,7 @@ def _fourier_power_body(
             x = buf
         fx = np.fft.rfft(x, size)
         n1 = float(np.sum(np.abs(x0))) * (1 + _gamma(x0.size + 1))
-        e = np.full(half, tau_fft * n1 + fold_err + 5e-324)
+        e = np.full(half, tau_fft * n1 + fold_err + _fft_underflow(size))
         spectra.append((fx, e, k, x, fold_err))
 
     def bounds(n: int) -> tuple[FloatArray, FloatArray]:
@@ -619,8 +628,12 @@ def _fourier_power_body(
             heads = [_head_range(spectra[g][3], _LD_HEAD) for g in chosen]
             per_freq = max(1, sum(b - a for a, b in heads))
             cap = max(_LD_MAX_FREQ, min(_LD_WIDE_FREQ, _LD_CHEAP_WORK // per_freq))
-            # the squared error from each frequency i ≤ cap on (only those can be chosen), falling with i
-            tail_sq = c2_sum - np.concatenate(([0.0], np.cumsum(c2[:cap])))
+            # the squared error from each frequency i ≤ cap on (only those can be chosen), falling with i (an
+            # infinite total, from overflowing bounds: the suffix sums themselves, which are then infinite)
+            if math.isfinite(c2_sum):
+                tail_sq = c2_sum - np.concatenate(([0.0], np.cumsum(c2[:cap])))
+            else:
+                tail_sq = np.cumsum(c2[::-1])[::-1]
             count = min(int(np.searchsorted(-tail_sq, -1e-8 * c2_sum)), cap)
             if count > _LD_MAX_FREQ:
                 # ... but only where that lowers the whole error bound: the frequencies not recomputed keep
@@ -949,8 +962,10 @@ def _ld_dft(
             out[j0 : j0 + js.size] += (np.sum(tv * re64[m], axis=1).astype(ld)
                                        + 1j * np.sum(tv * im64[m], axis=1).astype(ld))
         # each part: the roots (long double bound, then rounded to double), the product, the double sum
-        # (Higham 2002, Lemma 3.1: any order), then the long double addition
-        errs = errs + t1 * (per_term + 2 * _U + _gamma(tail_nz.size + 1)) * 2 * (1 + 1e-6) + (n1 + t1) * 4 * u
+        # (Higham 2002, Lemma 3.1: any order), then the long double addition; a product or partial sum in
+        # the subnormal range may lose up to 2**-1075 more (found by review: a tail of 5e-324 entries)
+        per_t = per_term + 2 * _U + _gamma(tail_nz.size + 1)
+        errs = errs + t1 * per_t * 2 * (1 + 1e-6) + (n1 + t1) * 4 * u + 4 * tail_nz.size * 5e-324
     elif a > 0 or b < x.size:
         t = x.copy()
         t[a:b] = 0.0
@@ -958,7 +973,7 @@ def _ld_dft(
         spec = np.fft.rfft(t, size)[:count]
         out += spec.real.astype(ld) + 1j * spec.imag.astype(ld)
         # the FFT's componentwise bound (real and imaginary parts within it), the long double addition
-        errs = errs + t1 * _fft_componentwise(size) * 2 + (n1 + t1) * 4 * u
+        errs = errs + t1 * _fft_componentwise(size) * 2 + (n1 + t1) * 4 * u + _fft_underflow(size)
     return out, errs
 
 
@@ -1108,6 +1123,9 @@ class PLD:
     build, a little looser where a read depends on one step's far tail: the subsampled Gaussian's,
     :func:`~dpcompose.accounting._pld_subsample._thin`). Compositions holding at least ``_THIN_MIN_COUNT``
     copies of this PLD use it in this one's place; this PLD's own sides are built only when read."""
+    _points: int | None = field(default=None, repr=False, compare=False)
+    """Where set (PLDs built on first use), a bound on the number of lattice points of the upper side, which
+    :func:`_compose_groups` reads instead of building the side to choose how to compose."""
     _key: object = field(default=None, repr=False, compare=False)
     """Where set, what the PLD was built from (its constructor and arguments), standing for its contents in
     :func:`_content_key` so that reading the key does not build the sides."""
@@ -1721,7 +1739,7 @@ def _compose_groups_one_scheme(groups: Sequence[tuple[PLD, int]], description: s
         mu_lo = math.sqrt(math.fsum(n * g[2] * g[2] for g, n in gs) * (1 - 2.0**-50)) * (1 - 2.0**-50)
         if mu_c <= 30:
             return _gaussian_pld(bits, mu_c, max(g[1] for g, _ in gs), tail, description, mu_lo)
-    full = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1
+    full = sum(n * (_points(p) - 1) for p, n in groups) + 1
     _check_reach(grid, groups)
     if full > _FOURIER_MIN and tail > 0:
         from dpcompose.accounting._pld_tilt import _Recipe
@@ -1755,6 +1773,14 @@ _ALIGN_HINT = (
     " (a PLD built with aligned=True has a lattice of its own: build with aligned=False to compose it with "
     "other mechanisms)"
 )
+
+
+def _points(p: PLD) -> int:
+    """The number of lattice points of ``p``'s upper side, or a bound on it where the side is not built yet
+    and ``p`` has one (:attr:`PLD._points`: the side is then not built here)."""
+    if p._upper is None and p._points is not None:
+        return p._points
+    return p.upper.masses.size
 
 
 def _reach(groups: Sequence[tuple[PLD, int]]) -> int:
@@ -1884,8 +1910,13 @@ def _coarse_side(s: _Side, d: int, h: float) -> _Side:
     size = int(lo[-1]) - c0 + 2
     out = np.bincount(lo - c0, weights=m * q_a[x], minlength=size).astype(np.float64)  # (floats already)
     out += np.bincount(lo - c0 + 1, weights=m * q_b[x], minlength=size)
-    # (the products and the sums of at most 2·step non-negative terms round: γ far below 2**-40)
-    out = np.where(out > 0, out * (1 + 2.0**-40) + 5e-324, 0.0)
+    # (the products and the sums of at most 2·step non-negative terms round: γ far below 2**-40; a product
+    # in the subnormal range may lose up to half a unit, 2**-1075, or round to 0: found by review, 7 masses
+    # of 5e-324 moved to one coarse point lost 2e-324 of δ)
+    touched = np.zeros(size, dtype=np.bool_)
+    touched[lo - c0] = True
+    touched[lo[x > 0] - c0 + 1] = True
+    out = np.where(touched, out * (1 + 2.0**-40) + 2 * step * 5e-324, 0.0)
     return _trim(_Side(c0, out, s.inf, s.err * (1 + 1e-9)))
 
 
@@ -1942,6 +1973,11 @@ def _screened_orders(
     screen: list[Fraction] = []  # the reverse order's screening value, where there is one
 
     def second() -> None:
+        # first the children of the first order (built by the other thread, which this waits for): the
+        # reverse order's children, built next, then do not compete with them (a subsampled step builds
+        # each order when first read)
+        assert one._recipe is not None
+        one._recipe.items  # noqa: B018
         twin = _screen_twin(rev)
         if twin is not None:
             with contextlib.suppress(InvalidParameter):  # (no finite ε certified there: read in full)
@@ -1988,7 +2024,7 @@ def _view(p: PLD, description: str, gaussian: tuple[float, float, float] | None,
         p.step_bits, p._upper, p._lower, p.tail, description, gaussian, reverse, _lazy=p._lazy,
         _lazy_lower=None if p._lower is not None else (lambda: p.lower),
         _lazy_upper=None if p._upper is not None else (lambda: p.upper), _recipe=p._recipe,
-        sampling=p.sampling, step_mult=p.step_mult,
+        sampling=p.sampling, step_mult=p.step_mult, _points=p._points,
     )
 
 

@@ -374,7 +374,7 @@ def _thin(lams: FloatArray, bits: int, up_at: Callable[[float], float]) -> npt.N
     return keep
 
 
-def _check_span(lo: float, hi: float, bits: int) -> None:
+def _check_span(lo: float, hi: float, bits: int) -> int:
     """Refuse, before anything is allocated, a subsampled PLD whose losses span [lo, hi] on too fine a
     lattice: the one lattice budget of every PLD (:func:`~dpcompose.accounting._pld._check_points`,
     which names the largest step_bits that fits), counting the points of both orders of neighbours (the
@@ -384,16 +384,17 @@ def _check_span(lo: float, hi: float, bits: int) -> None:
     n = math.ceil(hi * scale) - math.floor(lo * scale) + 2
     what = f"this subsampled PLD (both orders of neighbours, losses in [{lo:.4g}, {hi:.4g}])"
     _check_points(2 * n, what, bits)
+    return n
 
 
-def _check_built_span(lo: float, hi: float, q: float, bits: int) -> None:
+def _check_built_span(lo: float, hi: float, q: float, bits: int) -> int:
     """:func:`_check_span` for the range :func:`_from_cells` will check once the cells of a pair whose
     outputs' losses span [lo, hi] are built: widened to 0 and down to ln(1 − q), where the cell below the
     outputs' range lies (found by review: at σ = 1e4, q = 0.5, step_bits = 26 the loss at the output −1e4 is
     far above ln(1 − q), and a lattice refused only after 40 s of building passed the constructor, which
     builds nothing now)."""
     l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
-    _check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
+    return _check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
 
 
 def _thin_levels(bits: int) -> int:
@@ -637,46 +638,63 @@ def _direction_starts(starts: IntArray | None, direction: Direction) -> IntArray
     return np.union1d(-nonneg, nonneg)
 
 
-def _from_cells(
-    cells: _Cells, bits: int, tail: float, sampling: Sampling, name: str
-) -> PLD:
-    """The PLD of the subsampled pair: both orders (Poisson) or the symmetric pair (without replacement).
-    A cell's loss bounds are first clipped at 0 by its exact sign (L > 0 on S, L ≤ 0 off it;
-    :func:`_blocks`).
-
-    Without replacement, the symmetric pair (P*, Q*) only dominates the mechanism (module docstring): a
-    lower bound on its δ need not be one on the mechanism's (found by review: 0.3072 where the best attack
-    on real data sets reaches 0.3005). The lower side is that of the "remove" pair (mix, Q) instead, which
-    real neighbours attain: substitute a record whose query value differs by Δ from the other's, all
-    other records contributing nothing, and the two outputs are (1 − q)·Q + q·P and Q; in a composition
-    every mechanism can be asked such a query about the same pair of data sets."""
+def _check_cells(cells: _Cells, bits: int) -> None:
+    """The lattice budget on the span of the cells' finite loss bounds (the lattice-based pairs checked
+    their range before building it)."""
     fin_lo, fin_hi = cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)]
-    if fin_lo.size and fin_hi.size:  # (the lattice-based pairs checked their range before building it)
+    if fin_lo.size and fin_hi.size:
         _check_span(min(float(np.min(fin_lo)), 0.0), max(float(np.max(fin_hi)), 0.0), bits)
-    def buckets(direction: Direction) -> _Buckets:
-        return _to_buckets(cells, bits, direction, _direction_starts(cells.starts, direction))
 
-    if sampling == "poisson":
-        # (the two orders in two threads: numpy does most of the work, and releases the GIL)
-        # (lower sides built where read: a privacy map reads only the upper ones)
-        fwd, add = _in_parallel(
-            lambda: _build(bits, buckets("remove"), tail, name + " remove", lazy_lower=True),
-            lambda: _build(bits, buckets("add"), tail, name + " add", lazy_lower=True),
-        )
-        rev = PLD(bits, add.upper, add._lower, tail, add.description, sampling=sampling,  # (the order alone)
-                  _lazy_lower=add._lazy_lower)
-        return PLD(bits, fwd.upper, fwd._lower, tail, name, reverse=rev, sampling=sampling,
-                   _lazy_lower=fwd._lazy_lower)
-    sym = _build(bits, buckets("sym"), tail, name)
-    attained = _build(bits, buckets("remove"), tail, name + " remove")
+
+def _order(cells: _Cells, bits: int, tail: float, direction: Direction, name: str, sampling: Sampling) -> PLD:
+    """One order of the Poisson-subsampled pair ("remove": (mix, Q); "add": (Q, mix)) from its cells, alone
+    (no reverse), its lower side built where read (a privacy map reads only the upper one)."""
+    b = _to_buckets(cells, bits, direction, _direction_starts(cells.starts, direction))
+    built = _build(bits, b, tail, f"{name} {direction}", lazy_lower=True)
+    desc = name if direction == "remove" else built.description
+    return PLD(bits, built.upper, built._lower, tail, desc, sampling=sampling, _lazy_lower=built._lazy_lower)
+
+
+def _symmetric(cells: _Cells, bits: int, tail: float, name: str, sampling: Sampling) -> PLD:
+    """The without-replacement pair's PLD from its cells.
+
+    The symmetric pair (P*, Q*) only dominates the mechanism (module docstring): a lower bound on its δ need
+    not be one on the mechanism's (found by review: 0.3072 where the best attack on real data sets reaches
+    0.3005). The lower side is that of the "remove" pair (mix, Q) instead, which real neighbours attain:
+    substitute a record whose query value differs by Δ from the other's, all other records contributing
+    nothing, and the two outputs are (1 − q)·Q + q·P and Q; in a composition every mechanism can be asked
+    such a query about the same pair of data sets."""
+    sym = _build(bits, _to_buckets(cells, bits, "sym", _direction_starts(cells.starts, "sym")), tail, name)
+    attained = _build(
+        bits, _to_buckets(cells, bits, "remove", _direction_starts(cells.starts, "remove")), tail,
+        name + " remove",
+    )
     return PLD(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
 
 
+def _from_cells(
+    cells: _Cells, bits: int, tail: float, sampling: Sampling, name: str
+) -> PLD:
+    """The PLD of the subsampled pair: both orders (Poisson; :func:`_order`, in two threads: numpy does most
+    of the work, and releases the GIL) or the symmetric pair (without replacement; :func:`_symmetric`).
+    A cell's loss bounds are first clipped at 0 by its exact sign (L > 0 on S, L ≤ 0 off it;
+    :func:`_blocks`)."""
+    _check_cells(cells, bits)
+    if sampling == "poisson":
+        fwd, rev = _in_parallel(lambda: _order(cells, bits, tail, "remove", name, sampling),
+                                lambda: _order(cells, bits, tail, "add", name, sampling))
+        return PLD(bits, fwd.upper, fwd._lower, tail, name, reverse=rev, sampling=sampling,
+                   _lazy_lower=fwd._lazy_lower)
+    return _symmetric(cells, bits, tail, name, sampling)
+
+
 class _Build:
-    """Builds a subsampled pair's PLD (both orders) on first call, from its cells (``cells(*args)``, a
-    module-level function) and remembers it; one build under a lock, whichever thread asks first. A class,
-    not a closure, so that a PLD built on first use can still be pickled (found by review: the closures
-    had made ``pld_subsampled_gaussian``'s results unpicklable)."""
+    """Builds a subsampled pair's PLD on first use from its cells (``cells(*args)``, a module-level function,
+    computed once): the first order (Poisson: "remove") or the symmetric pair (without replacement) when
+    called, the reverse ("add") order by :meth:`reverse`, each once, under a lock of its own (the reverse
+    order waits only for the cells), whichever thread asks first. A class, not a closure, so that a PLD
+    built on first use can still be pickled (found by review: the closures had made
+    ``pld_subsampled_gaussian``'s results unpicklable)."""
 
     def __init__(
         self, cells: Callable[..., _Cells], args: tuple[object, ...], bits: int, tail: float,
@@ -685,23 +703,58 @@ class _Build:
         self.cells, self.args = cells, args
         self.bits, self.tail, self.sampling, self.name = bits, tail, sampling, name
         self.built: PLD | None = None
+        self.reverse_built: PLD | None = None
+        self._cells: _Cells | None = None  # (kept until both orders are built)
+        self._make_locks()
+
+    def _make_locks(self) -> None:
+        self._cells_lock = threading.Lock()
         self._lock = threading.Lock()
+        self._rev_lock = threading.Lock()
+
+    def _get_cells(self) -> _Cells:
+        with self._cells_lock:
+            if self._cells is None:
+                cells = self.cells(*self.args)
+                _check_cells(cells, self.bits)
+                self._cells = cells
+            return self._cells
+
+    def _done(self) -> None:
+        """Drop the cells once nothing more is built from them."""
+        with self._cells_lock:
+            if self.built is not None and (self.reverse_built is not None or self.sampling != "poisson"):
+                self._cells = None
 
     def __call__(self) -> PLD:
         with self._lock:
             if self.built is None:
-                cells = self.cells(*self.args)
-                self.built = _from_cells(cells, self.bits, self.tail, self.sampling, self.name)
+                cells = self._get_cells()
+                if self.sampling == "poisson":
+                    self.built = _order(cells, self.bits, self.tail, "remove", self.name, self.sampling)
+                else:
+                    self.built = _symmetric(cells, self.bits, self.tail, self.name, self.sampling)
+                self._done()
             return self.built
+
+    def reverse(self) -> PLD:
+        """The reverse ("add") order of the Poisson-subsampled pair."""
+        with self._rev_lock:
+            if self.reverse_built is None:
+                cells = self._get_cells()
+                self.reverse_built = _order(cells, self.bits, self.tail, "add", self.name, self.sampling)
+                self._done()
+            return self.reverse_built
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        del state["_lock"]  # (a lock cannot be pickled; a fresh one is made on loading)
+        for lock in ("_cells_lock", "_lock", "_rev_lock"):
+            del state[lock]  # (a lock cannot be pickled; fresh ones are made on loading)
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._lock = threading.Lock()
+        self._make_locks()
 
 
 class _ReverseOf:
@@ -711,21 +764,22 @@ class _ReverseOf:
         self.build = build
 
     def __call__(self) -> PLD:
-        r = self.build().reverse
-        assert r is not None
-        return r
+        return self.build.reverse()
 
 
-def _lazy_pld(build: _Build, key: object, thin: PLD | None = None) -> PLD:
+def _lazy_pld(build: _Build, key: object, points: int, thin: PLD | None = None) -> PLD:
     """The PLD ``build`` returns, built on first use: its sides and, for Poisson sampling, its reverse
-    order's (one build for both). ``key`` stands for its contents
-    (:func:`~dpcompose.accounting._pld._content_key`); ``thin`` is its thin version (:attr:`PLD._thin`)."""
+    order's (each order built when first read). ``key`` stands for its contents
+    (:func:`~dpcompose.accounting._pld._content_key`); ``points`` bounds the number of lattice points of
+    either order's upper side (:attr:`PLD._points`); ``thin`` is its thin version (:attr:`PLD._thin`)."""
     bits, tail, name, sampling = build.bits, build.tail, build.name, build.sampling
     rev = None
     if sampling == "poisson":
-        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build))
+        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build),
+                  _points=points)
     return PLD(
-        bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=build, _thin=thin, _key=key
+        bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=build, _thin=thin, _key=key,
+        _points=points,
     )
 
 
@@ -941,10 +995,10 @@ def pld_subsampled_gaussian(
     def build(thin: bool) -> _Build:
         return _Build(_gaussian_cells, (bits, mu, q, w, thin), bits, tl, smp, name)
 
-    _check_built_span(*_gaussian_span(mu, q, w), q, bits)  # (refused now: the sides are built when used)
+    points = _check_built_span(*_gaussian_span(mu, q, w), q, bits)  # (refused now: built when used)
     key = ("pld_subsampled_gaussian", mu, q, smp, bits, tl, w)
-    thin = _lazy_pld(build(True), (key, "thin")) if _has_thin(bits) else None
-    return _lazy_pld(build(False), key, thin)
+    thin = _lazy_pld(build(True), (key, "thin"), points) if _has_thin(bits) else None
+    return _lazy_pld(build(False), key, points, thin)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -44,8 +44,8 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, partial
-from typing import TYPE_CHECKING, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +73,44 @@ from dpcompose.accounting._pld import (
 
 if TYPE_CHECKING:
     from dpcompose.accounting._pld import PLD
+
+_R = TypeVar("_R")
+
+
+class _once(Generic[_R]):
+    """``functools.cached_property`` without its lock: computed on first access and kept in the instance's
+    ``__dict__``. On Python 3.11 cached_property holds one lock per attribute for *all* instances, so the two
+    orders of a subsampled composition, read in two threads, waited for each other on every cached
+    attribute of their own recipes and tilted composites (and the one reading the reverse order's children
+    held up the other's reading for their whole build). The values here are pure functions of the instance
+    (the builds they trigger lock on their own): two threads may both compute one, and the first stored is
+    kept."""
+
+    def __init__(self, func: Callable[[Any], _R]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _once[_R]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _R: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _R | _once[_R]:
+        if instance is None:
+            return self
+        cache = instance.__dict__
+        try:
+            return cache[self.name]  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+        value = self.func(instance)
+        return cache.setdefault(self.name, value)  # type: ignore[no-any-return]
+
 
 _TILT_TAIL = 1e-13  # tilted mass (of a total ≈ 1) left above the window; it wraps as extra mass, adding at
 # most about 1e-13/(the tilted mass near ε) relative to δ
@@ -198,12 +236,12 @@ class _Tilted:
         # (the search in _least_search starts from here and certifies either way)
         return self.offset + _bisect(-1, self._end, lambda i: approx(i) <= target)
 
-    @cached_property
+    @_once
     def _end(self) -> int:
         """One past the last window entry :meth:`delta_up` reads (above the support: wrapped copies only)."""
         return min(self.masses.size, self.support_top - self.offset + 1)
 
-    @cached_property
+    @_once
     def _suffix(self) -> tuple[FloatArray, FloatArray]:
         """Suffix sums over the read entries i < ``_end`` of Tᵢ = cᵢ·fᵢ and Vᵢ = Tᵢ·e^{−ℓᵢ} (c the masses, f
         the factors e^{fl(Λ − θJ)}, ℓ = J·h); entry i sums i, i + 1, …, ``_end`` − 1 (computed from the top
@@ -236,7 +274,7 @@ class _Tilted:
         err = ((g + 2 * _U) * a + (g + 2 * _EXP_REL + 4 * _U) * xb * (1 + 2 * _EXP_REL)) * 2
         return max(a - xb, 0.0), err
 
-    @cached_property
+    @_once
     def _factors(self) -> tuple[FloatArray, FloatArray, float]:
         """The lattice positions J·h of the window, e^{fl(Λ − θJ)} there (capped at e^700, where delta_up does
         not read them) and max|Λ − θJ| (for :meth:`_factor_pad`)."""
@@ -593,22 +631,22 @@ class _Recipe:
             _HELD.kept(self, lower, key)
         return t
 
-    @cached_property
+    @_once
     def items(self) -> list[tuple[_Side, int]]:
         """The children's upper sides and counts (built on first use)."""
         return self.get_items()
 
-    @cached_property
+    @_once
     def lower_items(self) -> list[tuple[_Side, int]]:
         """The children's lower sides and counts (built on first use)."""
         return self.get_lower()
 
-    @cached_property
+    @_once
     def upper_totals(self) -> tuple[float, float, bool]:
         """``_totals`` of the upper sides: the composite's mass at +∞, the carried error, no finite mass."""
         return _totals(self.items, True)
 
-    @cached_property
+    @_once
     def _model(self) -> list[tuple[FloatArray, FloatArray, int]]:
         """Each side grouped (mass, mean index) by :func:`_groups`: only for choosing θ."""
         out = []
