@@ -147,3 +147,67 @@ def test_a_screen_above_the_first_order_falls_back_to_the_full_read() -> None:
     got = pld_mod._screened_orders(c, lambda w: w._epsilon_up(pld_mod.Fraction(1, 10**5), 1e-5), (rev, one))
     assert got == (rev.epsilon(1e-5), one.epsilon(1e-5))
     assert got[1] > got[0]
+
+
+def test_composing_builds_the_first_order_only_and_reading_history_changes_nothing() -> None:
+    """Composing builds the first order's steps (its size chooses how to compose), never the reverse order's,
+    whose composition follows the first order's choice; a step read before composing gives the same numbers
+    (found by review: a size bound for the unbuilt step, too small without replacement, changed the path)."""
+    p = pld_subsampled_gaussian(1.0, 0.01)
+    c = p.self_compose(1000)
+    t = p._thin
+    assert t is not None and t.reverse is not None
+    assert t._upper is not None and t.reverse._upper is None
+    assert isinstance(c, pld_mod.PLD) and c.reverse is not None and c.reverse._recipe is not None
+    for sampling in ("without_replacement", "poisson"):
+        fresh = pld_subsampled_gaussian(0.3, 0.2, sampling=sampling, step_bits=6)
+        read = pld_subsampled_gaussian(0.3, 0.2, sampling=sampling, step_bits=6)
+        read.epsilon(1e-5)
+        a, b = fresh.self_compose(1), read.self_compose(1)
+        assert a.epsilon_bounds(1e-5) == b.epsilon_bounds(1e-5)
+        assert a.delta_bounds(0.5) == b.delta_bounds(0.5)
+
+
+def test_found_by_review_delta_stays_certified_when_another_thread_builds_the_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread building the untilted side between _delta_up's two checks left a poor tilted bound
+    alone: δ(1) read 1 where it is 1.9e-7."""
+    import threading
+
+    from dpcompose.accounting import pld_subsampled_discrete_gaussian
+    from dpcompose.accounting._pld_tilt import _Recipe
+
+    g = pld_subsampled_gaussian(1.0, 0.01, step_bits=12)
+    dg = pld_subsampled_discrete_gaussian(1, 1.2, 0.02, step_bits=12)
+    expected = float(g.self_compose(300).compose(dg.self_compose(50)).reverse.delta(1.0))
+    rev = g.self_compose(300).compose(dg.self_compose(50)).reverse
+    real = _Recipe.delta_up
+
+    def interleaved(self: _Recipe, eps: float) -> object:
+        out = real(self, eps)
+        if self is rev._recipe:
+            t = threading.Thread(target=lambda: rev.upper)
+            t.start()
+            t.join()
+        return out
+
+    monkeypatch.setattr(_Recipe, "delta_up", interleaved)
+    assert float(rev.delta(1.0)) == expected < 1e-6
+
+
+def test_found_by_review_the_cells_budget_counts_a_finite_lower_end_of_an_unbounded_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A discrete pair's last cell reaches +∞ from a finite loss above every finite upper end: the lattice
+    budget counted the span only to the largest finite upper end."""
+    from dpcompose.accounting import _pld_subsample as sub
+
+    spans: list[tuple[float, float]] = []
+    monkeypatch.setattr(sub, "_check_span", lambda lo, hi, bits: spans.append((lo, hi)))
+    cells = sub._Cells.join([
+        sub._cell(-0.5, 1.0, -1.0, -1.0, 0.0, False),
+        sub._cell(10.89, np.inf, -30.0, -40.0, 1.0, True),
+    ])
+    sub._check_cells(cells, 10)
+    assert spans == [(-0.5, 10.89)]

@@ -1123,9 +1123,6 @@ class PLD:
     build, a little looser where a read depends on one step's far tail: the subsampled Gaussian's,
     :func:`~dpcompose.accounting._pld_subsample._thin`). Compositions holding at least ``_THIN_MIN_COUNT``
     copies of this PLD use it in this one's place; this PLD's own sides are built only when read."""
-    _points: int | None = field(default=None, repr=False, compare=False)
-    """Where set (PLDs built on first use), a bound on the number of lattice points of the upper side, which
-    :func:`_compose_groups` reads instead of building the side to choose how to compose."""
     _key: object = field(default=None, repr=False, compare=False)
     """Where set, what the PLD was built from (its constructor and arguments), standing for its contents in
     :func:`_content_key` so that reading the key does not build the sides."""
@@ -1532,7 +1529,9 @@ class PLD:
         if recipe is None:
             return Fraction(min(1.0, self._delta_real(self.upper, e_dn, True)))
         best, poor = math.inf, True
-        if self._upper is not None or recipe.delta_builds >= 2:
+        untilted = self._upper is not None or recipe.delta_builds >= 2  # (decided once: found by review,
+        # another thread building the untilted side between two checks left a poor tilted bound alone, δ = 1)
+        if untilted:
             # δ at many ε (a curve): the untilted side, built once, serves wherever its error is negligible
             best = self._delta_real(self.upper, e_dn, True)
             if self.upper.err <= best * 1e-8:  # (and the composites built for ε(δ): δ(ε(δ)) ≤ δ)
@@ -1540,7 +1539,7 @@ class PLD:
         tilted = recipe.delta_up(e_dn)  # the least certified value of the tilted composites
         if tilted is not None:
             best, poor = min(best, tilted[0]), tilted[1]
-        if self._upper is None and poor:  # (the tilted bound is poor or missing)
+        if not untilted and poor:  # (the tilted bound is poor or missing)
             best = min(best, self._delta_real(self.upper, e_dn, True))
         return Fraction(min(1.0, best))
 
@@ -1693,13 +1692,16 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
     return _compose_groups(list(groups.values()), desc)
 
 
-def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
+def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: bool | None = None) -> PLD:
     """The composition of ``n`` copies of each PLD (same lattice, checked by the callers).
 
     Gaussians compose exactly to a Gaussian: the product of the pairs (N(0, 1), N(μᵢ, 1)) is, up to a
     rotation, the pair (N(0, 1), N(‖μ‖₂, 1)) (Dong–Roth–Su 2019, Cor. 3.3), so a composition of Gaussian
     PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates). Otherwise: one FFT per distinct
     PLD when the result is long (:func:`_compose_many`), else repeated squaring by direct/FFT convolution.
+    ``long``, where given, says which without reading the PLDs' sizes (the reverse order of an asymmetric
+    composition follows its first order: so composing does not build the reverse order's sides, which the
+    reading builds where it needs them, in a thread of its own).
     """
     schemes = {p.sampling for p, _ in groups} - {None}
     if len(schemes) > 1:
@@ -1709,7 +1711,7 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     # thin twin moved ε(1e-10) up 15%)
     groups = [(p._thin if p._thin is not None and n >= _THIN_MIN_COUNT else p, n) for p, n in groups]
     sampling = next(iter(schemes), None)
-    result = _compose_groups_one_scheme(groups, description)
+    result = _compose_groups_one_scheme(groups, description, long)
     if sampling is not None:  # (new objects: set once, before they are shared; the reverse order too)
         object.__setattr__(result, "sampling", sampling)
         if result.reverse is not None:
@@ -1717,11 +1719,16 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
     return result
 
 
-def _compose_groups_one_scheme(groups: Sequence[tuple[PLD, int]], description: str) -> PLD:
+def _compose_groups_one_scheme(
+    groups: Sequence[tuple[PLD, int]], description: str, long: bool | None = None
+) -> PLD:
     """:func:`_compose_groups` once the sampling schemes are checked."""
     if any(p.reverse is not None for p, _ in groups):
-        fwd = _compose_groups([(_one_way(p), n) for p, n in groups], description)
-        rev = _compose_groups([(_one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)")
+        fwd = _compose_groups([(_one_way(p), n) for p, n in groups], description, long)
+        rev = _compose_groups(
+            [(_one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)",
+            fwd._recipe is not None,
+        )
         return _view(fwd, description, None, rev)
     tail = min(p.tail for p, _ in groups)
     grid = groups[0][0].grid
@@ -1731,7 +1738,7 @@ def _compose_groups_one_scheme(groups: Sequence[tuple[PLD, int]], description: s
         # compose the Gaussian ones exactly first (composition is associative and commutative)
         g_part = _compose_groups([(p, n) for p, n in groups if p.gaussian is not None], "Gaussians")
         rest = [(p, n) for p, n in groups if p.gaussian is None]
-        return _compose_groups([(g_part, 1), *rest], description)
+        return _compose_groups([(g_part, 1), *rest], description, long)
     if len(gs) == len(groups):
         # fsum is exactly rounded; the pads cover the products and the square root
         sq = math.fsum(n * g[0] * g[0] for g, n in gs) * (1 + 2.0**-50)
@@ -1739,9 +1746,10 @@ def _compose_groups_one_scheme(groups: Sequence[tuple[PLD, int]], description: s
         mu_lo = math.sqrt(math.fsum(n * g[2] * g[2] for g, n in gs) * (1 - 2.0**-50)) * (1 - 2.0**-50)
         if mu_c <= 30:
             return _gaussian_pld(bits, mu_c, max(g[1] for g, _ in gs), tail, description, mu_lo)
-    full = sum(n * (_points(p) - 1) for p, n in groups) + 1
+    if long is None:
+        long = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1 > _FOURIER_MIN
     _check_reach(grid, groups)
-    if full > _FOURIER_MIN and tail > 0:
+    if long and tail > 0:
         from dpcompose.accounting._pld_tilt import _Recipe
 
         def items() -> list[tuple[_Side, int]]:
@@ -1773,14 +1781,6 @@ _ALIGN_HINT = (
     " (a PLD built with aligned=True has a lattice of its own: build with aligned=False to compose it with "
     "other mechanisms)"
 )
-
-
-def _points(p: PLD) -> int:
-    """The number of lattice points of ``p``'s upper side, or a bound on it where the side is not built yet
-    and ``p`` has one (:attr:`PLD._points`: the side is then not built here)."""
-    if p._upper is None and p._points is not None:
-        return p._points
-    return p.upper.masses.size
 
 
 def _reach(groups: Sequence[tuple[PLD, int]]) -> int:
@@ -2024,7 +2024,7 @@ def _view(p: PLD, description: str, gaussian: tuple[float, float, float] | None,
         p.step_bits, p._upper, p._lower, p.tail, description, gaussian, reverse, _lazy=p._lazy,
         _lazy_lower=None if p._lower is not None else (lambda: p.lower),
         _lazy_upper=None if p._upper is not None else (lambda: p.upper), _recipe=p._recipe,
-        sampling=p.sampling, step_mult=p.step_mult, _points=p._points,
+        sampling=p.sampling, step_mult=p.step_mult,
     )
 
 

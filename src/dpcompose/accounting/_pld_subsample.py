@@ -374,7 +374,7 @@ def _thin(lams: FloatArray, bits: int, up_at: Callable[[float], float]) -> npt.N
     return keep
 
 
-def _check_span(lo: float, hi: float, bits: int) -> int:
+def _check_span(lo: float, hi: float, bits: int) -> None:
     """Refuse, before anything is allocated, a subsampled PLD whose losses span [lo, hi] on too fine a
     lattice: the one lattice budget of every PLD (:func:`~dpcompose.accounting._pld._check_points`,
     which names the largest step_bits that fits), counting the points of both orders of neighbours (the
@@ -384,17 +384,16 @@ def _check_span(lo: float, hi: float, bits: int) -> int:
     n = math.ceil(hi * scale) - math.floor(lo * scale) + 2
     what = f"this subsampled PLD (both orders of neighbours, losses in [{lo:.4g}, {hi:.4g}])"
     _check_points(2 * n, what, bits)
-    return n
 
 
-def _check_built_span(lo: float, hi: float, q: float, bits: int) -> int:
+def _check_built_span(lo: float, hi: float, q: float, bits: int) -> None:
     """:func:`_check_span` for the range :func:`_from_cells` will check once the cells of a pair whose
     outputs' losses span [lo, hi] are built: widened to 0 and down to ln(1 − q), where the cell below the
     outputs' range lies (found by review: at σ = 1e4, q = 0.5, step_bits = 26 the loss at the output −1e4 is
     far above ln(1 − q), and a lattice refused only after 40 s of building passed the constructor, which
     builds nothing now)."""
     l_min = float(_mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
-    return _check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
+    _check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
 
 
 def _thin_levels(bits: int) -> int:
@@ -641,9 +640,10 @@ def _direction_starts(starts: IntArray | None, direction: Direction) -> IntArray
 def _check_cells(cells: _Cells, bits: int) -> None:
     """The lattice budget on the span of the cells' finite loss bounds (the lattice-based pairs checked
     their range before building it)."""
-    fin_lo, fin_hi = cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)]
-    if fin_lo.size and fin_hi.size:
-        _check_span(min(float(np.min(fin_lo)), 0.0), max(float(np.max(fin_hi)), 0.0), bits)
+    ends = np.concatenate([cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)]])
+    if ends.size:  # (every finite bound: a cell reaching +∞ has a finite lower end, found by review beyond
+        # the largest finite upper one)
+        _check_span(min(float(np.min(ends)), 0.0), max(float(np.max(ends)), 0.0), bits)
 
 
 def _order(cells: _Cells, bits: int, tail: float, direction: Direction, name: str, sampling: Sampling) -> PLD:
@@ -767,19 +767,16 @@ class _ReverseOf:
         return self.build.reverse()
 
 
-def _lazy_pld(build: _Build, key: object, points: int, thin: PLD | None = None) -> PLD:
+def _lazy_pld(build: _Build, key: object, thin: PLD | None = None) -> PLD:
     """The PLD ``build`` returns, built on first use: its sides and, for Poisson sampling, its reverse
     order's (each order built when first read). ``key`` stands for its contents
-    (:func:`~dpcompose.accounting._pld._content_key`); ``points`` bounds the number of lattice points of
-    either order's upper side (:attr:`PLD._points`); ``thin`` is its thin version (:attr:`PLD._thin`)."""
+    (:func:`~dpcompose.accounting._pld._content_key`); ``thin`` is its thin version (:attr:`PLD._thin`)."""
     bits, tail, name, sampling = build.bits, build.tail, build.name, build.sampling
     rev = None
     if sampling == "poisson":
-        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build),
-                  _points=points)
+        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build))
     return PLD(
-        bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=build, _thin=thin, _key=key,
-        _points=points,
+        bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=build, _thin=thin, _key=key
     )
 
 
@@ -995,10 +992,10 @@ def pld_subsampled_gaussian(
     def build(thin: bool) -> _Build:
         return _Build(_gaussian_cells, (bits, mu, q, w, thin), bits, tl, smp, name)
 
-    points = _check_built_span(*_gaussian_span(mu, q, w), q, bits)  # (refused now: built when used)
+    _check_built_span(*_gaussian_span(mu, q, w), q, bits)  # (refused now: the sides are built when used)
     key = ("pld_subsampled_gaussian", mu, q, smp, bits, tl, w)
-    thin = _lazy_pld(build(True), (key, "thin"), points) if _has_thin(bits) else None
-    return _lazy_pld(build(False), key, points, thin)
+    thin = _lazy_pld(build(True), (key, "thin")) if _has_thin(bits) else None
+    return _lazy_pld(build(False), key, thin)
 
 
 # ---------------------------------------------------------------------------------------------------------

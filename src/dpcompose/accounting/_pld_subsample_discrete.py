@@ -411,7 +411,7 @@ def pld_subsampled_discrete_gaussian(
     k_max = max(1, math.ceil(14 * s))
     bound = _dgauss_bound(delta, s, q)
     # (refused now: the sides are built when used)
-    points = _check_built_span(_at(bound, -k_max)[0], _at(bound, k_max + delta)[1], q, bits)
+    _check_built_span(_at(bound, -k_max)[0], _at(bound, k_max + delta)[1], q, bits)
     key = ("pld_subsampled_discrete_gaussian", delta, s, q, smp, bits, tl)
-    thin = _lazy_pld(build(True), (key, "thin"), points) if _has_thin(bits) else None
-    return _lazy_pld(build(False), key, points, thin)
+    thin = _lazy_pld(build(True), (key, "thin")) if _has_thin(bits) else None
+    return _lazy_pld(build(False), key, thin)
