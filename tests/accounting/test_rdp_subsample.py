@@ -104,13 +104,27 @@ def test_curve_bounds_both_directions_thorough(q: Fraction, sigma: Fraction, alp
     _test_curve_bounds_both_directions(q=q, sigma=sigma, alpha=alpha)
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    q=st.fractions(Fraction(1, 10**4), Fraction(1, 2)),
-    sigma=st.fractions(Fraction(1, 2), Fraction(8)),
-    alpha=st.integers(2, 40),
-)
+_LEMMA_CASES = {
+    "q": st.fractions(Fraction(1, 10**4), Fraction(1, 2)),
+    "sigma": st.fractions(Fraction(1, 2), Fraction(8)),
+    "alpha": st.integers(2, 40),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(**_LEMMA_CASES)
 def test_addition_lemma(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    _check_addition_lemma(q, sigma, alpha)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(**_LEMMA_CASES)
+def test_addition_lemma_thorough(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    _check_addition_lemma(q, sigma, alpha)
+
+
+def _check_addition_lemma(q: Fraction, sigma: Fraction, alpha: int) -> None:
     # B_α = E_{μ₀}[(μ₀/μ)^{α−1}] ≤ both addition bounds (_lemma: their minimum), checked by integration
     rho = 1 / (2 * sigma * sigma)
     with mp.workdps(40):

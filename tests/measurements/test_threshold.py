@@ -218,9 +218,23 @@ def test_laplace_tail_is_exact_rounded_up(scale: Fraction, j: int) -> None:
         assert bound <= exact_value * (1 + mpmath.mpf(10) ** -13)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.fractions(Fraction(1, 4), Fraction(40), max_denominator=16), st.integers(1, 300))
+_GAUSSIAN_TAILS = (st.fractions(Fraction(1, 4), Fraction(40), max_denominator=16), st.integers(1, 300))
+
+
+@settings(max_examples=15, deadline=None)
+@given(*_GAUSSIAN_TAILS)
 def test_gaussian_tail_bound_holds_and_is_close(sigma: Fraction, j: int) -> None:
+    _check_gaussian_tail(sigma, j)
+
+
+@pytest.mark.slow
+@settings(max_examples=120, deadline=None)
+@given(*_GAUSSIAN_TAILS)
+def test_gaussian_tail_bound_holds_and_is_close_thorough(sigma: Fraction, j: int) -> None:
+    _check_gaussian_tail(sigma, j)
+
+
+def _check_gaussian_tail(sigma: Fraction, j: int) -> None:
     exact_value = Noise("gaussian", sigma).tail(j)
     bound = _mp(gaussian_tail_up(sigma, j))
     assert bound >= exact_value
