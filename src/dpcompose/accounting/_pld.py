@@ -744,6 +744,15 @@ def _totals(items: Sequence[tuple[_Side, int]], upper: bool) -> tuple[float, flo
     return inf, err_in, False
 
 
+def _moments(m: FloatArray) -> tuple[float, float, float]:
+    """``(tot, mu, ss)``: the total of the masses ``m`` (with mass), their mean index and their sum of squared
+    deviations from it, ss/tot their variance (only to choose windows and paths)."""
+    tot = float(np.sum(m))
+    pos = np.arange(m.size, dtype=np.float64)
+    mu = float(np.sum(m * pos)) / tot
+    return tot, mu, float(np.sum(m * (pos - mu) ** 2))
+
+
 def _window(
     items: Sequence[tuple[_Side, int]], base: int, full_len: int, tail: float
 ) -> tuple[int, int, float, float]:
@@ -758,12 +767,9 @@ def _window(
         var = 0.0
         centers = []  # each side's mean, rounded: its τ-bounds are centred there
         for sd, k in items:
-            m = sd.masses
-            tot = float(np.sum(m))
-            pos = np.arange(m.size, dtype=np.float64)
-            mu = float(np.sum(m * pos)) / tot
+            tot, mu, ss = _moments(sd.masses)
             mean += k * (mu + sd.offset)
-            var += k * float(np.sum(m * (pos - mu) ** 2)) / tot
+            var += k * ss / tot
             centers.append(round(sd.offset + mu))
         sd_tot = math.sqrt(max(var, 1.0))
         t0 = math.sqrt(2 * math.log(1 / tail)) / sd_tot
@@ -1862,17 +1868,6 @@ def _orders_in_parallel(p: PLD) -> bool:
     return p.reverse is not None and p._recipe is not None and p.reverse._recipe is not None
 
 
-def _both_orders(p: PLD, read: Callable[[PLD], _T], ways: Sequence[PLD] | None = None) -> tuple[_T, _T]:
-    """``read`` of each order of the asymmetric PLD ``p`` (``ways``: this order alone and the reverse, made
-    here unless given), in two threads where that is worth it (:func:`_orders_in_parallel`), else one after
-    the other."""
-    assert p.reverse is not None
-    one, rev = ways if ways is not None else (_one_way(p), p.reverse)
-    if _orders_in_parallel(p):
-        return _in_parallel(lambda: read(one), lambda: read(rev))
-    return read(one), read(rev)
-
-
 _SCREEN_BITS = 4
 """The screening twin of a long composition (:func:`_screened_orders`) is on a lattice 2**4 times coarser."""
 _SCREEN_MIN = 1 << 16  # ... made for compositions whose loss spreads over about this many lattice steps
@@ -1933,13 +1928,12 @@ def _screen_twin(q: PLD) -> PLD | None:
     twin: PLD | None = None
     items = recipe.items
     sides = [(_coarse_side(sd, _SCREEN_BITS, q.step), n) for sd, n in items]
-    var = 0.0  # the composition's variance in coarse steps (a spread variance: at least the fine one's)
+    # the composition's variance in coarse steps (a spread variance: at least the fine one's)
+    var = 0.0
     for sd, n in sides:
-        tot = float(np.sum(sd.masses))
-        if tot > 0:
-            pos = np.arange(sd.masses.size, dtype=np.float64)
-            mu = float(np.sum(sd.masses * pos)) / tot
-            var += n * float(np.sum(sd.masses * (pos - mu) ** 2)) / tot
+        if np.any(sd.masses > 0):
+            tot, _, ss = _moments(sd.masses)
+            var += n * ss / tot
     # (the fine read's window spans about 16 standard deviations: 2**_SCREEN_BITS fine steps per coarse one)
     if 16 * math.sqrt(var) * 2**_SCREEN_BITS >= _SCREEN_MIN:
         bits = q.step_bits - _SCREEN_BITS
@@ -1962,15 +1956,17 @@ def _screened_orders(
 
     The first order is read in one thread while the other makes and reads the reverse order's twin (a
     lattice 16 times coarser: a few milliseconds); the reverse order is read in full only if its twin's
-    value is above the first order's. On DP-SGD the reverse (add) order's ε is 10 % below the remove
-    order's, and not reading it saves a fifth of the time of ε(δ). In every subsampled composition tried
-    (Gaussian, Laplace, discrete Gaussian; rates 0.01 to 0.9) the first (remove) order was the larger;
-    where the reverse one is, the two full reads run one after the other."""
+    value is above the first order's (or, where it has no twin, in that thread meanwhile). On DP-SGD the
+    reverse (add) order's ε is 10 % below the remove order's, and not reading it saves a fifth of the time
+    of ε(δ). In every subsampled composition tried (Gaussian, Laplace, discrete Gaussian; rates 0.01 to
+    0.9) the first (remove) order was the larger; where the reverse one is, the two full reads run one
+    after the other."""
     assert p.reverse is not None
     one, rev = ways if ways is not None else (_one_way(p), p.reverse)
-    if not _orders_in_parallel(p):
-        return _both_orders(p, read, (one, rev))
+    if not _orders_in_parallel(p):  # (short compositions: a thread is not worth starting)
+        return read(one), read(rev)
     screen: list[Fraction] = []  # the reverse order's screening value, where there is one
+    full: list[Fraction] = []  # its full value, where there is no twin (read meanwhile, as before twins)
 
     def second() -> None:
         # first the children of the first order (built by the other thread, which this waits for): the
@@ -1979,12 +1975,16 @@ def _screened_orders(
         assert one._recipe is not None
         one._recipe.items  # noqa: B018
         twin = _screen_twin(rev)
-        if twin is not None:
-            with contextlib.suppress(InvalidParameter):  # (no finite ε certified there: read in full)
-                screen.append(read(twin))
+        if twin is None:
+            full.append(read(rev))
+            return
+        with contextlib.suppress(InvalidParameter):  # (no finite ε certified there: read in full)
+            screen.append(read(twin))
 
     first = _in_parallel(lambda: read(one), second)[0]
     assert first is not None
+    if full:
+        return first, full[0]
     if screen and screen[0] <= first:
         return first, screen[0]
     return first, read(rev)

@@ -650,9 +650,9 @@ def _order(cells: _Cells, bits: int, tail: float, direction: Direction, name: st
     """One order of the Poisson-subsampled pair ("remove": (mix, Q); "add": (Q, mix)) from its cells, alone
     (no reverse), its lower side built where read (a privacy map reads only the upper one)."""
     b = _to_buckets(cells, bits, direction, _direction_starts(cells.starts, direction))
-    built = _build(bits, b, tail, f"{name} {direction}", lazy_lower=True)
-    desc = name if direction == "remove" else built.description
-    return PLD(bits, built.upper, built._lower, tail, desc, sampling=sampling, _lazy_lower=built._lazy_lower)
+    desc = name if direction == "remove" else f"{name} {direction}"
+    built = _build(bits, b, tail, desc, lazy_lower=True)
+    return PLD(bits, built.upper, None, tail, desc, sampling=sampling, _lazy_lower=built._lazy_lower)
 
 
 def _symmetric(cells: _Cells, bits: int, tail: float, name: str, sampling: Sampling) -> PLD:

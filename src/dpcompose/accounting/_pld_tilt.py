@@ -677,7 +677,7 @@ class _Recipe:
             k2 += k * var
         return big_k, k1, k2
 
-    def _bisect(self, f: Callable[[float], float]) -> float:
+    def _root(self, f: Callable[[float], float]) -> float:
         """The θ (per lattice step) where the decreasing f(θ) crosses 0 on the searched range (an end if
         it does not): Brent's method on log θ, to 1e-10 (θ is then rounded to ``_THETA_BITS`` bits)."""
         h = self.grid.h
@@ -707,7 +707,7 @@ class _Recipe:
             return big_k - goal - theta * k1
 
         # the Chernoff exponent (K(θ) − log δ)/θ is least where its derivative crosses 0
-        return _dyadic(min(self._bisect(f), self._bisect(slope)), _THETA_BITS)
+        return _dyadic(min(self._root(f), self._root(slope)), _THETA_BITS)
 
     def theta_for_epsilon(self, eps: float) -> float:
         """The θ that centres the tilted composite at ε (K'(θ) = ε/h), or 0 if ε is below its mean; rounded
@@ -715,7 +715,7 @@ class _Recipe:
         scaled = self.grid.steps(eps)  # (only chooses θ)
         if self._cumulants(0.0)[1] >= scaled:
             return 0.0
-        theta = self._bisect(lambda th: scaled - self._cumulants(th)[1])
+        theta = self._root(lambda th: scaled - self._cumulants(th)[1])
         return _dyadic(2.0 ** (round(4 * math.log2(theta)) / 4), _THETA_BITS)
 
     def tilted_lower(self, theta: float, target: float | None = None) -> _TiltedLower | None:
