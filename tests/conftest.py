@@ -29,3 +29,12 @@ def _mpmath_precision(request: pytest.FixtureRequest) -> Iterator[None]:
     mpmath's global precision to when it was imported (all test modules are imported before any runs)."""
     with mpmath.workdps(getattr(request.module, "MP_DPS", 50)):
         yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the ``spark`` fixture carries the ``spark`` mark, so CI can run them on their
+    own after installing the ``spark`` extra (``python -m pytest -m spark``); the README's test command
+    installs no pyspark and they skip there."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

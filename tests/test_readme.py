@@ -31,7 +31,7 @@ def test_quick_start_is_two_commands() -> None:
     commands = [line for line in block.splitlines() if line.strip()]
     assert commands == [
         "python -m pip install . && python -m dpcompose tour",
-        'python -m pip install -e ".[test,spark]" && python -m pytest',
+        'python -m pip install -e ".[test]" && python -m pytest -n auto',
     ]
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert any(line.startswith(commands[1]) for line in ci.splitlines()), ".ci/run must run this command"

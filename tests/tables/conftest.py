@@ -12,7 +12,9 @@ import pytest
 def spark() -> Iterator[Any]:
     """A ``local[2]`` Spark session on 127.0.0.1 (UI off, 4 shuffle partitions); the tests using it skip
     when pyspark is not installed or no Java runtime is found."""
-    pytest.importorskip("pyspark")
+    pytest.importorskip(
+        "pyspark", reason="pyspark is not installed: the Spark engine tests need the [spark] extra"
+    )
     from dpcompose.tables._spark import SparkUnavailable, local_session
 
     try:

@@ -561,6 +561,7 @@ def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert issubclass(SparkUnavailable, dp.DPError)
 
 
+@pytest.mark.spark
 def test_string_udf_runs_without_dpcompose_on_the_executors(tmp_path: Any) -> None:
     """The blake2b UDF is shipped by value: it unpickles and runs where dpcompose cannot be imported."""
     pytest.importorskip("pyspark")
