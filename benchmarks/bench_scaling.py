@@ -2,7 +2,8 @@
 
 1. ``make_parallel(...).map(d_in)``: worst allocation of d_in changed records over 10 parts of Laplace
    counts (linear maps) and of Gaussian counts (zCDP, convex maps). Base: the O(m·d²) dynamic programme
-   every map went through (reproduced here as ``base_worst_allocation``).
+   every map went through (reproduced here as ``base_worst_allocation``); then the map itself at
+   d_in = 10⁶ and 10¹² (group-privacy closed form).
 2. A zCDP filter answering interactive queries (sparse vector, cast to zCDP): seconds per query in the
    first and last block of 1,000 — equal numbers mean O(1) per query (the base closed every earlier
    child at each query, O(n)).
@@ -73,6 +74,15 @@ def parallel_rows() -> None:
                 )
             else:  # the base needs ~9x its d_in = 1000 time here (~100 s): skipped
                 print(f"{name:10} {d:>6} {t_new:>10.4f} {'skipped':>10} {'':>10}")
+    # the map itself at a large d_in: the group-privacy closed form (issue 32 item 9); the per-k worst case
+    # above took 8-20 s at 10⁶ and cannot run at 10¹²
+    part = dp.t.make_partition(rows, SYM, by=lambda r: r[:1], keys="abcdefghij")
+    print(f"\n{'children':10} {'d_in':>14} {'map (s)':>10}  value")
+    for name, child in (("laplace", lap), ("gaussian", gauss)):
+        parallel = dp.make_parallel(part, [child] * 10)
+        for d in (10**6, 10**12):
+            t, v = _time(lambda parallel=parallel, d=d: parallel.map(d))
+            print(f"{name:10} {d:>14} {t:>10.5f}  {v}")
 
 
 def _privacy_filter() -> Any:

@@ -848,7 +848,9 @@ CASES: dict[str, Case] = {
     "explain": Case(dp.explain, lambda: {"measurement": _count_then_lap(), "d_in": 1}, str),
     # --- serialization ------------------------------------------------------------------------------
     "to_json": Case(dp.to_json, lambda: {"obj": _count_then_lap(), "drop_rng": False}, str),
-    "from_json": Case(dp.from_json, lambda: {"text": dp.to_json(_count_then_lap())}, _MAP1),
+    "from_json": Case(
+        dp.from_json, lambda: {"text": dp.to_json(_count_then_lap()), "allow_unverified": False}, _MAP1
+    ),
     "register_function": Case(
         dp.register_function, lambda: {"name": "tests.test_bad_inputs.abs", "function": abs}
     ),
@@ -1259,6 +1261,7 @@ NOT_CALLED = {
     "SequentialityError": "exception class",
     "UnsupportedComposition": "exception class",
     "SerializationError": "exception class",
+    "UnverifiedPartError": "exception class",
     "LedgerError": "exception class",
     "LedgerLocked": "exception class",
     "FilterRule": "abstract base",

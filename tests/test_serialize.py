@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import pickle
 from fractions import Fraction
 from typing import Any
 
@@ -240,3 +241,120 @@ def test_tampered_files_raise_only_dp_errors(doc: Any) -> None:
     """Any change to a valid file either loads (it is still a valid file) or raises a DPError."""
     with contextlib.suppress(dp.DPError):
         dp.from_json(json.dumps(doc))
+
+
+# --- issue 32 item 4: a file cannot assert trust ------------------------------------------------------
+
+_RELEASED: list[Any] = []
+
+
+def _identity(x: Any) -> Any:
+    _RELEASED.append(x)
+    return x
+
+
+def _as_fraction(d: Any) -> Fraction:
+    return Fraction(d)
+
+
+def _size(rows: list[Any]) -> int:
+    return len(rows)
+
+
+dp.register_function("tests.identity", _identity)
+dp.register_function("tests.as_fraction", _as_fraction)
+dp.register_function("tests.size", _size)
+
+
+def _user_measurement_call(name: str, domain: Any, metric: Any) -> dict[str, Any]:
+    """A stored make_user_measurement wiring the registered identity in as the 'mechanism'."""
+    return {
+        "call": "dpcompose.core.make_user_measurement",
+        "args": [domain, metric, {"call": "dpcompose.core.PureDP", "args": [], "kwargs": {}},
+                 {"function": "tests.identity"}, {"function": "tests.as_fraction"}],
+        "kwargs": {"trusted": True, "interactive": False, "name": name},
+    }
+
+
+def _tampered_laplace() -> str:
+    """The reproducer: an honest Laplace file whose root is swapped for a user measurement that
+    releases the raw datum under the name 'laplace(scale=1.0)'."""
+    honest = json.loads(dp.to_json(dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=1.0)))
+    domain, metric = honest["root"]["args"][:2]
+    honest["root"] = _user_measurement_call("laplace(scale=1.0)", domain, metric)
+    return json.dumps(honest)
+
+
+def test_a_file_cannot_assert_trust_in_a_user_measurement() -> None:
+    text = _tampered_laplace()
+    _RELEASED.clear()
+    with pytest.raises(dp.UnverifiedPartError) as refused:
+        dp.from_json(text)
+    message = str(refused.value)
+    for part in ("root.call", "'laplace(scale=1.0)'", "make_user_measurement", "'tests.identity'",
+                 "'tests.as_fraction'", "allow_unverified=True"):
+        assert part in message, part
+    assert isinstance(refused.value, dp.SerializationError)
+    # the loader's own act: built, and labelled as what it is
+    loaded = dp.from_json(text, allow_unverified=True)
+    assert repr(loaded).startswith("Measurement(laplace(scale=1.0) [UNVERIFIED]")
+    assert _RELEASED == []  # nothing ran while loading
+    assert loaded(42) == 42 and _RELEASED == [42]  # what the file wired in: the raw datum
+
+
+def test_user_parts_are_named_wherever_they_are_and_nothing_is_built() -> None:
+    rows = dp.VectorDomain(dp.AtomDomain(int))
+    count = dp.t.make_count(rows, dp.SymmetricDistance())
+    doc = json.loads(dp.to_json(count >> dp.m.make_laplace(count.output_domain, count.output_metric, 2.0)))
+    laplace = doc["root"]["chain"][1]
+    domain, metric = laplace["args"][:2]
+    doc["root"]["chain"][1] = _user_measurement_call("noisy_count", domain, metric)
+    with pytest.raises(dp.UnverifiedPartError, match=r"root\.chain\[1\]\.call: .*'noisy_count'"):
+        dp.from_json(json.dumps(doc))
+    # two parts inside a composition, after a part whose arguments its constructor would refuse: the
+    # refusal names both and comes before anything is built (else the bad scale would be reported)
+    bad = {**laplace, "args": [domain, metric, {"float": (-1.0).hex()}]}
+    seq = {
+        "call": "dpcompose.combinators.make_sequential",
+        "args": [{"chain": [doc["root"]["chain"][0], bad]}, doc["root"],
+                 {"chain": [doc["root"]["chain"][0], _user_measurement_call("second", domain, metric)]}],
+        "kwargs": {},
+    }
+    text = json.dumps({**doc, "root": seq})
+    with pytest.raises(dp.UnverifiedPartError, match=r"2 user-written parts.*'noisy_count'.*'second'"):
+        dp.from_json(text)
+    with pytest.raises(dp.SerializationError, match="scale"):  # built: the bad part is reached
+        dp.from_json(text, allow_unverified=True)
+
+
+def test_user_parts_round_trip_when_the_loader_allows_them() -> None:
+    rows = dp.VectorDomain(dp.AtomDomain(int))
+    size = dp.make_user_transformation(rows, dp.AtomDomain(int), dp.SymmetricDistance(),
+                                       dp.AbsoluteDistance(), _size, _as_fraction, trusted=True,
+                                       name="size")
+    release = size >> dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
+    text = dp.to_json(release)
+    where = r"root\.chain\[0\]\.call: a user-written transformation 'size'"
+    with pytest.raises(dp.UnverifiedPartError, match=where):
+        dp.from_json(text)
+    back = dp.from_json(text, allow_unverified=True)
+    assert dp.to_json(back) == text and back.map(1) == release.map(1)
+    assert dp.explain(back, 1).rows[1].label == "size [UNVERIFIED]"
+    assert isinstance(back([5, 6, 7]), int)
+    with pytest.raises(dp.InvalidParameter, match="allow_unverified"):
+        dp.from_json(text, allow_unverified=1)  # type: ignore[arg-type]
+
+
+def test_unpickling_does_not_assert_trust() -> None:
+    """A Measurement pickles as its JSON recipe and unpickles through dp.from_json without
+    allow_unverified: a pickled user-written part is refused when loaded; library parts are not."""
+    user = dp.make_user_measurement(dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(), _identity,
+                                    _as_fraction, trusted=True, name="mine")
+    data = pickle.dumps(user)
+    with pytest.raises(dp.UnverifiedPartError, match=r"'mine'.*not pickle"):
+        pickle.loads(data)
+    chained = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance()) >> user
+    with pytest.raises(dp.UnverifiedPartError):
+        pickle.loads(pickle.dumps(chained))
+    library = dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
+    assert pickle.loads(pickle.dumps(library)).map(1) == Fraction(1, 2)

@@ -91,6 +91,7 @@ from dpcompose.errors import (
     SequentialityError,
     SerializationError,
     UnsupportedComposition,
+    UnverifiedPartError,
 )
 from dpcompose.tables import Column, Context, FrameDomain, col, unit_of
 
@@ -138,6 +139,7 @@ __all__ = [
     "SymmetricIdDistance",
     "Transformation",
     "UnsupportedComposition",
+    "UnverifiedPartError",
     "VectorDomain",
     "__version__",
     "accounting",

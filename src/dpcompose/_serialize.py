@@ -22,6 +22,15 @@ post-processor, the parts of ``dp.make_user_measurement``) is stored by the name
 with :func:`register_function`, in the process that writes and in the process that reads; an unregistered
 one is refused.
 
+A file cannot assert trust. ``dp.make_user_measurement`` and ``dp.make_user_transformation`` take
+``trusted=True``, the builder's statement that a map the library cannot check is proven; a file that
+builds one would make that statement for whoever loads it, wiring the loader's registered functions as it
+likes (an identity as a "mechanism" releases the datum). So :func:`from_json` refuses a file with
+user-written parts, naming each, before it builds anything, unless the loader passes
+``allow_unverified=True``. Unpickling a transformation or measurement goes through :func:`from_json`
+without that flag, so a pickled user-written part is refused when it is loaded: pickle carries no act
+of trust (see docs/serialization.md).
+
 Examples:
     >>> import dpcompose as dp
     >>> ages = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 120)))
@@ -48,13 +57,14 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.core import make_user_measurement, make_user_transformation
 from dpcompose.core._domains import Domain
 from dpcompose.core._measurement import Measurement, Transformation
 from dpcompose.core._measures import Measure
 from dpcompose.core._metrics import Metric
 from dpcompose.core._queryable import Queryable
 from dpcompose.core._recipe import RECORDED, Call, Chain
-from dpcompose.errors import DPError, InvalidParameter, SerializationError
+from dpcompose.errors import DPError, InvalidParameter, SerializationError, UnverifiedPartError
 
 __all__ = ["FORMAT_VERSION", "from_json", "register_function", "to_json"]
 
@@ -403,23 +413,34 @@ class _Writer:
 # Reading
 
 
-def from_json(text: str | bytes) -> Any:
+def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
     """Rebuild the object that :func:`to_json` wrote, by calling the library constructors it records.
 
     Only public library constructors are called (never code from the file); user functions are looked
     up by the names registered with :func:`register_function` in this process.
 
+    A user-written part (``dp.make_user_measurement`` / ``dp.make_user_transformation``, shown as
+    ``[UNVERIFIED]``) carries a map the library cannot check, and the file says how the registered
+    functions are wired into it. Trusting it is the loader's act, not the file's: by default such a file
+    is refused before anything is built, with every such part named.
+
     Args:
         text: the JSON text (``str``, or UTF-8 ``bytes``).
+        allow_unverified: ``True`` to build the user-written parts of the file, after you have reviewed
+            them: your statement, as with ``trusted=True`` when building one, that their maps are proven.
 
     Returns:
         The domain, metric, measure, transformation or measurement.
 
     Raises:
+        UnverifiedPartError: the file builds user-written parts and ``allow_unverified`` is not
+            ``True``; the message names each (where in the file, its name and registered functions).
+            Nothing was built.
         SerializationError: the text is not valid JSON or not a dpcompose file; it comes from an
             incompatible (future) format version; it names a constructor or function that is unknown
             here; or a constructor refuses the stored arguments (a tampered file). The message says
             where in the file.
+        InvalidParameter: ``allow_unverified`` is not a bool.
 
     Examples:
         >>> import dpcompose as dp
@@ -430,6 +451,11 @@ def from_json(text: str | bytes) -> Any:
         ...
         dpcompose.errors.SerializationError: the file has format version 2.0, written by a newer ...
     """
+    if not isinstance(allow_unverified, bool):
+        raise InvalidParameter(
+            f"allow_unverified={allow_unverified!r} must be a bool: True to build the file's user-written "
+            "parts after reviewing them"
+        )
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -465,6 +491,8 @@ def from_json(text: str | bytes) -> Any:
     if major < _MAJOR:
         raise SerializationError(f"the file has format version {version}, which this library does not read")
     try:
+        if not allow_unverified:
+            _refuse_user_parts(doc["root"])
         root = _Reader().value(doc["root"], "root")
     except RecursionError:
         raise SerializationError("the file is nested too deeply") from None
@@ -473,6 +501,84 @@ def from_json(text: str | bytes) -> Any:
             f"root: {_short(root)} is not a domain, metric, measure, transformation or measurement"
         )
     return root
+
+
+_USER_KINDS: dict[int, str] = {
+    id(make_user_measurement): "measurement",
+    id(make_user_transformation): "transformation",
+}
+
+
+def _refuse_user_parts(root: Any) -> None:
+    """Raise :class:`UnverifiedPartError` naming every user-written part the file would build.
+
+    Reads the parsed JSON only (no constructor is called) and looks into every object and list, so it
+    sees each call the reader would make, at the place the reader's messages name.
+    """
+    found: list[str] = []
+    _find_user_parts(root, "root", found)
+    if found:
+        listed = "; ".join(found)
+        raise UnverifiedPartError(
+            f"the file builds {len(found)} user-written part{'s' if len(found) > 1 else ''} ({listed}). "
+            "A user-written map is a claim the library cannot check, and the file decides how this "
+            "process's registered functions are wired into it, so a file cannot assert that trust: "
+            "nothing was built. If you have reviewed these parts and trust them, load the file with "
+            "dp.from_json(text, allow_unverified=True) (unpickling never asserts that trust: move such "
+            "a pipeline with dp.to_json, not pickle)"
+        )
+
+
+def _find_user_parts(v: Any, where: str, found: list[str]) -> None:
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            _find_user_parts(x, f"{where}[{i}]", found)
+        return
+    if not isinstance(v, dict):
+        return
+    tag = next((t for t in _TAGS if t in v), None)
+    name = v.get("call")
+    if tag == "call" and isinstance(name, str):
+        here, short = f"{where}.call", name.rsplit(".", 1)[-1]
+        kind = _USER_KINDS.get(id(_library_constructors().get(name)))
+        if kind is not None:
+            found.append(f"{here}: {_describe_user_part(v, kind)}")
+        for key, x in v.items():
+            if key == "args" and isinstance(x, list):
+                for i, a in enumerate(x):
+                    _find_user_parts(a, f"{here}: {short} args[{i}]", found)
+            elif key == "kwargs" and isinstance(x, dict):
+                for k, a in x.items():
+                    _find_user_parts(a, f"{here}: {short} argument {k!r}", found)
+            elif key != "call":
+                _find_user_parts(x, f"{here}.{key}", found)
+        return
+    label = where if tag is None else f"{where}.{tag}"
+    for key, x in v.items():
+        _find_user_parts(x, label if key == tag else f"{label}.{key}", found)
+
+
+def _describe_user_part(call: dict[str, Any], kind: str) -> str:
+    """``a user-written measurement 'name' (functions 'a', 'b')``, from the stored call."""
+    kwargs = call.get("kwargs")
+    name = kwargs.get("name", f"user_{kind}") if isinstance(kwargs, dict) else f"user_{kind}"
+    functions: list[str] = []
+    _function_names_in(call.get("args"), functions)
+    _function_names_in(kwargs, functions)
+    text = f"a user-written {kind} {_short(name)} (dp.make_user_{kind}"
+    return text + (f", registered functions {', '.join(functions)})" if functions else ")")
+
+
+def _function_names_in(v: Any, out: list[str]) -> None:
+    if isinstance(v, list):
+        for x in v:
+            _function_names_in(x, out)
+    elif isinstance(v, dict):
+        if set(v) == {"function"}:
+            out.append(_short(v["function"]))
+        elif "call" not in v:
+            for x in v.values():
+                _function_names_in(x, out)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ __all__ = [
     "SequentialityError",
     "SerializationError",
     "UnsupportedComposition",
+    "UnverifiedPartError",
 ]
 
 
@@ -56,3 +57,10 @@ class SerializationError(DPError, ValueError):
     """An object cannot be written by ``dp.to_json`` (a user function that is not registered, a random
     generator, live state), or a file cannot be read by ``dp.from_json`` (malformed, tampered, from an
     incompatible future format, naming an unknown constructor or function)."""
+
+
+class UnverifiedPartError(SerializationError):
+    """A file would build a user-written part (``dp.make_user_measurement`` / ``dp.make_user_transformation``)
+    and the loader has not said it trusts it: ``dp.from_json`` (and unpickling) refuse it before building
+    anything. Trusting a user-written map is the loader's own act: ``dp.from_json(text,
+    allow_unverified=True)`` after reviewing the parts the message names."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose.accounting import group, group_zcdp
 from dpcompose.core import (
     ZCDP,
     ApproxDP,
@@ -22,7 +23,12 @@ from dpcompose.core import (
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 
-__all__ = ["make_parallel", "worst_allocation"]
+__all__ = ["EXACT_LIMIT", "make_parallel", "worst_allocation"]
+
+#: The most child-map evaluations (distinct children × changed records) ``make_parallel``'s map spends on
+#: the exact worst case when the group-privacy closed form does not settle it (under a second for two
+#: float-sum children on an idle core); beyond it the map refuses rather than run for minutes.
+EXACT_LIMIT = 2**15
 
 
 def worst_allocation(maps: Sequence[Callable[[int], Fraction]], total: int) -> Fraction:
@@ -109,10 +115,18 @@ def make_parallel(
     over parts; under change-one, the worst of one part at distance 2 and two parts at distance 1.
     (ε, δ) children: the worst ε and the worst δ are bounded separately (a valid, possibly loose bound).
 
+    A large d_in is answered in closed form by group privacy (proved at ``_group_closed_form``): with every
+    library Laplace or Gaussian count as a child that is exactly the worst case above, from two
+    evaluations of each child's map. Where the closed form does not settle it, the worst case is computed
+    exactly up to :data:`EXACT_LIMIT` child-map evaluations, and a larger ``d_in`` is refused with
+    ``InvalidParameter``.
+
     Children may be interactive; their queryables stay open (the data is static).
 
     Source: McSherry 2009 (PINQ) Thm 4 (parallel composition); interactive children:
-    Henzinger–Safavi–Vadhan 2024 (parallel composition of interactive mechanisms on static data).
+    Henzinger–Safavi–Vadhan 2024 (parallel composition of interactive mechanisms on static data); the
+    closed form: group privacy (Dwork–Roth 2014 Thm 2.2; Bun–Steinke 2016 Prop. 1.9; Vadhan 2017
+    Lemma 2.2), the rule of DESIGN.md §3.
 
     Examples:
         >>> import dpcompose as dp
@@ -168,9 +182,25 @@ def make_parallel(
             "over allocations needs a totally ordered cost"
         )
     approx = isinstance(measure, ApproxDP)
+    distinct = list({id(c): c for c in children}.values())
+    # group privacy reaches a part k records away through k neighbours only inside an unsized domain
+    unsized = isinstance(part_domain, VectorDomain) and part_domain.size is None
 
     def privacy_map(d_in: Any) -> Any:
         total = partition.map(d_in)
+        closed = _group_closed_form(distinct, measure, total) if unsized else None
+        if closed is not None:
+            return closed
+        if type(total) is int and len(distinct) * total > EXACT_LIMIT:
+            raise InvalidParameter(
+                f"d_in={d_in!r}: make_parallel's exact worst case would evaluate the maps of its "
+                f"{len(distinct)} distinct children at every k ≤ {total} changed records "
+                f"({len(distinct) * total} evaluations, above EXACT_LIMIT = {EXACT_LIMIT}), and the "
+                "group-privacy closed form does not settle it (a child's map at that many records is "
+                "below its group-privacy bound k·map(1)); pass a d_in with at most "
+                f"{EXACT_LIMIT // len(distinct)} changed records over the parts, or bound groups from "
+                "d_in = 1 with dp.make_group(measurement, k).map(1) (valid, possibly looser)"
+            )
         if approx:
             eps = worst_allocation(_shared(children, lambda c: _coordinate(c, 0)), total)
             delta = worst_allocation(_shared(children, lambda c: _coordinate(c, 1)), total)
@@ -201,6 +231,57 @@ def make_parallel(
             child_inputs=lambda d: (d, *[partition.map(d)] * len(children)),
         ),
     )
+
+
+def _group_closed_form(children: Sequence[Measurement[Any, Any, Any, Any]], measure: Any, total: Any) -> Any:
+    """The worst case of ``total`` changed records over disjoint parts, by group privacy, or ``None``.
+
+    ``children`` are the distinct children, each under ``SymmetricDistance`` on an unsized
+    ``VectorDomain`` (so a part k records away is reached through k neighbouring parts inside the domain);
+    gᵢ(k) is child i's map at k records, and T = ``total``.
+
+    Theorem. Group privacy bounds child i at k records by Gᵢ(k), from its map at one record:
+
+    * PureDP: Gᵢ(k) = k·gᵢ(1) (Dwork–Roth 2014 Thm 2.2);
+    * ZCDP: Gᵢ(k) = k²·gᵢ(1) (Bun–Steinke 2016 Prop. 1.9);
+    * ApproxDP, gᵢ(1) = (εᵢ, δᵢ): Gᵢ(k) = (k·εᵢ, δᵢ·Σ_{j<k} e^{j·εᵢ}) (Vadhan 2017 Lemma 2.2; rounded up
+      by :func:`dpcompose.accounting.group`).
+
+    Parallel composition (McSherry 2009 Thm 4) of the touched parts then costs Σᵢ Gᵢ(kᵢ) with
+    Σᵢ kᵢ ≤ T. Each Gᵢ (each coordinate of it) is convex in k with Gᵢ(0) = 0, so Gᵢ(kᵢ) ≤ (kᵢ/T)·Gᵢ(T)
+    and Σᵢ Gᵢ(kᵢ) ≤ maxᵢ Gᵢ(T) =: U: a valid bound at distance T (for (ε, δ), the worst ε and the worst δ
+    are bounded separately, as :func:`make_parallel` does). The exact worst case W over the children's
+    own maps (:func:`worst_allocation`) is valid too, and W ≥ L := maxᵢ gᵢ(T), since putting all T records
+    into one part is an allocation. So when L ≥ U (each coordinate), U ≤ W and U is returned: it equals W
+    whenever no child's map exceeds its group-privacy bound (linear ε, quadratic ρ — a Laplace or
+    Gaussian count), and it is the tighter of the two otherwise. When L < U nothing is decided without
+    every gᵢ(k), and ``None`` is returned. Cost: two evaluations of each child's map.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> rows = dp.VectorDomain(dp.AtomDomain(int))
+        >>> lap = dp.t.make_count(rows, dp.SymmetricDistance()) >> dp.m.make_laplace(
+        ...     dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
+        >>> _group_closed_form([lap], dp.PureDP(), 10**12)
+        Fraction(500000000000, 1)
+    """
+    if type(total) is not int or total < 1:
+        return None
+    ones = [c.map(1) for c in children]
+    at_total = [c.map(total) for c in children]
+    if isinstance(measure, PureDP):
+        bound = max(group(e, 0, total)[0] for e in ones)
+        return bound if max(at_total) >= bound else None
+    if isinstance(measure, ZCDP):
+        bound = max(group_zcdp(r, total) for r in ones)
+        return bound if max(at_total) >= bound else None
+    if any(d >= 1 for _, d in ones):
+        return None  # δ = 1 says nothing; group() takes δ < 1
+    pairs = [group(e, d, total) for e, d in ones]
+    eps, delta = max(e for e, _ in pairs), max(d for _, d in pairs)
+    if max(e for e, _ in at_total) >= eps and max(d for _, d in at_total) >= delta:
+        return eps, delta
+    return None
 
 
 def _shared(
