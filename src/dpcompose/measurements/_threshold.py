@@ -355,7 +355,7 @@ def make_laplace_threshold(
     entries, then ``K − n`` dummy entries, each through the same loop body), noise is drawn for all ``K``
     slots in one call, and it is added and compared with the threshold as one vector; only then does the
     work depend on the data, through the released keys alone (sorted, put in the dict). What remains
-    depends on ``n`` at a few hundred nanoseconds per entry: reading the mapping (here, and in the domain
+    depends on ``n`` at about a microsecond per entry: reading the mapping (here, and in the domain
     check every ``Measurement`` call makes) and the interpreter's cost of one key (a long string's hash,
     a huge count's conversion); see docs/security.md. The privacy map is the same with and without
     ``max_keys``: each positive count still gets one independent draw and is released exactly when
