@@ -403,6 +403,25 @@ CASES: dict[str, list[Case]] = {
             ("float", FLOATS_NAN, SYM),
             ("bool", BOOLS, SYM),
         ]
+    ]
+    + [
+        (
+            f"{name} max_keys={k}",
+            (
+                lambda d=d, m=m, k=k: (
+                    dp.t.make_count_by(d, m)
+                    >> dp.m.make_laplace_threshold(
+                        dp.t.make_count_by(d, m).output_domain,
+                        dp.L01InfDistance(),
+                        scale=1.0,
+                        threshold=3,
+                        max_keys=k,
+                    )
+                )
+            ),
+            [],
+        )
+        for name, d, m, k in [("str", STRS, SYM, 1), ("float", FLOATS_NAN, SYM, 4), ("bool", BOOLS, CHG, 3)]
     ],
     "make_gaussian_threshold": [
         (
@@ -418,6 +437,22 @@ CASES: dict[str, list[Case]] = {
             [],
         )
         for name, d, m in [("str", STRS, CHG), ("int", INTS, SYM), ("float", FLOATS_NAN, SYM)]
+    ]
+    + [
+        (
+            "int max_keys=5",
+            lambda: (
+                dp.t.make_count_by(INTS, SYM)
+                >> dp.m.make_gaussian_threshold(
+                    dp.t.make_count_by(INTS, SYM).output_domain,
+                    dp.L01InfDistance(),
+                    scale=0.5,
+                    threshold=2,
+                    max_keys=5,
+                )
+            ),
+            [],
+        )
     ],
     "make_interactive_laplace": [
         (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -22,6 +23,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
+import dpcompose.measurements._threshold as threshold_module
 from dpcompose.measurements._threshold import gaussian_tail_up, laplace_tail_up
 
 mpmath.mp.dps = 50
@@ -478,3 +480,111 @@ def test_no_count_mapping_in_the_domain_makes_it_raise(carrier: type, kind: str)
         assert all(type(v) is int and v >= 5 for v in out.values())
 
     check()
+
+
+# --- max_keys: the release padded to a fixed number of keys -----------------------------------------------
+
+
+def _steps(release: Any, counts: dict[Any, Any]) -> tuple[list[tuple[str, str]], Any]:
+    """Every Python and C call a release makes (event, name), in order, and its output."""
+    seen: list[tuple[str, str]] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            seen.append((event, frame.f_code.co_qualname))
+        elif event == "c_call":
+            seen.append((event, getattr(arg, "__qualname__", type(arg).__name__)))
+
+    sys.setprofile(profile)
+    try:
+        out = release(counts)
+    finally:
+        sys.setprofile(None)
+    return seen, out
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_padded_release_takes_the_same_steps_whatever_the_keys_below_the_threshold(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With max_keys=K the noise sampler is called once for exactly K draws, and the release makes the
+    same sequence of calls, whatever the number of keys and their counts, for two mappings that release
+    the same keys (the noise is stubbed to 0, so that the sampler's own random loops do not differ)."""
+    sizes: list[int] = []
+
+    def stub(param: Any, size: int, source: Any = None) -> np.ndarray:
+        sizes.append(size)
+        return np.zeros(size, dtype=np.int64)
+
+    name = "discrete_laplace_array" if kind == "laplace" else "discrete_gaussian_array"
+    monkeypatch.setattr(threshold_module, name, stub)
+    make = dp.m.make_laplace_threshold if kind == "laplace" else dp.m.make_gaussian_threshold
+    counts_domain = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
+    k = 6
+    padded = make(counts_domain, dp.L01InfDistance(), scale=20, threshold=600, max_keys=k).function
+    plain = make(counts_domain, dp.L01InfDistance(), scale=20, threshold=600).function
+    groups = [
+        [{"a": 2000}, {"a": 2000, "rare": 1}, {"zz": 599, "a": 2000, "b": 0, "c": -(2**80), "d": 2**70 % 7}],
+        [{}, {"rare": 1}, {"x": 599, "y": 0, "z": 5, "w": 1, "v": 2, "u": 3}],
+    ]
+    for group in groups:
+        runs = [_steps(padded, counts) for counts in group]
+        assert all(out == runs[0][1] for _, out in runs), [out for _, out in runs]
+        for steps, _ in runs[1:]:
+            assert steps == runs[0][0]
+        assert sizes == [k] * len(group)
+        sizes.clear()
+        # the unpadded release does differ (so the comparison above can fail): one draw per positive count
+        unpadded = [_steps(plain, counts)[0] for counts in group]
+        assert unpadded[0] != unpadded[1]
+        sizes.clear()
+    assert padded({str(i): 1000 for i in range(k + 3)}) == {str(i): 1000 for i in range(k + 3)}
+    assert sizes == [k + 3]  # more than K entries: every key read and noised, nothing dropped
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_padded_release_has_the_same_map_and_distribution(kind: str) -> None:
+    make = dp.m.make_laplace_threshold if kind == "laplace" else dp.m.make_gaussian_threshold
+    counts_domain = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
+    plain = make(counts_domain, dp.L01InfDistance(), scale=1.0, threshold=4)
+    padded = make(counts_domain, dp.L01InfDistance(), scale=1.0, threshold=4, max_keys=8)
+    for d_in in [(1, 1, 1), (3, 3, 1), (2, 4, 2), (1, 2, 2)]:
+        assert padded.map(d_in) == plain.map(d_in)
+    assert dict(padded.node.params)["max_keys"] == "8"
+    noise = Noise(kind, Fraction(1))
+    n = 1500
+    hits: Counter[Any] = Counter()
+    for _ in range(n):  # 4 dummies with count 0 reach 4 with probability P[Z ≥ 4] each: never released
+        out = padded({"neg": -9, "a": 3, "z": 0, "b": 5})
+        assert set(out) <= {"a", "b"} and list(out) == sorted(out)
+        assert all(type(v) is int and v >= 4 for v in out.values())
+        hits.update(out.keys())
+    for key, c in (("a", 3), ("b", 5)):
+        p = float(noise.tail(4 - c))
+        assert abs(hits[key] / n - p) < 5 * math.sqrt(p * (1 - p) / n) + 1e-9
+    floats = dp.MapDomain(dp.AtomDomain(float, nan=True), dp.AtomDomain(int))
+    sel = make(floats, dp.L01InfDistance(), scale=0.01, threshold=2, max_keys=3)
+    out = sel({-0.0: 50, math.nan: 50, 3.5: 2**80})
+    assert list(out) == [0.0, 3.5] and math.copysign(1.0, next(iter(out))) == 1.0 and out[0.0] == 50
+
+    class S(str):
+        def __hash__(self) -> int:
+            return 12345
+
+    sel = make(counts_domain, dp.L01InfDistance(), scale=0.01, threshold=2, max_keys=2)
+    assert sel({"a": 100, S("a"): 10}) == sel({S("a"): 10, "a": 100}) == {"a": 100}
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "3", 2**20 + 1, np.float64(4.0)])
+def test_max_keys_must_be_a_positive_int(bad: Any) -> None:
+    counts_domain = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
+    for make in (dp.m.make_laplace_threshold, dp.m.make_gaussian_threshold):
+        with pytest.raises(dp.InvalidParameter, match="max_keys"):
+            make(counts_domain, dp.L01InfDistance(), scale=1.0, threshold=4, max_keys=bad)
+
+
+def test_max_keys_accepts_numpy_ints_up_to_the_limit() -> None:
+    counts_domain = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
+    dp.m.make_gaussian_threshold(counts_domain, dp.L01InfDistance(), 1.0, 4, max_keys=2**20)
+    ok = dp.m.make_laplace_threshold(counts_domain, dp.L01InfDistance(), 0.01, 4, max_keys=np.int64(3))
+    assert ok({"a": 1, "b": 9}) == {"b": 9} and dict(ok.node.params)["max_keys"] == "3"

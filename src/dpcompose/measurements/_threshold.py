@@ -26,11 +26,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from dpcompose._validation import check_finite, check_finite_positive, check_str
+from dpcompose._validation import check_finite, check_finite_positive, check_positive_int, check_str
 from dpcompose.accounting import decimal, exact, format_up, zcdp_to_approx
 from dpcompose.accounting._exact import exp_down, exp_up, float_up, sqrt_down
 from dpcompose.accounting._profile import _log_ndtr_up
@@ -55,6 +56,10 @@ L01Inf = tuple[int, Fraction, Fraction]
 _MAX_THRESHOLD = 1 << 62
 """Thresholds above this are refused: counts are clamped to ``[0, 2**62]`` and noisy counts are int64."""
 _COUNT_CAP = 1 << 62
+MAX_KEYS_LIMIT = 1 << 20
+"""The largest ``max_keys``: a padded release allocates all of its slots (a key, a count, a draw each)."""
+_PAD_KEYS: dict[type, Any] = {str: "", int: 0, float: 0.0, bool: False}
+"""The key of a dummy entry, per carrier: a plain value, so it takes the same normalisation as a real key."""
 _PI_DOWN = Fraction(math.pi)  # math.pi = 3.14159265358979311… < π
 _SQRT_2PI_DOWN = Fraction(sqrt_down(2 * _PI_DOWN))  # a rational ≤ √(2π)
 
@@ -97,6 +102,24 @@ def _read_threshold(threshold: object) -> int:
     if t > _MAX_THRESHOLD:
         raise InvalidParameter(f"threshold={threshold!r} must be at most 2**62")
     return t
+
+
+def _read_max_keys(max_keys: object) -> int | None:
+    """``max_keys`` as an int in ``[1, 2**20]``, or None (no padding)."""
+    if max_keys is None:
+        return None
+    k = check_positive_int(max_keys, "max_keys")
+    if k > MAX_KEYS_LIMIT:
+        raise InvalidParameter(
+            f"max_keys={max_keys!r} must be at most 2**20: every release allocates and draws noise for "
+            "max_keys slots"
+        )
+    return k
+
+
+def _max_keys_param(max_keys: int | None) -> list[tuple[str, str]]:
+    """The node parameter naming ``max_keys`` (none without it)."""
+    return [] if max_keys is None else [("max_keys", str(max_keys))]
 
 
 def _rng_source(rng: object) -> Any:
@@ -143,9 +166,11 @@ def _positive_counts(counts: Mapping[Any, Any], carrier: type) -> tuple[list[Any
     return keys, values
 
 
-def _runner(
-    carrier: type, threshold: int, draw: Callable[[int], np.ndarray[Any, np.dtype[np.int64]]]
-) -> Callable[[Mapping[Any, Any]], dict[Any, int]]:
+Draw = Callable[[int], np.ndarray[Any, np.dtype[np.int64]]]
+Release = Callable[[Mapping[Any, Any]], dict[Any, int]]
+
+
+def _runner(carrier: type, threshold: int, draw: Draw) -> Release:
     def run(counts: Mapping[Any, Any]) -> dict[Any, int]:
         keys, values = _positive_counts(counts, carrier)
         noisy = _add_integer_noise(values, draw(len(keys)), True)  # saturated to int64: monotone
@@ -153,6 +178,60 @@ def _runner(
         return {keys[i]: int(noisy[i]) for i in passed.tolist()}
 
     return run
+
+
+def _padded_runner(carrier: type, threshold: int, draw: Draw, max_keys: int) -> Release:
+    """The release padded to ``max_keys`` slots: the same steps, as many times, whatever the counts.
+
+    A mapping of ``n ≤ max_keys`` entries is read into exactly ``max_keys`` slots: its entries, then
+    ``max_keys − n`` dummy entries (the carrier's zero key with count 0), each taken through the same
+    loop body (normalise the key, clamp the count, one dictionary update), so the slot table always holds
+    ``max_keys`` entries (fewer only when two entries of the mapping are one key once normalised). Noise
+    is drawn for all ``max_keys`` slots in one call, added and compared with the threshold as one
+    vector; a slot is released when its noisy count reaches the threshold, it holds a key of the mapping
+    (not a dummy, not NaN) and its count is positive. Only then does the work depend on what is released:
+    the released keys are sorted and put in a dict. The slot of a dummy or NaN entry is ``(1, i)`` and
+    that of a key ``(0, key)``, so no key of the data can collide with a dummy.
+
+    A mapping of more than ``max_keys`` entries is read whole, one slot per entry, as without
+    ``max_keys`` (see :func:`make_laplace_threshold` for why no truncation or refusal is sound).
+
+    The output is that of :func:`_runner` in distribution: each positive count gets one independent
+    draw, and the dummies' draws are never released (noise is assigned in the mapping's iteration
+    order, not sorted: the draws are iid, so the distribution is the same).
+    """
+    pad = (_PAD_KEYS[carrier], 0)
+
+    def run(counts: Mapping[Any, Any]) -> dict[Any, int]:
+        entries = list(counts.items())
+        n = len(entries)
+        size = max(n, max_keys)
+        entries += [pad] * (size - n)
+        slots: dict[tuple[int, Any], int] = {}
+        for i, (k, v) in enumerate(entries):
+            key = _normal_key(k, carrier)
+            live = (i < n) & (key is not None)
+            slot = (0, key) if live else (1, i)
+            slots[slot] = max(slots.get(slot, 0), min(max(int(v), 0), _COUNT_CAP))
+        filled = len(slots)
+        values = np.zeros(size, dtype=np.int64)
+        values[:filled] = np.fromiter(slots.values(), dtype=np.int64, count=filled)
+        dummy = np.ones(size, dtype=np.int64)
+        dummy[:filled] = np.fromiter((s[0] for s in slots), dtype=np.int64, count=filled)
+        noisy = _add_integer_noise(values, draw(size), True)  # saturated to int64: monotone
+        passed = np.flatnonzero((noisy >= threshold) & (dummy == 0) & (values > 0)).tolist()
+        keys = list(slots)
+        released = sorted(((keys[i][1], int(noisy[i])) for i in passed), key=itemgetter(0))
+        return dict(released)
+
+    return run
+
+
+def _release(carrier: type, threshold: int, draw: Draw, max_keys: int | None) -> Release:
+    """The release function: padded to ``max_keys`` slots when it is given."""
+    if max_keys is None:
+        return _runner(carrier, threshold, draw)
+    return _padded_runner(carrier, threshold, draw, max_keys)
 
 
 # --- the distance and the tails ---------------------------------------------------------------------------
@@ -233,6 +312,7 @@ def make_laplace_threshold(
     scale: float | int | Fraction,
     threshold: float | int | Fraction,
     *,
+    max_keys: int | None = None,
     rng: np.random.Generator | None = None,
 ) -> Measurement[Any, dict[Any, int], L01Inf, tuple[Fraction, Fraction]]:
     """Partition selection with discrete Laplace noise: release ``{key: c + Z}`` for the keys whose noisy
@@ -265,6 +345,46 @@ def make_laplace_threshold(
     ``P[Z ≥ j] = α**j / (1 + α)`` for ``j ≥ 1`` (:func:`laplace_tail_up`). The bound is attained for one
     person contributing ``l∞`` to each of ``l0`` new keys (``l1 = l0·l∞``), e.g. ``(1, 1, 1)``.
 
+    Time. Without ``max_keys`` the release's time grows with the number of entries of the mapping (one
+    noise draw, and the reading and sorting, per positive count). That number counts the keys below the
+    threshold too, which is exactly what partition selection hides: whoever can time a release learns
+    it (``{"a": 2000}`` and ``{"a": 2000, "rare": 1}`` both release ``{"a"}``, but the second takes
+    longer; ``benchmarks/bench_selection_timing.py`` measures how well one timed run tells them apart).
+
+    ``max_keys=K`` pads the release: a mapping of ``n ≤ K`` entries is read into exactly ``K`` slots (its
+    entries, then ``K − n`` dummy entries, each through the same loop body), noise is drawn for all ``K``
+    slots in one call, and it is added and compared with the threshold as one vector; only then does the
+    work depend on the data, through the released keys alone (sorted, put in the dict). What remains
+    depends on ``n`` at about a microsecond per entry: reading the mapping (here, and in the domain
+    check every ``Measurement`` call makes) and the interpreter's cost of one key (a long string's hash,
+    a huge count's conversion); see docs/security.md. The privacy map is the same with and without
+    ``max_keys``: each positive count still gets one independent draw and is released exactly when
+    ``c + Z ≥ T``, a dummy (or NaN) slot is never released, and the draws are iid, so which draw goes to
+    which key (the mapping's order when padded, the sorted order otherwise) does not change the output's
+    distribution, the one analysed above.
+
+    A mapping of more than ``K`` entries is released as without ``max_keys``: every entry read, nothing
+    dropped, nothing raised, and its time again grows with the number of entries, which it therefore
+    reveals beyond ``K``. Choose ``K`` as a public bound on the number of distinct keys (the number of
+    rows of a dataset of public size bounds it, say). Neither of the other ways to handle more keys is
+    sound:
+
+    * A truncation to ``K`` keys. Let ``R`` keep at most ``K`` keys of any mapping and every key of a
+      mapping of at most ``K`` (as it must, to change nothing there). Take ``K + 1`` keys of count ``C``:
+      ``R`` drops one of them, ``j``; pick another, ``i``. Start from the ``K`` keys other than ``i`` (all
+      kept) and add ``i``'s records one at a time up to ``C``: each step is a pair of neighbours at
+      ``(1, 1, 1)``, ``j``'s count is ``C`` throughout, and ``j`` is kept at the start and dropped at the
+      end. At some step it is kept on one side and dropped on the other: released with probability
+      ``P[C + Z ≥ T]`` against 0, a δ that tends to 1 as ``C`` grows, whatever the rule (an order of the
+      keys, a hash, the largest counts). A random ``K``-subset fares no better: for ``K`` keys of count
+      ``C`` and one more of count 1, each of the ``K`` is dropped with probability ``1/(K + 1)`` on one
+      side only, so the event "this key is not released" has probability ``1 − P[C + Z ≥ T] → 0``
+      against at least ``1/(K + 1)``: δ ≥ ``1/(K + 1)`` at every ε as ``C`` grows.
+    * A refusal. The mapping is computed inside the chain (``make_count_by >> ...``), where no domain is
+      checked, and the dataset's domain cannot state how many distinct values it holds; refusing during
+      the release is an exception that depends on the data, and it reveals "more than ``K`` keys" just
+      as the time does, without the release.
+
     Args:
         input_domain: ``MapDomain(AtomDomain(int | float | str | bool), AtomDomain(int))``, as from
             ``make_count_by``.
@@ -272,11 +392,14 @@ def make_laplace_threshold(
         scale: the discrete Laplace scale, ``0 < scale ≤ 2**50`` (a float is read as its exact value).
         threshold: release a key when its noisy count is at least this (``⌈threshold⌉`` in ``[2, 2**62]``);
             choose it from a target δ with :func:`partition_threshold`.
+        max_keys: pad every release to this many keys, an int in ``[1, 2**20]``, so that its time does not
+            reveal how many keys a mapping of at most ``max_keys`` entries holds (see "Time" above);
+            default: no padding.
         rng: a numpy Generator for reproducible experiments only: NOT private.
 
     Raises:
-        InvalidParameter: a bad ``scale`` or ``threshold``; from the map, a ``d_in`` whose l∞ is not below
-            the threshold or whose δ would be ≥ 1.
+        InvalidParameter: a bad ``scale``, ``threshold`` or ``max_keys``; from the map, a ``d_in`` whose
+            l∞ is not below the threshold or whose δ would be ≥ 1.
         DomainMismatch: not a count mapping space.
 
     Source: Korolova–Kenthapadi–Mishra–Ntoulas 2009 (Laplace noise then a threshold, for keys read from the
@@ -293,6 +416,12 @@ def make_laplace_threshold(
         (Fraction(1, 2), True)
         >>> sorted((by >> sel)(["a"] * 100 + ["b"]))  # "b" (one record) is almost never released
         ['a']
+        >>> padded = dp.m.make_laplace_threshold(
+        ...     by.output_domain, by.output_metric, scale=2.0, threshold=30, max_keys=1000)
+        >>> padded.map((1, 1, 1)) == sel.map((1, 1, 1))  # the same map; the time depends on 1000 only
+        True
+        >>> list((by >> padded)(["a"] * 100 + ["b"]))
+        ['a']
     """
     check_finite_positive(scale, "scale")
     scale_q = exact(scale, "scale")
@@ -301,6 +430,7 @@ def make_laplace_threshold(
             f"scale={scale!r} must be at most 2**50: the exact sampler's draws must fit int64"
         )
     t = _read_threshold(threshold)
+    k = _read_max_keys(max_keys)
     carrier = _check_counts_space(input_domain, input_metric, "make_laplace_threshold")
     source = _rng_source(rng)
 
@@ -321,11 +451,11 @@ def make_laplace_threshold(
         input_domain,
         input_metric,
         ApproxDP(),
-        _runner(carrier, t, draw),
+        _release(carrier, t, draw, k),
         privacy_map,
         node=Node(
             "laplace_threshold",
-            params=(("scale", repr(scale)), ("threshold", str(t))),
+            params=(("scale", repr(scale)), ("threshold", str(t)), *_max_keys_param(k)),
             source="Korolova et al. 2009; Wilson et al. 2020; discrete Laplace tail (exact)",
         ),
     )
@@ -339,6 +469,7 @@ def make_gaussian_threshold(
     threshold: float | int | Fraction,
     *,
     noise_delta: float | Fraction | None = None,
+    max_keys: int | None = None,
     rng: np.random.Generator | None = None,
 ) -> Measurement[Any, dict[Any, int], L01Inf, tuple[Fraction, Fraction]]:
     """Partition selection with discrete Gaussian noise: release ``{key: c + Z}`` for the keys whose noisy
@@ -362,6 +493,12 @@ def make_gaussian_threshold(
     ``noise_delta`` defaults to ``δ_T`` (so the total δ is ``2·δ_T``); it is not spent when ``ρ = 0``.
     Refused (``InvalidParameter``) when ``T ≤ l∞`` or the total δ would be ≥ 1.
 
+    Time, as for :func:`make_laplace_threshold` (proofs there): without ``max_keys`` the release's time
+    grows with the number of entries of the mapping, the keys below the threshold included, so it reveals
+    that number; with ``max_keys=K`` a mapping of at most ``K`` entries is padded to ``K`` slots and takes
+    the same steps whatever its counts, with the same privacy map; a larger mapping is released whole, its
+    time growing with its size beyond ``K``.
+
     Args:
         input_domain: ``MapDomain(AtomDomain(int | float | str | bool), AtomDomain(int))``.
         input_metric: ``L01InfDistance()``.
@@ -369,11 +506,12 @@ def make_gaussian_threshold(
         threshold: release a key when its noisy count is at least this (``⌈threshold⌉`` in ``[2, 2**62]``).
         noise_delta: the δ at which the zCDP guarantee of the counts becomes ``(ε, δ)``, in ``(0, 1)``
             (read as its exact binary value); default: the threshold's δ.
+        max_keys: pad every release to this many keys, an int in ``[1, 2**20]``; default: no padding.
         rng: a numpy Generator for reproducible experiments only: NOT private.
 
     Raises:
-        InvalidParameter: a bad ``scale``, ``threshold`` or ``noise_delta``; from the map, a ``d_in`` whose
-            l∞ is not below the threshold or whose δ would be ≥ 1.
+        InvalidParameter: a bad ``scale``, ``threshold``, ``noise_delta`` or ``max_keys``; from the map, a
+            ``d_in`` whose l∞ is not below the threshold or whose δ would be ≥ 1.
         DomainMismatch: not a count mapping space.
 
     Source: Canonne–Kamath–Steinke 2020 Thm 14 (multivariate discrete Gaussian zCDP) and Cor 13 (zCDP to
@@ -402,6 +540,7 @@ def make_gaussian_threshold(
         if not 0 < v < 1:
             raise InvalidParameter(f"noise_delta={noise_delta!r} must lie in (0, 1)")
         fixed_delta = v
+    k = _read_max_keys(max_keys)
     carrier = _check_counts_space(input_domain, input_metric, "make_gaussian_threshold")
     source = _rng_source(rng)
     sigma2 = sigma * sigma
@@ -428,11 +567,12 @@ def make_gaussian_threshold(
     params = [("scale", repr(scale)), ("threshold", str(t))]
     if fixed_delta is not None:
         params.append(("noise_delta", format_up(fixed_delta)))
+    params += _max_keys_param(k)
     return Measurement(
         input_domain,
         input_metric,
         ApproxDP(),
-        _runner(carrier, t, draw),
+        _release(carrier, t, draw, k),
         privacy_map,
         node=Node(
             "gaussian_threshold",
