@@ -979,8 +979,9 @@ class Context:
         """A new query with the share of the next release (or ``privacy_loss`` in the context's measure).
 
         Shares go to releases in order: a query built but never released (or refused) takes no share.
-        Each share goes to one release, also when threads release at once: a query priced at a share that
-        another release took first is refused at ``release()`` (nothing is run or spent; build it again).
+        Each share goes to one release, also when threads release at once: ``release()`` takes the share
+        next at that moment if it is the size the query was priced at, and is refused otherwise
+        (``BudgetExceeded``: nothing is run or spent; build the query again).
         """
         if privacy_loss is not None:
             share = self.measure.parse(privacy_loss, "privacy_loss")
@@ -991,10 +992,8 @@ class Context:
 
     def _release(self, measurement: Measurement[Any, Any, Any, Any], budget: Any, share: int | None) -> Any:
         """Charge the filter and run ``measurement`` as the next release (:meth:`BudgetShares.hand_out`)."""
-        queryable = self._queryable
-        return self._shares.hand_out(
-            budget, share, lambda: queryable(measurement), lambda: queryable.queries_charged
-        )
+        q = self._queryable
+        return self._shares.hand_out(budget, share, lambda: q(measurement), lambda: q.queries_charged)
 
     def remaining(self) -> Any:
         """What the Context's filter has left."""
