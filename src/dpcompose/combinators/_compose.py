@@ -13,7 +13,7 @@ from dpcompose.combinators._policy import Losses, Plan, child_losses, plan_compo
 from dpcompose.core import ApproxDP, Measure, Measurement, Node, ProfileDP, PureDP, Queryable
 from dpcompose.core._queryable import created_queryables
 from dpcompose.core._recipe import recorded
-from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.errors import DomainMismatch, InvalidParameter, SequentialityError
 
 __all__ = ["make_concurrent", "make_sequential"]
 
@@ -211,17 +211,24 @@ def _alternatives(plan: Plan, children: Sequence[AnyMeasurement]) -> Callable[[A
 class _SequentialGroups:
     """Sequential interaction among the children of a ``make_sequential`` run: each child's group is every
     queryable its function created (however its output holds them: a tuple, a post-processing, an object).
-    A guard on each of them, under one lock, makes the first query to a group close the group queried
-    before it; a closed queryable closes everything created through it in turn (``Queryable.close``).
+    A guard on each of them makes the first query to a group close the group queried before it; a closed
+    queryable closes everything created through it in turn (``Queryable.close``).
 
-    Found by review: the children's outputs were wrapped one by one, so an output that was not a single
-    queryable (a nested composite's tuple, a post-processed list) raised AttributeError after every child
-    had run; and a queryable opened through an earlier child was not closed by a later one."""
+    Threads: which group is current, and which are closed for good, is decided under this object's lock
+    alone, which puts queries made at once to different children in one order; a query to a group closed
+    in that order is refused (it runs and spends nothing). The closing itself runs after that lock is
+    released and outside every queryable's lock (the guard runs before the queried one's lock is taken),
+    so no two threads can each hold a lock the other waits for. Until a closed group's queryables are all
+    closed, every query admitted to a later group closes them too before it runs; ``close`` waits for an
+    answer in progress, so every answer of an earlier group is finished before any answer of a later
+    group starts."""
 
     def __init__(self, groups: list[list[weakref.ReferenceType[Any]]]) -> None:
         self._lock = threading.Lock()
         self._groups = groups
         self._current: int | None = None
+        self._closed: dict[int, str] = {}  # group -> why it is closed for good
+        self._closing: list[int] = []  # closed groups whose queryables may not all be closed yet
         for g, refs in enumerate(groups):
             for ref in refs:
                 q = ref()
@@ -229,13 +236,27 @@ class _SequentialGroups:
                     q.add_guard(partial(self._enter, g))
 
     def _enter(self, g: int, queried: Queryable[Any, Any]) -> None:
-        """The guard of group ``g``'s queryables (run under the queried one's lock): on a switch of group,
-        close the group queried before (the groups before that are closed already)."""
-        with self._lock:  # (taken last, and nothing else is taken under it: no lock cycle)
-            previous, self._current = self._current, g
-        if previous is None or previous == g:
+        """The guard of group ``g``'s queryables (run before the queried one takes its lock): refuse if the
+        group is closed; on a switch of group, close the group queried before (the groups before that are
+        closed already)."""
+        with self._lock:  # nothing else is taken under it: no lock cycle
+            refused = self._closed.get(g)
+            if refused is None and self._current not in (None, g):
+                self._closed[self._current] = (
+                    f"a later sibling ({queried.name}) was queried (sequential composition)"
+                )
+                self._closing.append(self._current)
+            if refused is None:
+                self._current = g
+            closing = tuple(self._closing)
+        if refused is not None:
+            raise SequentialityError(f"{queried.name} is closed: {refused}")
+        if not closing:
             return
-        for ref in self._groups[previous]:
-            q = ref()
-            if q is not None:
-                q.close(f"a later sibling ({queried.name}) was queried (sequential composition)")
+        for previous in closing:
+            for ref in self._groups[previous]:
+                q = ref()
+                if q is not None:
+                    q.close(self._closed[previous])  # (waits for an answer in progress)
+        with self._lock:
+            self._closing = [c for c in self._closing if c not in closing]

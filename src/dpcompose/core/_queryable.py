@@ -56,8 +56,12 @@ A = TypeVar("A")
 class Queryable(Generic[Q, A]):
     """A state machine answering queries; thread-safe.
 
-    ``q(query)``: takes the lock, refuses if closed, runs the guards (which may refuse, spending nothing),
-    then calls ``_answer``.
+    ``q(query)``: refuses if closed, runs the guards (which may refuse, spending nothing), then takes the
+    lock, refuses if closed by then, and calls ``_answer``. The guards run outside the lock: a guard may
+    close other queryables (sequential composition closes a sibling), and closing one waits for its
+    lock, so a guard run under its own queryable's lock would let two siblings, queried at once, each
+    wait for the other forever. A queryable closed while a query waits for the lock refuses it; one
+    answering when it is closed finishes that answer first (``close`` waits for the lock).
 
     Args:
         lock: a lock to share with sibling queryables (a compositor passes one lock to all its
@@ -99,17 +103,17 @@ class Queryable(Generic[Q, A]):
         self.name = name or type(self).__name__
 
     def __call__(self, query: Q) -> A:
+        self._refuse_if_closed()
+        if self._process_local and os.getpid() != self._pid:
+            raise SequentialityError(
+                f"{self.name} was created in process {self._pid} and keeps its budget in that process's "
+                f"memory; this process ({os.getpid()}) is a fork of it and would spend the budget again. "
+                "To share a budget across processes use make_privacy_filter with an SQLiteLedger"
+            )
+        for guard in tuple(self._guards):  # outside the lock (see the class docstring)
+            guard(self)
         with self._lock:
-            if self._closed_reason is not None:
-                raise SequentialityError(f"{self.name} is closed: {self._closed_reason}")
-            if self._process_local and os.getpid() != self._pid:
-                raise SequentialityError(
-                    f"{self.name} was created in process {self._pid} and keeps its budget in that process's "
-                    f"memory; this process ({os.getpid()}) is a fork of it and would spend the budget again. "
-                    "To share a budget across processes use make_privacy_filter with an SQLiteLedger"
-                )
-            for guard in self._guards:
-                guard(self)
+            self._refuse_if_closed()
             with created_queryables() as created:
                 try:
                     answer = self._answer(query)
@@ -117,6 +121,11 @@ class Queryable(Generic[Q, A]):
                     self._remember(created)
             self._queries += 1
             return answer
+
+    def _refuse_if_closed(self) -> None:
+        reason = self._closed_reason
+        if reason is not None:
+            raise SequentialityError(f"{self.name} is closed: {reason}")
 
     def _remember(self, created: list[weakref.ReferenceType[Any]]) -> None:
         """Keep the queryables an answer created, to close them with this one (dead ones pruned at times)."""
@@ -149,7 +158,11 @@ class Queryable(Generic[Q, A]):
         raise NotImplementedError
 
     def add_guard(self, guard: Callable[[Queryable[Q, A]], None]) -> None:
-        """Run ``guard(self)`` under the lock before every answer; if it raises, the query is refused."""
+        """Run ``guard(self)`` before every answer; if it raises, the query is refused.
+
+        The guard runs before the queryable's lock is taken (it may close other queryables, see the class
+        docstring), so it must be thread-safe itself; a query it admits is still refused if this queryable
+        is closed before the answer starts."""
         with self._lock:
             self._guards.append(guard)
 

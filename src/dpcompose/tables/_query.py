@@ -59,7 +59,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import _validate_count
-from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
+from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import (
     make_discrete_gaussian,
     make_discrete_laplace,
@@ -70,6 +70,7 @@ from dpcompose.measurements import (
 from dpcompose.tables import _expr
 from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for, sum_key
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
+from dpcompose.tables._shares import BudgetShares
 
 __all__ = [
     "Agg",
@@ -89,7 +90,7 @@ __all__ = [
 _INTS = VectorDomain(AtomDomain(int))
 _COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the released vectors (see _Released.what)
 _KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
-_MAX_SHARES = 2**20  # queries per Context (its shares are listed up front)
+_MAX_SHARES = 2**20  # queries per Context
 
 
 def _check_selection_budget(measure: Measure[Any], budget: Any) -> None:
@@ -351,9 +352,16 @@ class TableQuery:
     (``.summarize()``), and ``.release()``, which charges the Context's budget and runs it."""
 
     def __init__(
-        self, ctx: Context, plan: Plan, aggs: tuple[Agg, ...], budget: Any, kinds: dict[str, str]
+        self,
+        ctx: Context,
+        plan: Plan,
+        aggs: tuple[Agg, ...],
+        budget: Any,
+        kinds: dict[str, str],
+        share: int | None = None,
     ) -> None:
         self._ctx = ctx
+        self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
         self.aggs = aggs
@@ -599,9 +607,7 @@ class TableQuery:
     def release(self) -> Any:
         """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
         returns a Polars DataFrame of noisy results, one row per key."""
-        out = self._ctx._queryable(self.measurement)
-        self._ctx._next += 1
-        return out
+        return self._ctx._release(self.measurement, self.budget, self._share)
 
 
 @dataclass(frozen=True)
@@ -635,8 +641,10 @@ class Query:
         keys: tuple[tuple[Any, ...], ...] | None = None,
         derived: tuple[tuple[str, _expr.Expr, Column], ...] = (),
         visible: tuple[str, ...] | None = None,
+        share: int | None = None,
     ) -> None:
         self._ctx, self._budget, self._predicate = ctx, budget, predicate
+        self._share = share
         self._by, self._keys = by, keys
         self._derived, self._visible = derived, visible
 
@@ -646,7 +654,7 @@ class Query:
             "visible": self._visible,
         }  # fmt: skip
         fields.update(changes)
-        return Query(self._ctx, self._budget, **fields)
+        return Query(self._ctx, self._budget, share=self._share, **fields)
 
     def _column(self, name: object, what: str = "column") -> Column:
         """A column of this query's view: a declared or derived one that ``select`` kept (all by default)."""
@@ -865,7 +873,7 @@ class Query:
             below=tuple(below),
             derived=tuple((name, expr) for name, expr, _ in self._derived),
         )
-        return TableQuery(ctx, plan, tuple(aggs), self._budget, self._kinds())
+        return TableQuery(ctx, plan, tuple(aggs), self._budget, self._kinds(), self._share)
 
 
 class Context:
@@ -944,9 +952,9 @@ class Context:
                     f"split_evenly_over={split_evenly_over!r}: at most {_MAX_SHARES} queries per context "
                     "(one share each); split the budget between contexts for more"
                 )
-            weights = [Fraction(1)] * n
-            if not weights:
+            if n == 0:
                 raise InvalidParameter("split_evenly_over=0 must be at least 1")
+            self._shares = BudgetShares.even(measure, budget, n)
         else:
             if isinstance(split_by_weights, (str, bytes)) or not isinstance(split_by_weights, Sequence):
                 raise InvalidParameter(f"split_by_weights={split_by_weights!r} must be a list of weights")
@@ -962,13 +970,8 @@ class Context:
                 weights.append(Fraction(w))
             if not weights:
                 raise InvalidParameter("split_by_weights=[] must list at least one weight")
-        total = _total(weights)
-        if isinstance(measure, ApproxDP):
-            self._shares: list[Any] = [(budget[0] * w / total, budget[1] * w / total) for w in weights]
-        else:
-            self._shares = [budget * w / total for w in weights]
+            self._shares = BudgetShares.weighted(measure, budget, weights)
         self.kinds = {n: c.kind for n, c in domain.columns}
-        self._next = 0
         filt = make_privacy_filter(domain, self.metric, measure, d_in=1, d_out=privacy_loss, ledger=ledger)
         self._queryable = filt(data)  # checks the data's schema (no scan)
 
@@ -976,18 +979,21 @@ class Context:
         """A new query with the share of the next release (or ``privacy_loss`` in the context's measure).
 
         Shares go to releases in order: a query built but never released (or refused) takes no share.
+        Each share goes to one release, also when threads release at once: ``release()`` takes the share
+        next at that moment if it is the size the query was priced at, and is refused otherwise
+        (``BudgetExceeded``: nothing is run or spent; build the query again).
         """
         if privacy_loss is not None:
             share = self.measure.parse(privacy_loss, "privacy_loss")
             _check_positive(share, privacy_loss, "privacy_loss")
-        else:
-            if self._next >= len(self._shares):
-                raise BudgetExceeded(
-                    f"all {len(self._shares)} budget shares of this Context are given out; pass "
-                    "query(privacy_loss=...) to spend what remains"
-                )
-            share = self._shares[self._next]
-        return Query(self, share)
+            return Query(self, share)
+        index, share = self._shares.peek()
+        return Query(self, share, share=index)
+
+    def _release(self, measurement: Measurement[Any, Any, Any, Any], budget: Any, share: int | None) -> Any:
+        """Charge the filter and run ``measurement`` as the next release (:meth:`BudgetShares.hand_out`)."""
+        q = self._queryable
+        return self._shares.hand_out(budget, share, lambda: q(measurement), lambda: q.queries_charged)
 
     def remaining(self) -> Any:
         """What the Context's filter has left."""
@@ -1003,10 +1009,3 @@ def _check_positive(budget: Any, raw: object, name: str) -> None:
     first = budget[0] if isinstance(budget, tuple) else budget
     if first <= 0:
         raise InvalidParameter(f"{name}={raw!r} must be positive (ε > 0, or ρ > 0): noise is scaled by it")
-
-
-def _total(weights: list[Fraction]) -> Fraction:
-    out = Fraction(0)
-    for w in weights:
-        out += w
-    return out
