@@ -12,7 +12,7 @@ integers beyond).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -195,6 +195,10 @@ def collect_frame(out: Any, plan: Plan) -> Aggregates:
     return collect_columns(keys, columns[0], columns[1:], plan)
 
 
+def _alive() -> str | None:
+    return None
+
+
 class PolarsEngine:
     """The Polars implementation of :class:`~dpcompose.tables._engine.Engine`."""
 
@@ -210,6 +214,10 @@ class PolarsEngine:
         else:  # pandas: converted once (the conversion reads metadata and shares buffers where it can)
             schema = pl.from_pandas(data).schema
         return {name: _kind(dtype) for name, dtype in schema.items()}
+
+    def probe(self, data: Any) -> Callable[[], str | None]:
+        """Always alive: Polars runs in this process, with no session that could stop."""
+        return _alive
 
     def aggregate(self, data: Any, plan: Plan) -> Aggregates:
         import polars as pl

@@ -68,7 +68,7 @@ from dpcompose.measurements import (
     partition_threshold,
 )
 from dpcompose.tables import _expr
-from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for, sum_key
+from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_check, engine_for, run_job, sum_key
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 
 __all__ = [
@@ -245,6 +245,8 @@ def quantile(
     a = QuantileAlpha(alpha)
     if isinstance(candidates, (str, bytes)) or not isinstance(candidates, (Sequence, np.ndarray)):
         raise InvalidParameter(f"candidates={candidates!r} must be a list of numbers")
+    if isinstance(candidates, np.ndarray) and candidates.ndim != 1:
+        raise InvalidParameter(f"candidates={candidates!r} must be one-dimensional (a list of numbers)")
     cands = tuple(c.item() if isinstance(c, np.generic) else c for c in candidates)
     if not cands:
         raise InvalidParameter("candidates=[] must not be empty")
@@ -451,16 +453,7 @@ class TableQuery:
         def run(data: Any) -> Any:
             engine = engine_for(data)
             assert engine is not None  # the domain check ran first
-            try:
-                found = engine.aggregate(data, plan)
-            except Exception:
-                # Only a lazy frame's own plan can fail here (a strict cast, a raising UDF): its schema was
-                # checked, not its rows. The engine's message may quote private values: none of it is shown.
-                raise DomainMismatch(
-                    "the data's own lazy plan failed while the query read it (the query was charged); the "
-                    "error is not shown, as it may quote private values. A lazy frame must evaluate on all "
-                    "of its rows: collect it once to check, or make its casts non-strict"
-                ) from None
+            found = run_job(engine, data, plan)  # a failure shows none of its text (it may quote data)
             return self._finish(found.keys, found.counts, found.sums, found.distincts, found.belows)
 
         return Measurement(
@@ -598,7 +591,9 @@ class TableQuery:
 
     def release(self) -> Any:
         """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
-        returns a Polars DataFrame of noisy results, one row per key."""
+        returns a Polars DataFrame of noisy results, one row per key. A dead engine (a stopped Spark
+        session) is refused with EngineUnavailable before the charge."""
+        self._ctx._check_engine()
         out = self._ctx._queryable(self.measurement)
         self._ctx._next += 1
         return out
@@ -971,6 +966,7 @@ class Context:
         self._next = 0
         filt = make_privacy_filter(domain, self.metric, measure, d_in=1, d_out=privacy_loss, ledger=ledger)
         self._queryable = filt(data)  # checks the data's schema (no scan)
+        self._check_engine = engine_check(data)  # the engine's liveness, before each charge (no scan)
 
     def query(self, privacy_loss: Any = None) -> Query:
         """A new query with the share of the next release (or ``privacy_loss`` in the context's measure).
