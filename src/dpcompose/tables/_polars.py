@@ -225,8 +225,13 @@ class PolarsEngine:
         lazy = _lazy(data)  # a pandas frame is converted once
         kinds = {name: _kind(dtype) for name, dtype in lazy.collect_schema().items()}
         wide = {"int": pl.Int64, "float": pl.Float64}
-        lf = lazy.select(
-            [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
+        # a query reading no column (a bare count) keeps the frame: selecting no column leaves no rows
+        lf = (
+            lazy.select(
+                [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
+            )
+            if plan.columns
+            else lazy
         )
         for name, e in plan.derived:  # derived columns (row-wise, in order: one may read an earlier one),
             # before the filter that may read them; always double, as declared (a bare int column too)
