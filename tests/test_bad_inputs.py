@@ -1259,6 +1259,7 @@ NOT_CALLED = {
     "DPError": "exception class",
     "InvalidParameter": "exception class",
     "DomainMismatch": "exception class",
+    "EngineUnavailable": "exception class",
     "BudgetExceeded": "exception class",
     "SequentialityError": "exception class",
     "UnsupportedComposition": "exception class",

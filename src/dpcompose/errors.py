@@ -18,6 +18,7 @@ __all__ = [
     "BudgetExceeded",
     "DPError",
     "DomainMismatch",
+    "EngineUnavailable",
     "InvalidParameter",
     "SequentialityError",
     "SerializationError",
@@ -38,11 +39,19 @@ class InvalidParameter(DPError, ValueError):
 
 
 class DomainMismatch(DPError, TypeError):
-    """Two pieces do not fit together (domain or metric), or data lies outside its declared domain."""
+    """Two pieces do not fit together (domain or metric), an operator is not offered for an operand (a
+    table expression divided), or data lies outside its declared domain."""
 
 
 class BudgetExceeded(DPError):
     """A query would exceed the budget it is allowed to spend; it ran nothing and spent nothing."""
+
+
+class EngineUnavailable(DPError):
+    """A table engine cannot run jobs: Spark cannot start here, or a Context's engine is down (a stopped
+    Spark session, a Spark driver whose JVM is gone), found by a check of the engine's own state before a
+    release is charged. Nothing ran and nothing was spent: start the engine again and query a Context
+    built on data of the new session."""
 
 
 class SequentialityError(DPError):

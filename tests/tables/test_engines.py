@@ -129,6 +129,8 @@ PLANS: dict[str, Plan] = {
         derived=(DX, DY, ("dz", col("dx") * col("dy") + 1.0)),  # dz reads the derived dx and dy
     ),
     "total_count_rows": _plan(_cols("user", "flag"), id=None, max_rows=None, distinct=("flag",)),
+    # a bare count reads no column (Polars selected none, which left no rows: the count was 0)
+    "total_count_no_column": _plan((), id=None, max_rows=None),
     "total_sums_capped": _plan(
         _cols("user", "income", "big"), sums=(INCOME, BIG, INCOME_TINY, INCOME_SQ, BIG_SQ, TINY_SQ)
     ),

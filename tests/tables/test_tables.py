@@ -597,3 +597,13 @@ def test_variance_of_a_small_int_column() -> None:
     ctx = dp.Context(df, schema, privacy_loss=1e9, split_evenly_over=1)
     out = ctx.query().agg(dp.tables.variance("age")).release()
     assert out["age_variance"][0] == pytest.approx(float(np.var(ages, ddof=1)), rel=1e-3)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_bare_row_level_count_counts_the_rows(lazy: bool) -> None:
+    """``ctx.query().agg(count())`` at row level reads no column: Polars selected none, which left no
+    rows, and released 0 plus noise (Spark counted 100)."""
+    df = pl.DataFrame({"x": list(range(100))})
+    data = df.lazy() if lazy else df
+    ctx = dp.Context(data, {"x": dp.Column(int, bounds=(0, 10))}, privacy_loss=1e9, split_evenly_over=1)
+    assert ctx.query().agg(dp.tables.count()).release()["count"].to_list() == [100]  # noise ~1e-9: 0

@@ -13,20 +13,26 @@ engine returns. An engine only has to compute those aggregates, with these primi
   known, or, for unknown keys (``plan.keys is None``), for every key present after the caps, in the order
   of :func:`key_order` (by value), so the result does not depend on the engine or the partitioning.
 
+* ``probe(data)``: a check, built from the data's engine handle (a Spark session) and never reading its
+  rows, that the engine can run a job; :func:`engine_check` runs it before every charge.
+
 The plan (:class:`Plan`) is plain data, so a second engine (Spark, :mod:`dpcompose.tables._spark`)
-implements the same steps and is tested to return bit-identical arrays.
+implements the same steps and is tested to return bit-identical arrays. :func:`run_job` runs a charged
+job: whatever fails in it is reported without the engine's message.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from dpcompose.errors import DomainMismatch, EngineUnavailable
 
 __all__ = [
     "Aggregates",
@@ -37,8 +43,10 @@ __all__ = [
     "collect_columns",
     "collect_rows",
     "combine_halves",
+    "engine_check",
     "engine_for",
     "key_order",
+    "run_job",
     "scalings",
     "sum_key",
 ]
@@ -276,6 +284,12 @@ class Engine(Protocol):
         entry."""
         ...
 
+    def probe(self, data: Any) -> Callable[[], str | None]:
+        """A liveness probe for the engine ``data`` runs on: a call returns None when the engine can run a
+        job, else why it cannot. The probe holds the engine's handle (a Spark session), not ``data``, and
+        reads only the engine's state: no job, no row, so its answer and its time depend on no data."""
+        ...
+
 
 def engine_for(data: object) -> Engine | None:
     """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame, Spark
@@ -297,6 +311,97 @@ def engine_for(data: object) -> Engine | None:
         if is_spark_data(data):
             return SparkEngine()
     return None
+
+
+def engine_check(data: object) -> Callable[[], None]:
+    """The check a Context runs before every charge: it raises :class:`~dpcompose.EngineUnavailable` when
+    the engine of ``data`` cannot run a job (its probe reports why, or fails), so a query on a dead engine
+    spends nothing. Built once per Context; it keeps the engine's probe, not ``data``.
+
+    Raises:
+        DomainMismatch: ``data`` has no engine (a Context's domain check refuses such data first).
+
+    Examples:
+        >>> import polars as pl
+        >>> engine_check(pl.DataFrame({"a": [1]}))() is None  # Polars runs in this process: always alive
+        True
+    """
+    engine = engine_for(data)
+    if engine is None:
+        raise DomainMismatch(f"data of type {type(data).__name__} has no table engine")
+    probe, name = engine.probe(data), engine.name
+
+    def check() -> None:
+        try:
+            reason = probe()
+        except Exception:  # a probe that cannot reach the engine: the engine is not usable
+            reason = "its liveness probe failed"
+        if reason is not None:
+            raise EngineUnavailable(
+                f"the {name} engine cannot run the query: {reason}. Nothing was run or spent. Start the "
+                "engine again and query a Context built on data of the new session (pass the same ledger= "
+                "to keep drawing on this budget)"
+            )
+
+    return check
+
+
+#: What a failed charged job says: never the engine's own message (it may quote private values).
+JOB_FAILED = (
+    "the engine job failed while the query read the data (the query was charged): the data's own lazy plan "
+    "failed (a strict cast, a raising UDF), or the engine stopped during the job. The error is not shown, "
+    "as it may quote private values. A lazy frame must evaluate on all of its rows: collect it once to "
+    "check, or make its casts non-strict"
+)
+
+
+def run_job(engine: Engine, data: Any, plan: Plan) -> Aggregates:
+    """``engine.aggregate(data, plan)`` for a query that has been charged, reporting no failure's text.
+
+    The domain check read the data's schema, not its rows, so only the data's own lazy plan (or the engine
+    stopping mid-job) can fail here, and its message may quote private values: an ``Exception`` becomes a
+    :class:`~dpcompose.DomainMismatch` with the fixed text :data:`JOB_FAILED`; any other ``BaseException``
+    (``KeyboardInterrupt``, ``SystemExit``, Polars' ``PanicException``) is raised again as an exception of
+    the same type whose only argument is that text. Either is raised after the handler has ended, so the
+    original is neither its ``__cause__`` nor its ``__context__``.
+    """
+    failure: BaseException
+    try:
+        return engine.aggregate(data, plan)
+    except Exception:
+        failure = DomainMismatch(JOB_FAILED)
+    except BaseException as exc:
+        failure = _same_type(exc)
+    raise failure
+
+
+def _same_type(exc: BaseException) -> BaseException:
+    """An exception of ``exc``'s type carrying only :data:`JOB_FAILED`: a new one from the type's
+    constructor, or, if that refuses one string, one made by ``BaseException.__new__`` and initialised by
+    its nearest built-in base (so a ``SystemExit`` still exits with a failure status); if both fail,
+    ``exc`` itself with its arguments replaced and its notes, traceback, cause and context dropped."""
+    cls = type(exc)
+    init = next(
+        vars(c)["__init__"] for c in cls.__mro__ if c.__module__ == "builtins" and "__init__" in vars(c)
+    )
+    for own_init in (True, False):
+        try:
+            if own_init:
+                out: object = cls(JOB_FAILED)
+            else:
+                out = BaseException.__new__(cls)
+                init(out, JOB_FAILED)
+        except Exception:
+            continue
+        if type(out) is cls:
+            assert isinstance(out, BaseException)
+            out.args = (JOB_FAILED,)
+            return out
+    exc.args = (JOB_FAILED,)
+    exc.__cause__ = exc.__context__ = None
+    if hasattr(exc, "__notes__"):
+        del exc.__notes__
+    return exc.with_traceback(None)
 
 
 def scalings(k: int) -> list[float]:

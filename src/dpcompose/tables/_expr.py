@@ -7,7 +7,9 @@ Semantics (the same in every engine): a comparison involving null is null, and a
 predicate is null; ``is_in`` is false for null; NaN compares as Polars does (NaN equals NaN and is
 greater than every other float). Arithmetic is on floats: operands are converted to IEEE doubles first
 (round to nearest), so every engine computes the same bits and never overflows or raises (a double
-operation gives ±inf or NaN instead); null propagates. Division is not offered: engines disagree on x/0.
+operation gives ±inf or NaN instead); null propagates. Division is not offered: engines disagree on x/0
+(``/``, ``//``, ``%``, ``**`` and unary ``-``, ``+``, ``abs`` raise :class:`~dpcompose.DomainMismatch`
+saying what to write instead).
 
 Examples:
     >>> import dpcompose as dp
@@ -21,16 +23,32 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from dpcompose.errors import InvalidParameter
+from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = ["ARITH", "Expr", "col", "literal_kind"]
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 ARITH = ("+", "-", "*")
+_OUTSIDE = "compute it in the data before it reaches dp.Context"
+_DIVIDE = (
+    "engines disagree on division by zero (inf, NaN or null). Multiply by the reciprocal for a constant "
+    "divisor (dp.col('x') * 0.5), or release both aggregates and divide the noisy results "
+    "(post-processing), or " + _OUTSIDE
+)
+_INSTEAD = {  # the operators Expr refuses, and what to write instead
+    "/": _DIVIDE,
+    "//": _DIVIDE,
+    "%": _DIVIDE,
+    "divmod": _DIVIDE,
+    "**": "write a square as dp.col('x') * dp.col('x'), or " + _OUTSIDE,
+    "unary -": "write 0 - dp.col('x') (or -1 * dp.col('x'))",
+    "unary +": "write the expression without it",
+    "abs()": "the arithmetic offered is +, - and *; " + _OUTSIDE,
+}
 
 
 def literal_kind(v: object, name: str) -> str:
@@ -115,6 +133,48 @@ class Expr:
 
     def __rmul__(self, other: object) -> Expr:
         return self._arith("*", other, reverse=True)
+
+    def _not_offered(self, op: str) -> NoReturn:
+        raise DomainMismatch(f"{op} is not offered on table expressions: {_INSTEAD[op]}")
+
+    def __truediv__(self, other: object) -> NoReturn:
+        self._not_offered("/")
+
+    def __rtruediv__(self, other: object) -> NoReturn:
+        self._not_offered("/")
+
+    def __floordiv__(self, other: object) -> NoReturn:
+        self._not_offered("//")
+
+    def __rfloordiv__(self, other: object) -> NoReturn:
+        self._not_offered("//")
+
+    def __mod__(self, other: object) -> NoReturn:
+        self._not_offered("%")
+
+    def __rmod__(self, other: object) -> NoReturn:
+        self._not_offered("%")
+
+    def __divmod__(self, other: object) -> NoReturn:
+        self._not_offered("divmod")
+
+    def __rdivmod__(self, other: object) -> NoReturn:
+        self._not_offered("divmod")
+
+    def __pow__(self, other: object, modulo: object = None) -> NoReturn:
+        self._not_offered("**")
+
+    def __rpow__(self, other: object) -> NoReturn:
+        self._not_offered("**")
+
+    def __neg__(self) -> NoReturn:
+        self._not_offered("unary -")
+
+    def __pos__(self) -> NoReturn:
+        self._not_offered("unary +")
+
+    def __abs__(self) -> NoReturn:
+        self._not_offered("abs()")
 
     def __and__(self, other: object) -> Expr:
         if not isinstance(other, Expr):

@@ -12,7 +12,7 @@ integers beyond).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -195,6 +195,10 @@ def collect_frame(out: Any, plan: Plan) -> Aggregates:
     return collect_columns(keys, columns[0], columns[1:], plan)
 
 
+def _alive() -> str | None:
+    return None
+
+
 class PolarsEngine:
     """The Polars implementation of :class:`~dpcompose.tables._engine.Engine`."""
 
@@ -211,14 +215,23 @@ class PolarsEngine:
             schema = pl.from_pandas(data).schema
         return {name: _kind(dtype) for name, dtype in schema.items()}
 
+    def probe(self, data: Any) -> Callable[[], str | None]:
+        """Always alive: Polars runs in this process, with no session that could stop."""
+        return _alive
+
     def aggregate(self, data: Any, plan: Plan) -> Aggregates:
         import polars as pl
 
         lazy = _lazy(data)  # a pandas frame is converted once
         kinds = {name: _kind(dtype) for name, dtype in lazy.collect_schema().items()}
         wide = {"int": pl.Int64, "float": pl.Float64}
-        lf = lazy.select(
-            [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
+        # a query reading no column (a bare count) keeps the frame: selecting no column leaves no rows
+        lf = (
+            lazy.select(
+                [pl.col(c).cast(wide[kinds[c]]) if kinds[c] in wide else pl.col(c) for c in plan.columns]
+            )
+            if plan.columns
+            else lazy
         )
         for name, e in plan.derived:  # derived columns (row-wise, in order: one may read an earlier one),
             # before the filter that may read them; always double, as declared (a bare int column too)

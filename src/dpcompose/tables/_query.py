@@ -68,7 +68,7 @@ from dpcompose.measurements import (
     partition_threshold,
 )
 from dpcompose.tables import _expr
-from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for, sum_key
+from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_check, engine_for, run_job, sum_key
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 from dpcompose.tables._shares import BudgetShares
 
@@ -246,6 +246,8 @@ def quantile(
     a = QuantileAlpha(alpha)
     if isinstance(candidates, (str, bytes)) or not isinstance(candidates, (Sequence, np.ndarray)):
         raise InvalidParameter(f"candidates={candidates!r} must be a list of numbers")
+    if isinstance(candidates, np.ndarray) and candidates.ndim != 1:
+        raise InvalidParameter(f"candidates={candidates!r} must be one-dimensional (a list of numbers)")
     cands = tuple(c.item() if isinstance(c, np.generic) else c for c in candidates)
     if not cands:
         raise InvalidParameter("candidates=[] must not be empty")
@@ -459,16 +461,7 @@ class TableQuery:
         def run(data: Any) -> Any:
             engine = engine_for(data)
             assert engine is not None  # the domain check ran first
-            try:
-                found = engine.aggregate(data, plan)
-            except Exception:
-                # Only a lazy frame's own plan can fail here (a strict cast, a raising UDF): its schema was
-                # checked, not its rows. The engine's message may quote private values: none of it is shown.
-                raise DomainMismatch(
-                    "the data's own lazy plan failed while the query read it (the query was charged); the "
-                    "error is not shown, as it may quote private values. A lazy frame must evaluate on all "
-                    "of its rows: collect it once to check, or make its casts non-strict"
-                ) from None
+            found = run_job(engine, data, plan)  # a failure shows none of its text (it may quote data)
             return self._finish(found.keys, found.counts, found.sums, found.distincts, found.belows)
 
         return Measurement(
@@ -606,7 +599,8 @@ class TableQuery:
 
     def release(self) -> Any:
         """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
-        returns a Polars DataFrame of noisy results, one row per key."""
+        returns a Polars DataFrame of noisy results, one row per key. A dead engine (a stopped Spark
+        session) is refused with EngineUnavailable before the charge, taking no share."""
         return self._ctx._release(self.measurement, self.budget, self._share)
 
 
@@ -974,6 +968,7 @@ class Context:
         self.kinds = {n: c.kind for n, c in domain.columns}
         filt = make_privacy_filter(domain, self.metric, measure, d_in=1, d_out=privacy_loss, ledger=ledger)
         self._queryable = filt(data)  # checks the data's schema (no scan)
+        self._check_engine = engine_check(data)  # the engine's liveness, before each charge (no scan)
 
     def query(self, privacy_loss: Any = None) -> Query:
         """A new query with the share of the next release (or ``privacy_loss`` in the context's measure).
@@ -993,6 +988,7 @@ class Context:
     def _release(self, measurement: Measurement[Any, Any, Any, Any], budget: Any, share: int | None) -> Any:
         """Charge the filter and run ``measurement`` as the next release (:meth:`BudgetShares.hand_out`)."""
         q = self._queryable
+        self._check_engine()  # refused before any share is taken or anything is charged
         return self._shares.hand_out(budget, share, lambda: q(measurement), lambda: q.queries_charged)
 
     def remaining(self) -> Any:

@@ -31,10 +31,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from dpcompose.errors import DomainMismatch, DPError
+from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
@@ -47,7 +47,7 @@ _M16 = 0xFFFF
 _SIGN = -(1 << 63)  # the bit pattern 0x8000000000000000 as a signed bigint
 
 
-class SparkUnavailable(DPError):
+class SparkUnavailable(EngineUnavailable):
     """Spark cannot start here: pyspark is not installed, or no Java runtime is found."""
 
 
@@ -378,6 +378,24 @@ class SparkEngine:
                 "keeps both sides' columns): rename or drop the copies"
             )
         return {f.name: _kind(f.dataType) for f in data.schema.fields}
+
+    def probe(self, data: Any) -> Callable[[], str | None]:
+        """The session's own state, read on the driver: stopped from Python (pyspark drops its handle to
+        the JVM context), stopped in the JVM (``SparkContext.isStopped``, one Py4J call of a few
+        milliseconds), or a JVM that does not answer. No job runs and no row is read."""
+        session = data.sparkSession  # the probe keeps the session, not the DataFrame
+
+        def alive() -> str | None:
+            jsc = session.sparkContext._jsc  # pyspark sets it to None when the context is stopped
+            if jsc is None:
+                return "its SparkContext is stopped"
+            try:
+                stopped = jsc.sc().isStopped()
+            except Exception:  # Py4J cannot reach the JVM
+                return "the JVM of its SparkContext does not answer (the driver process is gone)"
+            return "its SparkContext is stopped" if stopped else None
+
+        return alive
 
     def aggregate(self, data: Any, plan: Plan) -> Aggregates:
         from pyspark.sql import Window
