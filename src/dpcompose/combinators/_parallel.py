@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -202,8 +203,10 @@ def make_parallel(
                 "d_in = 1 with dp.make_group(measurement, k).map(1) (valid, possibly looser)"
             )
         if approx:
-            eps = worst_allocation(_shared(children, lambda c: _coordinate(c, 0)), total)
-            delta = worst_allocation(_shared(children, lambda c: _coordinate(c, 1)), total)
+            # each child's map read once per k for both coordinates
+            maps = {id(c): functools.cache(c.map) for c in distinct}
+            eps = worst_allocation(_shared(children, lambda c: _coordinate(maps[id(c)], 0)), total)
+            delta = worst_allocation(_shared(children, lambda c: _coordinate(maps[id(c)], 1)), total)
             return eps, delta
         return worst_allocation(_shared(children, lambda c: c.map), total)
 
@@ -293,8 +296,8 @@ def _shared(
     return [made.setdefault(id(c), make(c)) for c in children]
 
 
-def _coordinate(child: Measurement[Any, Any, Any, Any], i: int) -> Callable[[int], Fraction]:
+def _coordinate(child_map: Callable[[int], Any], i: int) -> Callable[[int], Fraction]:
     def f(k: int) -> Fraction:
-        return child.map(k)[i]  # type: ignore[no-any-return]
+        return child_map(k)[i]  # type: ignore[no-any-return]
 
     return f
