@@ -48,6 +48,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dpcompose._validation import short_repr as _short
+from dpcompose._version import __version__
 from dpcompose.core._domains import Domain
 from dpcompose.core._measurement import Measurement, Transformation
 from dpcompose.core._measures import Measure
@@ -246,8 +247,6 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
         raise SerializationError(
             f"obj={_short(obj)} is not a domain, metric, measure, transformation or measurement"
         )
-    from dpcompose import __version__
-
     try:
         root = _Writer(drop_rng).value(obj, "root")
     except RecursionError:
