@@ -35,6 +35,7 @@ Examples:
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import inspect
 import json
@@ -252,6 +253,20 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
     except RecursionError:
         raise SerializationError("obj is nested too deeply to store") from None
     return json.dumps({"dpcompose": FORMAT_VERSION, "library": __version__, "root": root}, indent=2)
+
+
+def _reduce(
+    obj: Transformation[Any, Any, Any, Any] | Measurement[Any, Any, Any, Any],
+) -> tuple[Callable[[str], Any], tuple[str]]:
+    """Pickle a transformation or measurement as its JSON recipe: no code is pickled.
+
+    Registered for both classes with :func:`copyreg.pickle` below, so the core never imports this module.
+    """
+    return (from_json, (to_json(obj),))
+
+
+copyreg.pickle(Transformation, _reduce)
+copyreg.pickle(Measurement, _reduce)
 
 
 class _Writer:
