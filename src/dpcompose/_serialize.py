@@ -452,7 +452,7 @@ def from_json(text: str | bytes) -> Any:
     if not isinstance(text, str):
         raise SerializationError(f"text={_short(text)} must be a str (the JSON written by dp.to_json)")
     try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        doc = json.loads(text, object_pairs_hook=unique_keys, parse_constant=_no_constant)
     except SerializationError:
         raise
     except (ValueError, RecursionError) as exc:
@@ -489,7 +489,12 @@ def from_json(text: str | bytes) -> Any:
     return root
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, for ``json.loads(..., object_pairs_hook=unique_keys)``.
+
+    Raises:
+        SerializationError: a key occurs twice in one object (plain ``json`` would keep the last).
+    """
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:

@@ -62,8 +62,8 @@ from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 from dpcompose.measurements._sampling import (
     RandomSource,
-    _uniform_words,
     caller_or_secure_source,
+    uniform_words,
 )
 
 __all__ = ["amplify_epsilon", "make_subsample"]
@@ -117,7 +117,7 @@ def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np
     r, den = q.numerator, q.denominator
     pending = np.arange(n)
     while pending.size:
-        w = _uniform_words(source, pending.size, 8)
+        w = uniform_words(source, pending.size, 8)
         shifted = r * 256
         f = shifted // den  # in [0, 255]: r < den
         keep[pending[w < f]] = True
@@ -138,7 +138,7 @@ def _uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int6
     if m == n:
         return np.arange(n, dtype=np.int64)
     while True:
-        keys = _uniform_words(source, n, 62)
+        keys = uniform_words(source, n, 62)
         if np.unique(keys).size == n:
             break
     chosen = np.argpartition(keys, m - 1)[:m]

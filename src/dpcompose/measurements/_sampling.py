@@ -468,7 +468,7 @@ _SHIFT_SAFE = 1 << 54  # r < 2**54 ⇒ r << 8 fits int64
 _BLOCK = 1 << 20  # samples per block, bounds memory
 
 
-def _uniform_words(source: RandomSource, count: int, width: int) -> IntArray:
+def uniform_words(source: RandomSource, count: int, width: int) -> IntArray:
     """``count`` uniform integers in ``[0, 2**width)``, width in {1, 8, 16, 32, 62}, as int64."""
     if width == 1:
         bits = np.unpackbits(np.frombuffer(source.random_bytes((count + 7) // 8), dtype=np.uint8))
@@ -487,12 +487,12 @@ def _uniform_below(m: int, count: int, source: RandomSource) -> IntArray:
     if m == 1 or count == 0:
         return out
     if m == 2:
-        return _uniform_words(source, count, 1)
+        return uniform_words(source, count, 1)
     width = next(w for w in (8, 16, 32, 62) if m <= 1 << w)
     limit = ((1 << width) // m) * m  # accept words below the largest multiple of m
     pending = np.arange(count)
     while pending.size:
-        w = _uniform_words(source, pending.size, width)
+        w = uniform_words(source, pending.size, width)
         ok = w < limit
         out[pending[ok]] = w[ok] % m
         pending = pending[~ok]
@@ -515,7 +515,7 @@ def _bern_ratio(num: AnyIntArray, den: AnyIntArray | int, source: RandomSource) 
     idx = np.arange(size)
     r = num
     while idx.size:
-        w: AnyIntArray = _uniform_words(source, idx.size, 8)
+        w: AnyIntArray = uniform_words(source, idx.size, 8)
         if is_object:
             w = w.astype(object)
         shifted = r * 256
@@ -624,7 +624,7 @@ def _laplace_block(n: int, d: int, count: int, source: RandomSource) -> IntArray
         y: AnyIntArray = (u + n * v) // d
     else:
         y = (u.astype(object) + n * v.astype(object)) // d
-    negative = _uniform_words(source, y.shape[0], 1) == 1
+    negative = uniform_words(source, y.shape[0], 1) == 1
     keep = ~(negative & (y == 0))
     return _as_int64(np.where(negative, -y, y)[keep])
 
