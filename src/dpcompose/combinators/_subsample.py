@@ -60,7 +60,7 @@ from dpcompose.core import (
 )
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
-from dpcompose.measurements._sampling import (
+from dpcompose.measurements._random import (
     RandomSource,
     caller_or_secure_source,
     uniform_words,
@@ -104,7 +104,7 @@ def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np
     """``n`` independent ``Bernoulli(q)`` draws for a rational ``q``, exactly.
 
     The byte-wise comparison of a uniform real ``U`` with ``q`` of
-    :func:`dpcompose.measurements._sampling._bern_ratio`: with ``f = ⌊256·r/den⌋`` and a random byte ``w``,
+    :func:`dpcompose.measurements._sampling.bern_ratio`: with ``f = ⌊256·r/den⌋`` and a random byte ``w``,
     ``w < f`` means ``U < q``, ``w > f`` means ``U > q`` and ``w == f`` asks the same question of the next
     bits with ``r ← 256·r − f·den``. Every record has the same ``q``, so the remainder ``r`` is one exact
     Python integer shared by all undecided records (any denominator, no int64 limit), and each round is
