@@ -1,4 +1,4 @@
-"""The backend interface every table engine implements, and the choice of engine from the data's type.
+"""The backend interface every table engine implements (:mod:`dpcompose.tables._engines` chooses one).
 
 Everything else in :mod:`dpcompose.tables` is engine-neutral: it validates the query against the schema,
 computes the privacy map, and adds exact integer noise on the driver to the exact integer aggregates an
@@ -37,7 +37,6 @@ __all__ = [
     "collect_columns",
     "collect_rows",
     "combine_halves",
-    "engine_for",
     "key_order",
     "scalings",
     "sum_key",
@@ -275,28 +274,6 @@ class Engine(Protocol):
         """The keys, the exact count per key and the exact integer sum per key for each ``plan.sums``
         entry."""
         ...
-
-
-def engine_for(data: object) -> Engine | None:
-    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame, Spark
-    DataFrame), or None. Engine modules are imported only when data of their type is seen.
-
-    Examples:
-        >>> engine_for([1, 2]) is None
-        True
-    """
-    module = type(data).__module__.split(".")[0]
-    if module in ("polars", "pandas"):
-        from dpcompose.tables._polars import PolarsEngine, is_polars_data
-
-        if is_polars_data(data):
-            return PolarsEngine()
-    if module == "pyspark":
-        from dpcompose.tables._spark import SparkEngine, is_spark_data
-
-        if is_spark_data(data):
-            return SparkEngine()
-    return None
 
 
 def scalings(k: int) -> list[float]:

@@ -68,7 +68,8 @@ from dpcompose.measurements import (
     partition_threshold,
 )
 from dpcompose.tables import _expr
-from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_for, sum_key
+from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, sum_key
+from dpcompose.tables._engines import engine_for
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 from dpcompose.transformations._quantile import quantile_candidates
 
