@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import dpcompose as dp
 from dpcompose.accounting import exact
-from dpcompose.measurements import _sampling
+from dpcompose.measurements import _huge_scales, _inversion
 from dpcompose.measurements._discrete import Grid
 from dpcompose.measurements._sampling import (
     SecureSource,
@@ -57,10 +57,10 @@ from dpcompose.measurements._sampling import (
 
 def clear_caches() -> None:
     """Forget every inversion table, so that the next call runs cold."""
-    _sampling._TABLES.clear()
-    _sampling._tail_bounds.cache_clear()
-    _sampling._PLANS.clear()
-    _sampling._GAUSS_PLANS.clear()
+    _inversion.TABLES.clear()
+    _inversion.tail_bounds.cache_clear()
+    _huge_scales.PLANS.clear()
+    _huge_scales.GAUSS_PLANS.clear()
 
 
 def best_time(fn: Callable[[], object], repeats: int) -> float:

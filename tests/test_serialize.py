@@ -10,11 +10,13 @@ reason.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
 import json
 import pickle
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -185,6 +187,38 @@ def test_rng_and_live_state_are_refused() -> None:
         dp.to_json(f)
     with pytest.raises(dp.SerializationError):
         dp.to_json(f([1, 2]))  # a queryable
+
+
+def test_pickle_stores_the_json_recipe_not_code() -> None:
+    """A transformation or measurement pickles as ``from_json(to_json(obj))`` (registered by _serialize)."""
+    clamp = dp.t.make_clamp(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance(), (0, 10))
+    total = clamp >> dp.t.make_sum(clamp.output_domain, clamp.output_metric)
+    release = total >> dp.m.make_laplace(total.output_domain, total.output_metric, scale=2.0)
+    for obj in (clamp, total, release):
+        payload = pickle.dumps(obj)
+        assert dp.to_json(obj).encode() in payload
+        back = pickle.loads(payload)
+        assert type(back) is type(obj) and repr(back) == repr(obj) and back.map(1) == obj.map(1)
+        assert dp.to_json(back) == dp.to_json(obj)
+    user: dp.Measurement[Any, Any, Any, Any] = dp.make_user_measurement(
+        dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(), lambda x: x, lambda d: d, trusted=True
+    )
+    with pytest.raises(dp.SerializationError, match="register_function"):
+        pickle.dumps(user)  # an unregistered function is refused, not pickled as code
+
+
+def test_the_core_never_imports_serialize() -> None:
+    """Pickling is registered from above: no module of dpcompose.core imports dpcompose._serialize."""
+    core = Path(dp.core.__file__).parent
+    for path in sorted(core.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith("dpcompose._serialize") for n in names), f"{path.name}:{node.lineno}"
 
 
 def test_files_from_a_future_version_or_tampered_are_refused() -> None:

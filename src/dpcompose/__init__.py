@@ -23,6 +23,7 @@ from dpcompose import (
 from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose._serialize import from_json, register_function, to_json
+from dpcompose._version import __version__
 from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
 from dpcompose.combinators import (
     LedgerError,
@@ -95,9 +96,6 @@ from dpcompose.errors import (
     UnverifiedPartError,
 )
 from dpcompose.tables import Column, Context, FrameDomain, col, unit_of
-
-__version__ = "0.1.0"
-"""The version of this dpcompose release."""
 
 __all__ = [
     "ZCDP",

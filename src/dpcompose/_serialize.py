@@ -44,6 +44,7 @@ Examples:
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import inspect
 import json
@@ -57,6 +58,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from dpcompose._validation import short_repr as _short
+from dpcompose._version import __version__
 from dpcompose.core import make_user_measurement, make_user_transformation
 from dpcompose.core._domains import Domain
 from dpcompose.core._measurement import Measurement, Transformation
@@ -256,13 +258,25 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
         raise SerializationError(
             f"obj={_short(obj)} is not a domain, metric, measure, transformation or measurement"
         )
-    from dpcompose import __version__
-
     try:
         root = _Writer(drop_rng).value(obj, "root")
     except RecursionError:
         raise SerializationError("obj is nested too deeply to store") from None
     return json.dumps({"dpcompose": FORMAT_VERSION, "library": __version__, "root": root}, indent=2)
+
+
+def _reduce(
+    obj: Transformation[Any, Any, Any, Any] | Measurement[Any, Any, Any, Any],
+) -> tuple[Callable[[str], Any], tuple[str]]:
+    """Pickle a transformation or measurement as its JSON recipe: no code is pickled.
+
+    Registered for both classes with :func:`copyreg.pickle` below, so the core never imports this module.
+    """
+    return (from_json, (to_json(obj),))
+
+
+copyreg.pickle(Transformation, _reduce)
+copyreg.pickle(Measurement, _reduce)
 
 
 class _Writer:
@@ -464,7 +478,7 @@ def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
     if not isinstance(text, str):
         raise SerializationError(f"text={_short(text)} must be a str (the JSON written by dp.to_json)")
     try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        doc = json.loads(text, object_pairs_hook=unique_keys, parse_constant=_no_constant)
     except SerializationError:
         raise
     except (ValueError, RecursionError) as exc:
@@ -581,7 +595,12 @@ def _function_names_in(v: Any, out: list[str]) -> None:
                 _function_names_in(x, out)
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, for ``json.loads(..., object_pairs_hook=unique_keys)``.
+
+    Raises:
+        SerializationError: a key occurs twice in one object (plain ``json`` would keep the last).
+    """
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:

@@ -59,7 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite, check_finite_nonnegative, check_finite_positive, check_str
-from dpcompose.accounting._common import _bisect
+from dpcompose.accounting._common import bisect
 from dpcompose.accounting._exact import (
     exact,
     exp_down,
@@ -162,7 +162,7 @@ def _dlap_accuracy(t: Fraction, alpha: Fraction) -> int:
         while not ok(hi):
             lo, hi = hi, hi + step
             step *= 2
-    return _bisect(lo, hi, ok)  # ok(hi), not ok(lo) (lo = -1 stands for "below 0")
+    return bisect(lo, hi, ok)  # ok(hi), not ok(lo) (lo = -1 stands for "below 0")
 
 
 def discrete_laplace_scale_to_accuracy(scale: float | int | Fraction, alpha: float) -> int:
@@ -308,7 +308,7 @@ class _DGaussTail:
         hi = math.ceil(sigma * math.sqrt(2 * _log_over(4, alpha))) + 2
         while not ok(hi):
             hi *= 2
-        return _bisect(-1, hi, ok)
+        return bisect(-1, hi, ok)
 
 
 def discrete_gaussian_scale_to_accuracy(scale: float | int | Fraction, alpha: float) -> int:

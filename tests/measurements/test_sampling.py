@@ -1,4 +1,5 @@
-"""Tests of the exact samplers in ``dpcompose.measurements._sampling``.
+"""Tests of the exact samplers: ``dpcompose.measurements._sampling`` and the modules it draws on
+(``_random``, ``_inversion``, ``_huge_scales``).
 
 Distribution checks compare the empirical pmf with the exact pmf by a chi-square goodness-of-fit test.
 False-alarm rate: each check fails when its p-value is below ``ALPHA = 1e-6``, so a correct sampler fails
@@ -17,6 +18,7 @@ import itertools
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from types import ModuleType
 
 import mpmath
 import numpy as np
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpcompose.errors import InvalidParameter
-from dpcompose.measurements import _sampling
+from dpcompose.measurements import _huge_scales, _inversion, _random, _sampling
 from dpcompose.measurements._sampling import (
     BytesSource,
     RandomSource,
@@ -195,23 +197,23 @@ def test_vectorised_bernoulli_exp(num: int, den: int, dtype: type) -> None:
     if dtype is np.int64 and num >= 1 << 62:
         pytest.skip("int64 path only for small numbers")
     n = 100_000
-    got = _sampling._bern_exp(np.full(n, num, dtype=dtype), den, SeededSource(33))
+    got = _sampling.bern_exp(np.full(n, num, dtype=dtype), den, SeededSource(33))
     assert binom_ok(int(got.sum()), n, float(mpmath.exp(-mpmath.mpf(num) / den)))
 
 
 def test_vectorised_bernoulli_exp_minus_one_and_ratio() -> None:
     n = 200_000
-    got = _sampling._bern_exp_minus_one(n, SeededSource(34))
+    got = _sampling.bern_exp_minus_one(n, SeededSource(34))
     assert binom_ok(int(got.sum()), n, math.exp(-1))
     num = np.arange(n, dtype=np.int64) % 10
-    ratio = _sampling._bern_ratio(num, 10, SeededSource(35))
+    ratio = _sampling.bern_ratio(num, 10, SeededSource(35))
     for j in range(10):
         assert binom_ok(int(ratio[num == j].sum()), int((num == j).sum()), j / 10)
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 200, 257, 65537, 2**40 + 5, 2**62])
 def test_uniform_below_range_and_spread(m: int) -> None:
-    u = _sampling._uniform_below(m, 20_000, SeededSource(36))
+    u = _sampling.uniform_below(m, 20_000, SeededSource(36))
     assert u.min() >= 0
     assert u.max() < m
     if m > 1:  # top and bottom halves equally likely (m even) / within one count (m odd)
@@ -250,7 +252,7 @@ def exact_tails(kind: str, param: Fraction, count: int) -> list[mpmath.mpf]:
 
 
 def assert_true_tail_bounds(kind: str, param: Fraction, prec: int) -> None:
-    lo, hi = _sampling._tail_bounds(kind, param, prec)
+    lo, hi = _inversion.tail_bounds(kind, param, prec)
     tails = exact_tails(kind, param, len(lo) + 3)
     with mpmath.workdps(60):
         scale = mpmath.mpf(2) ** prec
@@ -267,7 +269,7 @@ def assert_true_tail_bounds(kind: str, param: Fraction, prec: int) -> None:
     w=st.integers(1, 200),
 )
 def test_integer_exp_bounds_are_true_and_tight(x: Fraction, w: int) -> None:
-    lo, hi = _sampling._exp_neg_bounds(x, w)
+    lo, hi = _inversion.exp_neg_bounds(x, w)
     with mpmath.workdps(80):
         value = mpmath.exp(-mpmath.mpf(x.numerator) / x.denominator) * mpmath.mpf(2) ** w
         assert lo <= value <= hi
@@ -293,7 +295,7 @@ def test_laplace_tail_bounds_are_true_bounds(scale: Fraction, prec: int) -> None
     param=st.fractions(min_value=Fraction(1, 50), max_value=30, max_denominator=10**4),
 )
 def test_tail_bounds_are_true_bounds_for_random_parameters(kind: str, param: Fraction) -> None:
-    assert_true_tail_bounds(kind, param, _sampling._U_BITS)
+    assert_true_tail_bounds(kind, param, _inversion.U_BITS)
 
 
 def band_stream(u: int, extra: list[int], negative: bool) -> bytes:
@@ -309,7 +311,7 @@ def band_stream(u: int, extra: list[int], negative: bool) -> bytes:
 def test_undecided_draws_are_decided_by_more_bits(kind: str, param: Fraction, k: int) -> None:
     # u = ⌊2**31·T_k⌋ is always in the undecided band of boundary k; the next 32 (then 64) bits of U place
     # it just below or just above T_k, and the magnitude must be k or k - 1 accordingly.
-    table = _sampling._inverse_table(kind, param)
+    table = _inversion.inverse_table(kind, param)
     with mpmath.workdps(60):
         tail = exact_tails(kind, param, k)[k - 1]
         u = int(mpmath.floor(tail * 2**31))
@@ -320,7 +322,7 @@ def test_undecided_draws_are_decided_by_more_bits(kind: str, param: Fraction, k:
     for extra, expected in cases:
         for negative in (False, True):
             src = BytesSource(band_stream(u, extra, negative))
-            got = _sampling._inverse_block(table, 1, src)
+            got = _inversion.inverse_block(table, 1, src)
             assert got.tolist() == [-expected if negative else expected]
             with pytest.raises(EOFError):  # every byte of the stream was used
                 src.random_bytes(1)
@@ -341,20 +343,20 @@ def test_coarse_bounds_fallback_matches_exact_pmf(
 ) -> None:
     # Bounds widened by 2**24 (still true bounds) leave many draws undecided at 31 bits: the exact
     # fallback draws more bits often, and the output must still fit the exact pmf.
-    table = _sampling._inverse_table(kind, param, slack=1 << 24)
+    table = _inversion.inverse_table(kind, param, slack=1 << 24)
     rec = RecordingSource(SeededSource(51))
-    xs = _sampling._fill_exact(100_000, lambda n: _sampling._inverse_block(table, n, rec))
+    xs = _inversion.fill_exact(100_000, lambda n: _inversion.inverse_block(table, n, rec))
     assert sum(c[0] == "randbits" for c in rec.calls) > 1000
     assert_fits(xs, pmf)
 
 
 def test_inverse_tables_are_cached_and_bounded() -> None:
-    first = _sampling._inverse_table("gauss", Fraction(3))
-    assert _sampling._inverse_table("gauss", Fraction(3)) is first
-    for j in range(2 * _sampling._TABLE_CACHE_SIZE):
-        _sampling._inverse_table("laplace", Fraction(j + 1, 7))
-    assert len(_sampling._TABLES) == _sampling._TABLE_CACHE_SIZE
-    assert not _sampling._table_is_cached("gauss", Fraction(3))
+    first = _inversion.inverse_table("gauss", Fraction(3))
+    assert _inversion.inverse_table("gauss", Fraction(3)) is first
+    for j in range(2 * _inversion.TABLE_CACHE_SIZE):
+        _inversion.inverse_table("laplace", Fraction(j + 1, 7))
+    assert len(_inversion.TABLES) == _inversion.TABLE_CACHE_SIZE
+    assert not _inversion.table_is_cached("gauss", Fraction(3))
 
 
 def normal_binned_fit(samples: np.ndarray, sigma2: Fraction) -> float:
@@ -383,14 +385,14 @@ def test_discrete_gaussian_array_more_variances(sigma2: Fraction) -> None:
 
 def test_discrete_laplace_array_large_scale_uses_digit_split() -> None:
     scale = Fraction(10_000, 3)  # above the inversion-table limit: the digit split (tables built)
-    assert scale > _sampling._LAPLACE_TABLE_MAX_SCALE
-    _sampling._PLANS.clear()
+    assert scale > _inversion.LAPLACE_TABLE_MAX_SCALE
+    _huge_scales.PLANS.clear()
     assert_fits(discrete_laplace_array(scale, 200_000, SeededSource(54)), laplace_pmf(scale))
-    assert _sampling._plan_is_cached(scale)
+    assert _huge_scales.plan_is_cached(scale)
     # a small uncached request at a large scale runs CKS Algorithm 2 on blocks instead
     other = Fraction(10_001, 3)
     assert discrete_laplace_array(other, 100, SeededSource(54)).shape == (100,)
-    assert not _sampling._plan_is_cached(other)
+    assert not _huge_scales.plan_is_cached(other)
 
 
 @pytest.mark.parametrize("sigma2", [Fraction(1, 4), Fraction(50, 3), Fraction(9) + Fraction(1, 2**50)])
@@ -398,7 +400,7 @@ def test_gaussian_block_algorithm_matches_exact_pmf(sigma2: Fraction) -> None:
     # CKS Algorithm 3 on blocks (used above the table limit), at small σ² to test it against the pmf;
     # the last σ² needs the exact Python-integer (object array) path.
     src = SeededSource(55)
-    xs = _sampling._fill(100_000, lambda n: _sampling._gaussian_block(sigma2, n, src))
+    xs = _sampling.fill(100_000, lambda n: _sampling.gaussian_block(sigma2, n, src))
     assert_fits(xs, gaussian_pmf(sigma2))
 
 
@@ -406,16 +408,16 @@ def test_gaussian_block_algorithm_matches_exact_pmf(sigma2: Fraction) -> None:
 def test_laplace_block_algorithm_matches_exact_pmf(scale: Fraction) -> None:
     src = SeededSource(56)
     n, d = scale.numerator, scale.denominator
-    xs = _sampling._fill(100_000, lambda c: _sampling._laplace_block(n, d, c, src))
+    xs = _sampling.fill(100_000, lambda c: _sampling.laplace_block(n, d, c, src))
     assert_fits(xs, laplace_pmf(scale))
 
 
 def test_small_uncached_requests_do_not_build_tables() -> None:
     sigma2 = Fraction(10**6 + 7)  # a table of ~10⁴ entries: not worth building for 100 draws
     discrete_gaussian_array(sigma2, 100, SeededSource(57))
-    assert not _sampling._table_is_cached("gauss", sigma2)
+    assert not _inversion.table_is_cached("gauss", sigma2)
     discrete_gaussian_array(sigma2, 20_000, SeededSource(57))
-    assert _sampling._table_is_cached("gauss", sigma2)
+    assert _inversion.table_is_cached("gauss", sigma2)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -431,7 +433,7 @@ def test_geometric_tail_bounds_are_true_bounds(rate: Fraction, prec: int) -> Non
 
 @given(rate=st.fractions(min_value=Fraction(1, 64), max_value=4, max_denominator=2**40))
 def test_geometric_tail_bounds_for_random_rates(rate: Fraction) -> None:
-    assert_true_tail_bounds("geom", rate, _sampling._U_BITS)
+    assert_true_tail_bounds("geom", rate, _inversion.U_BITS)
 
 
 # rates 2^o/t of the digits: t up to 2^50 with a power-of-two denominator (the float mechanisms' scales)
@@ -445,7 +447,7 @@ digit_rates = st.builds(
 @settings(deadline=None)
 @given(rate=digit_rates, count=st.integers(1, 40), prec=st.sampled_from([31, 62]))
 def test_power_bounds_are_true_and_tight(rate: Fraction, count: int, prec: int) -> None:
-    lo, hi = _sampling._power_bounds(rate, count, prec)
+    lo, hi = _huge_scales.power_bounds(rate, count, prec)
     assert lo.dtype == hi.dtype == np.int64
     with mpmath.workdps(60):
         r = mpmath.exp(-mpmath.mpf(rate.numerator) / rate.denominator)
@@ -458,7 +460,7 @@ def test_power_bounds_are_true_and_tight(rate: Fraction, count: int, prec: int) 
 def test_digit_tables_of_a_float_mechanism_scale_are_true_bounds() -> None:
     # t = scale/2^k for scale = 10.0 (k = -27): t = 10·2^27; spot-check entries across both tables
     t = Fraction(10 * 2**27)
-    plan = _sampling._laplace_plan(t)
+    plan = _huge_scales.laplace_plan(t)
     assert plan.top_bits == 25 and [(d.offset, d.bits) for d in plan.digits] == [(0, 25)]
     table = plan.digits[0]
     with mpmath.workdps(60):
@@ -505,9 +507,9 @@ def truncated_geometric(rate: Fraction, bits: int) -> list[float]:
 )
 def test_digits_match_the_truncated_geometric(scale: Fraction, offset: int, bits: int, slack: int) -> None:
     # The digit B_j must have P[b] ∝ exp(-b·2^offset/t) exactly on [0, 2^bits).
-    table = _sampling._digit_table(scale, offset, bits, slack)
+    table = _huge_scales.digit_table(scale, offset, bits, slack)
     rec = RecordingSource(SeededSource(61))
-    xs = _sampling._digit_block(table, 100_000, rec)
+    xs = _huge_scales.digit_block(table, 100_000, rec)
     if slack:
         assert sum(c[0] == "randbits" for c in rec.calls) > 1000
     assert finite_pmf_pvalue(xs, truncated_geometric(table.rate, bits)) >= ALPHA
@@ -529,12 +531,12 @@ def test_digit_split_matches_exact_laplace_pmf(
 ) -> None:
     # Forced at moderate scales, the whole construction S·(2^D·A + Σ 2^o_j·B_j), -0 rejected, must give
     # the exact discrete Laplace pmf (tails pooled).
-    monkeypatch.setattr(_sampling, "_DIGIT_MAX_BITS", max_bits)
-    monkeypatch.setattr(_sampling, "_PLANS", type(_sampling._PLANS)())
-    plan = _sampling._laplace_plan(scale, top_bits, slack)
+    monkeypatch.setattr(_huge_scales, "DIGIT_MAX_BITS", max_bits)
+    monkeypatch.setattr(_huge_scales, "PLANS", type(_huge_scales.PLANS)())
+    plan = _huge_scales.laplace_plan(scale, top_bits, slack)
     assert sum(d.bits for d in plan.digits) == top_bits and all(d.bits <= max_bits for d in plan.digits)
     src = SeededSource(62)
-    xs = _sampling._fill_exact(200_000, lambda n: _sampling._laplace_digits_block(plan, n, src))
+    xs = _inversion.fill_exact(200_000, lambda n: _huge_scales.laplace_digits_block(plan, n, src))
     assert_fits(xs, laplace_pmf(scale))
 
 
@@ -567,7 +569,7 @@ def test_huge_scale_laplace_bins_and_low_digits(scale: Fraction) -> None:
     assert laplace_binned_pvalue(xs, scale, edges) >= ALPHA
     residues = np.bincount(xs % 256, minlength=256).astype(float)
     assert stats.chisquare(residues).pvalue >= ALPHA
-    d = _sampling._top_bits(scale)
+    d = _huge_scales.laplace_top_bits(scale)
     low = np.abs(xs) % (1 << d) >> max(d - 3, 0)
     with mpmath.workdps(40):  # P[|X| mod 2^D in octant j], |X| = 0 weight 1, others 2, both ∝ q^|x|
         q = mpmath.exp(-mpmath.mpf(scale.denominator) / scale.numerator)
@@ -584,7 +586,7 @@ def test_huge_scale_laplace_bins_and_low_digits(scale: Fraction) -> None:
 def test_undecided_digit_candidate_is_decided_by_more_bits() -> None:
     # v = ⌊2^31·ρ^b⌋ is always undecided (ρ^b is irrational); the next 32 (then 64) bits of U place it
     # just below (accept: the draw is b) or just above (reject: a second word with b = 0 is drawn).
-    table = _sampling._digit_table(Fraction(10**9 + 7, 3), 0, 20)
+    table = _huge_scales.digit_table(Fraction(10**9 + 7, 3), 0, 20)
     b = 700_001
     with mpmath.workdps(60):
         rho_b = mpmath.exp(-mpmath.mpf(table.rate.numerator * b) / table.rate.denominator)
@@ -599,7 +601,7 @@ def test_undecided_digit_candidate_is_decided_by_more_bits() -> None:
         if expected == 0:
             stream += zero
         src = BytesSource(stream)
-        assert _sampling._digit_block(table, 1, src).tolist() == [expected]
+        assert _huge_scales.digit_block(table, 1, src).tolist() == [expected]
         with pytest.raises(EOFError):  # every byte of the stream was used
             src.random_bytes(1)
 
@@ -607,14 +609,14 @@ def test_undecided_digit_candidate_is_decided_by_more_bits() -> None:
 def test_negative_zero_is_rejected_and_redrawn() -> None:
     # Top word: U prefix 2^31 - 1 (A = 0) with the sign bit set; digit word: b = 0. The draw -0 is rejected
     # and the next (positive) draw is returned.
-    plan = _sampling._laplace_plan(Fraction(5000), 4)
+    plan = _huge_scales.laplace_plan(Fraction(5000), 4)
     top_neg = (2**32 - 1).to_bytes(4, "little")
     top_pos = (2**32 - 2).to_bytes(4, "little")
     digit_zero, digit_three = (5).to_bytes(8, "little"), ((3 << 60) | 5).to_bytes(8, "little")
     src = BytesSource(top_neg + digit_zero + top_pos + digit_three)
-    assert _sampling._laplace_digits_block(plan, 1, src).tolist() == [3]
+    assert _huge_scales.laplace_digits_block(plan, 1, src).tolist() == [3]
     src = BytesSource(top_neg + digit_three)
-    assert _sampling._laplace_digits_block(plan, 1, src).tolist() == [-3]
+    assert _huge_scales.laplace_digits_block(plan, 1, src).tolist() == [-3]
 
 
 @settings(max_examples=25, deadline=None)
@@ -627,13 +629,14 @@ def test_negative_zero_is_rejected_and_redrawn() -> None:
 def test_digit_split_output_is_a_function_of_the_byte_stream(
     seed: int, scale: Fraction, size: int, slack: int
 ) -> None:
-    plan = _sampling._laplace_plan(scale, None, slack)
+    plan = _huge_scales.laplace_plan(scale, None, slack)
     rec = RecordingSource(SeededSource(seed))
-    first = _sampling._laplace_digits_block(plan, size, rec)
+    first = _huge_scales.laplace_digits_block(plan, size, rec)
     assert first.dtype == np.int64
     if slack:
         assert any(c[0] == "randbits" for c in rec.calls)  # the exact refinement ran
-    np.testing.assert_array_equal(first, _sampling._laplace_digits_block(plan, size, BytesSource(rec.stream)))
+    replay = _huge_scales.laplace_digits_block(plan, size, BytesSource(rec.stream))
+    np.testing.assert_array_equal(first, replay)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -671,11 +674,11 @@ def test_gaussian_output_is_a_function_of_the_byte_stream(seed: int, sigma2: Fra
 def test_inversion_fallback_output_is_a_function_of_the_byte_stream(
     seed: int, kind: str, param: Fraction
 ) -> None:
-    table = _sampling._inverse_table(kind, param, slack=1 << 29)
+    table = _inversion.inverse_table(kind, param, slack=1 << 29)
     rec = RecordingSource(SeededSource(seed))
-    first = _sampling._inverse_block(table, 200, rec)
+    first = _inversion.inverse_block(table, 200, rec)
     assert any(c[0] == "randbits" for c in rec.calls)  # the fallback ran
-    np.testing.assert_array_equal(first, _sampling._inverse_block(table, 200, BytesSource(rec.stream)))
+    np.testing.assert_array_equal(first, _inversion.inverse_block(table, 200, BytesSource(rec.stream)))
 
 
 def test_seeded_source_is_reproducible_and_secure_source_is_not_constant() -> None:
@@ -687,6 +690,10 @@ def test_seeded_source_is_reproducible_and_secure_source_is_not_constant() -> No
     assert not np.array_equal(c, d)  # equal with probability far below 1e-30
     assert isinstance(SecureSource(), RandomSource)
     assert isinstance(SeededSource(1), RandomSource)
+
+
+_SAMPLER_MODULES = (_random, _sampling, _inversion, _huge_scales)
+"""Every module on the sampling path."""
 
 
 class _NoMath:
@@ -704,7 +711,9 @@ def test_samplers_run_with_float_conversion_forbidden(monkeypatch: pytest.Monkey
         raise AssertionError("a Fraction was converted to float on the sampling path")
 
     monkeypatch.setattr(Fraction, "__float__", no_float)
-    monkeypatch.setattr(_sampling, "math", _NoMath())
+    for module in _SAMPLER_MODULES:
+        if hasattr(module, "math"):
+            monkeypatch.setattr(module, "math", _NoMath())
     src = SeededSource(41)
     sample_bernoulli(Fraction(1, 3), src)
     sample_bernoulli_exp(Fraction(7, 3), src)
@@ -714,30 +723,31 @@ def test_samplers_run_with_float_conversion_forbidden(monkeypatch: pytest.Monkey
     assert discrete_gaussian_array(Fraction(50, 3), 1000, src).dtype == np.int64
     assert discrete_gaussian_array(Fraction(9) + Fraction(1, 2**60), 100, src).dtype == np.int64
     # inversion tables built, and the exact fallback run, with floats forbidden too
-    _sampling._TABLES.clear()
-    _sampling._tail_bounds.cache_clear()
+    _inversion.TABLES.clear()
+    _inversion.tail_bounds.cache_clear()
     assert discrete_gaussian_array(Fraction(50, 7), 1000, src).dtype == np.int64
     assert discrete_laplace_array(Fraction(11, 3), 1000, src).dtype == np.int64
-    coarse = _sampling._inverse_table("gauss", Fraction(3, 7), slack=1 << 27)
-    assert _sampling._inverse_block(coarse, 1000, src).dtype == np.int64
-    assert _sampling._table_is_cached("gauss", Fraction(50, 7))
+    coarse = _inversion.inverse_table("gauss", Fraction(3, 7), slack=1 << 27)
+    assert _inversion.inverse_block(coarse, 1000, src).dtype == np.int64
+    assert _inversion.table_is_cached("gauss", Fraction(50, 7))
     # the digit split at a huge scale: plan built and refinement run with floats forbidden
-    _sampling._PLANS.clear()
+    _huge_scales.PLANS.clear()
     assert discrete_laplace_array(Fraction(2**31 + 1, 3), 20_000, src).dtype == np.int64
-    assert _sampling._plan_is_cached(Fraction(2**31 + 1, 3))
-    plan = _sampling._laplace_plan(Fraction(2**40 + 1, 7), None, slack=1 << 28)
-    assert _sampling._laplace_digits_block(plan, 1000, src).dtype == np.int64
+    assert _huge_scales.plan_is_cached(Fraction(2**31 + 1, 3))
+    plan = _huge_scales.laplace_plan(Fraction(2**40 + 1, 7), None, slack=1 << 28)
+    assert _huge_scales.laplace_digits_block(plan, 1000, src).dtype == np.int64
     # the bucketed envelope at a huge σ²: plan built and the acceptance refinement run (v has 12 bits
     # there, widened by 2^9 units) with floats forbidden
-    _sampling._GAUSS_PLANS.clear()
+    _huge_scales.GAUSS_PLANS.clear()
     assert discrete_gaussian_array(Fraction(2**41 + 1, 3), 30_000, src).dtype == np.int64
-    assert _sampling._gauss_plan_is_cached(Fraction(2**41 + 1, 3))
-    gplan = _sampling._gauss_plan(Fraction(2**59 + 1, 7), None, slack=1 << 9)
-    assert _sampling._gauss_bucket_block(gplan, 1000, src).dtype == np.int64
+    assert _huge_scales.gauss_plan_is_cached(Fraction(2**41 + 1, 3))
+    gplan = _huge_scales.gauss_plan(Fraction(2**59 + 1, 7), None, slack=1 << 9)
+    assert _huge_scales.gauss_bucket_block(gplan, 1000, src).dtype == np.int64
 
 
-def test_sampling_module_has_no_float_operations_in_its_source() -> None:
-    tree = ast.parse(inspect.getsource(_sampling))
+@pytest.mark.parametrize("module", _SAMPLER_MODULES, ids=lambda m: m.__name__)
+def test_sampling_module_has_no_float_operations_in_its_source(module: ModuleType) -> None:
+    tree = ast.parse(inspect.getsource(module))
     banned = {
         "float",
         "exp",
@@ -826,7 +836,7 @@ def half_gauss_tails(param: Fraction, count: int) -> list[mpmath.mpf]:
     prec=st.sampled_from([31, 63]),
 )
 def test_half_gaussian_tail_bounds_are_true_bounds(param: Fraction, prec: int) -> None:
-    lo, hi = _sampling._tail_bounds("halfgauss", param, prec)
+    lo, hi = _inversion.tail_bounds("halfgauss", param, prec)
     tails = half_gauss_tails(param, len(lo) + 3)
     with mpmath.workdps(60):
         scale = mpmath.mpf(2) ** prec
@@ -848,7 +858,7 @@ huge_sigma2 = st.integers(2**20, 2**21).map(lambda s: Fraction(s * s)) | st.frac
 def test_bucket_acceptance_bounds_are_true(sigma2: Fraction, data: st.DataObject) -> None:
     # For random candidates (j < cap, r < W): the int64 bounds lo·lo' <= 2^62·exp(-(N'+1)·c) and
     # hi·hi' >= 2^62·exp(-N'·c) bracket 2^62·exp(-N/(2σ²)), checked at 60 digits, and they are tight.
-    plan = _sampling._gauss_plan(sigma2)
+    plan = _huge_scales.gauss_plan(sigma2)
     acc = plan.accept
     assert acc.rate == Fraction(2**acc.offset) / (2 * sigma2)
     assert plan.v_bits >= 12 and (plan.one_word == (plan.bucket_bits <= 20))
@@ -874,8 +884,8 @@ def test_bucket_acceptance_bounds_are_true(sigma2: Fraction, data: st.DataObject
 def gauss_bucket_draws(
     sigma2: Fraction, bits: int | None, slack: int, size: int, source: RandomSource
 ) -> np.ndarray:
-    plan = _sampling._gauss_plan(sigma2, bits, slack)
-    return _sampling._fill_exact(size, lambda n: _sampling._gauss_bucket_block(plan, n, source))
+    plan = _huge_scales.gauss_plan(sigma2, bits, slack)
+    return _inversion.fill_exact(size, lambda n: _huge_scales.gauss_bucket_block(plan, n, source))
 
 
 @pytest.mark.parametrize(
@@ -894,10 +904,10 @@ def test_bucket_envelope_matches_exact_gaussian_pmf(
 ) -> None:
     # Forced at small σ (bins meaningful), the construction S·(JW + R), accepted with probability
     # exp(-N/(2σ²)), -0 rejected, must give the exact discrete Gaussian pmf (tails pooled); p < 1e-6 fails.
-    monkeypatch.setattr(_sampling, "_GAUSS_PLANS", type(_sampling._GAUSS_PLANS)())
+    monkeypatch.setattr(_huge_scales, "GAUSS_PLANS", type(_huge_scales.GAUSS_PLANS)())
     if not one_word:
-        monkeypatch.setattr(_sampling, "_ONE_WORD_MAX_BITS", -1)
-    plan = _sampling._gauss_plan(sigma2, bits, slack)
+        monkeypatch.setattr(_huge_scales, "ONE_WORD_MAX_BITS", -1)
+    plan = _huge_scales.gauss_plan(sigma2, bits, slack)
     assert plan.one_word == one_word and plan.bucket_bits == bits
     assert_fits(gauss_bucket_draws(sigma2, bits, slack, 200_000, SeededSource(70)), gaussian_pmf(sigma2))
 
@@ -908,9 +918,9 @@ def test_bucket_envelope_with_widened_bounds_refines_exactly(sigma2: Fraction, b
     # 2^-v_bits (still true bounds): the exact refinements run often, and the pmf must still be exact.
     v_bits = 32 - bits
     rec = RecordingSource(SeededSource(71))
-    plan = _sampling._gauss_plan(sigma2, bits, 1 << (v_bits - 5))
+    plan = _huge_scales.gauss_plan(sigma2, bits, 1 << (v_bits - 5))
     assert plan.slack == 1 << (v_bits - 5)
-    xs = _sampling._fill_exact(100_000, lambda n: _sampling._gauss_bucket_block(plan, n, rec))
+    xs = _inversion.fill_exact(100_000, lambda n: _huge_scales.gauss_bucket_block(plan, n, rec))
     assert sum(c[0] == "randbits" for c in rec.calls) > 1000
     assert_fits(xs, gaussian_pmf(sigma2))
 
@@ -919,9 +929,9 @@ def test_buckets_beyond_the_table_are_decided_in_python_integers() -> None:
     # With the table's reach cut to three buckets, every J >= 3 (|X| >= 6, about 18% of the draws) takes
     # the exact Python-integer path.
     sigma2 = Fraction(50, 3)
-    plan = dataclasses.replace(_sampling._gauss_plan(sigma2, 1), cap=3)
+    plan = dataclasses.replace(_huge_scales.gauss_plan(sigma2, 1), cap=3)
     src = SeededSource(72)
-    xs = _sampling._fill_exact(100_000, lambda n: _sampling._gauss_bucket_block(plan, n, src))
+    xs = _inversion.fill_exact(100_000, lambda n: _huge_scales.gauss_bucket_block(plan, n, src))
     assert_fits(xs, gaussian_pmf(sigma2))
 
 
@@ -929,7 +939,7 @@ def test_undecided_acceptance_is_decided_by_more_bits() -> None:
     # v = ⌊2^20·exp(-N/(2σ²))⌋ is always undecided; the next 32 (then 64) bits of U place U just below
     # (accept) or just above (reject: a second candidate, J = 0 and R = 5, is drawn).
     sigma2 = Fraction(1_500_001**2)
-    plan = _sampling._gauss_plan(sigma2)
+    plan = _huge_scales.gauss_plan(sigma2)
     s = plan.bucket_bits
     assert (s, plan.v_bits, plan.one_word) == (12, 20, True)
     j, r = 700, 3001
@@ -950,20 +960,20 @@ def test_undecided_acceptance_is_decided_by_more_bits() -> None:
         if not accepted:
             stream += second
         src = BytesSource(stream)
-        assert _sampling._gauss_bucket_block(plan, 1, src).tolist() == [j * 2**s + r if accepted else 5]
+        assert _huge_scales.gauss_bucket_block(plan, 1, src).tolist() == [j * 2**s + r if accepted else 5]
         with pytest.raises(EOFError):  # every byte of the stream was used
             src.random_bytes(1)
 
 
 def test_bucket_negative_zero_is_rejected_and_redrawn() -> None:
-    plan = _sampling._gauss_plan(Fraction(2**41 + 1))
+    plan = _huge_scales.gauss_plan(Fraction(2**41 + 1))
     s, table = plan.bucket_bits, plan.buckets
     u0 = int(np.flatnonzero(table.guide == 0)[0]) << table.shift
     neg_zero = ((u0 << 33) | (1 << 32)).to_bytes(8, "little")  # J = 0, S = -1, R = 0, v = 0
     neg_seven = ((u0 << 33) | (1 << 32) | (7 << (32 - s))).to_bytes(8, "little")
     pos_zero = (u0 << 33).to_bytes(8, "little")
-    assert _sampling._gauss_bucket_block(plan, 1, BytesSource(neg_zero + neg_seven)).tolist() == [-7]
-    assert _sampling._gauss_bucket_block(plan, 1, BytesSource(pos_zero)).tolist() == [0]
+    assert _huge_scales.gauss_bucket_block(plan, 1, BytesSource(neg_zero + neg_seven)).tolist() == [-7]
+    assert _huge_scales.gauss_bucket_block(plan, 1, BytesSource(pos_zero)).tolist() == [0]
 
 
 def discrete_gaussian_bin_masses(sigma2: Fraction, edges: list[int]) -> list[float]:
@@ -1001,10 +1011,10 @@ def test_huge_variance_gaussian_bins_and_residues(sigma2: Fraction) -> None:
     # Bins of width σ/4 out to ±8σ against exact bin masses (mpmath), residues mod 3 and mod 256
     # (uniform to a relative exp(-2π²σ²/256²)), and |X| mod W in eighths (the offset R and its acceptance,
     # expected masses by the normal cdf in float64 — exact to 1e-12 here). Each fails at p < 1e-6.
-    _sampling._GAUSS_PLANS.clear()
+    _huge_scales.GAUSS_PLANS.clear()
     xs = discrete_gaussian_array(sigma2, 200_000, SeededSource(73))
-    plan = _sampling._gauss_plan(sigma2)
-    assert _sampling._gauss_plan_is_cached(sigma2)
+    plan = _huge_scales.gauss_plan(sigma2)
+    assert _huge_scales.gauss_plan_is_cached(sigma2)
     sigma = math.isqrt(sigma2.numerator // sigma2.denominator)
     edges = [j * sigma // 4 for j in range(-32, 33)]
     probs = np.array(discrete_gaussian_bin_masses(sigma2, edges))
@@ -1044,23 +1054,23 @@ def test_bucket_envelope_output_is_a_function_of_the_byte_stream(
     seed: int, sigma2: Fraction, size: int, widen: bool
 ) -> None:
     # widened acceptance tests (by 2^-3): P[no refinement in 100 candidates] <= (3/4)^100 < 1e-12
-    slack = 1 << (_sampling._gauss_plan(sigma2).v_bits - 3) if widen else 0
-    plan = _sampling._gauss_plan(sigma2, None, slack)
+    slack = 1 << (_huge_scales.gauss_plan(sigma2).v_bits - 3) if widen else 0
+    plan = _huge_scales.gauss_plan(sigma2, None, slack)
     rec = RecordingSource(SeededSource(seed))
-    first = _sampling._gauss_bucket_block(plan, size, rec)
+    first = _huge_scales.gauss_bucket_block(plan, size, rec)
     assert first.dtype == np.int64
     if slack:
         assert any(c[0] == "randbits" for c in rec.calls)  # the exact refinement ran
-    np.testing.assert_array_equal(first, _sampling._gauss_bucket_block(plan, size, BytesSource(rec.stream)))
+    np.testing.assert_array_equal(first, _huge_scales.gauss_bucket_block(plan, size, BytesSource(rec.stream)))
 
 
 def test_bucket_envelope_is_used_and_deterministic_for_a_seed() -> None:
     sigma2 = Fraction(1_234_567**2)
-    _sampling._GAUSS_PLANS.clear()
+    _huge_scales.GAUSS_PLANS.clear()
     small = discrete_gaussian_array(sigma2, 100, SeededSource(74))  # too few draws to build a plan
-    assert small.shape == (100,) and not _sampling._gauss_plan_is_cached(sigma2)
+    assert small.shape == (100,) and not _huge_scales.gauss_plan_is_cached(sigma2)
     a = discrete_gaussian_array(sigma2, 50_000, SeededSource(74))
-    assert _sampling._gauss_plan_is_cached(sigma2)
+    assert _huge_scales.gauss_plan_is_cached(sigma2)
     np.testing.assert_array_equal(a, discrete_gaussian_array(sigma2, 50_000, SeededSource(74)))
     assert not np.array_equal(a, discrete_gaussian_array(sigma2, 50_000, SeededSource(75)))
 

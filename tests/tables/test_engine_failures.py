@@ -28,7 +28,8 @@ import pytest
 from polars.exceptions import PanicException
 
 import dpcompose as dp
-from dpcompose.tables._engine import JOB_FAILED, Aggregates, Plan, engine_check, run_job
+from dpcompose.tables._engine import JOB_FAILED, Aggregates, Plan, run_job
+from dpcompose.tables._engines import engine_check
 from dpcompose.tables._polars import PolarsEngine
 
 A = dp.tables

@@ -481,7 +481,7 @@ def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
 @spark_warnings
 def test_spark_narrow_types_and_engine_choice(spark: Any) -> None:
     """int32/int16/float32/bool columns read as int/float/bool; engine_for picks Spark from the type."""
-    from dpcompose.tables._engine import engine_for
+    from dpcompose.tables._engines import engine_for
     from dpcompose.tables._spark import SparkEngine
 
     rows = [(1, 2, 0.5, True), (1, -3, float("nan"), None), (2, None, -2.25, False), (2, 7, None, True)] * 3

@@ -86,7 +86,7 @@ def delta_list(deltas: object, n: int, name: str = "deltas", other: str = "epsil
     return [probability(d, f"{name}[{i}]") for i, d in enumerate(seq)]
 
 
-def _bisect(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+def bisect(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
     """For ``ok`` false up to some index and true from there on: the first index in (lo, hi] where it
     holds (hi where it holds nowhere below), by bisection (about log₂(hi − lo) evaluations, none at lo or
     hi, so neither end needs to be valid)."""

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
-from dpcompose.accounting._common import ZERO, _bisect, as_sequence, nonnegative, probability
+from dpcompose.accounting._common import ZERO, as_sequence, bisect, nonnegative, probability
 from dpcompose.accounting._display import format_excess, format_up
 from dpcompose.accounting._exact import (
     Number,
@@ -172,7 +172,7 @@ class FilterRule(ABC):
             lo, hi = hi, hi * 2
             if hi > 1 << 62:
                 return None
-        return _bisect(lo, hi, lambda m: not fits(m)) - 1  # fits(lo), not fits(hi): the last that fits
+        return bisect(lo, hi, lambda m: not fits(m)) - 1  # fits(lo), not fits(hi): the last that fits
 
     def _admit_k(self, state: State, cost: Cost, k: int) -> State | None:
         """``k`` copies of ``cost`` charged at once (rules whose sums are additive override nothing)."""

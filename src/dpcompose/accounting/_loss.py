@@ -694,7 +694,7 @@ def _intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fract
     return lo, hi
 
 
-def _delta_bounds(loss: PrivacyLoss, epsilon: Number) -> tuple[Fraction, Fraction]:
+def delta_bounds(loss: PrivacyLoss, epsilon: Number) -> tuple[Fraction, Fraction]:
     """Certified ``(lower, upper)`` bounds on δ(ε), intersected over :func:`_reading_plds`."""
     return _intersect(_each(loss, lambda p: p.delta_bounds(epsilon)))
 

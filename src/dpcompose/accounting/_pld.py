@@ -77,7 +77,7 @@ import numpy.typing as npt
 
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_positive_int
-from dpcompose.accounting._common import _bisect, probability
+from dpcompose.accounting._common import bisect, probability
 from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
 from dpcompose.accounting._profile import _LOG_NDTR_PAD, _gaussian_epsilon, _log_ndtr_up, gaussian_delta
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
@@ -1322,7 +1322,7 @@ class PLD:
             i = lo
             lo = max(lo - step, 0)
             step *= 2
-        i = _bisect(lo, i, lambda j: at(j) <= target)
+        i = bisect(lo, i, lambda j: at(j) <= target)
         # between the two lattice points δ(ε) = A − e^ε B exactly: solve, then certify (nudging up)
         d_hi, d_lo = at(i), at(i - 1)
         eps_i = i * h

@@ -51,7 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._scipy import brentq
-from dpcompose.accounting._common import _bisect
+from dpcompose.accounting import _common
 from dpcompose.accounting._pld import (
     _EXP_REL,
     _U,
@@ -234,7 +234,7 @@ class _Tilted:
 
         # approx(−1) counts as above the target (below the window), approx(_end) = inf ≤ target is not known
         # (the search in _least_search starts from here and certifies either way)
-        return self.offset + _bisect(-1, self._end, lambda i: approx(i) <= target)
+        return self.offset + _common.bisect(-1, self._end, lambda i: approx(i) <= target)
 
     @_once
     def _end(self) -> int:

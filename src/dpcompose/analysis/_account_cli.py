@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dpcompose._serialize import _unique_keys
+from dpcompose._serialize import unique_keys
 from dpcompose._validation import check_finite_nonnegative
 from dpcompose.accounting import (
     PrivacyLoss,
@@ -45,7 +45,7 @@ from dpcompose.accounting import (
 )
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._filters import add_renyi_curves, pure_cost_to_renyi, zcdp_cost_to_renyi
-from dpcompose.accounting._loss import _delta_bounds
+from dpcompose.accounting._loss import delta_bounds
 from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
 from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.errors import DPError, InvalidParameter
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 with open(args.file, encoding="utf-8") as fh:
                     # (a repeated key is refused: found by review, json kept the last value silently, and
                     # {"sigma": 1, "sigma": 50} was accounted at σ = 50)
-                    data = json.load(fh, object_pairs_hook=_unique_keys)
+                    data = json.load(fh, object_pairs_hook=unique_keys)
             except (OSError, ValueError) as exc:  # (SerializationError, a ValueError too: a repeated key)
                 raise InvalidParameter(f"--file {args.file!r}: {exc}") from None
             if not isinstance(data, dict) or not isinstance(data.get("mechanisms"), list):
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_finite_nonnegative(_number(eps_text, "epsilon", "--epsilon"), "epsilon"), "epsilon"
             )
             what, at = "δ", f"ε={float(epsilon):g}"
-            lo, hi = _delta_bounds(total, epsilon)
+            lo, hi = delta_bounds(total, epsilon)
             results = [(pld_name, hi), *_candidates(mechs, None, epsilon)]
         best_name, best = min(results, key=lambda r: r[1])
         print(shown)  # (after the work: a refused case prints its error line alone)

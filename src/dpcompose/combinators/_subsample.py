@@ -60,10 +60,10 @@ from dpcompose.core import (
 )
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
-from dpcompose.measurements._sampling import (
+from dpcompose.measurements._random import (
     RandomSource,
-    _uniform_words,
     caller_or_secure_source,
+    uniform_words,
 )
 
 __all__ = ["amplify_epsilon", "make_subsample"]
@@ -104,7 +104,7 @@ def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np
     """``n`` independent ``Bernoulli(q)`` draws for a rational ``q``, exactly.
 
     The byte-wise comparison of a uniform real ``U`` with ``q`` of
-    :func:`dpcompose.measurements._sampling._bern_ratio`: with ``f = ⌊256·r/den⌋`` and a random byte ``w``,
+    :func:`dpcompose.measurements._sampling.bern_ratio`: with ``f = ⌊256·r/den⌋`` and a random byte ``w``,
     ``w < f`` means ``U < q``, ``w > f`` means ``U > q`` and ``w == f`` asks the same question of the next
     bits with ``r ← 256·r − f·den``. Every record has the same ``q``, so the remainder ``r`` is one exact
     Python integer shared by all undecided records (any denominator, no int64 limit), and each round is
@@ -117,7 +117,7 @@ def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np
     r, den = q.numerator, q.denominator
     pending = np.arange(n)
     while pending.size:
-        w = _uniform_words(source, pending.size, 8)
+        w = uniform_words(source, pending.size, 8)
         shifted = r * 256
         f = shifted // den  # in [0, 255]: r < den
         keep[pending[w < f]] = True
@@ -138,7 +138,7 @@ def _uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int6
     if m == n:
         return np.arange(n, dtype=np.int64)
     while True:
-        keys = _uniform_words(source, n, 62)
+        keys = uniform_words(source, n, 62)
         if np.unique(keys).size == n:
             break
     chosen = np.argpartition(keys, m - 1)[:m]

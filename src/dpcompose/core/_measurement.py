@@ -128,12 +128,6 @@ class Transformation(Generic[TI, TO, DI, D2]):
             return _chain_tm(self, other)
         return NotImplemented
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as the JSON recipe (``dp.to_json``): no code is pickled; see docs/serialization.md."""
-        from dpcompose._serialize import from_json, to_json
-
-        return (from_json, (to_json(self),))
-
     def __copy__(self) -> Any:
         return self  # immutable record
 
@@ -215,12 +209,6 @@ class Measurement(Generic[TI, TO, DI, DO]):
         if not callable(function):
             return NotImplemented
         return postprocess(self, function)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as the JSON recipe (``dp.to_json``): no code is pickled; see docs/serialization.md."""
-        from dpcompose._serialize import from_json, to_json
-
-        return (from_json, (to_json(self),))
 
     def __copy__(self) -> Any:
         return self  # immutable record

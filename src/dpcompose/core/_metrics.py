@@ -120,7 +120,12 @@ def refuse_identifier_metric(metric: object, metric_name: str = "input_metric") 
         )
 
 
-def _validate_count(d: object, name: str) -> int:
+def validate_count(d: object, name: str) -> int:
+    """A distance or count ``d`` named ``name`` as a non-negative ``int`` (a whole number of records).
+
+    Raises:
+        InvalidParameter: ``d`` is not a number, not whole, or negative; the message names ``name``.
+    """
     if type(d) is int and d >= 0:  # fast path
         return d
     try:
@@ -155,7 +160,7 @@ class _DatasetMetric(Metric):
     __slots__ = ()
 
     def validate(self, d: object, name: str = "d_in") -> int:
-        return _validate_count(d, name)
+        return validate_count(d, name)
 
     def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not isinstance(domain, VectorDomain):
@@ -231,7 +236,7 @@ class SymmetricIdDistance(Metric):
         object.__setattr__(self, "id_key", int(key) if isinstance(key, int) else str(key))
 
     def validate(self, d: object, name: str = "d_in") -> int:
-        return _validate_count(d, name)
+        return validate_count(d, name)
 
     def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         # a table domain (dp.FrameDomain, a layer above core) checks its own identifier column
@@ -277,7 +282,7 @@ class DiscreteDistance(Metric):
     """0 if two values are equal, 1 otherwise: one person's own value (randomized response)."""
 
     def validate(self, d: object, name: str = "d_in") -> int:
-        return _validate_count(d, name)
+        return validate_count(d, name)
 
     def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not isinstance(domain, (AtomDomain, CategoricalDomain)):
@@ -352,7 +357,7 @@ class PartitionDistance(Metric):
     parts. The output metric of ``make_partition``; ``make_parallel`` bounds how it spreads over parts."""
 
     def validate(self, d: object, name: str = "d_in") -> int:
-        return _validate_count(d, name)
+        return validate_count(d, name)
 
     def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not (isinstance(domain, VectorDomain) and isinstance(domain.element_domain, VectorDomain)):
@@ -381,7 +386,7 @@ class L01InfDistance(Metric):
         if not isinstance(d, (tuple, list)) or len(d) != 3:
             raise InvalidParameter(f"{name}={d!r} must be a triple (l0, l1, l_inf) for {self!r}")
         return (
-            _validate_count(d[0], f"{name}[0]"),
+            validate_count(d[0], f"{name}[0]"),
             _validate_sensitivity(d[1], f"{name}[1]"),
             _validate_sensitivity(d[2], f"{name}[2]"),
         )

@@ -92,9 +92,11 @@ def _contains(container: Any, obj: object) -> bool:
 
 
 def _attach(result: object, recipe: Call | Chain) -> None:
-    from dpcompose.core._measurement import Measurement, Transformation
+    """Store ``recipe`` on a record that declares a ``recipe`` field (Transformation, Measurement).
 
-    if isinstance(result, (Measurement, Transformation)):
+    Anything else a constructor returns is left alone.
+    """
+    if "recipe" in getattr(type(result), "__dataclass_fields__", ()):
         object.__setattr__(result, "recipe", recipe)
 
 

@@ -46,12 +46,8 @@ from dpcompose.core import (
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import _noise
-from dpcompose.measurements._sampling import (
-    GeneratorSource,
-    RandomSource,
-    discrete_gaussian_array,
-    discrete_laplace_array,
-)
+from dpcompose.measurements._random import GeneratorSource, RandomSource
+from dpcompose.measurements._sampling import discrete_gaussian_array, discrete_laplace_array
 
 __all__ = [
     "Grid",

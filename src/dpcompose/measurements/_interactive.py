@@ -37,7 +37,8 @@ from dpcompose.core._recipe import recorded
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import Grid, grid_sensitivity
 from dpcompose.measurements._laplace import grid_laplace
-from dpcompose.measurements._sampling import GeneratorSource, RandomSource, sample_discrete_laplace
+from dpcompose.measurements._random import GeneratorSource, RandomSource
+from dpcompose.measurements._sampling import sample_discrete_laplace
 
 __all__ = ["make_interactive_laplace", "make_sparse_vector"]
 
@@ -267,7 +268,7 @@ def make_sparse_vector(
        adaptive analyst is covered as in their proof: each output prefix fixes the queries asked.
 
     **Seeded path (``rng=``), NOT private:** the same exact integer algorithm, driven by the caller's
-    numpy Generator (through :class:`~dpcompose.measurements._sampling.GeneratorSource`) or by a
+    numpy Generator (through :class:`~dpcompose.measurements._random.GeneratorSource`) or by a
     ``RandomSource`` (e.g. ``SeededSource``, or ``RecordingSource``/``BytesSource`` to record and replay
     a run). The answers are then reproducible, and anyone who knows the seed can recompute the noise;
     for tests and experiments only. The map is the same (the distribution is the same).

@@ -61,11 +61,8 @@ from dpcompose.measurements._discrete import (
     monotone_in_scale,
     saturate_ints,
 )
-from dpcompose.measurements._sampling import (
-    RandomSource,
-    caller_source,
-    discrete_laplace_array,
-)
+from dpcompose.measurements._random import RandomSource, caller_source
+from dpcompose.measurements._sampling import discrete_laplace_array
 
 __all__ = ["make_noisy_top_k", "make_report_noisy_max"]
 

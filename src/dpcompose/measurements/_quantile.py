@@ -16,7 +16,7 @@ from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._discrete import DISCRETE_LAPLACE_MAX_SCALE
 from dpcompose.measurements._noisy_max import make_report_noisy_max
-from dpcompose.measurements._sampling import RandomSource
+from dpcompose.measurements._random import RandomSource
 from dpcompose.transformations._quantile import make_quantile_score_candidates, quantile_setup
 
 __all__ = ["make_private_quantile"]

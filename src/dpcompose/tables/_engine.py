@@ -1,4 +1,4 @@
-"""The backend interface every table engine implements, and the choice of engine from the data's type.
+"""The backend interface every table engine implements (:mod:`dpcompose.tables._engines` chooses one).
 
 Everything else in :mod:`dpcompose.tables` is engine-neutral: it validates the query against the schema,
 computes the privacy map, and adds exact integer noise on the driver to the exact integer aggregates an
@@ -14,7 +14,8 @@ engine returns. An engine only has to compute those aggregates, with these primi
   of :func:`key_order` (by value), so the result does not depend on the engine or the partitioning.
 
 * ``probe(data)``: a check, built from the data's engine handle (a Spark session) and never reading its
-  rows, that the engine can run a job; :func:`engine_check` runs it before every charge.
+  rows, that the engine can run a job; :func:`~dpcompose.tables._engines.engine_check` runs it before every
+  charge.
 
 The plan (:class:`Plan`) is plain data, so a second engine (Spark, :mod:`dpcompose.tables._spark`)
 implements the same steps and is tested to return bit-identical arrays. :func:`run_job` runs a charged
@@ -32,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.errors import DomainMismatch, EngineUnavailable
+from dpcompose.errors import DomainMismatch
 
 __all__ = [
     "Aggregates",
@@ -43,8 +44,6 @@ __all__ = [
     "collect_columns",
     "collect_rows",
     "combine_halves",
-    "engine_check",
-    "engine_for",
     "key_order",
     "run_job",
     "scalings",
@@ -289,61 +288,6 @@ class Engine(Protocol):
         job, else why it cannot. The probe holds the engine's handle (a Spark session), not ``data``, and
         reads only the engine's state: no job, no row, so its answer and its time depend on no data."""
         ...
-
-
-def engine_for(data: object) -> Engine | None:
-    """The engine for ``data``, chosen from its type (Polars DataFrame/LazyFrame, pandas DataFrame, Spark
-    DataFrame), or None. Engine modules are imported only when data of their type is seen.
-
-    Examples:
-        >>> engine_for([1, 2]) is None
-        True
-    """
-    module = type(data).__module__.split(".")[0]
-    if module in ("polars", "pandas"):
-        from dpcompose.tables._polars import PolarsEngine, is_polars_data
-
-        if is_polars_data(data):
-            return PolarsEngine()
-    if module == "pyspark":
-        from dpcompose.tables._spark import SparkEngine, is_spark_data
-
-        if is_spark_data(data):
-            return SparkEngine()
-    return None
-
-
-def engine_check(data: object) -> Callable[[], None]:
-    """The check a Context runs before every charge: it raises :class:`~dpcompose.EngineUnavailable` when
-    the engine of ``data`` cannot run a job (its probe reports why, or fails), so a query on a dead engine
-    spends nothing. Built once per Context; it keeps the engine's probe, not ``data``.
-
-    Raises:
-        DomainMismatch: ``data`` has no engine (a Context's domain check refuses such data first).
-
-    Examples:
-        >>> import polars as pl
-        >>> engine_check(pl.DataFrame({"a": [1]}))() is None  # Polars runs in this process: always alive
-        True
-    """
-    engine = engine_for(data)
-    if engine is None:
-        raise DomainMismatch(f"data of type {type(data).__name__} has no table engine")
-    probe, name = engine.probe(data), engine.name
-
-    def check() -> None:
-        try:
-            reason = probe()
-        except Exception:  # a probe that cannot reach the engine: the engine is not usable
-            reason = "its liveness probe failed"
-        if reason is not None:
-            raise EngineUnavailable(
-                f"the {name} engine cannot run the query: {reason}. Nothing was run or spent. Start the "
-                "engine again and query a Context built on data of the new session (pass the same ledger= "
-                "to keep drawing on this budget)"
-            )
-
-    return check
 
 
 #: What a failed charged job says: never the engine's own message (it may quote private values).

@@ -58,7 +58,7 @@ from dpcompose.core import (
     SymmetricIdDistance,
     VectorDomain,
 )
-from dpcompose.core._metrics import _validate_count
+from dpcompose.core._metrics import validate_count
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import (
     make_discrete_gaussian,
@@ -68,9 +68,11 @@ from dpcompose.measurements import (
     partition_threshold,
 )
 from dpcompose.tables import _expr
-from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, engine_check, engine_for, run_job, sum_key
+from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, run_job, sum_key
+from dpcompose.tables._engines import engine_check, engine_for
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 from dpcompose.tables._shares import BudgetShares
+from dpcompose.transformations._quantile import quantile_candidates
 
 __all__ = [
     "Agg",
@@ -322,12 +324,10 @@ def _unit_exponent(spec: SumSpec) -> int:
 
 def _below_specs(agg: Agg, column: Column) -> list[BelowSpec]:
     """The threshold counts of a quantile: ``#{x < c}`` for every candidate, then ``#{x <= c}``."""
-    from dpcompose.transformations._quantile import _candidates
-
     assert agg.column is not None
     spec = sum_spec(agg.column, column, agg.bounds)  # the bounds, fill and kind every aggregate uses
     carrier = int if spec.kind == "int" else float
-    cands = _candidates(list(agg.candidates), carrier).tolist()
+    cands = quantile_candidates(list(agg.candidates), carrier).tolist()
     out = [BelowSpec(spec.column, spec.kind, spec.lo, spec.hi, spec.fill, c, True) for c in cands]
     out += [BelowSpec(spec.column, spec.kind, spec.lo, spec.hi, spec.fill, c, False) for c in cands]
     return out
@@ -940,7 +940,7 @@ class Context:
         if (split_evenly_over is None) == (split_by_weights is None):
             raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
         if split_evenly_over is not None:
-            n = _validate_count(split_evenly_over, "split_evenly_over")
+            n = validate_count(split_evenly_over, "split_evenly_over")
             if n > _MAX_SHARES:  # found by review: 10**9 built a list of 10**9 shares (24 GB, killed)
                 raise InvalidParameter(
                     f"split_evenly_over={split_evenly_over!r}: at most {_MAX_SHARES} queries per context "

@@ -27,6 +27,7 @@ import numpy as np
 
 from dpcompose.core import AtomDomain, Domain, VectorDomain
 from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.tables._engines import engine_for
 
 __all__ = ["Column", "FrameDomain", "RowDomain"]
 
@@ -275,8 +276,6 @@ class FrameDomain(VectorDomain):
         )
 
     def member(self, value: object) -> bool:
-        from dpcompose.tables._engine import engine_for  # the engines are imported lazily
-
         engine = engine_for(value)
         if engine is None:
             return False
@@ -289,8 +288,6 @@ class FrameDomain(VectorDomain):
         )
 
     def check(self, value: object, what: str = "data") -> None:
-        from dpcompose.tables._engine import engine_for
-
         engine = engine_for(value)
         if engine is None:
             raise DomainMismatch(

@@ -62,7 +62,13 @@ class QuantileAlpha:
         return max(self.num, self.den - self.num)
 
 
-def _candidates(candidates: object, carrier: type) -> np.ndarray[Any, Any]:
+def quantile_candidates(candidates: object, carrier: type) -> np.ndarray[Any, Any]:
+    """A quantile's ``candidates`` checked for data of ``carrier`` (``int`` or ``float``), as an array.
+
+    Raises:
+        InvalidParameter: not a non-empty one-dimensional sequence of numbers of the carrier's kind
+            (ints strictly inside ±2**60; floats finite and exact), or not strictly increasing.
+    """
     if isinstance(candidates, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(
         candidates, (Sequence, np.ndarray)
     ):
@@ -121,7 +127,7 @@ def quantile_setup(
             f"input_domain={input_domain!r} admits NaN, which has no rank: drop or impute it first "
             "(make_drop_null / make_impute_constant)"
         )
-    cands = _candidates(candidates, element.carrier)
+    cands = quantile_candidates(candidates, element.carrier)
     return element.carrier, cands, QuantileAlpha(alpha)
 
 

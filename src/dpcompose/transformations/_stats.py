@@ -42,7 +42,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
-from dpcompose.measurements._sampling import RandomSource, caller_or_secure_source
+from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
 from dpcompose.transformations._sum import _int_sum, exact_float_total
 
@@ -73,7 +73,7 @@ def random_selection(count: int, take: int, source: RandomSource) -> npt.NDArray
     uniform over the ``count!/(count - take)!`` ordered selections, with no bias from ties.
 
     Examples:
-        >>> from dpcompose.measurements._sampling import SeededSource
+        >>> from dpcompose.measurements._random import SeededSource
         >>> sorted(random_selection(5, 5, SeededSource(0)).tolist())
         [0, 1, 2, 3, 4]
         >>> len(set(random_selection(10, 3, SeededSource(1)).tolist()))
