@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 
-def _source(rng: np.random.Generator | None) -> RandomSource | None:
+def rng_source(rng: np.random.Generator | None) -> RandomSource | None:
     """``None`` (the secure default) or the caller's generator as a (not private) bit source."""
     return None if rng is None else GeneratorSource(rng)
 
@@ -95,7 +95,7 @@ def check_numeric_input(
     raise DomainMismatch(f"input_domain={domain!r} must be AtomDomain({names}) or a VectorDomain of those")
 
 
-def _add_integer_noise(data: Any, noise: npt.NDArray[np.int64], vector: bool) -> Any:
+def add_integer_noise(data: Any, noise: npt.NDArray[np.int64], vector: bool) -> Any:
     """Exact integer sum: a Python int for an atom; for a vector, always an int64 array.
 
     Vector entries beyond int64 are clamped to it (1-Lipschitz: the map is unchanged) and the sum is
@@ -178,7 +178,7 @@ def make_discrete_laplace(
 
     def run(data: Any) -> Any:
         size = len(data) if vector else 1
-        return _add_integer_noise(data, discrete_laplace_array(scale_q, size, _source(rng)), vector)
+        return add_integer_noise(data, discrete_laplace_array(scale_q, size, rng_source(rng)), vector)
 
     def privacy_map(d_in: Fraction) -> Fraction:
         return Fraction(d_in) / scale_q
@@ -253,7 +253,7 @@ def make_discrete_gaussian(
 
     def run(data: Any) -> Any:
         size = len(data) if vector else 1
-        return _add_integer_noise(data, discrete_gaussian_array(sigma * sigma, size, _source(rng)), vector)
+        return add_integer_noise(data, discrete_gaussian_array(sigma * sigma, size, rng_source(rng)), vector)
 
     def privacy_map(d_in: Fraction) -> Fraction:
         ratio = Fraction(d_in) / sigma

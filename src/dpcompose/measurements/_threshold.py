@@ -42,9 +42,9 @@ from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import (
     DISCRETE_GAUSSIAN_MAX_SIGMA2,
     DISCRETE_LAPLACE_MAX_SCALE,
-    _add_integer_noise,
-    _source,
+    add_integer_noise,
     check_generator,
+    rng_source,
 )
 from dpcompose.measurements._sampling import discrete_gaussian_array, discrete_laplace_array
 
@@ -126,7 +126,7 @@ def _rng_source(rng: object) -> Any:
     """The caller's generator as a (not private) bit source, or None (the secure default)."""
     check_generator(rng)
     assert rng is None or isinstance(rng, np.random.Generator)
-    return _source(rng)
+    return rng_source(rng)
 
 
 def _normal_key(key: Any, carrier: type) -> Any:
@@ -173,7 +173,7 @@ Release = Callable[[Mapping[Any, Any]], dict[Any, int]]
 def _runner(carrier: type, threshold: int, draw: Draw) -> Release:
     def run(counts: Mapping[Any, Any]) -> dict[Any, int]:
         keys, values = _positive_counts(counts, carrier)
-        noisy = _add_integer_noise(values, draw(len(keys)), True)  # saturated to int64: monotone
+        noisy = add_integer_noise(values, draw(len(keys)), True)  # saturated to int64: monotone
         passed = np.flatnonzero(noisy >= threshold)
         return {keys[i]: int(noisy[i]) for i in passed.tolist()}
 
@@ -218,7 +218,7 @@ def _padded_runner(carrier: type, threshold: int, draw: Draw, max_keys: int) -> 
         values[:filled] = np.fromiter(slots.values(), dtype=np.int64, count=filled)
         dummy = np.ones(size, dtype=np.int64)
         dummy[:filled] = np.fromiter((s[0] for s in slots), dtype=np.int64, count=filled)
-        noisy = _add_integer_noise(values, draw(size), True)  # saturated to int64: monotone
+        noisy = add_integer_noise(values, draw(size), True)  # saturated to int64: monotone
         passed = np.flatnonzero((noisy >= threshold) & (dummy == 0) & (values > 0)).tolist()
         keys = list(slots)
         released = sorted(((keys[i][1], int(noisy[i])) for i in passed), key=itemgetter(0))

@@ -44,7 +44,7 @@ from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.transformations._clamp import check_dataset_metric, numeric_vector_carrier
-from dpcompose.transformations._sum import _int_sum, exact_float_total
+from dpcompose.transformations._sum import exact_float_total, int_sum
 
 __all__ = ["make_mean", "make_resize", "make_variance"]
 
@@ -403,7 +403,7 @@ def make_mean(input_domain: Domain, input_metric: Metric) -> Transformation[Any,
     else:
         int64_ok = big <= _INT64_MAX
         bound = min(math.floor(big), _INT64_MAX)
-        int_total: Callable[[Any], int] = _int_sum(bound, -bound, bound)  # exact, chosen from the bounds
+        int_total: Callable[[Any], int] = int_sum(bound, -bound, bound)  # exact, chosen from the bounds
 
         def run(data: Any) -> float:
             values = _int64_values(data) if int64_ok else None
@@ -549,9 +549,9 @@ def make_variance(
         int64_ok = big <= _INT64_MAX
         squares_ok = big * big <= _INT64_MAX
         bound = min(math.floor(big), _INT64_MAX)
-        int_total: Callable[[Any], int] = _int_sum(bound, -bound, bound)
+        int_total: Callable[[Any], int] = int_sum(bound, -bound, bound)
         square_total: Callable[[Any], int] = (
-            _int_sum(bound * bound, 0, bound * bound) if squares_ok else int_total
+            int_sum(bound * bound, 0, bound * bound) if squares_ok else int_total
         )
 
         def run(data: Any) -> float:

@@ -106,9 +106,9 @@ def make_sum(
         slack = Fraction(math.ulp(largest))
 
     if carrier is int:
-        run = _int_sum(int(max(abs(lo), abs(hi))), int(lo), int(hi))
+        run = int_sum(int(max(abs(lo), abs(hi))), int(lo), int(hi))
     else:
-        saturation = int(Fraction(largest) * _SCALE)  # L·2**1127, an exact integer
+        saturation = int(Fraction(largest) * SUM_SCALE)  # L·2**1127, an exact integer
 
         def run(data: Any) -> Any:
             return exact_float_sum(_float64_array(data), saturation)
@@ -148,7 +148,7 @@ def size_bound(input_domain: VectorDomain, max_size: object, what: str, noun: st
 _SPLIT_CHUNK = 1 << 30  # halves: |x >> 32| ≤ 2**31 and x & (2**32 − 1) < 2**32, so 2**30 of each fit int64
 
 
-def _int_sum(bound: int, lo: int, hi: int) -> Any:
+def int_sum(bound: int, lo: int, hi: int) -> Any:
     """The exact summation for records in ``[lo, hi]`` with ``bound = max(|lo|, |hi|)``, chosen from the
     public bounds alone (never from the data).
 
@@ -193,9 +193,9 @@ def _int_sum(bound: int, lo: int, hi: int) -> Any:
 # --- exact float sums -----------------------------------------------------------------------------------
 
 #: Every float64 is an integer multiple of 2**-1074; with the frexp mantissa scaled to 53 bits the smallest
-#: exponent is 2**(-1073 - 53), so sums are carried as integers in units of 2**-1127 (``_SCALE``).
+#: exponent is 2**(-1073 - 53), so sums are carried as integers in units of 2**-1127 (``SUM_SCALE``).
 _SCALE_BITS = 1127
-_SCALE = 1 << _SCALE_BITS
+SUM_SCALE = 1 << _SCALE_BITS
 _EXP_OFFSET = 1100  # frexp exponents of finite doubles lie in [-1073, 1024]: indices 27 … 2124
 _BINS = 2200
 _FLOAT_CHUNK = 1 << 16  # per chunk, per bin: at most 2**16 halves of magnitude ≤ 2**27: exact in a double
@@ -266,7 +266,7 @@ def exact_float_sum(values: np.ndarray[Any, np.dtype[np.float64]], saturation: i
     """
     total = exact_float_total(values)
     total = min(max(total, -saturation), saturation)
-    return total / _SCALE if total else 0.0
+    return total / SUM_SCALE if total else 0.0
 
 
 def _fold(bins_high: np.ndarray[Any, Any], bins_low: np.ndarray[Any, Any]) -> int:

@@ -38,7 +38,7 @@ from dpcompose.core._norm_domain import MARGIN, MAX_DIMENSION, certainly_within,
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sum import _SCALE, exact_float_sum, size_bound
+from dpcompose.transformations._sum import SUM_SCALE, exact_float_sum, size_bound
 
 __all__ = ["make_clip_l1", "make_clip_l2", "make_vector_sum"]
 
@@ -298,7 +298,7 @@ def make_vector_sum(
     ulp = Fraction(math.ulp(largest))
     slack = d * ulp if p == 1 else _sqrt_up(d) * ulp
     per_row = 2 * c if isinstance(input_metric, ChangeOneDistance) else c
-    saturation = int(Fraction(largest) * _SCALE)
+    saturation = int(Fraction(largest) * SUM_SCALE)
 
     def run(data: Any) -> npt.NDArray[np.float64]:
         columns = np.ascontiguousarray(rows_array(data, d).T)
