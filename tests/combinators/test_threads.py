@@ -237,3 +237,51 @@ def test_children_of_filters_and_odometers_queried_with_them(kind: str) -> None:
             if kind == "zCDP filter":
                 in_one_order(log, group=lambda rid: rid // 2)
             assert parent.queries_charged == parent.queries_answered == len(opened) // 2
+
+
+class _Blocking(dp.Queryable[Any, Any]):
+    """An interactive answer whose query "block" waits (mid-answer) until ``release`` is set."""
+
+    def __init__(self, started: threading.Event, release: threading.Event) -> None:
+        super().__init__(name="blocking")
+        self.started, self.release = started, release
+
+    def _answer(self, query: Any) -> Any:
+        if query == "block":
+            self.started.set()
+            self.release.wait(DEADLINE)
+        return query
+
+
+def test_a_second_switch_waits_for_the_earlier_childs_answer_in_progress() -> None:
+    """Thread A is mid-answer in an answer of the first child; thread B switches to the second child and
+    waits for it; a third query to the second child must wait too (and so does the closing it relies on):
+    when it returns, every answer of the first child is closed, so none answers after the second child."""
+    started, release = threading.Event(), threading.Event()
+
+    def spawn() -> dp.Measurement:  # type: ignore[type-arg]
+        return dp.make_user_measurement(
+            FLOAT, ABS, dp.PureDP(), lambda _: _Blocking(started, release), lambda d: d / 100,
+            interactive=True, trusted=True,
+        )
+
+    filt = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)
+    first, second = dp.make_sequential(filt, filt)(0.0)
+    busy, idle = first(spawn()), first(spawn())
+    a = threading.Thread(target=busy, args=("block",), daemon=True)
+    a.start()
+    assert started.wait(DEADLINE)
+    b = threading.Thread(target=second, args=(spawn(),), daemon=True)
+    b.start()
+    time.sleep(0.05)  # B is waiting for the busy answer to end
+    c_done = threading.Event()
+    c = threading.Thread(target=lambda: (second(spawn()), c_done.set()), daemon=True)
+    c.start()
+    assert not c_done.wait(0.2), "the second child answered while an answer of the first was in progress"
+    release.set()
+    for t in (a, b, c):
+        t.join(DEADLINE)
+    assert c_done.is_set()
+    assert idle.closed
+    with pytest.raises(dp.SequentialityError):
+        idle("late")

@@ -170,13 +170,13 @@ class Queryable(Generic[Q, A]):
         """Close for good: every later query raises :class:`SequentialityError` with ``reason``.
 
         Every queryable created while this one answered (an interactive answer, and anything created
-        through that in turn) is closed with it: found by review, a sequential compositor closed an earlier
-        child but not a filter the analyst had opened through it, which went on answering interleaved with
-        later siblings."""
+        through that in turn) is closed with it, and ``close`` returns only when each of them has finished
+        the answer it may be giving: so a second caller of ``close`` (another thread switching to a later
+        sibling) also waits for them, rather than returning while one is still answering."""
         with self._lock:
             if self._closed_reason is None:
                 self._closed_reason = reason
-            spawned, self._spawned = self._spawned, []
+            spawned = tuple(self._spawned)
         for ref in spawned:
             child = ref()
             if child is not None:
