@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -175,6 +176,24 @@ def test_a_base_exception_whose_constructor_refuses_a_message_is_rebuilt() -> No
     assert err is not original and type(err) is _Picky
     assert err.args == (JOB_FAILED,) and err.code == JOB_FAILED and not hasattr(err, "__notes__")
     assert err.__context__ is None and err.__cause__ is None
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception groups are Python 3.11+")
+def test_an_exception_group_from_the_job_is_rebuilt_with_no_member_text() -> None:
+    """A BaseExceptionGroup kept its message and its members (a KeyboardInterrupt quoting a private value)
+    when its type's constructor refused one string: the group and every member are rebuilt."""
+    plan = Plan(
+        columns=(), predicate=None, by=(), keys=((),), id=None, max_rows=None, max_groups=None, sums=()
+    )
+    original = BaseExceptionGroup(  # noqa: F821  (Python >= 3.11)
+        f"tasks failed at {SECRET}", [KeyboardInterrupt(f"row 7 holds {SECRET}"), ValueError(SECRET)]
+    )
+    with pytest.raises(BaseExceptionGroup) as info:  # noqa: F821
+        run_job(_FailingEngine(original), None, plan)
+    err = info.value
+    assert err is not original and SECRET not in "".join(traceback.format_exception(err))
+    assert [type(e) for e in err.exceptions] == [KeyboardInterrupt, ValueError]
+    assert all(e.args == (JOB_FAILED,) for e in err.exceptions)
 
 
 # --- bad inputs: clear errors at build time -----------------------------------------------------------

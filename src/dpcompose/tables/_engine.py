@@ -24,6 +24,7 @@ job: whatever fails in it is reported without the engine's message.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -305,47 +306,84 @@ def run_job(engine: Engine, data: Any, plan: Plan) -> Aggregates:
     The domain check read the data's schema, not its rows, so only the data's own lazy plan (or the engine
     stopping mid-job) can fail here, and its message may quote private values: an ``Exception`` becomes a
     :class:`~dpcompose.DomainMismatch` with the fixed text :data:`JOB_FAILED`; any other ``BaseException``
-    (``KeyboardInterrupt``, ``SystemExit``, Polars' ``PanicException``) is raised again as an exception of
-    the same type whose only argument is that text. Either is raised after the handler has ended, so the
+    (``KeyboardInterrupt``, ``SystemExit``, Polars' ``PanicException``, an exception group) is raised
+    again as a new exception of the same type whose only argument is that text (:func:`rebuilt`; a
+    group's members are rebuilt the same way). Either is raised after the handler has ended, so the
     original is neither its ``__cause__`` nor its ``__context__``.
     """
-    failure: BaseException
+    failure: BaseException | None = None
+    shape: Shape | None = None
     try:
         return engine.aggregate(data, plan)
     except Exception:
         failure = DomainMismatch(JOB_FAILED)
     except BaseException as exc:
-        failure = _same_type(exc)
+        shape = exception_shape(exc)  # its type (and its members' types): nothing else is kept
+    if failure is None:
+        assert shape is not None
+        failure = rebuilt(shape)
     raise failure
 
 
-def _same_type(exc: BaseException) -> BaseException:
-    """An exception of ``exc``'s type carrying only :data:`JOB_FAILED`: a new one from the type's
-    constructor, or, if that refuses one string, one made by ``BaseException.__new__`` and initialised by
-    its nearest built-in base (so a ``SystemExit`` still exits with a failure status); if both fail,
-    ``exc`` itself with its arguments replaced and its notes, traceback, cause and context dropped."""
-    cls = type(exc)
-    init = next(
-        vars(c)["__init__"] for c in cls.__mro__ if c.__module__ == "builtins" and "__init__" in vars(c)
-    )
-    for own_init in (True, False):
-        try:
-            if own_init:
-                out: object = cls(JOB_FAILED)
-            else:
-                out = BaseException.__new__(cls)
-                init(out, JOB_FAILED)
-        except Exception:
-            continue
+#: An exception's type, and for an exception group its members' shapes.
+Shape = tuple[type[BaseException], "tuple[Shape, ...] | None"]
+
+_GROUP: type[BaseException] | None = getattr(builtins, "BaseExceptionGroup", None)  # Python ≥ 3.11
+_MAX_DEPTH = 8  # groups nested deeper are rebuilt as their nearest built-in type
+
+
+def exception_shape(exc: BaseException, depth: int = 0) -> Shape:
+    """The type of ``exc`` and, for an exception group, the shapes of its members: no argument, note,
+    traceback, cause or context, so no text the exception carried."""
+    members = getattr(exc, "exceptions", None)
+    if _GROUP is not None and isinstance(exc, _GROUP) and isinstance(members, tuple) and depth < _MAX_DEPTH:
+        return type(exc), tuple(exception_shape(e, depth + 1) for e in members)
+    return type(exc), None
+
+
+def rebuilt(shape: Shape) -> BaseException:
+    """A new exception of the shape's type whose only argument is :data:`JOB_FAILED` (a group: with members
+    rebuilt the same way). If the type's constructor refuses, one made by ``BaseException.__new__`` and
+    initialised by its nearest built-in base (so a ``SystemExit`` still exits with a failure status); if
+    that fails too, an exception of the nearest built-in type that accepts the text. Never the original.
+
+    Examples:
+        >>> err = rebuilt((KeyboardInterrupt, None))
+        >>> type(err).__name__, err.args == (JOB_FAILED,)
+        ('KeyboardInterrupt', True)
+    """
+    cls, members = shape
+    if members is not None and _GROUP is not None:
+        inner = [rebuilt(m) for m in members]
+        for make in (cls, _GROUP):
+            try:
+                out: object = make(JOB_FAILED, inner)
+            except Exception:
+                continue
+            if isinstance(out, BaseException):
+                return out
+    try:
+        out = cls(JOB_FAILED)
         if type(out) is cls:
             assert isinstance(out, BaseException)
             out.args = (JOB_FAILED,)
             return out
-    exc.args = (JOB_FAILED,)
-    exc.__cause__ = exc.__context__ = None
-    if hasattr(exc, "__notes__"):
-        del exc.__notes__
-    return exc.with_traceback(None)
+    except Exception:
+        pass
+    builtin = [c for c in cls.__mro__ if c.__module__ == "builtins" and issubclass(c, BaseException)]
+    init = next(vars(c)["__init__"] for c in builtin if "__init__" in vars(c))
+    try:
+        made = BaseException.__new__(cls)
+        init(made, JOB_FAILED)
+        return made
+    except Exception:
+        pass
+    for base in builtin:
+        try:
+            return base(JOB_FAILED)
+        except Exception:
+            continue
+    return BaseException(JOB_FAILED)
 
 
 def scalings(k: int) -> list[float]:
