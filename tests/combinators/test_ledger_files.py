@@ -18,6 +18,7 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.combinators._ledger import LedgerEntry
+from dpcompose.combinators._ledger.anchor import Anchor
 
 KIND, SPEC = "filter", "test spec"
 
@@ -417,9 +418,7 @@ def test_anchor_is_never_lowered_by_a_process_behind(tmp_path: Path) -> None:
     rows = sqlite3.connect(anchor).execute("SELECT seq FROM dpcompose_anchor").fetchall()
     assert rows == [(4,)]
     # a record of an older head (a process that verified sequence 2 and writes late) keeps 4 and its hash
-    from dpcompose.combinators._ledger import _Anchor
-
-    mark = _Anchor(str(anchor), 5.0)
+    mark = Anchor(str(anchor), 5.0)
     file_id = sqlite3.connect(anchor).execute("SELECT file_id FROM dpcompose_anchor").fetchone()[0]
     before = mark.read(os.path.realpath(path), file_id)[0]
     mark.record(file_id, os.path.realpath(path), 2, b"\0" * 32)

@@ -1,52 +1,41 @@
-"""Budget ledgers: where a filter or an odometer keeps what it has spent.
-
-A ledger holds one *entry*: which kind of accountant owns it and with which budget and rule (``spec``),
-the rule actually in effect, the rule's running sums (``state``) and the number of queries charged.
-:meth:`Ledger.charge` is atomic: it reads the entry, lets the accountant compute the new one (or refuse by
-raising), and stores it — durably, for :class:`SQLiteLedger` — *before* the caller releases anything.
-
-* :class:`MemoryLedger` — in memory, private to the process that made it (the default of
-  ``make_privacy_filter``). A forked child refuses to use it: a copy of an in-memory budget in every
-  worker would multiply the budget.
-* :class:`SQLiteLedger` — a file (standard library :mod:`sqlite3`), shared by every process that opens it
-  with the same key. It never silently forgets: every charge is appended to a hash-chained journal that
-  is verified when the file is opened, and every failure is a :class:`LedgerError` — the accountant then
-  refuses to answer rather than starting from zero. See its docstring for the durability and threat
-  model.
-
-Examples:
-    >>> from fractions import Fraction
-    >>> ledger = MemoryLedger()
-    >>> ledger.bind("filter", "PureDP budget=1 rule=basic")
-    LedgerEntry(kind='filter', spec='PureDP budget=1 rule=basic', rule='', state=(), queries=0)
-    >>> entry = ledger.charge(lambda e: e.replace(state=(Fraction(1, 2),), queries=e.queries + 1))
-    >>> ledger.read().state
-    (Fraction(1, 2),)
-"""
+"""The SQLite ledger: a file shared by every process that opens it with the same key."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
-import hashlib
-import json
 import os
 import secrets
 import sqlite3
 import threading
 import weakref
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from fractions import Fraction
-from functools import partial
 from pathlib import Path
 
 from dpcompose._validation import check_finite_nonnegative
-from dpcompose.errors import DPError, InvalidParameter
+from dpcompose.combinators._ledger.anchor import Anchor
+from dpcompose.combinators._ledger.base import (
+    Ledger,
+    LedgerEntry,
+    LedgerError,
+    LedgerLocked,
+    check_update,
+    mismatch,
+)
+from dpcompose.combinators._ledger.chain import (
+    Corrupt,
+    RolledBack,
+    as_blob,
+    as_int,
+    decode_entry,
+    encode_entry,
+    genesis,
+    link,
+)
+from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, fsync_dir
+from dpcompose.errors import InvalidParameter
 
-__all__ = ["Ledger", "LedgerEntry", "LedgerError", "LedgerLocked", "MemoryLedger", "SQLiteLedger"]
+__all__ = ["SQLiteLedger"]
 
 _APPLICATION_ID = 0x4450_4C47  # "DPLG"
 #: 1: one mutable row per key (dpcompose ≤ 0.x, before issue 11); 2: hash-chained append-only journal.
@@ -59,314 +48,7 @@ _SCHEMA = {
     _HEAD: f"CREATE TABLE {_HEAD} (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, "
     "hash BLOB NOT NULL, file_id BLOB NOT NULL)",
 }
-_DOMAIN_TAG = b"dpcompose-ledger-v2\x00"
-#: What an sqlite3 call can raise on a damaged file: the module decodes SQLite's error text as UTF-8, so a
-#: damaged schema can surface as UnicodeDecodeError.
-_SQL_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 _MAX_TIMEOUT = 2_000_000.0  # seconds; sqlite's busy timeout is a 32-bit count of milliseconds
-
-
-class LedgerError(DPError):
-    """A ledger cannot be trusted or used: corrupt, foreign, locked, read-only, full, or bound elsewhere.
-
-    The accountant using it refuses every query until the problem is fixed; it never starts from zero.
-    """
-
-
-class LedgerLocked(LedgerError):
-    """Another process held the ledger file's write lock for longer than the timeout (retry later)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
-    """What a ledger stores for its key.
-
-    Attributes:
-        kind: ``"filter"`` or ``"odometer"``.
-        spec: everything that gives the budget its meaning (input domain and metric, ``d_in``, measure,
-            budget, rule request), as canonical text.
-        rule: the rule in effect (``""`` until a ``rule="auto"`` filter fixes it at its first charge).
-        state: the rule's running sums.
-        queries: how many queries have been charged.
-    """
-
-    kind: str
-    spec: str
-    rule: str
-    state: tuple[Fraction, ...]
-    queries: int
-
-    def replace(self, **changes: object) -> LedgerEntry:
-        """A copy with some fields changed."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
-
-
-class Ledger(ABC):
-    """Where an accountant keeps its spending; see the module docstring."""
-
-    @abstractmethod
-    def bind(self, kind: str, spec: str) -> LedgerEntry:
-        """Attach an accountant: create the entry if there is none, else check it has the same spec.
-
-        Raises:
-            LedgerError: the entry belongs to another kind of accountant or another budget/rule, or the
-                store is unusable.
-        """
-
-    @abstractmethod
-    def read(self) -> LedgerEntry:
-        """The current entry (after :meth:`bind`)."""
-
-    @abstractmethod
-    def charge(self, update: Callable[[LedgerEntry], LedgerEntry]) -> LedgerEntry:
-        """Atomically replace the entry with ``update(entry)`` and return it.
-
-        If ``update`` raises, nothing is stored and the exception propagates. When this returns, the new
-        entry is stored (durably, for a file ledger).
-        """
-
-
-def _mismatch(current: LedgerEntry, kind: str, spec: str, where: str) -> LedgerError:
-    return LedgerError(
-        f"{where} belongs to a {current.kind} with spec {current.spec!r}; this {kind} has spec {spec!r}. "
-        "Use another key (or another ledger) for a different budget, rule, domain or metric; nothing was run"
-    )
-
-
-def _check_update(old: LedgerEntry, new: object) -> LedgerEntry:
-    """The accountant's new entry, checked so that a bug can never store a smaller or foreign entry."""
-    if not isinstance(new, LedgerEntry):
-        raise LedgerError(f"a ledger update returned {new!r}, not a LedgerEntry; nothing was stored")
-    if (new.kind, new.spec) != (old.kind, old.spec):
-        raise LedgerError("a ledger update changed the entry's kind or spec; nothing was stored")
-    if isinstance(new.queries, bool) or not isinstance(new.queries, int) or new.queries < old.queries:
-        raise LedgerError(
-            f"a ledger update set queries={new.queries!r} below {old.queries}; nothing was stored"
-        )
-    if not isinstance(new.rule, str) or not all(type(q) is Fraction and q >= 0 for q in new.state):
-        raise LedgerError(f"a ledger update returned a malformed entry {new!r}; nothing was stored")
-    return new
-
-
-# ---------------------------------------------------------------------------------------------------------
-# MemoryLedger
-
-
-class MemoryLedger(Ledger):
-    """A ledger in memory, private to the process that created it (the default).
-
-    Share one instance between several filters built with the same budget to make them draw on a single
-    budget; an instance bound to one spec refuses another. A forked child process (``multiprocessing``
-    with the ``fork`` start method, ``os.fork``) inherits a *copy* of the instance; spending in the copy
-    would not be seen by the parent or by the other children, so every method raises
-    :class:`LedgerError` in a process other than the one that created it. Use :class:`SQLiteLedger` to
-    share one budget across processes.
-
-    Examples:
-        >>> ledger = MemoryLedger()
-        >>> ledger.bind("odometer", "demo").queries
-        0
-    """
-
-    def __init__(self) -> None:
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._entry: LedgerEntry | None = None
-
-    def _check_process(self) -> None:
-        # Checked before taking the lock: a lock held by another thread at fork time stays held forever
-        # in the child.
-        pid = os.getpid()
-        if pid != self._pid:
-            raise LedgerError(
-                f"this MemoryLedger belongs to process {self._pid}; process {pid} (a forked child) holds "
-                "only a copy of it, and spending from the copy would multiply the budget. Refusing; "
-                "nothing was run or spent. To share one budget across processes use "
-                "SQLiteLedger(path, key)"
-            )
-
-    def bind(self, kind: str, spec: str) -> LedgerEntry:
-        self._check_process()
-        with self._lock:
-            if self._entry is None:
-                self._entry = LedgerEntry(kind, spec, "", (), 0)
-            elif (self._entry.kind, self._entry.spec) != (kind, spec):
-                raise _mismatch(self._entry, kind, spec, "this MemoryLedger")
-            return self._entry
-
-    def read(self) -> LedgerEntry:
-        self._check_process()
-        with self._lock:
-            if self._entry is None:
-                raise LedgerError("this MemoryLedger is not bound to an accountant yet")
-            return self._entry
-
-    def charge(self, update: Callable[[LedgerEntry], LedgerEntry]) -> LedgerEntry:
-        self._check_process()
-        with self._lock:
-            if self._entry is None:
-                raise LedgerError("this MemoryLedger is not bound to an accountant yet")
-            new = _check_update(self._entry, update(self._entry))
-            self._entry = new
-            return new
-
-    def __repr__(self) -> str:
-        return f"MemoryLedger({self._entry!r})"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# SQLiteLedger: encoding and the hash chain
-
-
-def _encode_entry(e: LedgerEntry) -> bytes:
-    state = [f"{q.numerator}/{q.denominator}" for q in e.state]
-    doc = {"kind": e.kind, "spec": e.spec, "rule": e.rule, "state": state, "queries": e.queries}
-    return json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-def _decode_entry(raw: bytes) -> LedgerEntry:
-    """Parse a stored entry; raises ``ValueError`` on anything malformed (the caller reports corruption)."""
-    doc = json.loads(raw.decode("ascii"))
-    if not isinstance(doc, dict) or set(doc) != {"kind", "spec", "rule", "state", "queries"}:
-        raise ValueError("malformed entry")
-    kind, spec, rule, state, queries = (doc[k] for k in ("kind", "spec", "rule", "state", "queries"))
-    if not all(isinstance(s, str) for s in (kind, spec, rule)) or not isinstance(state, list):
-        raise ValueError("malformed entry")
-    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 0:
-        raise ValueError(f"malformed query count {queries!r}")
-    sums = []
-    for part in state:
-        if not isinstance(part, str):
-            raise ValueError("malformed running sum")
-        num, slash, den = part.partition("/")
-        q = Fraction(int(num), int(den))
-        if not slash or q < 0 or int(den) <= 0:
-            raise ValueError(f"malformed running sum {part!r}")
-        sums.append(q)
-    return LedgerEntry(kind, spec, rule, tuple(sums), queries)
-
-
-def _genesis(file_id: bytes) -> bytes:
-    return hashlib.sha256(_DOMAIN_TAG + b"genesis\x00" + file_id).digest()
-
-
-def _link(prev: bytes, seq: int, key: bytes, entry: bytes) -> bytes:
-    """The hash of journal row ``seq``: covers the previous row's hash, the sequence, the key, the entry."""
-    h = hashlib.sha256(_DOMAIN_TAG)
-    h.update(prev)
-    h.update(seq.to_bytes(8, "big"))
-    h.update(len(key).to_bytes(4, "big"))
-    h.update(key)
-    h.update(len(entry).to_bytes(8, "big"))
-    h.update(entry)
-    return h.digest()
-
-
-class _Corrupt(Exception):
-    """Internal: the file's contents fail a check (reported as a LedgerError naming the file)."""
-
-
-class _RolledBack(_Corrupt):
-    """Internal: the file is behind (or off) the head its anchor recorded."""
-
-
-def _int(value: object, what: str) -> int:
-    if type(value) is not int:
-        raise _Corrupt(f"{what} is {type(value).__name__}, not an integer")
-    return value
-
-
-def _blob(value: object, what: str, size: int | None = None) -> bytes:
-    if type(value) is not bytes or (size is not None and len(value) != size):
-        raise _Corrupt(f"{what} is not a {size or ''}-byte blob".replace(" -byte", ""))
-    return value
-
-
-def _fsync_dir(directory: str) -> None:
-    if os.name != "posix":  # pragma: no cover - directories cannot be opened for fsync elsewhere
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-class _Anchor:
-    """A high-water mark of ledger files kept in another file (``SQLiteLedger(anchor=...)``): for each
-    ledger file (by its random file id) the path it was last seen at and the largest verified head
-    ``(seq, hash)``. It is written after every commit and read when a ledger file is first verified, so a
-    whole-file rollback to an older copy (a smaller sequence, or another hash at the recorded one) and a
-    deleted or replaced file (another file, or none, at a recorded path) are LedgerErrors: what the chain
-    cannot see from inside the file (found by review: restoring an older copy gave the budget back)."""
-
-    _TABLE = (
-        "CREATE TABLE IF NOT EXISTS dpcompose_anchor (file_id BLOB PRIMARY KEY, path TEXT NOT NULL, "
-        "seq INTEGER NOT NULL, hash BLOB NOT NULL)"
-    )
-
-    def __init__(self, path: str, timeout: float) -> None:
-        self.path = path
-        self._timeout = timeout
-
-    def _error(self, exc: BaseException, after_commit: bool = False) -> LedgerError:
-        done = (
-            "the ledger's transaction is committed (a charge in it stands), but nothing was run"
-            if after_commit else "nothing was run or spent"
-        )
-        return LedgerError(
-            f"anchor {self.path!r} cannot be used ({type(exc).__name__}: {exc}); {done}. "
-            "Check that it and its directory are readable and writable"
-        )
-
-    @contextlib.contextmanager
-    def _conn(self, after_commit: bool = False) -> Iterator[sqlite3.Connection]:
-        fail = partial(self._error, after_commit=after_commit)
-        try:
-            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-        except _SQL_ERRORS as exc:
-            raise fail(exc) from exc
-        try:
-            with _committed(conn, fail):
-                conn.execute("PRAGMA journal_mode = TRUNCATE")
-                conn.execute("PRAGMA synchronous = FULL")
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(self._TABLE)
-                yield conn
-        finally:
-            conn.close()
-
-    def read(
-        self, ledger_path: str, file_id: bytes | None = None
-    ) -> tuple[tuple[int, bytes] | None, list[bytes]]:
-        """``(mark, at_path)``: the recorded ``(seq, hash)`` of the ledger file ``file_id`` (None if there is
-        none, or no ``file_id``), and the file ids recorded at ``ledger_path``; one read of the anchor."""
-        with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT file_id, path, seq, hash FROM dpcompose_anchor WHERE file_id = ? OR path = ?",
-                (file_id, ledger_path),
-            ).fetchall()
-        mark, at_path = None, []
-        for fid, path, seq, digest in rows:
-            types = (type(fid), type(path), type(seq), type(digest))
-            if types != (bytes, str, int, bytes):
-                raise self._error(ValueError("a malformed row"))
-            if fid == file_id:
-                mark = (seq, digest)
-            if path == ledger_path:
-                at_path.append(fid)
-        return mark, at_path
-
-    def record(self, file_id: bytes, ledger_path: str, seq: int, digest: bytes) -> None:
-        """Raise the mark of this file to ``(seq, digest)`` (never lower it) and note its path (after the
-        ledger's own commit: a failure here says the charge stands)."""
-        with self._conn(after_commit=True) as conn:
-            conn.execute(
-                "INSERT INTO dpcompose_anchor (file_id, path, seq, hash) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (file_id) DO UPDATE SET path = excluded.path, seq = max(seq, excluded.seq), "
-                "hash = CASE WHEN excluded.seq > seq THEN excluded.hash ELSE hash END",
-                (file_id, ledger_path, seq, digest),
-            )
 
 
 _LIVE: weakref.WeakSet[SQLiteLedger] = weakref.WeakSet()
@@ -453,7 +135,7 @@ class SQLiteLedger(Ledger):
         >>> SQLiteLedger(path, "analyst-2").bind("filter", "demo")
         Traceback (most recent call last):
         ...
-        dpcompose.combinators._ledger.LedgerError: ledger ... has no key 'analyst-2'...
+        dpcompose...LedgerError: ledger ... has no key 'analyst-2'...
         >>> with SQLiteLedger(path, "analyst-2", create=True) as other:
         ...     other.bind("filter", "demo").queries
         0
@@ -482,14 +164,14 @@ class SQLiteLedger(Ledger):
         if not isinstance(create, bool):
             raise InvalidParameter(f"create={create!r} must be True or False")
         seconds = check_finite_nonnegative(timeout, "timeout")
-        self._anchor: _Anchor | None = None
+        self._anchor: Anchor | None = None
         if anchor is not None:
             if not isinstance(anchor, (str, os.PathLike)) or not isinstance(os.fspath(anchor), str):
                 raise InvalidParameter(f"anchor={anchor!r} must be a str or os.PathLike naming a file")
             anchor_path = os.path.realpath(os.fspath(anchor))
             if not anchor_path or "\x00" in anchor_path or anchor_path == os.path.realpath(fspath):
                 raise InvalidParameter(f"anchor={anchor!r} must name a file other than the ledger")
-            self._anchor = _Anchor(anchor_path, float(min(seconds, _MAX_TIMEOUT)))
+            self._anchor = Anchor(anchor_path, float(min(seconds, _MAX_TIMEOUT)))
         self._anchored: tuple[int, bytes] | None = None  # the head last written to the anchor
         self.path = fspath
         self.key = key
@@ -600,7 +282,7 @@ class SQLiteLedger(Ledger):
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None,
                                    check_same_thread=False)  # fmt: skip
-        except _SQL_ERRORS as exc:
+        except SQL_ERRORS as exc:
             raise self._fail(exc) from exc
         try:
             conn.text_factory = bytes  # a flipped byte must not surface as UnicodeDecodeError
@@ -609,7 +291,7 @@ class SQLiteLedger(Ledger):
             if mode is None or mode[0] not in (b"truncate", "truncate"):
                 raise LedgerError(f"{self._where()}: could not use a rollback journal (got {mode!r})")
             conn.execute("PRAGMA synchronous = FULL")
-        except _SQL_ERRORS as exc:
+        except SQL_ERRORS as exc:
             conn.close()
             raise self._fail(exc) from exc
         except BaseException:
@@ -645,7 +327,7 @@ class SQLiteLedger(Ledger):
                 file_id = secrets.token_bytes(16)
                 conn.execute(
                     f"INSERT INTO {_HEAD} (id, seq, hash, file_id) VALUES (1, 0, ?, ?)",
-                    (_genesis(file_id), file_id),
+                    (genesis(file_id), file_id),
                 )
                 conn.execute("COMMIT")
             finally:
@@ -660,8 +342,8 @@ class SQLiteLedger(Ledger):
             except FileExistsError:
                 pass  # another process created it first: use theirs
             else:
-                _fsync_dir(directory)
-        except (*_SQL_ERRORS, OSError) as exc:
+                fsync_dir(directory)
+        except (*SQL_ERRORS, OSError) as exc:
             raise self._fail(exc) from exc
         finally:
             for leftover in (tmp, tmp + "-journal"):
@@ -676,11 +358,11 @@ class SQLiteLedger(Ledger):
         conn = self._connect()
         try:
             conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-        except _SQL_ERRORS as exc:
+        except SQL_ERRORS as exc:
             raise self._fail(exc) from exc
         self._pending = None
         try:
-            with _committed(conn, self._fail):
+            with committed(conn, self._fail):
                 self._check_identity()
                 self._verify(conn)
                 yield conn
@@ -712,13 +394,13 @@ class SQLiteLedger(Ledger):
                 self._check_file(conn)
                 self._checked_conn = conn
             self._check_chain(conn)
-        except _RolledBack as exc:
+        except RolledBack as exc:
             raise LedgerError(
                 f"{self._where()} was rolled back ({exc}). What was spent after that copy was made is not in "
                 "the file, so no budget can be read from it (a backup older than the anchor's record is "
                 "refused the same way); nothing was run or spent. Start a new budget at a new path"
             ) from None
-        except _Corrupt as exc:
+        except Corrupt as exc:
             raise self._corrupt(str(exc)) from None
         except (ValueError, TypeError, OverflowError, ArithmeticError, UnicodeError, KeyError) as exc:
             raise self._corrupt(f"{type(exc).__name__}: {exc}") from exc
@@ -750,40 +432,40 @@ class SQLiteLedger(Ledger):
             found[bytes(name) if isinstance(name, bytes) else name] = (kind, sql)
         want = {name.encode(): (b"table", sql.encode()) for name, sql in _SCHEMA.items()}
         if found != want:
-            raise _Corrupt(f"unexpected schema objects {sorted(map(repr, found))}")
-        page_size = _int(conn.execute("PRAGMA page_size").fetchone()[0], "page size")
-        pages = _int(conn.execute("PRAGMA page_count").fetchone()[0], "page count")
+            raise Corrupt(f"unexpected schema objects {sorted(map(repr, found))}")
+        page_size = as_int(conn.execute("PRAGMA page_size").fetchone()[0], "page size")
+        pages = as_int(conn.execute("PRAGMA page_count").fetchone()[0], "page count")
         size = os.stat(self.path).st_size
         if size != page_size * pages:
-            raise _Corrupt(f"the file has {size} bytes, its header says {pages} pages of {page_size}")
+            raise Corrupt(f"the file has {size} bytes, its header says {pages} pages of {page_size}")
 
     def _check_chain(self, conn: sqlite3.Connection) -> None:
         """Verify the head and every row after the one this object last verified; track this key's entry."""
         heads = conn.execute(f"SELECT id, seq, hash, file_id FROM {_HEAD}").fetchall()
         if len(heads) != 1 or heads[0][0] != 1:
-            raise _Corrupt(f"{len(heads)} head rows")
-        head_seq = _int(heads[0][1], "head seq")
-        head_hash = _blob(heads[0][2], "head hash", 32)
-        file_id = _blob(heads[0][3], "file id", 16)
+            raise Corrupt(f"{len(heads)} head rows")
+        head_seq = as_int(heads[0][1], "head seq")
+        head_hash = as_blob(heads[0][2], "head hash", 32)
+        file_id = as_blob(heads[0][3], "file id", 16)
         first = self._file_id is None
         mark: tuple[int, bytes] | None = None
         where = self._anchor.path if self._anchor is not None else ""
         if first:
-            seq, prev = 0, _genesis(file_id)
+            seq, prev = 0, genesis(file_id)
             if self._anchor is not None:
                 mark, at_path = self._anchor.read(os.path.realpath(self.path), file_id)
                 if any(f != file_id for f in at_path):
-                    raise _Corrupt(
+                    raise Corrupt(
                         f"anchor {where!r} records another ledger file at this path: this one replaced it "
                         "(the earlier file was deleted, moved or overwritten)"
                     )
                 if mark is not None and mark[0] == 0 and mark[1] != prev:
-                    raise _Corrupt(f"the chain's start differs from the one anchor {where!r} records")
+                    raise Corrupt(f"the chain's start differs from the one anchor {where!r} records")
         else:
             if file_id != self._file_id:
-                raise _Corrupt("the file was replaced by another ledger while in use")
+                raise Corrupt("the file was replaced by another ledger while in use")
             if head_seq < self._seq:
-                raise _Corrupt(
+                raise Corrupt(
                     f"the ledger went back from sequence {self._seq} to {head_seq} while in use (rolled "
                     "back or replaced by an older copy)"
                 )
@@ -794,29 +476,29 @@ class SQLiteLedger(Ledger):
             (-(2**63) if first else seq,),
         )
         for row_seq, key, raw, digest in rows:
-            row_seq = _int(row_seq, "row seq")
+            row_seq = as_int(row_seq, "row seq")
             if row_seq != seq + 1:
-                raise _Corrupt(f"journal row {seq + 1} is missing (next is {row_seq})")
-            key, raw = _blob(key, "key"), _blob(raw, "entry")
-            if _link(prev, row_seq, key, raw) != _blob(digest, "row hash", 32):
-                raise _Corrupt(f"journal row {row_seq} fails its chained checksum")
+                raise Corrupt(f"journal row {seq + 1} is missing (next is {row_seq})")
+            key, raw = as_blob(key, "key"), as_blob(raw, "entry")
+            if link(prev, row_seq, key, raw) != as_blob(digest, "row hash", 32):
+                raise Corrupt(f"journal row {row_seq} fails its chained checksum")
             seq, prev = row_seq, digest
             if mark is not None and row_seq == mark[0] and digest != mark[1]:
-                raise _RolledBack(
+                raise RolledBack(
                     f"journal row {row_seq} differs from the one anchor {where!r} records (the file was "
                     "rolled back and written again)"
                 )
             if key == self._key:
-                new = _decode_entry(raw)
+                new = decode_entry(raw)
                 if entry is not None and (
                     (new.kind, new.spec) != (entry.kind, entry.spec) or new.queries < entry.queries
                 ):
-                    raise _Corrupt(f"journal row {row_seq} does not continue key {self.key!r}")
+                    raise Corrupt(f"journal row {row_seq} does not continue key {self.key!r}")
                 entry = new
         if (seq, prev) != (head_seq, head_hash):
-            raise _Corrupt(f"the journal ends at sequence {seq} but the head says {head_seq}")
+            raise Corrupt(f"the journal ends at sequence {seq} but the head says {head_seq}")
         if mark is not None and mark[0] > seq:
-            raise _RolledBack(
+            raise RolledBack(
                 f"the ledger is at sequence {seq} but anchor {where!r} recorded it at {mark[0]}: the file "
                 "was rolled back to an older copy"
             )
@@ -826,16 +508,16 @@ class SQLiteLedger(Ledger):
             last = conn.execute(
                 f"SELECT seq, key, entry, hash FROM {_JOURNAL} WHERE seq >= ? ORDER BY seq", (seq - 1,)
             ).fetchall()
-            before = _genesis(file_id) if seq == 1 else _blob(last[0][3], "row hash", 32) if last else b""
+            before = genesis(file_id) if seq == 1 else as_blob(last[0][3], "row hash", 32) if last else b""
             tail = last[-1] if last else None
             if (
                 tail is None
                 or len(last) != (1 if seq == 1 else 2)
-                or _int(tail[0], "row seq") != seq
-                or _link(before, seq, _blob(tail[1], "key"), _blob(tail[2], "entry")) != prev
+                or as_int(tail[0], "row seq") != seq
+                or link(before, seq, as_blob(tail[1], "key"), as_blob(tail[2], "entry")) != prev
                 or tail[3] != prev
             ):
-                raise _Corrupt(f"journal row {seq} no longer matches the head")
+                raise Corrupt(f"journal row {seq} no longer matches the head")
         self._file_id, self._seq, self._hash, self._entry = file_id, seq, prev, entry
 
     # -- the Ledger interface ----------------------------------------------------------------------
@@ -865,7 +547,7 @@ class SQLiteLedger(Ledger):
                         current = LedgerEntry(kind, spec, "", (), 0)
                         self._append(conn, current)
             if (current.kind, current.spec) != (kind, spec):
-                raise _mismatch(current, kind, spec, f"{self._where()} key {self.key!r}")
+                raise mismatch(current, kind, spec, f"{self._where()} key {self.key!r}")
             self._bound = (kind, spec)
             return current
 
@@ -877,9 +559,9 @@ class SQLiteLedger(Ledger):
         )
 
     def _append(self, conn: sqlite3.Connection, entry: LedgerEntry) -> None:
-        raw = _encode_entry(entry)
+        raw = encode_entry(entry)
         seq = self._seq + 1
-        digest = _link(self._hash, seq, self._key, raw)
+        digest = link(self._hash, seq, self._key, raw)
         conn.execute(
             f"INSERT INTO {_JOURNAL} (seq, key, entry, hash) VALUES (?, ?, ?, ?)",
             (seq, self._key, raw, digest),
@@ -894,7 +576,7 @@ class SQLiteLedger(Ledger):
         if current is None:
             raise self._corrupt(f"key {self.key!r} has no rows although it was bound")
         if (current.kind, current.spec) != self._bound:
-            raise _mismatch(current, *self._bound, f"{self._where()} key {self.key!r}")
+            raise mismatch(current, *self._bound, f"{self._where()} key {self.key!r}")
         return current
 
     def read(self) -> LedgerEntry:
@@ -905,7 +587,7 @@ class SQLiteLedger(Ledger):
         with self._lock:
             with self._transaction(immediate=True) as conn:
                 current = self._bound_entry()
-                new = _check_update(current, update(current))
+                new = check_update(current, update(current))
                 self._append(conn, new)
             return new
 
@@ -963,8 +645,8 @@ class SQLiteLedger(Ledger):
                     os.link(tmp, target)
                 except FileExistsError as exc:
                     raise LedgerError(f"backup destination {target!r} exists; not overwritten") from exc
-                _fsync_dir(directory)
-            except (*_SQL_ERRORS, OSError) as exc:
+                fsync_dir(directory)
+            except (*SQL_ERRORS, OSError) as exc:
                 raise self._fail(exc) from exc
             finally:
                 for leftover in (tmp, tmp + "-journal"):
@@ -988,22 +670,3 @@ class SQLiteLedger(Ledger):
 
     def __repr__(self) -> str:
         return f"SQLiteLedger({self.path!r}, {self.key!r})"
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        conn.execute("ROLLBACK")
-
-
-@contextlib.contextmanager
-def _committed(conn: sqlite3.Connection, fail: Callable[[BaseException], LedgerError]) -> Iterator[None]:
-    """COMMIT after the body; on any exception ROLLBACK, an sqlite3 error raised as ``fail(exc)``."""
-    try:
-        yield
-        conn.execute("COMMIT")
-    except _SQL_ERRORS as exc:
-        _rollback(conn)
-        raise fail(exc) from exc
-    except BaseException:
-        _rollback(conn)
-        raise
