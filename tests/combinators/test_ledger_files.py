@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -458,3 +459,58 @@ def test_an_anchor_that_cannot_be_written_after_a_charge_says_the_charge_stands(
         holder.close()
     assert ledger.read().state == (Fraction(1, 2),)  # it was spent
     ledger.close()
+
+
+def rolled_back_under(path: Path, anchor: Path) -> None:
+    """A ledger spent under ``anchor`` (1 → 3), then its file put back to an older copy (sequence 2)."""
+    with anchored(path, anchor) as ledger:
+        ledger.charge(add(Fraction(1, 2)))
+    shutil.copy(path, path.with_name("old.db"))
+    with anchored(path, anchor) as ledger:
+        ledger.charge(add(Fraction(1, 2)))
+    shutil.copy(path.with_name("old.db"), path)
+
+
+@pytest.mark.parametrize("damage", ["emptied", "foreign database", "not a database", "other schema"])
+def test_an_emptied_or_foreign_anchor_is_refused_not_started_afresh(tmp_path: Path, damage: str) -> None:
+    """An anchor file that exists is never initialised: a 0-byte anchor started afresh let the rollback it
+    exists to catch through (spent 1 → 0)."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    rolled_back_under(path, anchor)
+    with pytest.raises(dp.LedgerError, match="rolled back"):
+        anchored(path, anchor)
+    anchor.unlink()
+    if damage == "emptied":
+        anchor.write_bytes(b"")
+    elif damage == "not a database":
+        anchor.write_bytes(b"high-water marks" * 100)
+    else:
+        with contextlib.closing(sqlite3.connect(anchor)) as conn:
+            table = "users (name TEXT)" if damage == "foreign database" else "dpcompose_anchor (file_id BLOB)"
+            conn.execute(f"CREATE TABLE {table}")
+            conn.commit()
+    before = anchor.read_bytes()
+    refused = f"anchor {re.escape(repr(str(anchor)))}.*(empty|not a dpcompose anchor)"
+    with pytest.raises(dp.LedgerError, match=refused) as info:
+        anchored(path, anchor)
+    assert "nothing was run or spent" in str(info.value)
+    assert anchor.read_bytes() == before  # untouched
+    with pytest.raises(dp.LedgerError, match="anchor"):
+        dp.SQLiteLedger(tmp_path / "other.db", "k", anchor=anchor).bind(KIND, SPEC)  # a fresh ledger too
+    assert not (tmp_path / "other.db").exists() and anchor.read_bytes() == before
+
+
+def test_a_missing_anchor_is_created_and_an_older_anchor_is_read(tmp_path: Path) -> None:
+    """A missing anchor file is created (atomically: no temporary file is left); an anchor written before
+    anchors had an application id (the same table) is still read."""
+    path, anchor = tmp_path / "l.db", tmp_path / "safe" / "anchor.db"
+    anchor.parent.mkdir()
+    anchored(path, anchor).close()
+    assert sorted(os.listdir(anchor.parent)) == ["anchor.db", "anchor.db-journal"]
+    with contextlib.closing(sqlite3.connect(anchor)) as conn:
+        conn.execute("PRAGMA application_id = 0")
+        conn.execute("PRAGMA user_version = 0")
+        conn.commit()
+    rolled_back_under(tmp_path / "m.db", anchor)
+    with pytest.raises(dp.LedgerError, match="rolled back"):
+        anchored(tmp_path / "m.db", anchor)

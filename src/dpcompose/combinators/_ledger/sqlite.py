@@ -32,7 +32,7 @@ from dpcompose.combinators._ledger.chain import (
     genesis,
     link,
 )
-from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, fsync_dir
+from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, create_file, fsync_dir
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["SQLiteLedger"]
@@ -118,9 +118,10 @@ class SQLiteLedger(Ledger):
         create: allow adding ``key`` to an existing ledger file that has never had it.
         timeout: seconds to wait for another process's write lock (a finite real ≥ 0; at most about
             23 days are honoured).
-        anchor: an optional second file (created if missing; not the ledger itself) that records the
-            highest head of every ledger file opened with it: a rolled-back, deleted or replaced ledger is
-            then a :class:`LedgerError` (see the threat model).
+        anchor: an optional second file (not the ledger itself) that records the highest head of every
+            ledger file opened with it: a rolled-back, deleted or replaced ledger is then a
+            :class:`LedgerError` (see the threat model). A missing anchor file is created; one that exists
+            must be an anchor (an emptied or foreign file is a :class:`LedgerError`, never started afresh).
 
     Raises:
         InvalidParameter: ``path``, ``key``, ``create`` or ``timeout`` of the wrong type or value.
@@ -310,45 +311,20 @@ class SQLiteLedger(Ledger):
 
     def _create_file(self) -> None:
         """Make a new, empty ledger at ``self.path`` atomically (build aside, then hard-link into place)."""
-        target = os.path.abspath(self.path)
-        directory, name = os.path.split(target)
-        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(8)}.new")
+
+        def build(conn: sqlite3.Connection) -> None:
+            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            for sql in _SCHEMA.values():
+                conn.execute(sql)
+            file_id = secrets.token_bytes(16)
+            head = (genesis(file_id), file_id)
+            conn.execute(f"INSERT INTO {_HEAD} (id, seq, hash, file_id) VALUES (1, 0, ?, ?)", head)
+
         try:
-            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))  # OSError names the cause
-            conn = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                conn.execute("PRAGMA journal_mode = TRUNCATE")
-                conn.execute("PRAGMA synchronous = FULL")
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-                for sql in _SCHEMA.values():
-                    conn.execute(sql)
-                file_id = secrets.token_bytes(16)
-                conn.execute(
-                    f"INSERT INTO {_HEAD} (id, seq, hash, file_id) VALUES (1, 0, ?, ?)",
-                    (genesis(file_id), file_id),
-                )
-                conn.execute("COMMIT")
-            finally:
-                conn.close()
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, target)  # fails if the path exists: never replaces a ledger
-            except FileExistsError:
-                pass  # another process created it first: use theirs
-            else:
-                fsync_dir(directory)
+            create_file(self.path, build)  # False: another process created it first; use theirs
         except (*SQL_ERRORS, OSError) as exc:
             raise self._fail(exc) from exc
-        finally:
-            for leftover in (tmp, tmp + "-journal"):
-                with contextlib.suppress(OSError):
-                    os.unlink(leftover)
         # Whoever won the race, the path did not exist when this ledger looked: adding the key is allowed.
         self._created_file = True
 
