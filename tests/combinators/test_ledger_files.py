@@ -514,3 +514,27 @@ def test_a_missing_anchor_is_created_and_an_older_anchor_is_read(tmp_path: Path)
     rolled_back_under(tmp_path / "m.db", anchor)
     with pytest.raises(dp.LedgerError, match="rolled back"):
         anchored(tmp_path / "m.db", anchor)
+
+
+def test_a_fresh_path_another_process_creates_while_this_one_reads_the_anchor_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of issue 32 item 6, forced: this ledger finds no file, and before it reads the anchor
+    another process creates the ledger and records it there. It must open that ledger, not refuse with
+    "does not exist, but anchor records a ledger at this path" (a deleted ledger is still refused: above)."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    late = dp.SQLiteLedger(path, "k", anchor=anchor)
+    assert late._anchor is not None
+    original = late._anchor.read
+
+    def interleaved(*args: Any) -> Any:
+        if not path.exists():
+            with dp.SQLiteLedger(path, "k", anchor=anchor) as first:
+                first.bind(KIND, SPEC)
+                first.charge(add(Fraction(1, 2)))
+        return original(*args)
+
+    monkeypatch.setattr(late._anchor, "read", interleaved)
+    assert late.bind(KIND, SPEC).queries == 1  # the other process's budget: one ledger at the path
+    assert late.charge(add(Fraction(1, 4))).state == (Fraction(3, 4),)
+    late.close()

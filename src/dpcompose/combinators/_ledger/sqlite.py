@@ -267,18 +267,19 @@ class SQLiteLedger(Ledger):
             self._pid = os.getpid()
         if self._conn is not None:
             return self._conn
-        try:
-            os.stat(self.path)
-        except FileNotFoundError:
-            if self._anchor is not None and self._anchor.read(os.path.realpath(self.path))[1]:
+        if not self._exists():
+            if self._anchor is None or not self._anchor.read(os.path.realpath(self.path))[1]:
+                self._create_file()
+            # The anchor records a ledger at this path. A process records a file only after linking it
+            # into place, so a path still missing now, after that record was read, means the recorded file
+            # was deleted or moved. One that exists now was created meanwhile by a process starting
+            # together with this one: it is opened, and verified against the anchor like any other.
+            elif not self._exists():
                 raise LedgerError(
                     f"{self._where()} does not exist, but anchor {self._anchor.path!r} records a ledger at "
                     "this path: it was deleted or moved. Refusing to start a new budget there; restore the "
                     "file (or open it where it was moved to), or start a new budget at a new path"
-                ) from None
-            self._create_file()
-        except OSError as exc:
-            raise self._fail(exc) from exc
+                )
         uri = Path(os.path.abspath(self.path)).as_uri() + "?mode=rw"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None,
@@ -308,6 +309,15 @@ class SQLiteLedger(Ledger):
         # Close the connection when the ledger is garbage-collected; ``close()`` or ``with`` close it earlier.
         self._finalizer = weakref.finalize(self, conn.close)
         return conn
+
+    def _exists(self) -> bool:
+        try:
+            os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise self._fail(exc) from exc
+        return True
 
     def _create_file(self) -> None:
         """Make a new, empty ledger at ``self.path`` atomically (build aside, then hard-link into place)."""
