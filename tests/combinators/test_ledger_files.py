@@ -317,6 +317,28 @@ def test_backup_is_a_verified_consistent_copy(tmp_path: Path) -> None:
     ledger.close()
 
 
+# -- size (issue 32 item 10) ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_file_stays_bounded_at_the_real_thresholds(tmp_path: Path) -> None:
+    """The journal grew by one row (~210-250 bytes) per charge for ever; folded into checkpoints, it holds
+    at most about 100 rows and the file stops growing (test_ledger_checkpoint folds every few rows)."""
+    path = tmp_path / "l.db"
+    ledger = dp.SQLiteLedger(path, "k")
+    ledger.bind(KIND, SPEC)
+    most, sizes = 0, []
+    for _ in range(600):
+        committed = ledger.charge(add(Fraction(1, 1000)))
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            most = max(most, conn.execute("SELECT count(*) FROM dpcompose_journal").fetchone()[0])
+        sizes.append(path.stat().st_size)
+    ledger.close()
+    assert most <= 100
+    assert max(sizes[300:]) <= max(sizes[:300]) <= 64 * 1024
+    assert read(path) == committed and committed.queries == 600
+
+
 # -- parameters (D.10) ------------------------------------------------------------------------------------
 
 

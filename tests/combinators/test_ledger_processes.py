@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import dpcompose as dp
+from dpcompose.combinators._ledger import journal
 
 FLOAT = dp.AtomDomain(float)
 ABS = dp.AbsoluteDistance()
@@ -57,8 +58,17 @@ def test_forked_workers_cannot_multiply_a_memory_ledger_budget() -> None:
     assert q.queries_charged == 1
 
 
+@pytest.fixture(params=["journal", "folds"])
+def folding(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on the journal as it is, and folded every few rows (forked children inherit it)."""
+    if request.param == "folds":
+        monkeypatch.setattr(journal, "KEEP_ROWS", 2)
+        monkeypatch.setattr(journal, "FOLD_EVERY", 1)
+    return str(request.param)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_forked_workers_share_an_sqlite_ledger_budget(tmp_path: Path) -> None:
+def test_forked_workers_share_an_sqlite_ledger_budget(tmp_path: Path, folding: str) -> None:
     ledger = dp.SQLiteLedger(tmp_path / "budget.db", "pool")
     q = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0, ledger=ledger)(0.0)
     q(LAP)  # the parent has an open connection when it forks
@@ -172,13 +182,13 @@ def crash_rounds(tmp: Path, rounds: int) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_kill_then_delete_journal_or_copy_db_alone_loses_no_charge(tmp_path: Path) -> None:
+def test_kill_then_delete_journal_or_copy_db_alone_loses_no_charge(tmp_path: Path, folding: str) -> None:
     crash_rounds(tmp_path, 5)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_many_kills_lose_no_charge(tmp_path: Path) -> None:
+def test_many_kills_lose_no_charge(tmp_path: Path, folding: str) -> None:
     crash_rounds(tmp_path, 60)
 
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from dpcompose.errors import DPError
 
-__all__ = ["Ledger", "LedgerEntry", "LedgerError", "LedgerLocked", "check_update", "mismatch"]
+__all__ = ["Ledger", "LedgerEntry", "LedgerError", "LedgerLocked", "check_update", "continues", "mismatch"]
 
 
 class LedgerError(DPError):
@@ -80,6 +80,13 @@ def mismatch(current: LedgerEntry, kind: str, spec: str, where: str) -> LedgerEr
         f"{where} belongs to a {current.kind} with spec {current.spec!r}; this {kind} has spec {spec!r}. "
         "Use another key (or another ledger) for a different budget, rule, domain or metric; nothing was run"
     )
+
+
+def continues(old: LedgerEntry | None, new: LedgerEntry | None) -> bool:
+    """Whether ``new`` may follow ``old`` in a ledger: the same accountant, never fewer queries."""
+    if old is None or new is None:
+        return new is not None or old is None
+    return (new.kind, new.spec) == (old.kind, old.spec) and new.queries >= old.queries
 
 
 def check_update(old: LedgerEntry, new: object) -> LedgerEntry:

@@ -1,29 +1,54 @@
-"""The SQLite ledger's records: how an entry is written, the hash chain over the journal, and the internal
-exceptions a failed check raises (reported by the ledger as a LedgerError naming the file)."""
+"""The SQLite ledger's records: how an entry and a checkpoint are written, the hash chain over the journal,
+and the internal exceptions a failed check raises (reported by the ledger as a LedgerError naming the file).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from fractions import Fraction
+from typing import Any, NamedTuple
 
 from dpcompose.combinators._ledger.base import LedgerEntry
 
-__all__ = ["Corrupt", "RolledBack", "as_blob", "as_int", "decode_entry", "encode_entry", "genesis", "link"]
+__all__ = [
+    "Checkpoint",
+    "Corrupt",
+    "RolledBack",
+    "Unverifiable",
+    "as_blob",
+    "as_int",
+    "decode_checkpoint",
+    "decode_entry",
+    "encode_checkpoint",
+    "encode_entry",
+    "genesis",
+    "link",
+]
 
 _DOMAIN_TAG = b"dpcompose-ledger-v2\x00"
 
 
+def _dumps(doc: object) -> bytes:
+    return json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _entry_doc(e: LedgerEntry) -> dict[str, Any]:
+    state = [f"{q.numerator}/{q.denominator}" for q in e.state]
+    return {"kind": e.kind, "spec": e.spec, "rule": e.rule, "state": state, "queries": e.queries}
+
+
 def encode_entry(e: LedgerEntry) -> bytes:
     """An entry as canonical ASCII JSON (sorted keys, running sums as exact ``p/q`` fractions)."""
-    state = [f"{q.numerator}/{q.denominator}" for q in e.state]
-    doc = {"kind": e.kind, "spec": e.spec, "rule": e.rule, "state": state, "queries": e.queries}
-    return json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return _dumps(_entry_doc(e))
 
 
 def decode_entry(raw: bytes) -> LedgerEntry:
     """Parse a stored entry; raises ``ValueError`` on anything malformed (the caller reports corruption)."""
-    doc = json.loads(raw.decode("ascii"))
+    return _entry_from_doc(json.loads(raw.decode("ascii")))
+
+
+def _entry_from_doc(doc: object) -> LedgerEntry:
     if not isinstance(doc, dict) or set(doc) != {"kind", "spec", "rule", "state", "queries"}:
         raise ValueError("malformed entry")
     kind, spec, rule, state, queries = (doc[k] for k in ("kind", "spec", "rule", "state", "queries"))
@@ -41,6 +66,47 @@ def decode_entry(raw: bytes) -> LedgerEntry:
             raise ValueError(f"malformed running sum {part!r}")
         sums.append(q)
     return LedgerEntry(kind, spec, rule, tuple(sums), queries)
+
+
+class Checkpoint(NamedTuple):
+    """What a checkpoint folds: the journal up to row ``seq`` of the file ``file_id``, whose hash was
+    ``prev``, into every key's entry at that row."""
+
+    file_id: bytes
+    seq: int
+    prev: bytes
+    entries: dict[bytes, LedgerEntry]
+
+
+def encode_checkpoint(cp: Checkpoint) -> bytes:
+    """A checkpoint as canonical ASCII JSON (keys as hex of their UTF-8 bytes)."""
+    entries = {key.hex(): _entry_doc(e) for key, e in cp.entries.items()}
+    return _dumps({"file": cp.file_id.hex(), "seq": cp.seq, "prev": cp.prev.hex(), "entries": entries})
+
+
+def decode_checkpoint(raw: bytes) -> Checkpoint:
+    """Parse a stored checkpoint; raises ``ValueError`` on anything malformed."""
+    doc = json.loads(raw.decode("ascii"))
+    if not isinstance(doc, dict) or set(doc) != {"file", "seq", "prev", "entries"}:
+        raise ValueError("malformed checkpoint")
+    file_hex, seq, prev_hex, entries = (doc[k] for k in ("file", "seq", "prev", "entries"))
+    if type(seq) is not int or seq < 1 or not isinstance(entries, dict):
+        raise ValueError("malformed checkpoint")
+    file_id, prev = _hex(file_hex, 16), _hex(prev_hex, 32)
+    folded = {_hex(key_hex): _entry_from_doc(entry) for key_hex, entry in entries.items()}
+    if b"" in folded:
+        raise ValueError("a checkpoint entry has an empty key")
+    return Checkpoint(file_id, seq, prev, folded)
+
+
+def _hex(text: object, size: int | None = None) -> bytes:
+    """Bytes from their canonical lower-case hex (``bytes.fromhex`` alone also takes spaces)."""
+    if not isinstance(text, str):
+        raise ValueError("malformed checkpoint")
+    raw = bytes.fromhex(text)
+    if raw.hex() != text or (size is not None and len(raw) != size):
+        raise ValueError("malformed checkpoint")
+    return raw
 
 
 def genesis(file_id: bytes) -> bytes:
@@ -66,6 +132,10 @@ class Corrupt(Exception):
 
 class RolledBack(Corrupt):
     """Internal: the file is behind (or off) the head its anchor recorded."""
+
+
+class Unverifiable(Corrupt):
+    """Internal: the anchor's record lies in rows a checkpoint has folded, so it cannot be checked."""
 
 
 def as_int(value: object, what: str) -> int:

@@ -20,11 +20,13 @@ from dpcompose.combinators._ledger.base import (
     LedgerError,
     LedgerLocked,
     check_update,
+    continues,
     mismatch,
 )
 from dpcompose.combinators._ledger.chain import (
     Corrupt,
     RolledBack,
+    Unverifiable,
     as_blob,
     as_int,
     decode_entry,
@@ -33,21 +35,24 @@ from dpcompose.combinators._ledger.chain import (
     link,
 )
 from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, create_file, fsync_dir
+from dpcompose.combinators._ledger.journal import (
+    APPLICATION_ID,
+    HEAD,
+    JOURNAL,
+    SCHEMA,
+    VERSIONS_READ,
+    Walk,
+    append,
+    build,
+    fold,
+    fold_due,
+    fold_point,
+    walk,
+)
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["SQLiteLedger"]
 
-_APPLICATION_ID = 0x4450_4C47  # "DPLG"
-#: 1: one mutable row per key (dpcompose ≤ 0.x, before issue 11); 2: hash-chained append-only journal.
-_SCHEMA_VERSION = 2
-_JOURNAL = "dpcompose_journal"
-_HEAD = "dpcompose_head"
-_SCHEMA = {
-    _JOURNAL: f"CREATE TABLE {_JOURNAL} (seq INTEGER PRIMARY KEY, key BLOB NOT NULL, entry BLOB NOT NULL, "
-    "hash BLOB NOT NULL)",
-    _HEAD: f"CREATE TABLE {_HEAD} (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, "
-    "hash BLOB NOT NULL, file_id BLOB NOT NULL)",
-}
 _MAX_TIMEOUT = 2_000_000.0  # seconds; sqlite's busy timeout is a 32-bit count of milliseconds
 
 
@@ -68,12 +73,17 @@ class SQLiteLedger(Ledger):
     """A ledger in an SQLite file, shared by every process that opens it with the same ``key``.
 
     **Storage.** One file holds any number of keys (budgets). Every charge — and the creation of every
-    key — appends one row to an append-only journal: ``(seq, key, entry, hash)`` where ``seq`` counts
-    1, 2, 3, … over the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and
-    the entry (the first row chains from a random per-file id). A key's current entry is its last row;
-    a separate head row holds the last ``(seq, hash)``. Opening verifies the whole chain; every
-    transaction re-verifies the head and every row appended since (by any process), and a ledger object
-    refuses if the sequence it has seen ever goes backwards.
+    key — appends one row to a journal: ``(seq, key, entry, hash)`` where ``seq`` counts 1, 2, 3, … over
+    the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and the entry (the
+    first row chains from a random per-file id). A key's current entry is its last row; a separate head
+    row holds the last ``(seq, hash)``. Every few dozen charges, a charge *folds* the older rows: it appends
+    a checkpoint row (every key's entry as of a row ``C``, and row ``C``'s hash), chained like any other
+    row, and deletes rows ``1 … C``, keeping the last 32 rows before the checkpoint. The file therefore
+    stays at a constant size (41–45 KB for a filter with one key: at most ~100 rows plus one entry per key)
+    however many charges it records. Opening verifies the chain from the checkpoint; every transaction
+    re-verifies the head and every row appended since (by any process), a fold verifies the whole journal
+    again before it folds anything, and a ledger object refuses if the sequence it has seen ever goes
+    backwards.
 
     **Durability.** Rollback journal (``journal_mode=TRUNCATE``) with ``synchronous=FULL``: when
     :meth:`charge` returns, the charge is in the main database file and fsynced; the ``-journal`` file only
@@ -95,15 +105,19 @@ class SQLiteLedger(Ledger):
     on a new path all succeed, whichever of them creates the file and however late the others open it.
 
     **What is detected, what is not (threat model).** Detected: truncation, a deleted or edited row, a
-    row copied back from an older state, a flipped byte anywhere in the records, a foreign database, a
-    file of another schema version (no silent migration), a sequence that goes backwards while a process
-    has the ledger open. Not detected: the chain is unkeyed, so someone who can write the file and
-    recomputes the hashes can rewrite history; and a whole-file rollback to an older *copy* (or deleting
-    the file) cannot be seen from inside the file — only an external high-water mark can: pass
-    ``anchor=`` (a second file, kept where the analyst cannot write, which records each ledger file's
-    highest verified head and its path, and refuses a file behind it, rewritten after it, deleted or
-    replaced), or record :meth:`head` somewhere the analyst cannot write and compare. Keep the file where
-    the analyst cannot write it.
+    row copied back from an older state, a damaged, deleted or older checkpoint, a folded row put back, a
+    flipped byte anywhere in the records, a foreign database, a file of another schema version (no silent
+    migration), a sequence that goes backwards while a process has the ledger open (and a rewrite after
+    the last row it verified, while that row is kept: once folded, only the sequence is compared). Not
+    detected: the chain is unkeyed, so someone who can write the file and recomputes the hashes can
+    rewrite history; and a whole-file rollback to an older *copy* (or deleting the file) cannot be seen
+    from inside the file — only an external high-water mark can: pass ``anchor=`` (a second file, kept
+    where the analyst cannot write, which records each ledger file's highest verified head and its path,
+    and refuses a file behind it, rewritten after it, deleted or replaced), or record :meth:`head`
+    somewhere the analyst cannot write and compare. A fold first raises the anchor's record to the head,
+    so an anchor's record is never among the rows its own processes fold; a record that a process
+    *without* the anchor folded away cannot be checked, and is refused: every process writing an anchored
+    file should pass the anchor. Keep the file where the analyst cannot write it.
 
     **Errors.** Every failure is a :class:`LedgerError` whose message says which: locked (the subclass
     :class:`LedgerLocked`; retry), read-only file or directory, disk full, corrupt, not a ledger, wrong
@@ -191,9 +205,13 @@ class SQLiteLedger(Ledger):
         self._seq = 0
         self._hash = b""
         self._entry: LedgerEntry | None = None
-        self._pending: tuple[int, bytes, LedgerEntry] | None = None
+        self._pending: tuple[int, bytes, LedgerEntry | None] | None = None
         self._checked_conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] = (-1, -1)
+        # The checkpoint's row and how many keys it held when this object last read it: when to fold next
+        # (a fold verifies the whole journal again and decides from what it reads).
+        self._checkpoint = 0
+        self._keys = 0
         _LIVE.add(self)
 
     # -- errors ------------------------------------------------------------------------------------
@@ -321,16 +339,6 @@ class SQLiteLedger(Ledger):
 
     def _create_file(self) -> None:
         """Make a new, empty ledger at ``self.path`` atomically (build aside, then hard-link into place)."""
-
-        def build(conn: sqlite3.Connection) -> None:
-            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-            for sql in _SCHEMA.values():
-                conn.execute(sql)
-            file_id = secrets.token_bytes(16)
-            head = (genesis(file_id), file_id)
-            conn.execute(f"INSERT INTO {_HEAD} (id, seq, hash, file_id) VALUES (1, 0, ?, ?)", head)
-
         try:
             create_file(self.path, build)  # False: another process created it first; use theirs
         except (*SQL_ERRORS, OSError) as exc:
@@ -375,16 +383,29 @@ class SQLiteLedger(Ledger):
             raise self._corrupt("the file was replaced by another file while in use")
 
     def _verify(self, conn: sqlite3.Connection) -> None:
-        try:
+        with self._checking():
             if self._checked_conn is not conn:  # each new connection: header, schema and size first
                 self._check_file(conn)
                 self._checked_conn = conn
             self._check_chain(conn)
+
+    @contextlib.contextmanager
+    def _checking(self) -> Iterator[None]:
+        """A failed check of the file's contents, raised as a LedgerError that says which."""
+        try:
+            yield
         except RolledBack as exc:
             raise LedgerError(
                 f"{self._where()} was rolled back ({exc}). What was spent after that copy was made is not in "
                 "the file, so no budget can be read from it (a backup older than the anchor's record is "
                 "refused the same way); nothing was run or spent. Start a new budget at a new path"
+            ) from None
+        except Unverifiable as exc:
+            raise LedgerError(
+                f"{self._where()} cannot be checked against its anchor ({exc}). It may have been rolled "
+                "back and written again; refusing rather than trusting it; nothing was run or spent. Every "
+                "process that writes a ledger file should pass it the same anchor. Restore a backup at least "
+                "as new as the anchor's record, or start a new budget at a new path"
             ) from None
         except Corrupt as exc:
             raise self._corrupt(str(exc)) from None
@@ -402,21 +423,21 @@ class SQLiteLedger(Ledger):
                 "that exists is never initialised as a new ledger; refusing rather than starting from zero. "
                 "Restore it from a backup, or delete it to start a new budget deliberately"
             )
-        if app != _APPLICATION_ID:
+        if app != APPLICATION_ID:
             raise LedgerError(
                 f"{self._where()} is an SQLite database but not a dpcompose ledger (application_id={app!r}, "
                 f"{len(objects)} schema objects); refusing to use it"
             )
-        if version != _SCHEMA_VERSION:
+        if version not in VERSIONS_READ:
             raise LedgerError(
-                f"{self._where()} has ledger schema version {version!r}; this dpcompose reads version "
-                f"{_SCHEMA_VERSION} only. Files are not migrated silently: finish with that budget under "
-                "the dpcompose that wrote it, or start a new ledger file"
+                f"{self._where()} has ledger schema version {version!r}; this dpcompose reads versions "
+                f"{' and '.join(map(str, VERSIONS_READ))} only. Files are not migrated silently: finish with "
+                "that budget under the dpcompose that wrote it, or start a new ledger file"
             )
         found = {}
         for kind, name, sql in objects:
             found[bytes(name) if isinstance(name, bytes) else name] = (kind, sql)
-        want = {name.encode(): (b"table", sql.encode()) for name, sql in _SCHEMA.items()}
+        want = {name.encode(): (b"table", sql.encode()) for name, sql in SCHEMA.items()}
         if found != want:
             raise Corrupt(f"unexpected schema objects {sorted(map(repr, found))}")
         page_size = as_int(conn.execute("PRAGMA page_size").fetchone()[0], "page size")
@@ -427,27 +448,13 @@ class SQLiteLedger(Ledger):
 
     def _check_chain(self, conn: sqlite3.Connection) -> None:
         """Verify the head and every row after the one this object last verified; track this key's entry."""
-        heads = conn.execute(f"SELECT id, seq, hash, file_id FROM {_HEAD}").fetchall()
+        heads = conn.execute(f"SELECT id, seq, hash, file_id FROM {HEAD}").fetchall()
         if len(heads) != 1 or heads[0][0] != 1:
             raise Corrupt(f"{len(heads)} head rows")
         head_seq = as_int(heads[0][1], "head seq")
         head_hash = as_blob(heads[0][2], "head hash", 32)
         file_id = as_blob(heads[0][3], "file id", 16)
-        first = self._file_id is None
-        mark: tuple[int, bytes] | None = None
-        where = self._anchor.path if self._anchor is not None else ""
-        if first:
-            seq, prev = 0, genesis(file_id)
-            if self._anchor is not None:
-                mark, at_path = self._anchor.read(os.path.realpath(self.path), file_id)
-                if any(f != file_id for f in at_path):
-                    raise Corrupt(
-                        f"anchor {where!r} records another ledger file at this path: this one replaced it "
-                        "(the earlier file was deleted, moved or overwritten)"
-                    )
-                if mark is not None and mark[0] == 0 and mark[1] != prev:
-                    raise Corrupt(f"the chain's start differs from the one anchor {where!r} records")
-        else:
+        if self._file_id is not None:
             if file_id != self._file_id:
                 raise Corrupt("the file was replaced by another ledger while in use")
             if head_seq < self._seq:
@@ -455,46 +462,50 @@ class SQLiteLedger(Ledger):
                     f"the ledger went back from sequence {self._seq} to {head_seq} while in use (rolled "
                     "back or replaced by an older copy)"
                 )
-            seq, prev = self._seq, self._hash
-        entry = self._entry
-        rows = conn.execute(
-            f"SELECT seq, key, entry, hash FROM {_JOURNAL} WHERE seq > ? ORDER BY seq",
-            (-(2**63) if first else seq,),
-        )
+            if self._follow(conn, head_seq, head_hash):
+                return
+        self._check_all(conn, head_seq, head_hash, file_id)
+
+    def _follow(self, conn: sqlite3.Connection, head_seq: int, head_hash: bytes) -> bool:
+        """Verify the rows appended since this object's last verification (O(new rows)).
+
+        Returns False, having changed nothing, if the row after the last one this object verified is gone:
+        another process folded it into a checkpoint (or it was deleted: :meth:`_check_all` tells which).
+        """
+        seq, prev, entry, checkpoint = self._seq, self._hash, self._entry, self._checkpoint
+        rows = conn.execute(f"SELECT seq, key, entry, hash FROM {JOURNAL} WHERE seq > ? ORDER BY seq", (seq,))
         for row_seq, key, raw, digest in rows:
             row_seq = as_int(row_seq, "row seq")
             if row_seq != seq + 1:
+                if seq == self._seq:
+                    return False
                 raise Corrupt(f"journal row {seq + 1} is missing (next is {row_seq})")
             key, raw = as_blob(key, "key"), as_blob(raw, "entry")
             if link(prev, row_seq, key, raw) != as_blob(digest, "row hash", 32):
                 raise Corrupt(f"journal row {row_seq} fails its chained checksum")
             seq, prev = row_seq, digest
-            if mark is not None and row_seq == mark[0] and digest != mark[1]:
-                raise RolledBack(
-                    f"journal row {row_seq} differs from the one anchor {where!r} records (the file was "
-                    "rolled back and written again)"
-                )
             if key == self._key:
                 new = decode_entry(raw)
-                if entry is not None and (
-                    (new.kind, new.spec) != (entry.kind, entry.spec) or new.queries < entry.queries
-                ):
+                if not continues(entry, new):
                     raise Corrupt(f"journal row {row_seq} does not continue key {self.key!r}")
                 entry = new
+            elif not key:  # another process's fold: when to fold next
+                checkpoint = row_seq
+        if seq == self._seq < head_seq:
+            return False
         if (seq, prev) != (head_seq, head_hash):
             raise Corrupt(f"the journal ends at sequence {seq} but the head says {head_seq}")
-        if mark is not None and mark[0] > seq:
-            raise RolledBack(
-                f"the ledger is at sequence {seq} but anchor {where!r} recorded it at {mark[0]}: the file "
-                "was rolled back to an older copy"
-            )
-        if not first and seq > 0:
+        if seq == self._seq and seq > 0:
             # Re-check the last row itself against the one before it (O(1)): a rewritten or removed last
-            # row is seen even when no row was appended since.
+            # row is seen even when no row was appended since. (A fold keeps at least KEEP_ROWS ≥ 2 rows, so
+            # both are rows of the journal.)
             last = conn.execute(
-                f"SELECT seq, key, entry, hash FROM {_JOURNAL} WHERE seq >= ? ORDER BY seq", (seq - 1,)
+                f"SELECT seq, key, entry, hash FROM {JOURNAL} WHERE seq >= ? ORDER BY seq", (seq - 1,)
             ).fetchall()
-            before = genesis(file_id) if seq == 1 else as_blob(last[0][3], "row hash", 32) if last else b""
+            if seq == 1:
+                before = genesis(self._file_id or b"")
+            else:
+                before = as_blob(last[0][3], "row hash", 32) if last else b""
             tail = last[-1] if last else None
             if (
                 tail is None
@@ -504,7 +515,86 @@ class SQLiteLedger(Ledger):
                 or tail[3] != prev
             ):
                 raise Corrupt(f"journal row {seq} no longer matches the head")
-        self._file_id, self._seq, self._hash, self._entry = file_id, seq, prev, entry
+        self._seq, self._hash, self._entry, self._checkpoint = seq, prev, entry, checkpoint
+        return True
+
+    def _check_all(self, conn: sqlite3.Connection, head_seq: int, head_hash: bytes, file_id: bytes) -> None:
+        """Verify the whole journal from its start: when this object first reads the file, and when the rows
+        after the last one it verified were folded into a checkpoint by another process (then only its
+        sequence can be compared with the file's: an anchor's record, if inside the rows kept, is compared
+        hash and all)."""
+        mark: tuple[int, bytes] | None = None
+        if self._anchor is not None:
+            where = self._anchor.path
+            mark, at_path = self._anchor.read(os.path.realpath(self.path), file_id)
+            if any(f != file_id for f in at_path):
+                raise Corrupt(
+                    f"anchor {where!r} records another ledger file at this path: this one replaced it "
+                    "(the earlier file was deleted, moved or overwritten)"
+                )
+        seen = self._seq if self._file_id is not None else None
+        probes = [p for p in (None if mark is None else mark[0], seen) if p is not None]
+        w = walk(conn, file_id, self._key, probes)
+        if mark is not None:
+            self._check_mark(w, mark)
+        if (w.seq, w.hash) != (head_seq, head_hash):
+            raise Corrupt(f"the journal ends at sequence {w.seq} but the head says {head_seq}")
+        if seen is not None and seen >= w.start and w.at.get(seen) != self._hash:
+            raise Corrupt(f"journal row {seen} no longer matches the one this ledger verified")
+        entry = w.entries.get(self._key)
+        if not continues(self._entry, entry):
+            raise Corrupt(f"key {self.key!r} no longer continues the entry this ledger verified")
+        self._file_id, self._seq, self._hash, self._entry = file_id, w.seq, w.hash, entry
+        self._checkpoint, self._keys = w.checkpoint, w.keys
+
+    def _check_mark(self, w: Walk, mark: tuple[int, bytes]) -> None:
+        """The verified journal ``w`` passes through the anchor's record ``mark``."""
+        where = self._anchor.path if self._anchor is not None else ""
+        seq, digest = mark
+        if seq > w.seq:
+            raise RolledBack(
+                f"the ledger is at sequence {w.seq} but anchor {where!r} recorded it at {seq}: the file "
+                "was rolled back to an older copy"
+            )
+        if seq < w.start:
+            raise Unverifiable(
+                f"anchor {where!r} records it at sequence {seq}, inside the rows a checkpoint has folded (up "
+                f"to {w.start}): a process that did not record to this anchor wrote and compacted the file "
+                "since, and the hash at that sequence is gone"
+            )
+        if w.at.get(seq) != digest:
+            if seq == 0:
+                raise Corrupt(f"the chain's start differs from the one anchor {where!r} records")
+            raise RolledBack(
+                f"journal row {seq} differs from the one anchor {where!r} records (the file was "
+                "rolled back and written again)"
+            )
+
+    def _fold(self, conn: sqlite3.Connection) -> None:
+        """Fold the journal into a new checkpoint, keeping the last KEEP_ROWS rows before it (in a charge's
+        write transaction, the head verified). The whole journal is verified again first, so a row damaged
+        since this object read it is refused, never folded in; an anchor's record is raised to the head
+        first, so that it never falls inside the folded rows."""
+        file_id, head = self._file_id, self._seq
+        with self._checking():
+            if file_id is None:  # a charge follows a verification, which sets it
+                raise Corrupt("the file was not verified before a fold")
+            # Each row was checked against the one before when this object followed it: key=None.
+            w = walk(conn, file_id, None, (head,), fold_at=fold_point(head))
+            if (w.seq, w.hash) != (head, self._hash) or w.entries.get(self._key) != self._entry:
+                raise Corrupt(f"journal row {head} no longer matches the one this ledger verified")
+            self._checkpoint, self._keys = w.checkpoint, w.keys
+            if w.folded is None or not self._fold_due():  # another process folded it meanwhile
+                return
+        if self._anchor is not None:
+            self._anchor.record(file_id, os.path.realpath(self.path), head, self._hash)
+            self._anchored = (head, self._hash)
+        digest = fold(conn, head, self._hash, w.folded)
+        self._pending = (head + 1, digest, self._entry)
+        self._checkpoint, self._keys = head + 1, len(w.folded.entries)
+
+    def _fold_due(self) -> bool:
+        return fold_due(self._seq, self._checkpoint, self._keys)
 
     # -- the Ledger interface ----------------------------------------------------------------------
 
@@ -545,15 +635,10 @@ class SQLiteLedger(Ledger):
         )
 
     def _append(self, conn: sqlite3.Connection, entry: LedgerEntry) -> None:
-        raw = encode_entry(entry)
-        seq = self._seq + 1
-        digest = link(self._hash, seq, self._key, raw)
-        conn.execute(
-            f"INSERT INTO {_JOURNAL} (seq, key, entry, hash) VALUES (?, ?, ?, ?)",
-            (seq, self._key, raw, digest),
-        )
-        conn.execute(f"UPDATE {_HEAD} SET seq = ?, hash = ? WHERE id = 1", (seq, digest))
-        self._pending = (seq, digest, entry)  # becomes verified state once the transaction commits
+        # After the verified head, or after what this transaction appended (a fold's checkpoint).
+        seq, prev = (self._seq, self._hash) if self._pending is None else self._pending[:2]
+        digest = append(conn, seq + 1, prev, self._key, encode_entry(entry))
+        self._pending = (seq + 1, digest, entry)  # becomes verified state once the transaction commits
 
     def _bound_entry(self) -> LedgerEntry:
         if self._bound is None:
@@ -574,6 +659,8 @@ class SQLiteLedger(Ledger):
             with self._transaction(immediate=True) as conn:
                 current = self._bound_entry()
                 new = check_update(current, update(current))
+                if self._fold_due():
+                    self._fold(conn)
                 self._append(conn, new)
             return new
 
