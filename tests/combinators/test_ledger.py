@@ -321,3 +321,71 @@ def test_sqlite_ledger_closes_its_connection(tmp_path: Path) -> None:
     gc.collect()
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")  # closed when the ledger was collected
+
+
+# -- issue 32 item 12: readers ----------------------------------------------------------------------------
+
+
+def test_a_reader_holding_a_transaction_blocks_charges_and_the_error_says_how_to_read(tmp_path: Path) -> None:
+    """A reader that keeps a read transaction open (a DB browser, the sqlite3 shell after BEGIN, a cursor
+    not read to the end) holds a shared lock, and in rollback-journal mode no charge can commit meanwhile:
+    it fails safe (LedgerLocked, nothing charged or run), and the error names the cause and the safe way
+    to read a ledger in use."""
+    path = tmp_path / "budget.db"
+    pure_filter(dp.SQLiteLedger(path, "k"))(0.0)(spy(Fraction(1, 4), []))
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM dpcompose_journal").fetchall()
+    try:
+        q = pure_filter(dp.SQLiteLedger(path, "k", timeout=0.2))(0.0)
+        calls: list[Any] = []
+        advice = "reader.*transaction open.*head\\(\\).*spent\\(\\)"
+        with pytest.raises(dp.LedgerLocked, match=advice) as info:
+            q(spy(Fraction(1, 4), calls))
+        assert "nothing was run or spent" in str(info.value)
+        assert calls == []
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert q.spent() == {"epsilon": Fraction(1, 4), "delta": 0}
+
+
+MONITOR_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {src!r})
+    import dpcompose as dp
+    floats = dp.AtomDomain(float)
+    ledger = dp.SQLiteLedger({path!r}, "shared")
+    f = dp.make_privacy_filter(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, 1.0, ledger=ledger)
+    reads, last, deadline = 0, (-1, 0), time.monotonic() + {seconds!r}
+    while time.monotonic() < deadline:
+        seq = ledger.head()[0]
+        spent = f(0.0).spent()["epsilon"]
+        assert (seq, spent) >= last, (seq, spent, last)
+        last, reads = (seq, spent), reads + 1
+    print(reads)
+    """
+)
+
+
+def test_the_documented_read_does_not_block_charges(tmp_path: Path) -> None:
+    """Another process reading the ledger in a loop the documented way (head(), the filter's spent()) as
+    fast as it can: every charge still commits well within a 2 s timeout."""
+    path = str(tmp_path / "budget.db")
+    ledger = dp.SQLiteLedger(path, "shared", timeout=2)
+    q = pure_filter(ledger)(0.0)
+    code = MONITOR_CHILD.format(src=SRC, path=path, seconds=1.5)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        charged = 0
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            q(spy(Fraction(1, 1000), []))  # a LedgerLocked here fails the test
+            charged += 1
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err.decode()
+    finally:
+        reap([child])
+    assert int(out) > 0 and charged > 0
+    assert q.queries_charged == charged

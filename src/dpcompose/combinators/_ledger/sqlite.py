@@ -123,6 +123,13 @@ class SQLiteLedger(Ledger):
     :class:`LedgerLocked`; retry), read-only file or directory, disk full, corrupt, not a ledger, wrong
     schema version, bound to another budget. The filter then refuses to answer; it never starts at zero.
 
+    **Readers.** With a rollback journal no charge commits while another connection holds a transaction
+    open on the file: a reader that keeps one open (a database browser, a cursor not read to the end)
+    makes every charge raise :class:`LedgerLocked` after ``timeout``. Read a ledger in use with
+    :meth:`head` or the accountant's ``spent()`` (short, verified read transactions), or a :meth:`backup`
+    copy. (WAL mode would let readers and writers overlap, but a returned charge would live in the ``-wal``
+    file, lost if it is deleted or the ``.db`` is copied alone.)
+
     **Backups.** Use :meth:`backup` (SQLite's online backup API: a consistent copy while other processes
     use the file), or copy the ``.db`` file while no process has it open.
 
@@ -237,7 +244,11 @@ class SQLiteLedger(Ledger):
         tail = "; nothing was run or spent"
         if primary in (5, 6) or (primary is None and ("locked" in low or "busy" in low)):
             return LedgerLocked(
-                f"{self._where()} stayed locked by another process for {self._timeout} s: {text}{tail}"
+                f"{self._where()} stayed locked by another process for {self._timeout} s ({text}): a "
+                "process charging it, or a reader holding a transaction open on the file (a database "
+                "browser, the sqlite3 shell inside BEGIN, a cursor not read to the end), which blocks every "
+                f"charge{tail}. Retry later; read a ledger in use with SQLiteLedger.head() or the "
+                "accountant's spent()/remaining(), or inspect a backup() copy"
             )
         if (
             primary == 8
