@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import signal
 import sqlite3
@@ -321,3 +322,71 @@ def test_sqlite_ledger_closes_its_connection(tmp_path: Path) -> None:
     gc.collect()
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")  # closed when the ledger was collected
+
+
+# -- issue 32 item 12: readers ----------------------------------------------------------------------------
+
+
+def test_a_reader_holding_a_transaction_blocks_charges_and_the_error_says_how_to_read(tmp_path: Path) -> None:
+    """A reader that keeps a read transaction open (a DB browser, the sqlite3 shell after BEGIN, a cursor
+    not read to the end) holds a shared lock, and in rollback-journal mode no charge can commit meanwhile:
+    it fails safe (LedgerLocked, nothing charged or run), and the error names the cause and the safe way
+    to read a ledger in use."""
+    path = tmp_path / "budget.db"
+    pure_filter(dp.SQLiteLedger(path, "k"))(0.0)(spy(Fraction(1, 4), []))
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM dpcompose_journal").fetchall()
+    try:
+        q = pure_filter(dp.SQLiteLedger(path, "k", timeout=0.2))(0.0)
+        calls: list[Any] = []
+        advice = "reader.*transaction open.*head\\(\\).*spent\\(\\)"
+        with pytest.raises(dp.LedgerLocked, match=advice) as info:
+            q(spy(Fraction(1, 4), calls))
+        assert "nothing was run or spent" in str(info.value)
+        assert calls == []
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert q.spent() == {"epsilon": Fraction(1, 4), "delta": 0}
+
+
+def monitor(path: str, seconds: float, out: Any) -> None:
+    """Read the ledger the documented way, as fast as possible, for ``seconds``; put the count or an error."""
+    try:
+        ledger = dp.SQLiteLedger(path, "shared")
+        f = pure_filter(ledger)
+        reads, last, deadline = 0, (-1, Fraction(0)), time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            now = (ledger.head()[0], f(0.0).spent()["epsilon"])
+            if now < last:
+                raise AssertionError(f"read {now} after {last}")
+            last, reads = now, reads + 1
+        out.put(reads)
+    except BaseException as exc:  # reported to the test
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_the_documented_read_does_not_block_charges(tmp_path: Path) -> None:
+    """Another process reading the ledger in a loop the documented way (head(), the filter's spent()) as
+    fast as it can: every charge still commits within a 2 s timeout."""
+    path = str(tmp_path / "budget.db")
+    q = pure_filter(dp.SQLiteLedger(path, "shared", timeout=2))(0.0)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=monitor, args=(path, 1.0, out), daemon=True)
+    child.start()
+    try:
+        charged = 0
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            q(spy(Fraction(1, 1000), []))  # a LedgerLocked here fails the test
+            charged += 1
+        reads = out.get(timeout=60)
+    finally:
+        child.join(timeout=30)
+        if child.is_alive():
+            child.kill()
+    assert isinstance(reads, int) and reads > 0, reads
+    assert charged > 0 and q.queries_charged == charged

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.combinators._ledger import LedgerEntry
+from dpcompose.combinators._ledger.anchor import Anchor
 
 KIND, SPEC = "filter", "test spec"
 
@@ -315,6 +317,28 @@ def test_backup_is_a_verified_consistent_copy(tmp_path: Path) -> None:
     ledger.close()
 
 
+# -- size (issue 32 item 10) ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_file_stays_bounded_at_the_real_thresholds(tmp_path: Path) -> None:
+    """The journal grew by one row (~210-250 bytes) per charge for ever; folded into checkpoints, it holds
+    at most about 100 rows and the file stops growing (test_ledger_checkpoint folds every few rows)."""
+    path = tmp_path / "l.db"
+    ledger = dp.SQLiteLedger(path, "k")
+    ledger.bind(KIND, SPEC)
+    most, sizes = 0, []
+    for _ in range(600):
+        committed = ledger.charge(add(Fraction(1, 1000)))
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            most = max(most, conn.execute("SELECT count(*) FROM dpcompose_journal").fetchone()[0])
+        sizes.append(path.stat().st_size)
+    ledger.close()
+    assert most <= 100
+    assert max(sizes[300:]) <= max(sizes[:300]) <= 64 * 1024
+    assert read(path) == committed and committed.queries == 600
+
+
 # -- parameters (D.10) ------------------------------------------------------------------------------------
 
 
@@ -417,9 +441,7 @@ def test_anchor_is_never_lowered_by_a_process_behind(tmp_path: Path) -> None:
     rows = sqlite3.connect(anchor).execute("SELECT seq FROM dpcompose_anchor").fetchall()
     assert rows == [(4,)]
     # a record of an older head (a process that verified sequence 2 and writes late) keeps 4 and its hash
-    from dpcompose.combinators._ledger import _Anchor
-
-    mark = _Anchor(str(anchor), 5.0)
+    mark = Anchor(str(anchor), 5.0)
     file_id = sqlite3.connect(anchor).execute("SELECT file_id FROM dpcompose_anchor").fetchone()[0]
     before = mark.read(os.path.realpath(path), file_id)[0]
     mark.record(file_id, os.path.realpath(path), 2, b"\0" * 32)
@@ -459,3 +481,82 @@ def test_an_anchor_that_cannot_be_written_after_a_charge_says_the_charge_stands(
         holder.close()
     assert ledger.read().state == (Fraction(1, 2),)  # it was spent
     ledger.close()
+
+
+def rolled_back_under(path: Path, anchor: Path) -> None:
+    """A ledger spent under ``anchor`` (1 → 3), then its file put back to an older copy (sequence 2)."""
+    with anchored(path, anchor) as ledger:
+        ledger.charge(add(Fraction(1, 2)))
+    shutil.copy(path, path.with_name("old.db"))
+    with anchored(path, anchor) as ledger:
+        ledger.charge(add(Fraction(1, 2)))
+    shutil.copy(path.with_name("old.db"), path)
+
+
+@pytest.mark.parametrize("damage", ["emptied", "foreign database", "not a database", "other schema"])
+def test_an_emptied_or_foreign_anchor_is_refused_not_started_afresh(tmp_path: Path, damage: str) -> None:
+    """An anchor file that exists is never initialised: a 0-byte anchor started afresh let the rollback it
+    exists to catch through (spent 1 → 0)."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    rolled_back_under(path, anchor)
+    with pytest.raises(dp.LedgerError, match="rolled back"):
+        anchored(path, anchor)
+    anchor.unlink()
+    if damage == "emptied":
+        anchor.write_bytes(b"")
+    elif damage == "not a database":
+        anchor.write_bytes(b"high-water marks" * 100)
+    else:
+        with contextlib.closing(sqlite3.connect(anchor)) as conn:
+            table = "users (name TEXT)" if damage == "foreign database" else "dpcompose_anchor (file_id BLOB)"
+            conn.execute(f"CREATE TABLE {table}")
+            conn.commit()
+    before = anchor.read_bytes()
+    refused = f"anchor {re.escape(repr(str(anchor)))}.*(empty|not a dpcompose anchor)"
+    with pytest.raises(dp.LedgerError, match=refused) as info:
+        anchored(path, anchor)
+    assert "nothing was run or spent" in str(info.value)
+    assert anchor.read_bytes() == before  # untouched
+    with pytest.raises(dp.LedgerError, match="anchor"):
+        dp.SQLiteLedger(tmp_path / "other.db", "k", anchor=anchor).bind(KIND, SPEC)  # a fresh ledger too
+    assert not (tmp_path / "other.db").exists() and anchor.read_bytes() == before
+
+
+def test_a_missing_anchor_is_created_and_an_older_anchor_is_read(tmp_path: Path) -> None:
+    """A missing anchor file is created (atomically: no temporary file is left); an anchor written before
+    anchors had an application id (the same table) is still read."""
+    path, anchor = tmp_path / "l.db", tmp_path / "safe" / "anchor.db"
+    anchor.parent.mkdir()
+    anchored(path, anchor).close()
+    assert sorted(os.listdir(anchor.parent)) == ["anchor.db", "anchor.db-journal"]
+    with contextlib.closing(sqlite3.connect(anchor)) as conn:
+        conn.execute("PRAGMA application_id = 0")
+        conn.execute("PRAGMA user_version = 0")
+        conn.commit()
+    rolled_back_under(tmp_path / "m.db", anchor)
+    with pytest.raises(dp.LedgerError, match="rolled back"):
+        anchored(tmp_path / "m.db", anchor)
+
+
+def test_a_fresh_path_another_process_creates_while_this_one_reads_the_anchor_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of issue 32 item 6, forced: this ledger finds no file, and before it reads the anchor
+    another process creates the ledger and records it there. It must open that ledger, not refuse with
+    "does not exist, but anchor records a ledger at this path" (a deleted ledger is still refused: above)."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    late = dp.SQLiteLedger(path, "k", anchor=anchor)
+    assert late._anchor is not None
+    original = late._anchor.read
+
+    def interleaved(*args: Any) -> Any:
+        if not path.exists():
+            with dp.SQLiteLedger(path, "k", anchor=anchor) as first:
+                first.bind(KIND, SPEC)
+                first.charge(add(Fraction(1, 2)))
+        return original(*args)
+
+    monkeypatch.setattr(late._anchor, "read", interleaved)
+    assert late.bind(KIND, SPEC).queries == 1  # the other process's budget: one ledger at the path
+    assert late.charge(add(Fraction(1, 4))).state == (Fraction(3, 4),)
+    late.close()

@@ -2,7 +2,8 @@
 
 Every damaged file, opened and read, must either raise LedgerError or give exactly the committed entry —
 never a smaller spend, never another exception. The default run samples; ``-m slow`` tries every
-truncation length and every byte offset.
+truncation length and every byte offset. Each runs on a journal and on a journal folded into checkpoints
+(issue 32 item 10).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 import dpcompose as dp
-from dpcompose.combinators._ledger import LedgerEntry
+from dpcompose.combinators._ledger import LedgerEntry, journal
 
 KIND, SPEC = "filter", "fuzz spec"
 
@@ -31,22 +32,42 @@ def add(q: Fraction) -> Any:
     return update
 
 
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, LedgerEntry]:
-    """A ledger with two keys and several charges each; returns its bytes and key 'k''s entry."""
-    path = tmp_path_factory.mktemp("fuzz") / "ledger.db"
-    a = dp.SQLiteLedger(path, "k", create=True)
-    b = dp.SQLiteLedger(path, "other", create=True)
-    a.bind(KIND, SPEC)
-    b.bind(KIND, SPEC)
-    committed = a.read()
-    for i in range(8):
-        committed = a.charge(add(Fraction(1, 3 + i)))
-        b.charge(add(Fraction(1, 7)))
-    a.close()
-    b.close()
+def make_pristine(path: Path, folded: bool) -> tuple[bytes, LedgerEntry]:
+    """A ledger with two keys and several charges each (folded into a checkpoint twice or more, if asked);
+    returns its bytes and key 'k''s entry."""
+    with pytest.MonkeyPatch.context() as patch:
+        if folded:
+            patch.setattr(journal, "KEEP_ROWS", 3)
+            patch.setattr(journal, "FOLD_EVERY", 4)
+        a = dp.SQLiteLedger(path, "k", create=True)
+        b = dp.SQLiteLedger(path, "other", create=True)
+        a.bind(KIND, SPEC)
+        b.bind(KIND, SPEC)
+        committed = a.read()
+        for i in range(8):
+            committed = a.charge(add(Fraction(1, 3 + i)))
+            b.charge(add(Fraction(1, 7)))
+        a.close()
+        b.close()
     assert not (path.parent / "ledger.db-journal").read_bytes()  # nothing lives outside the .db
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        first, checkpoints = conn.execute(
+            "SELECT min(seq), sum(length(key) = 0) FROM dpcompose_journal"
+        ).fetchone()
+    assert (first > 1, checkpoints) == ((True, 1) if folded else (False, 0))
     return path.read_bytes(), committed
+
+
+@pytest.fixture(scope="module", params=["journal", "folded"])
+def pristine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[bytes, LedgerEntry]:
+    return make_pristine(tmp_path_factory.mktemp("fuzz") / "ledger.db", request.param == "folded")
+
+
+@pytest.fixture(scope="module")
+def unfolded(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, LedgerEntry]:
+    return make_pristine(tmp_path_factory.mktemp("fuzz") / "ledger.db", False)
 
 
 class Outcomes:
@@ -156,8 +177,8 @@ def edited(tmp: Path, data: bytes, *sql: str) -> bytes:
         ["DROP TABLE dpcompose_head"],
     ],
 )
-def test_row_edits_are_refused(tmp_path: Path, pristine: tuple[bytes, LedgerEntry], sql: list[str]) -> None:
-    data, committed = pristine
+def test_row_edits_are_refused(tmp_path: Path, unfolded: tuple[bytes, LedgerEntry], sql: list[str]) -> None:
+    data, committed = unfolded
     damaged = edited(tmp_path, data, *sql)
     assert damaged != data
     out = run_cases(tmp_path, data, committed, [(" / ".join(sql), damaged)])
