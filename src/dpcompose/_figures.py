@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+import dpcompose as dp
+from dpcompose.accounting import gaussian_profile, optimal_epsilon, zcdp_to_approx
 from dpcompose.accounting._filters import (
     BasicFilter,
     FilterRule,
@@ -69,9 +71,6 @@ def pld_curves(ks: list[int]) -> dict[str, list[float]]:
         >>> curves["Laplace: PLD (dpcompose)"][1] < curves["Laplace: optimal composition"][1]
         True
     """
-    import dpcompose as dp
-    from dpcompose.accounting import gaussian_profile, optimal_epsilon, zcdp_to_approx
-
     floats = dp.AtomDomain(float)
     lap = dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=10.0)
     gauss = dp.m.make_gaussian(floats, dp.AbsoluteDistance(), scale=20.0)

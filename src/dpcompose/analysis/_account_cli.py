@@ -48,7 +48,10 @@ from dpcompose.accounting._filters import add_renyi_curves, pure_cost_to_renyi, 
 from dpcompose.accounting._loss import delta_bounds
 from dpcompose.accounting._rdp import RUNNER_UP_ORDERS
 from dpcompose.accounting._zcdp import renyi_to_approx
+from dpcompose.combinators._subsample import amplify_epsilon
+from dpcompose.core import AbsoluteDistance, AtomDomain, CategoricalDomain, DiscreteDistance
 from dpcompose.errors import DPError, InvalidParameter
+from dpcompose.measurements import make_gaussian, make_laplace, make_randomized_response
 
 __all__ = ["main"]
 
@@ -101,8 +104,6 @@ def _subsampled(m: _Mechanism, rate: Any, sampling: Any, where: str) -> _Mechani
     (log(1 + q(e^ε − 1)), qδ) (Balle–Barthe–Gaboardi 2018 Thm 8, resp. Thm 9) for the generic theorems. A
     zCDP guarantee has no amplification theorem here: a subsampled Gaussian is accounted by its pair alone.
     """
-    from dpcompose.combinators._subsample import amplify_epsilon
-
     q_in = _number(rate, "rate", where)  # (its own message names where: found by review, it was doubled)
     try:  # PrivacyLoss.subsampled checks the rate (in [0, 1]) and the sampling
         loss = PrivacyLoss.subsampled(m.loss, q_in, sampling)
@@ -119,8 +120,6 @@ def _subsampled(m: _Mechanism, rate: Any, sampling: Any, where: str) -> _Mechani
 
 def _plain(spec: dict[str, Any], where: str) -> _Mechanism:
     """Build one mechanism from its parameters (as dpcompose's own measurement where there is one)."""
-    import dpcompose as dp
-
     name = spec.get("name")
     if name not in _KEYS:
         raise InvalidParameter(f"{where}: name={name!r} must be one of {', '.join(_KEYS)}")
@@ -143,9 +142,9 @@ def _plain(spec: dict[str, Any], where: str) -> _Mechanism:
         scale = params.get("scale" if name == "laplace" else "sigma")
         if scale is None:
             raise InvalidParameter(f"{where}: {name} needs {'scale' if name == 'laplace' else 'sigma'}=")
-        floats = dp.AtomDomain(float)
-        maker = dp.m.make_laplace if name == "laplace" else dp.m.make_gaussian
-        m = maker(floats, dp.AbsoluteDistance(), scale=scale)
+        floats = AtomDomain(float)
+        maker = make_laplace if name == "laplace" else make_gaussian
+        m = maker(floats, AbsoluteDistance(), scale=scale)
         cost = m.map(sens)
         if noise == "continuous":
             q_sens, q_scale = Fraction(sens), Fraction(scale)
@@ -166,9 +165,9 @@ def _plain(spec: dict[str, Any], where: str) -> _Mechanism:
         k = params.get("k", 2)
         if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= 10**6:
             raise InvalidParameter(f"{where}: k={k!r} must be an integer in [2, 10**6]")
-        rr = dp.m.make_randomized_response(
-            dp.CategoricalDomain(list(range(k))),
-            dp.DiscreteDistance(),
+        rr = make_randomized_response(
+            CategoricalDomain(list(range(k))),
+            DiscreteDistance(),
             epsilon=params.get("epsilon"),  # type: ignore[arg-type]
         )
         eps = rr.map(1)

@@ -72,7 +72,7 @@ from dpcompose.tables._engine import BelowSpec, Plan, SumSpec, run_job, sum_key
 from dpcompose.tables._engines import engine_check, engine_for
 from dpcompose.tables._schema import Column, FrameDomain, check_column_name
 from dpcompose.tables._shares import BudgetShares
-from dpcompose.transformations._quantile import quantile_candidates
+from dpcompose.transformations._quantile import QuantileAlpha, quantile_candidates
 
 __all__ = [
     "Agg",
@@ -242,8 +242,6 @@ def quantile(
         >>> quantile("age", 0.5, [20, 40, 60]).name
         'age_quantile_0.5'
     """
-    from dpcompose.transformations._quantile import QuantileAlpha
-
     agg = _col_agg("quantile", column, bounds)
     a = QuantileAlpha(alpha)
     if isinstance(candidates, (str, bytes)) or not isinstance(candidates, (Sequence, np.ndarray)):
