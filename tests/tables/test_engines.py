@@ -16,9 +16,9 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, key_order
+from dpcompose.tables._fixed import square_spec, sum_spec
 from dpcompose.tables._hash import NULL_CODE, row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
-from dpcompose.tables._query import square_spec, sum_spec
 
 pl = pytest.importorskip("polars")
 

@@ -14,9 +14,9 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables._engine import Plan
+from dpcompose.tables._fixed import grid_bound, sum_spec
 from dpcompose.tables._hash import row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
-from dpcompose.tables._query import grid_bound, sum_spec
 
 pl = pytest.importorskip("polars")
 
