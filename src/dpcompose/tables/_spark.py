@@ -38,7 +38,14 @@ from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
-from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
+from dpcompose.tables._hash import (
+    NULL_CODE,
+    ROW_SEED,
+    SPLITMIX_GAMMA,
+    SPLITMIX_M1,
+    SPLITMIX_M2,
+    string_code,
+)
 
 __all__ = ["SparkEngine", "SparkUnavailable", "check_java", "is_spark_data", "local_session"]
 
@@ -229,9 +236,9 @@ def _splitmix(s: _Steps, xs: list[Any]) -> list[Any]:
     """SplitMix64's output function (the spec of :mod:`dpcompose.tables._hash`) on each expression of
     ``xs`` (each used twice, so keep them small), in three ``select``s; the last xorshift is returned
     unmaterialised, for the next step to use."""
-    z0 = s.step([_add(x, int(_GAMMA)) for x in xs])
-    z2 = s.step([_mul(_xorshift(z, 30), int(_M1)) for z in z0])
-    z4 = s.step([_mul(_xorshift(z, 27), int(_M2)) for z in z2])
+    z0 = s.step([_add(x, int(SPLITMIX_GAMMA)) for x in xs])
+    z2 = s.step([_mul(_xorshift(z, 30), int(SPLITMIX_M1)) for z in z0])
+    z4 = s.step([_mul(_xorshift(z, 27), int(SPLITMIX_M2)) for z in z2])
     return [_xorshift(z, 31) for z in z4]
 
 
