@@ -97,7 +97,8 @@ class Context:
         ledger: a :class:`~dpcompose.MemoryLedger` / :class:`~dpcompose.SQLiteLedger` for the filter.
 
     The Context holds a privacy filter (``dp.make_privacy_filter``) over the data: each ``release()``
-    is charged there before its engine job runs.
+    is charged there before its engine job runs. ``.shares`` is the budget's split
+    (:class:`~dpcompose.tables._shares.BudgetShares`; ``len(ctx.shares)`` shares).
 
     Raises:
         InvalidParameter: a bad budget, split, unit or schema. DomainMismatch: the data's schema does not
@@ -158,7 +159,7 @@ class Context:
                 )
             if n == 0:
                 raise InvalidParameter("split_evenly_over=0 must be at least 1")
-            self._shares = BudgetShares.even(measure, budget, n)
+            self.shares = BudgetShares.even(measure, budget, n)
         else:
             if isinstance(split_by_weights, (str, bytes)) or not isinstance(split_by_weights, Sequence):
                 raise InvalidParameter(f"split_by_weights={split_by_weights!r} must be a list of weights")
@@ -174,7 +175,7 @@ class Context:
                 weights.append(Fraction(w))
             if not weights:
                 raise InvalidParameter("split_by_weights=[] must list at least one weight")
-            self._shares = BudgetShares.weighted(measure, budget, weights)
+            self.shares = BudgetShares.weighted(measure, budget, weights)
         self.kinds = {n: c.kind for n, c in domain.columns}
         filt = make_privacy_filter(domain, self.metric, measure, d_in=1, d_out=privacy_loss, ledger=ledger)
         self._queryable = filt(data)  # checks the data's schema (no scan)
@@ -192,7 +193,7 @@ class Context:
             share = self.measure.parse(privacy_loss, "privacy_loss")
             _check_positive(share, privacy_loss, "privacy_loss")
             return Query(self, share)
-        index, share = self._shares.peek()
+        index, share = self.shares.peek()
         return Query(self, share, share=index)
 
     def charge_and_run(
@@ -213,7 +214,7 @@ class Context:
         """
         q = self._queryable
         self._check_engine()  # refused before any share is taken or anything is charged
-        return self._shares.hand_out(budget, share, lambda: q(measurement), lambda: q.queries_charged)
+        return self.shares.hand_out(budget, share, lambda: q(measurement), lambda: q.queries_charged)
 
     def remaining(self) -> Any:
         """What the Context's filter has left."""
@@ -221,7 +222,7 @@ class Context:
 
     def __repr__(self) -> str:
         unit = "row" if self.privacy_unit is None else repr(self.privacy_unit)
-        return f"Context({self.domain!r}, unit={unit}, measure={self.measure!r}, shares={len(self._shares)})"
+        return f"Context({self.domain!r}, unit={unit}, measure={self.measure!r}, shares={len(self.shares)})"
 
 
 def _check_positive(budget: Any, raw: object, name: str) -> None:

@@ -68,10 +68,10 @@ from dpcompose.tables._fixed import grid_bound, unit_exponent
 if TYPE_CHECKING:  # annotations only: the Context module imports this one
     from dpcompose.tables._context import Context
 
-__all__ = ["Summary", "TableQuery"]
+__all__ = ["ReleasedVector", "Summary", "TableQuery"]
 
 _INTS = VectorDomain(AtomDomain(int))
-_COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the released vectors (see _Released.what)
+_COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the vectors (see ReleasedVector.what)
 _KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
 
 
@@ -85,7 +85,7 @@ def _check_selection_budget(measure: Measure[Any], budget: Any) -> None:
 
 
 @dataclass(frozen=True)
-class _Released:
+class ReleasedVector:
     """One released integer vector: what it aggregates, its sensitivity per unit, its noise."""
 
     what: tuple[Any, ...]  # the internal key: _COUNT, a SumSpec.key or ("distinct", column) (never a string:
@@ -99,7 +99,13 @@ class _Released:
 
 class TableQuery:
     """A built query: a :class:`~dpcompose.Measurement` (``.measurement``), its cost and accuracy
-    (``.summarize()``), and ``.release()``, which charges the Context's budget and runs it."""
+    (``.summarize()``), and ``.release()``, which charges the Context's budget and runs it.
+
+    The parts its map is read from: ``.plan`` (the engine job), ``.vectors`` (each released integer vector
+    with its sensitivity per unit and its noise, a :class:`ReleasedVector`) and ``.quantiles`` (per
+    quantile: the aggregate, its first threshold count in the plan, its L∞ sensitivity per unit, its
+    noisy-min selection and that selection's scale).
+    """
 
     def __init__(
         self,
@@ -117,7 +123,7 @@ class TableQuery:
         self.aggs = aggs
         self.budget = budget
         measure = ctx.measure
-        released: list[_Released] = []
+        released: list[ReleasedVector] = []
         r = plan.max_rows if plan.max_rows is not None else 1
         self.unknown_keys = plan.keys is None and bool(plan.by)
         if self.unknown_keys:
@@ -149,10 +155,10 @@ class TableQuery:
                     f"is in units of the column's grid): narrow the bounds{where}, lower max_rows, or give "
                     "this query a larger share of the budget"
                 ) from None
-            released.append(_Released(what, maybe, sens, noise, scale, label))
-        self._released = tuple(released)
+            released.append(ReleasedVector(what, maybe, sens, noise, scale, label))
+        self.vectors = tuple(released)
         # each quantile: report-noisy-min over integer scores, L∞ sensitivity R·max(a, b − a) per person
-        self._quantiles: list[tuple[Agg, int, int, Measurement[Any, Any, Any, Any], Fraction]] = []
+        self.quantiles: list[tuple[Agg, int, int, Measurement[Any, Any, Any, Any], Fraction]] = []
         start = 0
         for agg in quantiles:
             assert agg.alpha is not None
@@ -169,7 +175,7 @@ class TableQuery:
             select = make_report_noisy_max(
                 VectorDomain(AtomDomain(int), size=m), LInfDistance(), scale, optimize="min"
             )
-            self._quantiles.append((agg, start, sens, select, scale))
+            self.quantiles.append((agg, start, sens, select, scale))
             start += 2 * m
         self.threshold: int | None = None
         if self.unknown_keys:
@@ -185,7 +191,7 @@ class TableQuery:
         self.measurement = self._build()
 
     def _build(self) -> Measurement[Any, Any, Any, Any]:
-        ctx, plan, released = self._ctx, self.plan, self._released
+        ctx, plan, released = self._ctx, self.plan, self.vectors
         out_measure: Measure[Any] = ZCDP() if isinstance(ctx.measure, ZCDP) else PureDP()
         unknown = self.unknown_keys
         if unknown:
@@ -193,7 +199,7 @@ class TableQuery:
 
         def privacy_map(d_in: int) -> Any:
             costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
-            for _, _, sens, select, _ in self._quantiles:
+            for _, _, sens, select, _ in self.quantiles:
                 eps = select.map(Fraction(d_in * sens))
                 costs.append(eps * eps / 2 if isinstance(ctx.measure, ZCDP) else eps)  # ε-DP is ε²/2-zCDP
             if not unknown:
@@ -228,10 +234,10 @@ class TableQuery:
                 source="stable filter/caps (McSherry 2009) then discrete noise per released vector"
                 + ("; keys: partition selection (Korolova et al. 2009)" if unknown else ""),
                 theorem="basic composition of the released vectors",
-                children=tuple(rel.noise for rel in released) + tuple(q[3] for q in self._quantiles),
+                children=tuple(rel.noise for rel in released) + tuple(q[3] for q in self.quantiles),
                 child_inputs=lambda d: (
                     tuple(d * rel.sensitivity for rel in released)
-                    + tuple(Fraction(d * q[2]) for q in self._quantiles)
+                    + tuple(Fraction(d * q[2]) for q in self.quantiles)
                 ),
             ),
         )
@@ -249,7 +255,7 @@ class TableQuery:
         exact_of: dict[tuple[Any, ...], np.ndarray] = {_COUNT: counts}
         exact_of.update({("distinct", c): d for c, d in zip(self.plan.distinct, distincts, strict=True)})
         exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
-        noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self._released}
+        noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self.vectors}
         if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
             assert self.threshold is not None
             keep = noisy[_COUNT] >= self.threshold
@@ -260,7 +266,7 @@ class TableQuery:
             counts = counts[keep]
             belows = [b[keep] for b in belows]
         chosen: dict[str, list[Any]] = {}
-        for agg, start, _, select, _ in self._quantiles:
+        for agg, start, _, select, _ in self.quantiles:
             assert agg.alpha is not None
             a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
             m = len(agg.candidates)
@@ -327,7 +333,7 @@ class TableQuery:
         if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
             raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
         rows = []
-        for rel in self._released:
+        for rel in self.vectors:
             unit = 1.0 if rel.spec is None else math.ldexp(1.0, unit_exponent(rel.spec))
             t = float(rel.scale)
             if isinstance(self._ctx.measure, ZCDP):
@@ -337,7 +343,7 @@ class TableQuery:
                 dist = "discrete Laplace"
                 half = discrete_laplace_scale_to_accuracy(rel.scale, alpha)
             rows.append((rel.label, dist, t * unit, half * unit))
-        for agg, _, _, _, scale in self._quantiles:
+        for agg, _, _, _, scale in self.quantiles:
             assert agg.alpha is not None
             b_den = agg.alpha.denominator
             # union bound over the m noises: all within ±a with probability ≥ 1 − alpha, so the chosen
