@@ -16,9 +16,9 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, key_order
+from dpcompose.tables._fixed import square_spec, sum_spec
 from dpcompose.tables._hash import NULL_CODE, row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
-from dpcompose.tables._query import square_spec, sum_spec
 
 pl = pytest.importorskip("polars")
 
@@ -449,25 +449,30 @@ def test_spark_is_independent_of_partitioning_and_ansi_mode(spark: Any) -> None:
 def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
     """SplitMix64 in limb arithmetic and the float/string codes against numpy, on edge values."""
     from dpcompose.tables._hash import splitmix64
-    from dpcompose.tables._spark import _row_key, _signed, _splitmix, _Steps, _string_codes
+    from dpcompose.tables._spark import (
+        SelectSteps,
+        row_key_column,
+        signed_int64,
+        splitmix_columns,
+        string_code_table,
+    )
 
     rng = np.random.default_rng(3)
     ints = [0, 1, -1, 2**63 - 1, -(2**63), 2**32 - 1, 2**32, 2**31, -(2**31) - 1]
     ints += [int(v) for v in rng.integers(-(2**63), 2**63 - 1, 200, dtype=np.int64)]
     from pyspark.sql import functions as F
 
-    steps = _Steps(spark.createDataFrame([(v,) for v in ints], "x bigint").coalesce(1))
-    (out,) = _splitmix(steps, [F.col("x")])
+    steps = SelectSteps(spark.createDataFrame([(v,) for v in ints], "x bigint").coalesce(1))
+    (out,) = splitmix_columns(steps, [F.col("x")])
     got = [r[0] for r in steps.df.select(out).collect()]
-    want = [_signed(int(u)) for u in splitmix64(np.array(ints, dtype=np.int64).view(np.uint64))]
+    want = [signed_int64(int(u)) for u in splitmix64(np.array(ints, dtype=np.int64).view(np.uint64))]
     assert got == want
     floats = [0.0, -0.0, math.nan, -math.nan, math.inf, -math.inf, 5e-324, -1e300, None, 2.5, -1.0]
     strings = ["a", None, "é", "", "zoë", "a", None, "q", "\u20ac" * 9, "s", "t"]
     frame = spark.createDataFrame(list(zip(floats, strings, strict=True)), "f double, s string").coalesce(1)
     kinds = {"f": "float", "s": "str"}
-    keys = [
-        r["k"] for r in _row_key(frame, ["f", "s"], kinds, "k", {"s": _string_codes(frame, "s")}).collect()
-    ]
+    tables = {"s": string_code_table(frame, "s")}
+    keys = [r["k"] for r in row_key_column(frame, ["f", "s"], kinds, "k", tables).collect()]
     want_f = value_codes(
         np.array([0.0 if v is None else v for v in floats]), np.array([v is None for v in floats])
     )
@@ -475,7 +480,7 @@ def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
         np.array(["" if v is None else v for v in strings], dtype=object),
         np.array([v is None for v in strings]),
     )
-    assert keys == [_signed(int(k) ^ (1 << 63)) for k in row_keys([want_f, want_s])]
+    assert keys == [signed_int64(int(k) ^ (1 << 63)) for k in row_keys([want_f, want_s])]
 
 
 @spark_warnings
@@ -572,10 +577,10 @@ def test_string_udf_runs_without_dpcompose_on_the_executors(tmp_path: Any) -> No
 
     from pyspark import cloudpickle
 
-    from dpcompose.tables._spark import _signed, _string_code_udf
+    from dpcompose.tables._spark import signed_int64, string_code_udf
 
     path = tmp_path / "udf.pkl"
-    path.write_bytes(cloudpickle.dumps(_string_code_udf().func))
+    path.write_bytes(cloudpickle.dumps(string_code_udf().func))
     code = (
         "import sys, pickle\n"
         "class Block:\n"
@@ -586,7 +591,7 @@ def test_string_udf_runs_without_dpcompose_on_the_executors(tmp_path: Any) -> No
         "print(f('zoë'), f(None), 'dpcompose' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == [str(_signed(string_code("zoë"))), "None", "False"]
+    assert out.split() == [str(signed_int64(string_code("zoë"))), "None", "False"]
 
 
 @spark_warnings
@@ -608,10 +613,11 @@ def test_spark_docs_example_runs(spark: Any) -> None:
 def test_spark_many_distinct_strings_use_the_executor_udf(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Beyond _FEW distinct values the blake2b codes come from the Python UDF on the executors: same bits."""
+    """Beyond FEW_STRINGS distinct values the blake2b codes come from the Python UDF on the executors: same
+    bits."""
     import dpcompose.tables._spark as sp
 
-    monkeypatch.setattr(sp, "_FEW", 1)
+    monkeypatch.setattr(sp, "FEW_STRINGS", 1)
     rows = make_rows(5)
     sdf = spark_frame(spark, rows)
     for name in ("string_identifier", "unknown_str_keys_groups_capped"):

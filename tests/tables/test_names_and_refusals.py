@@ -132,7 +132,7 @@ def test_context_arguments_found_by_review() -> None:
     schema = {"x": dp.Column(float, bounds=(0.0, 1.0))}
     with pytest.raises(InvalidParameter, match="at most 1048576 queries"):
         _ctx(df, schema, split_evenly_over=10**9)
-    assert len(_ctx(df, schema, split_evenly_over=2**20)._shares) == 2**20
+    assert len(_ctx(df, schema, split_evenly_over=2**20).shares) == 2**20
     with pytest.raises(InvalidParameter, match="beyond the float range"):
         _ctx(df, schema).query().with_column("y", dp.col("x"), bounds=(0, 2**1100))
     with pytest.raises(InvalidParameter, match=r"float32; .*use \.item\(\)"):

@@ -14,9 +14,9 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables._engine import Plan
+from dpcompose.tables._fixed import grid_bound, sum_spec
 from dpcompose.tables._hash import row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
-from dpcompose.tables._query import grid_bound, sum_spec
 
 pl = pytest.importorskip("polars")
 
@@ -106,8 +106,9 @@ def _reference(df: Any, plan: Plan, kinds: dict[str, str]) -> tuple[list[int], l
 @pytest.mark.parametrize("seed", range(8))
 def test_aggregates_equal_the_reference(seed: int) -> None:
     df = _frame(random.Random(seed))
-    q = _query(_ctx(df))
-    kinds = {n: c.kind for n, c in q._ctx.domain.columns}
+    ctx = _ctx(df)
+    q = _query(ctx)
+    kinds = {n: c.kind for n, c in ctx.domain.columns}
     counts, sums = _exact(df, q.plan)
     ref_counts, ref_sums = _reference(df, q.plan, kinds)
     assert counts.tolist() == ref_counts
@@ -228,7 +229,7 @@ def test_summarize_names_the_vectors_as_the_user_knows_them() -> None:
     assert names == [
         "count", "income_sum", "age_sum", "age_sum_of_squares", "user_count_distinct", "age_quantile_0.5"
     ]  # fmt: skip
-    assert len(names) == len(q._released) + 1  # every vector and the quantile, once each
+    assert len(names) == len(q.vectors) + 1  # every vector and the quantile, once each
     text = repr(summary)
     assert "^" not in text and "distinct:" not in text
     lines = text.splitlines()[1:-1]  # the header and the rows
@@ -335,17 +336,17 @@ def test_import_does_not_load_polars() -> None:
 
 def test_engine_codes_follow_the_specified_hash() -> None:
     from dpcompose.tables._hash import NULL_CODE
-    from dpcompose.tables._polars import _codes
+    from dpcompose.tables._polars import series_codes
 
     strings = pl.Series(["b", None, "a", "b", "é"])
     expected = [string_code("b"), int(NULL_CODE), string_code("a"), string_code("b"), string_code("é")]
-    assert _codes(strings).tolist() == expected
+    assert series_codes(strings).tolist() == expected
     floats = pl.Series([0.0, -0.0, None, float("nan")])
-    codes = _codes(floats).tolist()
+    codes = series_codes(floats).tolist()
     assert codes[0] == codes[1] and codes[2] == int(NULL_CODE)
     assert codes[3] == int(value_codes(np.array([-math.nan]))[0])
     ints = pl.Series([1, None, -1], dtype=pl.Int8)
-    assert _codes(ints).tolist() == [_code(1, "int"), int(NULL_CODE), _code(-1, "int")]
+    assert series_codes(ints).tolist() == [_code(1, "int"), int(NULL_CODE), _code(-1, "int")]
 
 
 def test_person_level_unit_is_the_catalogue_identifier_metric() -> None:
@@ -370,7 +371,7 @@ def test_count_distinct_costs_like_a_count_and_refuses_floats() -> None:
                      split_evenly_over=2)
     q = ctx.query().group_by("city", keys=["a", "b"]).agg(dp.tables.count_distinct("shop"))
     assert q.measurement.map(1) == Fraction(5 * 10**5)  # one released vector, the whole share
-    assert [r.sensitivity for r in q._released] == [3]  # a person moves it by at most their row cap
+    assert [r.sensitivity for r in q.vectors] == [3]  # a person moves it by at most their row cap
     out = q.release()
     assert out["shop_count_distinct"].to_list() == [2, 2]  # nulls are not a value; noise is tiny at ε = 5e5
     with pytest.raises(dp.InvalidParameter, match="float column"):
@@ -387,7 +388,7 @@ def test_variance_releases_three_vectors_and_is_accurate() -> None:
                      split_evenly_over=1)
     q = ctx.query().agg(dp.tables.variance("x"))
     assert q.measurement.map(1) == Fraction(30)
-    released = {r.what: r for r in q._released}
+    released = {r.what: r for r in q.vectors}
     assert set(released) == {("count",), ("sum", "x", False), ("sum", "x", True)}
     m = released[("sum", "x", False)].sensitivity // 2  # R = 2 rows per person
     assert released[("sum", "x", True)].sensitivity == 2 * ((m * m) >> 31)  # ⌊M²/2**31⌋ per row
@@ -412,7 +413,7 @@ def test_variance_and_distinct_vectors_move_within_the_map(unit: Any, seed: int)
     engine = PolarsEngine()
     base = engine.aggregate(df, q.plan)
     r = 1 if unit is None else unit.max_rows
-    sensitivity = {rel.what: rel.sensitivity for rel in q._released}
+    sensitivity = {rel.what: rel.sensitivity for rel in q.vectors}
     assert sensitivity[("distinct", "age")] == r
     if unit is None:
         neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
@@ -451,7 +452,7 @@ def test_quantile_scores_move_within_the_map(alpha: Fraction, unit: Any, seed: i
     base = _scores(engine.aggregate(df, q.plan), q.plan, alpha)
     r = 1 if unit is None else unit.max_rows
     bound = r * max(alpha.numerator, alpha.denominator - alpha.numerator)
-    assert [q_[2] for q_ in q._quantiles] == [bound]
+    assert [q_[2] for q_ in q.quantiles] == [bound]
     if unit is None:
         neighbours = [df.slice(0, i).vstack(df.slice(i + 1)) for i in range(df.height)]
     else:
@@ -522,10 +523,10 @@ def test_string_codes_keep_trailing_nuls_and_do_not_pad() -> None:
     """The specified code of a string is that of the exact str: "a\\x00" is not "a" (numpy's fixed-width
     str dtype drops trailing NULs), and one long string does not make every other one as long."""
     from dpcompose.tables._hash import NULL_CODE
-    from dpcompose.tables._polars import _codes
+    from dpcompose.tables._polars import series_codes
 
     series = pl.Series("s", ["a", "a\x00", None, "x" * 100_000, "a"])
-    assert _codes(series).tolist() == [string_code("a"), string_code("a\x00"), int(NULL_CODE),
+    assert series_codes(series).tolist() == [string_code("a"), string_code("a\x00"), int(NULL_CODE),
                                        string_code("x" * 100_000), string_code("a")]
 
 

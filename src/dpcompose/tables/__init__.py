@@ -13,23 +13,12 @@ Examples:
 
 from __future__ import annotations
 
+from dpcompose.tables._agg import Agg, count, count_distinct, mean, quantile, sum, variance
+from dpcompose.tables._context import Context, PrivacyUnit, unit_of
 from dpcompose.tables._expr import Expr, col
-from dpcompose.tables._query import (
-    Agg,
-    Context,
-    PrivacyUnit,
-    Query,
-    Summary,
-    TableQuery,
-    count,
-    count_distinct,
-    mean,
-    quantile,
-    sum,
-    unit_of,
-    variance,
-)
+from dpcompose.tables._query import Query
 from dpcompose.tables._schema import Column, FrameDomain
+from dpcompose.tables._table_query import Summary, TableQuery
 
 __all__ = [
     "Agg",

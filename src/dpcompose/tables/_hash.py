@@ -48,7 +48,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NULL_CODE", "ROW_SEED", "row_keys", "splitmix64", "string_code", "value_codes"]
+__all__ = [
+    "NULL_CODE",
+    "ROW_SEED",
+    "SPLITMIX_GAMMA",
+    "SPLITMIX_M1",
+    "SPLITMIX_M2",
+    "row_keys",
+    "splitmix64",
+    "string_code",
+    "value_codes",
+]
 
 U64 = npt.NDArray[np.uint64]
 
@@ -58,18 +68,24 @@ NULL_CODE = np.uint64(0x6E756C6C6E756C6C)
 ROW_SEED = np.uint64(0x243F6A8885A308D3)
 """The starting value of a row key (the first hex digits of π's fractional part)."""
 
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
+SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+"""SplitMix64's increment (:func:`splitmix64` adds it first)."""
+
+SPLITMIX_M1 = np.uint64(0xBF58476D1CE4E5B9)
+"""SplitMix64's first multiplier (after the shift by 30)."""
+
+SPLITMIX_M2 = np.uint64(0x94D049BB133111EB)
+"""SplitMix64's second multiplier (after the shift by 27)."""
+
 _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 
 
 def splitmix64(x: U64) -> U64:
     """SplitMix64's output function, vectorised, modulo 2**64 (a bijection of uint64)."""
     with np.errstate(over="ignore"):
-        z = x + _GAMMA
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
+        z = x + SPLITMIX_GAMMA
+        z = (z ^ (z >> np.uint64(30))) * SPLITMIX_M1
+        z = (z ^ (z >> np.uint64(27))) * SPLITMIX_M2
     out: U64 = z ^ (z >> np.uint64(31))
     return out
 

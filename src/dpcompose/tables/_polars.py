@@ -23,7 +23,7 @@ from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
-__all__ = ["PolarsEngine", "collect_frame", "is_polars_data"]
+__all__ = ["PolarsEngine", "collect_frame", "is_polars_data", "series_codes"]
 
 _KEY = "__dp_key"
 _GKEY = "__dp_gkey"
@@ -97,7 +97,7 @@ def to_polars(e: Expr) -> Any:
     }[op]()
 
 
-def _codes(series: Any) -> npt.NDArray[np.uint64]:
+def series_codes(series: Any) -> npt.NDArray[np.uint64]:
     """The specified 64-bit code of every value of a Polars Series (:mod:`dpcompose.tables._hash`)."""
     import polars as pl
 
@@ -248,7 +248,7 @@ class PolarsEngine:
                 df = self._cap_groups(df, plan.group_pair, plan.max_groups)
             if plan.max_rows is not None:
                 df = df.with_columns(
-                    pl.Series(_KEY, row_keys([_codes(df.get_column(c)) for c in plan.columns]))
+                    pl.Series(_KEY, row_keys([series_codes(df.get_column(c)) for c in plan.columns]))
                 )
                 df = df.filter(pl.col(_KEY).rank("ordinal").over(plan.id) <= plan.max_rows)
             lf = df.lazy()
@@ -277,7 +277,7 @@ class PolarsEngine:
 
         id_col = pair[0]
         pairs = df.select(list(pair)).unique()
-        gkey = row_keys([_codes(pairs.get_column(c)) for c in pair])
+        gkey = row_keys([series_codes(pairs.get_column(c)) for c in pair])
         pairs = pairs.with_columns(pl.Series(_GKEY, gkey))
         # ordinal ranks are distinct, so exactly min(G, groups) groups per identifier are kept
         keep = pairs.filter(pl.col(_GKEY).rank("ordinal").over(id_col) <= max_groups).select(list(pair))

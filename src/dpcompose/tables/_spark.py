@@ -22,7 +22,7 @@ The grid (clamp, scale by ``2**-k``, round half to even) is integer and exact-fl
 sums add 16-bit halves in ``bigint`` exactly as the Polars engine does; the driver recombines them.
 
 Examples:
-    >>> _signed(0xFFFFFFFFFFFFFFFF), _signed(5)
+    >>> signed_int64(0xFFFFFFFFFFFFFFFF), signed_int64(5)
     (-1, 5)
 """
 
@@ -38,9 +38,29 @@ from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, Expr
-from dpcompose.tables._hash import _GAMMA, _M1, _M2, NULL_CODE, ROW_SEED, string_code
+from dpcompose.tables._hash import (
+    NULL_CODE,
+    ROW_SEED,
+    SPLITMIX_GAMMA,
+    SPLITMIX_M1,
+    SPLITMIX_M2,
+    string_code,
+)
 
-__all__ = ["SparkEngine", "SparkUnavailable", "check_java", "is_spark_data", "local_session"]
+__all__ = [
+    "FEW_STRINGS",
+    "SelectSteps",
+    "SparkEngine",
+    "SparkUnavailable",
+    "check_java",
+    "is_spark_data",
+    "local_session",
+    "row_key_column",
+    "signed_int64",
+    "splitmix_columns",
+    "string_code_table",
+    "string_code_udf",
+]
 
 _M32 = 0xFFFFFFFF
 _M16 = 0xFFFF
@@ -51,7 +71,7 @@ class SparkUnavailable(EngineUnavailable):
     """Spark cannot start here: pyspark is not installed, or no Java runtime is found."""
 
 
-def _signed(u: int) -> int:
+def signed_int64(u: int) -> int:
     """The signed int64 with the bit pattern of the unsigned 64-bit ``u``."""
     return u - (1 << 64) if u >= 1 << 63 else u
 
@@ -169,7 +189,7 @@ def to_spark(e: Expr) -> Any:
 # --- SplitMix64 in bigint operations that never overflow ------------------------------------------------
 
 
-class _Steps:
+class SelectSteps:
     """A chain of ``select``s. An expression that uses a value several times is written over a
     materialised column (a plain reference, cheap to repeat), so expressions stay small; one ``select``
     per step computes that step for every column at once, and drops the previous step's columns."""
@@ -225,17 +245,19 @@ def _xorshift(c: Any, r: int) -> Any:
     return c.bitwiseXOR(F.shiftrightunsigned(c, r))
 
 
-def _splitmix(s: _Steps, xs: list[Any]) -> list[Any]:
+def splitmix_columns(s: SelectSteps, xs: list[Any]) -> list[Any]:
     """SplitMix64's output function (the spec of :mod:`dpcompose.tables._hash`) on each expression of
     ``xs`` (each used twice, so keep them small), in three ``select``s; the last xorshift is returned
     unmaterialised, for the next step to use."""
-    z0 = s.step([_add(x, int(_GAMMA)) for x in xs])
-    z2 = s.step([_mul(_xorshift(z, 30), int(_M1)) for z in z0])
-    z4 = s.step([_mul(_xorshift(z, 27), int(_M2)) for z in z2])
+    z0 = s.step([_add(x, int(SPLITMIX_GAMMA)) for x in xs])
+    z2 = s.step([_mul(_xorshift(z, 30), int(SPLITMIX_M1)) for z in z0])
+    z4 = s.step([_mul(_xorshift(z, 27), int(SPLITMIX_M2)) for z in z2])
     return [_xorshift(z, 31) for z in z4]
 
 
-def _string_code_udf() -> Any:
+def string_code_udf() -> Any:
+    """The Spark UDF of a string's code (:func:`~dpcompose.tables._hash.string_code` as a signed bigint;
+    null for null), shipped to the executors by value: it needs only ``hashlib`` there."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -264,35 +286,35 @@ def _raw(name: str, kind: str) -> Any:
     return F.coalesce(c.cast("bigint"), F.lit(0).cast("bigint"))
 
 
-_FEW = 1 << 16  # distinct strings up to this many are coded on the driver and broadcast
+FEW_STRINGS = 1 << 16  # distinct strings up to this many are coded on the driver and broadcast
 
 
-def _string_codes(df: Any, name: str) -> Any:
+def string_code_table(df: Any, name: str) -> Any:
     """A frame ``(__dp_sv, __dp_sc)``: every non-null value of string column ``name`` of ``df`` and its
-    blake2b code. Up to ``_FEW`` distinct values are collected and coded on the driver (one small job) and
-    the frame is broadcast; beyond, the UDF runs once per distinct value on the executors — either way
-    far less than a Python call per row. Coding the values of the unfiltered column covers every value a
-    filtered, capped subset holds."""
+    blake2b code. Up to ``FEW_STRINGS`` distinct values are collected and coded on the driver (one small
+    job) and the frame is broadcast; beyond, the UDF runs once per distinct value on the executors —
+    either way far less than a Python call per row. Coding the values of the unfiltered column covers every
+    value a filtered, capped subset holds."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     distinct = df.select(F.col(name).alias("__dp_sv")).where(F.col("__dp_sv").isNotNull()).distinct()
-    few = distinct.limit(_FEW + 1).collect()
-    if len(few) <= _FEW:
+    few = distinct.limit(FEW_STRINGS + 1).collect()
+    if len(few) <= FEW_STRINGS:
         schema = T.StructType(
             [T.StructField("__dp_sv", T.StringType()), T.StructField("__dp_sc", T.LongType())]
         )
-        table = [(r[0], _signed(string_code(r[0]))) for r in few]
+        table = [(r[0], signed_int64(string_code(r[0]))) for r in few]
         return F.broadcast(df.sparkSession.createDataFrame(table, schema))
-    return distinct.select(F.col("__dp_sv"), _string_code_udf()(F.col("__dp_sv")).alias("__dp_sc"))
+    return distinct.select(F.col("__dp_sv"), string_code_udf()(F.col("__dp_sv")).alias("__dp_sc"))
 
 
-def _row_key(
+def row_key_column(
     df: Any, columns: list[str], kinds: Mapping[str, str], out: str, tables: Mapping[str, Any]
 ) -> Any:
     """``df`` with the column ``out``: the row key over ``columns`` (spec order), as ``key ^ 2**63`` so
     that the signed order of ``out`` is the unsigned order of the key. ``tables``: for each string
-    column, its :func:`_string_codes` frame."""
+    column, its :func:`string_code_table` frame."""
     from pyspark.sql import functions as F
 
     original = list(df.columns)
@@ -300,19 +322,19 @@ def _row_key(
     for c, code_col in strings.items():
         table = tables[c].select(F.col("__dp_sv").alias(f"{code_col}_v"), F.col("__dp_sc").alias(code_col))
         df = df.join(table, F.col(c) == F.col(f"{code_col}_v"), "left").drop(f"{code_col}_v")
-    s = _Steps(df)
+    s = SelectSteps(df)
     numeric = [c for c in columns if c not in strings]
     raw = s.step([_raw(c, kinds[c]) for c in numeric]) if numeric else []
-    mixed = dict(zip(numeric, _splitmix(s, raw), strict=True)) if numeric else {}
-    null = F.lit(_signed(int(NULL_CODE)))
+    mixed = dict(zip(numeric, splitmix_columns(s, raw), strict=True)) if numeric else {}
+    null = F.lit(signed_int64(int(NULL_CODE)))
     codes = []
     for c in columns:
         code = F.col(strings[c]) if c in strings else mixed[c]
         codes.append(F.when(F.col(c).isNull(), null).otherwise(code))
     codes = s.step(codes, keep=True)
-    acc: Any = F.lit(_signed(int(ROW_SEED)))
+    acc: Any = F.lit(signed_int64(int(ROW_SEED)))
     for code in codes:
-        acc = _splitmix(s, [acc.bitwiseXOR(code)])[0]
+        acc = splitmix_columns(s, [acc.bitwiseXOR(code)])[0]
     return s.df.select(*[F.col(c) for c in original], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
 
 
@@ -412,7 +434,7 @@ class SparkEngine:
             df = df.filter(to_spark(plan.predicate))
         by = list(plan.by)
         capped = plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None)
-        tables = {c: _string_codes(df, c) for c in plan.columns if capped and kinds[c] == "str"}
+        tables = {c: string_code_table(df, c) for c in plan.columns if capped and kinds[c] == "str"}
         if by and plan.keys is not None:
             keys = F.broadcast(self._keys_frame(data.sparkSession, plan, df.schema))  # public, small
             cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
@@ -420,7 +442,7 @@ class SparkEngine:
         if plan.id is not None and plan.max_groups is not None and by:
             gcols = list(plan.group_pair)
             pairs = df.select(*gcols).distinct()
-            pairs = _row_key(pairs, gcols, kinds, "__dp_gkey", tables)
+            pairs = row_key_column(pairs, gcols, kinds, "__dp_gkey", tables)
             w = Window.partitionBy(plan.id).orderBy(F.col("__dp_gkey"))
             keep = pairs.withColumn("__dp_r", F.row_number().over(w)).filter(
                 F.col("__dp_r") <= plan.max_groups
@@ -429,7 +451,7 @@ class SparkEngine:
             cond = [df[c].eqNullSafe(keep[f"__dp_k_{c}"]) for c in gcols]
             df = df.join(keep, on=cond, how="left_semi")
         if plan.id is not None and plan.max_rows is not None:
-            df = _row_key(df, list(plan.columns), kinds, "__dp_key", tables)
+            df = row_key_column(df, list(plan.columns), kinds, "__dp_key", tables)
             w = Window.partitionBy(plan.id).orderBy(F.col("__dp_key"))
             df = df.withColumn("__dp_r", F.row_number().over(w)).filter(F.col("__dp_r") <= plan.max_rows)
         aggs = [F.count(F.lit(1)).alias("__dp_n")]

@@ -1,0 +1,379 @@
+"""A built table query (:class:`TableQuery`): a Measurement whose map is known before any engine job
+runs.
+
+A query ``ctx.query().filter(...).group_by(..., keys=[...]).agg(count(), sum(c), mean(c))`` becomes:
+
+1. an engine job (:mod:`dpcompose.tables._engine`) computing *exact integer* aggregates: the filter, the
+   known keys, the per-identifier caps (``max_groups`` groups, then ``max_rows`` rows, chosen by the
+   specified hash), the NaN/null policy and clamp, the fixed-point grid ``2**k``, and per key the row
+   count and the integer sums;
+2. exact discrete noise on the driver, by the catalogue's ``make_discrete_laplace`` (PureDP and ApproxDP
+   contexts) or ``make_discrete_gaussian`` (zCDP contexts) on the int64 vectors;
+3. scaling back (sums times ``2**k``) and ``mean = noisy sum / max(noisy count, 1)`` — post-processing.
+
+Privacy map (stability of the steps, then the noise): neighbours differ in the rows of ``d`` identifiers
+(or in ``d`` rows at row level, where ``R = 1``). The filter and the key restriction act row by row and
+the caps act per identifier on that identifier's rows alone, so after them the tables differ in at most
+``d·R`` rows (``R = max_rows``). One row changes the count vector by 1 in one key and a sum vector by at
+most ``M = max(|lo_g|, |hi_g|)`` grid units in one key, so the L1 and the L2 sensitivities are ``d·R`` and
+``d·R·M``. The released vectors compose by the measure's own rule (sum of ε, sum of ρ).
+Source: McSherry 2009 (stable transformations); Dwork–Roth 2014 Thm 3.16 / Bun–Steinke 2016 Lemma 2.3
+(composition); the noise measurements cite theirs.
+
+``group_by(..., keys=None)`` selects unknown keys privately (partition selection with the discrete
+Laplace threshold of ``make_laplace_threshold``). ``variance`` adds a vector of squares, ``count_distinct``
+a count-like vector, and ``quantile`` a report-noisy-min per key (their maps are in their docstrings,
+:mod:`dpcompose.tables._agg`). A
+person-level unit is measured by ``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpcompose.accounting._exact import sqrt_down, sqrt_up_q
+from dpcompose.accuracy import discrete_laplace_scale_to_accuracy
+from dpcompose.core import (
+    ZCDP,
+    ApproxDP,
+    AtomDomain,
+    L01InfDistance,
+    L1Distance,
+    L2Distance,
+    LInfDistance,
+    MapDomain,
+    Measure,
+    Measurement,
+    Node,
+    PureDP,
+    VectorDomain,
+)
+from dpcompose.errors import InvalidParameter
+from dpcompose.measurements import (
+    make_discrete_gaussian,
+    make_discrete_laplace,
+    make_laplace_threshold,
+    make_report_noisy_max,
+    partition_threshold,
+)
+from dpcompose.tables._agg import Agg, count_distinct
+from dpcompose.tables._engine import Plan, SumSpec, run_job, sum_key
+from dpcompose.tables._engines import engine_for
+from dpcompose.tables._fixed import grid_bound, unit_exponent
+
+if TYPE_CHECKING:  # annotations only: the Context module imports this one
+    from dpcompose.tables._context import Context
+
+__all__ = ["ReleasedVector", "Summary", "TableQuery"]
+
+_INTS = VectorDomain(AtomDomain(int))
+_COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the vectors (see ReleasedVector.what)
+_KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
+
+
+def _check_selection_budget(measure: Measure[Any], budget: Any) -> None:
+    """Unknown keys need a δ: refuse other budgets before anything is built or spent."""
+    if not isinstance(measure, ApproxDP) or budget[1] <= 0:
+        raise InvalidParameter(
+            "group_by(..., keys=None) selects the keys privately (partition selection), which needs a δ: "
+            "use Context(..., measure=dp.ApproxDP(), privacy_loss=(ε, δ)) with δ > 0, or pass keys=[...]"
+        )
+
+
+@dataclass(frozen=True)
+class ReleasedVector:
+    """One released integer vector: what it aggregates, its sensitivity per unit, its noise."""
+
+    what: tuple[Any, ...]  # the internal key: _COUNT, a SumSpec.key or ("distinct", column) (never a string:
+    # a column may have any name, and a vector keyed by a column's name could take another vector's noise)
+    spec: SumSpec | None
+    sensitivity: int  # grid units per d_in = 1 (R or R·M)
+    noise: Measurement[Any, Any, Any, Any]
+    scale: Fraction
+    label: str  # its name for the user (summarize): "count", "x_sum", "x_sum_of_squares", "x_count_distinct"
+
+
+class TableQuery:
+    """A built query: a :class:`~dpcompose.Measurement` (``.measurement``), its cost and accuracy
+    (``.summarize()``), and ``.release()``, which charges the Context's budget and runs it.
+
+    The parts its map is read from: ``.plan`` (the engine job), ``.vectors`` (each released integer vector
+    with its sensitivity per unit and its noise, a :class:`ReleasedVector`) and ``.quantiles`` (per
+    quantile: the aggregate, its first threshold count in the plan, its L∞ sensitivity per unit, its
+    noisy-min selection and that selection's scale).
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        plan: Plan,
+        aggs: tuple[Agg, ...],
+        budget: Any,
+        kinds: dict[str, str],
+        share: int | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
+        self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
+        self.plan = plan
+        self.aggs = aggs
+        self.budget = budget
+        measure = ctx.measure
+        released: list[ReleasedVector] = []
+        r = plan.max_rows if plan.max_rows is not None else 1
+        self.unknown_keys = plan.keys is None and bool(plan.by)
+        if self.unknown_keys:
+            _check_selection_budget(measure, budget)
+        wanted: list[tuple[tuple[Any, ...], SumSpec | None, str]] = []
+        if self.unknown_keys or any(a.op in ("count", "mean", "variance") for a in aggs):
+            wanted.append((_COUNT, None, "count"))  # unknown keys: the noisy counts select the keys
+        for s in plan.sums:
+            wanted.append((s.key, s, f"{s.column}_sum_of_squares" if s.square else f"{s.column}_sum"))
+        for c in plan.distinct:  # moves like a count: R per person
+            wanted.append((("distinct", c), None, count_distinct(c).name))
+        quantiles = [a for a in aggs if a.op == "quantile"]
+        share = len(wanted) + len(quantiles)
+        for what, maybe, label in wanted:
+            sens = r * (1 if maybe is None else grid_bound(maybe))
+            try:
+                if isinstance(measure, ZCDP):
+                    rho = Fraction(budget) / share
+                    scale = sqrt_up_q(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
+                    noise = make_discrete_gaussian(_INTS, L2Distance(), scale)
+                else:
+                    eps = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
+                    scale = Fraction(sens) / eps if sens else Fraction(1)
+                    noise = make_discrete_laplace(_INTS, L1Distance(), scale)
+            except InvalidParameter as exc:
+                where = "" if maybe is None else f" of {maybe.column!r}"
+                raise InvalidParameter(
+                    f"{label}: its noise would be too wide for the exact integer sampler ({exc}; the scale "
+                    f"is in units of the column's grid): narrow the bounds{where}, lower max_rows, or give "
+                    "this query a larger share of the budget"
+                ) from None
+            released.append(ReleasedVector(what, maybe, sens, noise, scale, label))
+        self.vectors = tuple(released)
+        # each quantile: report-noisy-min over integer scores, L∞ sensitivity R·max(a, b − a) per person
+        self.quantiles: list[tuple[Agg, int, int, Measurement[Any, Any, Any, Any], Fraction]] = []
+        start = 0
+        for agg in quantiles:
+            assert agg.alpha is not None
+            a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
+            sens = r * max(a_num, b_den - a_num)
+            if isinstance(measure, ZCDP):
+                eps_q = Fraction(sqrt_down(2 * Fraction(budget) / share))  # pure ε with ε²/2 <= its ρ share
+                if eps_q <= 0:
+                    raise InvalidParameter(f"the quantile's share of ρ = {budget} is too small to use")
+            else:
+                eps_q = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
+            scale = 2 * Fraction(sens) / eps_q  # non-monotonic scores: ε = 2·Δ∞/scale
+            m = len(agg.candidates)
+            select = make_report_noisy_max(
+                VectorDomain(AtomDomain(int), size=m), LInfDistance(), scale, optimize="min"
+            )
+            self.quantiles.append((agg, start, sens, select, scale))
+            start += 2 * m
+        self.threshold: int | None = None
+        if self.unknown_keys:
+            # per person (or row): at most l0 keys, at most l∞ rows in one key, at most l1 rows in all
+            l_inf = r
+            l0 = min(plan.max_groups, r) if plan.max_groups is not None else r
+            self._l = (l0, r, l_inf)
+            count_scale = released[0].scale
+            self.threshold = partition_threshold(count_scale, budget[1], d_in=self._l)
+            self._selection = make_laplace_threshold(
+                _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold
+            )
+        self.measurement = self._build()
+
+    def _build(self) -> Measurement[Any, Any, Any, Any]:
+        ctx, plan, released = self._ctx, self.plan, self.vectors
+        out_measure: Measure[Any] = ZCDP() if isinstance(ctx.measure, ZCDP) else PureDP()
+        unknown = self.unknown_keys
+        if unknown:
+            out_measure = ApproxDP()
+
+        def privacy_map(d_in: int) -> Any:
+            costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
+            for _, _, sens, select, _ in self.quantiles:
+                eps = select.map(Fraction(d_in * sens))
+                costs.append(eps * eps / 2 if isinstance(ctx.measure, ZCDP) else eps)  # ε-DP is ε²/2-zCDP
+            if not unknown:
+                return out_measure.compose(costs)
+            # each key's release (noisy count, noisy sums) happens only when its noisy count reaches the
+            # threshold: keys in both neighbours cost their noise's ε (basic composition over the released
+            # vectors), a key in one neighbour only costs its release probability, the δ of
+            # make_laplace_threshold at (l0, l1, l∞)·d_in (Korolova et al. 2009; Wilson et al. 2020)
+            l0, l1, li = self._l
+            delta = self._selection.map((l0 * d_in, Fraction(l1 * d_in), Fraction(li * d_in)))[1]
+            return PureDP().compose(costs), delta
+
+        def run(data: Any) -> Any:
+            engine = engine_for(data)
+            assert engine is not None  # the domain check ran first
+            found = run_job(engine, data, plan)  # a failure shows none of its text (it may quote data)
+            return self._finish(found.keys, found.counts, found.sums, found.distincts, found.belows)
+
+        return Measurement(
+            ctx.domain,
+            ctx.metric,
+            out_measure,
+            run,
+            privacy_map,
+            node=Node(
+                "table_query",
+                params=(
+                    ("aggs", ", ".join(a.name for a in self.aggs)),
+                    ("by", ", ".join(plan.by) or "-"),
+                    *((("keys", f"selected, threshold {self.threshold}"),) if unknown else ()),
+                ),
+                source="stable filter/caps (McSherry 2009) then discrete noise per released vector"
+                + ("; keys: partition selection (Korolova et al. 2009)" if unknown else ""),
+                theorem="basic composition of the released vectors",
+                children=tuple(rel.noise for rel in released) + tuple(q[3] for q in self.quantiles),
+                child_inputs=lambda d: (
+                    tuple(d * rel.sensitivity for rel in released)
+                    + tuple(Fraction(d * q[2]) for q in self.quantiles)
+                ),
+            ),
+        )
+
+    def _finish(
+        self,
+        keys: tuple[tuple[Any, ...], ...],
+        counts: np.ndarray,
+        sums: list[np.ndarray],
+        distincts: list[np.ndarray],
+        belows: list[np.ndarray],
+    ) -> Any:
+        import polars as pl  # optional dependency (polars): the results are a Polars DataFrame
+
+        exact_of: dict[tuple[Any, ...], np.ndarray] = {_COUNT: counts}
+        exact_of.update({("distinct", c): d for c, d in zip(self.plan.distinct, distincts, strict=True)})
+        exact_of.update({spec.key: v for spec, v in zip(self.plan.sums, sums, strict=True)})
+        noisy = {rel.what: rel.noise(exact_of[rel.what]) for rel in self.vectors}
+        if self.unknown_keys:  # release a key only when its noisy count reaches the threshold
+            assert self.threshold is not None
+            keep = noisy[_COUNT] >= self.threshold
+            keys = tuple(k for k, kept in zip(keys, keep.tolist(), strict=True) if kept)
+            noisy = {name: values[keep] for name, values in noisy.items()}
+            # the quantiles are selected for the released keys only (their number is released; selecting
+            # for the dropped keys too cost time that grew with keys nobody sees)
+            counts = counts[keep]
+            belows = [b[keep] for b in belows]
+        chosen: dict[str, list[Any]] = {}
+        for agg, start, _, select, _ in self.quantiles:
+            assert agg.alpha is not None
+            a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
+            m = len(agg.candidates)
+            less = np.stack(belows[start : start + m], axis=1)  # m >= 1: quantile() refuses no candidates
+            at_most = np.stack(belows[start + m : start + 2 * m], axis=1)
+            greater = counts[:, None] - at_most
+            scores = np.abs((b_den - a_num) * less - a_num * greater).astype(np.int64)
+            chosen[agg.name] = [agg.candidates[select(row)] for row in scores]
+        plan = self.plan
+        columns: dict[str, Any] = {}
+        kinds = self._kinds
+        dtypes = {"int": pl.Int64, "float": pl.Float64, "str": pl.String, "bool": pl.Boolean}
+        for j, name in enumerate(plan.by):
+            columns[name] = pl.Series(name, [k[j] for k in keys], dtype=dtypes[kinds[name]])
+        specs = {s.key: s for s in plan.sums}
+        for agg in self.aggs:
+            if agg.op == "count":
+                columns[agg.name] = pl.Series(agg.name, noisy[_COUNT], dtype=pl.Int64)
+                continue
+            if agg.op == "count_distinct":
+                columns[agg.name] = pl.Series(agg.name, noisy[("distinct", agg.column)], dtype=pl.Int64)
+                continue
+            if agg.op == "quantile":
+                dtype = pl.Int64 if kinds[agg.column or ""] == "int" else pl.Float64
+                columns[agg.name] = pl.Series(agg.name, chosen[agg.name], dtype=dtype)
+                continue
+            spec = specs[sum_key(agg.column or "")]
+            # (post-processing of the noisy vectors: a float overflow gives ±inf or NaN, never a warning
+            # that a caller's warnings filter could turn into an exception after the charge)
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = noisy[spec.key].astype(np.float64) * math.ldexp(1.0, unit_exponent(spec))
+            if agg.op == "variance":
+                sq = specs[sum_key(agg.column or "", square=True)]
+                n = np.maximum(noisy[_COUNT], 2).astype(np.float64)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    squares = noisy[sq.key].astype(np.float64) * math.ldexp(1.0, unit_exponent(sq))
+                    var = np.maximum(squares - total * total / n, 0.0) / (n - 1)
+                columns[agg.name] = pl.Series(agg.name, var, dtype=pl.Float64)
+                continue
+            if agg.op == "sum":
+                if spec.kind == "int" and spec.k == 0:
+                    columns[agg.name] = pl.Series(agg.name, noisy[spec.key], dtype=pl.Int64)
+                else:
+                    columns[agg.name] = pl.Series(agg.name, total, dtype=pl.Float64)
+            else:
+                n = np.maximum(noisy[_COUNT], 1).astype(np.float64)
+                columns[agg.name] = pl.Series(agg.name, total / n, dtype=pl.Float64)
+        return pl.DataFrame(columns)
+
+    def summarize(self, alpha: float = 0.05) -> Summary:
+        """The cost at the unit (d_in = 1) and, per released vector, the noise and the half-width ``a``
+        with ``P(|noise| > a) <= alpha`` in the result's units — computed without touching the data. The
+        vectors are named for the user: ``count``, ``x_sum`` (also behind a mean or a variance of ``x``),
+        ``x_sum_of_squares`` (a variance's third vector, in units of ``x²``), ``x_count_distinct``, and
+        each quantile by its result column.
+
+        Discrete Laplace with scale t: ``P(|Z| > a) = 2·p**(a+1)/(1+p)``, ``p = e**(-1/t)`` (exact, for
+        integer ``a``). Discrete Gaussian: it is σ-sub-Gaussian (Canonne–Kamath–Steinke 2020, Cor. 9), so
+        ``P(|Z| >= a) <= 2·exp(-a²/(2σ²))`` and ``a = σ·√(2 ln(2/alpha))`` is an upper bound. Means have
+        no closed form here (a ratio of two noisy values) and show none. A quantile's row is in records:
+        with probability ``>= 1 - alpha`` (a union bound over its ``m`` candidates' noises) the chosen
+        candidate's ``|(1 − α)·L − α·G|`` is within that many records of the best candidate's.
+        """
+        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
+            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
+        rows = []
+        for rel in self.vectors:
+            unit = 1.0 if rel.spec is None else math.ldexp(1.0, unit_exponent(rel.spec))
+            t = float(rel.scale)
+            if isinstance(self._ctx.measure, ZCDP):
+                dist = "discrete Gaussian"
+                half = t * math.sqrt(2 * math.log(2 / alpha))
+            else:
+                dist = "discrete Laplace"
+                half = discrete_laplace_scale_to_accuracy(rel.scale, alpha)
+            rows.append((rel.label, dist, t * unit, half * unit))
+        for agg, _, _, _, scale in self.quantiles:
+            assert agg.alpha is not None
+            b_den = agg.alpha.denominator
+            # union bound over the m noises: all within ±a with probability ≥ 1 − alpha, so the chosen
+            # score is within 2a of the least one; in records (scores are b·|(1 − α)L − αG|): 2a/b
+            a = discrete_laplace_scale_to_accuracy(scale, alpha / len(agg.candidates))
+            rows.append((agg.name, "noisy min, d. Laplace", float(scale) / b_den, 2 * a / b_den))
+        cost = self.measurement.output_measure.display(self.measurement.map(1))
+        return Summary(cost, alpha, tuple(rows))
+
+    def release(self) -> Any:
+        """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
+        returns a Polars DataFrame of noisy results, one row per key. A dead engine (a stopped Spark
+        session) is refused with EngineUnavailable before the charge, taking no share."""
+        return self._ctx.charge_and_run(self.measurement, self.budget, self._share)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a query costs and how accurate it is, before release."""
+
+    cost: str
+    alpha: float
+    rows: tuple[tuple[str, str, float, float], ...]  # (vector, noise, scale, accuracy) in result units
+
+    def __repr__(self) -> str:
+        w = max([20, *(len(r[0]) for r in self.rows)])  # columns stay aligned for long names
+        d = max([18, *(len(r[1]) for r in self.rows)])
+        lines = [f"cost: {self.cost}", f"{'released':<{w}} {'noise':<{d}} {'scale':>12} {'accuracy':>12}"]
+        for what, dist, scale, acc in self.rows:
+            lines.append(f"{what:<{w}} {dist:<{d}} {scale:>12.4g} {acc:>12.4g}")
+        lines.append(f"(accuracy: |noise| <= value with probability >= {1 - self.alpha:g})")
+        return "\n".join(lines)
