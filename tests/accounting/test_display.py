@@ -213,10 +213,10 @@ def _near_limit_refusals() -> list[tuple[dp.accounting.FilterRule, tuple[Fractio
             "Σδ would be 1.00000000001e-06 > δ_g=1e-06",
         ),
         (dp.accounting.ZCDPFilter(0.5), (ONE_PLUS / 2, Fraction(0)), "Σρ would be 0.5000000003 > ρ_g=0.5"),
-        (zcdp_approx, (_sqrt_above(2 * zcdp_approx._rho), Fraction(0)), None),
+        (zcdp_approx, (_sqrt_above(2 * zcdp_approx.rho), Fraction(0)), None),
         (rruv, (Fraction(0), Fraction(1, 2 * 10**6) + tiny), "Σδ would be 5.0000000001e-07 > δ_g/2=5e-07"),
         (rruv, (_least_refused(rruv), Fraction(0)), None),
-        (whitehouse, (_sqrt_above(whitehouse._vmax), Fraction(0)), None),
+        (whitehouse, (_sqrt_above(whitehouse.vmax), Fraction(0)), None),
         (
             dp.accounting.RenyiFilter((2, 8), (1.0, 2.0)),
             (ONE_PLUS, Fraction(1)),

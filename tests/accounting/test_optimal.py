@@ -248,7 +248,7 @@ def _check_weight(eps: float, step: float, ys: list[float]) -> None:
 
 
 def _check_weight_50(eps: float, step: float, ys: list[float]) -> None:
-    n, lam = _optimal._mixture_weight(Fraction(eps), step)
+    n, lam = _optimal.mixture_weight(Fraction(eps), step)
     h, e = mpf(step), mpf(eps)
     a, b = n * h, (n + 1) * h
     assert a <= e < b
@@ -291,10 +291,10 @@ def test_mixture_weight_edges() -> None:
     _check_weight(2**-40, 0.25, [1.0])  # ε just above a = 0: λ ≈ 1
 
 
-def _grid_distributions(eps: list[float], step: float) -> tuple[_optimal._Loss, _optimal._Loss]:
-    groups = _optimal._group([Fraction(e) for e in eps])
-    mix = _optimal._mixture(step, _optimal._mixture_children(groups, step))
-    old = _optimal._lattice(step, _optimal._rounded_groups(groups, step, up=True))
+def _grid_distributions(eps: list[float], step: float) -> tuple[_optimal.Loss, _optimal.Loss]:
+    groups = _optimal.group([Fraction(e) for e in eps])
+    mix = _optimal.mixture(step, _optimal.mixture_children(groups, step))
+    old = _optimal.lattice(step, _optimal.rounded_groups(groups, step, up=True))
     return mix, old
 
 
@@ -308,8 +308,8 @@ def test_mixture_upper_bound_against_brute_force(eps: list[float], step: float, 
     eps_g = where * sum(eps)
     mix, old = _grid_distributions(eps, step)
     exact = brute_delta(eps, [0.0] * len(eps), eps_g)
-    ours = _optimal._a_up(mix, eps_g)
-    rounded_up = _optimal._a_up(old, eps_g)
+    ours = _optimal.a_up(mix, eps_g)
+    rounded_up = _optimal.a_up(old, eps_g)
     assert exact <= mpf(ours)
     # the mixture is dominated by RR_b itself, so it never loses to rounding up (up to the float bounds)
     assert ours <= rounded_up * (1 + 1e-9) + 1e-300
@@ -332,7 +332,7 @@ def test_mixture_is_far_tighter_than_rounding_up() -> None:
     exact = _exact_a(eps, 3.0)
     for step in (0.05, 0.01, 0.002):
         mix, old = _grid_distributions(eps, step)
-        ours, rounded_up = _optimal._a_up(mix, 3.0), _optimal._a_up(old, 3.0)
+        ours, rounded_up = _optimal.a_up(mix, 3.0), _optimal.a_up(old, 3.0)
         assert exact * (1 - 1e-10) <= ours <= rounded_up
         # first-order rounding error cancels: the excess is a small fraction of rounding up's
         assert ours - exact <= 0.05 * (rounded_up - exact)
@@ -344,11 +344,11 @@ def test_grid_budget_fallbacks(monkeypatch: pytest.MonkeyPatch, budget: float) -
     # 1e5: it never fits, and every εᵢ is rounded up instead
     eps = list(np.random.default_rng(7).uniform(0.05, 0.6, size=21))
     exact = _exact_a(eps, 3.0)
-    _optimal._cached_grid.cache_clear()
-    monkeypatch.setattr(_optimal, "_MIX_WORK_MAX", budget)
+    _optimal.cached_grid.cache_clear()
+    monkeypatch.setattr(_optimal, "MIX_WORK_MAX", budget)
     try:
         levels = [
-            _optimal._cached_grid(tuple(_optimal._group([Fraction(e) for e in eps])), lv) for lv in (0, 1)
+            _optimal.cached_grid(tuple(_optimal.group([Fraction(e) for e in eps])), lv) for lv in (0, 1)
         ]
         assert levels[0] is not None and levels[0].upper is not None
         assert levels[1] is not None
@@ -359,8 +359,8 @@ def test_grid_budget_fallbacks(monkeypatch: pytest.MonkeyPatch, budget: float) -
         e_lo, e_hi = acc.optimal_epsilon_bounds(eps, None, float(hi), tolerance=1e-3)
         assert e_lo <= 3.0 * (1 + 1e-12) and e_hi >= e_lo
     finally:
-        _optimal._cached_grid.cache_clear()
-        _optimal._cached_plans.cache_clear()
+        _optimal.cached_grid.cache_clear()
+        _optimal.cached_plans.cache_clear()
 
 
 @settings(max_examples=10)
@@ -370,8 +370,8 @@ def test_grid_budget_fallbacks(monkeypatch: pytest.MonkeyPatch, budget: float) -
 )
 def test_mixture_float_error_bound(eps: list[float], step: float) -> None:
     # the float distribution is within its stated relative error of the 50-digit one (same λ's)
-    children = _optimal._mixture_children(_optimal._group([Fraction(e) for e in eps]), step)
-    dist = _optimal._mixture(step, children)
+    children = _optimal.mixture_children(_optimal.group([Fraction(e) for e in eps]), step)
+    dist = _optimal.mixture(step, children)
     ref = [mpf(1)]
     h = mpf(step)
     for n, lam, c in children:

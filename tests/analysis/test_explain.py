@@ -84,7 +84,7 @@ def test_found_by_review_only_the_exactly_least_candidate_is_marked_chosen() -> 
     kids = [count >> dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), 10) for _ in range(3)]
     m = dp.make_sequential(*kids, output_measure=dp.ApproxDP(), delta=1e-9)
     row = dp.explain(m, 1).rows[0]
-    marked = [name.split(" —")[0] for i, (name, _) in enumerate(row.runners_up) if row._is_chosen(i)]
+    marked = [name.split(" —")[0] for i, (name, _) in enumerate(row.runners_up) if row.is_chosen(i)]
     assert marked == ["optimal"]
     text = str(dp.explain(m, 1))
     assert text.count("· chosen") == 1

@@ -89,7 +89,7 @@ def test_summary_rounds_epsilons_up(
         _verify_cli.TrialResult(2, (0.5,), 0.2, True, 0.0, "optimal"),
         _verify_cli.TrialResult(3, (0.5,), 0.3, True, 0.0, "optimal"),
     ]
-    monkeypatch.setattr(_verify_cli, "_results", lambda seed, trials, delta, jobs: iter(fake))
+    monkeypatch.setattr(_verify_cli, "trial_results", lambda seed, trials, delta, jobs: iter(fake))
     assert main(["lp", "--trials", "4", "--no-progress"]) == 1
     out = capsys.readouterr().out
     rows = {}
@@ -109,7 +109,7 @@ def test_ctrl_c_summarises_the_finished_trials_and_exits_130(
         yield run_trial(0, 1, 0.01)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_verify_cli, "_results", interrupted)
+    monkeypatch.setattr(_verify_cli, "trial_results", interrupted)
     assert main(["lp", "--trials", "10", "--seed", "0", "--no-progress"]) == 130
     captured = capsys.readouterr()
     assert "interrupted after 2/10 trials" in captured.err
@@ -124,7 +124,7 @@ def test_ctrl_c_before_any_trial_prints_no_summary(
         raise KeyboardInterrupt
         yield  # pragma: no cover
 
-    monkeypatch.setattr(_verify_cli, "_results", interrupted)
+    monkeypatch.setattr(_verify_cli, "trial_results", interrupted)
     assert main(["lp", "--trials", "10", "--no-progress"]) == 130
     captured = capsys.readouterr()
     assert captured.out == "" and "interrupted after 0/10" in captured.err
@@ -140,7 +140,7 @@ def test_the_process_pool_is_cancelled_when_the_consumer_stops(monkeypatch: pyte
             super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
     monkeypatch.setattr(_verify_cli, "ProcessPoolExecutor", Recording)
-    gen = _verify_cli._results(0, 400, 0.01, 2)
+    gen = _verify_cli.trial_results(0, 400, 0.01, 2)
     assert next(gen).index == 0
     gen.close()  # what a KeyboardInterrupt in the consumer does to the generator
     assert shutdowns[0] == {"wait": True, "cancel_futures": True}

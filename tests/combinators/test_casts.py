@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose import accounting
+from dpcompose.accounting._filters import DEFAULT_ORDERS
 
 FLOAT = dp.AtomDomain(float)
 ABS = dp.AbsoluteDistance()
@@ -180,7 +181,7 @@ def test_pure_and_zcdp_to_renyi(scale: float, d: int) -> None:
 def test_renyi_to_approx_is_the_conversion_rounded_up(scale: float, delta: float) -> None:
     g = dp.m.make_gaussian(FLOAT, ABS, scale=scale)
     eps, dq = dp.make_renyi_to_approx(dp.make_zcdp_to_renyi(g), delta).map(1)
-    alphas = list(accounting._filters.DEFAULT_ORDERS)
+    alphas = list(DEFAULT_ORDERS)
     reference = _mp_renyi_to_approx(alphas, [a * g.map(1) for a in alphas], dq)
     ours = mpmath.mpf(eps.numerator) / eps.denominator
     assert reference <= ours <= reference * (1 + 1e-9) + 1e-15  # type: ignore[operator]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting._exact import log_up
-from dpcompose.combinators._subsample import _bernoulli_mask, _uniform_subset, amplify_epsilon
+from dpcompose.combinators._subsample import amplify_epsilon, bernoulli_mask, uniform_subset
 from dpcompose.measurements._sampling import SeededSource
 
 INTS = dp.VectorDomain(dp.AtomDomain(int))
@@ -235,7 +235,7 @@ def test_without_replacement_with_a_symmetric_child_reads_it_at_two() -> None:
 def test_bernoulli_mask_rate_matches_a_binomial_check() -> None:
     q = Fraction(0.3)  # the exact binary value (denominator 2**54)
     n = 200_000
-    keep = _bernoulli_mask(q, n, SeededSource(5))
+    keep = bernoulli_mask(q, n, SeededSource(5))
     # mean ± 5 standard deviations: fails with probability < 1e-6 for a correct sampler (fixed seed anyway)
     sd = math.sqrt(n * 0.3 * 0.7)
     assert abs(int(keep.sum()) - n * 0.3) < 5 * sd
@@ -243,10 +243,10 @@ def test_bernoulli_mask_rate_matches_a_binomial_check() -> None:
 
 def test_bernoulli_mask_huge_denominator_and_edges() -> None:
     q = Fraction(1, 3) + Fraction(1, 2**200)
-    keep = _bernoulli_mask(q, 30_000, SeededSource(1))
+    keep = bernoulli_mask(q, 30_000, SeededSource(1))
     assert abs(int(keep.sum()) - 10_000) < 5 * math.sqrt(30_000 * 2 / 9)
-    assert not _bernoulli_mask(Fraction(0), 100, SeededSource(1)).any()
-    assert _bernoulli_mask(Fraction(1), 100, SeededSource(1)).all()
+    assert not bernoulli_mask(Fraction(0), 100, SeededSource(1)).any()
+    assert bernoulli_mask(Fraction(1), 100, SeededSource(1)).all()
 
 
 def test_uniform_subset_is_uniform() -> None:
@@ -254,7 +254,7 @@ def test_uniform_subset_is_uniform() -> None:
     counts: dict[tuple[int, ...], int] = {}
     trials = 6000
     for _ in range(trials):
-        s = _uniform_subset(4, 2, src)
+        s = uniform_subset(4, 2, src)
         assert list(s) == sorted(set(s.tolist())) and len(s) == 2
         counts[tuple(s.tolist())] = counts.get(tuple(s.tolist()), 0) + 1
     assert len(counts) == 6

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import dpcompose as dp
+from dpcompose.combinators._adaptive import AdaptiveQueryable
 
 INTS = dp.VectorDomain(dp.AtomDomain(int))
 SYM = dp.SymmetricDistance()
@@ -19,7 +20,7 @@ SHARED: Any = None
 
 def _ask(_: int) -> str:
     try:
-        SHARED(COUNT if not isinstance(SHARED, dp.combinators._adaptive._AdaptiveQueryable) else LAP_COUNT)
+        SHARED(COUNT if not isinstance(SHARED, AdaptiveQueryable) else LAP_COUNT)
     except dp.SequentialityError as exc:
         return "refused" if "SQLiteLedger" in str(exc) else f"other: {exc}"
     except dp.DPError as exc:

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import dpcompose as dp
-from dpcompose.measurements._gaussian import _grid_rho, grid_gaussian
+from dpcompose.measurements._gaussian import grid_gaussian, grid_rho
 
 ABS = dp.AbsoluteDistance()
 sigmas = st.floats(min_value=1e-3, max_value=1e15, allow_nan=False, allow_infinity=False)
@@ -47,7 +47,7 @@ def test_rho_is_non_increasing_in_sigma_and_bounds_the_grid(a: float, b: float, 
         small = make(domain, metric, scale=lo)
         large = make(domain, metric, scale=hi)
         assert small.map(d_in) >= large.map(d_in)
-        assert small.map(d_in) >= _grid_rho(d_in, Fraction(lo), size, integer)  # never below the truth
+        assert small.map(d_in) >= grid_rho(d_in, Fraction(lo), size, integer)  # never below the truth
 
 
 @given(sigmas, sigmas, st.integers(0, 10**6))
@@ -67,7 +67,7 @@ def test_majorant_is_tight_for_multiples_of_the_grid(sigma: float, d_in: Fractio
     """Where d_in is a multiple of the coarser grid's width the majorant changes nothing; elsewhere it is
     at most the jump of one binade (≤ 4× when d_in is at least a grid step)."""
     m = dp.m.make_gaussian(dp.AtomDomain(float), ABS, scale=sigma)
-    here = _grid_rho(d_in, Fraction(sigma), 1, False)
+    here = grid_rho(d_in, Fraction(sigma), 1, False)
     k = Fraction(sigma).numerator.bit_length() - Fraction(sigma).denominator.bit_length() - 19  # ≥ next grid
     if (d_in / Fraction(2) ** (k + 1)).denominator == 1:
         assert m.map(d_in) == here

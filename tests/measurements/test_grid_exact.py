@@ -30,6 +30,7 @@ from dpcompose.measurements._discrete import (
     release_on_grid,
 )
 from dpcompose.measurements._gaussian import grid_gaussian
+from dpcompose.measurements._interactive import grid_index
 from dpcompose.measurements._laplace import grid_laplace
 
 INT = dp.AtomDomain(int)
@@ -348,6 +349,4 @@ def test_release_takes_the_same_steps_for_small_and_huge_data(
 
 @given(any_int, st.integers(-60, 200))
 def test_sparse_vector_grid_index_of_ints_is_exact(value: int, k: int) -> None:
-    from dpcompose.measurements._interactive import _grid_index
-
-    assert _grid_index(value, k) == math.floor(Fraction(value) / Fraction(2) ** k + Fraction(1, 2))
+    assert grid_index(value, k) == math.floor(Fraction(value) / Fraction(2) ** k + Fraction(1, 2))

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.measurements._interactive import (
-    _grid_index,
-    _LaplaceAnswerer,
-    _SparseVector,
-    _SvtPlan,
+    LaplaceAnswerer,
+    SparseVector,
+    SvtPlan,
+    grid_index,
 )
 from dpcompose.measurements._sampling import BytesSource, RecordingSource, SeededSource
 
@@ -187,9 +187,9 @@ def loss_bounds(
     return upper, lower
 
 
-def small_plan(t1: Fraction, c: int) -> _SvtPlan:
+def small_plan(t1: Fraction, c: int) -> SvtPlan:
     """The implementation's plan on the grid Z (k = 0) with a small threshold scale, t₂ = 2·c·t₁ as built."""
-    return _SvtPlan(k=0, threshold=0, threshold_noise=t1, query_noise=2 * c * t1, max_positive=c)
+    return SvtPlan(k=0, threshold=0, threshold_noise=t1, query_noise=2 * c * t1, max_positive=c)
 
 
 @pytest.mark.parametrize("t1", [Fraction(1), Fraction(1, 2), Fraction(5, 2)])
@@ -246,7 +246,7 @@ def test_sparse_vector_draws_the_analysed_distribution() -> None:
     expected = answer_bounds((1, -1, 0), 0, plan.threshold_noise, plan.query_noise, c)
     source, runs, seen = SeededSource(11), 6000, Counter[tuple[bool, ...]]()
     for _ in range(runs):
-        q = _SparseVector([0], INTS, SYM, plan, source)
+        q = SparseVector([0], INTS, SYM, plan, source)
         answers: list[bool] = []
         for query in queries:
             if sum(answers) == c:
@@ -301,9 +301,9 @@ def test_rounding_moves_values_m_apart_at_most_ceil_m_over_g_steps(
     if abs(Fraction(b) - Fraction(a)) > m:
         return
     steps = -(-Fraction(m) // Fraction(2) ** k)
-    assert abs(_grid_index(a, k) - _grid_index(b, k)) <= steps
+    assert abs(grid_index(a, k) - grid_index(b, k)) <= steps
     ia = int(a)
-    assert abs(_grid_index(ia, k) - _grid_index(ia + m, k)) <= steps
+    assert abs(grid_index(ia, k) - grid_index(ia + m, k)) <= steps
 
 
 @given(
@@ -314,7 +314,7 @@ def test_rounding_moves_values_m_apart_at_most_ceil_m_over_g_steps(
 def test_integer_threshold_compares_exactly_like_the_real_one(
     threshold: float, scale: float, offset: int
 ) -> None:
-    plan = _SvtPlan.build(Fraction(threshold), Fraction(scale), 3)
+    plan = SvtPlan.build(Fraction(threshold), Fraction(scale), 3)
     g = Fraction(2) ** plan.k
     s = plan.threshold + offset
     assert (s >= plan.threshold) == (s * g >= Fraction(threshold))
@@ -501,7 +501,7 @@ def test_interactive_laplace_releases_integers_without_float_rounding() -> None:
 
         return record
 
-    answerer = _LaplaceAnswerer([0], INTS, SYM, release("int"), release("float"), 3)
+    answerer = LaplaceAnswerer([0], INTS, SYM, release("int"), release("float"), 3)
     answerer(constant_query(2**53 + 1))
     answerer(constant_query(0.25))
     assert got == [("int", 2**53 + 1), ("float", 0.25)]

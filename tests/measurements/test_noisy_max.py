@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpcompose as dp
-from dpcompose.measurements._noisy_max import _Scores, noisy_argmax
+from dpcompose.measurements._noisy_max import Scores, noisy_argmax
 from dpcompose.measurements._sampling import SeededSource
 
 mpmath.mp.dps = 60
@@ -141,7 +141,7 @@ def test_float_scores_rounding_is_accounted() -> None:
     exact loss on those indices (noise t = scale/g grid units) stays within the map."""
     domain = dp.VectorDomain(dp.AtomDomain(float), size=2)
     scale = 2.0**-20
-    plan = _Scores(domain, dp.LInfDistance(), scale, "max")
+    plan = Scores(domain, dp.LInfDistance(), scale, "max")
     g = 2.0**plan.k
     meas = dp.m.make_report_noisy_max(domain, dp.LInfDistance(), scale)
     for d in (g / 2, g, 1.5 * g, 3 * g):
@@ -165,7 +165,7 @@ def test_float_scores_rounding_is_accounted() -> None:
 )
 def test_float_rounding_is_monotone_and_within_ceil(x: list[float], shift: list[float], scale: float) -> None:
     domain = dp.VectorDomain(dp.AtomDomain(float), size=3)
-    plan = _Scores(domain, dp.LInfDistance(), scale, "max")
+    plan = Scores(domain, dp.LInfDistance(), scale, "max")
     x2 = [a + b for a, b in zip(x, shift, strict=True)]
     d = max(abs(Fraction(a) - Fraction(b)) for a, b in zip(x, x2, strict=True))
     r, r2 = plan.indices(x), plan.indices(x2)

@@ -34,7 +34,7 @@ DICTS = dp.VectorDomain(dp.AtomDomain(dict))
 
 def _bag(rows: Iterable[Any]) -> Counter[bytes]:
     """A dataset as a multiset of rows compared by type and value (the canonical encoding)."""
-    return Counter(bc._row_encoding(r)[0] for r in rows)
+    return Counter(bc.row_encoding(r)[0] for r in rows)
 
 
 def _distance(a: Iterable[Any], b: Iterable[Any]) -> int:
@@ -49,25 +49,25 @@ def _reference(
     by_unit: dict[Any, list[Any]] = {}
     if by is None:
         for r in rows:
-            by_unit.setdefault(bc._column_class(r, id_key), []).append(r)
+            by_unit.setdefault(bc.column_class(r, id_key), []).append(r)
     else:
         groups_of: dict[bytes, set[bytes]] = {}
         for r in rows:
-            groups_of.setdefault(bc._column_class(r, id_key), set()).add(bc._column_class(r, by))
+            groups_of.setdefault(bc.column_class(r, id_key), set()).add(bc.column_class(r, by))
         kept: set[tuple[bytes, bytes]] = set()
         for u, gs in groups_of.items():
             ranked = sorted(
-                gs, key=lambda g: (bc._digest(bc._frame(b"u", u) + bc._frame(b"g", g), b"group"), g)
+                gs, key=lambda g: (bc.digest(bc.frame(b"u", u) + bc.frame(b"g", g), b"group"), g)
             )
             kept |= {(u, g) for g in ranked[:max_groups]}
         for r in rows:
-            pair = (bc._column_class(r, id_key), bc._column_class(r, by))
+            pair = (bc.column_class(r, id_key), bc.column_class(r, by))
             if pair in kept:
                 by_unit.setdefault(pair, []).append(r)
     out: Counter[bytes] = Counter()
     for unit_rows in by_unit.values():
         keyed = sorted(
-            ((bc._digest(e, b"row"), e, opaque) for e, opaque in map(bc._row_encoding, unit_rows)),
+            ((bc.digest(e, b"row"), e, opaque) for e, opaque in map(bc.row_encoding, unit_rows)),
             key=lambda t: (t[0], t[1]),
         )
         chosen = keyed[:max_rows]
@@ -119,26 +119,26 @@ def test_metric_domains() -> None:
 
 def test_identifiers_are_compared_by_value() -> None:
     same = [1, 1.0, np.int64(1), np.float32(1), Fraction(1), Decimal("1.00"), np.uint8(1)]
-    assert len({bc._safe_class(v) for v in same}) == 1
-    assert len({bc._safe_class(v) for v in [math.nan, float("nan"), np.float64("nan"), Decimal("NaN")]}) == 1
-    assert bc._safe_class(0.0) == bc._safe_class(-0.0) == bc._safe_class(0)
-    assert bc._safe_class("a") == bc._safe_class(np.str_("a")) != bc._safe_class(b"a")
+    assert len({bc.safe_class(v) for v in same}) == 1
+    assert len({bc.safe_class(v) for v in [math.nan, float("nan"), np.float64("nan"), Decimal("NaN")]}) == 1
+    assert bc.safe_class(0.0) == bc.safe_class(-0.0) == bc.safe_class(0)
+    assert bc.safe_class("a") == bc.safe_class(np.str_("a")) != bc.safe_class(b"a")
     distinct = [True, 1, None, "1", (1, 2), [1, 2], math.nan, math.inf, -math.inf, {1: 2}, {1, 2}]
-    assert len({bc._safe_class(v) for v in distinct}) == len(distinct)
-    assert bc._safe_class([1, [2.0]]) == bc._safe_class([1.0, [2]])  # unhashable, by parts
-    assert bc._safe_class({"a": 1, "b": 2}) == bc._safe_class({"b": 2.0, "a": 1})
+    assert len({bc.safe_class(v) for v in distinct}) == len(distinct)
+    assert bc.safe_class([1, [2.0]]) == bc.safe_class([1.0, [2]])  # unhashable, by parts
+    assert bc.safe_class({"a": 1, "b": 2}) == bc.safe_class({"b": 2.0, "a": 1})
     assert (
-        bc._safe_class(uuid.UUID(int=5))
-        == bc._safe_class(uuid.UUID(int=5))
-        != bc._safe_class(uuid.UUID(int=6))
+        bc.safe_class(uuid.UUID(int=5))
+        == bc.safe_class(uuid.UUID(int=5))
+        != bc.safe_class(uuid.UUID(int=6))
     )
-    assert bc._safe_class(Decimal("1e5000")) == bc._safe_class(Decimal("10e4999"))
+    assert bc.safe_class(Decimal("1e5000")) == bc.safe_class(Decimal("10e4999"))
     # any other type is the one identifier "other"; a missing column is the one identifier "missing"
-    assert bc._safe_class(object()) == bc._safe_class(1j) == bc._safe_class(object())
-    assert bc._column_class((), 0) == bc._column_class({}, 0) != bc._safe_class(None)
+    assert bc.safe_class(object()) == bc.safe_class(1j) == bc.safe_class(object())
+    assert bc.column_class((), 0) == bc.column_class({}, 0) != bc.safe_class(None)
     cyclic: list[Any] = []
     cyclic.append(cyclic)
-    assert bc._safe_class(cyclic) == bc._safe_class(object())
+    assert bc.safe_class(cyclic) == bc.safe_class(object())
 
 
 def test_row_encoding_is_the_documented_one() -> None:
@@ -155,24 +155,24 @@ def test_row_encoding_is_the_documented_one() -> None:
         + frame(b"F", bytes.fromhex("3fe0000000000000"))
         + frame(b"N", b""),
     )
-    assert bc._row_encoding(row) == (expected, False)
+    assert bc.row_encoding(row) == (expected, False)
     key = b"dpcompose.make_bound_contributions.v1"
     assert (
-        bc._digest(expected, b"row")
+        bc.digest(expected, b"row")
         == hashlib.blake2b(expected, digest_size=16, key=key, person=b"row").digest()
     )
     # types are told apart, dict order is not
-    assert bc._row_encoding((1,)) != bc._row_encoding((1.0,)) != bc._row_encoding((np.int64(1),))
-    assert bc._row_encoding({"a": 1, "b": 2}) == bc._row_encoding({"b": 2, "a": 1})
-    assert bc._row_encoding((0.0,)) != bc._row_encoding((-0.0,))
-    assert bc._row_encoding(({1},)) != bc._row_encoding((frozenset({1}),))
-    assert bc._row_encoding((object(),))[1] is True
-    half = bc._row_encoding(np.float64(0.5))[0]
+    assert bc.row_encoding((1,)) != bc.row_encoding((1.0,)) != bc.row_encoding((np.int64(1),))
+    assert bc.row_encoding({"a": 1, "b": 2}) == bc.row_encoding({"b": 2, "a": 1})
+    assert bc.row_encoding((0.0,)) != bc.row_encoding((-0.0,))
+    assert bc.row_encoding(({1},)) != bc.row_encoding((frozenset({1}),))
+    assert bc.row_encoding((object(),))[1] is True
+    half = bc.row_encoding(np.float64(0.5))[0]
     assert half == frame(b"g", frame(b"t", b"float64") + bytes.fromhex("3fe0000000000000"))
-    assert bc._row_encoding(np.float64(-0.0)) != bc._row_encoding(np.float64(0.0))
-    assert bc._row_encoding(np.float32("nan")) != bc._row_encoding(-np.float32("nan"))
-    assert bc._row_encoding(np.float32(1)) != bc._row_encoding(np.float64(1))
-    day = bc._row_encoding(np.datetime64("1970-01-02"))[0]
+    assert bc.row_encoding(np.float64(-0.0)) != bc.row_encoding(np.float64(0.0))
+    assert bc.row_encoding(np.float32("nan")) != bc.row_encoding(-np.float32("nan"))
+    assert bc.row_encoding(np.float32(1)) != bc.row_encoding(np.float64(1))
+    day = bc.row_encoding(np.datetime64("1970-01-02"))[0]
     assert day.endswith(bytes.fromhex("0000000000000001"))
 
 
@@ -348,7 +348,7 @@ def test_weird_identifiers_never_raise() -> None:
     out = t(rows)
     # one row each for: NaN, [1, 2], missing, 1, "other" (opaque and cyclic), True, {"k": [1]}, 2**200
     assert len(out) == 8
-    assert bc._safe_class(cyclic) == bc._safe_class(_Opaque())
+    assert bc.safe_class(cyclic) == bc.safe_class(_Opaque())
     assert _bag(out) == _reference(rows, "u", 1)
 
 
@@ -371,7 +371,7 @@ def test_namedtuples_lists_and_numpy_input() -> None:
 
 def test_hash_collisions_fall_back_to_the_full_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """With every digest equal, rows are ordered by their encodings: the rule still holds exactly."""
-    monkeypatch.setattr(bc, "_digest", lambda data, person: b"\x00" * 16)
+    monkeypatch.setattr(bc, "digest", lambda data, person: b"\x00" * 16)
     t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2, 2, by=1)
     rows = [(u, g, v) for u in range(3) for g in "abc" for v in range(3)] * 2
     out = t(rows)
@@ -410,9 +410,9 @@ def test_random_tables(rows: list[Any], max_rows: int, grouping: tuple[Any, Any]
     shuffled = list(rows)
     random.shuffle(shuffled)
     assert _bag(t(shuffled)) == _bag(out)
-    classes = {bc._column_class(r, 0) for r in rows}
+    classes = {bc.column_class(r, 0) for r in rows}
     for u in classes:  # remove all the rows of one identifier
-        rest = [r for r in rows if bc._column_class(r, 0) != u]
+        rest = [r for r in rows if bc.column_class(r, 0) != u]
         assert _distance(out, t(rest)) <= t.map(1)
 
 

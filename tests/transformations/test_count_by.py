@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpcompose as dp
+from dpcompose.core._metrics import check_space
 
 SYM, CHG = dp.SymmetricDistance(), dp.ChangeOneDistance()
 STRS = dp.VectorDomain(dp.AtomDomain(str))
@@ -235,7 +236,7 @@ def test_map_domain_and_l01inf_distance() -> None:
         with pytest.raises(dp.InvalidParameter, match="d_in"):
             metric.validate(bad)
     with pytest.raises(dp.DomainMismatch, match="MapDomain"):
-        dp.core._metrics.check_space(INTS, metric)
+        check_space(INTS, metric)
     by = dp.t.make_count_by(STRS, SYM)
     assert by.output_domain == dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
     assert by.output_metric == metric

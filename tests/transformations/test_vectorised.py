@@ -95,7 +95,7 @@ def test_int_sum_paths_are_exact_across_chunks(monkeypatch: pytest.MonkeyPatch) 
     data[::3] = -top + rng.integers(0, 1000, data[::3].size)
     assert dp.t.make_sum(dom, SYM)(data) == sum(data.tolist())
     # the split path over several chunks (chunk size lowered so the test stays small)
-    monkeypatch.setattr(_sum, "_SPLIT_CHUNK", 7)
+    monkeypatch.setattr(_sum, "SPLIT_CHUNK", 7)
     big = 2**63 - 1
     dom = dp.VectorDomain(dp.AtomDomain(int, bounds=(-big, big)))
     data = rng.integers(-big, big, 50, dtype=np.int64, endpoint=True)
@@ -144,8 +144,8 @@ def test_exact_float_sum_has_no_intermediate_overflow() -> None:
 
 
 def test_exact_float_sum_across_chunks_and_folds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_sum, "_FLOAT_CHUNK", 5)
-    monkeypatch.setattr(_sum, "_FOLD_EVERY", 3)
+    monkeypatch.setattr(_sum, "FLOAT_CHUNK", 5)
+    monkeypatch.setattr(_sum, "FOLD_EVERY", 3)
     rng = np.random.default_rng(3)
     values = rng.normal(size=101) * np.exp2(rng.integers(-1070, 1000, 101))
     expected = float(sum((Fraction(v) for v in values.tolist()), Fraction(0)))

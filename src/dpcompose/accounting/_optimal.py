@@ -94,14 +94,14 @@ _U = 2.0**-53  # unit round-off
 _ATOMS_MAX = 1 << 20  # exact enumeration when the support has at most this many atoms
 _LATTICE_MAX = 1 << 22  # largest lattice (number of grid points) we build
 _WORK_MAX = 3e8  # multiply-adds allowed for one grid convolution
-_MIX_WORK_MAX = 6e8  # bound 8·k·X on the element operations of one mixture convolution (4 per atom)
+MIX_WORK_MAX = 6e8  # bound 8·k·X on the element operations of one mixture convolution (4 per atom)
 _COMMENSURABLE_REL = 1e-12  # how close to a common step the values must be to count as commensurable
 _STRETCH = 4e-12  # relative widening of a commensurable step: rounding up then costs ≤ 4e-12 relative
 _TINY = 2.0**-1000  # absolute slack per atom for probabilities lost to underflow
 
 
 @dataclass(frozen=True)
-class _Loss:
+class Loss:
     """A privacy-loss distribution: sorted float losses with error bounds (private)."""
 
     loss: Array  # ascending
@@ -133,13 +133,13 @@ def _binomial(c: int, e: float) -> tuple[Array, float]:
     return out, (c * (8.0 + 2.0 * e) + 8.0) * _U
 
 
-def _group(eps: Sequence[Fraction]) -> list[tuple[Fraction, int]]:
+def group(eps: Sequence[Fraction]) -> list[tuple[Fraction, int]]:
     """Distinct non-zero values with multiplicities, largest first (ε = 0 contributes nothing)."""
     counts = Counter(e for e in eps if e > 0)
     return sorted(counts.items(), reverse=True)
 
 
-def _from_atoms(groups: Sequence[tuple[Fraction, int]]) -> _Loss:
+def _from_atoms(groups: Sequence[tuple[Fraction, int]]) -> Loss:
     prob = np.ones(1)
     loss = np.zeros(1)
     rel = 0.0
@@ -164,12 +164,12 @@ def _from_atoms(groups: Sequence[tuple[Fraction, int]]) -> _Loss:
             out += value * (2 * j - c)
         return out
 
-    return _Loss(
+    return Loss(
         loss[order], prob[order], 2 * n_groups * _U * total + 4 * _U * total, rel * 1.01, total, exact
     )
 
 
-def _lattice(step: float, groups: Sequence[tuple[int, int]]) -> _Loss:
+def lattice(step: float, groups: Sequence[tuple[int, int]]) -> Loss:
     """The exact distribution of Σ over groups (n, c) of c independent RR_{n·step} losses."""
     x_max = sum(n * c for n, c in groups)
     dist = np.ones(1)
@@ -192,7 +192,7 @@ def _lattice(step: float, groups: Sequence[tuple[int, int]]) -> _Loss:
     loss = step * (2.0 * y - x_max)
     top = step * x_max
     step_q = Fraction(step)  # every atom's loss is exactly step·(2y − x_max)
-    return _Loss(
+    return Loss(
         loss, dist, 4 * _U * abs(top), rel * 1.01, top * (1 + 4 * _U), lambda i: step_q * (2 * i - x_max)
     )
 
@@ -201,7 +201,7 @@ _NEAR = 1e-4  # atoms within this of ε_g are weighed with their exact loss (whe
 _NEAR_MAX = 4096  # … unless there are more of them than this
 
 
-def _a_up(dist: _Loss, eps_g: float) -> float:
+def a_up(dist: Loss, eps_g: float) -> float:
     """An upper bound on A(ε_g) = E[(1 − e^{ε_g − L})₊].
 
     Each atom's weight is bounded with the loss slack (float error of the stored losses and of L − ε_g),
@@ -236,7 +236,7 @@ def _a_up(dist: _Loss, eps_g: float) -> float:
     return near + s * (1 + dist.rel_err + (n + 8) * _U) + n * _TINY
 
 
-def _a_low(dist: _Loss, eps_g: float) -> float:
+def _a_low(dist: Loss, eps_g: float) -> float:
     """A lower bound on A(ε_g) for the same distribution."""
     slack = dist.loss_err + 2 * _U * (abs(eps_g) + abs(dist.top))
     i = int(np.searchsorted(dist.loss, eps_g + slack, side="right"))
@@ -267,7 +267,7 @@ def _commensurable_step(groups: Sequence[tuple[Fraction, int]]) -> tuple[float, 
     return None
 
 
-def _rounded_groups(groups: Sequence[tuple[Fraction, int]], step: float, up: bool) -> list[tuple[int, int]]:
+def rounded_groups(groups: Sequence[tuple[Fraction, int]], step: float, up: bool) -> list[tuple[int, int]]:
     """Multiples n of ``step`` (exact rational comparison) with n·step ≥ ε (up) or ≤ ε (down)."""
     h = Fraction(step)
     out: Counter[int] = Counter()
@@ -287,7 +287,7 @@ def _floor_ratio(value: Fraction, step: float) -> tuple[int, int, int]:
     return n, num - n * den, value.denominator * s
 
 
-def _mixture_weight(value: Fraction, step: float) -> tuple[int, float]:
+def mixture_weight(value: Fraction, step: float) -> tuple[int, float]:
     """n = ⌊ε/h⌋ and a float λ ≤ λ*, a multiple of 2⁻⁵³, for ε = ``value``, h = ``step`` (exactly).
 
     With a = n·h ≤ ε < b = a + h, λ* = (p_b − p_ε)/(p_b − p_a); M_λ (RR_a with probability λ, else RR_b,
@@ -310,9 +310,9 @@ def _mixture_weight(value: Fraction, step: float) -> tuple[int, float]:
     return n, math.floor(lam * 2.0**53) / 2.0**53
 
 
-def _mixture_children(groups: Sequence[tuple[Fraction, int]], step: float) -> list[tuple[int, float, int]]:
+def mixture_children(groups: Sequence[tuple[Fraction, int]], step: float) -> list[tuple[int, float, int]]:
     """(n, λ, count) per distinct value: its mixture of RR_{n·h} and RR_{(n+1)·h}, h = ``step`` exactly."""
-    return [(*_mixture_weight(value, step), c) for value, c in groups]
+    return [(*mixture_weight(value, step), c) for value, c in groups]
 
 
 def _mixture_size(children: Sequence[tuple[int, float, int]]) -> int:
@@ -320,7 +320,7 @@ def _mixture_size(children: Sequence[tuple[int, float, int]]) -> int:
     return sum((n + 1) * c for n, _, c in children)
 
 
-def _mixture(step: float, children: Sequence[tuple[int, float, int]]) -> _Loss:
+def mixture(step: float, children: Sequence[tuple[int, float, int]]) -> Loss:
     """The distribution of Σ of independent M_λ losses, one per child (n, λ, c) repeated c times.
 
     The loss lives on the lattice h·(y − X), y = 0 … 2X; a child puts its four atoms at offsets
@@ -359,16 +359,16 @@ def _mixture(step: float, children: Sequence[tuple[int, float, int]]) -> _Loss:
     assert size == cap
     y = np.arange(cap, dtype=np.float64) - x_tot  # exact integers
     top = step * x_tot
-    return _Loss(step * y, cur, 4 * _U * abs(top), math.expm1(rel) * 1.01, top * (1 + 4 * _U))
+    return Loss(step * y, cur, 4 * _U * abs(top), math.expm1(rel) * 1.01, top * (1 + 4 * _U))
 
 
 @dataclass(frozen=True)
 class _Plan:
-    upper: _Loss
-    lower_builder: Callable[[], _Loss] | None  # None when ``upper`` is exact up to float error
+    upper: Loss
+    lower_builder: Callable[[], Loss] | None  # None when ``upper`` is exact up to float error
 
     @cached_property
-    def lower(self) -> _Loss | None:
+    def lower(self) -> Loss | None:
         """The rounded-down distribution (built on first use: only the certified bounds need it)."""
         return None if self.lower_builder is None else self.lower_builder()
 
@@ -380,23 +380,23 @@ def _plans(eps_key: tuple[tuple[Fraction, int], ...]) -> list[_Plan]:
         value, c = groups[0]
         step = float_up(value)
         if Fraction(step) == value:
-            return [_Plan(_lattice(step, [(1, c)]), None)]
-        return [_Plan(_lattice(step, [(1, c)]), lambda: _lattice(float_down(value), [(1, c)]))]
+            return [_Plan(lattice(step, [(1, c)]), None)]
+        return [_Plan(lattice(step, [(1, c)]), lambda: lattice(float_down(value), [(1, c)]))]
     atoms = math.prod(c + 1 for _, c in groups)
     if atoms <= _ATOMS_MAX:
         return [_Plan(_from_atoms(groups), None)]
     found = _commensurable_step(groups)
     if found is not None:
         h_up, h_dn = found[0] * (1 + _STRETCH), found[0] * (1 - _STRETCH)
-        up = _lattice(h_up, _rounded_groups(groups, h_up, up=True))
-        return [_Plan(up, lambda: _lattice(h_dn, _rounded_groups(groups, h_dn, up=False)))]
+        up = lattice(h_up, rounded_groups(groups, h_up, up=True))
+        return [_Plan(up, lambda: lattice(h_dn, rounded_groups(groups, h_dn, up=False)))]
     return []  # general grid: built lazily by _grid_plan
 
 
 @dataclass(frozen=True)
 class _GridLevel:
-    upper: _Loss | None  # None when this level's upper bound is not worth building (see _grid_plan)
-    lower: _Loss
+    upper: Loss | None  # None when this level's upper bound is not worth building (see _grid_plan)
+    lower: Loss
 
 
 def _grid_step(groups: Sequence[tuple[Fraction, int]], level: int) -> float:
@@ -407,7 +407,7 @@ def _grid_step(groups: Sequence[tuple[Fraction, int]], level: int) -> float:
 def _mixture_affordable(groups: Sequence[tuple[Fraction, int]], step: float) -> bool:
     k = sum(c for _, c in groups)
     x_tot = sum((_floor_ratio(v, step)[0] + 1) * c for v, c in groups)
-    return 2 * x_tot + 1 <= _LATTICE_MAX and 8.0 * k * x_tot <= _MIX_WORK_MAX
+    return 2 * x_tot + 1 <= _LATTICE_MAX and 8.0 * k * x_tot <= MIX_WORK_MAX
 
 
 def _grid_plan(groups: Sequence[tuple[Fraction, int]], level: int) -> _GridLevel | None:
@@ -422,24 +422,26 @@ def _grid_plan(groups: Sequence[tuple[Fraction, int]], level: int) -> _GridLevel
     if level > 0 and (x_max > _LATTICE_MAX or (k + len(groups)) * x_max > _WORK_MAX):
         return None
     step = _grid_step(groups, level)
-    lower = _lattice(step, _rounded_groups(groups, step, up=False))
-    upper: _Loss | None
+    lower = lattice(step, rounded_groups(groups, step, up=False))
+    upper: Loss | None
     if _mixture_affordable(groups, step):
-        upper = _mixture(step, _mixture_children(groups, step))
+        upper = mixture(step, mixture_children(groups, step))
     elif level == 0 or not _mixture_affordable(groups, _grid_step(groups, 0)):
-        upper = _lattice(step, _rounded_groups(groups, step, up=True))
+        upper = lattice(step, rounded_groups(groups, step, up=True))
     else:
         upper = None
     return _GridLevel(upper, lower)
 
 
 @lru_cache(maxsize=64)
-def _cached_plans(eps_key: tuple[tuple[Fraction, int], ...]) -> tuple[_Plan, ...]:
+def cached_plans(eps_key: tuple[tuple[Fraction, int], ...]) -> tuple[_Plan, ...]:
+    """The plans of :func:`_plans` for the grouped values ``eps_key``, cached."""
     return tuple(_plans(eps_key))
 
 
 @lru_cache(maxsize=64)
-def _cached_grid(eps_key: tuple[tuple[Fraction, int], ...], level: int) -> _GridLevel | None:
+def cached_grid(eps_key: tuple[tuple[Fraction, int], ...], level: int) -> _GridLevel | None:
+    """The grid distributions of refinement ``level`` for the grouped values ``eps_key``, cached."""
     return _grid_plan(list(eps_key), level)
 
 
@@ -474,7 +476,7 @@ def _inputs(
     eps = epsilon_list(epsilons)
     dels = delta_list(deltas, len(eps))
     lost_dn, lost_up = _lost_bounds(dels)
-    return tuple(_group(eps)), sum(eps, ZERO), lost_dn, lost_up
+    return tuple(group(eps)), sum(eps, ZERO), lost_dn, lost_up
 
 
 def _tighter(
@@ -490,8 +492,8 @@ def _tighter(
 def _interval(
     key: tuple[tuple[Fraction, int], ...],
     tol: float,
-    upper: Callable[[_Loss], Fraction],
-    lower: Callable[[_Loss], Fraction],
+    upper: Callable[[Loss], Fraction],
+    lower: Callable[[Loss], Fraction],
     need_lower: bool = True,
 ) -> tuple[Fraction, Fraction]:
     """The certified (lower, upper) interval of a quantity read off the composed loss distribution.
@@ -502,7 +504,7 @@ def _interval(
     intersecting the intervals of successive levels, until they agree to ``tol`` (relative) or the work
     budget is spent (the grid always needs both ends: the lower one decides when to stop).
     """
-    plans = _cached_plans(key)
+    plans = cached_plans(key)
     if plans:
         plan = plans[0]
         hi = upper(plan.upper)
@@ -513,7 +515,7 @@ def _interval(
     best: tuple[Fraction, Fraction] | None = None
     level = 0
     while True:
-        grid = _cached_grid(key, level)
+        grid = cached_grid(key, level)
         if grid is None:
             break
         best = _tighter(best, lower(grid.lower), None if grid.upper is None else upper(grid.upper))
@@ -603,7 +605,7 @@ def optimal_delta_bounds(
     return _interval(
         key,
         tol,
-        lambda dist: _combine(_a_up(dist, e_dn), lost),
+        lambda dist: _combine(a_up(dist, e_dn), lost),
         lambda dist: _combine(_a_low(dist, e_up), lost_dn),
     )
 
@@ -648,13 +650,13 @@ def optimal_delta(
     return optimal_delta_bounds(epsilons, deltas, epsilon, tolerance=tolerance)[1]
 
 
-def _least_eps(dist: _Loss, lost: Fraction, target: Fraction, upper: bool) -> float:
+def _least_eps(dist: Loss, lost: Fraction, target: Fraction, upper: bool) -> float:
     """Least float ε with δ(ε) ≤ target for ``dist`` (upper) or with the lower δ ≤ target (lower)."""
     t = float(target)
     lf = float(lost)
 
     def delta_at(x: float) -> float:
-        a = _a_up(dist, x) if upper else _a_low(dist, x)
+        a = a_up(dist, x) if upper else _a_low(dist, x)
         return a + lf * (1 - a)  # = 1 − (1 − a)(1 − lf), without cancellation
 
     hi = max(dist.top, 0.0) * (1 + 1e-15) + 1e-300
@@ -678,10 +680,10 @@ def _least_eps(dist: _Loss, lost: Fraction, target: Fraction, upper: bool) -> fl
     return hi if upper else 0.0
 
 
-def _certify(dist: _Loss, lost: Fraction, target: Fraction, x: float) -> Fraction:
+def _certify(dist: Loss, lost: Fraction, target: Fraction, x: float) -> Fraction:
     """Move ``x`` up until the rigorous δ bound at x is ≤ target; return it exactly."""
     for _ in range(200):
-        if _combine(_a_up(dist, x), lost) <= target:
+        if _combine(a_up(dist, x), lost) <= target:
             return Fraction(x)
         x = math.nextafter(x, math.inf) if x else 5e-324
         x = x * (1 + 1e-13)
@@ -727,10 +729,10 @@ def _epsilon_bounds(
     if _beyond_floats(key):
         return ZERO, total
 
-    def upper(dist: _Loss) -> Fraction:
+    def upper(dist: Loss) -> Fraction:
         return min(total, _certify(dist, lost, target, _least_eps(dist, lost, target, True)))
 
-    def lower(dist: _Loss) -> Fraction:
+    def lower(dist: Loss) -> Fraction:
         return Fraction(_least_eps(dist, lost_dn, target, False))
 
     return _interval(key, tol, upper, lower, need_lower)

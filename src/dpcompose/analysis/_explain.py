@@ -31,7 +31,7 @@ class ExplanationRow:
     runners_up: tuple[tuple[str, str], ...] = ()
     chosen: tuple[bool, ...] = ()
 
-    def _is_chosen(self, i: int) -> bool:
+    def is_chosen(self, i: int) -> bool:
         """Whether runner-up ``i`` is the one chosen (by its exact cost where known, else as shown)."""
         if i < len(self.chosen):
             return self.chosen[i]
@@ -51,7 +51,7 @@ class Explanation:
             why = r.theorem + (f" — {r.source}" if r.source and r.theorem else r.source)
             table.append(("  " * r.depth + r.label, r.interaction, r.measure, r.d_in, r.cost, why))
             for i, (theorem, value) in enumerate(r.runners_up):
-                mark = "· chosen" if r._is_chosen(i) else "· runner-up"
+                mark = "· chosen" if r.is_chosen(i) else "· runner-up"
                 table.append(("  " * (r.depth + 1) + mark, "", "", "", value, theorem))
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
@@ -80,7 +80,7 @@ class Explanation:
                 + "</tr>"
             )
             for i, (theorem, value) in enumerate(r.runners_up):
-                mark = "chosen" if r._is_chosen(i) else "runner-up"
+                mark = "chosen" if r.is_chosen(i) else "runner-up"
                 out.append(
                     f'<tr><td style="padding-left: {1.5 * r.depth + 2:g}em">· {mark}</td><td></td><td></td>'
                     f"<td></td><td>{html.escape(value)}</td><td>{html.escape(theorem)}</td></tr>"

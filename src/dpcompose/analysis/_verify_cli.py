@@ -72,7 +72,8 @@ def _run_chunk(args: tuple[int, Sequence[int], float]) -> list[TrialResult]:
     return [run_trial(seed, i, delta) for i in indices]
 
 
-def _results(seed: int, trials: int, delta: float, jobs: int) -> Iterator[TrialResult]:
+def trial_results(seed: int, trials: int, delta: float, jobs: int) -> Iterator[TrialResult]:
+    """The results of trials ``0 … trials − 1`` in order, in ``jobs`` worker processes when ``jobs > 1``."""
     if jobs <= 1:
         for i in range(trials):
             yield run_trial(seed, i, delta)
@@ -134,7 +135,8 @@ def _run_lp(trials: int, delta: float, seed: int, jobs: int, show: bool) -> int:
     results: list[TrialResult] = []
     interrupted = False
     try:
-        for r in progress(_results(seed, trials, delta, jobs), trials, "trials", enabled=show, stream=err):
+        trial_iter = trial_results(seed, trials, delta, jobs)
+        for r in progress(trial_iter, trials, "trials", enabled=show, stream=err):
             results.append(r)
     except KeyboardInterrupt:
         interrupted = True

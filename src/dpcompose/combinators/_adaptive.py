@@ -122,7 +122,7 @@ def map_up_to_d_in(d_in: Any, value: Any, who: str) -> Callable[[Any], Any]:
     return privacy_map
 
 
-class _AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
+class AdaptiveQueryable(Queryable[Measurement[Any, Any, Any, Any], Any]):
     """Answers measurement queries in order; query i must fit budget ``d_mids[i]``.
 
     Everything is checked before anything runs: a refused query raises, runs nothing, spends nothing,
@@ -192,8 +192,8 @@ def _make_adaptive(
         raise InvalidParameter("d_mids must hold at least one budget")
     total = output_measure.compose(list(budgets))
 
-    def run(data: Any) -> _AdaptiveQueryable:
-        return _AdaptiveQueryable(
+    def run(data: Any) -> AdaptiveQueryable:
+        return AdaptiveQueryable(
             data, input_domain, input_metric, output_measure, d_in_exact, budgets, sequential
         )
 

@@ -100,7 +100,7 @@ def amplify_epsilon(epsilon: Fraction, q: Fraction) -> Fraction:
     return min(epsilon, bound)
 
 
-def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np.bool_]:
+def bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np.bool_]:
     """``n`` independent ``Bernoulli(q)`` draws for a rational ``q``, exactly.
 
     The byte-wise comparison of a uniform real ``U`` with ``q`` of
@@ -126,7 +126,7 @@ def _bernoulli_mask(q: Fraction, n: int, source: RandomSource) -> npt.NDArray[np
     return keep
 
 
-def _uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int64]:
+def uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int64]:
     """The sorted indices of a uniformly random ``m``-subset of ``range(n)``, exactly.
 
     Each index gets a uniform 62-bit key; the ``m`` smallest keys are taken. Given that all keys are
@@ -302,7 +302,7 @@ def make_subsample(
         outer_domain, outer_metric = domain, SymmetricDistance()
 
         def function(data: Any) -> Any:
-            return m.function(_select(data, _bernoulli_mask(q, len(data), source)))
+            return m.function(_select(data, bernoulli_mask(q, len(data), source)))
 
     else:
         if dataset_size is None:
@@ -330,7 +330,7 @@ def make_subsample(
         outer_domain, outer_metric = VectorDomain(domain.element_domain, size=n), ChangeOneDistance()
 
         def function(data: Any) -> Any:
-            return m.function(_select(data, _uniform_subset(len(data), k, source)))
+            return m.function(_select(data, uniform_subset(len(data), k, source)))
 
     sampling = "poisson" if method == "poisson" else "without_replacement"
     pair_source = "; pair: Zhu–Dong–Wang 2022 " + ("Thm 11" if method == "poisson" else "Prop. 30")

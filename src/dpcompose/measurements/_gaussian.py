@@ -221,7 +221,9 @@ _BITS = 20
 """σ in grid units lies in ``[2**20, 2**21]``: the grid exponent is ``⌊log₂ σ⌋ - 20``."""
 
 
-def _grid_rho(d_in: Fraction, sigma: Fraction, size: int | None, integer: bool) -> Fraction:
+def grid_rho(d_in: Fraction, sigma: Fraction, size: int | None, integer: bool) -> Fraction:
+    """ρ = (Δ/σ)²/2 of the release on σ's grid, Δ and σ in grid units (Δ: the grid sensitivity of
+    ``d_in``); :func:`_secure_rho` is the monotone version the map reports."""
     grid = Grid.for_gaussian(sigma, integer)
     units = grid_sensitivity(d_in, grid.width, size, 2, grid.on_grid) / grid.units
     return units * units / 2
@@ -235,5 +237,5 @@ def _secure_rho(d_in: Fraction, sigma: Fraction, size: int | None, integer: bool
     with σ' = ⌈σ/g⌉·g non-decreasing in σ: already monotone, and no coarser grid to majorise over.
     """
     if integer and size is None:
-        return _grid_rho(d_in, sigma, size, integer)
-    return monotone_in_scale(lambda s: _grid_rho(d_in, s, size, integer), sigma, _BITS, integer)
+        return grid_rho(d_in, sigma, size, integer)
+    return monotone_in_scale(lambda s: grid_rho(d_in, s, size, integer), sigma, _BITS, integer)

@@ -114,18 +114,18 @@ def _query_value(query: Transformation[Any, Any, Any, Any], value: object) -> in
     raise DomainMismatch(f"query {query.node.label()} returned {value!r}, not an int or float")
 
 
-def _grid_index(value: int | float, k: int) -> int:
+def grid_index(value: int | float, k: int) -> int:
     """``r(v) = ⌊v/2**k + 1/2⌋`` exactly from the exact value: round half up, the definition of
     :func:`~dpcompose.measurements._discrete.grid_points` (floats) and of the integer release of
     ``grid_laplace`` (ints, which are never rounded to a float first: an int is shifted, exactly, at
     every ``k``; the sparse vector compares Python integers, so no saturation is needed here).
 
     Examples:
-        >>> [_grid_index(v, 0) for v in (0.49, 0.5, -0.5, 2.75, 7)]
+        >>> [grid_index(v, 0) for v in (0.49, 0.5, -0.5, 2.75, 7)]
         [0, 1, 0, 3, 7]
-        >>> _grid_index(3, -2), _grid_index(0.3, -2)  # 0.3·4 = 1.2 rounds to 1
+        >>> grid_index(3, -2), grid_index(0.3, -2)  # 0.3·4 = 1.2 rounds to 1
         (12, 1)
-        >>> _grid_index(2**60 + 129, 1), _grid_index(-3, 1)  # exact at any magnitude; -1.5 rounds up
+        >>> grid_index(2**60 + 129, 1), grid_index(-3, 1)  # exact at any magnitude; -1.5 rounds up
         (576460752303423553, -1)
     """
     if isinstance(value, int):
@@ -149,7 +149,7 @@ def _resolve_source(rng: np.random.Generator | RandomSource | None) -> RandomSou
 
 
 @dataclass(frozen=True)
-class _SvtPlan:
+class SvtPlan:
     """The sparse vector technique in grid units (everything exact).
 
     Attributes:
@@ -167,7 +167,7 @@ class _SvtPlan:
     max_positive: int
 
     @classmethod
-    def build(cls, threshold: Fraction, scale: Fraction, max_positive: int) -> _SvtPlan:
+    def build(cls, threshold: Fraction, scale: Fraction, max_positive: int) -> SvtPlan:
         """The grid of :meth:`Grid.for_laplace` for the threshold scale b (``t₁ ∈ [2**30, 2**31)``)."""
         grid = Grid.for_laplace(scale)
         return cls(
@@ -184,18 +184,20 @@ class _SvtPlan:
 
 
 @functools.lru_cache(maxsize=1024)
-def _svt_epsilon(d_in: Fraction, plan: _SvtPlan) -> Fraction:
+def _svt_epsilon(d_in: Fraction, plan: SvtPlan) -> Fraction:
     delta = grid_sensitivity(d_in, Fraction(2) ** plan.k, 1, 1, False)  # ⌈d_in/g⌉ (0 at d_in = 0)
     return delta / plan.threshold_noise + plan.max_positive * (2 * delta / plan.query_noise)
 
 
-class _SparseVector(Queryable[Transformation[Any, Any, Any, Any], bool]):
+class SparseVector(Queryable[Transformation[Any, Any, Any, Any], bool]):
+    """The sparse vector queryable of :class:`SvtPlan`: one noisy threshold, a noisy comparison per query."""
+
     def __init__(
         self,
         data: Any,
         input_domain: Domain,
         input_metric: Metric,
-        plan: _SvtPlan,
+        plan: SvtPlan,
         source: RandomSource | None,
     ) -> None:
         super().__init__(name="sparse vector")
@@ -212,7 +214,7 @@ class _SparseVector(Queryable[Transformation[Any, Any, Any, Any], bool]):
         q = _check_query(query, self._domain, self._metric)
         if self._positives >= self._plan.max_positive:
             raise BudgetExceeded(f"sparse vector halted after {self._plan.max_positive} positive answers")
-        index = _grid_index(_query_value(q, q.function(self._data)), self._plan.k)
+        index = grid_index(_query_value(q, q.function(self._data)), self._plan.k)
         noise = sample_discrete_laplace(self._plan.query_noise, self._source)
         above = index + noise >= self._noisy_threshold  # integers: exact
         if above:
@@ -310,11 +312,11 @@ def make_sparse_vector(
     t = exact(check_finite(threshold, "threshold"), "threshold")
     check_finite_positive(scale, "scale")
     c = check_positive_int(max_positive, "max_positive")
-    plan = _SvtPlan.build(t, exact(scale, "scale"), c)
+    plan = SvtPlan.build(t, exact(scale, "scale"), c)
     source = _resolve_source(rng)
 
-    def run(data: Any) -> _SparseVector:
-        return _SparseVector(data, input_domain, input_metric, plan, source)
+    def run(data: Any) -> SparseVector:
+        return SparseVector(data, input_domain, input_metric, plan, source)
 
     return Measurement(
         input_domain,
@@ -337,7 +339,10 @@ def make_sparse_vector(
     )
 
 
-class _LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
+class LaplaceAnswerer(Queryable[Transformation[Any, Any, Any, Any], float]):
+    """The interactive Laplace queryable: each query's value released with its own noise, up to
+    ``max_queries``."""
+
     def __init__(
         self,
         data: Any,
@@ -409,8 +414,8 @@ def make_interactive_laplace(
     for_floats = grid_laplace(AtomDomain(float), AbsoluteDistance(), scale=scale, rng=rng)
     per_answer = max(for_ints.map(Fraction(1)), for_floats.map(Fraction(1)))
 
-    def run(data: Any) -> _LaplaceAnswerer:
-        return _LaplaceAnswerer(data, input_domain, input_metric, for_ints.function, for_floats.function, k)
+    def run(data: Any) -> LaplaceAnswerer:
+        return LaplaceAnswerer(data, input_domain, input_metric, for_ints.function, for_floats.function, k)
 
     return Measurement(
         input_domain,

@@ -82,7 +82,7 @@ def _show(value: object) -> str:
     return format_up(value) if isinstance(value, Fraction) else repr(value)
 
 
-class _Scores:
+class Scores:
     """How a score vector becomes integer grid indices, and how much that costs in grid units."""
 
     def __init__(self, input_domain: Domain, input_metric: Metric, scale: object, optimize: object) -> None:
@@ -223,7 +223,7 @@ def make_report_noisy_max(
         >>> dp.m.make_report_noisy_max(scores, dp.LInfDistance(), 1.0, optimize="min")([0.0, 100.0, 30.0])
         0
     """
-    plan = _Scores(input_domain, input_metric, scale, optimize)
+    plan = Scores(input_domain, input_metric, scale, optimize)
     source = caller_source(rng)
 
     def run(data: Any) -> int:
@@ -296,7 +296,7 @@ def make_noisy_top_k(
         >>> m([1000, 0, 5000, 10])
         (2, 0)
     """
-    plan = _Scores(input_domain, input_metric, scale, optimize)
+    plan = Scores(input_domain, input_metric, scale, optimize)
     k_ = check_positive_int(k, "k")
     if k_ > plan.size:
         raise InvalidParameter(f"k={k!r} must be at most the number of candidates ({plan.size})")

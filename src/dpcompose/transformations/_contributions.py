@@ -39,7 +39,7 @@ _OTHER = b"\x00other"
 _NAN = b"\x00nan"
 
 
-def _frame(tag: bytes, payload: bytes) -> bytes:
+def frame(tag: bytes, payload: bytes) -> bytes:
     """``tag`` (one byte), the payload's length (8 bytes, big-endian), the payload: a prefix-free code."""
     return tag + len(payload).to_bytes(8, "big") + payload
 
@@ -58,12 +58,12 @@ def _type_name(value: object) -> bytes:
 
 # --- identifiers and groups: classes of values compared by value ----------------------------------------
 
-_DENOMINATOR_ONE = _frame(b"d", _int_bytes(1))
+_DENOMINATOR_ONE = frame(b"d", _int_bytes(1))
 
 
 def _number_class(numerator: int, denominator: int) -> bytes:
-    tail = _DENOMINATOR_ONE if denominator == 1 else _frame(b"d", _int_bytes(denominator))
-    return _frame(b"Q", _frame(b"n", _int_bytes(numerator)) + tail)
+    tail = _DENOMINATOR_ONE if denominator == 1 else frame(b"d", _int_bytes(denominator))
+    return frame(b"Q", frame(b"n", _int_bytes(numerator)) + tail)
 
 
 def _float_class(value: Any) -> bytes:
@@ -71,7 +71,7 @@ def _float_class(value: Any) -> bytes:
     if value != value:
         return _NAN
     if value in (float("inf"), float("-inf")):
-        return _frame(b"F", b"+inf" if value > 0 else b"-inf")
+        return frame(b"F", b"+inf" if value > 0 else b"-inf")
     numerator, denominator = value.as_integer_ratio()
     return _number_class(int(numerator), int(denominator))
 
@@ -80,7 +80,7 @@ def _decimal_class(value: Decimal) -> bytes:
     if value.is_nan():
         return _NAN
     if value.is_infinite():
-        return _frame(b"F", b"+inf" if value > 0 else b"-inf")
+        return frame(b"F", b"+inf" if value > 0 else b"-inf")
     sign, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
     if -4000 <= exponent <= 4000:  # exact, and cheap enough
@@ -94,7 +94,7 @@ def _decimal_class(value: Decimal) -> bytes:
     while coefficient % 10 == 0:
         coefficient //= 10
         exponent += 1
-    return _frame(b"E", _int_bytes(-coefficient if sign else coefficient) + b"e" + _int_bytes(exponent))
+    return frame(b"E", _int_bytes(-coefficient if sign else coefficient) + b"e" + _int_bytes(exponent))
 
 
 class _TooDeep(Exception):
@@ -110,15 +110,15 @@ def _class_of(value: Any, depth: int = 0) -> bytes:
     if kind is int:  # fast path, as below
         return _number_class(value, 1)
     if kind is str:
-        return _frame(b"S", value.encode("utf-8", "surrogatepass"))
+        return frame(b"S", value.encode("utf-8", "surrogatepass"))
     if value is None:
         return b"\x00none"
     if kind is bool or kind is np.bool_:
-        return _frame(b"B", b"1" if value else b"0")
+        return frame(b"B", b"1" if value else b"0")
     if kind is str or kind is np.str_:
-        return _frame(b"S", str.encode(value, "utf-8", "surrogatepass"))
+        return frame(b"S", str.encode(value, "utf-8", "surrogatepass"))
     if kind is bytes or kind is np.bytes_:
-        return _frame(b"Y", bytes(value))
+        return frame(b"Y", bytes(value))
     if kind is int or isinstance(value, np.integer):
         return _number_class(int(value), 1)
     if kind is float or isinstance(value, np.floating):
@@ -128,22 +128,24 @@ def _class_of(value: Any, depth: int = 0) -> bytes:
     if kind is Decimal:
         return _decimal_class(value)
     if kind is uuid.UUID:
-        return _frame(b"U", value.bytes)
+        return frame(b"U", value.bytes)
     if isinstance(value, tuple):  # namedtuples compare as tuples
-        return _frame(b"T", b"".join(_class_of(v, depth + 1) for v in value))
+        return frame(b"T", b"".join(_class_of(v, depth + 1) for v in value))
     if kind is list:
-        return _frame(b"L", b"".join(_class_of(v, depth + 1) for v in value))
+        return frame(b"L", b"".join(_class_of(v, depth + 1) for v in value))
     if kind is set or kind is frozenset:
-        return _frame(b"Z", b"".join(sorted({_class_of(v, depth + 1) for v in value})))
+        return frame(b"Z", b"".join(sorted({_class_of(v, depth + 1) for v in value})))
     if kind is dict:
         pairs = sorted(
-            _frame(b"P", _class_of(k, depth + 1) + _class_of(v, depth + 1)) for k, v in value.items()
+            frame(b"P", _class_of(k, depth + 1) + _class_of(v, depth + 1)) for k, v in value.items()
         )
-        return _frame(b"M", b"".join(pairs))
+        return frame(b"M", b"".join(pairs))
     return _OTHER
 
 
-def _safe_class(value: Any) -> bytes:
+def safe_class(value: Any) -> bytes:
+    """The class of ``value`` (see :func:`_class_of`); a value too deep, cyclic or failing to iterate is
+    the class "other". Never raises."""
     try:
         return _class_of(value)
     except Exception:  # too deep, cyclic, or an odd container (a failing iterator): "other", never raised
@@ -164,12 +166,14 @@ def _read_column(record: Any, key: int | str) -> Any:
     raise LookupError(key)
 
 
-def _column_class(record: Any, key: int | str) -> bytes:
+def column_class(record: Any, key: int | str) -> bytes:
+    """The class of the column ``key`` of ``record`` (see :func:`safe_class`); a missing column is the
+    class "missing". Never raises."""
     try:
         value = _read_column(record, key)
     except Exception:  # no such column (or a mapping whose lookup fails): the class "missing"
         return _MISSING
-    return _safe_class(value)
+    return safe_class(value)
 
 
 # --- rows: an exact, type-tagged encoding -------------------------------------------------------------
@@ -186,62 +190,62 @@ class _Encoding:
 
     def typed(self, value: Any, base: type) -> bytes:
         """A subclass of a built-in type is tagged with its own name, so its rows differ from the base's."""
-        return b"" if type(value) is base else _frame(b"t", _type_name(value))
+        return b"" if type(value) is base else frame(b"t", _type_name(value))
 
     def encode(self, value: Any, depth: int = 0) -> bytes:
         kind = type(value)  # fast paths for the common exact types (the same bytes as the general ones)
         if kind is int:
-            return _frame(b"I", _int_bytes(value))
+            return frame(b"I", _int_bytes(value))
         if kind is str:
-            return _frame(b"S", value.encode("utf-8", "surrogatepass"))
+            return frame(b"S", value.encode("utf-8", "surrogatepass"))
         if kind is float:
-            return _frame(b"F", _PACK_DOUBLE(value))
+            return frame(b"F", _PACK_DOUBLE(value))
         if depth > _MAX_DEPTH:
             self.opaque = True
-            return _frame(b"?", b"deep")
+            return frame(b"?", b"deep")
         if kind is tuple:
-            return _frame(b"T", b"".join([self.encode(v, depth + 1) for v in value]))
+            return frame(b"T", b"".join([self.encode(v, depth + 1) for v in value]))
         if value is None:
-            return _frame(b"N", b"")
+            return frame(b"N", b"")
         if type(value) is bool:
-            return _frame(b"B", b"1" if value else b"0")
+            return frame(b"B", b"1" if value else b"0")
         if isinstance(value, np.generic):
             dtype = value.dtype.str if value.dtype.kind == "V" else value.dtype.name
-            return _frame(b"g", _frame(b"t", dtype.encode()) + self.numpy_payload(value))
+            return frame(b"g", frame(b"t", dtype.encode()) + self.numpy_payload(value))
         if isinstance(value, int):
-            return _frame(b"I", self.typed(value, int) + _int_bytes(int.__index__(value)))
+            return frame(b"I", self.typed(value, int) + _int_bytes(int.__index__(value)))
         if isinstance(value, float):
-            return _frame(b"F", self.typed(value, float) + struct.pack(">d", value))
+            return frame(b"F", self.typed(value, float) + struct.pack(">d", value))
         if isinstance(value, str):
-            return _frame(b"S", self.typed(value, str) + str.encode(value, "utf-8", "surrogatepass"))
+            return frame(b"S", self.typed(value, str) + str.encode(value, "utf-8", "surrogatepass"))
         if isinstance(value, bytes):
-            return _frame(b"Y", self.typed(value, bytes) + bytes(value))
+            return frame(b"Y", self.typed(value, bytes) + bytes(value))
         if type(value) is Fraction:
-            return _frame(
-                b"Q", _frame(b"n", _int_bytes(value.numerator)) + _frame(b"d", _int_bytes(value.denominator))
+            return frame(
+                b"Q", frame(b"n", _int_bytes(value.numerator)) + frame(b"d", _int_bytes(value.denominator))
             )
         if type(value) is Decimal:
-            return _frame(b"D", str(value).encode())
+            return frame(b"D", str(value).encode())
         if type(value) is complex:
-            return _frame(b"C", struct.pack(">dd", value.real, value.imag))
+            return frame(b"C", struct.pack(">dd", value.real, value.imag))
         if type(value) is uuid.UUID:
-            return _frame(b"U", value.bytes)
+            return frame(b"U", value.bytes)
         if isinstance(value, (tuple, list)):
             tag = b"T" if isinstance(value, tuple) else b"L"
             base = tuple if isinstance(value, tuple) else list
             parts = b"".join(self.encode(v, depth + 1) for v in value)
-            return _frame(tag, self.typed(value, base) + parts)
+            return frame(tag, self.typed(value, base) + parts)
         if isinstance(value, (set, frozenset)):
             tag, kind = (b"Z", frozenset) if isinstance(value, frozenset) else (b"z", set)
             members = sorted(self.encode(v, depth + 1) for v in value)
-            return _frame(tag, self.typed(value, kind) + b"".join(members))
+            return frame(tag, self.typed(value, kind) + b"".join(members))
         if isinstance(value, Mapping):
             pairs = sorted(
-                _frame(b"P", self.encode(k, depth + 1) + self.encode(v, depth + 1)) for k, v in value.items()
+                frame(b"P", self.encode(k, depth + 1) + self.encode(v, depth + 1)) for k, v in value.items()
             )
-            return _frame(b"M", self.typed(value, dict) + b"".join(pairs))
+            return frame(b"M", self.typed(value, dict) + b"".join(pairs))
         self.opaque = True
-        return _frame(b"?", _type_name(value))
+        return frame(b"?", _type_name(value))
 
     def numpy_payload(self, value: np.generic) -> bytes:
         if isinstance(value, np.floating) and value.dtype.itemsize <= 8:  # IEEE bits, big-endian
@@ -254,7 +258,7 @@ class _Encoding:
                 return sign + b"inf"
             numerator, denominator = value.as_integer_ratio()
             return (
-                sign + _frame(b"n", _int_bytes(int(numerator))) + _frame(b"d", _int_bytes(int(denominator)))
+                sign + frame(b"n", _int_bytes(int(numerator))) + frame(b"d", _int_bytes(int(denominator)))
             )
         if isinstance(value, np.complexfloating):
             return self.numpy_payload(value.real) + self.numpy_payload(value.imag)
@@ -267,16 +271,16 @@ class _Encoding:
         return value.tobytes()  # void (structured): fixed-width, the dtype names the layout
 
 
-def _row_encoding(row: Any) -> tuple[bytes, bool]:
+def row_encoding(row: Any) -> tuple[bytes, bool]:
     """The canonical encoding of a row and whether it is opaque (see :class:`_Encoding`). Never raises."""
     encoder = _Encoding()
     try:
         return encoder.encode(row), encoder.opaque
     except Exception:  # an odd container: one opaque encoding per type
-        return _frame(b"?", _type_name(row)), True
+        return frame(b"?", _type_name(row)), True
 
 
-def _digest(data: bytes, person: bytes) -> bytes:
+def digest(data: bytes, person: bytes) -> bytes:
     """The specified keyed hash: BLAKE2b, 16-byte digest, key :data:`HASH_KEY`, personalisation ``person``."""
     return hashlib.blake2b(data, digest_size=16, key=HASH_KEY, person=person).digest()
 
@@ -447,12 +451,12 @@ def make_bound_contributions(
     def run(data: Any) -> list[Any]:
         rows: list[Any] = data.tolist() if isinstance(data, np.ndarray) else list(data)
         n = len(rows)
-        ids = [_column_class(r, key) for r in rows]
+        ids = [column_class(r, key) for r in rows]
         if group_key is None:
             units = ids
             alive = np.ones(n, dtype=bool)
         else:
-            groups = [_column_class(r, group_key) for r in rows]
+            groups = [column_class(r, group_key) for r in rows]
             pairs: dict[tuple[bytes, bytes], int] = {}
             pair_of = np.fromiter(
                 (pairs.setdefault(p, len(pairs)) for p in zip(ids, groups, strict=True)), np.int64, n
@@ -460,18 +464,18 @@ def make_bound_contributions(
             pair_list = list(pairs)
             id_codes: dict[bytes, int] = {}
             owner = np.fromiter((id_codes.setdefault(u, len(id_codes)) for u, _ in pair_list), np.int64)
-            digests = [_digest(_frame(b"u", u) + _frame(b"g", g), b"group") for u, g in pair_list]
+            digests = [digest(frame(b"u", u) + frame(b"g", g), b"group") for u, g in pair_list]
             kept_pairs = _select(owner, digests, [g for _, g in pair_list], groups_limit)
             alive = kept_pairs[pair_of] if n else np.zeros(0, dtype=bool)
-            units = [_frame(b"u", u) + _frame(b"g", g) for u, g in zip(ids, groups, strict=True)]
+            units = [frame(b"u", u) + frame(b"g", g) for u, g in zip(ids, groups, strict=True)]
         index = np.flatnonzero(alive).tolist()
         unit_codes: dict[bytes, int] = {}
         codes = np.fromiter(
             (unit_codes.setdefault(units[i], len(unit_codes)) for i in index), np.int64, len(index)
         )
-        encoded = [_row_encoding(rows[i]) for i in index]
+        encoded = [row_encoding(rows[i]) for i in index]
         labels = [e for e, _ in encoded]
-        digests = [_digest(e, b"row") for e in labels]
+        digests = [digest(e, b"row") for e in labels]
         mark = _select(codes, digests, labels, rows_limit)
         _drop_opaque_straddles(mark, codes, labels, [o for _, o in encoded], rows_limit)
         keep = np.zeros(n, dtype=bool)

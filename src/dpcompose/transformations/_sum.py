@@ -145,7 +145,7 @@ def size_bound(input_domain: VectorDomain, max_size: object, what: str, noun: st
 
 # --- exact integer sums ---------------------------------------------------------------------------------
 
-_SPLIT_CHUNK = 1 << 30  # halves: |x >> 32| ≤ 2**31 and x & (2**32 − 1) < 2**32, so 2**30 of each fit int64
+SPLIT_CHUNK = 1 << 30  # halves: |x >> 32| ≤ 2**31 and x & (2**32 − 1) < 2**32, so 2**30 of each fit int64
 
 
 def int_sum(bound: int, lo: int, hi: int) -> Any:
@@ -180,8 +180,8 @@ def int_sum(bound: int, lo: int, hi: int) -> Any:
     def split_sum(data: Any) -> int:
         arr = int64_array(data)
         total = 0
-        for i in range(0, arr.size, _SPLIT_CHUNK):
-            part = arr[i : i + _SPLIT_CHUNK]
+        for i in range(0, arr.size, SPLIT_CHUNK):
+            part = arr[i : i + SPLIT_CHUNK]
             high = int(np.sum(part >> 32, dtype=np.int64))
             low = int(np.sum(part & 0xFFFFFFFF, dtype=np.int64))
             total += (high << 32) + low
@@ -198,8 +198,8 @@ _SCALE_BITS = 1127
 SUM_SCALE = 1 << _SCALE_BITS
 _EXP_OFFSET = 1100  # frexp exponents of finite doubles lie in [-1073, 1024]: indices 27 … 2124
 _BINS = 2200
-_FLOAT_CHUNK = 1 << 16  # per chunk, per bin: at most 2**16 halves of magnitude ≤ 2**27: exact in a double
-_FOLD_EVERY = 1 << 12  # int64 bin totals reach at most 2**12·2**16·2**27 = 2**55 before they are folded
+FLOAT_CHUNK = 1 << 16  # per chunk, per bin: at most 2**16 halves of magnitude ≤ 2**27: exact in a double
+FOLD_EVERY = 1 << 12  # int64 bin totals reach at most 2**12·2**16·2**27 = 2**55 before they are folded
 
 
 def _float64_array(data: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -231,8 +231,8 @@ def exact_float_total(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
     bins_high = np.zeros(_BINS, dtype=np.int64)
     bins_low = np.zeros(_BINS, dtype=np.int64)
     total = 0
-    for chunks, start in enumerate(range(0, values.size, _FLOAT_CHUNK), start=1):
-        mantissa, exponent = np.frexp(values[start : start + _FLOAT_CHUNK])
+    for chunks, start in enumerate(range(0, values.size, FLOAT_CHUNK), start=1):
+        mantissa, exponent = np.frexp(values[start : start + FLOAT_CHUNK])
         mantissa *= 2.0**53
         high = np.floor(mantissa * 2.0**-26)
         mantissa -= high * 2.0**26  # now the low half, exact
@@ -240,7 +240,7 @@ def exact_float_total(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
         index += _EXP_OFFSET
         bins_high += np.bincount(index, weights=high, minlength=_BINS).astype(np.int64)
         bins_low += np.bincount(index, weights=mantissa, minlength=_BINS).astype(np.int64)
-        if chunks % _FOLD_EVERY == 0:
+        if chunks % FOLD_EVERY == 0:
             total += _fold(bins_high, bins_low)
             bins_high[:] = 0
             bins_low[:] = 0
