@@ -20,8 +20,10 @@ PLD_CLUSTER = {
 #: Underscore names one package still imports from another: the PLD restructure moves each.
 PENDING = {("measurements._threshold", "accounting._profile._log_ndtr_up")}
 TESTS = Path(__file__).parent
-#: Test files still reading underscore names while their areas (the PLD files, tables, the ledger) are
-#: restructured; each restructure gives the names it needs package-internal names and drops its entry.
+#: Test files still reading underscore names: the PLD files' tests until their restructure, and the ledger
+#: tests' fault injection (a connection, a transaction and an anchor of a live SQLiteLedger object).
+#: Underscore names that are other libraries' API, not dpcompose's: NamedTuple's methods, pyspark's handle.
+NOT_OURS = {"_replace", "_asdict", "_fields", "_make", "_jsc"}
 TESTS_PENDING = (
     "accounting/test_pld",
     "accounting/test_profile",
@@ -30,8 +32,8 @@ TESTS_PENDING = (
     "accounting/pld/",
     "combinators/test_pld_policy.py",
     "combinators/test_subsample_pld.py",
-    "combinators/test_ledger",
-    "tables/",
+    "combinators/test_ledger.py",
+    "combinators/test_ledger_files.py",
 )
 
 
@@ -115,7 +117,7 @@ def test_no_underscore_name_crosses_a_package() -> None:
 
 def _private(name: str, modules: set[str]) -> bool:
     """An underscore name that is neither a dunder, a ``_sunder_`` protocol name nor a module."""
-    if not name.startswith("_") or name.endswith("_"):
+    if not name.startswith("_") or name.endswith("_") or name in NOT_OURS:
         return False
     return name not in modules
 
