@@ -1710,11 +1710,11 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: b
 
     Gaussians compose exactly to a Gaussian: the product of the pairs (N(0, 1), N(μᵢ, 1)) is, up to a
     rotation, the pair (N(0, 1), N(‖μ‖₂, 1)) (Dong–Roth–Su 2019, Cor. 3.3), so a composition of Gaussian
-    PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates). Otherwise: one FFT per distinct
-    PLD when the result is long (:func:`_compose_many`), else repeated squaring by direct/FFT convolution.
-    ``long``, where given, says which without reading the PLDs' sizes (the reverse order of an asymmetric
-    composition follows its first order: so composing does not build the reverse order's sides, which the
-    reading builds where it needs them, in a thread of its own).
+    PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates) and read from the closed form at
+    any μ. Otherwise: one FFT per distinct PLD when the result is long (:func:`_compose_many`), else
+    repeated squaring by direct/FFT convolution. ``long``, where given, says which without reading the PLDs'
+    sizes (the reverse order of an asymmetric composition follows its first order: so composing does not
+    build the reverse order's sides, which the reading builds where it needs them, in a thread of its own).
     """
     schemes = {p.sampling for p, _ in groups} - {None}
     if len(schemes) > 1:
@@ -1757,8 +1757,25 @@ def _compose_groups_one_scheme(
         sq = math.fsum(n * g[0] * g[0] for g, n in gs) * (1 + 2.0**-50)
         mu_c = math.sqrt(sq) * (1 + 2.0**-50)
         mu_lo = math.sqrt(math.fsum(n * g[2] * g[2] for g, n in gs) * (1 - 2.0**-50)) * (1 - 2.0**-50)
+        width = max(g[1] for g, _ in gs)
         if mu_c <= 30:
-            return _gaussian_pld(bits, mu_c, max(g[1] for g, _ in gs), tail, description, mu_lo)
+            return _gaussian_pld(bits, mu_c, width, tail, description, mu_lo)
+        # δ and ε from the closed form at any μ; the lattice of one Gaussian of μ_c would span μ_c²/2 ± 14μ_c
+        # (past 2**26 points), so the sides, built only for a composition with a non-Gaussian, are the
+        # children's composition
+        return PLD(
+            bits, None, None, tail, description, (mu_c, width, mu_lo),
+            _lazy=lambda: _compose_on_lattice(groups, description, long), step_mult=grid.mult,
+        )
+    return _compose_on_lattice(groups, description, long)
+
+
+def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, long: bool | None) -> PLD:
+    """:func:`_compose_groups` on the lattice: one FFT per distinct PLD where the result is long (a
+    composition read through its tilted recipe), else repeated squaring by direct/FFT convolution."""
+    tail = min(p.tail for p, _ in groups)
+    grid = groups[0][0].grid
+    bits = grid.bits
     if long is None:
         long = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1 > _FOURIER_MIN
     _check_reach(grid, groups)
