@@ -289,3 +289,18 @@ def test_gaussian_composition_past_mu_30_still_composes_with_other_mechanisms() 
     assert alone.epsilon_bounds(1e-6)[0] <= hi
     assert lo <= alone.epsilon(5e-7) + lap.epsilon(5e-7)
 
+
+def test_a_count_past_the_limit_is_refused_by_name() -> None:
+    """Issue 32, item 9: ``self_compose(2**64)`` raised a raw OverflowError in the totals (2**64 copies of
+    Laplace(10)); and 2**12 × 2**44 copies, each count within the limit, overflowed there too."""
+    from dpcompose.accounting._pld import MAX_COUNT
+
+    for count in (2**64, MAX_COUNT + 1):
+        for pld in (pld_laplace(1, 10), pld_gaussian(1, 10), pld_randomized_response(1.0)):
+            limit = rf"count={count} copies .* exceed {MAX_COUNT} \(2\*\*44\)"
+            with pytest.raises(InvalidParameter, match=limit):
+                pld.self_compose(count)
+    assert pld_gaussian(1, 10).self_compose(MAX_COUNT).epsilon(1e-6) > 0  # (the closed form: any count)
+    nested = pld_laplace(1, 10, step_bits=6).self_compose(2**12).self_compose(2**44)
+    with pytest.raises(InvalidParameter):
+        nested.epsilon(0.5)

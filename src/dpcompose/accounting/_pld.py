@@ -121,6 +121,12 @@ four times faster."""
 
 _SAFETY_GAP = 1e-3  # a tilted lower end this far (relative) below the upper end: the untilted one is read too
 
+MAX_COUNT = 1 << 44
+"""The most copies of one PLD that :meth:`PLD.self_compose` (and :func:`compose_plds`) compose: every stored
+mass carries a relative rounding pad of up to 2**-44, and over 2**44 copies the pads alone compound to
+(1 + 2**-44)**k ≥ e times the mass, so nothing useful could be certified; the composite's windows reach
+2**26 points far earlier for all but the narrowest PLDs."""
+
 DEFAULT_TAIL = 1e-18
 """The default mass cut from each tail after a composition (moved to +∞ / the lowest point, never lost)."""
 
@@ -731,17 +737,27 @@ def _totals(items: Sequence[tuple[_Side, int]], upper: bool) -> tuple[float, flo
         n1 = sd.norm1()
         log_norm += k * math.log(n1) if n1 > 0 else -math.inf
         log_norm_err += k * math.log1p(sd.err / n1) if n1 > 0 else 0.0
+    # (products that overflow are +∞ on the side of upper bounds and 0 on that of lower ones: found by the
+    # issue's review, 2**64 copies of a Laplace PLD raised a raw OverflowError here)
     if zero_fin:
-        tot = math.exp(sum(k * math.log(max(sd.norm1(), 5e-324)) for sd, k in items))
-        err = math.expm1(log_norm_err) * math.exp(log_norm) * (1 + 1e-12) if math.isfinite(log_norm) else 0.0
-        return (tot * (1 + 1e-12) if upper else 0.0), err, True
+        tot = _exp_or_inf(lambda: math.exp(sum(k * math.log(max(sd.norm1(), 5e-324)) for sd, k in items)))
+        err = _exp_or_inf(lambda: math.expm1(log_norm_err) * math.exp(log_norm) * (1 + 1e-12))
+        return (tot * (1 + 1e-12) if upper else 0.0), (err if math.isfinite(log_norm) else 0.0), True
     if upper:
-        inf = math.exp(log_fin) * math.expm1(log_all) * (1 + 1e-12)
+        inf = _exp_or_inf(lambda: math.exp(log_fin) * math.expm1(log_all) * (1 + 1e-12))
     else:
-        inf = max(0.0, math.exp(log_fin) * math.expm1(log_all) * (1 - 1e-12))
+        inf = _exp_or_inf(lambda: max(0.0, math.exp(log_fin) * math.expm1(log_all) * (1 - 1e-12)), 0.0)
     # ‖Π v^{*k} − Π x̂^{*k}‖₁ ≤ Π(‖x̂‖₁ + err)^k − Π‖x̂‖₁^k (telescoping, Young's inequality).
-    err_in = math.exp(log_norm) * math.expm1(log_norm_err) * (1 + 1e-12) if math.isfinite(log_norm) else 0.0
-    return inf, err_in, False
+    err_in = _exp_or_inf(lambda: math.exp(log_norm) * math.expm1(log_norm_err) * (1 + 1e-12))
+    return inf, (err_in if math.isfinite(log_norm) else 0.0), False
+
+
+def _exp_or_inf(value: Callable[[], float], overflow: float = math.inf) -> float:
+    """``value()``, or ``overflow`` where it overflows (+∞ for an upper bound, 0 for a lower one)."""
+    try:
+        return value()
+    except OverflowError:
+        return overflow
 
 
 def _moments(m: FloatArray) -> tuple[float, float, float]:
@@ -1204,7 +1220,7 @@ class PLD:
         """The PLD of ``count`` compositions of this mechanism (repeated squaring).
 
         Raises:
-            InvalidParameter: ``count`` is not a positive integer.
+            InvalidParameter: ``count`` is not a positive integer, or exceeds :data:`MAX_COUNT` (2**44).
 
         Examples:
             >>> from dpcompose.accounting import pld_laplace
@@ -1715,7 +1731,16 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: b
     repeated squaring by direct/FFT convolution. ``long``, where given, says which without reading the PLDs'
     sizes (the reverse order of an asymmetric composition follows its first order: so composing does not
     build the reverse order's sides, which the reading builds where it needs them, in a thread of its own).
+
+    Raises:
+        InvalidParameter: a count exceeds :data:`MAX_COUNT`.
     """
+    for p, n in groups:
+        if n > MAX_COUNT:
+            raise InvalidParameter(
+                f"count={n} copies of {p.description or 'this PLD'} exceed {MAX_COUNT} (2**44), the most "
+                "copies of one PLD composed here: compose fewer (or account the run with zCDP or Rényi DP)"
+            )
     schemes = {p.sampling for p, _ in groups} - {None}
     if len(schemes) > 1:
         raise UnsupportedComposition(_MIXED_SAMPLING)
