@@ -553,9 +553,10 @@ class _Recipe:
 
     Every reading is a function of the composition and the question alone, never of what was read before or
     in another thread. δ(ε) reads the composite of ε's tilt (:meth:`theta_for_epsilon`: the θ that centres
-    the composite at ε, rounded to a grid of ratio 2**(1/4)); ε(δ) searches the composite of the grid θ
-    nearest the saddle point for δ (and of the θ of its answer, where that differs), and answers the least
-    point found whose δ, read as :meth:`PLD.delta` reads it, is at most δ: so δ(ε(δ)) ≤ δ by construction.
+    the composite at ε, rounded to a grid of ratio 2**(1/4)); ε(δ) searches the composite of a grid θ next
+    to the saddle point for δ (:meth:`theta_for_delta`; and of the θ of its answer, where that differs),
+    and answers the least point found whose δ, read as :meth:`PLD.delta` reads it, is at most δ: so
+    δ(ε(δ)) ≤ δ by construction.
     A composite is keyed by θ alone (its window is cut for the δ the model expects at θ,
     :meth:`expected_delta`), cached under one process-wide budget (:class:`_Held`, ``_CACHE_BYTES``: a
     composite of a long composition takes tens of megabytes), built once when several threads ask for it
@@ -570,6 +571,7 @@ class _Recipe:
     building: dict[tuple[bool, tuple[float, float | None]], threading.Event] = field(default_factory=dict)
     """The composites being built, each by one thread (the others wait for it)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    tilts: dict[float, float] = field(default_factory=dict)  # ε → :meth:`theta_for_epsilon` (a memo)
 
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""
@@ -671,7 +673,7 @@ class _Recipe:
         return math.exp(float(brentq(lambda x: f(math.exp(x) * h), lo, hi, xtol=1e-10))) * h
 
     def theta_for_delta(self, target: float, inf: float) -> float:
-        """The grid θ (:func:`_on_grid`) nearest the saddle-point θ for ε(target): log δ ≈ K − θK' −
+        """A grid θ (:func:`_grid_tilt`) next to the saddle-point θ for ε(target): log δ ≈ K − θK' −
         log(σ√(2π)·θ(1 + θ)) (θ and σ in loss units), the Gaussian approximation of the tilted composite at
         its mean (Alghamdi et al. 2023); capped at the Chernoff θ, which centres the tilted composite at the
         Chernoff estimate min_θ (K(θ) − log δ)/θ ≥ ε(δ) (the Gaussian approximation fails for few atom-heavy
@@ -690,16 +692,32 @@ class _Recipe:
             return big_k - goal - theta * k1
 
         # the Chernoff exponent (K(θ) − log δ)/θ is least where its derivative crosses 0
-        return _on_grid(min(self._root(f), self._root(slope)))
+        raw = min(self._root(f), self._root(slope))
+        # of the two grid tilts around it, the one whose mean is nearer the saddle point's (where the mean
+        # leaps with θ, as a rare large loss takes over, the nearer tilt in θ may centre far from the answer:
+        # 10⁵ steps at q = 1e-4, δ = 1e-6, the grid tilt above the saddle point centres at ε = 95, the one
+        # below at 0.04, the answer at 0.25)
+        k = math.floor(4 * math.log2(raw))
+        below, above = _grid_tilt(k), _grid_tilt(k + 1)
+        mean = self._cumulants(raw)[1]
+        near_below = mean - self._cumulants(below)[1] <= self._cumulants(above)[1] - mean
+        return below if near_below else above
 
     def theta_for_epsilon(self, eps: float) -> float:
         """ε's tilt: the grid θ (:func:`_on_grid`) nearest the one that centres the tilted composite at ε
         (K'(θ) = ε/h), or 0 if ε is at or below its mean. δ(ε) read at many ε (a plot) shares a few
         composites."""
-        scaled = self.grid.steps(eps)  # (only chooses θ)
-        if self._cumulants(0.0)[1] >= scaled:
-            return 0.0
-        return _on_grid(self._root(lambda th: scaled - self._cumulants(th)[1]))
+        theta = self.tilts.get(eps)
+        if theta is None:
+            scaled = self.grid.steps(eps)  # (only chooses θ)
+            if self._cumulants(0.0)[1] >= scaled:
+                theta = 0.0
+            else:
+                theta = _on_grid(self._root(lambda th: scaled - self._cumulants(th)[1]))
+            if len(self.tilts) >= 1024:  # (a function of ε: kept only to spare the root search)
+                self.tilts.clear()
+            self.tilts[eps] = theta
+        return theta
 
     def expected_delta(self, theta: float) -> float:
         """The least δ the model expects to be read from the composite tilted by θ: at the mean of the tilt
@@ -748,10 +766,8 @@ class _Recipe:
             return _up(inf + err_unt), False
         theta = self.theta_for_epsilon(eps)
         t = self.tilted(theta) if theta > 0 else None
-        if t is None:
-            return None
-        value = t.delta_up(eps)
-        if not math.isfinite(value):
+        value = t.delta_up(eps) if t is not None else math.inf
+        if t is None or not math.isfinite(value):
             return None
         return value, self.poor(t, eps, value)
 
@@ -759,7 +775,7 @@ class _Recipe:
         """The least float ε found whose δ as :meth:`PLD.delta` reads it (``certified``) is at most
         ``target``; None where no finite ε is certified.
 
-        Candidates: the least ε certified by the composite at the grid θ nearest the saddle point for
+        Candidates: the least ε certified by the composite at a grid θ next to the saddle point for
         ``target`` (:meth:`theta_for_delta`), then by that of its answer's own tilt where it differs (at most
         three composites: atom-heavy compositions, whose answer lies between atoms far from the saddle
         point), and by the untilted side where a tilted answer is poor (:meth:`poor`) or none is confirmed.
@@ -781,16 +797,12 @@ class _Recipe:
         while theta > 0 and theta not in tried and len(tried) < 3:
             tried.append(theta)
             t = self.tilted(theta)
-            if t is None:
-                break
-            e = pld._least_search(target, t.delta_up, t.offset + t.masses.size, partial(t.guess, target))
-            top = t.support_top * h  # the largest finite loss (exact: _Grid)
-            if e is None and t.delta_up(top) <= target:
-                e = top  # (δ is only the mass at +∞ there: e.g. δ = 0 without any)
-            if e is None:
+            e = self._least_tilted(pld, t, target) if t is not None else None
+            if t is None or e is None:
                 break
             found.append(e)
-            if self.poor(t, e, t.delta_up(e)):
+            value = t.delta_up(e)
+            if self.poor(t, e, value):
                 read_plain()
             theta = self.theta_for_epsilon(e)
         checked: set[float] = set()
@@ -804,6 +816,14 @@ class _Recipe:
             return None
         top = sum(k * (sd.offset + sd.masses.size - 1) for sd, k in self.items) * h
         return _raise_until(certified, max(found), target, top)
+
+    def _least_tilted(self, pld: PLD, t: _Tilted, target: float) -> float | None:
+        """The least float ε whose δ certified by ``t`` is at most ``target`` (None if none is)."""
+        e = pld._least_search(target, t.delta_up, t.offset + t.masses.size, partial(t.guess, target))
+        top = t.support_top * self.grid.h  # the largest finite loss (exact: _Grid)
+        if e is None and t.delta_up(top) <= target:
+            e = top  # (δ is only the mass at +∞ there: e.g. δ = 0 without any)
+        return e
 
     def lumped_epsilon(
         self, target: float, stop: float, plain: Callable[[], float | None],
@@ -916,7 +936,12 @@ def _on_grid(theta: float) -> float:
     the tilts the readings use, shared by δ(ε) and ε(δ) (:class:`_Recipe`)."""
     if not theta > 0:
         return 0.0
-    return _dyadic(2.0 ** (round(4 * math.log2(theta)) / 4), _THETA_BITS)
+    return _grid_tilt(round(4 * math.log2(theta)))
+
+
+def _grid_tilt(k: int) -> float:
+    """The grid tilt 2**(k/4), rounded to ``_THETA_BITS`` significant bits."""
+    return _dyadic(2.0 ** (k / 4), _THETA_BITS)
 
 
 def _raise_until(
