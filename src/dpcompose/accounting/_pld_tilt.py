@@ -784,6 +784,7 @@ class _Recipe:
         searched upward from the largest (:func:`_raise_until`)."""
         h = self.grid.h
         found: list[float] = []
+        confirmed: set[float] = set()  # answers found on the composite of their own tilt
         tried: list[float] = []
         plain: list[float | None] = []  # the untilted side's answer, once read
 
@@ -804,12 +805,14 @@ class _Recipe:
             value = t.delta_up(e)
             if self.poor(t, e, value):
                 read_plain()
-            theta = self.theta_for_epsilon(e)
+            theta, own = self.theta_for_epsilon(e), theta
+            if theta == own:  # (δ read at e reads this composite, certified at most the target: confirmed)
+                confirmed.add(e)
         checked: set[float] = set()
         for _ in range(2):  # (the second round with the untilted answer, if it was not read)
             for e in sorted(set(found) - checked):
                 checked.add(e)
-                if certified(e) <= target:
+                if e in confirmed or certified(e) <= target:
                     return e
             read_plain()
         if not found:
@@ -837,6 +840,7 @@ class _Recipe:
         (``plain``) where the tilted answer is far below ``stop`` (the upper end) or none is confirmed; the
         greatest confirmed one, else the answer is searched downward from the least (:func:`_lower_until`)."""
         found: list[float] = []
+        confirmed: set[float] = set()  # answers found on the composite of their own tilt
         tried: list[float] = []
         theta = self.theta_for_delta(target, self.upper_totals[0])
         while theta > 0 and theta not in tried and len(tried) < 3:
@@ -846,7 +850,9 @@ class _Recipe:
             if y is None:
                 break
             found.append(y)
-            theta = self.theta_for_epsilon(y)
+            theta, own = self.theta_for_epsilon(y), theta
+            if theta == own:  # (δ's lower end at y reads this composite, certified above the target)
+                confirmed.add(y)
         plain_read = False
 
         def read_plain() -> None:
@@ -863,7 +869,7 @@ class _Recipe:
         for _ in range(2):  # (the second round with the untilted answer, if it was not read)
             for y in sorted(set(found) - checked, reverse=True):
                 checked.add(y)
-                if certifies(y):
+                if y in confirmed or certifies(y):
                     return y
             read_plain()
         return _lower_until(certifies, min(found)) if found else 0.0
