@@ -253,3 +253,54 @@ def test_no_finite_epsilon_says_whether_the_error_bound_or_the_mass_at_infinity_
     assert pld_laplace(1, 1, step_bits=14).self_compose(2).epsilon_bounds(1e-15)[1] == 2
     with pytest.raises(InvalidParameter, match=r"no finite ε is certified$"):  # the mass at +∞: no hint
         pld_approx(1.0, 1e-3).self_compose(2).epsilon_bounds(1e-4)
+
+
+@pytest.mark.parametrize(("mu", "k"), [(31.0, 1000), (82.0, 1000), (200.0, 1000), (1000.0, 10_000)])
+def test_gaussian_composition_past_mu_30_reads_the_closed_form(mu: float, k: int) -> None:
+    """Issue 32, item 8(c): a Gaussian composition whose μ passed 30 was composed by FFT instead (one ε(δ) at
+    k = 1000, μ = 82 took 19–108 s; μ = 1000 was refused, its window too long). The closed form, certified
+    both ways, stays within 2e-10 of the mpmath value from δ = 1e-308 to 1 for μ up to 1000."""
+    pld = pld_gaussian(1, math.sqrt(k) / mu).self_compose(k)
+    assert pld.gaussian is not None
+    mu_hi, _, mu_lo = pld.gaussian
+    for a in [-37.5, -30.0, -10.0, -3.0, 0.0, 3.0, mu / 2 - 1e-3]:  # δ ≈ Φ(a): 2e-308 … 1
+        eps = mu * (mu / 2 - a)
+        lo, hi = pld.delta_bounds(eps)
+        ref_hi, ref_lo = gaussian_ref(mpmath.mpf(mu_hi), eps), gaussian_ref(mpmath.mpf(mu_lo), eps)
+        assert m(lo) <= ref_lo and ref_hi <= m(hi), (mu, eps)
+        assert m(hi) <= ref_hi * (1 + 1e-9) and m(lo) >= ref_lo * (1 - 1e-9), (mu, eps)
+    for delta in [0.5, 1e-3, 1e-10, 1e-100, 1e-300]:
+        e_lo, e_hi = pld.epsilon_bounds(delta)
+        assert gaussian_ref(mpmath.mpf(mu_hi), float(e_hi)) <= delta
+        assert gaussian_ref(mpmath.mpf(mu_lo), float(e_lo)) > delta
+        assert float(e_hi - e_lo) <= 1e-12 * float(e_hi)
+    assert pld._upper is None  # (no lattice was built)
+
+
+def test_gaussian_composition_past_mu_30_still_composes_with_other_mechanisms() -> None:
+    """Composed with a non-Gaussian, the Gaussian part's lattice is the composition of its children (as
+    before): its reading brackets the Gaussian part's own ε and stays below basic composition's sum."""
+    g = pld_gaussian(1, 0.2, step_bits=6)  # μ = 5: forty of them compose to μ = √40·5 ≈ 31.6
+    both = compose_plds([g] * 40 + [pld_laplace(1, 10, step_bits=6)])
+    alone = compose_plds([g] * 40)
+    assert alone.gaussian is not None and alone.gaussian[0] > 30
+    lap = pld_laplace(1, 10, step_bits=6)
+    lo, hi = both.epsilon_bounds(1e-6)
+    assert alone.epsilon_bounds(1e-6)[0] <= hi
+    assert lo <= alone.epsilon(5e-7) + lap.epsilon(5e-7)
+
+
+def test_a_count_past_the_limit_is_refused_by_name() -> None:
+    """Issue 32, item 9: ``self_compose(2**64)`` raised a raw OverflowError in the totals (2**64 copies of
+    Laplace(10)); and 2**12 × 2**44 copies, each count within the limit, overflowed there too."""
+    from dpcompose.accounting._pld import MAX_COUNT
+
+    for count in (2**64, MAX_COUNT + 1):
+        for pld in (pld_laplace(1, 10), pld_gaussian(1, 10), pld_randomized_response(1.0)):
+            limit = rf"count={count} copies .* exceed {MAX_COUNT} \(2\*\*44\)"
+            with pytest.raises(InvalidParameter, match=limit):
+                pld.self_compose(count)
+    assert pld_gaussian(1, 10).self_compose(MAX_COUNT).epsilon(1e-6) > 0  # (the closed form: any count)
+    nested = pld_laplace(1, 10, step_bits=6).self_compose(2**12).self_compose(2**44)
+    with pytest.raises(InvalidParameter):
+        nested.epsilon(0.5)

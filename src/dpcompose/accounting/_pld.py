@@ -121,6 +121,12 @@ four times faster."""
 
 _SAFETY_GAP = 1e-3  # a tilted lower end this far (relative) below the upper end: the untilted one is read too
 
+MAX_COUNT = 1 << 44
+"""The most copies of one PLD that :meth:`PLD.self_compose` (and :func:`compose_plds`) compose: every stored
+mass carries a relative rounding pad of up to 2**-44, and over 2**44 copies the pads alone compound to
+(1 + 2**-44)**k ≥ e times the mass, so nothing useful could be certified; the composite's windows reach
+2**26 points far earlier for all but the narrowest PLDs."""
+
 DEFAULT_TAIL = 1e-18
 """The default mass cut from each tail after a composition (moved to +∞ / the lowest point, never lost)."""
 
@@ -731,17 +737,27 @@ def _totals(items: Sequence[tuple[_Side, int]], upper: bool) -> tuple[float, flo
         n1 = sd.norm1()
         log_norm += k * math.log(n1) if n1 > 0 else -math.inf
         log_norm_err += k * math.log1p(sd.err / n1) if n1 > 0 else 0.0
+    # (products that overflow are +∞ on the side of upper bounds and 0 on that of lower ones: found by the
+    # issue's review, 2**64 copies of a Laplace PLD raised a raw OverflowError here)
     if zero_fin:
-        tot = math.exp(sum(k * math.log(max(sd.norm1(), 5e-324)) for sd, k in items))
-        err = math.expm1(log_norm_err) * math.exp(log_norm) * (1 + 1e-12) if math.isfinite(log_norm) else 0.0
-        return (tot * (1 + 1e-12) if upper else 0.0), err, True
+        tot = _exp_or_inf(lambda: math.exp(sum(k * math.log(max(sd.norm1(), 5e-324)) for sd, k in items)))
+        err = _exp_or_inf(lambda: math.expm1(log_norm_err) * math.exp(log_norm) * (1 + 1e-12))
+        return (tot * (1 + 1e-12) if upper else 0.0), (err if math.isfinite(log_norm) else 0.0), True
     if upper:
-        inf = math.exp(log_fin) * math.expm1(log_all) * (1 + 1e-12)
+        inf = _exp_or_inf(lambda: math.exp(log_fin) * math.expm1(log_all) * (1 + 1e-12))
     else:
-        inf = max(0.0, math.exp(log_fin) * math.expm1(log_all) * (1 - 1e-12))
+        inf = _exp_or_inf(lambda: max(0.0, math.exp(log_fin) * math.expm1(log_all) * (1 - 1e-12)), 0.0)
     # ‖Π v^{*k} − Π x̂^{*k}‖₁ ≤ Π(‖x̂‖₁ + err)^k − Π‖x̂‖₁^k (telescoping, Young's inequality).
-    err_in = math.exp(log_norm) * math.expm1(log_norm_err) * (1 + 1e-12) if math.isfinite(log_norm) else 0.0
-    return inf, err_in, False
+    err_in = _exp_or_inf(lambda: math.exp(log_norm) * math.expm1(log_norm_err) * (1 + 1e-12))
+    return inf, (err_in if math.isfinite(log_norm) else 0.0), False
+
+
+def _exp_or_inf(value: Callable[[], float], overflow: float = math.inf) -> float:
+    """``value()``, or ``overflow`` where it overflows (+∞ for an upper bound, 0 for a lower one)."""
+    try:
+        return value()
+    except OverflowError:
+        return overflow
 
 
 def _moments(m: FloatArray) -> tuple[float, float, float]:
@@ -1106,7 +1122,9 @@ class PLD:
     reverse: PLD | None = field(default=None, repr=False)
     """Set only for an asymmetric mechanism (a subsampled one, say), to the PLD of the other order of
     neighbours. It is composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
-    _cache: dict[int, FloatArray] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[int, tuple[_Side, FloatArray]] = field(default_factory=dict, repr=False, compare=False)
+    """Per side (keyed by its id, which the side, kept beside, cannot hand to another): its float curve
+    (:meth:`_curve`) and, under the negated id, its lumped drift (:meth:`_lumped_drift`)."""
     _lazy: Callable[[], PLD] | None = field(default=None, repr=False, compare=False)
     """Builds the two sides on first use (Gaussian PLDs, which are read from the closed form)."""
     _lazy_lower: Callable[[], _Side] | None = field(default=None, repr=False, compare=False)
@@ -1202,7 +1220,7 @@ class PLD:
         """The PLD of ``count`` compositions of this mechanism (repeated squaring).
 
         Raises:
-            InvalidParameter: ``count`` is not a positive integer.
+            InvalidParameter: ``count`` is not a positive integer, or exceeds :data:`MAX_COUNT` (2**44).
 
         Examples:
             >>> from dpcompose.accounting import pld_laplace
@@ -1246,8 +1264,8 @@ class PLD:
         locate answers, which are then certified with :meth:`_delta_real`."""
         key = id(side)
         cached = self._cache.get(key)
-        if cached is not None:
-            return cached
+        if cached is not None and cached[0] is side:
+            return cached[1]
         m = side.masses
         h = self.step
         n = m.size
@@ -1259,7 +1277,7 @@ class PLD:
             curve[:-1] -= np.exp(k - h) * s2
             curve[-1] = 0.0
             curve += side.inf + (side.err if upper else -side.err)
-            self._cache[key] = curve
+            self._cache[key] = (side, curve)
             return curve
         r_suffix = np.empty(n)  # Σ_{j≥i} mⱼe^{−(j−i+1)h}, in blocks spanning ≤ 400 loss units
         blk = max(1, int(400 / h))
@@ -1276,7 +1294,7 @@ class PLD:
         curve[:-1] = s_suffix - r_suffix
         curve[-1] = 0.0
         curve += side.inf + (side.err if upper else -side.err)
-        self._cache[key] = curve
+        self._cache[key] = (side, curve)
         return curve
 
     def _least_up(self, target: float) -> float | None:
@@ -1390,12 +1408,12 @@ class PLD:
         side = self.lower
         key = -id(side)
         cached = self._cache.get(key)
-        if cached is None:
+        if cached is None or cached[0] is not side:
             assert side.nq is not None
             sp, sn = float(np.sum(side.masses)), float(np.sum(side.nq))
             g = math.log(sn / sp) if sp > 0 and sn > 0 else 0.0
-            cached = self._cache[key] = np.array([g])
-        return float(cached[0])
+            cached = self._cache[key] = (side, np.array([g]))
+        return float(cached[1][0])
 
     def _lumped_start(self, eps: float) -> int:
         """The index of the first label summed by :meth:`_delta_lumped` at ε: labels s ≥ ε + g − 2 (so the
@@ -1516,7 +1534,7 @@ class PLD:
         e_up = float(eps)
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
-        tilted = self._recipe.delta_lo(e_up, float(hi)) if self._recipe is not None else None
+        tilted = self._recipe.delta_lo(e_up) if self._recipe is not None else None
         lumped = tilted or 0.0
         if tilted is None or tilted < float(hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted too
             lumped = max(lumped, self._delta_lumped(e_up) or 0.0)
@@ -1531,23 +1549,21 @@ class PLD:
         e_dn = float(eps)
         if Fraction(e_dn) > eps:
             e_dn = math.nextafter(e_dn, -math.inf)
+        return Fraction(self._delta_float(e_dn))
+
+    def _delta_float(self, e_dn: float) -> float:
+        """:meth:`_delta_up` of this order at the float ε (not a Gaussian one): for a long composition, the
+        composite of ε's tilt (:meth:`_Recipe.delta_up`), and the untilted side too where that is poor or
+        none applies. A function of the composition and ε alone: not of earlier readings, nor of which sides
+        were built (:meth:`_Recipe.least_up` answers only where this reads at most δ)."""
         recipe = self._recipe
         if recipe is None:
-            return Fraction(min(1.0, self._delta_real(self.upper, e_dn, True)))
-        best, poor = math.inf, True
-        untilted = self._upper is not None or recipe.delta_builds >= 2  # (decided once: found by review,
-        # another thread building the untilted side between two checks left a poor tilted bound alone, δ = 1)
-        if untilted:
-            # δ at many ε (a curve): the untilted side, built once, serves wherever its error is negligible
-            best = self._delta_real(self.upper, e_dn, True)
-            if self.upper.err <= best * 1e-8:  # (and the composites built for ε(δ): δ(ε(δ)) ≤ δ)
-                return Fraction(min(1.0, best, recipe.delta_up_asked(e_dn)))
-        tilted = recipe.delta_up(e_dn)  # the least certified value of the tilted composites
-        if tilted is not None:
-            best, poor = min(best, tilted[0]), tilted[1]
-        if not untilted and poor:  # (the tilted bound is poor or missing)
+            return min(1.0, self._delta_real(self.upper, e_dn, True))
+        tilted = recipe.delta_up(e_dn)
+        best = math.inf if tilted is None else tilted[0]
+        if tilted is None or tilted[1]:
             best = min(best, self._delta_real(self.upper, e_dn, True))
-        return Fraction(min(1.0, best))
+        return min(1.0, best)
 
     def delta(self, epsilon: Number) -> Fraction:
         """The certified upper bound on δ(ε) (see :meth:`delta_bounds`).
@@ -1592,15 +1608,21 @@ class PLD:
             return self._gaussian_epsilon_lower(dq, e_hi)
         d = float(dq)
         d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
-        y = self._recipe.lumped_epsilon(d_up, float(e_hi)) if self._recipe is not None else None
-        if y is None or y < float(e_hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted side too
-            y_plain = self._lumped_epsilon(d_up, float(e_hi))
-            y = y_plain if y is None else max(y, y_plain or 0.0)
-            if y is not None and self._recipe is not None:
-                # (found by review: an untilted answer was not kept, and δ's lower end read there without
-                # the untilted side fell below δ) both searches return only certified points: δ(y) > d_up
-                self._recipe.lo_points.add(min(y, float(e_hi)), d_up)
-        return Fraction(max(0.0, min(0.0 if y is None else y, float(e_hi))))
+        stop = float(e_hi)
+        recipe = self._recipe
+        if recipe is None:
+            y = self._lumped_epsilon(d_up, stop)
+            return Fraction(max(0.0, min(0.0 if y is None else y, stop)))
+
+        def certifies(y: float) -> bool:  # δ's lower end at y (as delta_bounds reads it) is above d_up
+            tilted = recipe.delta_lo(y)
+            if tilted is not None and tilted > d_up:  # (then so is δ's lower end: see _delta_lower)
+                return True
+            at = Fraction(y)
+            return self._delta_lower(at, self._delta_up(at)) > d_up
+
+        y = recipe.lumped_epsilon(d_up, stop, lambda: self._lumped_epsilon(d_up, stop), certifies)
+        return Fraction(max(0.0, min(y, stop)))
 
     def _epsilon_up(self, dq: Fraction, shown: object) -> Fraction:
         """The upper end of :meth:`epsilon_bounds` alone (the lower side is not built)."""
@@ -1610,8 +1632,9 @@ class PLD:
             return _gaussian_epsilon(Fraction(self.gaussian[0]) ** 2, dq)
         d = float(dq)
         d_down = math.nextafter(d, -math.inf) if Fraction(d) > dq else d
-        e_hi = self._recipe.least_up(self, d_down) if self._recipe is not None else None
-        if e_hi is None:
+        if self._recipe is not None:
+            e_hi = self._recipe.least_up(self, d_down, self._delta_float)
+        else:
             e_hi = self._least_up(d_down)
         if e_hi is None:
             inf, err = self.upper.inf, self.upper.err
@@ -1703,12 +1726,21 @@ def _compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: b
 
     Gaussians compose exactly to a Gaussian: the product of the pairs (N(0, 1), N(μᵢ, 1)) is, up to a
     rotation, the pair (N(0, 1), N(‖μ‖₂, 1)) (Dong–Roth–Su 2019, Cor. 3.3), so a composition of Gaussian
-    PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates). Otherwise: one FFT per distinct
-    PLD when the result is long (:func:`_compose_many`), else repeated squaring by direct/FFT convolution.
-    ``long``, where given, says which without reading the PLDs' sizes (the reverse order of an asymmetric
-    composition follows its first order: so composing does not build the reverse order's sides, which the
-    reading builds where it needs them, in a thread of its own).
+    PLDs is rebuilt directly from ‖μ‖₂ (rounded up: a larger μ dominates) and read from the closed form at
+    any μ. Otherwise: one FFT per distinct PLD when the result is long (:func:`_compose_many`), else
+    repeated squaring by direct/FFT convolution. ``long``, where given, says which without reading the PLDs'
+    sizes (the reverse order of an asymmetric composition follows its first order: so composing does not
+    build the reverse order's sides, which the reading builds where it needs them, in a thread of its own).
+
+    Raises:
+        InvalidParameter: a count exceeds :data:`MAX_COUNT`.
     """
+    for p, n in groups:
+        if n > MAX_COUNT:
+            raise InvalidParameter(
+                f"count={n} copies of {p.description or 'this PLD'} exceed {MAX_COUNT} (2**44), the most "
+                "copies of one PLD composed here: compose fewer (or account the run with zCDP or Rényi DP)"
+            )
     schemes = {p.sampling for p, _ in groups} - {None}
     if len(schemes) > 1:
         raise UnsupportedComposition(_MIXED_SAMPLING)
@@ -1750,8 +1782,25 @@ def _compose_groups_one_scheme(
         sq = math.fsum(n * g[0] * g[0] for g, n in gs) * (1 + 2.0**-50)
         mu_c = math.sqrt(sq) * (1 + 2.0**-50)
         mu_lo = math.sqrt(math.fsum(n * g[2] * g[2] for g, n in gs) * (1 - 2.0**-50)) * (1 - 2.0**-50)
+        width = max(g[1] for g, _ in gs)
         if mu_c <= 30:
-            return _gaussian_pld(bits, mu_c, max(g[1] for g, _ in gs), tail, description, mu_lo)
+            return _gaussian_pld(bits, mu_c, width, tail, description, mu_lo)
+        # δ and ε from the closed form at any μ; the lattice of one Gaussian of μ_c would span μ_c²/2 ± 14μ_c
+        # (past 2**26 points), so the sides, built only for a composition with a non-Gaussian, are the
+        # children's composition
+        return PLD(
+            bits, None, None, tail, description, (mu_c, width, mu_lo),
+            _lazy=lambda: _compose_on_lattice(groups, description, long), step_mult=grid.mult,
+        )
+    return _compose_on_lattice(groups, description, long)
+
+
+def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, long: bool | None) -> PLD:
+    """:func:`_compose_groups` on the lattice: one FFT per distinct PLD where the result is long (a
+    composition read through its tilted recipe), else repeated squaring by direct/FFT convolution."""
+    tail = min(p.tail for p, _ in groups)
+    grid = groups[0][0].grid
+    bits = grid.bits
     if long is None:
         long = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1 > _FOURIER_MIN
     _check_reach(grid, groups)
@@ -1828,8 +1877,10 @@ def _content_key(p: PLD) -> object:
     if p._key is not None:
         return ("built from", p._key)
     rev = None if p.reverse is None else _content_key(p.reverse)
-    # a lower side not built yet is not built for a key: such PLDs (composites) are grouped by identity
-    low = side(p._lower) if p._lower is not None else ("lazy", id(p))
+    # a lower side built on first use is not built for a key: such PLDs (composites) are grouped by identity,
+    # whether it has been built since or not (so that the grouping, and the composite's numbers, do not
+    # depend on what was read before)
+    low = ("lazy", id(p)) if p._lazy_lower is not None or p._lazy is not None else side(p.lower)
     return (p.grid, p.tail, p.gaussian, side(p.upper), low, rev, p.sampling)
 
 

@@ -38,7 +38,6 @@ rounding bounded; ``exp`` is assumed within 2**9 units of roundoff (padded as in
 
 from __future__ import annotations
 
-import bisect
 import math
 import threading
 import weakref
@@ -116,8 +115,7 @@ _TILT_TAIL = 1e-13  # tilted mass (of a total ≈ 1) left above the window; it w
 # most about 1e-13/(the tilted mass near ε) relative to δ
 _THETA_BITS = 10  # significant bits of θ: θ·J is then exact for |J| < 2**42
 _ERROR_SHARE = 1e-3  # above this share of δ in error terms, the untilted side is tried too
-_SECOND_TILT = 1e-9  # ... above this share, a second tilt centred at the answer
-_REUSE = 1e-8  # δ(ε) is read from a tilted composite built already if its errors are below this share
+_FINE_SHARE = 1e-9  # ... or this share of a δ above 1e-4
 _COARSE = 64  # the model used only to choose θ groups entries d steps from a side's mode d // 64 at a time
 _NEAR = 1  # δ(ε) sums the terms with loss below ε + _NEAR one by one, the others from suffix sums
 _UNDERFLOW_PAD = 2.0**-1064  # pads every term whose exp may have underflowed (see _Tilted)
@@ -332,9 +330,11 @@ def _tilt(
     None where tilting does not apply (θ ≤ 0, negative stored masses, no finite mass, or overflow).
 
     With a ``target`` δ, the window's bottom may be cut far above the Chernoff one, down to 1.5 tilted
-    standard deviations below the tilted mean: every ε(δ) near the target lies above it, and the tilted mass
+    standard deviations below the tilted mean, less the shift of the mean across θ's grid cell (:func:`_fit`):
+    every ε read from this composite (whose tilt is θ, :class:`_Recipe`) lies above it, and the tilted mass
     below it wraps to the window's top, where (untilted) it weighs at most e^{−θN} — kept below 1e-12·target
-    by the choice of N. (It is extra non-negative mass: it can only raise the bound.)"""
+    by the choice of N. (It is extra non-negative mass: it can only raise the bound; where ε lies below the
+    window after all, :meth:`_Tilted.delta_up` reads +∞ there, and the untilted side is read.)"""
     if theta <= 0 or not math.isfinite(theta) or _dyadic(theta, _THETA_BITS) != theta:
         return None
     span = _span(items)
@@ -447,10 +447,15 @@ def _fit(
     target: float | None,
 ) -> tuple[int, int, int, float]:
     """``(b_lo, b_hi, size, top_b)``: the FFT size for the window, with the bottom cut up to 1.5 tilted
-    standard deviations below the tilted mean where e^{−θ·size} < 1e-12·target (see :func:`_tilt`)."""
+    standard deviations below the tilted mean where e^{−θ·size} < 1e-12·target (see :func:`_tilt`), or
+    0.1·θ·var + 0.5 standard deviations where that is more: the ε whose tilt is θ (:func:`_on_grid`, a cell
+    of ratio 2**(1/4) around θ) lie near the means of tilts down to θ·2**(−1/8), about (1 − 2**(−1/8))·θ·var
+    ≤ 0.09·θ·var below this one's. (Only the time depends on it: where ε lies below the window, the
+    untilted side is read.)"""
     size = 1 << max(1, (b_hi - b_lo).bit_length())
     if target is not None and target > 0:
-        need = b_hi - math.floor(mean - 1.5 * math.sqrt(var)) + 1
+        sd = math.sqrt(var)
+        need = b_hi - math.floor(mean - max(1.5 * sd, 0.1 * theta * var + 0.5 * sd)) + 1
         short = 1 << max(1, (need - 1).bit_length())
         while short < size and theta * short < math.log(1e12 / target):
             short *= 2
@@ -542,68 +547,31 @@ def _nbytes(t: object) -> int:
 
 
 @dataclass
-class _Frontier:
-    """Certified points (ε, δ) of a privacy curve, kept as a monotone frontier.
-
-    ``upper``: each point certifies δ(ε) ≤ δ at its ε, hence at every larger ε (the hockey-stick divergence
-    H_{e^ε} falls with ε); :meth:`at` gives the least δ of the points at or below ε (+∞ if none). Else each
-    certifies δ(ε) > δ at its ε, hence at every smaller ε; :meth:`at` gives the greatest δ of the points at
-    or above ε (−1 if none). Points another one makes redundant are dropped, so ``eps`` rises and ``deltas``
-    falls."""
-
-    upper: bool
-    eps: list[float] = field(default_factory=list)
-    deltas: list[float] = field(default_factory=list)
-
-    def at(self, eps: float) -> float:
-        if self.upper:
-            i = bisect.bisect_right(self.eps, eps) - 1
-            return self.deltas[i] if i >= 0 else math.inf
-        i = bisect.bisect_left(self.eps, eps)
-        return self.deltas[i] if i < len(self.eps) else -1.0
-
-    def add(self, eps: float, delta: float) -> None:
-        if not (math.isfinite(eps) and math.isfinite(delta)):
-            return
-        if self.upper:
-            if self.at(eps) <= delta:
-                return  # a point at or below ε certifies as much already
-            i = bisect.bisect_left(self.eps, eps)
-            j = i
-            while j < len(self.eps) and self.deltas[j] >= delta:
-                j += 1  # points at or above ε with a larger δ say less than the new one
-        else:
-            if self.at(eps) >= delta:
-                return  # a point at or above ε certifies as much already
-            j = bisect.bisect_right(self.eps, eps)
-            i = j
-            while i > 0 and self.deltas[i - 1] <= delta:
-                i -= 1  # points at or below ε with a smaller δ say less than the new one
-        self.eps[i:j] = [eps]
-        self.deltas[i:j] = [delta]
-
-
-@dataclass
 class _Recipe:
     """What a long composition was built from (the children's upper sides and counts), so that δ(ε) and
     ε(δ) can be read from a composite tilted for the question asked.
 
-    Tilted composites are cached by θ (and the δ asked), under one process-wide budget (:class:`_Held`,
-    ``_CACHE_BYTES``): a composite of a long composition takes tens of megabytes, and one is built per ε(δ)
-    question. Every answer is also kept as a certified point, which outlives its composite: ε(δ) = e certifies
-    δ(e) ≤ δ, so δ(ε) ≤ δ for every ε ≥ e (the hockey-stick divergence falls with ε); the lower end y of ε(δ)
-    certifies δ(y) > δ, so δ(ε) > δ for every ε ≤ y. Reading δ takes the least (upper) or greatest (lower) of
-    the points that apply, which keeps δ(ε(δ)) ≤ δ whatever was evicted."""
+    Every reading is a function of the composition and the question alone, never of what was read before or
+    in another thread. δ(ε) reads the composite of ε's tilt (:meth:`theta_for_epsilon`: the θ that centres
+    the composite at ε, rounded to a grid of ratio 2**(1/4)); ε(δ) searches the composite of a grid θ next
+    to the saddle point for δ (:meth:`theta_for_delta`; and of the θ of its answer, where that differs),
+    and answers the least point found whose δ, read as :meth:`PLD.delta` reads it, is at most δ: so
+    δ(ε(δ)) ≤ δ by construction.
+    A composite is keyed by θ alone (its window is cut for the δ the model expects at θ,
+    :meth:`expected_delta`), cached under one process-wide budget (:class:`_Held`, ``_CACHE_BYTES``: a
+    composite of a long composition takes tens of megabytes), built once when several threads ask for it
+    at once, and rebuilt identically after eviction."""
 
     get_items: Callable[[], list[tuple[_Side, int]]]
     grid: _Grid
     get_lower: Callable[[], list[tuple[_Side, int]]]
     cache: dict[tuple[float, float | None], _Tilted | None] = field(default_factory=dict)
     lower_cache: dict[tuple[float, float | None], _TiltedLower | None] = field(default_factory=dict)
-    delta_builds: int = 0  # tilted composites built for δ(ε) questions (many: read the untilted side first)
-    up_points: _Frontier = field(default_factory=lambda: _Frontier(upper=True))
-    lo_points: _Frontier = field(default_factory=lambda: _Frontier(upper=False))
     screen: list[PLD | None] = field(default_factory=list)  # [the screening twin, or None] once made
+    building: dict[tuple[bool, tuple[float, float | None]], threading.Event] = field(default_factory=dict)
+    """The composites being built, each by one thread (the others wait for it)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    tilts: dict[float, float] = field(default_factory=dict)  # ε → :meth:`theta_for_epsilon` (a memo)
 
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""
@@ -618,18 +586,34 @@ class _Recipe:
         build: Callable[[], _T | None],
     ) -> _T | None:
         """``cache[key]`` (marked most recently used), or built, cached and counted against the process-wide
-        budget (:class:`_Held`; a None, which marks a θ where tilting does not apply, holds nothing)."""
-        try:  # (one lookup: another thread may evict it meanwhile)
-            hit = cache[key]
-        except KeyError:
-            pass
-        else:
-            _HELD.used(self, lower, key)
-            return hit
-        t = cache[key] = build()
-        if t is not None:
-            _HELD.kept(self, lower, key)
-        return t
+        budget (:class:`_Held`; a None, which marks a θ where tilting does not apply, holds nothing). A
+        composite another thread is building is waited for, not built twice (the value is the same)."""
+        while True:
+            try:  # (one lookup: another thread may evict it meanwhile)
+                hit = cache[key]
+            except KeyError:
+                pass
+            else:
+                _HELD.used(self, lower, key)
+                return hit
+            with self.lock:
+                if key in cache:
+                    continue
+                running = self.building.get((lower, key))
+                if running is None:
+                    mine = self.building[(lower, key)] = threading.Event()
+            if running is not None:
+                running.wait()  # (then read it; if that build failed or it was evicted, build it here)
+                continue
+            try:
+                t = cache[key] = build()
+            finally:
+                with self.lock:
+                    del self.building[(lower, key)]
+                mine.set()
+            if t is not None:
+                _HELD.kept(self, lower, key)
+            return t
 
     @_once
     def items(self) -> list[tuple[_Side, int]]:
@@ -689,10 +673,11 @@ class _Recipe:
         return math.exp(float(brentq(lambda x: f(math.exp(x) * h), lo, hi, xtol=1e-10))) * h
 
     def theta_for_delta(self, target: float, inf: float) -> float:
-        """The saddle-point θ for ε(target): log δ ≈ K − θK' − log(σ√(2π)·θ(1 + θ)) (θ and σ in loss
-        units), the Gaussian approximation of the tilted composite at its mean (Alghamdi et al. 2023);
-        capped at the Chernoff θ, which centres the tilted composite at the Chernoff estimate min_θ (K(θ) −
-        log δ)/θ ≥ ε(δ) (the Gaussian approximation fails for few atom-heavy mechanisms)."""
+        """A grid θ (:func:`_grid_tilt`) next to the saddle-point θ for ε(target): log δ ≈ K − θK' −
+        log(σ√(2π)·θ(1 + θ)) (θ and σ in loss units), the Gaussian approximation of the tilted composite at
+        its mean (Alghamdi et al. 2023); capped at the Chernoff θ, which centres the tilted composite at the
+        Chernoff estimate min_θ (K(θ) − log δ)/θ ≥ ε(δ) (the Gaussian approximation fails for few atom-heavy
+        mechanisms)."""
         h = self.grid.h
         goal = math.log(max(target - inf, target * 1e-3, 1e-300))
 
@@ -707,38 +692,192 @@ class _Recipe:
             return big_k - goal - theta * k1
 
         # the Chernoff exponent (K(θ) − log δ)/θ is least where its derivative crosses 0
-        return _dyadic(min(self._root(f), self._root(slope)), _THETA_BITS)
+        raw = min(self._root(f), self._root(slope))
+        # of the two grid tilts around it, the one whose mean is nearer the saddle point's (where the mean
+        # leaps with θ, as a rare large loss takes over, the nearer tilt in θ may centre far from the answer:
+        # 10⁵ steps at q = 1e-4, δ = 1e-6, the grid tilt above the saddle point centres at ε = 95, the one
+        # below at 0.04, the answer at 0.25)
+        k = math.floor(4 * math.log2(raw))
+        below, above = _grid_tilt(k), _grid_tilt(k + 1)
+        mean = self._cumulants(raw)[1]
+        near_below = mean - self._cumulants(below)[1] <= self._cumulants(above)[1] - mean
+        return below if near_below else above
 
     def theta_for_epsilon(self, eps: float) -> float:
-        """The θ that centres the tilted composite at ε (K'(θ) = ε/h), or 0 if ε is below its mean; rounded
-        to a power of 2**(1/4), so that δ(ε) read at many ε (a plot) shares a few tilted composites."""
-        scaled = self.grid.steps(eps)  # (only chooses θ)
-        if self._cumulants(0.0)[1] >= scaled:
-            return 0.0
-        theta = self._root(lambda th: scaled - self._cumulants(th)[1])
-        return _dyadic(2.0 ** (round(4 * math.log2(theta)) / 4), _THETA_BITS)
+        """ε's tilt: the grid θ (:func:`_on_grid`) nearest the one that centres the tilted composite at ε
+        (K'(θ) = ε/h), or 0 if ε is at or below its mean. δ(ε) read at many ε (a plot) shares a few
+        composites."""
+        theta = self.tilts.get(eps)
+        if theta is None:
+            scaled = self.grid.steps(eps)  # (only chooses θ)
+            if self._cumulants(0.0)[1] >= scaled:
+                theta = 0.0
+            else:
+                theta = _on_grid(self._root(lambda th: scaled - self._cumulants(th)[1]))
+            if len(self.tilts) >= 1024:  # (a function of ε: kept only to spare the root search)
+                self.tilts.clear()
+            self.tilts[eps] = theta
+        return theta
 
-    def tilted_lower(self, theta: float, target: float | None = None) -> _TiltedLower | None:
-        """The tilted lumped pair at θ (for ε(``target``) if given), cached."""
+    def expected_delta(self, theta: float) -> float:
+        """The least δ the model expects to be read from the composite tilted by θ: at the mean of the tilt
+        θ·2**(1/8) (the top of θ's grid cell, :func:`_on_grid`), the saddle-point value e^{K − θK'}/(σ√(2π)·
+        t(1 + t)) that :meth:`theta_for_delta` solves for, or the Chernoff value e^{K − θK'} where that is
+        smaller (where it caps θ). It only cuts the composite's window (:func:`_fit`), which makes the window
+        a function of θ alone."""
+        h = self.grid.h
+        theta *= 2.0**0.125
+        big_k, k1, k2 = self._cumulants(theta)
+        t = theta / h
+        sigma = math.sqrt(max(k2, 1.0)) * h
+        chernoff = big_k - theta * k1
+        saddle = chernoff - math.log(sigma * math.sqrt(2 * math.pi) * t * (1 + t))
+        return math.exp(min(max(min(chernoff, saddle), -745.0), 0.0))
+
+    def tilted(self, theta: float) -> _Tilted | None:
+        """The tilted composite at θ (window cut for :meth:`expected_delta`: see :func:`_tilt`), cached under
+        (θ, that δ)."""
+        target = self.expected_delta(theta)
+        build = partial(_tilt, self.items, theta, self.grid, target)
+        return self._lookup(self.cache, False, (theta, target), build)
+
+    def tilted_lower(self, theta: float) -> _TiltedLower | None:
+        """The tilted lumped pair at θ (window cut as :meth:`tilted`'s), cached."""
+        target = self.expected_delta(theta)
         build = partial(_tilt_lower, self.lower_items, theta, self.grid, target)
         return self._lookup(self.lower_cache, True, (theta, target), build)
 
-    def lumped_epsilon(self, target: float, stop: float) -> float | None:
-        """The greatest float ε ≤ ``stop`` found whose tilted certified lower δ exceeds ``target``, or None
-        (use the untilted lower side): searched down from ``stop`` (the upper end, which the answer is close
-        to) by secant steps, or by growing steps and bisection (to ~1e-12 relative) if those find none. The
-        answer is kept as a certified point (δ(y) > ``target``)."""
-        y = self._lumped_search(target, stop)
-        if y is not None:
-            self.lo_points.add(y, target)
-        return y
+    def poor(self, t: _Tilted, eps: float, value: float) -> bool:
+        """Whether the untilted side is read beside the tilted composite ``t``, whose certified δ at ε is
+        ``value``: where ε lies within a step of the window's bottom (the least ε(δ) may lie below it, where
+        ``t`` does not apply), where its error terms exceed ``_ERROR_SHARE`` of δ, or ``_FINE_SHARE`` of a δ
+        above 1e-4 (the untilted side's absolute error is negligible there, and it is cheap to compare)."""
+        share = t.error_terms(eps) / value if value > 0 else 0.0
+        at_bottom = eps <= (t.offset + 1) * self.grid.h
+        return at_bottom or share > _ERROR_SHARE or (share > _FINE_SHARE and value > 1e-4)
 
-    def _lumped_search(self, target: float, stop: float) -> float | None:
-        """:meth:`lumped_epsilon`'s search (every float it returns has a tilted lower δ above ``target``)."""
-        inf = self.upper_totals[0]
-        t = self.tilted_lower(self.theta_for_delta(target, inf), target)
-        if t is None:
+    def delta_up(self, eps: float) -> tuple[float, bool] | None:
+        """``(δ, poor)``: the certified δ(ε) of the composite of ε's tilt (:meth:`theta_for_epsilon`) and
+        whether the untilted side should be read too (:meth:`poor`); None where no tilted bound applies (ε
+        at or below the composite's mean, or tilting does not apply there)."""
+        top = sum(k * (sd.offset + sd.masses.size - 1) for sd, k in self.items)  # the largest finite index
+        if eps >= top * self.grid.h:  # only the mass at +∞ is above ε (nothing to compose; exact: _Grid)
+            inf, err_unt, _ = self.upper_totals
+            return _up(inf + err_unt), False
+        theta = self.theta_for_epsilon(eps)
+        t = self.tilted(theta) if theta > 0 else None
+        value = t.delta_up(eps) if t is not None else math.inf
+        if t is None or not math.isfinite(value):
             return None
+        return value, self.poor(t, eps, value)
+
+    def least_up(self, pld: PLD, target: float, certified: Callable[[float], float]) -> float | None:
+        """The least float ε found whose δ as :meth:`PLD.delta` reads it (``certified``) is at most
+        ``target``; None where no finite ε is certified.
+
+        Candidates: the least ε certified by the composite at a grid θ next to the saddle point for
+        ``target`` (:meth:`theta_for_delta`), then by that of its answer's own tilt where it differs (at most
+        three composites: atom-heavy compositions, whose answer lies between atoms far from the saddle
+        point), and by the untilted side where a tilted answer is poor (:meth:`poor`) or none is confirmed.
+        The least candidate that ``certified`` confirms is returned (an answer found on the composite of
+        its own tilt always is: ``certified`` reads that composite there); where none is, the answer is
+        searched upward from the largest (:func:`_raise_until`)."""
+        h = self.grid.h
+        found: list[float] = []
+        confirmed: set[float] = set()  # answers found on the composite of their own tilt
+        tried: list[float] = []
+        plain: list[float | None] = []  # the untilted side's answer, once read
+
+        def read_plain() -> None:
+            if not plain:
+                plain.append(pld._least_up(target))
+                if plain[0] is not None:
+                    found.append(plain[0])
+
+        theta = self.theta_for_delta(target, self.upper_totals[0])
+        while theta > 0 and theta not in tried and len(tried) < 3:
+            tried.append(theta)
+            t = self.tilted(theta)
+            e = self._least_tilted(pld, t, target) if t is not None else None
+            if t is None or e is None:
+                break
+            found.append(e)
+            value = t.delta_up(e)
+            if self.poor(t, e, value):
+                read_plain()
+            theta, own = self.theta_for_epsilon(e), theta
+            if theta == own:  # (δ read at e reads this composite, certified at most the target: confirmed)
+                confirmed.add(e)
+        checked: set[float] = set()
+        for _ in range(2):  # (the second round with the untilted answer, if it was not read)
+            for e in sorted(set(found) - checked):
+                checked.add(e)
+                if e in confirmed or certified(e) <= target:
+                    return e
+            read_plain()
+        if not found:
+            return None
+        top = sum(k * (sd.offset + sd.masses.size - 1) for sd, k in self.items) * h
+        return _raise_until(certified, max(found), target, top)
+
+    def _least_tilted(self, pld: PLD, t: _Tilted, target: float) -> float | None:
+        """The least float ε whose δ certified by ``t`` is at most ``target`` (None if none is)."""
+        e = pld._least_search(target, t.delta_up, t.offset + t.masses.size, partial(t.guess, target))
+        top = t.support_top * self.grid.h  # the largest finite loss (exact: _Grid)
+        if e is None and t.delta_up(top) <= target:
+            e = top  # (δ is only the mass at +∞ there: e.g. δ = 0 without any)
+        return e
+
+    def lumped_epsilon(
+        self, target: float, stop: float, plain: Callable[[], float | None],
+        certifies: Callable[[float], bool],
+    ) -> float:
+        """The greatest float ε ≤ ``stop`` found whose lower δ as :meth:`PLD.delta_bounds` reads it exceeds
+        ``target`` (``certifies``), or 0: the lower end of ε(δ), so that δ's lower end at it stays above δ.
+
+        Candidates, as in :meth:`least_up`: the answers of the tilted lumped pairs at the saddle point's grid
+        θ and at their answers' own tilts (:meth:`_lumped_search`), and the untilted lower side's
+        (``plain``) where the tilted answer is far below ``stop`` (the upper end) or none is confirmed; the
+        greatest confirmed one, else the answer is searched downward from the least (:func:`_lower_until`)."""
+        found: list[float] = []
+        confirmed: set[float] = set()  # answers found on the composite of their own tilt
+        tried: list[float] = []
+        theta = self.theta_for_delta(target, self.upper_totals[0])
+        while theta > 0 and theta not in tried and len(tried) < 3:
+            tried.append(theta)
+            t = self.tilted_lower(theta)
+            y = self._lumped_search(t, target, stop) if t is not None else None
+            if y is None:
+                break
+            found.append(y)
+            theta, own = self.theta_for_epsilon(y), theta
+            if theta == own:  # (δ's lower end at y reads this composite, certified above the target)
+                confirmed.add(y)
+        plain_read = False
+
+        def read_plain() -> None:
+            nonlocal plain_read
+            if not plain_read:
+                plain_read = True
+                y = plain()
+                if y is not None:
+                    found.append(y)
+
+        if not found or max(found) < stop * (1 - _ERROR_SHARE):
+            read_plain()
+        checked: set[float] = set()
+        for _ in range(2):  # (the second round with the untilted answer, if it was not read)
+            for y in sorted(set(found) - checked, reverse=True):
+                checked.add(y)
+                if y in confirmed or certifies(y):
+                    return y
+            read_plain()
+        return _lower_until(certifies, min(found)) if found else 0.0
+
+    def _lumped_search(self, t: _TiltedLower, target: float, stop: float) -> float | None:
+        """The greatest float ε ≤ ``stop`` found whose lower δ certified by ``t`` exceeds ``target``, or None:
+        searched down from ``stop`` (the upper end, which the answer is close to) by secant steps, or by
+        growing steps and bisection (to ~1e-12 relative) if those find none."""
         # secant steps toward δ_lo = target·(1 + 1e-9) (δ_lo is smooth and falls with ε), keeping the
         # greatest point certified above the target; growing steps and bisection if they find none
         f0 = t.delta_lo(stop) - target
@@ -790,111 +929,74 @@ class _Recipe:
             failed, step = x, step * 8
         return refine(x, failed)
 
-    def delta_lo(self, eps: float, upper: float) -> float | None:
-        """The tilted certified lower δ(ε), or None: from the lumped composites built already if one is within
-        1e-8 (relative) of ``upper``, else from one tilted to centre at ε."""
-        best = max((t.delta_lo(eps) for t in list(self.lower_cache.values()) if t is not None), default=-1.0)
-        best = max(best, self.lo_points.at(eps))  # (the answers whose composites were evicted)
-        if best >= upper * (1 - _REUSE):
-            return best
+    def delta_lo(self, eps: float) -> float | None:
+        """The certified lower δ(ε) of the tilted lumped pair of ε's tilt (:meth:`theta_for_epsilon`), or None
+        where none applies."""
         theta = self.theta_for_epsilon(eps)
         t = self.tilted_lower(theta) if theta > 0 else None
-        if t is not None:
-            best = max(best, t.delta_lo(eps))
-        return best if best >= 0 else None
+        return None if t is None else t.delta_lo(eps)
 
-    def tilted(self, theta: float, target: float | None = None) -> _Tilted | None:
-        """The tilted composite at θ (for ε(``target``) if given: see :func:`_tilt`), cached."""
-        build = partial(_tilt, self.items, theta, self.grid, target)
-        return self._lookup(self.cache, False, (theta, target), build)
 
-    def least_up(self, pld: PLD, target: float) -> float | None:
-        """The least float ε whose tilted certified δ is at most ``target`` (None: use the untilted side).
+def _on_grid(theta: float) -> float:
+    """θ rounded to the nearest power of 2**(1/4), then to ``_THETA_BITS`` significant bits (0 for θ ≤ 0):
+    the tilts the readings use, shared by δ(ε) and ε(δ) (:class:`_Recipe`)."""
+    if not theta > 0:
+        return 0.0
+    return _grid_tilt(round(4 * math.log2(theta)))
 
-        The first tilt is the saddle point's. Where its error terms are not negligible at the answer (few
-        atom-heavy mechanisms, whose answer lies between atoms far below the tilted mass), a second tilt
-        centres the tilted composite at that answer (K'(θ) = ε); the smaller certified ε is kept. Where
-        the answer is at the window's bottom (the least ε may lie below it, where the bound does not
-        apply) or the error terms stay above ``_ERROR_SHARE``·δ, the untilted side is read too."""
-        inf = self.upper_totals[0]
-        h = self.grid.h
-        theta0 = self.theta_for_delta(target, inf)
-        best: tuple[float, _Tilted] | None = None
-        for theta in (theta0, None):
-            if theta is None:  # the second tilt, if the first one's answer needs it
-                if best is None or best[1].error_terms(best[0]) <= _SECOND_TILT * target:
-                    break
-                theta = self.theta_for_epsilon(best[0])
-                if not theta > 0 or abs(theta - theta0) <= 0.1 * theta0:
-                    break
-            t = self.tilted(theta, target)
-            if t is None:
-                continue
-            e = pld._least_search(target, t.delta_up, t.offset + t.masses.size, partial(t.guess, target))
-            top = t.support_top * h  # the largest finite loss (exact: _Grid)
-            if e is None and t.delta_up(top) <= target:
-                e = top  # (δ is only the mass at +∞ there: e.g. δ = 0 without any)
-            if e is not None and (best is None or e < best[0]):
-                best = (e, t)
-        if best is None:
-            return None
-        e, t = best
-        share = t.error_terms(e) / target if target > 0 else 0.0
-        # (at a large δ the untilted side's absolute error is negligible and it is cheap to compare)
-        if e <= (t.offset + 1) * h or share > _ERROR_SHARE or (share > _SECOND_TILT and target > 1e-4):
-            untilted = pld._least_up(target)
-            e = e if untilted is None else min(e, untilted)
-        self.up_points.add(e, target)  # (either way, the certified δ at e is at most the target)
-        return e
 
-    def _asked(self) -> list[_Tilted]:
-        """The tilted composites built for ε(δ) questions."""
-        return [t for (_, asked), t in list(self.cache.items()) if asked is not None and t is not None]
+def _grid_tilt(k: int) -> float:
+    """The grid tilt 2**(k/4), rounded to ``_THETA_BITS`` significant bits."""
+    return _dyadic(2.0 ** (k / 4), _THETA_BITS)
 
-    def delta_up_asked(self, eps: float) -> float:
-        """The least tilted certified δ(ε) of the composites built for ε(δ) questions still cached and of the
-        answers' certified points (+∞ without any)."""
-        return min(min((t.delta_up(eps) for t in self._asked()), default=math.inf), self.up_points.at(eps))
 
-    def delta_up(self, eps: float) -> tuple[float, bool] | None:
-        """``(δ, poor)``: the tilted certified δ(ε), the least of the composite tilted to centre at ε and
-        every tilted composite already built (for ε(δ) questions), so that δ(ε(δ)) ≤ δ; ``poor`` when its
-        error terms exceed ``_ERROR_SHARE`` of it (then the untilted side should be read too: found by
-        review, a composite tilted for another question can be useless here, 1.0 against 0.37). None
-        where no tilted bound applies."""
-        top = sum(k * (sd.offset + sd.masses.size - 1) for sd, k in self.items)  # the largest finite index
-        if eps >= top * self.grid.h:  # only the mass at +∞ is above ε (nothing to compose; exact: _Grid)
-            inf, err_unt, _ = self.upper_totals
-            return _up(inf + err_unt), False
-        best, poor = math.inf, True
+def _raise_until(
+    certified: Callable[[float], float], start: float, target: float, top: float
+) -> float | None:
+    """The least float ε found at or above ``start`` with ``certified(ε)`` ≤ ``target`` (growing steps, then
+    bisection to ~1e-12 relative; ``certified`` need not fall monotonically: every answer is checked), or
+    None where even ``top`` (the largest finite loss, above which δ is only the mass at +∞) is not."""
+    if certified(start) <= target:
+        return start
+    if certified(top) > target:
+        return None
+    lo, step = start, max(abs(start), 1.0) * 2.0**-40
+    x = start
+    while x < top:
+        x = min(x + step, top)
+        if certified(x) <= target:
+            break
+        lo, step = x, step * 4
+    hi = x
+    while hi - lo > max(abs(lo), 1.0) * 1e-12:
+        mid = (lo + hi) / 2
+        if certified(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
-        def read(t: _Tilted | None) -> float:
-            nonlocal best, poor
-            if t is None:
-                return math.inf
-            v = t.delta_up(eps)
-            share = t.error_terms(eps) / v if v > 0 else 0.0
-            if v < best:
-                best, poor = v, share > _ERROR_SHARE
-            return share
 
-        # the composites built for ε(δ) questions (so that δ(ε(δ)) ≤ δ), then the one centred at ε — or,
-        # where that is not built yet, the built one with the nearest θ if it reads well enough
-        for t in self._asked():
-            read(t)
-        point = self.up_points.at(eps)  # (the answers whose composites were evicted)
-        if point < best:  # a certified answer: reading the untilted side as well is not needed for it
-            best, poor = point, False  # (found by review: poor stayed True, and the untilted side was built)
-        theta = self.theta_for_epsilon(eps)
-        if theta > 0:
-            if (theta, None) not in self.cache:
-                built = list(self.cache)
-                near = [(abs(math.log(th / theta)), th) for th, tg in built if tg is None and th > 0]
-                if near and read(self.cache.get((min(near)[1], None))) <= _REUSE:
-                    return (best, poor) if math.isfinite(best) else None
-                self.delta_builds += 1
-            read(self.tilted(theta))
-        return (best, poor) if math.isfinite(best) else None
+def _lower_until(certifies: Callable[[float], bool], start: float) -> float:
+    """The greatest float ε found in [0, ``start``] that ``certifies`` (growing steps down, then bisection to
+    ~1e-12 relative), or 0 (ε ≥ 0 is always a valid lower end)."""
+    if start <= 0:
+        return 0.0
+    failed, step = start, max(start, 1.0) * 2.0**-40
+    x = start
+    while True:
+        if certifies(x):
+            break
+        if x == 0.0:
+            return 0.0
+        failed, x, step = x, max(0.0, x - step), step * 4
+    while failed - x > max(x, 1.0) * 1e-12:
+        mid = (x + failed) / 2
+        if certifies(mid):
+            x = mid
+        else:
+            failed = mid
+    return x
 
 
 # ---------------------------------------------------------------------------------------------------------
