@@ -78,12 +78,13 @@ class SQLiteLedger(Ledger):
 
     **Storage.** One file holds any number of keys (budgets). Every charge — and the creation of every
     key — appends one row to a journal: ``(seq, key, entry, hash)`` where ``seq`` counts 1, 2, 3, … over
-    the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and the entry (the
-    first row chains from a random per-file id). A key's current entry is its last row; a separate head
-    row holds the last ``(seq, hash)``. Every few dozen charges, a charge *folds* the older rows: it appends
-    a checkpoint row (every key's entry as of a row ``C``, and row ``C``'s hash), chained like any other
-    row, and deletes rows ``1 … C``, keeping the last 32 rows before the checkpoint. The file therefore
-    stays at a constant size (41–45 KB for a filter with one key: at most ~100 rows plus one entry per key)
+    the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and the entry, which
+    holds a random nonce (the first row chains from a random per-file id). A key's current entry is its
+    last row; a separate head row holds the last ``(seq, hash)``. Every few dozen charges, a charge
+    *folds* the older rows: it appends a checkpoint row (every key's entry as of a row ``C``, and row
+    ``C``'s hash), chained like any other row, and deletes rows ``1 … C``, keeping the last 32 rows before
+    the checkpoint. The file therefore
+    stays at a constant size (45–49 KB for a filter with one key: at most ~100 rows plus one entry per key)
     however many charges it records. Opening verifies the chain from the checkpoint; every transaction
     re-verifies the head and every row appended since (by any process), a fold verifies the whole journal
     again before it folds anything, and a ledger object refuses if the sequence it has seen ever goes
@@ -116,12 +117,18 @@ class SQLiteLedger(Ledger):
     detected: the chain is unkeyed, so someone who can write the file and recomputes the hashes can
     rewrite history; and a whole-file rollback to an older *copy* (or deleting the file) cannot be seen
     from inside the file — only an external high-water mark can: pass ``anchor=`` (a second file, kept
-    where the analyst cannot write, which records each ledger file's highest verified head and its path,
-    and refuses a file behind it, rewritten after it, deleted or replaced), or record :meth:`head`
-    somewhere the analyst cannot write and compare. A fold first raises the anchor's record to the head,
-    so an anchor's record is never among the rows its own processes fold; a record that a process
-    *without* the anchor folded away cannot be checked, and is refused: every process writing an anchored
-    file should pass the anchor. Keep the file where the analyst cannot write it.
+    where the analyst cannot write, which records each ledger file's highest verified head and every path
+    it was seen at), or record :meth:`head` somewhere the analyst cannot write and compare. With an
+    anchor, every transaction (of a process that has had the file open all along, too) compares the file
+    with the anchor's record before it commits and raises the record to the head it verified, and a
+    charge raises it again after its commit: a file behind the record, rewritten after it (the nonces make
+    every rewrite differ, even of the same charges), missing or replaced at a recorded path is refused.
+    The first charge under an anchor stores the anchor's id in the file: an anchor without a record of an
+    anchored file (deleted, emptied of rows, another one) is refused unless ``reanchor=True``. A fold
+    happens in a transaction that has raised the anchor's record to the head, so an anchor's record is
+    never among the rows its own processes fold; a record that a process *without* the anchor folded away
+    cannot be checked, and is refused: every process writing an anchored file should pass the anchor. Keep
+    the file where the analyst cannot write it.
 
     **Errors.** Every failure is a :class:`LedgerError` whose message says which: locked (the subclass
     :class:`LedgerLocked`; retry), read-only file or directory, disk full, corrupt, not a ledger, wrong
@@ -147,9 +154,14 @@ class SQLiteLedger(Ledger):
             ledger file opened with it: a rolled-back, deleted or replaced ledger is then a
             :class:`LedgerError` (see the threat model). A missing anchor file is created; one that exists
             must be an anchor (an emptied or foreign file is a :class:`LedgerError`, never started afresh).
+        reanchor: record a ledger file that an anchor recorded before in ``anchor``, which has no record
+            of it (the anchor that recorded it was lost, or the file moves to another anchor). Without it
+            that is a :class:`LedgerError`: a deleted anchor, created afresh, would let a rollback through.
+            Pass it only once you know the file is not an older copy.
 
     Raises:
-        InvalidParameter: ``path``, ``key``, ``create`` or ``timeout`` of the wrong type or value.
+        InvalidParameter: ``path``, ``key``, ``create``, ``timeout``, ``anchor`` or ``reanchor`` of the
+            wrong type or value.
 
     Examples:
         >>> import os, tempfile
@@ -571,8 +583,8 @@ class SQLiteLedger(Ledger):
     def _check_all(self, conn: sqlite3.Connection, head_seq: int, head_hash: bytes, file_id: bytes) -> None:
         """Verify the whole journal from its start: when this object first reads the file, and when the rows
         after the last one it verified were folded into a checkpoint by another process (then only its
-        sequence can be compared with the file's: an anchor's record, if inside the rows kept, is compared
-        hash and all)."""
+        sequence can be compared with the file's; an anchor's record is compared after it, by
+        :meth:`_verify`)."""
         seen = self._seq if self._file_id is not None else None
         w = walk(conn, file_id, self._key, [] if seen is None else [seen])
         if (w.seq, w.hash) != (head_seq, head_hash):
@@ -588,8 +600,8 @@ class SQLiteLedger(Ledger):
     def _fold(self, conn: sqlite3.Connection) -> None:
         """Fold the journal into a new checkpoint, keeping the last KEEP_ROWS rows before it (in a charge's
         write transaction, the head verified). The whole journal is verified again first, so a row damaged
-        since this object read it is refused, never folded in; an anchor's record is raised to the head
-        first, so that it never falls inside the folded rows."""
+        since this object read it is refused, never folded in. The transaction's verification raised an
+        anchor's record to the head, so that it never falls inside the folded rows."""
         file_id, head = self._file_id, self._seq
         with self._checking():
             if file_id is None:  # a charge follows a verification, which sets it
