@@ -203,8 +203,12 @@ def _in_scratch(func: Callable[[], Any]) -> Any:
         os.chdir(cwd)
 
 
-def _sqlite_in_tmpdir(path: Any, key: Any, *, create: Any, timeout: Any, anchor: Any = None) -> Any:
-    ledger = _in_scratch(lambda: dp.SQLiteLedger(path, key, create=create, timeout=timeout, anchor=anchor))
+def _sqlite_in_tmpdir(
+    path: Any, key: Any, *, create: Any, timeout: Any, anchor: Any = None, reanchor: Any = False
+) -> Any:
+    ledger = _in_scratch(
+        lambda: dp.SQLiteLedger(path, key, create=create, timeout=timeout, anchor=anchor, reanchor=reanchor)
+    )
     _in_scratch(lambda: ledger.bind("t", "s"))  # first use: a bad timeout fails here
     return ledger
 
@@ -360,10 +364,17 @@ CASES: dict[str, Case] = {
     "Queryable": Case(_Echo, lambda: {"lock": None, "name": "echo"}, covers=dp.Queryable),
     "RenyiCurve": Case(dp.RenyiCurve, lambda: {"curve": lambda a: Fraction(a) / 8, "label": "α/8"}, _numbers),
     "SQLiteLedger": Case(
-        lambda path, key, create, timeout, anchor: _sqlite_in_tmpdir(
-            path, key, create=create, timeout=timeout, anchor=anchor
+        lambda path, key, create, timeout, anchor, reanchor: _sqlite_in_tmpdir(
+            path, key, create=create, timeout=timeout, anchor=anchor, reanchor=reanchor
         ),
-        lambda: {"path": _tmp_db(), "key": "k", "create": True, "timeout": 5.0, "anchor": _tmp_db()},
+        lambda: {
+            "path": _tmp_db(),
+            "key": "k",
+            "create": True,
+            "timeout": 5.0,
+            "anchor": _tmp_db(),
+            "reanchor": False,
+        },
         covers=dp.SQLiteLedger,
     ),
     "MemoryLedger": Case(dp.MemoryLedger, dict),

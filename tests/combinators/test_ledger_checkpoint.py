@@ -9,6 +9,7 @@ charges; test_ledger_files runs the real thresholds (under slow).
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import sqlite3
 from fractions import Fraction
@@ -19,7 +20,7 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.combinators._ledger import LedgerEntry, journal
-from dpcompose.combinators._ledger.chain import decode_checkpoint, encode_checkpoint, link
+from dpcompose.combinators._ledger.chain import decode_checkpoint, encode_checkpoint, genesis, link
 
 KIND, SPEC = "filter", "checkpoint spec"
 KEEP, EVERY = 3, 4
@@ -97,7 +98,7 @@ def test_folds_keep_the_file_bounded(tmp_path: Path, folds: None) -> None:
     assert most <= 2 * KEEP + EVERY + 2
     assert max(sizes[i] for i in range(21, 41)) <= max(sizes[i] for i in range(1, 21))
     assert layout(path)[2] == 1 and layout(path)[1] > 1  # one checkpoint; the first rows are folded
-    assert sql(path, "PRAGMA user_version") == [(3,)]
+    assert sql(path, "PRAGMA user_version") == [(4,)]
     assert read(path) == committed and committed.queries == 40
     assert committed.state == (Fraction(40, 1000),)
 
@@ -146,18 +147,44 @@ def test_a_rollback_while_open_is_still_detected_with_folds(tmp_path: Path, fold
             ledger.read()
 
 
-def test_a_version_2_file_is_read_and_marked_version_3_by_its_first_fold(tmp_path: Path, folds: None) -> None:
-    """A file written before checkpoints (schema version 2: the same tables, no checkpoint) is read as it
-    is; its first fold marks it version 3, which a dpcompose reading version 2 only refuses by version."""
-    path = tmp_path / "l.db"
-    with dp.SQLiteLedger(path, "k") as ledger:
-        ledger.bind(KIND, SPEC)
-        ledger.charge(add(Fraction(1, 2)))
-    sql(path, "PRAGMA user_version = 2")
-    assert read(path).queries == 1
-    charged(path, 10)
-    assert sql(path, "PRAGMA user_version") == [(3,)] and layout(path)[2] == 1
-    assert read(path).queries == 11
+def as_version(path: Path, version: int) -> None:
+    """Rewrite a ledger file as a dpcompose of schema ``version`` (2 or 3) wrote it: rows without a nonce,
+    chained again, and the head without its anchor column."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        (file_id,) = conn.execute("SELECT file_id FROM dpcompose_head").fetchone()
+        rows = conn.execute("SELECT seq, key, entry FROM dpcompose_journal ORDER BY seq").fetchall()
+        checkpoints = [raw for _, key, raw in rows if not key]
+        prev = decode_checkpoint(checkpoints[0]).prev if checkpoints else genesis(file_id)
+        for seq, key, raw in rows:
+            doc = json.loads(raw)
+            del doc["nonce"]
+            old = json.dumps(doc, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+            prev = link(prev, seq, key, old)
+            conn.execute("UPDATE dpcompose_journal SET entry = ?, hash = ? WHERE seq = ?", (old, prev, seq))
+        conn.execute("UPDATE dpcompose_head SET hash = ?", (prev,))
+        conn.execute("ALTER TABLE dpcompose_head DROP COLUMN anchor")
+        conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_file_is_read_and_marked_version_4_by_its_first_write(
+    tmp_path: Path, folds: None, version: int
+) -> None:
+    """A file of schema version 2 (no checkpoint) or 3 (rows without a nonce, a head without an anchor
+    column) is read as it is, also with an anchor; the first row appended marks it version 4 (which a
+    dpcompose reading versions 2 and 3 only refuses by its version), and it reads on."""
+    path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
+    charged(path, 1 if version == 2 else 12)
+    as_version(path, version)
+    assert layout(path)[2] == (version == 3)
+    queries = read(path).queries
+    assert read(path, anchor=anchor).queries == queries  # read, not written: still the older version
+    assert sql(path, "PRAGMA user_version") == [(version,)]
+    charged(path, 10, anchor=anchor)
+    assert sql(path, "PRAGMA user_version") == [(4,)] and layout(path)[2] == 1
+    assert read(path, anchor=anchor).queries == queries + 10
 
 
 # -- the checkpoint damaged ----------------------------------------------------------------------------------

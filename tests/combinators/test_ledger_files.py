@@ -421,9 +421,10 @@ def test_anchor_follows_a_moved_file_and_keeps_up_to_date_copies(tmp_path: Path)
     os.replace(path, moved)
     with anchored(moved, anchor) as ledger:
         assert ledger.read().state == (Fraction(1, 2),)
-    # at its new path, the old path is free again
-    with anchored(path, anchor) as fresh:
-        assert fresh.read().queries == 0
+    # the old path stays recorded: a file missing there is refused, never a fresh budget
+    with pytest.raises(dp.LedgerError, match="does not exist, but anchor"):
+        anchored(path, anchor)
+    assert not path.exists()
     with pytest.raises(dp.InvalidParameter, match="other than the ledger"):
         dp.SQLiteLedger(path, "k", anchor=path)
     with pytest.raises(dp.InvalidParameter, match="anchor"):
@@ -440,46 +441,70 @@ def test_anchor_is_never_lowered_by_a_process_behind(tmp_path: Path) -> None:
     a.close(), b.close()
     rows = sqlite3.connect(anchor).execute("SELECT seq FROM dpcompose_anchor").fetchall()
     assert rows == [(4,)]
-    # a record of an older head (a process that verified sequence 2 and writes late) keeps 4 and its hash
+    # a record of an older head after its commit (a process that committed sequence 2 and records late,
+    # after others committed more) keeps 4 and its hash
     mark = Anchor(str(anchor), 5.0)
+    paths = [os.path.realpath(path)]
     file_id = sqlite3.connect(anchor).execute("SELECT file_id FROM dpcompose_anchor").fetchone()[0]
-    before = mark.read(os.path.realpath(path), file_id)[0]
-    mark.record(file_id, os.path.realpath(path), 2, b"\0" * 32)
-    assert mark.read(os.path.realpath(path), file_id)[0] == before and before is not None and before[0] == 4
+    before = mark.look(paths, file_id).mark
+    mark.record(file_id, paths, 2, b"\0" * 32)
+    assert mark.look(paths, file_id).mark == before and before is not None and before[0] == 4
+    # another hash at the recorded sequence: rolled back and written again since that commit
+    with pytest.raises(dp.LedgerError, match="another row at sequence 4.*a charge in it stands"):
+        mark.record(file_id, paths, 4, b"\0" * 32)
 
 
-def test_a_malformed_anchor_is_a_ledger_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE dpcompose_anchor SET seq = 'text'",
+        "UPDATE dpcompose_anchor_paths SET file_id = 'text'",
+        "UPDATE dpcompose_anchor_id SET anchor_id = 'text'",
+    ],
+)
+def test_a_malformed_anchor_is_a_ledger_error(tmp_path: Path, damage: str) -> None:
     """An anchor row of the wrong types (a damaged anchor) is a LedgerError, also where the ledger file is
     missing (it was a TypeError there)."""
     path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
     anchored(path, anchor).close()
-    with sqlite3.connect(anchor) as conn:
-        conn.execute("UPDATE dpcompose_anchor SET file_id = 'text'")
-    with pytest.raises(dp.LedgerError, match="malformed row"):
+    with contextlib.closing(sqlite3.connect(anchor)) as conn:
+        conn.execute(damage)
+        conn.commit()
+    with pytest.raises(dp.LedgerError, match="malformed"):
         anchored(path, anchor)
     os.unlink(path)
-    with pytest.raises(dp.LedgerError, match="malformed row"):
+    with pytest.raises(dp.LedgerError, match="malformed"):
         anchored(path, anchor)
     assert not path.exists()
 
 
 def test_an_anchor_that_cannot_be_written_after_a_charge_says_the_charge_stands(tmp_path: Path) -> None:
-    """The anchor is written after the ledger's commit: if that fails (here, another process holds the
-    anchor's write lock), the error must not say that nothing was spent."""
+    """The anchor is read before the ledger's commit and written after it: if the write fails (here, a
+    reader holds a transaction open on the anchor), the error must not say that nothing was spent; if the
+    read fails (a process holds it exclusively), nothing is spent. Both are LedgerLocked (retry)."""
     path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
     ledger = dp.SQLiteLedger(path, "k", create=True, anchor=anchor, timeout=0)
     ledger.bind(KIND, SPEC)
     ledger.read()  # first verification: reads the anchor
     holder = sqlite3.connect(anchor, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("BEGIN")
+    holder.execute("SELECT * FROM dpcompose_anchor").fetchall()
     try:
-        with pytest.raises(dp.LedgerError, match="a charge in it stands") as info:
+        with pytest.raises(dp.LedgerLocked, match="a charge in it stands") as info:
             ledger.charge(add(Fraction(1, 2)))
         assert "nothing was run or spent" not in str(info.value)
     finally:
         holder.execute("ROLLBACK")
-        holder.close()
     assert ledger.read().state == (Fraction(1, 2),)  # it was spent
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(dp.LedgerLocked, match="nothing was run or spent") as info:
+            ledger.charge(add(Fraction(1, 2)))
+        assert "stands" not in str(info.value)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert ledger.read().state == (Fraction(1, 2),)  # it was not spent
     ledger.close()
 
 
@@ -522,20 +547,30 @@ def test_an_emptied_or_foreign_anchor_is_refused_not_started_afresh(tmp_path: Pa
     assert not (tmp_path / "other.db").exists() and anchor.read_bytes() == before
 
 
-def test_a_missing_anchor_is_created_and_an_older_anchor_is_read(tmp_path: Path) -> None:
-    """A missing anchor file is created (atomically: no temporary file is left); an anchor written before
-    anchors had an application id (the same table) is still read."""
+@pytest.mark.parametrize("header", [(0, 0), (0x4450_414E, 1)])
+def test_a_missing_anchor_is_created_and_an_older_anchor_is_read(
+    tmp_path: Path, header: tuple[int, int]
+) -> None:
+    """A missing anchor file is created (atomically: no temporary file is left); an anchor of version 1, or
+    one written before anchors had an application id (one table), is still read, its marks kept."""
     path, anchor = tmp_path / "l.db", tmp_path / "safe" / "anchor.db"
     anchor.parent.mkdir()
     anchored(path, anchor).close()
     assert sorted(os.listdir(anchor.parent)) == ["anchor.db", "anchor.db-journal"]
-    with contextlib.closing(sqlite3.connect(anchor)) as conn:
-        conn.execute("PRAGMA application_id = 0")
-        conn.execute("PRAGMA user_version = 0")
-        conn.commit()
     rolled_back_under(tmp_path / "m.db", anchor)
+    with contextlib.closing(sqlite3.connect(anchor)) as conn:  # as an older dpcompose left it
+        conn.execute("DROP TABLE dpcompose_anchor_paths")
+        conn.execute("DROP TABLE dpcompose_anchor_id")
+        conn.execute(f"PRAGMA application_id = {header[0]}")
+        conn.execute(f"PRAGMA user_version = {header[1]}")
+        conn.commit()
     with pytest.raises(dp.LedgerError, match="rolled back"):
         anchored(tmp_path / "m.db", anchor)
+    os.unlink(path)  # the path the older anchor recorded is kept
+    with pytest.raises(dp.LedgerError, match="does not exist, but anchor"):
+        anchored(path, anchor)
+    with contextlib.closing(sqlite3.connect(anchor)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
 
 
 def test_a_fresh_path_another_process_creates_while_this_one_reads_the_anchor_is_opened(
@@ -547,7 +582,7 @@ def test_a_fresh_path_another_process_creates_while_this_one_reads_the_anchor_is
     path, anchor = tmp_path / "l.db", tmp_path / "anchor.db"
     late = dp.SQLiteLedger(path, "k", anchor=anchor)
     assert late._anchor is not None
-    original = late._anchor.read
+    original = late._anchor.look
 
     def interleaved(*args: Any) -> Any:
         if not path.exists():
@@ -556,7 +591,7 @@ def test_a_fresh_path_another_process_creates_while_this_one_reads_the_anchor_is
                 first.charge(add(Fraction(1, 2)))
         return original(*args)
 
-    monkeypatch.setattr(late._anchor, "read", interleaved)
+    monkeypatch.setattr(late._anchor, "look", interleaved)
     assert late.bind(KIND, SPEC).queries == 1  # the other process's budget: one ledger at the path
     assert late.charge(add(Fraction(1, 4))).state == (Fraction(3, 4),)
     late.close()

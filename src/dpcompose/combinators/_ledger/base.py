@@ -83,10 +83,22 @@ def mismatch(current: LedgerEntry, kind: str, spec: str, where: str) -> LedgerEr
 
 
 def continues(old: LedgerEntry | None, new: LedgerEntry | None) -> bool:
-    """Whether ``new`` may follow ``old`` in a ledger: the same accountant, never fewer queries."""
+    """Whether ``new`` may follow ``old`` in a ledger: the same accountant, never fewer queries, and running
+    sums that never decrease (the same number of them, each at least as large; an empty state, before a
+    rule is fixed, may be followed by any)."""
     if old is None or new is None:
         return new is not None or old is None
-    return (new.kind, new.spec) == (old.kind, old.spec) and new.queries >= old.queries
+    return (
+        (new.kind, new.spec) == (old.kind, old.spec)
+        and new.queries >= old.queries
+        and (
+            not old.state
+            or (
+                len(new.state) == len(old.state)
+                and all(n >= o for n, o in zip(new.state, old.state, strict=True))
+            )
+        )
+    )
 
 
 def check_update(old: LedgerEntry, new: object) -> LedgerEntry:

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dpcompose.combinators._ledger.base import LedgerEntry
 
 __all__ = [
+    "NONCE_BYTES",
     "Checkpoint",
     "Corrupt",
     "RolledBack",
+    "Unanchored",
     "Unverifiable",
     "as_blob",
     "as_int",
@@ -24,9 +27,12 @@ __all__ = [
     "encode_entry",
     "genesis",
     "link",
+    "nonce",
 ]
 
 _DOMAIN_TAG = b"dpcompose-ledger-v2\x00"
+#: Random bytes in every row written since version 4 (hashed with the row).
+NONCE_BYTES = 16
 
 
 def _dumps(doc: object) -> bytes:
@@ -38,14 +44,29 @@ def _entry_doc(e: LedgerEntry) -> dict[str, Any]:
     return {"kind": e.kind, "spec": e.spec, "rule": e.rule, "state": state, "queries": e.queries}
 
 
+def nonce() -> str:
+    """A fresh random nonce for a row: 16 random bytes as lower-case hex."""
+    return secrets.token_hex(NONCE_BYTES)
+
+
 def encode_entry(e: LedgerEntry) -> bytes:
-    """An entry as canonical ASCII JSON (sorted keys, running sums as exact ``p/q`` fractions)."""
-    return _dumps(_entry_doc(e))
+    """An entry as canonical ASCII JSON (sorted keys, running sums as exact ``p/q`` fractions), with a fresh
+    random ``nonce``: two rows never have the same bytes, so a rewrite after a rollback never reproduces
+    the hash a lost row had, even for the same charges (version 4; older rows have none)."""
+    return _dumps({**_entry_doc(e), "nonce": nonce()})
 
 
 def decode_entry(raw: bytes) -> LedgerEntry:
     """Parse a stored entry; raises ``ValueError`` on anything malformed (the caller reports corruption)."""
-    return _entry_from_doc(json.loads(raw.decode("ascii")))
+    return _entry_from_doc(_without_nonce(json.loads(raw.decode("ascii"))))
+
+
+def _without_nonce(doc: object) -> object:
+    """``doc`` without its ``nonce`` (checked: lower-case hex of NONCE_BYTES bytes); others as they are."""
+    if isinstance(doc, dict) and "nonce" in doc:
+        doc = dict(doc)
+        _hex(doc.pop("nonce"), NONCE_BYTES)
+    return doc
 
 
 def _entry_from_doc(doc: object) -> LedgerEntry:
@@ -79,14 +100,15 @@ class Checkpoint(NamedTuple):
 
 
 def encode_checkpoint(cp: Checkpoint) -> bytes:
-    """A checkpoint as canonical ASCII JSON (keys as hex of their UTF-8 bytes)."""
+    """A checkpoint as canonical ASCII JSON (keys as hex of their UTF-8 bytes), with a fresh ``nonce``."""
     entries = {key.hex(): _entry_doc(e) for key, e in cp.entries.items()}
-    return _dumps({"file": cp.file_id.hex(), "seq": cp.seq, "prev": cp.prev.hex(), "entries": entries})
+    doc = {"file": cp.file_id.hex(), "seq": cp.seq, "prev": cp.prev.hex(), "entries": entries}
+    return _dumps({**doc, "nonce": nonce()})
 
 
 def decode_checkpoint(raw: bytes) -> Checkpoint:
     """Parse a stored checkpoint; raises ``ValueError`` on anything malformed."""
-    doc = json.loads(raw.decode("ascii"))
+    doc = _without_nonce(json.loads(raw.decode("ascii")))
     if not isinstance(doc, dict) or set(doc) != {"file", "seq", "prev", "entries"}:
         raise ValueError("malformed checkpoint")
     file_hex, seq, prev_hex, entries = (doc[k] for k in ("file", "seq", "prev", "entries"))
@@ -132,6 +154,10 @@ class Corrupt(Exception):
 
 class RolledBack(Corrupt):
     """Internal: the file is behind (or off) the head its anchor recorded."""
+
+
+class Unanchored(Corrupt):
+    """Internal: the file was recorded by an anchor, and the anchor it is opened with has no record of it."""
 
 
 class Unverifiable(Corrupt):

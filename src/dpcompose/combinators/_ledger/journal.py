@@ -2,10 +2,16 @@
 folding old rows into a checkpoint so that the file stays bounded.
 
 **Layout.** A table ``dpcompose_journal (seq, key, entry, hash)`` and a one-row table
-``dpcompose_head (id, seq, hash, file_id)``. Rows ``1, 2, 3, …`` are charges and key creations: row
+``dpcompose_head (id, seq, hash, file_id, anchor)``. Rows ``1, 2, 3, …`` are charges and key creations: row
 ``n``'s hash is :func:`~dpcompose.combinators._ledger.chain.link` of row ``n − 1``'s hash (for row 1,
-:func:`~dpcompose.combinators._ledger.chain.genesis` of the file id), ``n``, the key and the entry. The
-head row holds the last row's ``(seq, hash)``.
+:func:`~dpcompose.combinators._ledger.chain.genesis` of the file id), ``n``, the key and the entry (which
+holds a random nonce). The head row holds the last row's ``(seq, hash)`` and the id of the first anchor
+that recorded the file (NULL: never anchored).
+
+**Versions.** 2: the journal; 3: with a checkpoint; 4: rows hold a random nonce and the head an anchor
+column. A file of version 2 or 3 is read as it is; the first row a dpcompose of version 4 appends to it
+adds the head's column and marks it version 4 (in the same transaction), which dpcompose reading versions 2
+and 3 only refuses by its version.
 
 **Checkpoint.** A fold at head ``S`` appends one row with the empty key (no user key is empty), a
 *checkpoint*, at ``S + 1``: a :class:`~dpcompose.combinators._ledger.chain.Checkpoint` that records a
@@ -52,6 +58,7 @@ __all__ = [
     "JOURNAL",
     "KEEP_ROWS",
     "SCHEMA",
+    "SCHEMA_V3",
     "SCHEMA_VERSION",
     "VERSIONS_READ",
     "Walk",
@@ -60,24 +67,31 @@ __all__ = [
     "fold",
     "fold_due",
     "fold_point",
+    "hash_at",
+    "upgrade",
     "walk",
 ]
 
 APPLICATION_ID = 0x4450_4C47  # "DPLG"
 #: 1: one mutable row per key (dpcompose ≤ 0.x, before issue 11); 2: hash-chained append-only journal;
-#: 3: the same, with a checkpoint row folding old rows. A version 2 file is a version 3 file without
-#: a checkpoint: it is read as it is and marked version 3 by its first fold, after which a dpcompose that
-#: reads version 2 only refuses it by its version.
-SCHEMA_VERSION = 3
-VERSIONS_READ = (2, 3)
+#: 3: the same, with a checkpoint row folding old rows; 4: rows with a nonce, the head with an anchor id.
+#: Versions 2 and 3 are read as they are and marked version 4 by the first row appended (see above).
+SCHEMA_VERSION = 4
+VERSIONS_READ = (2, 3, 4)
 JOURNAL = "dpcompose_journal"
 HEAD = "dpcompose_head"
+_HEAD_V3 = (
+    f"CREATE TABLE {HEAD} (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, "
+    "hash BLOB NOT NULL, file_id BLOB NOT NULL"
+)
+_ADD_ANCHOR = "anchor BLOB"  # what ALTER TABLE appends to the head's CREATE statement
+#: The schema of a version 4 file (a version 2 or 3 file has the head without its anchor column).
 SCHEMA = {
     JOURNAL: f"CREATE TABLE {JOURNAL} (seq INTEGER PRIMARY KEY, key BLOB NOT NULL, entry BLOB NOT NULL, "
     "hash BLOB NOT NULL)",
-    HEAD: f"CREATE TABLE {HEAD} (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, "
-    "hash BLOB NOT NULL, file_id BLOB NOT NULL)",
+    HEAD: f"{_HEAD_V3}, {_ADD_ANCHOR})",
 }
+SCHEMA_V3 = {**SCHEMA, HEAD: f"{_HEAD_V3})"}
 #: Rows a fold keeps before its checkpoint (at least 2: the last row and the one before it are rows).
 KEEP_ROWS = 32
 #: Rows past the checkpoint, besides the kept ones, before the next fold (at least the number of keys,
@@ -104,7 +118,26 @@ def build(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
     file_id = secrets.token_bytes(16)
     head = (genesis(file_id), file_id)
-    conn.execute(f"INSERT INTO {HEAD} (id, seq, hash, file_id) VALUES (1, 0, ?, ?)", head)
+    conn.execute(f"INSERT INTO {HEAD} (id, seq, hash, file_id, anchor) VALUES (1, 0, ?, ?, NULL)", head)
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Make a version 2 or 3 file version 4 (inside the caller's write transaction, before it appends)."""
+    conn.execute(f"ALTER TABLE {HEAD} ADD COLUMN {_ADD_ANCHOR}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def hash_at(conn: sqlite3.Connection, file_id: bytes, seq: int) -> bytes | None:
+    """The stored hash after row ``seq`` of a verified journal: the row's, the checkpoint's record of the
+    row it folds up to, or the genesis hash for 0 before any fold; None if the row was folded away."""
+    row = conn.execute(f"SELECT hash FROM {JOURNAL} WHERE seq = ?", (seq,)).fetchone()
+    if row is not None:
+        return as_blob(row[0], "row hash", 32)
+    checkpoint = conn.execute(f"SELECT entry FROM {JOURNAL} WHERE length(key) = 0").fetchone()
+    if checkpoint is None:
+        return genesis(file_id) if seq == 0 else None
+    cp = decode_checkpoint(as_blob(checkpoint[0], "checkpoint"))
+    return cp.prev if cp.seq == seq else None
 
 
 def append(conn: sqlite3.Connection, seq: int, prev: bytes, key: bytes, raw: bytes) -> bytes:
@@ -227,5 +260,4 @@ def fold(conn: sqlite3.Connection, head: int, head_hash: bytes, checkpoint: Chec
     returns the checkpoint row's hash."""
     digest = append(conn, head + 1, head_hash, b"", encode_checkpoint(checkpoint))
     conn.execute(f"DELETE FROM {JOURNAL} WHERE seq <= ?", (checkpoint.seq,))
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return digest

@@ -26,6 +26,7 @@ from dpcompose.combinators._ledger.base import (
 from dpcompose.combinators._ledger.chain import (
     Corrupt,
     RolledBack,
+    Unanchored,
     Unverifiable,
     as_blob,
     as_int,
@@ -40,13 +41,16 @@ from dpcompose.combinators._ledger.journal import (
     HEAD,
     JOURNAL,
     SCHEMA,
+    SCHEMA_V3,
+    SCHEMA_VERSION,
     VERSIONS_READ,
-    Walk,
     append,
     build,
     fold,
     fold_due,
     fold_point,
+    hash_at,
+    upgrade,
     walk,
 )
 from dpcompose.errors import InvalidParameter
@@ -74,12 +78,13 @@ class SQLiteLedger(Ledger):
 
     **Storage.** One file holds any number of keys (budgets). Every charge — and the creation of every
     key — appends one row to a journal: ``(seq, key, entry, hash)`` where ``seq`` counts 1, 2, 3, … over
-    the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and the entry (the
-    first row chains from a random per-file id). A key's current entry is its last row; a separate head
-    row holds the last ``(seq, hash)``. Every few dozen charges, a charge *folds* the older rows: it appends
-    a checkpoint row (every key's entry as of a row ``C``, and row ``C``'s hash), chained like any other
-    row, and deletes rows ``1 … C``, keeping the last 32 rows before the checkpoint. The file therefore
-    stays at a constant size (41–45 KB for a filter with one key: at most ~100 rows plus one entry per key)
+    the whole file and ``hash`` = SHA-256 of the previous row's hash, ``seq``, the key and the entry, which
+    holds a random nonce (the first row chains from a random per-file id). A key's current entry is its
+    last row; a separate head row holds the last ``(seq, hash)``. Every few dozen charges, a charge
+    *folds* the older rows: it appends a checkpoint row (every key's entry as of a row ``C``, and row
+    ``C``'s hash), chained like any other row, and deletes rows ``1 … C``, keeping the last 32 rows before
+    the checkpoint. The file therefore
+    stays at a constant size (45–49 KB for a filter with one key: at most ~100 rows plus one entry per key)
     however many charges it records. Opening verifies the chain from the checkpoint; every transaction
     re-verifies the head and every row appended since (by any process), a fold verifies the whole journal
     again before it folds anything, and a ledger object refuses if the sequence it has seen ever goes
@@ -112,12 +117,18 @@ class SQLiteLedger(Ledger):
     detected: the chain is unkeyed, so someone who can write the file and recomputes the hashes can
     rewrite history; and a whole-file rollback to an older *copy* (or deleting the file) cannot be seen
     from inside the file — only an external high-water mark can: pass ``anchor=`` (a second file, kept
-    where the analyst cannot write, which records each ledger file's highest verified head and its path,
-    and refuses a file behind it, rewritten after it, deleted or replaced), or record :meth:`head`
-    somewhere the analyst cannot write and compare. A fold first raises the anchor's record to the head,
-    so an anchor's record is never among the rows its own processes fold; a record that a process
-    *without* the anchor folded away cannot be checked, and is refused: every process writing an anchored
-    file should pass the anchor. Keep the file where the analyst cannot write it.
+    where the analyst cannot write, which records each ledger file's highest verified head and every path
+    it was seen at), or record :meth:`head` somewhere the analyst cannot write and compare. With an
+    anchor, every transaction (of a process that has had the file open all along, too) compares the file
+    with the anchor's record before it commits and raises the record to the head it verified, and a
+    charge raises it again after its commit: a file behind the record, rewritten after it (the nonces make
+    every rewrite differ, even of the same charges), missing or replaced at a recorded path is refused.
+    The first charge under an anchor stores the anchor's id in the file: an anchor without a record of an
+    anchored file (deleted, emptied of rows, another one) is refused unless ``reanchor=True``. A fold
+    happens in a transaction that has raised the anchor's record to the head, so an anchor's record is
+    never among the rows its own processes fold; a record that a process *without* the anchor folded away
+    cannot be checked, and is refused: every process writing an anchored file should pass the anchor. Keep
+    the file where the analyst cannot write it.
 
     **Errors.** Every failure is a :class:`LedgerError` whose message says which: locked (the subclass
     :class:`LedgerLocked`; retry), read-only file or directory, disk full, corrupt, not a ledger, wrong
@@ -143,9 +154,14 @@ class SQLiteLedger(Ledger):
             ledger file opened with it: a rolled-back, deleted or replaced ledger is then a
             :class:`LedgerError` (see the threat model). A missing anchor file is created; one that exists
             must be an anchor (an emptied or foreign file is a :class:`LedgerError`, never started afresh).
+        reanchor: record a ledger file that an anchor recorded before in ``anchor``, which has no record
+            of it (the anchor that recorded it was lost, or the file moves to another anchor). Without it
+            that is a :class:`LedgerError`: a deleted anchor, created afresh, would let a rollback through.
+            Pass it only once you know the file is not an older copy.
 
     Raises:
-        InvalidParameter: ``path``, ``key``, ``create`` or ``timeout`` of the wrong type or value.
+        InvalidParameter: ``path``, ``key``, ``create``, ``timeout``, ``anchor`` or ``reanchor`` of the
+            wrong type or value.
 
     Examples:
         >>> import os, tempfile
@@ -171,6 +187,7 @@ class SQLiteLedger(Ledger):
         create: bool = False,
         timeout: float = 30.0,
         anchor: str | os.PathLike[str] | None = None,
+        reanchor: bool = False,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
             raise InvalidParameter(f"path={path!r} must be a str or os.PathLike naming a file")
@@ -185,6 +202,10 @@ class SQLiteLedger(Ledger):
             raise InvalidParameter(f"key={key!r} must be encodable as UTF-8") from exc
         if not isinstance(create, bool):
             raise InvalidParameter(f"create={create!r} must be True or False")
+        if not isinstance(reanchor, bool):
+            raise InvalidParameter(f"reanchor={reanchor!r} must be True or False")
+        if reanchor and anchor is None:
+            raise InvalidParameter("reanchor=True needs anchor= (the anchor to record the ledger in)")
         seconds = check_finite_nonnegative(timeout, "timeout")
         self._anchor: Anchor | None = None
         if anchor is not None:
@@ -194,8 +215,12 @@ class SQLiteLedger(Ledger):
             if not anchor_path or "\x00" in anchor_path or anchor_path == os.path.realpath(fspath):
                 raise InvalidParameter(f"anchor={anchor!r} must name a file other than the ledger")
             self._anchor = Anchor(anchor_path, float(min(seconds, _MAX_TIMEOUT)))
-        self._anchored: tuple[int, bytes] | None = None  # the head last written to the anchor
+        self._reanchor = reanchor
+        self._anchor_id: bytes | None = None  # the anchor's id, once read
+        self._anchored_by: bytes | None = None  # the anchor id the file's head records (None: never anchored)
+        self._head_v4 = True  # whether the file's head has the anchor column (version 4)
         self.path = fspath
+        self._abspath = os.path.abspath(fspath)
         self.key = key
         self._key = key_bytes
         self._create = create
@@ -297,7 +322,7 @@ class SQLiteLedger(Ledger):
         if self._conn is not None:
             return self._conn
         if not self._exists():
-            if self._anchor is None or not self._anchor.read(os.path.realpath(self.path))[1]:
+            if self._anchor is None or not self._anchor.look(self._paths()).at_paths:
                 self._create_file()
             # The anchor records a ledger at this path. A process records a file only after linking it
             # into place, so a path still missing now, after that record was read, means the recorded file
@@ -375,10 +400,12 @@ class SQLiteLedger(Ledger):
             pending, self._pending = self._pending, None
         if pending is not None:  # committed: what this object appended is now verified state
             self._seq, self._hash, self._entry = pending
-        anchor, file_id = self._anchor, self._file_id
-        if anchor is not None and file_id is not None and self._anchored != (self._seq, self._hash):
-            anchor.record(file_id, os.path.realpath(self.path), self._seq, self._hash)
-            self._anchored = (self._seq, self._hash)
+            if self._anchor is not None and self._file_id is not None:
+                self._anchor.record(self._file_id, self._paths(), self._seq, self._hash)
+
+    def _paths(self) -> list[str]:
+        """The paths an anchor records this file at: as given (made absolute) and resolved."""
+        return [self._abspath, os.path.realpath(self._abspath)]
 
     # -- verification --------------------------------------------------------------------------------
 
@@ -399,6 +426,18 @@ class SQLiteLedger(Ledger):
                 self._check_file(conn)
                 self._checked_conn = conn
             self._check_chain(conn)
+            file_id = self._file_id
+            if self._anchor is not None and file_id is not None:
+                # In this transaction (the head cannot move meanwhile): the file against its mark, the
+                # mark raised to the head verified (what a charge commits is recorded after its commit).
+                self._anchor_id = self._anchor.sync(
+                    file_id,
+                    self._paths(),
+                    (self._seq, self._hash),
+                    lambda seq: hash_at(conn, file_id, seq),
+                    self._anchored_by,
+                    self._reanchor,
+                )
 
     @contextlib.contextmanager
     def _checking(self) -> Iterator[None]:
@@ -410,6 +449,14 @@ class SQLiteLedger(Ledger):
                 f"{self._where()} was rolled back ({exc}). What was spent after that copy was made is not in "
                 "the file, so no budget can be read from it (a backup older than the anchor's record is "
                 "refused the same way); nothing was run or spent. Start a new budget at a new path"
+            ) from None
+        except Unanchored as exc:
+            raise LedgerError(
+                f"{self._where()} was recorded by an anchor, but {exc}: the anchor was deleted, emptied of "
+                "its rows or replaced, or this is another anchor. Without its record a rollback of the file "
+                "cannot be seen; refusing; nothing was run or spent. Restore the anchor, or pass the one "
+                "that recorded it; pass reanchor=True only to record this file in this anchor deliberately "
+                "(once you know the file is not an older copy)"
             ) from None
         except Unverifiable as exc:
             raise LedgerError(
@@ -448,7 +495,8 @@ class SQLiteLedger(Ledger):
         found = {}
         for kind, name, sql in objects:
             found[bytes(name) if isinstance(name, bytes) else name] = (kind, sql)
-        want = {name.encode(): (b"table", sql.encode()) for name, sql in SCHEMA.items()}
+        schema = SCHEMA if version == SCHEMA_VERSION else SCHEMA_V3
+        want = {name.encode(): (b"table", sql.encode()) for name, sql in schema.items()}
         if found != want:
             raise Corrupt(f"unexpected schema objects {sorted(map(repr, found))}")
         page_size = as_int(conn.execute("PRAGMA page_size").fetchone()[0], "page size")
@@ -459,9 +507,12 @@ class SQLiteLedger(Ledger):
 
     def _check_chain(self, conn: sqlite3.Connection) -> None:
         """Verify the head and every row after the one this object last verified; track this key's entry."""
-        heads = conn.execute(f"SELECT id, seq, hash, file_id FROM {HEAD}").fetchall()
-        if len(heads) != 1 or heads[0][0] != 1:
+        heads = conn.execute(f"SELECT * FROM {HEAD}").fetchall()
+        if len(heads) != 1 or heads[0][0] != 1 or len(heads[0]) not in (4, 5):
             raise Corrupt(f"{len(heads)} head rows")
+        self._head_v4 = len(heads[0]) == 5
+        anchored_by = heads[0][4] if self._head_v4 else None
+        self._anchored_by = None if anchored_by is None else as_blob(anchored_by, "anchor id", 16)
         head_seq = as_int(heads[0][1], "head seq")
         head_hash = as_blob(heads[0][2], "head hash", 32)
         file_id = as_blob(heads[0][3], "file id", 16)
@@ -532,22 +583,10 @@ class SQLiteLedger(Ledger):
     def _check_all(self, conn: sqlite3.Connection, head_seq: int, head_hash: bytes, file_id: bytes) -> None:
         """Verify the whole journal from its start: when this object first reads the file, and when the rows
         after the last one it verified were folded into a checkpoint by another process (then only its
-        sequence can be compared with the file's: an anchor's record, if inside the rows kept, is compared
-        hash and all)."""
-        mark: tuple[int, bytes] | None = None
-        if self._anchor is not None:
-            where = self._anchor.path
-            mark, at_path = self._anchor.read(os.path.realpath(self.path), file_id)
-            if any(f != file_id for f in at_path):
-                raise Corrupt(
-                    f"anchor {where!r} records another ledger file at this path: this one replaced it "
-                    "(the earlier file was deleted, moved or overwritten)"
-                )
+        sequence can be compared with the file's; an anchor's record is compared after it, by
+        :meth:`_verify`)."""
         seen = self._seq if self._file_id is not None else None
-        probes = [p for p in (None if mark is None else mark[0], seen) if p is not None]
-        w = walk(conn, file_id, self._key, probes)
-        if mark is not None:
-            self._check_mark(w, mark)
+        w = walk(conn, file_id, self._key, [] if seen is None else [seen])
         if (w.seq, w.hash) != (head_seq, head_hash):
             raise Corrupt(f"the journal ends at sequence {w.seq} but the head says {head_seq}")
         if seen is not None and seen >= w.start and w.at.get(seen) != self._hash:
@@ -558,34 +597,11 @@ class SQLiteLedger(Ledger):
         self._file_id, self._seq, self._hash, self._entry = file_id, w.seq, w.hash, entry
         self._checkpoint, self._keys = w.checkpoint, w.keys
 
-    def _check_mark(self, w: Walk, mark: tuple[int, bytes]) -> None:
-        """The verified journal ``w`` passes through the anchor's record ``mark``."""
-        where = self._anchor.path if self._anchor is not None else ""
-        seq, digest = mark
-        if seq > w.seq:
-            raise RolledBack(
-                f"the ledger is at sequence {w.seq} but anchor {where!r} recorded it at {seq}: the file "
-                "was rolled back to an older copy"
-            )
-        if seq < w.start:
-            raise Unverifiable(
-                f"anchor {where!r} records it at sequence {seq}, inside the rows a checkpoint has folded (up "
-                f"to {w.start}): a process that did not record to this anchor wrote and compacted the file "
-                "since, and the hash at that sequence is gone"
-            )
-        if w.at.get(seq) != digest:
-            if seq == 0:
-                raise Corrupt(f"the chain's start differs from the one anchor {where!r} records")
-            raise RolledBack(
-                f"journal row {seq} differs from the one anchor {where!r} records (the file was "
-                "rolled back and written again)"
-            )
-
     def _fold(self, conn: sqlite3.Connection) -> None:
         """Fold the journal into a new checkpoint, keeping the last KEEP_ROWS rows before it (in a charge's
         write transaction, the head verified). The whole journal is verified again first, so a row damaged
-        since this object read it is refused, never folded in; an anchor's record is raised to the head
-        first, so that it never falls inside the folded rows."""
+        since this object read it is refused, never folded in. The transaction's verification raised an
+        anchor's record to the head, so that it never falls inside the folded rows."""
         file_id, head = self._file_id, self._seq
         with self._checking():
             if file_id is None:  # a charge follows a verification, which sets it
@@ -597,9 +613,6 @@ class SQLiteLedger(Ledger):
             self._checkpoint, self._keys = w.checkpoint, w.keys
             if w.folded is None or not self._fold_due():  # another process folded it meanwhile
                 return
-        if self._anchor is not None:
-            self._anchor.record(file_id, os.path.realpath(self.path), head, self._hash)
-            self._anchored = (head, self._hash)
         digest = fold(conn, head, self._hash, w.folded)
         self._pending = (head + 1, digest, self._entry)
         self._checkpoint, self._keys = head + 1, len(w.folded.entries)
@@ -647,6 +660,12 @@ class SQLiteLedger(Ledger):
 
     def _append(self, conn: sqlite3.Connection, entry: LedgerEntry) -> None:
         # After the verified head, or after what this transaction appended (a fold's checkpoint).
+        if not self._head_v4:  # the first row this dpcompose writes to a version 2 or 3 file
+            upgrade(conn)
+            self._head_v4 = True
+        if self._anchored_by is None and self._anchor_id is not None:  # the first write under an anchor
+            conn.execute(f"UPDATE {HEAD} SET anchor = ? WHERE id = 1", (self._anchor_id,))
+            self._anchored_by = self._anchor_id
         seq, prev = (self._seq, self._hash) if self._pending is None else self._pending[:2]
         digest = append(conn, seq + 1, prev, self._key, encode_entry(entry))
         self._pending = (seq + 1, digest, entry)  # becomes verified state once the transaction commits
