@@ -169,29 +169,83 @@ def test_euler_maclaurin_bucket_sums_within_their_bound(s: int, m_panels: int) -
             assert r < 1e-11, (lo, hi, r)
 
 
+def _em_tail(x0: int, sm: mpmath.mpf) -> mpmath.mpf:
+    """H(x0) = Σ_{y≥x0} e^{−y²/2s²} by the Euler–Maclaurin series of :func:`em_delta` (10 terms), at the
+    current precision."""
+    x = mpmath.mpf(x0)
+    f = mpmath.exp(-x * x / (2 * sm * sm))
+    total = sm * mpmath.sqrt(2 * mpmath.pi) * mpmath.ncdf(-x / sm) + f / 2
+    for k in range(1, 11):
+        n = 2 * k - 1
+        deriv = (-1) ** n * sm ** (-n) * _he(n, x / sm) * f
+        total -= mpmath.bernoulli(2 * k) / mpmath.factorial(2 * k) * deriv
+    return total
+
+
 def exact_range_sum(a: int, b: int, s: Fraction | int) -> mpmath.mpf:
-    """Σ_{z=a}^{b} e^{−z²/2s²}/(s√(2π)) at 50 digits: summed term by term for short ranges, else as
-    H(a) − H(b + 1) with H(x) = Σ_{y≥x} e^{−y²/2s²} by the Euler–Maclaurin series of :func:`em_delta`
-    (10 terms; used only for s ≥ 500, where its remainder is below 1e-40 relative)."""
-    with mpmath.workdps(50):
-        sm = m(Fraction(s))
-        n0 = sm * mpmath.sqrt(2 * mpmath.pi)
-        if b - a <= 4000:
-            return mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in range(a, b + 1)) / n0
-        assert Fraction(s) >= 500
+    """Σ_{z=a}^{b} e^{−z²/2s²}/(s√(2π)) to at least 45 digits: summed term by term for short ranges, else as
+    H(a) − H(b + 1) (:func:`_em_tail`; used only for s ≥ 500, where its remainder is below 1e-40 relative).
 
-        def h(x0: int) -> mpmath.mpf:
-            x = mpmath.mpf(x0)
-            f = mpmath.exp(-x * x / (2 * sm * sm))
-            total = n0 * mpmath.ncdf(-x / sm) + f / 2
-            for k in range(1, 11):
-                n = 2 * k - 1
-                total -= mpmath.bernoulli(2 * k) / mpmath.factorial(2 * k) * (-1) ** n * sm ** (-n) * _he(
-                    n, x / sm
-                ) * f
-            return total
+    A range left of 0 is mirrored (f is even): there H(a) ≈ s√(2π) and the difference is ~e^{−t²/2} smaller,
+    which at a fixed 50 digits left ~10 (3.5e-12 off at s = 10**7, [−127666375, −127662374]). The working
+    precision is also raised by the digits the difference cancels, so that 45 remain for any range."""
+    if b < 0:
+        a, b = -b, -a
+    dps = 50
+    while True:
+        with mpmath.workdps(dps):
+            sm = m(Fraction(s))
+            n0 = sm * mpmath.sqrt(2 * mpmath.pi)
+            if b - a <= 4000:
+                terms = (mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in range(a, b + 1))
+                return mpmath.fsum(terms) / n0
+            assert Fraction(s) >= 500
+            ha = _em_tail(a, sm)
+            out = ha - _em_tail(b + 1, sm)
+            lost = math.ceil((mpmath.mag(ha) - mpmath.mag(out)) * 0.302) + 1  # decimal digits cancelled
+            if dps - lost >= 45:
+                return out / n0
+            dps = lost + 50
 
-        return (h(a) - h(b + 1)) / n0
+
+def test_reference_range_sum_is_exact_far_in_the_left_tail() -> None:
+    # Found by hypothesis (test_shared_range_sums_within_their_bound): at s = 10**7 over [−127666375,
+    # −127662374] (t ≈ −12.8, 4002 integers) the reference H(a) − H(b + 1) at 50 digits cancelled all but ~10
+    # and was 3.5e-12 off, above _range_sums' bound 7.4e-13; _range_sums itself is within 1.3e-14 of the
+    # exact sum. The reference now agrees with term-by-term summation, and _range_sums is within its bound.
+    s, lo, hi = 10**7, -127666375, -127662374
+    with mpmath.workdps(60):
+        sm = mpmath.mpf(s)
+        direct = mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in range(lo, hi + 1))
+        direct /= sm * mpmath.sqrt(2 * mpmath.pi)
+        ref = exact_range_sum(lo, hi, s)
+        assert abs(ref - direct) <= direct * mpmath.mpf("1e-40"), float(abs(ref - direct) / direct)
+        log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
+        a, b = np.array([float(lo)]), np.array([float(hi)])
+        ls, rel = dg._range_sums(a, b, float(s), 2.0 * s * s, log_n0, "")
+        ours = mpmath.exp(ls[0])
+        assert abs(ours - direct) <= rel[0] * direct, (float(ours / direct - 1), rel)
+        assert rel[0] < 1e-12
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    s=st.sampled_from([10**5, 10**7, 123_456_789, 2**40]),
+    t=st.floats(8.0, 14.5),
+    side=st.sampled_from([-1, 1]),
+    n=st.one_of(st.integers(9, 4000), st.integers(4001, 10**6)),
+)
+def test_range_sums_far_in_the_tail_within_their_bound(s: int, t: float, side: int, n: int) -> None:
+    """Large s, ranges far in either tail (|z|/s from 8 to 14.5, where x = z²/2s² is up to 105 and the range
+    sums are e^{−x} times s√(2π) smaller than the normaliser): ``_range_sums`` is within its relative bound
+    of the exact sum (mpmath, :func:`exact_range_sum`), and the bound is small."""
+    a = math.floor(side * t * s)
+    b = a + n - 1
+    log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
+    log_s, rel = dg._range_sums(np.array([float(a)]), np.array([float(b)]), float(s), 2.0 * s * s, log_n0, "")
+    exact = exact_range_sum(a, b, s)
+    assert abs(mpmath.exp(log_s[0]) - exact) <= rel[0] * exact, (s, a, b, rel[0])
+    assert rel[0] < 1e-10, (s, a, b, rel[0])
 
 
 @settings(max_examples=30, deadline=None)
@@ -285,7 +339,7 @@ def test_em_usable_refuses_a_long_range_without_a_bound() -> None:
     assert ok.tolist() == [True, True, False]  # the loose short range is summed atom by atom
 
 
-@pytest.mark.parametrize("s", [2**20, 1_234_567])
+@pytest.mark.parametrize("s", [2**20, 1_234_567, 10**7])
 def test_large_s_against_exact_and_continuous(s: int) -> None:
     delta = s // 20
     pld = pld_discrete_gaussian(delta, s)
