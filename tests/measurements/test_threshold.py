@@ -497,8 +497,8 @@ def _steps(release: Any, counts: dict[Any, Any]) -> tuple[list[tuple[str, str]],
             seen.append((event, getattr(arg, "__qualname__", type(arg).__name__)))
 
     # a garbage collection during the release would run callbacks other tests registered (Hypothesis's
-    # gc timer) inside the trace, so collect first and keep the collector off while tracing
-    gc.collect()
+    # gc timer) inside the trace, so the collector is off while tracing (no collect first: on a large
+    # heap, late in a run, that took seconds a call)
     gc.disable()
     sys.setprofile(profile)
     try:
