@@ -71,6 +71,7 @@ from dpcompose.accounting._pld import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
+    SMALLER_BITS,
     _Buckets,
     _build,
     _check_bits,
@@ -80,6 +81,7 @@ from dpcompose.accounting._pld import (
     _Lattice,
     _log_phi_diff,
     _phi_up,
+    refuse_out_of_memory,
 )
 from dpcompose.errors import InvalidParameter
 
@@ -451,7 +453,8 @@ def pld_discrete_gaussian(
             "Gaussian PLD"
         )
     name = f"DiscreteGaussian(Δ={delta}, s={float(s):g})"
-    return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
+    with refuse_out_of_memory(f"building {name}", SMALLER_BITS):
+        return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
 
 
 def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
