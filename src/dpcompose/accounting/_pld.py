@@ -66,9 +66,8 @@ import contextlib
 import functools
 import hashlib
 import math
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -78,19 +77,18 @@ import numpy.typing as npt
 
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_positive_int
+from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._common import bisect, probability
 from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
 from dpcompose.accounting._profile import _LOG_NDTR_PAD, _gaussian_epsilon, _log_ndtr_up, gaussian_delta
-from dpcompose.errors import InvalidParameter, ResourceLimit, UnsupportedComposition
-
-if sys.platform != "win32":
-    import resource
+from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 if TYPE_CHECKING:
     from dpcompose.accounting._pld_tilt import _Recipe
 
 __all__ = [
     "PLD",
+    "compose_counted",
     "compose_plds",
     "pld_approx",
     "pld_discrete_laplace",
@@ -552,16 +550,16 @@ def _fourier_power(
     """:func:`_fourier_power_body`; running out of memory says what to change (found at σ = 0.125, rate
     0.01, 1000 steps: a window of 2**25 points peaked at 2.5 GB, and with less memory numpy's MemoryError
     came after 27 s with no message)."""
-    with refuse_out_of_memory(*out_of_memory(size, len(items))):
+    with memory.refuse_out_of_memory(*out_of_memory(size, len(items))):
         return _fourier_power_body(items, size, ld_tol)
 
 
 def out_of_memory(size: int, distinct: int = 1) -> tuple[str, str]:
-    """What ran out of memory and what to change, for :func:`refuse_out_of_memory`, where a composition's
+    """What ran out of memory and what to change, for ``refuse_out_of_memory``, where a composition's
     FFT window of ``size`` points (of ``distinct`` vectors) did not fit."""
     return (
         f"composing these PLDs in an FFT window of {size} lattice points (about "
-        f"{_gib(window_bytes(size, distinct))} at its peak)",
+        f"{memory.gib(memory.window_bytes(size, distinct))} at its peak)",
         "build the PLDs with a smaller step_bits (one bit fewer halves the window and the memory)",
     )
 
@@ -589,7 +587,7 @@ def _fourier_power_body(
     # otherwise it is computed again in the second pass (the same arithmetic, so the same numbers), and
     # the memory held no longer grows with the number of distinct vectors (found measuring: 300 distinct
     # Laplace steps held 12 MB each at a window of 2**20 points, 3,000 ran out of memory).
-    keep_spectra = len(items) * half * _SPECTRUM_BYTES <= SPECTRA_BYTES
+    keep_spectra = len(items) * half * memory.SPECTRUM_BYTES <= memory.SPECTRA_BYTES
     kept: list[tuple[ComplexArray, FloatArray]] = []
 
     def folded(g: int) -> tuple[FloatArray, float]:
@@ -934,10 +932,6 @@ _MGF_SKIP = 60.0  # ... and sums entry by entry only those within e^{60} of the 
 _LOG_NEGLIGIBLE = math.log(1e-40)  # frequencies with |Z| ≤ 1e-40 are dropped (their error is |Z| itself)
 _FFT_MAX_DIRECT_WINDOW = 1 << 14  # below this full support length no window is cut
 _LD_MIN_POWER = 4  # vectors raised to a smaller power keep their double spectrum
-_SPECTRUM_BYTES = 24  # a kept spectrum's bytes per frequency: the complex128 values and their float64 bounds
-SPECTRA_BYTES = 256 << 20
-"""The most bytes of spectra one composition keeps between its two passes (:func:`_fourier_power_body`);
-past it each spectrum is computed again (one more real FFT per distinct PLD) instead of kept."""
 _LD_MAX_FREQ = 256  # at most this many low frequencies are recomputed in extended precision
 _LD_WIDE_FREQ = 4096  # ... or this many where that costs at most _LD_CHEAP_WORK (frequencies × head entries)
 _LD_CHEAP_WORK = 1_000_000
@@ -1562,7 +1556,7 @@ class PLD:
             (Fraction(0, 1), Fraction(0, 1))
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
-        with refuse_out_of_memory("reading this PLD (its sides are built when first read)", SMALLER_BITS):
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
             if self.reverse is not None:
                 return _both_ways(self, lambda p: p._delta_up(eps), lambda p, hi: p._delta_lower(eps, hi))
             hi = self._delta_up(eps)
@@ -1615,7 +1609,7 @@ class PLD:
             True
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
-        with refuse_out_of_memory("reading this PLD (its sides are built when first read)", SMALLER_BITS):
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
             return self._delta_up(eps)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
@@ -1637,7 +1631,7 @@ class PLD:
             True
         """
         dq = probability(delta, "delta")
-        with refuse_out_of_memory("reading this PLD (its sides are built when first read)", SMALLER_BITS):
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
             if self.reverse is not None:
                 return _both_ways(
                     self, lambda p: p._epsilon_up(dq, delta), lambda p, hi: p._epsilon_lower(dq, hi)
@@ -1714,7 +1708,7 @@ class PLD:
             True
         """
         dq = probability(delta, "delta")
-        with refuse_out_of_memory("reading this PLD (its sides are built when first read)", SMALLER_BITS):
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
             return self._epsilon_up(dq, delta)
 
     def __repr__(self) -> str:
@@ -1755,6 +1749,40 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
             key = keys[id(p)] = _content_key(p)  # equal PLDs built separately share one FFT
         prev = groups.get(key)
         groups[key] = (p, 1 if prev is None else prev[1] + 1)
+    return _compose_keyed(groups)
+
+
+def compose_counted(counted: Sequence[tuple[PLD, int]]) -> PLD:
+    """:func:`compose_plds` of ``n`` copies of each PLD of ``counted`` (pairs ``(pld, n)``), without a list of
+    all the copies.
+
+    Source: as :func:`compose_plds`.
+
+    Raises:
+        InvalidParameter: the list is empty, holds a non-PLD or a count below 1, or mixes lattices.
+        UnsupportedComposition: it mixes Poisson sampling with sampling without replacement.
+
+    Examples:
+        >>> from dpcompose.accounting import pld_laplace
+        >>> a = pld_laplace(1, 10)
+        >>> compose_counted([(a, 3)]).epsilon(1e-6) == compose_plds([a] * 3).epsilon(1e-6)
+        True
+    """
+    if isinstance(counted, PLD) or not isinstance(counted, Sequence) or len(counted) == 0:
+        raise InvalidParameter(f"counted={counted!r} must be a non-empty sequence of (PLD, count) pairs")
+    groups: dict[object, tuple[PLD, int]] = {}
+    for i, item in enumerate(counted):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], PLD)):
+            raise InvalidParameter(f"counted[{i}]={item!r} must be a (PLD, count) pair")
+        p, n = item[0], check_positive_int(item[1], f"counted[{i}] count")
+        key = _content_key(p)
+        prev = groups.get(key)
+        groups[key] = (p, n if prev is None else prev[1] + n)
+    return _compose_keyed(groups)
+
+
+def _compose_keyed(groups: dict[object, tuple[PLD, int]]) -> PLD:
+    """:func:`compose_plds` once equal PLDs are grouped (their lattices checked here)."""
     first = next(iter(groups.values()))[0]
     for p, _ in groups.values():
         if p.grid != first.grid:
@@ -2167,127 +2195,16 @@ def _check_bits(step_bits: object) -> int:
     return int(step_bits)
 
 
+_READING = "reading this PLD (its sides are built when first read)"  # (what ran out of memory, if it does)
 _MAX_POINTS = 1 << 26
 """The most lattice points a PLD may span (each float64 array of that length takes 512 MiB). The defaults
 stay below it: the widest default PLD (Laplace or randomized response at Δ/b = ε = 700, h = 2**-14) spans
 2.3e7 points."""
 
-MEMORY_LIMIT = 8 << 30
-"""The most memory, in bytes, that one PLD build, composition or reading may take at its peak. The peak is
-estimated from the sizes before the large arrays are allocated (:data:`BUILD_BYTES_PER_POINT`,
-:data:`WINDOW_BYTES_PER_POINT`) and compared with the least of this limit and the memory free for the process
-(:func:`memory_available`); a larger one is refused with :class:`~dpcompose.errors.ResourceLimit`, naming
-the ``step_bits`` that would fit. Where numpy still runs out of memory (another thread or process took
-it meanwhile), the same error is raised."""
-
-BUILD_BYTES_PER_POINT = 320
-"""Bytes per lattice point that a constructor takes at its peak, with its first reading (measured: 209 for
-Laplace and discrete Laplace, 213 for the Gaussian, 114 for randomized response, 113 for the discrete
-Gaussian, 154 per point of both orders for the subsampled Gaussian; padded)."""
-
-WINDOW_BYTES_PER_POINT = 80
-"""Bytes per point of a composition's FFT window that composing the upper side and reading it take at their
-peak, besides the spectra kept (:data:`SPECTRA_BYTES`) and the children's own sides (measured: 57 for 3000 ×
-Laplace(10) at step_bits=18 tilted for ε(δ) on 2**24 points, 56 for the 10⁵-fold Gaussian of the
-docs on 2**26, 65 untilted for δ(ε) on 2**25, 67 for 10⁴ DP-SGD steps; padded). The lower side (the lumped
-pair: two FFTs, P and N) takes :data:`LOWER_WINDOW_BYTES_PER_POINT`."""
-
-LOWER_WINDOW_BYTES_PER_POINT = 128
-"""As :data:`WINDOW_BYTES_PER_POINT` for the lower side (measured: 92 tilted, 57 untilted; padded)."""
-
-
-def _free_memory() -> int | None:
-    """The bytes this process can still allocate, where the system says (Linux: MemAvailable, and the
-    address space left under RLIMIT_AS), else None."""
-    free = _proc_kib("/proc/meminfo", "MemAvailable:")
-    if sys.platform != "win32":
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            left = soft - (_proc_kib("/proc/self/status", "VmSize:") or 0)
-            free = left if free is None else min(free, left)
-    return None if free is None else max(0, free)
-
-
-def _proc_kib(path: str, key: str) -> int | None:
-    """The bytes of the ``key`` line (in kB) of a /proc file, or None where there is none."""
-    try:
-        with open(path, encoding="ascii") as f:
-            for line in f:
-                if line.startswith(key):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def memory_available() -> int:
-    """The bytes one PLD computation may take now: :data:`MEMORY_LIMIT`, or the memory free for the process
-    where that is less (:func:`_free_memory`)."""
-    free = _free_memory()
-    return MEMORY_LIMIT if free is None else min(MEMORY_LIMIT, free)
-
-
-def _gib(n: float) -> str:
-    """Bytes as GiB for a message, with three significant digits (0.0488 GiB, not 0.0)."""
-    return f"{n / 2**30:.3g} GiB"
-
-
-def _bits_that_fit(step_bits: int, need: float, allowed: float) -> int:
-    """The step_bits at which a need of ``need`` bytes at ``step_bits``, halving with each bit fewer, fits
-    in ``allowed`` (a need of a few points does not halve further: the hint is then below 1)."""
-    k = 0
-    while need > allowed * 2.0**k and k < 64:
-        k += 1
-    return step_bits - k
-
-
-SMALLER_BITS = "use a smaller step_bits (one bit fewer halves the lattice points and the memory)"
-_CHECK_FLOOR = 64 << 20  # estimates up to this many bytes pass without reading the system's figures
-
-
-def check_memory(need: float, what: str, fix: str) -> None:
-    """Refuse, before it is allocated, a computation estimated to take ``need`` bytes at its peak where
-    :func:`memory_available` is less.
-
-    Raises:
-        ResourceLimit: the estimate exceeds the memory available; the message says ``what`` needs it,
-            how much is available, and ``fix``.
-    """
-    allowed = memory_available()
-    if need > allowed:
-        _refuse_memory(need, allowed, what, fix)
-
-
-def _refuse_memory(need: float, allowed: float, what: str, fix: str) -> None:
-    """Raise the :class:`~dpcompose.errors.ResourceLimit` of :func:`check_memory`."""
-    raise ResourceLimit(
-        f"{what} needs about {_gib(need)} of memory at its peak, more than the {_gib(allowed)} available "
-        f"to it (the least of MEMORY_LIMIT, {_gib(MEMORY_LIMIT)}, and the memory free): {fix}"
-    )
-
-
-@contextlib.contextmanager
-def refuse_out_of_memory(what: str, fix: str) -> Iterator[None]:
-    """Turn numpy's MemoryError inside the block into :class:`~dpcompose.errors.ResourceLimit` naming ``fix``
-    (a last resort, after the estimate of :func:`check_memory` let it run: memory taken meanwhile)."""
-    try:
-        yield
-    except MemoryError as e:
-        raise ResourceLimit(
-            f"{what} ran out of memory ({_gib(memory_available())} available now): {fix}"
-        ) from e
-
-
-def _step_bits_fix(step_bits: int, need: float, allowed: float) -> str:
-    """The hint of a refusal whose memory halves with each bit of step_bits fewer."""
-    fit = _bits_that_fit(step_bits, need, allowed)
-    return f"step_bits at most {fit}" if fit >= 1 else "no step_bits in [1, 40] fits (compose fewer steps)"
-
-
 def _check_points(n: int, what: str, step_bits: int) -> None:
     """Refuse, before anything is allocated, a PLD (or a composition) spanning more than :data:`_MAX_POINTS`
-    lattice points, or needing more memory than is available (:data:`BUILD_BYTES_PER_POINT` per point,
-    :func:`check_memory`), naming the step_bits that would fit.
+    lattice points, or needing more memory than is available (``BUILD_BYTES_PER_POINT`` per point:
+    :mod:`~dpcompose.accounting._pld_memory`), naming the step_bits that would fit.
 
     ``n`` is the number of points ``what`` spans on the lattice ``2**-step_bits``. A span of S loss units
     takes between S·2**b and S·2**b + 3 points at step_bits b, so k fewer bits take at most n/2**k + 3: the
@@ -2295,7 +2212,7 @@ def _check_points(n: int, what: str, step_bits: int) -> None:
 
     Raises:
         InvalidParameter: ``n`` exceeds :data:`_MAX_POINTS`.
-        ResourceLimit: its memory exceeds :func:`memory_available`.
+        ResourceLimit: its memory exceeds what is available.
 
     Examples:
         >>> _check_points(1000, "a PLD", 14)  # fits: returns None
@@ -2315,52 +2232,41 @@ def _check_points(n: int, what: str, step_bits: int) -> None:
         raise InvalidParameter(
             f"{what} spans {n} lattice points at step_bits={step_bits} (at most {_MAX_POINTS}): {hint}"
         )
-    need = n * BUILD_BYTES_PER_POINT
-    if need > _CHECK_FLOOR:
-        allowed = memory_available()
-        if need > allowed:
-            _refuse_memory(
-                need, allowed, f"{what} ({n} lattice points at step_bits={step_bits})",
-                "use " + _step_bits_fix(step_bits, need, allowed),
-            )
+    need = n * memory.BUILD_BYTES_PER_POINT
+    allowed = memory.over_budget(need)
+    if allowed is not None:
+        memory.refuse_memory(
+            need, allowed, f"{what} ({n} lattice points at step_bits={step_bits})",
+            "use " + memory.step_bits_fix(step_bits, need, allowed),
+        )
 
 
 def _check_window(size: int, step_bits: int | None = None, distinct: int = 1, lower: bool = False) -> None:
     """Refuse, before it is allocated, a composition's FFT window of more than :data:`_MAX_POINTS` lattice
     points (the composite of PLDs that fit can still span far more: found by review, two compositions of a
     2**25-point PLD took more than 24 GB before numpy gave up), or one whose memory at its peak
-    (:func:`window_bytes`: per point, and the spectra of its ``distinct`` vectors kept, of the ``lower``
-    side or the upper one) exceeds :func:`memory_available`, naming the ``step_bits`` that fits where given
-    (a window halves with each bit fewer).
+    (``window_bytes`` of :mod:`~dpcompose.accounting._pld_memory`: per point, and the spectra of its
+    ``distinct`` vectors kept, of the ``lower`` side or the upper one) exceeds what is available, naming the
+    ``step_bits`` that fits where given (a window halves with each bit fewer).
 
     Raises:
         InvalidParameter: ``size`` exceeds :data:`_MAX_POINTS`.
-        ResourceLimit: its memory exceeds :func:`memory_available`.
+        ResourceLimit: its memory exceeds what is available.
     """
     if size > _MAX_POINTS:
         raise InvalidParameter(
             f"this composition's window spans {size} lattice points (at most {_MAX_POINTS}): build its PLDs "
             "with a smaller step_bits"
         )
-    need = window_bytes(size, distinct, lower)
-    if need > _CHECK_FLOOR:
-        allowed = memory_available()
-        if need > allowed:
-            fix = "build its PLDs with " + (
-                _step_bits_fix(step_bits, need, allowed)
-                if step_bits is not None
-                else "a smaller step_bits (one bit fewer halves the window and the memory)"
-            )
-            _refuse_memory(need, allowed, f"this composition's FFT window of {size} lattice points", fix)
-
-
-def window_bytes(size: int, distinct: int = 1, lower: bool = False) -> int:
-    """The estimated peak bytes of composing one side (the ``lower`` one, or the upper) of ``distinct``
-    vectors on an FFT window of ``size`` points, with its reading: :data:`WINDOW_BYTES_PER_POINT` or
-    :data:`LOWER_WINDOW_BYTES_PER_POINT` per point, and the spectra kept."""
-    spectra = distinct * (size // 2 + 1) * _SPECTRUM_BYTES
-    per_point = LOWER_WINDOW_BYTES_PER_POINT if lower else WINDOW_BYTES_PER_POINT
-    return size * per_point + (spectra if spectra <= SPECTRA_BYTES else 0)
+    need = memory.window_bytes(size, distinct, lower)
+    allowed = memory.over_budget(need)
+    if allowed is not None:
+        fix = "build its PLDs with " + (
+            memory.step_bits_fix(step_bits, need, allowed)
+            if step_bits is not None
+            else "a smaller step_bits (one bit fewer halves the window and the memory)"
+        )
+        memory.refuse_memory(need, allowed, f"this composition's FFT window of {size} lattice points", fix)
 
 
 def _check_int_sensitivity(sensitivity: object) -> int:
@@ -2413,7 +2319,7 @@ def _build(
     bits: int, b: _Buckets, tail: float, description: str, mult: int = 1, lazy_lower: bool = False
 ) -> PLD:
     """:func:`_build_sides`, where running out of memory names the step_bits to change."""
-    with refuse_out_of_memory(f"building {description}", SMALLER_BITS):
+    with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
         return _build_sides(bits, b, tail, description, mult, lazy_lower)
 
 
@@ -2513,7 +2419,7 @@ def _lumped_side(
 ) -> _Side:
     """:func:`_lumped_side_body` (built lazily, when read), where running out of memory names the step_bits
     to change."""
-    with refuse_out_of_memory(f"building a lower side of {p.size} buckets", SMALLER_BITS):
+    with memory.refuse_out_of_memory(f"building a lower side of {p.size} buckets", memory.SMALLER_BITS):
         return _lumped_side_body(h, p, r, rel, at_a, width, lo, wide, last, inf_lo)
 
 
@@ -2934,7 +2840,7 @@ def pld_laplace(
     if D == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, t, "Laplace(Δ=0)")
     name = f"Laplace(Δ/b={float(D):g})"
-    with refuse_out_of_memory(f"building {name}", SMALLER_BITS):
+    with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
         return _build(grid.bits, _laplace_buckets(bits, D, grid), t, name, grid.mult)
 
 
@@ -2988,7 +2894,7 @@ def pld_discrete_laplace(
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
-    with refuse_out_of_memory(f"building {name}", SMALLER_BITS):
+    with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
         return _build(grid.bits, _dlap_buckets(bits, sens, t_q, grid), tl, name, grid.mult)
 
 
@@ -3046,7 +2952,7 @@ def _gaussian_pld(bits: int, mu: float, width: float, tail: float, description: 
     """A Gaussian PLD whose lattice sides are built only when needed (composition with a non-Gaussian)."""
 
     def build() -> PLD:
-        with refuse_out_of_memory(f"building {description}", SMALLER_BITS):
+        with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
             return _build(bits, _gaussian_buckets(bits, mu, width), tail, description)
 
     return PLD(bits, None, None, tail, description, (mu, width, mu_lo), _lazy=build)

@@ -64,6 +64,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
+from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._exact import Number, exact, exp_up, float_down, float_up
 from dpcompose.accounting._pld import (
     _EXP_REL,
@@ -71,7 +72,6 @@ from dpcompose.accounting._pld import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
     PLD,
-    SMALLER_BITS,
     _Buckets,
     _build,
     _check_bits,
@@ -81,7 +81,6 @@ from dpcompose.accounting._pld import (
     _Lattice,
     _log_phi_diff,
     _phi_up,
-    refuse_out_of_memory,
 )
 from dpcompose.errors import InvalidParameter
 
@@ -453,7 +452,7 @@ def pld_discrete_gaussian(
             "Gaussian PLD"
         )
     name = f"DiscreteGaussian(Δ={delta}, s={float(s):g})"
-    with refuse_out_of_memory(f"building {name}", SMALLER_BITS):
+    with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
         return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
 
 

@@ -51,6 +51,7 @@ import numpy.typing as npt
 
 from dpcompose._scipy import brentq
 from dpcompose.accounting import _common
+from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._pld import (
     _EXP_REL,
     _U,
@@ -65,7 +66,6 @@ from dpcompose.accounting._pld import (
     _up,
     _window,
     out_of_memory,
-    refuse_out_of_memory,
 )
 from dpcompose.accounting._pld import (
     _TINY as _MIN_NORMAL,  # the least normal float
@@ -471,7 +471,7 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     """The tilted composite on [b_lo, b_lo + size) (clipped at 0: the exact values are ≥ 0, so clipping only
     helps) and a bound on the 2-norm of its float error (``_fourier_power``'s bound is √size times it)."""
     c, fft_err = _fourier_power([(xt, k) for xt, _, k in p.vectors], size, _LD_TOL)
-    with refuse_out_of_memory(*out_of_memory(size, len(p.vectors))):  # (found by review: bare here)
+    with memory.refuse_out_of_memory(*out_of_memory(size, len(p.vectors))):  # (found by review: bare here)
         c = np.roll(c, (base - b_lo) % size)
         np.maximum(c, 0.0, out=c)
     return c, _up(fft_err / math.sqrt(size) * (1 + 1e-12))
