@@ -41,32 +41,36 @@ def _run_limited(code: str, gib: float = 2.0) -> str:
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc are Linux's")
 def test_reproducers_under_2_gib_raise_the_named_error() -> None:
     # pld_laplace(1, 10, step_bits=26) peaked at 2.7 GB and died with numpy's bare MemoryError under 2 GiB
-    # (after 20 s); the 10⁵-fold Gaussian's epsilon_bounds raised a bare MemoryError where delta_bounds on
-    # the same object refused by name. Both are refused up front now, by the estimate of their bytes.
+    # (after 12-20 s); 10⁵ × RR(0.5) read for ε(1e-6) raised a MemoryError (not a DPError) after 14 s. Both
+    # are refused up front now, by the estimate of their bytes, naming step_bits. (The issue's second
+    # reproducer, the 10⁵-fold Gaussian's epsilon_bounds, is read from the closed form now: it answers.)
     out = _run_limited(
         """
         import time
-        from dpcompose.accounting import pld_gaussian, pld_laplace
+        from dpcompose.accounting import pld_gaussian, pld_laplace, pld_randomized_response
         from dpcompose.errors import ResourceLimit
         for name, call in [
             ("laplace", lambda: pld_laplace(1, 10, step_bits=26)),
+            ("rr", lambda: pld_randomized_response(0.5).self_compose(10**5).epsilon(1e-6)),
             ("gaussian", lambda: pld_gaussian(1, 1.2167).self_compose(10**5).epsilon_bounds(1e-3)),
         ]:
             t0 = time.perf_counter()
             try:
                 call()
-                print(name, "ran")
+                print(name, "ran", round(time.perf_counter() - t0, 1))
             except ResourceLimit as e:
                 print(name, "refused", round(time.perf_counter() - t0, 1), e)
         """
     )
     lines = out.strip().splitlines()
-    assert len(lines) == 2, out
-    lap, gauss = lines
+    assert len(lines) == 3, out
+    lap, rr, gauss = lines
     assert lap.startswith("laplace refused ") and "use step_bits at most 2" in lap, lap
     assert "13421774 lattice points at step_bits=26" in lap
-    assert gauss.startswith("gaussian refused ") and "build its PLDs with step_bits at most 1" in gauss, gauss
-    assert float(lap.split()[2]) < 5 and float(gauss.split()[2]) < 10  # refused before the work
+    assert rr.startswith("rr refused ") and "FFT window of 33554432 lattice points" in rr, rr
+    assert "build its PLDs with step_bits at most 1" in rr
+    assert float(lap.split()[2]) < 5 and float(rr.split()[2]) < 5  # refused before the work
+    assert gauss.startswith("gaussian ran "), gauss
 
 
 def test_memory_refusal_is_a_dp_error_naming_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
