@@ -110,9 +110,9 @@ def test_twenty_thousand_distinct_costs_compose_in_seconds() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("n", "seconds"), [(3000, 120), (20_000, 240)])
 def test_thousands_of_distinct_laplace_children_map_in_bounded_time(n: int, seconds: float) -> None:
-    # 3,000: a MemoryError ("about 0.0 GB") before; 20,000: past 90 s. Measured on 2 shared cores: 3,000
-    # in 12.7 s (ε 423.76 by the PLD of the rounded pairs, against 485.52 by optimal composition), 20,000
-    # in 14.6 s (ε 541.74, against 625.57 by advanced composition and 635.85 by zCDP)
+    # 3,000: a MemoryError ("about 0.0 GB") before; 20,000: past 150 s. Measured on 2 shared cores: 3,000
+    # in 10 s (ε 423.76 by the PLD of the rounded pairs, against 485.52 by optimal composition), 20,000 in
+    # 12 s (ε 541.74, against 625.57 by advanced composition and 635.85 by zCDP)
     children = [dp.m.make_laplace(DOM, ABS, scale=1 + i / 1000) for i in range(n)]
     m = dp.make_sequential(*children, output_measure=dp.ApproxDP(), delta=1e-6)
     t0 = time.perf_counter()

@@ -339,6 +339,11 @@ class PrivacyLoss:
         lattice. :meth:`epsilon_bounds`, :meth:`epsilon` and :meth:`delta` read both lattices and keep the
         tighter bound at each end (neither is the tighter at every δ).
 
+        A composition of more than :data:`GROUP_OVER` distinct pairs gets the PLD of its Laplace pairs
+        rounded to dominating ones (:func:`_rounded_groups`): its upper readings bound the mechanisms, its
+        lower readings only the rounded pairs (:meth:`epsilon_bounds` reads its lower end from pairs
+        rounded down instead).
+
         Raises:
             InvalidParameter: the parameters are outside what the PLD constructors support (for example
                 Δ/t above 700), or ``aligned`` is not a bool.
