@@ -1274,6 +1274,7 @@ NOT_CALLED = {
     "BudgetExceeded": "exception class",
     "SequentialityError": "exception class",
     "UnsupportedComposition": "exception class",
+    "ResourceLimit": "exception class",
     "SerializationError": "exception class",
     "UnverifiedPartError": "exception class",
     "LedgerError": "exception class",

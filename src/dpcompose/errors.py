@@ -10,6 +10,8 @@ Examples:
     True
     >>> issubclass(dp.DomainMismatch, TypeError)
     True
+    >>> issubclass(dp.ResourceLimit, dp.InvalidParameter)
+    True
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "DomainMismatch",
     "EngineUnavailable",
     "InvalidParameter",
+    "ResourceLimit",
     "SequentialityError",
     "SerializationError",
     "UnsupportedComposition",
@@ -35,6 +38,15 @@ class InvalidParameter(DPError, ValueError):
     """A parameter is NaN, infinite, negative, out of range, or otherwise unusable.
 
     Raised before anything runs and before any budget is spent.
+    """
+
+
+class ResourceLimit(InvalidParameter):
+    """A computation would need more memory (or time) than dpcompose allows it; refused before the large
+    arrays are allocated, naming the parameter to change (``step_bits``, ``tail``, a count).
+
+    An :class:`InvalidParameter`, so a composition policy that tries several theorems moves on to the
+    others, as it does for any candidate that cannot certify a case.
     """
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompose.accounting import _pld, _pld_tilt
+from dpcompose.errors import ResourceLimit
 
 
 def _dft_mp(x: np.ndarray, size: int, count: int) -> list[mpmath.mpc]:
@@ -347,7 +348,7 @@ def test_ld_dft_far_frequencies_within_their_bound() -> None:
 def test_running_out_of_memory_in_a_composition_says_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
     # σ = 0.125 at rate 0.01 over 1000 steps needs a window of 2**25 points (2.5 GB at its peak); with less
     # memory numpy's MemoryError came after 27 s with no message. Simulated here by an FFT that cannot
-    # allocate.
+    # allocate: the library's own error (a DPError), naming step_bits.
     from dpcompose.accounting import pld_laplace
 
     def no_memory(*args: object, **kwargs: object) -> object:
@@ -355,12 +356,12 @@ def test_running_out_of_memory_in_a_composition_says_what_to_change(monkeypatch:
 
     pld = pld_laplace(1, 10).self_compose(200)
     monkeypatch.setattr(np.fft, "rfft", no_memory)
-    with pytest.raises(MemoryError, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
+    with pytest.raises(ResourceLimit, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
         pld.epsilon(1e-6)
     # (found by review: bare in the tilted composite's shift, just after the FFT)
     monkeypatch.undo()
     monkeypatch.setattr(np, "roll", no_memory)
-    with pytest.raises(MemoryError, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
+    with pytest.raises(ResourceLimit, match=r"FFT window of \d+ lattice points .* smaller step_bits"):
         pld_laplace(1, 10).self_compose(200).epsilon(1e-6)
 
 

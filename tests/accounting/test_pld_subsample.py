@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from dpcompose.accounting import (
     PLD,
     PrivacyLoss,
+    _pld_memory,
     _pld_subsample,
     pld_discrete_laplace,
     pld_laplace,
@@ -415,8 +416,10 @@ def test_a_lattice_too_fine_is_refused_by_the_one_budget(call: Callable[[], obje
     assert time.perf_counter() - t0 < 5  # refused up front
 
 
-def test_the_budget_counts_the_points_of_both_orders() -> None:
-    # losses in [−1, H] at h = 2**-14: n = 16384·(H + 1) + 2 points per order, 2n in all
+def test_the_budget_counts_the_points_of_both_orders(monkeypatch: pytest.MonkeyPatch) -> None:
+    # losses in [−1, H] at h = 2**-14: n = 16384·(H + 1) + 2 points per order, 2n in all (the points budget
+    # alone: its memory, about 20 GiB here, is refused on its own, test_pld_memory.py)
+    monkeypatch.setattr(_pld_memory, "BUILD_BYTES_PER_POINT", 0)
     _pld_subsample._check_span(-1.0, 2046.0, 14)  # 2n = 67 076 100: fits (per order 2**25 − 16 382)
     with pytest.raises(InvalidParameter, match=r"spans 67141636 lattice points at step_bits=14 .* 13$"):
         _pld_subsample._check_span(-1.0, 2048.0, 14)

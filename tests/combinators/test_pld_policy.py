@@ -247,13 +247,18 @@ def test_subsampled_gaussian_children_have_a_renyi_runner_up(combinator: object)
     expected = renyi_to_approx(RUNNER_UP_ORDERS, [1000 * e for e in curve], Fraction(1, 10**5))
     assert found["renyi"] == (expected, Fraction(1, 10**5))
     assert eps == min(v[0] for v in found.values()) < expected
-    # a child without a Rényi curve (an (ε, δ) child with δ > 0, subsampled) leaves the candidate out
+    # a child without a Rényi curve (an (ε, δ) child with δ > 0, subsampled) leaves the candidate out of
+    # the choice; the runners-up list it last, without a value, saying why
     mine = dp.make_user_measurement(
         dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance(), dp.ApproxDP(), len,
         lambda d: (Fraction(1, 2) * d, Fraction(1, 10**8) * d), trusted=True, name="mine",
     )
     mixed = combinator(step, dp.make_subsample(mine, 0.01), output_measure=dp.ApproxDP(), delta=1e-5)
-    assert [name.split(" —")[0] for name, _ in mixed.node.alternatives(1)] == ["pld", "profile"]
+    listed = mixed.node.alternatives(1)
+    assert [name.split(" —")[0] for name, _ in listed] == ["pld", "profile", "renyi"]
+    assert listed[2][1] is None and "not used: child 1 " in listed[2][0]
+    assert "has no Rényi curve" in listed[2][0]
+    assert all(value is not None for _, value in listed[:2])
     # forced, it says why (found by review: it said "the children's δ already add up to more")
     forced = combinator(
         step, dp.make_subsample(mine, 0.01), output_measure=dp.ApproxDP(), delta=1e-5, theorem="renyi"

@@ -1,6 +1,7 @@
 """Basic, advanced and group composition.
 
-All results are :class:`fractions.Fraction`; sums stay exact and every irrational step is rounded up
+All results are :class:`fractions.Fraction`; sums stay exact (in advanced composition, terms with more than
+256 distinct denominators are each rounded up to a float first) and every irrational step is rounded up
 (see :mod:`dpcompose.accounting._exact`). A δ that would reach 1 or more is reported as 1: the vacuous
 guarantee, which is still true.
 """
@@ -19,6 +20,7 @@ from dpcompose.accounting._exact import (
     exact_sum,
     expm1_down,
     expm1_up,
+    float_up,
     log1p_down,
     log_down,
     log_up,
@@ -26,7 +28,7 @@ from dpcompose.accounting._exact import (
 )
 from dpcompose.errors import InvalidParameter
 
-__all__ = ["advanced", "advanced_drv", "advanced_kov", "basic", "group"]
+__all__ = ["EXACT_DENOMINATORS", "advanced", "advanced_drv", "advanced_kov", "basic", "group"]
 
 
 def _cap(delta: Fraction) -> Fraction:
@@ -143,11 +145,32 @@ def advanced_drv(
                 f"epsilons[{i}]={format_up(e)} is too large for the DRV bound (its term ε(e^ε − 1) exceeds "
                 "every float); use advanced() or basic()"
             )
-    sum_sq = sum((e * e for e in eps), ZERO)
+    sum_sq = _sum_up([e * e for e in eps])
     log_inv = Fraction(-log_down(slack))
     root = sqrt_up_q(2 * sum_sq * log_inv)
-    drift = sum((e * Fraction(expm1_up(e)) for e in eps if e), ZERO)
-    return root + drift, _cap(sum(dels, ZERO) + slack)
+    drift = _sum_up([e * Fraction(expm1_up(e)) for e in eps if e])
+    return root + drift, _cap(exact_sum(dels) + slack)
+
+
+EXACT_DENOMINATORS = 256
+"""Sums of terms with up to this many distinct denominators are exact (:func:`_sum_up`)."""
+
+
+def _sum_up(terms: list[Fraction]) -> Fraction:
+    """Σ terms (non-negative), exactly where they have at most :data:`EXACT_DENOMINATORS` distinct
+    denominators; past that, the exact sum of each term rounded up to the least float at or above it (kept
+    exact where that is infinite): an upper bound, where the exact sum of thousands of distinct fractions
+    has a denominator of millions of digits (advanced composition of 20,000 distinct ε took 177 s). Every
+    bound of this module only rises with these sums, so they stay valid."""
+    if len({t.denominator for t in terms}) > EXACT_DENOMINATORS:
+        terms = [_float_above(t) for t in terms]
+    return exact_sum(terms)
+
+
+def _float_above(t: Fraction) -> Fraction:
+    """The least float ≥ t, as a Fraction (t itself beyond the float range)."""
+    f = float_up(t)
+    return Fraction(f) if math.isfinite(f) else t
 
 
 def _tanh_half_up(e: Fraction) -> Fraction:
@@ -177,9 +200,9 @@ def advanced_kov(
         5.75610551933...
     """
     eps, dels, slack = _advanced_inputs(epsilons, deltas, delta_slack)
-    total = sum(eps, ZERO)
-    sum_sq = sum((e * e for e in eps), ZERO)
-    drift = sum((e * _tanh_half_up(e) for e in eps if e), ZERO)
+    total = _sum_up(eps)
+    sum_sq = _sum_up([e * e for e in eps])
+    drift = _sum_up([e * _tanh_half_up(e) for e in eps if e])
     log_inv = Fraction(-log_down(slack))
     third = drift + sqrt_up_q(2 * sum_sq * log_inv)
     inner = Fraction(math.nextafter(math.e, math.inf)) + sqrt_up_q(sum_sq) / slack

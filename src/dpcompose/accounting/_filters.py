@@ -35,8 +35,10 @@ Examples:
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from abc import ABC, abstractmethod
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,6 +48,7 @@ from dpcompose.accounting._common import ZERO, as_sequence, bisect, nonnegative,
 from dpcompose.accounting._display import format_excess, format_up
 from dpcompose.accounting._exact import (
     Number,
+    exact_sum,
     expm1_up,
     float_down,
     float_up,
@@ -900,8 +903,20 @@ def renyi_compose_epsilon(
         >>> 3 < renyi_compose_epsilon([(True, Fraction(1, 10), 100)], Fraction(1, 10**6)) < 6
         True
     """
-    curves = [((pure_cost_to_renyi if pure else zcdp_cost_to_renyi)(v, orders), n) for pure, v, n in parts]
-    return renyi_to_approx(orders, add_renyi_curves(curves, len(orders)), delta)
+    # Σ n·min(ε, αε²/2) over the pure parts is (α/2)·Σ_{αε ≤ 2} n·ε² + Σ_{αε > 2} n·ε: with the ε sorted,
+    # sums of a few runs (one per distinct cut 2/α) instead of a curve per part (the same exact sums: 20,000
+    # distinct parts took 13 s on 76 orders)
+    pure = sorted((v, n) for is_pure, v, n in parts if is_pure)
+    values = [v for v, _ in pure]
+    rho = exact_sum(n * v for is_pure, v, n in parts if not is_pure)
+    cuts = [bisect_right(values, 2 / a) for a in orders]  # the parts with αε ≤ 2 come first
+    ends = sorted(set(cuts) | {0, len(pure)})
+    sq_runs = [exact_sum(n * v * v for v, n in pure[a:b]) for a, b in itertools.pairwise(ends)]
+    lin_runs = [exact_sum(n * v for v, n in pure[a:b]) for a, b in itertools.pairwise(ends)]
+    sq_upto = dict(zip(ends, itertools.accumulate([ZERO, *sq_runs]), strict=True))
+    lin_from = dict(zip(ends, list(itertools.accumulate([ZERO, *lin_runs[::-1]]))[::-1], strict=True))
+    totals = [a / 2 * sq_upto[k] + lin_from[k] + a * rho for a, k in zip(orders, cuts, strict=True)]
+    return renyi_to_approx(orders, totals, delta)
 
 
 def add_renyi_curves(parts: Iterable[tuple[Sequence[Fraction], int]], length: int) -> list[Fraction]:
@@ -912,7 +927,10 @@ def add_renyi_curves(parts: Iterable[tuple[Sequence[Fraction], int]], length: in
         >>> add_renyi_curves([((Fraction(1), Fraction(2)), 3), ((Fraction(1, 2), Fraction(1)), 2)], 2)
         [Fraction(4, 1), Fraction(8, 1)]
     """
-    totals = [Fraction(0)] * length
+    columns: list[list[Fraction]] = [[] for _ in range(length)]
     for curve, count in parts:
-        totals = [t + count * c for t, c in zip(totals, curve, strict=True)]
-    return totals
+        if len(curve) != length:
+            raise ValueError(f"a curve of {len(curve)} orders among curves of {length}")
+        for column, c in zip(columns, curve, strict=True):
+            column.append(count * c)
+    return [exact_sum(column) for column in columns]  # (exact: the same sums, by denominator)

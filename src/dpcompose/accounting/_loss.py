@@ -46,6 +46,7 @@ from dpcompose.accounting._pld import (
     _check_aligned,
     _lattice,
     _reach_fits,
+    compose_counted,
     compose_plds,
     pld_approx,
     pld_discrete_laplace,
@@ -67,9 +68,9 @@ from dpcompose.accounting._pld_subsample_discrete import (
     pld_subsampled_discrete_laplace,
 )
 from dpcompose.accounting._rdp import subsampled_renyi
-from dpcompose.errors import InvalidParameter, UnsupportedComposition
+from dpcompose.errors import InvalidParameter, ResourceLimit, UnsupportedComposition
 
-__all__ = ["PrivacyLoss"]
+__all__ = ["GROUP_OVER", "MAX_DISTINCT", "PrivacyLoss", "rounded_pair"]
 
 _KINDS = (
     "discrete_laplace",
@@ -337,6 +338,11 @@ class PrivacyLoss:
         mixtures of kinds, and compositions too long for the aligned lattice's exact positions get the plain
         lattice. :meth:`epsilon_bounds`, :meth:`epsilon` and :meth:`delta` read both lattices and keep the
         tighter bound at each end (neither is the tighter at every δ).
+
+        A composition of more than :data:`GROUP_OVER` distinct pairs gets the PLD of its Laplace pairs
+        rounded to dominating ones (:func:`_rounded_groups`): its upper readings bound the mechanisms, its
+        lower readings only the rounded pairs (:meth:`epsilon_bounds` reads its lower end from pairs
+        rounded down instead).
 
         Raises:
             InvalidParameter: the parameters are outside what the PLD constructors support (for example
@@ -622,8 +628,119 @@ def _pld(loss: PrivacyLoss, bits: int) -> PLD:
     build = _BUILDERS.get(loss.kind)  # each refuses what it cannot certify (InvalidParameter, named)
     if build is not None:
         return build(p[0], p[1], step_bits=bits)
+    groups = _rounded_groups(loss, up=True)  # many distinct pairs: rounded to fewer dominating ones
+    if groups is not None:
+        return compose_counted([(_pld(part, bits), n) for part, n in groups])
     plds = [_pld(part, bits).self_compose(n) for part, n in loss.parts]
     return compose_plds(plds) if len(plds) > 1 else plds[0]
+
+
+GROUP_OVER = 256
+"""A composition of more distinct pairs than this is composed from fewer: its Laplace and discrete Laplace
+pairs are rounded to dominating ones for its upper readings, and to dominated ones for its lower readings
+(:func:`_rounded_groups`), and the PLD refuses it (:class:`~dpcompose.errors.ResourceLimit`) if more than
+:data:`MAX_DISTINCT` remain. A PLD composition costs one FFT of its window per distinct pair, and each pair's
+PLD is built: 3,000 distinct Laplace steps took minutes, 20,000 did not finish."""
+
+MAX_DISTINCT = 512
+"""The most distinct pairs (after rounding) whose PLDs one composition builds and composes."""
+
+_ROUNDABLE = ("laplace", "discrete_laplace")
+_FINEST = 4096  # the finest rounding tried: each ε moves by less than 1/4096 of itself
+
+
+def _rounded_groups(loss: PrivacyLoss, up: bool) -> tuple[tuple[PrivacyLoss, int], ...] | None:
+    """The parts of a composition of more than :data:`GROUP_OVER` distinct pairs with each Laplace and
+    discrete Laplace pair rounded (:func:`_rounding_steps`) ``up`` to a pair that dominates it, or down to
+    one it dominates, equal pairs merged, the others unchanged; None where nothing is rounded (fewer
+    distinct pairs, or none of these kinds).
+
+    Soundness: the product of dominating pairs dominates the composition (Zhu–Dong–Wang 2022 Thm 10), and
+    domination is transitive, so the PLD of the pairs rounded up gives upper bounds for the mechanisms; the
+    mechanisms' pairs dominate the pairs rounded down, whose PLD so gives lower bounds.
+
+    Raises:
+        ResourceLimit: more than :data:`MAX_DISTINCT` distinct pairs remain (those of other kinds are not
+            rounded).
+    """
+    if loss.kind != "composed" or len(loss.parts) <= GROUP_OVER:
+        return None
+    return _groups_of(loss.parts, up)
+
+
+@functools.lru_cache(maxsize=64)
+def _groups_of(
+    parts: tuple[tuple[PrivacyLoss, int], ...], up: bool
+) -> tuple[tuple[PrivacyLoss, int], ...] | None:
+    """:func:`_rounded_groups` of these parts (cached: both ends of every reading ask)."""
+    roundable = [(p, n) for p, n in parts if p.kind in _ROUNDABLE and p.params[0] != 0]
+    if not roundable:
+        others = len(parts)
+        out: tuple[tuple[PrivacyLoss, int], ...] | None = None
+    else:
+        others = len(parts) - len(roundable)
+        steps = _rounding_steps(roundable, max(1, GROUP_OVER - others))
+        groups: Counter[PrivacyLoss] = Counter()
+        for p, n in roundable:
+            groups[rounded_pair(p, steps, up)] += n
+        kept = [(p, n) for p, n in parts if not (p.kind in _ROUNDABLE and p.params[0] != 0)]
+        out = (*kept, *sorted(groups.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params))))
+    distinct = len(parts) if out is None else len(out)
+    if distinct > MAX_DISTINCT:
+        how = (
+            f"after rounding its Laplace ones to dominating ones ({others} of other kinds, which are not "
+            "rounded)"
+            if roundable
+            else "(only Laplace and discrete Laplace pairs are rounded to fewer)"
+        )
+        raise ResourceLimit(
+            f"this composition has {distinct} distinct pairs {how}, more than the {MAX_DISTINCT} whose PLDs "
+            "one composition builds and composes (MAX_DISTINCT: one FFT of the whole window each): compose "
+            "fewer distinct mechanisms, or account them by a theorem that reads their ε or ρ"
+        )
+    return out
+
+
+def _rounding_steps(roundable: list[tuple[PrivacyLoss, int]], budget: int) -> int:
+    """The number of grid steps s per doubling of ε: the largest of 4096, 3072, 2304, … (down to 1) for which
+    the pairs rounded up (:func:`rounded_pair`) are at most ``budget`` distinct."""
+    steps = _FINEST
+    while steps > 1 and len({rounded_pair(p, steps, True) for p, _ in roundable}) > budget:
+        steps = max(1, steps * 3 // 4)
+    return steps
+
+
+def rounded_pair(pair: PrivacyLoss, steps: int, up: bool) -> PrivacyLoss:
+    """A Laplace or discrete Laplace ``pair`` (Δ > 0) whose ε = Δ/b is rounded ``up`` (or down) to the grid
+    2^e·m/s, m = s … 2s, s = ``steps``, for ε in [2^e, 2^{e+1}): the rounded ε′ is within a factor 1 + 1/s of
+    ε. A Laplace pair becomes Laplace(Δ = ε′, b = 1); a discrete Laplace pair (integer Δ, scale t) the one
+    with the same Δ and scale t′ = Δ/ε′.
+
+    Why ε′ ≥ ε gives a dominating pair (and ε′ ≤ ε a dominated one, by the same argument with the two pairs'
+    roles swapped). Laplace noise of scale b is Laplace noise of any smaller scale b′ plus an independent W:
+    the characteristic functions satisfy 1/(1 + b²ω²) = [1/(1 + b′²ω²)]·[(b′/b)² + (1 − (b′/b)²)/(1 + b²ω²)],
+    and the second factor is that of W = 0 with probability (b′/b)², else W ~ Laplace(b). So the pair
+    (Lap(0, b), Lap(Δ, b)) is the pair (Lap(0, b′), Lap(Δ, b′)) with the same W added to both sides: a
+    post-processing, whose hockey-stick divergences are at most the original's at every order (the data
+    processing inequality), i.e. the (Δ, b′) pair dominates the (Δ, b) pair (Zhu–Dong–Wang 2022 Def. 7).
+    Its privacy loss distribution depends on Δ/b′ = ε′ alone (z ↦ z/b′ is a bijection), hence Laplace(ε′,
+    1). On the integers, with r = e^{−1/t} and r′ = e^{−1/t′} ≤ r (t′ ≤ t), the discrete Laplace
+    characteristic function φ_t(ω) = (1 − r)²/(1 − 2r·cos ω + r²) equals φ_{t′}(ω)·(a + b·φ_t(ω)) with
+    a = (1 − r)²r′/((1 − r′)²r) ≥ 0 and b = (1 − r′/r)(1 − rr′)/(1 − r′)² ≥ 0 (expand 1 − 2r′c + r′² =
+    (r′/r)(1 − 2rc + r²) + (1 − r′/r)(1 − rr′)), and a + b = 1 (ω = 0): W = 0 with probability a, else
+    discrete Laplace of scale t, an integer, so the shift Δ is kept and the same argument applies.
+    """
+    delta, scale = (Fraction(v) for v in pair.params)
+    eps = delta / scale
+    e = eps.numerator.bit_length() - eps.denominator.bit_length() - 1  # 2^e < ε < 2^{e+2}
+    if Fraction(2) ** (e + 1) <= eps:
+        e += 1  # now 2^e ≤ ε < 2^{e+1}
+    unit = Fraction(2) ** e / steps
+    grid = eps / unit  # ≥ steps
+    moved = (math.ceil(grid) if up else math.floor(grid)) * unit  # |moved − ε| < unit ≤ ε/steps; > 0
+    if pair.kind == "laplace":
+        return PrivacyLoss.laplace(moved, 1)
+    return PrivacyLoss.discrete_laplace(int(delta), delta / moved)
 
 
 _ALIGNABLE = ("laplace", "discrete_laplace", "randomized_response", "approx")  # their losses are atoms
@@ -695,12 +812,39 @@ def _intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fract
 
 
 def delta_bounds(loss: PrivacyLoss, epsilon: Number) -> tuple[Fraction, Fraction]:
-    """Certified ``(lower, upper)`` bounds on δ(ε), intersected over :func:`_reading_plds`."""
+    """Certified ``(lower, upper)`` bounds on δ(ε), intersected over :func:`_reading_plds` (a composition
+    whose pairs are rounded, :func:`_rounded_groups`: the upper end of the pairs rounded up, the lower end
+    of those rounded down)."""
+    below = _pld_below(loss)
+    if below is not None:
+        hi = min(_each(loss, lambda p: p.delta(epsilon)))
+        return min(below.delta_bounds(epsilon)[0], hi), hi
     return _intersect(_each(loss, lambda p: p.delta_bounds(epsilon)))
+
+
+def _pld_below(loss: PrivacyLoss) -> PLD | None:
+    """The PLD of a composition's pairs rounded down (:func:`_rounded_groups`), whose lower readings are lower
+    bounds for the composition; None where its pairs are not rounded."""
+    groups = _rounded_groups(loss, up=False)
+    return None if groups is None else _composed_below(groups, loss.step_bits())
+
+
+@functools.lru_cache(maxsize=8)
+def _composed_below(groups: tuple[tuple[PrivacyLoss, int], ...], bits: int) -> PLD:
+    """:func:`_pld_below`'s composition (cached)."""
+    return compose_counted([(_pld(part, bits), n) for part, n in groups])
 
 
 @functools.lru_cache(maxsize=1024)
 def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fraction]:
+    below = _pld_below(loss)
+    if below is not None:  # the upper end of the pairs rounded up, the lower end of those rounded down
+        hi = _epsilon_upper(loss, delta)
+        try:
+            lo = below.epsilon_bounds(delta)[0]
+        except InvalidParameter:  # (δ below what the rounded-down pairs certify: 0 is a lower bound)
+            lo = Fraction(0)
+        return min(lo, hi), hi
     if loss.kind == "approx" and delta >= Fraction(loss.params[1]):
         eps = loss.params[0]  # the pair is (ε, δ)-DP exactly: no lattice rounding needed above it
         assert isinstance(eps, Fraction)

@@ -77,6 +77,7 @@ import numpy.typing as npt
 
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_positive_int
+from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._common import bisect, probability
 from dpcompose.accounting._exact import Number, exact, exp_down, expm1_up, float_down, float_up
 from dpcompose.accounting._profile import _LOG_NDTR_PAD, _gaussian_epsilon, _log_ndtr_up, gaussian_delta
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLD",
+    "compose_counted",
     "compose_plds",
     "pld_approx",
     "pld_discrete_laplace",
@@ -548,18 +550,17 @@ def _fourier_power(
     """:func:`_fourier_power_body`; running out of memory says what to change (found at σ = 0.125, rate
     0.01, 1000 steps: a window of 2**25 points peaked at 2.5 GB, and with less memory numpy's MemoryError
     came after 27 s with no message)."""
-    try:
+    with memory.refuse_out_of_memory(*out_of_memory(size, len(items))):
         return _fourier_power_body(items, size, ld_tol)
-    except MemoryError as e:
-        raise _out_of_memory(size) from e
 
 
-def _out_of_memory(size: int) -> MemoryError:
-    """The MemoryError for a composition whose FFT window of ``size`` points does not fit."""
-    return MemoryError(
-        f"composing these PLDs needs an FFT window of {size} lattice points (about "
-        f"{80 * size / 2**30:.1f} GB at its peak), more memory than is free: build the PLDs with a "
-        "smaller step_bits (one bit fewer halves the window and the memory)"
+def out_of_memory(size: int, distinct: int = 1) -> tuple[str, str]:
+    """What ran out of memory and what to change, for ``refuse_out_of_memory``, where a composition's
+    FFT window of ``size`` points (of ``distinct`` vectors) did not fit."""
+    return (
+        f"composing these PLDs in an FFT window of {size} lattice points (about "
+        f"{memory.gib(memory.window_bytes(size, distinct))} at its peak)",
+        "build the PLDs with a smaller step_bits (one bit fewer halves the window and the memory)",
     )
 
 
@@ -582,35 +583,56 @@ def _fourier_power_body(
     """
     tau_fft = _fft_componentwise(size)
     half = size // 2 + 1
-    spectra: list[tuple[ComplexArray, FloatArray, int, FloatArray, float]] = []
-    for x0, k in items:
-        x = x0
-        fold_err = 0.0
-        if x.size > size:
-            buf = np.zeros(size)
-            folds = 0
-            for st in range(0, x.size, size):
-                seg = x[st : st + size]
-                buf[: seg.size] += seg
-                folds += 1
-            fold_err = _gamma(folds + 1) * float(np.sum(np.abs(x)))
-            x = buf
+    # Each vector's spectrum is kept between the two passes below where all of them fit in SPECTRA_BYTES;
+    # otherwise it is computed again in the second pass (the same arithmetic, so the same numbers), and
+    # the memory held no longer grows with the number of distinct vectors (found measuring: 300 distinct
+    # Laplace steps held 12 MB each at a window of 2**20 points, 3,000 ran out of memory).
+    keep_spectra = len(items) * half * memory.SPECTRUM_BYTES <= memory.SPECTRA_BYTES
+    kept: list[tuple[ComplexArray, FloatArray]] = []
+
+    def folded(g: int) -> tuple[FloatArray, float]:
+        """Vector ``g`` folded onto the window (itself where it fits) and the folding's ℓ₁ error."""
+        x = items[g][0]
+        if x.size <= size:
+            return x, 0.0
+        buf = np.zeros(size)
+        folds = 0
+        for st in range(0, x.size, size):
+            seg = x[st : st + size]
+            buf[: seg.size] += seg
+            folds += 1
+        return buf, _gamma(folds + 1) * float(np.sum(np.abs(x)))
+
+    def spectrum(g: int) -> tuple[ComplexArray, FloatArray]:
+        """``(fx, e)``: vector ``g``'s spectrum and the componentwise error bound of each frequency (fresh
+        arrays, except where kept)."""
+        if g < len(kept):
+            return kept[g]
+        x0 = items[g][0]
+        x, fold_err = folded(g)
         fx = np.fft.rfft(x, size)
         n1 = float(np.sum(np.abs(x0))) * (1 + _gamma(x0.size + 1))
         e = np.full(half, tau_fft * n1 + fold_err + _fft_underflow(size))
-        spectra.append((fx, e, k, x, fold_err))
+        return fx, e
 
-    def bounds(n: int) -> tuple[FloatArray, FloatArray]:
-        """log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…) on the first ``n`` frequencies."""
-        log_b = np.zeros(n)
-        rel = np.zeros(n)
-        for fx, e, k, _, _ in spectra:
-            a = np.abs(fx[:n]) * (1 + 4 * _U) + e[:n]
-            log_b += k * np.log(a)
-            rel += k * e[:n] / a
+    def add_bounds(log_b: FloatArray, rel: FloatArray, fx: ComplexArray, e: FloatArray, k: int) -> None:
+        """log_b += log(|X̂|(1 + 4u) + e)^k and rel += k·e/(…) on the first ``log_b.size`` frequencies:
+        summed over the vectors, log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…)."""
+        n = log_b.size
+        a = np.abs(fx[:n]) * (1 + 4 * _U) + e[:n]
+        log_b += k * np.log(a)
+        rel += k * e[:n] / a
+
+    def first_pass() -> tuple[FloatArray, FloatArray]:
+        log_b, rel = np.zeros(half), np.zeros(half)
+        for g, (_, k) in enumerate(items):
+            fx, e = spectrum(g)
+            add_bounds(log_b, rel, fx, e, k)
+            if keep_spectra:
+                kept.append((fx, e))
         return log_b, rel
 
-    log_bound, rel_sum = bounds(half)
+    log_bound, rel_sum = first_pass()
     with np.errstate(over="ignore"):
         b_abs = _exp_or_0(log_bound)  # the bound on |Z| itself
     # Where Π|X|^k is not negligible (the low frequencies, for long compositions), recompute the spectra
@@ -618,9 +640,10 @@ def _fourier_power_body(
     # the k-fold growth of the rounding of repeated squaring would dominate.
     count = 0
     ld_vals: dict[int, npt.NDArray[np.clongdouble]] = {}
+    ld_errs: dict[int, FloatArray] = {}
     # only vectors raised to a power of at least _LD_MIN_POWER are recomputed: the error of a vector used
     # once or a few times is not amplified, and a wide one (a composite) would exhaust the work budget
-    chosen = [g for g, sp in enumerate(spectra) if sp[2] >= _LD_MIN_POWER]
+    chosen = [g for g, (_, k) in enumerate(items) if k >= _LD_MIN_POWER]
     if _LD_OK and chosen:
         with np.errstate(over="ignore", under="ignore"):
             c2 = (b_abs * rel_sum) ** 2
@@ -631,7 +654,7 @@ def _fourier_power_body(
             # or up to _LD_WIDE_FREQ where the heads are narrow enough for that to stay cheap (a small
             # sampling rate: a step's mass on a few hundred entries, its spectrum near 1 over thousands of
             # frequencies at 10⁶ steps)
-            heads = [_head_range(spectra[g][3], _LD_HEAD) for g in chosen]
+            heads = [_head_range(folded(g)[0], _LD_HEAD) for g in chosen]
             per_freq = max(1, sum(b - a for a, b in heads))
             cap = max(_LD_MAX_FREQ, min(_LD_WIDE_FREQ, _LD_CHEAP_WORK // per_freq))
             # the squared error from each frequency i ≤ cap on (only those can be chosen), falling with i (an
@@ -647,7 +670,7 @@ def _fourier_power_body(
                 # (1000 × Laplace(100): 3039 frequencies took 39 of 42 ms and lowered the bound by 4%; at q
                 # = 1e-5 over 10⁶ steps the wide set lowers it 400-fold and narrows the interval by 0.1%)
                 rho_est = math.expm1(
-                    sum(2 * sp[2] + 1 for sp in spectra) * math.log1p(math.sqrt(2) * _gamma(2))
+                    sum(2 * k + 1 for _, k in items) * math.log1p(math.sqrt(2) * _gamma(2))
                 )
                 with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                     d2 = np.where(log_bound > _LOG_NEGLIGIBLE, b_abs * (rel_sum + rho_est), b_abs) ** 2
@@ -662,14 +685,10 @@ def _fourier_power_body(
                 count = 0
             else:
                 for g, head in zip(chosen, heads, strict=True):
-                    fx, e, k, x, fold_err = spectra[g]  # (fx and e are this call's own: changed in place)
+                    x, fold_err = folded(g)
                     vals, errs = _ld_dft(x, size, count, head)
                     ld_vals[g] = vals
-                    fx[:count] = vals.astype(np.complex128)
-                    e[:count] = errs + fold_err
-                log_bound[:count], rel_sum[:count] = bounds(count)  # only these changed
-                with np.errstate(over="ignore", under="ignore"):
-                    b_abs[:count] = np.exp(log_bound[:count])
+                    ld_errs[g] = errs + fold_err
     z: ComplexArray | None = None
     n_mult = 0
     rho_low = np.zeros(count)
@@ -678,7 +697,15 @@ def _fourier_power_body(
     # the bound then is the error itself, |0 − Z| ≤ Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} (below).
     keep = np.flatnonzero(log_bound > _LOG_NEGLIGIBLE)
     keep = keep[keep >= count]
-    for g, (fx, _, k, _, _) in enumerate(spectra):
+    # the bounds on the first ``count`` frequencies, with the long double spectra and errors where recomputed
+    low_bound, low_rel = np.zeros(count), np.zeros(count)
+    for g, (_, k) in enumerate(items):
+        fx, e = spectrum(g)
+        if count and g in ld_vals:  # (fx and e are this call's own: changed in place)
+            fx[:count] = ld_vals[g].astype(np.complex128)
+            e[:count] = ld_errs[g]
+        if count:
+            add_bounds(low_bound, low_rel, fx, e, k)
         pw = np.zeros(half, dtype=np.complex128)
         pw[keep] = _cpow(fx[keep], k)
         if count and g in ld_vals:
@@ -689,6 +716,11 @@ def _fourier_power_body(
             rho_plain += math.expm1((2 * k + 1) * math.log1p(math.sqrt(2) * _gamma(2))) * (1 + 2.0**-20)
         z = pw if z is None else z * pw
         n_mult += 2 * k + 1
+    if count:
+        log_bound[:count], rel_sum[:count] = low_bound, low_rel  # only these changed
+        with np.errstate(over="ignore", under="ignore"):
+            b_abs[:count] = np.exp(log_bound[:count])
+    kept.clear()
     assert z is not None
     dropped = np.ones(half, dtype=bool)
     dropped[keep] = False
@@ -699,7 +731,7 @@ def _fourier_power_body(
         if count:
             # Π of the long double powers: their relative errors add (to first order; padded), plus the
             # complex128 products of the groups
-            g = len(spectra)
+            g = len(items)
             rho_c = (rho_low + rho_plain) * (1 + 1e-3) + math.expm1(
                 g * math.log1p(math.sqrt(2) * _gamma(2))
             ) * 1.01
@@ -838,7 +870,9 @@ def _window(
     return b_lo, b_hi, top_bound, bot_bound
 
 
-def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) -> _Side:
+def _compose_many(
+    items: Sequence[tuple[_Side, int]], upper: bool, tail: float, step_bits: int | None = None
+) -> _Side:
     """The composition of ``kᵢ`` copies of each side, by one FFT per distinct side: Ẑ = Πᵢ X̂ᵢ^{kᵢ}.
 
     The result is computed on a window [B, B + N) of the lattice chosen by Chernoff bounds on the composed
@@ -860,7 +894,7 @@ def _compose_many(items: Sequence[tuple[_Side, int]], upper: bool, tail: float) 
     b_lo, b_hi, top_bound, bot_bound = _window(items, base, full_len, tail)
     width = b_hi - b_lo + 1
     size = 1 << max(1, (width - 1).bit_length())
-    _check_window(size)
+    _check_window(size, step_bits, len(items), not upper)
     if size >= full_len:  # no wrap-around at all: the whole support fits
         b_lo = base
         top_bound = bot_bound = 0.0
@@ -1522,10 +1556,11 @@ class PLD:
             (Fraction(0, 1), Fraction(0, 1))
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
-        if self.reverse is not None:
-            return _both_ways(self, lambda p: p._delta_up(eps), lambda p, hi: p._delta_lower(eps, hi))
-        hi = self._delta_up(eps)
-        return self._delta_lower(eps, hi), hi
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
+            if self.reverse is not None:
+                return _both_ways(self, lambda p: p._delta_up(eps), lambda p, hi: p._delta_lower(eps, hi))
+            hi = self._delta_up(eps)
+            return self._delta_lower(eps, hi), hi
 
     def _delta_lower(self, eps: Fraction, hi: Fraction) -> Fraction:
         """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``."""
@@ -1574,7 +1609,8 @@ class PLD:
             True
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
-        return self._delta_up(eps)
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
+            return self._delta_up(eps)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """``(lower, upper)``: certified bounds on the least ε ≥ 0 with δ(ε) ≤ ``delta``.
@@ -1595,12 +1631,13 @@ class PLD:
             True
         """
         dq = probability(delta, "delta")
-        if self.reverse is not None:
-            return _both_ways(
-                self, lambda p: p._epsilon_up(dq, delta), lambda p, hi: p._epsilon_lower(dq, hi)
-            )
-        e_hi = self._epsilon_up(dq, delta)
-        return self._epsilon_lower(dq, e_hi), e_hi
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
+            if self.reverse is not None:
+                return _both_ways(
+                    self, lambda p: p._epsilon_up(dq, delta), lambda p, hi: p._epsilon_lower(dq, hi)
+                )
+            e_hi = self._epsilon_up(dq, delta)
+            return self._epsilon_lower(dq, e_hi), e_hi
 
     def _epsilon_lower(self, dq: Fraction, e_hi: Fraction) -> Fraction:
         """The lower end of :meth:`epsilon_bounds` for this order alone, whose upper end is ``e_hi``."""
@@ -1670,7 +1707,9 @@ class PLD:
             >>> 0.1 <= float(pld_laplace(1, 10).epsilon(0)) < 0.1001
             True
         """
-        return self._epsilon_up(probability(delta, "delta"), delta)
+        dq = probability(delta, "delta")
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
+            return self._epsilon_up(dq, delta)
 
     def __repr__(self) -> str:
         return (
@@ -1710,6 +1749,40 @@ def compose_plds(plds: Sequence[PLD]) -> PLD:
             key = keys[id(p)] = _content_key(p)  # equal PLDs built separately share one FFT
         prev = groups.get(key)
         groups[key] = (p, 1 if prev is None else prev[1] + 1)
+    return _compose_keyed(groups)
+
+
+def compose_counted(counted: Sequence[tuple[PLD, int]]) -> PLD:
+    """:func:`compose_plds` of ``n`` copies of each PLD of ``counted`` (pairs ``(pld, n)``), without a list of
+    all the copies.
+
+    Source: as :func:`compose_plds`.
+
+    Raises:
+        InvalidParameter: the list is empty, holds a non-PLD or a count below 1, or mixes lattices.
+        UnsupportedComposition: it mixes Poisson sampling with sampling without replacement.
+
+    Examples:
+        >>> from dpcompose.accounting import pld_laplace
+        >>> a = pld_laplace(1, 10)
+        >>> compose_counted([(a, 3)]).epsilon(1e-6) == compose_plds([a] * 3).epsilon(1e-6)
+        True
+    """
+    if isinstance(counted, PLD) or not isinstance(counted, Sequence) or len(counted) == 0:
+        raise InvalidParameter(f"counted={counted!r} must be a non-empty sequence of (PLD, count) pairs")
+    groups: dict[object, tuple[PLD, int]] = {}
+    for i, item in enumerate(counted):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], PLD)):
+            raise InvalidParameter(f"counted[{i}]={item!r} must be a (PLD, count) pair")
+        p, n = item[0], check_positive_int(item[1], f"counted[{i}] count")
+        key = _content_key(p)
+        prev = groups.get(key)
+        groups[key] = (p, n if prev is None else prev[1] + n)
+    return _compose_keyed(groups)
+
+
+def _compose_keyed(groups: dict[object, tuple[PLD, int]]) -> PLD:
+    """:func:`compose_plds` once equal PLDs are grouped (their lattices checked here)."""
     first = next(iter(groups.values()))[0]
     for p, _ in groups.values():
         if p.grid != first.grid:
@@ -1811,13 +1884,13 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
             return [(p.upper, n) for p, n in groups]
 
         def upper() -> _Side:
-            return _compose_many(items(), True, tail)
+            return _compose_many(items(), True, tail, bits)
 
         def lower_items() -> list[tuple[_Side, int]]:
             return [(p.lower, n) for p, n in groups]
 
         def lower() -> _Side:
-            return _compose_many(lower_items(), False, tail)
+            return _compose_many(lower_items(), False, tail, bits)
 
         recipe = _Recipe(items, grid, lower_items)
         return PLD(
@@ -2122,22 +2195,24 @@ def _check_bits(step_bits: object) -> int:
     return int(step_bits)
 
 
+_READING = "reading this PLD (its sides are built when first read)"  # (what ran out of memory, if it does)
 _MAX_POINTS = 1 << 26
 """The most lattice points a PLD may span (each float64 array of that length takes 512 MiB). The defaults
 stay below it: the widest default PLD (Laplace or randomized response at Δ/b = ε = 700, h = 2**-14) spans
 2.3e7 points."""
 
-
 def _check_points(n: int, what: str, step_bits: int) -> None:
     """Refuse, before anything is allocated, a PLD (or a composition) spanning more than :data:`_MAX_POINTS`
-    lattice points, naming the step_bits that would fit.
+    lattice points, or needing more memory than is available (``BUILD_BYTES_PER_POINT`` per point:
+    :mod:`~dpcompose.accounting._pld_memory`), naming the step_bits that would fit.
 
     ``n`` is the number of points ``what`` spans on the lattice ``2**-step_bits``. A span of S loss units
     takes between S·2**b and S·2**b + 3 points at step_bits b, so k fewer bits take at most n/2**k + 3: the
-    suggestion is the largest b − k with n/2**k + 3 ≤ :data:`_MAX_POINTS`.
+    suggestion is the largest b − k with n/2**k + 3 ≤ :data:`_MAX_POINTS` (and within the memory).
 
     Raises:
         InvalidParameter: ``n`` exceeds :data:`_MAX_POINTS`.
+        ResourceLimit: its memory exceeds what is available.
 
     Examples:
         >>> _check_points(1000, "a PLD", 14)  # fits: returns None
@@ -2148,31 +2223,50 @@ def _check_points(n: int, what: str, step_bits: int) -> None:
         use step_bits at most 15
     """
     n = int(n)
-    if n <= _MAX_POINTS:
-        return
-    k = 1
-    while n > (_MAX_POINTS - 3) << k:
-        k += 1
-    fit = step_bits - k
-    hint = f"use step_bits at most {fit}" if fit >= 1 else "no step_bits in [1, 40] fits"
-    raise InvalidParameter(
-        f"{what} spans {n} lattice points at step_bits={step_bits} (at most {_MAX_POINTS}): {hint}"
-    )
+    if n > _MAX_POINTS:
+        k = 1
+        while n > (_MAX_POINTS - 3) << k:
+            k += 1
+        fit = step_bits - k
+        hint = f"use step_bits at most {fit}" if fit >= 1 else "no step_bits in [1, 40] fits"
+        raise InvalidParameter(
+            f"{what} spans {n} lattice points at step_bits={step_bits} (at most {_MAX_POINTS}): {hint}"
+        )
+    need = n * memory.BUILD_BYTES_PER_POINT
+    allowed = memory.over_budget(need)
+    if allowed is not None:
+        memory.refuse_memory(
+            need, allowed, f"{what} ({n} lattice points at step_bits={step_bits})",
+            "use " + memory.step_bits_fix(step_bits, need, allowed),
+        )
 
 
-def _check_window(size: int) -> None:
+def _check_window(size: int, step_bits: int | None = None, distinct: int = 1, lower: bool = False) -> None:
     """Refuse, before it is allocated, a composition's FFT window of more than :data:`_MAX_POINTS` lattice
     points (the composite of PLDs that fit can still span far more: found by review, two compositions of a
-    2**25-point PLD took more than 24 GB before numpy gave up).
+    2**25-point PLD took more than 24 GB before numpy gave up), or one whose memory at its peak
+    (``window_bytes`` of :mod:`~dpcompose.accounting._pld_memory`: per point, and the spectra of its
+    ``distinct`` vectors kept, of the ``lower`` side or the upper one) exceeds what is available, naming the
+    ``step_bits`` that fits where given (a window halves with each bit fewer).
 
     Raises:
         InvalidParameter: ``size`` exceeds :data:`_MAX_POINTS`.
+        ResourceLimit: its memory exceeds what is available.
     """
     if size > _MAX_POINTS:
         raise InvalidParameter(
             f"this composition's window spans {size} lattice points (at most {_MAX_POINTS}): build its PLDs "
             "with a smaller step_bits"
         )
+    need = memory.window_bytes(size, distinct, lower)
+    allowed = memory.over_budget(need)
+    if allowed is not None:
+        fix = "build its PLDs with " + (
+            memory.step_bits_fix(step_bits, need, allowed)
+            if step_bits is not None
+            else "a smaller step_bits (one bit fewer halves the window and the memory)"
+        )
+        memory.refuse_memory(need, allowed, f"this composition's FFT window of {size} lattice points", fix)
 
 
 def _check_int_sensitivity(sensitivity: object) -> int:
@@ -2222,6 +2316,14 @@ class _Buckets:
 
 
 def _build(
+    bits: int, b: _Buckets, tail: float, description: str, mult: int = 1, lazy_lower: bool = False
+) -> PLD:
+    """:func:`_build_sides`, where running out of memory names the step_bits to change."""
+    with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
+        return _build_sides(bits, b, tail, description, mult, lazy_lower)
+
+
+def _build_sides(
     bits: int, b: _Buckets, tail: float, description: str, mult: int = 1, lazy_lower: bool = False
 ) -> PLD:
     """Connect-the-dots upper side and lumped-pair lower side from bucket masses (module docstring).
@@ -2312,6 +2414,16 @@ def _build(
 
 
 def _lumped_side(
+    h: float, p: FloatArray, r: FloatArray, rel: FloatArray, at_a: npt.NDArray[np.int64],
+    width: int | npt.NDArray[np.int64], lo: int, wide: bool, last: int, inf_lo: float,
+) -> _Side:
+    """:func:`_lumped_side_body` (built lazily, when read), where running out of memory names the step_bits
+    to change."""
+    with memory.refuse_out_of_memory(f"building a lower side of {p.size} buckets", memory.SMALLER_BITS):
+        return _lumped_side_body(h, p, r, rel, at_a, width, lo, wide, last, inf_lo)
+
+
+def _lumped_side_body(
     h: float, p: FloatArray, r: FloatArray, rel: FloatArray, at_a: npt.NDArray[np.int64],
     width: int | npt.NDArray[np.int64], lo: int, wide: bool, last: int, inf_lo: float,
 ) -> _Side:
@@ -2727,7 +2839,9 @@ def pld_laplace(
     grid = _lattice(aligned, bits, "laplace", sens, b)
     if D == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, t, "Laplace(Δ=0)")
-    return _build(grid.bits, _laplace_buckets(bits, D, grid), t, f"Laplace(Δ/b={float(D):g})", grid.mult)
+    name = f"Laplace(Δ/b={float(D):g})"
+    with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
+        return _build(grid.bits, _laplace_buckets(bits, D, grid), t, name, grid.mult)
 
 
 def pld_discrete_laplace(
@@ -2780,7 +2894,8 @@ def pld_discrete_laplace(
     if sens == 0:
         return _atoms(bits, [(Fraction(0), 1.0, 0.0)], 0.0, 0.0, tl, "DiscreteLaplace(Δ=0)")
     name = f"DiscreteLaplace(Δ={sens}, t={float(t_q):g})"
-    return _build(grid.bits, _dlap_buckets(bits, sens, t_q, grid), tl, name, grid.mult)
+    with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
+        return _build(grid.bits, _dlap_buckets(bits, sens, t_q, grid), tl, name, grid.mult)
 
 
 def pld_gaussian(
@@ -2837,7 +2952,8 @@ def _gaussian_pld(bits: int, mu: float, width: float, tail: float, description: 
     """A Gaussian PLD whose lattice sides are built only when needed (composition with a non-Gaussian)."""
 
     def build() -> PLD:
-        return _build(bits, _gaussian_buckets(bits, mu, width), tail, description)
+        with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
+            return _build(bits, _gaussian_buckets(bits, mu, width), tail, description)
 
     return PLD(bits, None, None, tail, description, (mu, width, mu_lo), _lazy=build)
 

@@ -64,6 +64,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
+from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._exact import Number, exact, exp_up, float_down, float_up
 from dpcompose.accounting._pld import (
     _EXP_REL,
@@ -451,7 +452,8 @@ def pld_discrete_gaussian(
             "Gaussian PLD"
         )
     name = f"DiscreteGaussian(Δ={delta}, s={float(s):g})"
-    return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
+    with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
+        return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
 
 
 def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:

@@ -51,6 +51,7 @@ import numpy.typing as npt
 
 from dpcompose._scipy import brentq
 from dpcompose.accounting import _common
+from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._pld import (
     _EXP_REL,
     _U,
@@ -59,12 +60,12 @@ from dpcompose.accounting._pld import (
     _fourier_power,
     _gamma,
     _Grid,
-    _out_of_memory,
     _Side,
     _sum_bound,
     _totals,
     _up,
     _window,
+    out_of_memory,
 )
 from dpcompose.accounting._pld import (
     _TINY as _MIN_NORMAL,  # the least normal float
@@ -352,7 +353,7 @@ def _tilt(
     if b_lo > b_hi:
         return None
     b_lo, b_hi, size, top_b = _fit(b_lo, b_hi, top_b, base, full_len, theta, p.mean, p.var, target)
-    _check_window(size)
+    _check_window(size, grid.bits, len(items))
     c, fft2 = _compose_tilted(p, base, b_lo, size)
     inf_up = _up(inf + err_unt)
     err_in = _up(p.err_in)
@@ -470,11 +471,9 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     """The tilted composite on [b_lo, b_lo + size) (clipped at 0: the exact values are ≥ 0, so clipping only
     helps) and a bound on the 2-norm of its float error (``_fourier_power``'s bound is √size times it)."""
     c, fft_err = _fourier_power([(xt, k) for xt, _, k in p.vectors], size, _LD_TOL)
-    try:
+    with memory.refuse_out_of_memory(*out_of_memory(size, len(p.vectors))):  # (found by review: bare here)
         c = np.roll(c, (base - b_lo) % size)
         np.maximum(c, 0.0, out=c)
-    except MemoryError as e:  # (found by review: bare here, just after the FFT)
-        raise _out_of_memory(size) from e
     return c, _up(fft_err / math.sqrt(size) * (1 + 1e-12))
 
 
@@ -1136,7 +1135,7 @@ def _tilt_lower(
         return None
     chernoff_lo = b_lo
     b_lo, b_hi, size, top_b = _fit(b_lo, b_hi, top_b, base, full_len, theta, pv.mean, pv.var, target)
-    _check_window(size)
+    _check_window(size, grid.bits, len(items), lower=True)
     cp, p2 = _compose_tilted(pv, base, b_lo, size)
     cn, n2 = _compose_tilted(nv, base, b_lo, size)
     h = grid.h

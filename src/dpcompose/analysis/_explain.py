@@ -12,6 +12,8 @@ from dpcompose.errors import InvalidParameter
 
 __all__ = ["Explanation", "ExplanationRow", "explain"]
 
+_NOT_USED = "—"  # the cost shown for a candidate theorem that could not certify the case
+
 
 @dataclass(frozen=True, slots=True)
 class ExplanationRow:
@@ -37,6 +39,13 @@ class ExplanationRow:
             return self.chosen[i]
         return self.runners_up[i][1] == self.cost
 
+    def mark(self, i: int) -> str:
+        """How runner-up ``i`` is marked: chosen, a runner-up, or not used (it could not certify the case:
+        its theorem column says why)."""
+        if self.runners_up[i][1] == _NOT_USED:
+            return "not used"
+        return "chosen" if self.is_chosen(i) else "runner-up"
+
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
@@ -51,8 +60,7 @@ class Explanation:
             why = r.theorem + (f" — {r.source}" if r.source and r.theorem else r.source)
             table.append(("  " * r.depth + r.label, r.interaction, r.measure, r.d_in, r.cost, why))
             for i, (theorem, value) in enumerate(r.runners_up):
-                mark = "· chosen" if r.is_chosen(i) else "· runner-up"
-                table.append(("  " * (r.depth + 1) + mark, "", "", "", value, theorem))
+                table.append(("  " * (r.depth + 1) + "· " + r.mark(i), "", "", "", value, theorem))
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
         lines.append("  ".join("-" * w for w in widths))
@@ -80,7 +88,7 @@ class Explanation:
                 + "</tr>"
             )
             for i, (theorem, value) in enumerate(r.runners_up):
-                mark = "chosen" if r.is_chosen(i) else "runner-up"
+                mark = r.mark(i)
                 out.append(
                     f'<tr><td style="padding-left: {1.5 * r.depth + 2:g}em">· {mark}</td><td></td><td></td>'
                     f"<td></td><td>{html.escape(value)}</td><td>{html.escape(theorem)}</td></tr>"
@@ -167,9 +175,11 @@ def _walk(node: Any, d_in: Any, depth: int, rows: list[ExplanationRow], repeat: 
     runners: tuple[tuple[str, str], ...] = ()
     chosen: tuple[bool, ...] = ()
     if info.alternatives is not None:
-        alternatives = info.alternatives(d_in)
-        runners = tuple((name, _display_cost(node, value)) for name, value in alternatives)
-        chosen = tuple(_same(value, cost) for _, value in alternatives)
+        alternatives = info.alternatives(d_in)  # (a value None: a candidate that could not certify, and why)
+        runners = tuple(
+            (name, _NOT_USED if value is None else _display_cost(node, value)) for name, value in alternatives
+        )
+        chosen = tuple(value is not None and _same(value, cost) for _, value in alternatives)
     rows.append(
         ExplanationRow(
             depth=depth,

@@ -25,7 +25,8 @@ class Node:
         interaction: ``"non-interactive"``, ``"sequential"``, ``"concurrent"``, ``"adaptive"``, …
         children: the parts this node is built from, in order.
         child_inputs: maps this node's ``d_in`` to each child's ``d_in`` (default: every child gets it).
-        alternatives: maps ``d_in`` to the runners-up the policy rejected, as ``(theorem, value)`` pairs.
+        alternatives: maps ``d_in`` to the runners-up the policy rejected, as ``(theorem, value)`` pairs
+            (value None for a theorem that applies but could not certify the case, its name saying why).
         verified: ``False`` for a user-written part (``make_user_measurement`` /
             ``make_user_transformation``): its map is the user's claim, not a library proof; its label
             says so wherever it is shown (``repr``, ``dp.explain``).
