@@ -13,10 +13,10 @@ import dpcompose
 
 ROOT = Path(dpcompose.__file__).parent
 TESTS = Path(__file__).parent
-#: Test files still reading underscore names: the ledger tests' fault injection (a connection, a
-#: transaction and an anchor of a live SQLiteLedger object).
 #: Underscore names that are other libraries' API, not dpcompose's: NamedTuple's methods, pyspark's handle.
 NOT_OURS = {"_replace", "_asdict", "_fields", "_make", "_jsc"}
+#: Test files still reading underscore names: the ledger tests' fault injection (a connection, a
+#: transaction and an anchor of a live SQLiteLedger object).
 TESTS_PENDING = (
     "combinators/test_ledger.py",
     "combinators/test_ledger_files.py",
@@ -66,6 +66,42 @@ def _edges() -> dict[str, set[str]]:
                 if t in modules and t != mod and modules[t].name != "__init__.py":
                     edges[mod].add(t)
     return edges
+
+
+#: The modules a function may import locally: each loads an optional dependency (polars, pyspark) only
+#: when data of its kind is seen.
+OPTIONAL = {"tables._polars", "tables._spark"}
+MAX_LINES = 1000
+
+
+def test_no_file_over_the_limit() -> None:
+    long = {}
+    for path in ROOT.rglob("*.py"):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            long[path.relative_to(ROOT).as_posix()] = lines
+    assert long == {}
+
+
+def test_function_local_imports_only_for_optional_dependencies() -> None:
+    """A dpcompose import inside a function dodges nothing: only the engines of optional dependencies
+    are imported there (DESIGN §6)."""
+    found = []
+    for mod, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpcompose"):
+                    targets = [(node.module or "")[len("dpcompose.") :]]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                    targets = [n[len("dpcompose.") :] for n in names if n.startswith("dpcompose")]
+                else:
+                    continue
+                found += [f"{mod}:{node.lineno} {t}" for t in targets if t not in OPTIONAL]
+    assert found == []
 
 
 def test_no_import_cycle() -> None:
