@@ -1,9 +1,7 @@
 """The house rules on imports (DESIGN §6), read from the source (and the tests) with ``ast``.
 
 Function-local imports count as edges: a cycle dodged by a local import is still a cycle. Imports under
-``if TYPE_CHECKING:`` are left out. The PLD files of ``accounting`` form one known cycle and share
-underscore names among themselves; their restructure into ``accounting/_pld/`` removes both, so they are
-left out here until then.
+``if TYPE_CHECKING:`` are left out.
 """
 
 from __future__ import annotations
@@ -14,24 +12,12 @@ from pathlib import Path
 import dpcompose
 
 ROOT = Path(dpcompose.__file__).parent
-PLD_CLUSTER = {
-    "_pld", "_pld_dgauss", "_pld_subsample", "_pld_subsample_discrete", "_pld_tilt", "_loss", "_profile"
-}
-#: Underscore names one package still imports from another: the PLD restructure moves each.
-PENDING = {("measurements._threshold", "accounting._profile._log_ndtr_up")}
 TESTS = Path(__file__).parent
-#: Test files still reading underscore names: the PLD files' tests until their restructure, and the ledger
-#: tests' fault injection (a connection, a transaction and an anchor of a live SQLiteLedger object).
 #: Underscore names that are other libraries' API, not dpcompose's: NamedTuple's methods, pyspark's handle.
 NOT_OURS = {"_replace", "_asdict", "_fields", "_make", "_jsc"}
+#: Test files still reading underscore names: the ledger tests' fault injection (a connection, a
+#: transaction and an anchor of a live SQLiteLedger object).
 TESTS_PENDING = (
-    "accounting/test_pld",
-    "accounting/test_profile",
-    "accounting/test_reading.py",
-    "accounting/test_rdp_subsample.py",
-    "accounting/pld/",
-    "combinators/test_pld_policy.py",
-    "combinators/test_subsample_pld.py",
     "combinators/test_ledger.py",
     "combinators/test_ledger_files.py",
 )
@@ -82,11 +68,43 @@ def _edges() -> dict[str, set[str]]:
     return edges
 
 
-def _in_pld_cluster(mod: str) -> bool:
-    return mod.startswith("accounting.") and mod.split(".")[1] in PLD_CLUSTER
+#: The modules a function may import locally: each loads an optional dependency (polars, pyspark) only
+#: when data of its kind is seen.
+OPTIONAL = {"tables._polars", "tables._spark"}
+MAX_LINES = 1000
 
 
-def test_no_import_cycle_outside_the_pld_files() -> None:
+def test_no_file_over_the_limit() -> None:
+    long = {}
+    for path in ROOT.rglob("*.py"):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            long[path.relative_to(ROOT).as_posix()] = lines
+    assert long == {}
+
+
+def test_function_local_imports_only_for_optional_dependencies() -> None:
+    """A dpcompose import inside a function dodges nothing: only the engines of optional dependencies
+    are imported there (DESIGN §6)."""
+    found = []
+    for mod, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpcompose"):
+                    targets = [(node.module or "")[len("dpcompose.") :]]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                    targets = [n[len("dpcompose.") :] for n in names if n.startswith("dpcompose")]
+                else:
+                    continue
+                found += [f"{mod}:{node.lineno} {t}" for t in targets if t not in OPTIONAL]
+    assert found == []
+
+
+def test_no_import_cycle() -> None:
     edges = _edges()
 
     def reach(start: str) -> set[str]:
@@ -98,21 +116,21 @@ def test_no_import_cycle_outside_the_pld_files() -> None:
                 todo.append(nxt)
         return seen
 
-    cycles = sorted(m for m in edges if m in reach(m) and not _in_pld_cluster(m))
+    cycles = sorted(m for m in edges if m in reach(m))
     assert cycles == []
 
 
-def test_no_underscore_name_crosses_a_package() -> None:
+def test_no_underscore_name_crosses_a_file() -> None:
+    """An underscore name is for its own file (DESIGN §6): no module imports one from another module, in
+    its package or another (a private module, ``_pld``, is a name like any other)."""
     modules = _modules()
     found = set()
     for mod, path in modules.items():
         for target, names in _imports(path):
-            if target.split(".")[0] == mod.split(".")[0]:
-                continue  # the same package: the package marks privacy
             for n in names:
                 if n.startswith("_") and not n.startswith("__") and f"{target}.{n}" not in modules:
                     found.add((mod, f"{target}.{n}"))
-    assert found == PENDING
+    assert found == set()
 
 
 def _private(name: str, modules: set[str]) -> bool:

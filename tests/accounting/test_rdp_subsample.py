@@ -280,7 +280,7 @@ def test_addition_bound_on_random_discrete_pairs() -> None:
     # likelihood ratios included, rates from 1e-6 to 1 − 1e-6.
     import random
 
-    from dpcompose.accounting._rdp import _log_addition
+    from dpcompose.accounting._rdp import log_addition
 
     rng = random.Random(3)
     with mp.workdps(50):
@@ -301,7 +301,7 @@ def test_addition_bound_on_random_discrete_pairs() -> None:
             r2 = Fraction(mpmath.nstr(d2 * (1 + mpf(10) ** -30) + mpf(10) ** -40, 40))  # just above D_2
             if not 0 < q < 1 or r2 > 600:
                 continue
-            assert mpf(_log_addition(r2, q, alpha)) >= mpmath.log(moment)
+            assert mpf(log_addition(r2, q, alpha)) >= mpmath.log(moment)
 
 
 def test_found_by_review_huge_curves_and_exact_orders() -> None:

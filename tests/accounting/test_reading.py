@@ -243,8 +243,8 @@ def test_zcdp_at_huge_and_tiny_rho() -> None:
 def test_intersect_keeps_the_hull_of_disjoint_intervals() -> None:
     # Two certified intervals always overlap; if a bug ever made them disjoint, the least upper end could be
     # the wrong one (an under-report), so the hull is returned instead of clipping to it.
-    from dpcompose.accounting._loss import _intersect
+    from dpcompose.accounting._loss import intersect
 
     one, two = (Fraction(1), Fraction(2)), (Fraction(3, 2), Fraction(5, 2))
-    assert _intersect([one, two]) == (Fraction(3, 2), Fraction(2))
-    assert _intersect([one, (Fraction(3), Fraction(4))]) == (Fraction(1), Fraction(4))
+    assert intersect([one, two]) == (Fraction(3, 2), Fraction(2))
+    assert intersect([one, (Fraction(3), Fraction(4))]) == (Fraction(1), Fraction(4))

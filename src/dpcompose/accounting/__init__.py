@@ -8,9 +8,6 @@ Each function's docstring names its source. The catalogue is docs/accounting.md.
 
 from __future__ import annotations
 
-from dpcompose.accounting import _pld as _pld_module
-from dpcompose.accounting import _pld_tilt
-from dpcompose.accounting import _profile as _profile_module
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
 from dpcompose.accounting._display import format_down, format_excess, format_up
@@ -33,6 +30,7 @@ from dpcompose.accounting._filters import (
     whitehouse_filter_epsilon,
     zcdp_budget,
 )
+from dpcompose.accounting._gaussian import gaussian_delta
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.accounting._optimal import (
     optimal_delta,
@@ -44,18 +42,17 @@ from dpcompose.accounting._pld import (
     PLD,
     compose_plds,
     pld_approx,
+    pld_discrete_gaussian,
     pld_discrete_laplace,
     pld_gaussian,
     pld_laplace,
     pld_randomized_response,
-)
-from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
-from dpcompose.accounting._pld_subsample import pld_subsampled_gaussian, pld_subsampled_laplace
-from dpcompose.accounting._pld_subsample_discrete import (
     pld_subsampled_discrete_gaussian,
     pld_subsampled_discrete_laplace,
+    pld_subsampled_gaussian,
+    pld_subsampled_laplace,
 )
-from dpcompose.accounting._profile import PrivacyProfile, gaussian_delta, gaussian_profile
+from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
 from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.accounting._zcdp import (
     group_zcdp,
@@ -65,12 +62,6 @@ from dpcompose.accounting._zcdp import (
     zcdp_delta,
     zcdp_to_approx,
 )
-
-# _profile names PrivacyLoss in annotations only (importing it there would be a cycle through _pld); bind
-# it now that both modules are loaded, so that typing.get_type_hints (and the API reference) resolve them.
-_profile_module.PrivacyLoss = PrivacyLoss  # type: ignore[attr-defined]
-# likewise _pld names _pld_tilt._Recipe (which imports _pld) in annotations only
-_pld_module._Recipe = _pld_tilt._Recipe  # type: ignore[attr-defined]
 
 __all__ = [
     "PLD",

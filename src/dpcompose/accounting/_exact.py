@@ -316,3 +316,8 @@ def exact_sum(values: Iterable[Fraction]) -> Fraction:
         d = v.denominator
         by_denominator[d] = by_denominator.get(d, 0) + v.numerator
     return sum((Fraction(n, d) for d, n in by_denominator.items()), Fraction(0))
+
+
+U = 2.0**-53
+
+EXP_REL = 2.0**-44  # assumed relative accuracy of numpy exp / expm1 (2**9·u, 2**8 ulps at worst), padded

@@ -38,34 +38,30 @@ from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._filters import DEFAULT_ORDERS, add_renyi_curves, check_orders
 from dpcompose.accounting._pld import (
-    _MIXED_SAMPLING,
-    _THIN_MIN_COUNT,
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
+    MIXED_SAMPLING,
     PLD,
-    _check_aligned,
-    _lattice,
-    _reach_fits,
+    THIN_MIN_COUNT,
+    check_aligned,
+    check_sampling,
     compose_counted,
     compose_plds,
+    constructor_grid,
+    identity,
     pld_approx,
+    pld_discrete_gaussian,
     pld_discrete_laplace,
     pld_gaussian,
     pld_laplace,
     pld_randomized_response,
-)
-from dpcompose.accounting._pld_dgauss import pld_discrete_gaussian
-from dpcompose.accounting._pld_subsample import (
-    _check_sampling,
-    _identity,
-    _pld_subsampled_approx,
-    _pld_subsampled_rr,
-    pld_subsampled_gaussian,
-    pld_subsampled_laplace,
-)
-from dpcompose.accounting._pld_subsample_discrete import (
+    pld_subsampled_approx,
     pld_subsampled_discrete_gaussian,
     pld_subsampled_discrete_laplace,
+    pld_subsampled_gaussian,
+    pld_subsampled_laplace,
+    pld_subsampled_rr,
+    reach_fits,
 )
 from dpcompose.accounting._rdp import subsampled_renyi
 from dpcompose.errors import InvalidParameter, ResourceLimit, UnsupportedComposition
@@ -223,7 +219,7 @@ class PrivacyLoss:
         subset of fixed size m = rate·n, and ``child`` must be the pair for one record substituted. The
         PLD (:meth:`pld`) is that of the subsampled dominating pair: for Poisson sampling both orders
         ((1 − q)Q + qP against Q, and the reverse), composed separately; without replacement one
-        symmetric pair (see :mod:`dpcompose.accounting._pld_subsample`). Rate 1 is ``child`` itself, rate 0
+        symmetric pair (see :mod:`cells`). Rate 1 is ``child`` itself, rate 0
         the identity (δ = 0).
 
         Only a single mechanism's pair can be subsampled here: the subsampled pair of a composition is
@@ -257,7 +253,7 @@ class PrivacyLoss:
         q = _nonnegative(rate, "rate")
         if q > 1:
             raise InvalidParameter(f"rate={rate!r} must be in [0, 1]")
-        return cls("subsampled", (q, _check_sampling(sampling)), ((child, 1),))
+        return cls("subsampled", (q, check_sampling(sampling)), ((child, 1),))
 
     @classmethod
     def compose(cls, parts: Iterable[PrivacyLoss]) -> PrivacyLoss:
@@ -308,7 +304,7 @@ class PrivacyLoss:
         if not counts:
             raise InvalidParameter(f"parts={parts!r}: compose needs at least one PrivacyLoss")
         if len({p._sampling() for p in counts} - {None}) > 1:
-            raise UnsupportedComposition(_MIXED_SAMPLING)
+            raise UnsupportedComposition(MIXED_SAMPLING)
         ordered = tuple(
             sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params), repr(pc[0])))
         )
@@ -348,7 +344,7 @@ class PrivacyLoss:
             InvalidParameter: the parameters are outside what the PLD constructors support (for example
                 Δ/t above 700), or ``aligned`` is not a bool.
         """
-        return _pld_aligned(self, step_bits) if _check_aligned(aligned) else _pld(self, step_bits)
+        return _pld_aligned(self, step_bits) if check_aligned(aligned) else _pld(self, step_bits)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """Certified ``(lower, upper)`` bounds on the least ε with δ(ε) ≤ ``delta`` (cached).
@@ -540,7 +536,7 @@ def _extent(part: PrivacyLoss, n: int, bits: int) -> float:
     if part.kind != "subsampled" or n == 1 or not math.isfinite(span):
         return span
     pld = part.pld(bits)
-    if n >= _THIN_MIN_COUNT and pld._thin is not None:  # (the same spread: the PLD the composition reads)
+    if n >= THIN_MIN_COUNT and pld._thin is not None:  # (the same spread: the PLD the composition reads)
         pld = pld._thin
     widest = 0.0
     for side in (pld.upper, pld.reverse.upper if pld.reverse is not None else pld.upper):
@@ -604,7 +600,7 @@ def _subsampled_pld(child: PrivacyLoss, rate: Fraction, sampling: Any, bits: int
     a, b = params
     noise = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
     if rate == 0 or (child.kind in noise and a == 0):
-        return _identity(bits, DEFAULT_TAIL, f"subsampled {child.label()}: identity")
+        return identity(bits, DEFAULT_TAIL, f"subsampled {child.label()}: identity")
     if child.kind == "discrete_laplace":
         return pld_subsampled_discrete_laplace(a, b, rate, sampling=sampling, step_bits=bits)
     if child.kind == "discrete_gaussian":
@@ -615,9 +611,9 @@ def _subsampled_pld(child: PrivacyLoss, rate: Fraction, sampling: Any, bits: int
         sigma = min(Fraction(b), Fraction(a) * 10**4)  # a larger Δ/σ dominates (their PLD starts at 1e-4)
         return pld_subsampled_gaussian(sigma, rate, a, sampling=sampling, step_bits=bits)
     if child.kind == "randomized_response":
-        return _pld_subsampled_rr(a, b, rate, sampling, bits, DEFAULT_TAIL)
+        return pld_subsampled_rr(a, b, rate, sampling, bits, DEFAULT_TAIL)
     assert child.kind == "approx"
-    return _pld_subsampled_approx(a, b, rate, sampling, bits, DEFAULT_TAIL)
+    return pld_subsampled_approx(a, b, rate, sampling, bits, DEFAULT_TAIL)
 
 
 @functools.lru_cache(maxsize=256)
@@ -750,19 +746,19 @@ _ALIGNABLE = ("laplace", "discrete_laplace", "randomized_response", "approx")  #
 def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     """:meth:`PrivacyLoss.pld` with ``aligned=True``: one mechanism of the kinds ``_ALIGNABLE``, or n copies
     of one, on the lattice through its atoms where the composition's positions stay exact there
-    (:func:`~dpcompose.accounting._pld._reach_fits`); otherwise the plain lattice (the same object as
+    (:func:`reach_fits`); otherwise the plain lattice (the same object as
     :func:`_pld`'s)."""
     part, n = (loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1))
     if part.kind not in _ALIGNABLE:
         return _pld(loss, bits)
-    grid = _lattice(True, bits, part.kind, Fraction(part.params[0]), Fraction(part.params[1]))
+    grid = constructor_grid(True, bits, part.kind, Fraction(part.params[0]), Fraction(part.params[1]))
     if grid.mult == 1:  # a dyadic atom (or one below _MIN_ATOM): the plain lattice already
         return _pld(loss, bits)
     try:
         one = _BUILDERS[part.kind](part.params[0], part.params[1], step_bits=bits, aligned=True)
     except InvalidParameter:  # (its window a few points over the limit: the plain one may still fit)
         return _pld(loss, bits)
-    if not _reach_fits(grid, [(one, n)]):
+    if not reach_fits(grid, [(one, n)]):
         return _pld(loss, bits)
     return one.self_compose(n) if n > 1 else one
 
@@ -799,7 +795,7 @@ def _each(loss: PrivacyLoss, read: Callable[[PLD], _T]) -> list[_T]:
     return out
 
 
-def _intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction]:
+def intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fraction]:
     """The intersection of certified intervals (each contains the truth, so their intersection does).
 
     Disjoint intervals would mean one of them is wrong, and nothing here says which: then the hull is
@@ -819,7 +815,7 @@ def delta_bounds(loss: PrivacyLoss, epsilon: Number) -> tuple[Fraction, Fraction
     if below is not None:
         hi = min(_each(loss, lambda p: p.delta(epsilon)))
         return min(below.delta_bounds(epsilon)[0], hi), hi
-    return _intersect(_each(loss, lambda p: p.delta_bounds(epsilon)))
+    return intersect(_each(loss, lambda p: p.delta_bounds(epsilon)))
 
 
 def _pld_below(loss: PrivacyLoss) -> PLD | None:
@@ -849,12 +845,12 @@ def _epsilon_bounds(loss: PrivacyLoss, delta: Fraction) -> tuple[Fraction, Fract
         eps = loss.params[0]  # the pair is (ε, δ)-DP exactly: no lattice rounding needed above it
         assert isinstance(eps, Fraction)
         try:
-            lo, hi = _intersect(_each(loss, lambda p: p.epsilon_bounds(delta)))
+            lo, hi = intersect(_each(loss, lambda p: p.epsilon_bounds(delta)))
         except InvalidParameter:  # δ at the pair's own δ, below the lattice's certified mass at +∞:
             return (eps if delta == loss.params[1] else Fraction(0)), eps  # ε(δ) is ε exactly there
         hi = min(hi, eps)
         return min(lo, hi), hi
-    return _intersect(_each(loss, lambda p: p.epsilon_bounds(delta)))
+    return intersect(_each(loss, lambda p: p.epsilon_bounds(delta)))
 
 
 @functools.lru_cache(maxsize=1024)

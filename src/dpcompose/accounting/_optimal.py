@@ -445,7 +445,7 @@ def cached_grid(eps_key: tuple[tuple[Fraction, int], ...], level: int) -> _GridL
     return _grid_plan(list(eps_key), level)
 
 
-def _lost_bounds(dels: Sequence[Fraction]) -> tuple[Fraction, Fraction]:
+def lost_bounds(dels: Sequence[Fraction]) -> tuple[Fraction, Fraction]:
     """Lower and upper bounds on D = 1 − Π(1 − δᵢ) (exactly 0 when all δᵢ = 0)."""
     counts = Counter(d for d in dels if d)
     if not counts:
@@ -475,7 +475,7 @@ def _inputs(
 ) -> tuple[tuple[tuple[Fraction, int], ...], Fraction, Fraction, Fraction]:
     eps = epsilon_list(epsilons)
     dels = delta_list(deltas, len(eps))
-    lost_dn, lost_up = _lost_bounds(dels)
+    lost_dn, lost_up = lost_bounds(dels)
     return tuple(group(eps)), sum(eps, ZERO), lost_dn, lost_up
 
 

@@ -1,9 +1,3 @@
-"""Privacy profiles: the curve δ(ε) of a mechanism, and their composition.
-
-A :class:`PrivacyProfile` records *what is composed* — (εᵢ, δᵢ) guarantees, Gaussian mechanisms (as
-Σ μᵢ², μᵢ = Δᵢ/σᵢ) and zCDP guarantees (as Σ ρᵢ) — and answers ``.delta(ε)`` and ``.epsilon(δ)`` with
-the tightest proven rule for that mix. Every answer is an upper bound (never under-reports).
-"""
 
 from __future__ import annotations
 
@@ -13,133 +7,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
-from dpcompose._scipy import brentq, log_ndtr
 from dpcompose.accounting._common import ONE, ZERO, nonnegative, positive, probability
 from dpcompose.accounting._display import format_up
-from dpcompose.accounting._exact import (
-    Number,
-    exp_up,
-    expm1_down,
-    float_down,
-    float_up,
-    sqrt_down,
-    sqrt_up,
-    sqrt_up_q,
-)
-from dpcompose.accounting._optimal import _lost_bounds, optimal_delta, optimal_epsilon
+from dpcompose.accounting._exact import Number, sqrt_up_q
+from dpcompose.accounting._gaussian import gaussian_delta, gaussian_epsilon
+from dpcompose.accounting._loss import PrivacyLoss
+from dpcompose.accounting._optimal import lost_bounds, optimal_delta, optimal_epsilon
 from dpcompose.accounting._zcdp import zcdp_delta, zcdp_to_approx
 from dpcompose.errors import InvalidParameter
-
-if TYPE_CHECKING:
-    from dpcompose.accounting._loss import PrivacyLoss
-
-__all__ = ["PrivacyProfile", "gaussian_delta", "gaussian_profile"]
-
-_U = 2.0**-53
-_LOG_NDTR_PAD = 64 * _U  # assumed accuracy of scipy's log_ndtr (relative, plus the same absolute)
-
-
-def _log_ndtr_up(x: float) -> float:
-    v = float(log_ndtr(x))
-    return v + _LOG_NDTR_PAD * (1 + abs(v))
-
-
-def _log_ndtr_down(x: float) -> float:
-    v = float(log_ndtr(x))
-    return v - _LOG_NDTR_PAD * (1 + abs(v))
-
-
-def gaussian_delta(mu_sq: Number, epsilon: Number) -> Fraction:
-    """The exact δ(ε) of a μ-GDP (Gaussian) mechanism, rounded up: ``Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)``.
-
-    μ = Δ/σ is given through ``mu_sq = μ²`` (exact, so compositions ``Σ μᵢ²`` stay exact). Computed as
-    ``Φ(a)·(1 − exp(ε + log Φ(b) − log Φ(a)))`` with log-Φ from :func:`scipy.special.log_ndtr`, every
-    quantity rounded in the direction that increases δ.
-
-    Source: Balle–Wang 2018 (ICML) Thm 8 (analytic Gaussian mechanism); Dong–Roth–Su 2019 Cor 2.13.
-
-    Examples:
-        >>> float(gaussian_delta(1, 1.0))
-        0.12693673...
-    """
-    m2 = nonnegative(mu_sq, "mu_sq")
-    eps = nonnegative(epsilon, "epsilon")
-    if m2 == 0:
-        return ZERO
-    mu_up, mu_dn = Fraction(sqrt_up(m2)), Fraction(sqrt_down(m2))
-    if mu_dn == 0:
-        mu_dn = Fraction(5e-324)
-    # Φ is increasing: raising a (to at least −1e150, where log Φ is still finite) only raises the bound.
-    a_up = max(float_up(mu_up / 2 - eps / mu_up), -1e150)
-    b_dn = float_down(-(mu_up / 2 + eps / mu_dn))
-    la = _log_ndtr_up(a_up)
-    ef = float_down(eps)
-    if b_dn < -1e150 or ef > 1e300:  # e^ε Φ(b) is bounded below by 0: the factor w is at most 1
-        w_up = 1.0
-    else:
-        lb = _log_ndtr_down(b_dn)
-        t = ef + lb - la
-        t_dn = t - 4 * _U * (abs(ef) + abs(lb) + abs(la))
-        w_up = -expm1_down(min(t_dn, 0.0))
-    return min(ONE, Fraction(exp_up(la)) * Fraction(w_up))
-
-
-def _gaussian_epsilon(mu_sq: Fraction, delta: Fraction) -> Fraction:
-    if delta == 0:
-        raise InvalidParameter("delta=0 must be positive: a Gaussian mechanism has δ(ε) > 0 at every ε")
-    mu = math.sqrt(float(mu_sq))
-
-    def rough(e: float) -> float:  # float-only δ(ε) to locate the root; the answer is then certified
-        la = float(log_ndtr(mu / 2 - e / mu))
-        lb = float(log_ndtr(-mu / 2 - e / mu))
-        return math.exp(la) * -math.expm1(min(e + lb - la, 0.0))
-
-    return _least_epsilon(lambda e: gaussian_delta(mu_sq, e), delta, _gaussian_hi(mu_sq, delta), rough)
-
-
-def _gaussian_hi(mu_sq: Fraction, delta: Fraction) -> Fraction:
-    # ε = μ²/2 + μ√(2 ln(1.25/δ)) is enough (classical bound: δ(ε) ≤ Φ(μ/2 − ε/μ)); double it for safety.
-    # only the search's starting bracket (it doubles until δ is met); ln(1/δ) from the exact Fraction, as a
-    # δ such as 5e-324 or 10**-400 has no float reciprocal
-    mu = math.sqrt(float(mu_sq))
-    ln_inv = math.log(delta.denominator) - math.log(delta.numerator)
-    return Fraction(2 * (mu * mu / 2 + mu * math.sqrt(2 * (math.log(1.25) + ln_inv))) + 1)
-
-
-def _least_epsilon(
-    delta_at: Callable[[Fraction], Fraction],
-    target: Fraction,
-    hi: Fraction,
-    rough: Callable[[float], float] | None = None,
-) -> Fraction:
-    """Least ε (to ~1e-13 relative) in [0, hi] with delta_at(ε) ≤ target. delta_at is a valid upper
-    bound, and the returned ε is checked against it, so the answer always satisfies the target."""
-    if delta_at(ZERO) <= target:
-        return ZERO
-    while delta_at(hi) > target:
-        hi *= 2
-        if hi > 1e6:
-            raise InvalidParameter(f"delta={float(target)!r} is not reached by any ε ≤ 1e6")
-    t = float(target)
-    hi_f = float_up(hi)
-
-    def f(x: float) -> float:
-        return (rough(x) if rough is not None else float(delta_at(Fraction(x)))) - t
-
-    x = float(brentq(f, 0.0, hi_f, xtol=1e-14 * hi_f, rtol=1e-14, maxiter=200))
-    # the float root may sit a hair below the certified root: step up, doubling the step each time, so
-    # the overshoot stays within twice the gap (fixed tiny steps could give up and return hi)
-    step = max(x * 1e-15, 1e-300)
-    for _ in range(1100):
-        if x >= hi_f:
-            break
-        if delta_at(Fraction(x)) <= target:
-            return min(hi, Fraction(x))
-        x = math.nextafter(x + step, math.inf)
-        step *= 2
-    return hi
 
 
 def gaussian_profile(sensitivity: Number, sigma: Number) -> PrivacyProfile:
@@ -167,6 +43,7 @@ def _combine(d1: Fraction, d2: Fraction) -> Fraction:
 # (delta_at, epsilon_at, least reachable δ, whether ε is finite at that least δ) of one part of a route
 _Part = tuple[Callable[[Fraction], Fraction], Callable[[Fraction], Fraction], Fraction, bool]
 
+
 _FAR_EPSILON = Fraction(10**9)  # past every finite privacy loss a PLD here holds: δ there is its mass at +∞
 
 
@@ -177,7 +54,6 @@ def _loss_type() -> type[PrivacyLoss]:
     import ``_loss`` when it is loaded (the layering fix is to move the Gaussian formula into a module of
     its own, which ``_pld`` would import instead).
     """
-    from dpcompose.accounting._loss import PrivacyLoss
 
     return PrivacyLoss
 
@@ -400,13 +276,13 @@ class PrivacyProfile:
         if self.approx_parts:
             eps = [e for e, _ in self.approx_parts]
             dels = [d for _, d in self.approx_parts]
-            floor = _lost_bounds(dels)[1]
+            floor = lost_bounds(dels)[1]
             parts.append(
                 (lambda x: optimal_delta(eps, dels, x), lambda d: optimal_epsilon(eps, dels, d), floor, True)
             )
         if self.gaussian_mu_sq:
             m2 = self.gaussian_mu_sq
-            parts.append((lambda x: gaussian_delta(m2, x), lambda d: _gaussian_epsilon(m2, d), ZERO, False))
+            parts.append((lambda x: gaussian_delta(m2, x), lambda d: gaussian_epsilon(m2, d), ZERO, False))
         parts.extend(self._rho_part())
         return parts
 

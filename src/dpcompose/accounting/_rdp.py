@@ -135,7 +135,7 @@ def subsampled_renyi(
             log_f = _log_mixed_cap(r(alpha), rate, alpha)
             removal = _log_removal(r, rate, alpha)
             if removal is not None:  # (None: a moment beyond the float range; the cap decides)
-                log_f = min(log_f, max(removal, _log_addition(r(2), rate, alpha)))
+                log_f = min(log_f, max(removal, log_addition(r(2), rate, alpha)))
             out.append(_tidy(min(r(alpha), log_f / (alpha - 1))))
     return tuple(out)
 
@@ -199,7 +199,7 @@ def _log1p_of_exp(log_x: Fraction) -> Fraction:
     return Fraction(log1p_up(exp_up(log_x)))
 
 
-def _log_addition(r2: Fraction, q: Fraction, alpha: int) -> Fraction:
+def log_addition(r2: Fraction, q: Fraction, alpha: int) -> Fraction:
     """An upper bound on ln B_α, B_α = 1 + C(α, 2)q²E + D·min(1, E) (module docstring), D bounded by the
     lesser of its direct evaluation (1 − q)^{−(α−1)} − 1 − (α−1)q − C(α, 2)q² and its Lagrange form
     C(α + 1, 3)q³(1 − q)^{−(α+2)} (the direct one loses its precision at small αq, the other is loose at

@@ -34,7 +34,7 @@ import numpy as np
 from dpcompose._validation import check_finite, check_finite_positive, check_positive_int, check_str
 from dpcompose.accounting import decimal, exact, format_up, zcdp_to_approx
 from dpcompose.accounting._exact import exp_down, exp_up, float_up, sqrt_down
-from dpcompose.accounting._profile import _log_ndtr_up
+from dpcompose.accounting._gaussian import log_ndtr_up
 from dpcompose.core import ApproxDP, AtomDomain, Domain, MapDomain, Measurement, Metric, Node
 from dpcompose.core._metrics import L01InfDistance, check_space
 from dpcompose.core._recipe import recorded
@@ -272,7 +272,7 @@ def gaussian_tail_up(sigma: Fraction, k: int) -> Fraction:
     at 1.
     """
     x_up = float_up(-Fraction(k) / sigma)  # Φ is increasing: a larger argument bounds it from above
-    normal_tail = Fraction(exp_up(_log_ndtr_up(max(x_up, -1e150))))
+    normal_tail = Fraction(exp_up(log_ndtr_up(max(x_up, -1e150))))
     point = Fraction(exp_up(-Fraction(k * k) / (2 * sigma * sigma))) / (sigma * _SQRT_2PI_DOWN)
     return min(Fraction(1), normal_tail + point)
 

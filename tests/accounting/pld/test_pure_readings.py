@@ -162,7 +162,7 @@ def test_the_first_tilt_of_epsilon_is_not_centred_past_a_leap_of_the_mean() -> N
     pld = pld_subsampled_gaussian(0.8, 1e-4).self_compose(100_000)
     pld.epsilon(1e-6)
     assert pld.reverse is not None
-    recipe = pld._recipe
+    recipe = pld.recipe
     assert recipe is not None
     sizes = [t.masses.size for t in recipe.cache.values() if t is not None]
     assert len(sizes) == 1 and sizes[0] <= 1 << 20

@@ -4,8 +4,8 @@ P = N_Z(0, s²) and Q = N_Z(Δ, s²) on the integers, P(z) = f(z)/Z with f(z) = 
 normaliser Z for both (Δ is an integer). The privacy loss at z is L(z) = (Δ² − 2zΔ)/(2s²), decreasing in
 z, so the loss bucket (a, a + h] of the lattice is an integer range z ∈ [A, B] and its masses are sums of
 f over that range. They are computed one of two ways, each with a relative error bound that goes into
-:class:`dpcompose.accounting._pld._Buckets` (whose connect-the-dots / lumped-pair construction is
-described in :mod:`dpcompose.accounting._pld`):
+:class:`dpcompose.accounting._pld.distribution.Buckets` (whose connect-the-dots / lumped-pair construction is
+described in :mod:`dpcompose.accounting._pld.distribution`):
 
 * **Atoms** (small s, or a bucket holding few integers): every f(z) is evaluated as a float exponential
   (exact integer z, the exponent's rounding bounded) and the atoms of a bucket are summed
@@ -17,7 +17,7 @@ described in :mod:`dpcompose.accounting._pld`):
   DLMF 24.17 / 2.10.1). For the Gaussian f⁗(x) = f(x)·He₄(x/s)/s⁴ with |He₄(t)| ≤ t⁴ + 6t² + 3, so R is a
   relative error of at most (t⁴ + 6t² + 3)/(384 s⁴) of the integral. The integral is taken, per bucket,
   as the better certified one of s√(2π) times a difference of Φ
-  (:func:`dpcompose.accounting._pld._log_phi_diff`, with its certified relative error plus the rounding
+  (:func:`log_phi_diff`, with its certified relative error plus the rounding
   of the arguments A/s, B/s) and composite Simpson (remainder (B − A)⁵·max|f⁗|/(2880 m⁴)). For the
   narrow buckets of a large s, Simpson's error is that of a few exponentials (~1e-13), where a
   Φ-difference of nearby arguments loses ~1e-11; split by connect-the-dots (which divides by h) this is
@@ -27,7 +27,7 @@ described in :mod:`dpcompose.accounting._pld`):
   directly.
 
 These range sums and the normaliser below are shared with the subsampled discrete Gaussian
-(:mod:`dpcompose.accounting._pld_subsample_discrete`): ``_range_sums``, ``_normaliser``.
+(:mod:`dpcompose.accounting._pld.subsample.discrete`): ``range_sums``, ``normaliser``.
 
 The normaliser: Poisson summation gives Z = s√(2π)·(1 + 2Σ_{k≥1} e^{−2π²s²k²}) (the Jacobi theta
 transformation; used for the discrete Gaussian's normaliser by Canonne–Kamath–Steinke 2020), so
@@ -44,7 +44,7 @@ beyond the bottom bucket (z above its last integer, so that their losses are at 
 point) likewise go to the lowest point. Both are dropped on the lower side. Atoms whose P-mass would
 underflow (log-mass < −700) are moved to +∞ on the upper side.
 
-Assumptions of the certificate: those of :mod:`dpcompose.accounting._pld`.
+Assumptions of the certificate: those of :mod:`dpcompose.accounting._pld.distribution`.
 
 Examples:
     >>> from dpcompose.accounting import pld_discrete_gaussian
@@ -58,56 +58,55 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import Number, exact, exp_up, float_down, float_up
-from dpcompose.accounting._pld import (
-    _EXP_REL,
-    _U,
+from dpcompose.accounting._exact import EXP_REL, Number, U, exact, exp_up, float_down, float_up
+from dpcompose.accounting._gaussian import log_phi_diff, phi_up
+from dpcompose.accounting._pld.buckets import Buckets
+from dpcompose.accounting._pld.distribution import PLD, build_pld
+from dpcompose.accounting._pld.floats import SAFE, gamma_padded
+from dpcompose.accounting._pld.lattice import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
-    PLD,
-    _Buckets,
-    _build,
-    _check_bits,
-    _check_int_sensitivity,
-    _check_points,
-    _check_tail,
-    _Lattice,
-    _log_phi_diff,
-    _phi_up,
+    Lattice,
+    check_bits,
+    check_int_sensitivity,
+    check_points,
+    check_tail,
 )
 from dpcompose.errors import InvalidParameter
-
-__all__ = ["pld_discrete_gaussian"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+
 _WIDTH = 14  # outputs |z| ≤ ⌈14 s⌉ (and up to Δ beyond; only 0 if 14s < 1) are enumerated; tails < 2e-44
-_ATOM_LIMIT = 1 << 20  # every atom is enumerated when there are at most this many
+
+
+ATOM_LIMIT = 1 << 20  # every atom is enumerated when there are at most this many
+
+
 _DIRECT = 8  # on the bucket path, buckets with at most this many integers are summed directly
+
+
 _CHUNK = 1 << 21  # atoms of short buckets evaluated at a time on the bucket path
+
+
 _DIRECT_MAX = 1 << 16  # a bucket whose Euler–Maclaurin bound is loose is summed directly if at most this long
-_UNDERFLOW = -700.0  # atoms with a smaller log-mass are moved to +∞ (upper side) with mass e^{−700}
-_SAFE = 1 + 2.0**-20  # a multiplicative safety factor on error bounds
-_BLOCK = 1 << 13
+
+
+UNDERFLOW = -700.0  # atoms with a smaller log-mass are moved to +∞ (upper side) with mass e^{−700}
+
+
+BLOCK = 1 << 13
 """Entries per vectorised step over buckets, cells, ranges and Simpson nodes (here and in the subsampled
 PLDs). Whole-array temporaries on a large lattice (tens of MB each, mapped fresh and page-faulted every
 time) made the same arithmetic several times slower and held gigabytes; 64 KiB temporaries are reused
 from the heap and stay in cache."""
-
-
-def _gamma(n: Any) -> Any:
-    """γₙ = n·u/(1 − n·u), padded (Higham 2002, Lemma 3.1), for a float or an array of counts; n·u stays
-    far below 1 here."""
-    nu = n * _U
-    return nu / (1 - nu) * _SAFE
 
 
 class _Acc:
@@ -129,7 +128,7 @@ def _add_atoms(
 
     ``two_s2`` is 2s² rounded to nearest (relative error ≤ u); ``log_z`` is log Z up to the relative factor
     (1 ± ``rel_z``) of Z and its own rounding. Exponent errors: z², (z − Δ)² and the quotient each round
-    once (≤ 5u·x in all), the sums once more; exp adds ``_EXP_REL``.
+    once (≤ 5u·x in all), the sums once more; exp adds ``EXP_REL``.
     """
     zf = z.astype(np.float64)
     xp = zf * zf / two_s2
@@ -137,9 +136,9 @@ def _add_atoms(
     xq = zq * zq / two_s2
     lp = -xp - log_z
     lr = a - xq - log_z
-    under = lp < _UNDERFLOW
+    under = lp < UNDERFLOW
     if np.any(under):
-        acc.inf += float(np.count_nonzero(under)) * math.exp(_UNDERFLOW) * 1.01
+        acc.inf += float(np.count_nonzero(under)) * math.exp(UNDERFLOW) * 1.01
         keep = ~under
         z, idx, a, xp, xq, lp, lr = z[keep], idx[keep], a[keep], xp[keep], xq[keep], lp[keep], lr[keep]
     if z.size == 0:
@@ -147,7 +146,7 @@ def _add_atoms(
     with np.errstate(under="ignore"):
         pm = np.exp(lp)
         rm = np.exp(lr)
-    err = 8 * _U * (np.abs(a) + xp + xq + abs(log_z) + 1) + 2 * _EXP_REL  # relative, per atom (e^x − 1 ≤ 2x)
+    err = 8 * U * (np.abs(a) + xp + xq + abs(log_z) + 1) + 2 * EXP_REL  # relative, per atom (e^x − 1 ≤ 2x)
     # per touched bucket only (the lattice may be much wider than the atoms: few atoms, far apart)
     buckets, slot = np.unique(idx, return_inverse=True)
     count = np.bincount(slot).astype(np.float64)
@@ -156,24 +155,24 @@ def _add_atoms(
     acc.p[buckets] += np.bincount(slot, weights=pm)
     acc.r[buckets] += np.bincount(slot, weights=rm)
     # The sum of the bucket's atoms (already there and new ones): at most count + 1 additions.
-    acc.rel[buckets] = np.maximum(acc.rel[buckets], worst + _gamma(count + 2) + rel_z)
+    acc.rel[buckets] = np.maximum(acc.rel[buckets], worst + gamma_padded(count + 2) + rel_z)
 
 
-def _tail_sum_up(m: int, s: Fraction) -> float:
+def tail_sum_up(m: int, s: Fraction) -> float:
     """An upper bound on Σ_{y≥m} f(y), f(y) = e^{−y²/2s²}, for an integer m ≥ 1: f decreases on [m, ∞),
     so the sum is at most f(m) + ∫_m^∞ f = f(m) + s√(2π)·Φ(−m/s)."""
     f_m = exp_up(-Fraction(m * m) / (2 * s * s))
-    s_up = float_up(s) * math.sqrt(2 * math.pi) * (1 + 4 * _U)
-    return (f_m + s_up * _phi_up(float_up(-m / s))) * (1 + 4 * _U)
+    s_up = float_up(s) * math.sqrt(2 * math.pi) * (1 + 4 * U)
+    return (f_m + s_up * phi_up(float_up(-m / s))) * (1 + 4 * U)
 
 
 def _poisson_rel(s: float) -> float:
     """Z/(s√(2π)) − 1 ≤ 2e^{−c}/(1 − e^{−3c}), c = 2π²s² (Poisson summation; module docstring)."""
     c = 2 * math.pi**2 * s * s
-    return 2 * math.exp(-c) / -math.expm1(-3 * c) * (1 + 1e-10) + 4 * _U
+    return 2 * math.exp(-c) / -math.expm1(-3 * c) * (1 + 1e-10) + 4 * U
 
 
-def _simpson_logs(
+def simpson_logs(
     A: FloatArray, B: FloatArray, m: int, s_f: float, two_s2: float, log_n0: float
 ) -> tuple[FloatArray, FloatArray]:
     """``(log I, rel)``: I = ∫_A^B f/(s√(2π)) by composite Simpson with 2m subintervals, and a bound on its
@@ -198,33 +197,33 @@ def _simpson_logs(
     with np.errstate(over="ignore", invalid="ignore"):
         rem = (wdt / m) ** 4 / 2880 * (t2 * t2 + 6 * t2 + 3) * np.exp(wdt * tmax * 1.001 + 1e-9)
     rel = (
-        rem * _SAFE
-        + 8 * _U * (emax + 1)
-        + 4 * _U * (t2 + 1)
-        + 2 * _EXP_REL
-        + float(_gamma(2.0 * m + 6))
-        + 8 * _U * (np.abs(log_i) + emin + abs(log_n0) + 1)
+        rem * SAFE
+        + 8 * U * (emax + 1)
+        + 4 * U * (t2 + 1)
+        + 2 * EXP_REL
+        + float(gamma_padded(2.0 * m + 6))
+        + 8 * U * (np.abs(log_i) + emin + abs(log_n0) + 1)
     )
     return log_i, np.where(np.isfinite(rel), rel, np.inf)
 
 
-def _em_bucket_logs(
+def em_bucket_logs(
     A: FloatArray, B: FloatArray, s_f: float, two_s2: float, log_n0: float, m: int
 ) -> tuple[FloatArray, FloatArray]:
     """``(log S, rel)``: S = Σ_{z=A}^{B} f(z)/(s√(2π)) by Euler–Maclaurin (module docstring), B − A ≥ 2,
     and a bound on its relative error. The integral is the better (per bucket) of a Φ-difference and
     composite Simpson with 2m subintervals."""
     ta, tb = A / s_f, B / s_f
-    lI, rI = _log_phi_diff(tb, ta)
+    lI, rI = log_phi_diff(tb, ta)
     tmax = np.maximum(np.abs(ta), np.abs(tb))
     # Rounding of the arguments (δ ≤ 3u·|t| each) moves Φ(t) by ≤ δ·φ(t)·e^{|t|δ} ≤ 1.01·δ·φ(t); relative
     # to the computed difference e^{lI} (itself within a factor 1 ± rI of the true one).
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         phi_a = np.exp(-ta * ta / 2 - lI) / math.sqrt(2 * math.pi)
         phi_b = np.exp(-tb * tb / 2 - lI) / math.sqrt(2 * math.pi)
-        r_arg = 3.01 * _U * (np.abs(ta) * phi_a + np.abs(tb) * phi_b) * 1.02 / np.maximum(1 - rI, 0.0)
+        r_arg = 3.01 * U * (np.abs(ta) * phi_a + np.abs(tb) * phi_b) * 1.02 / np.maximum(1 - rI, 0.0)
     rI = np.where(np.isfinite(lI) & np.isfinite(r_arg), rI + r_arg, np.inf)
-    lS, rS = _simpson_logs(A, B, m, s_f, two_s2, log_n0)
+    lS, rS = simpson_logs(A, B, m, s_f, two_s2, log_n0)
     use_s = rS < rI
     lI = np.where(use_s, lS, lI)
     rI = np.where(use_s, rS, rI)
@@ -246,26 +245,26 @@ def _em_bucket_logs(
         ft = np.exp(lT - log_s)
     t2 = tmax * tmax
     c_r = (t2 * t2 + 6 * t2 + 3) / (384 * s_f**4)
-    e_t = 8 * _U * (xa + xb + abs(log_n0) + 1) + 2 * _EXP_REL
-    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + np.abs(dt) * 8 * _U * ft
-    rel = num * 1.01 + 8 * _U * (np.abs(log_s) + 1) + 4 * _EXP_REL
+    e_t = 8 * U * (xa + xb + abs(log_n0) + 1) + 2 * EXP_REL
+    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + np.abs(dt) * 8 * U * ft
+    rel = num * 1.01 + 8 * U * (np.abs(log_s) + 1) + 4 * EXP_REL
     rel = np.where(np.isfinite(rel) & np.isfinite(log_s) & applies, rel, np.inf)
     return log_s, rel
 
 
-def _simpson_panels(A: FloatArray, B: FloatArray, s_f: float) -> IntArray:
+def simpson_panels(A: FloatArray, B: FloatArray, s_f: float) -> IntArray:
     """Per range [A, B], the number of Simpson panels m ∈ {1, 2, 4, 8, 16} whose error bound in
-    :func:`_simpson_logs` is least: its remainder term falls as m⁻⁴ and its rounding term γ_{2m+6} grows
+    :func:`simpson_logs` is least: its remainder term falls as m⁻⁴ and its rounding term γ_{2m+6} grows
     with m; no other term depends on m. (Any m gives a certified bound; this one gives the tightest.)"""
     wdt = (B - A) / s_f
     tmax = np.maximum(np.abs(A), np.abs(B)) / s_f
     t2 = tmax * tmax
     with np.errstate(over="ignore", invalid="ignore"):
-        rem1 = wdt**4 / 2880 * (t2 * t2 + 6 * t2 + 3) * np.exp(wdt * tmax * 1.001 + 1e-9) * _SAFE
+        rem1 = wdt**4 / 2880 * (t2 * t2 + 6 * t2 + 3) * np.exp(wdt * tmax * 1.001 + 1e-9) * SAFE
     best = np.ones(A.shape, dtype=np.int64)
-    best_bound = rem1 + float(_gamma(8.0))
+    best_bound = rem1 + float(gamma_padded(8.0))
     for m in (2, 4, 8, 16):
-        bound = rem1 / m**4 + float(_gamma(2.0 * m + 6))
+        bound = rem1 / m**4 + float(gamma_padded(2.0 * m + 6))
         better = bound < best_bound  # (NaN, from an infinite remainder, is never better)
         best = np.where(better, m, best)
         best_bound = np.where(better, bound, best_bound)
@@ -276,21 +275,21 @@ def _em_range_logs(
     A: FloatArray, B: FloatArray, s_f: float, two_s2: float, log_n0: float
 ) -> tuple[FloatArray, FloatArray]:
     """``(log S, rel)`` of S = Σ_{z=A}^{B} f(z)/(s√(2π)) per range (B − A ≥ 2) by Euler–Maclaurin
-    (:func:`_em_bucket_logs`), each range with its own Simpson panels (:func:`_simpson_panels`), evaluated
-    ``_BLOCK`` nodes at a time."""
+    (:func:`em_bucket_logs`), each range with its own Simpson panels (:func:`simpson_panels`), evaluated
+    ``BLOCK`` nodes at a time."""
     out_l = np.empty(A.size)
     out_r = np.empty(A.size)
-    m = _simpson_panels(A, B, s_f)
+    m = simpson_panels(A, B, s_f)
     for mv in np.unique(m):
         g = np.flatnonzero(m == mv)
-        step = max(1, _BLOCK // (2 * int(mv) + 1))
+        step = max(1, BLOCK // (2 * int(mv) + 1))
         for i in range(0, g.size, step):
             gi = g[i : i + step]
-            out_l[gi], out_r[gi] = _em_bucket_logs(A[gi], B[gi], s_f, two_s2, log_n0, int(mv))
+            out_l[gi], out_r[gi] = em_bucket_logs(A[gi], B[gi], s_f, two_s2, log_n0, int(mv))
     return out_l, out_r
 
 
-def _em_usable(rel: FloatArray, count: IntArray, what: str) -> npt.NDArray[np.bool_]:
+def em_usable(rel: FloatArray, count: IntArray, what: str) -> npt.NDArray[np.bool_]:
     """Which Euler–Maclaurin range sums to keep: those whose relative bound ``rel`` is below 1e-6, and
     those of ranges too long to sum atom by atom (more than ``_DIRECT_MAX`` integers) whose bound is below
     0.5. The others are summed atom by atom.
@@ -323,14 +322,14 @@ def _direct_sums(
     def finish(gi: IntArray, s: FloatArray, mx: FloatArray, xmax: FloatArray, n: FloatArray) -> None:
         lv = np.log(s) - mx - log_n0
         out_l[gi] = lv
-        err = 8 * _U * (xmax + mx + 1) + 2 * _EXP_REL
-        out_r[gi] = err + _gamma(n + 2) + 8 * _U * (np.abs(lv) + mx + abs(log_n0) + 1)
+        err = 8 * U * (xmax + mx + 1) + 2 * EXP_REL
+        out_r[gi] = err + gamma_padded(n + 2) + 8 * U * (np.abs(lv) + mx + abs(log_n0) + 1)
 
     short = count <= _DIRECT
     for c in np.unique(count[short]).tolist():
         g = np.flatnonzero(short & (count == c))
-        for i in range(0, g.size, _BLOCK):
-            gi = g[i : i + _BLOCK]
+        for i in range(0, g.size, BLOCK):
+            gi = g[i : i + BLOCK]
             xs = [(A[gi] + k) ** 2 / two_s2 for k in range(c)]
             mx = functools.reduce(np.minimum, xs)  # the largest atom of each range has the least x
             with np.errstate(under="ignore"):
@@ -354,12 +353,12 @@ def _direct_sums(
     return out_l, out_r
 
 
-def _range_sums(
+def range_sums(
     A: FloatArray, B: FloatArray, s_f: float, two_s2: float, log_n0: float, what: str
 ) -> tuple[FloatArray, FloatArray]:
     """``(log S, rel)`` of S = Σ_{z=A}^{B} f(z)/(s√(2π)) per range (A ≤ B integers, as floats), with a
     bound on each relative error: Euler–Maclaurin (:func:`_em_range_logs`) for ranges of more than
-    ``_DIRECT`` integers whose bound is usable (:func:`_em_usable`), atom by atom (:func:`_direct_sums`)
+    ``_DIRECT`` integers whose bound is usable (:func:`em_usable`), atom by atom (:func:`_direct_sums`)
     otherwise.
 
     Raises:
@@ -372,35 +371,35 @@ def _range_sums(
     idx = np.flatnonzero(em)
     if idx.size:
         out_l[idx], out_r[idx] = _em_range_logs(A[idx], B[idx], s_f, two_s2, log_n0)
-        em[idx[~_em_usable(out_r[idx], count[idx], what)]] = False
+        em[idx[~em_usable(out_r[idx], count[idx], what)]] = False
     direct = np.flatnonzero(~em)
     if direct.size:
         out_l[direct], out_r[direct] = _direct_sums(A[direct], count[direct], two_s2, log_n0)
     return out_l, out_r
 
 
-def _normaliser(s: Fraction, z_min: int, z_max: int) -> tuple[float, float]:
+def normaliser(s: Fraction, z_min: int, z_max: int) -> tuple[float, float]:
     """``(log Z, rel)``: the normaliser Z = Σ_z f(z) within the relative factor 1 ± ``rel`` (the float
     log's own rounding is left to the callers' |log Z| terms, as in :func:`_add_atoms`).
 
     Poisson summation gives s√(2π) ≤ Z ≤ s√(2π)·(1 + 2e^{−c}/(1 − e^{−3c})) (module docstring). If the
-    range [z_min, z_max] (z_min ≤ 0 ≤ z_max) holds at most ``_ATOM_LIMIT`` integers, Z is also summed
-    directly over it plus its two tails (:func:`_tail_sum_up`), and the tighter of the two is used."""
+    range [z_min, z_max] (z_min ≤ 0 ≤ z_max) holds at most ``ATOM_LIMIT`` integers, Z is also summed
+    directly over it plus its two tails (:func:`tail_sum_up`), and the tighter of the two is used."""
     s_f = float(s)
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
     n_atoms = z_max - z_min + 1
-    if n_atoms > _ATOM_LIMIT:
-        return log_n0, _poisson_rel(s_f) + _EXP_REL
+    if n_atoms > ATOM_LIMIT:
+        return log_n0, _poisson_rel(s_f) + EXP_REL
     zf = np.arange(z_min, z_max + 1, dtype=np.float64)
     x = zf * zf / (2 * float(s * s))
     ssum = float(np.sum(np.exp(-x)))
-    e_s = 8 * _U * (float(np.max(x)) + 1) + 2 * _EXP_REL + float(_gamma(n_atoms + 1.0))
-    tails = (_tail_sum_up(1 - z_min, s) + _tail_sum_up(z_max + 1, s)) * (1 + 2 * _U)
-    rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * _SAFE + 4 * _U
-    rel_poisson = _poisson_rel(s_f) + 4 * _U * abs(log_n0)
+    e_s = 8 * U * (float(np.max(x)) + 1) + 2 * EXP_REL + float(gamma_padded(n_atoms + 1.0))
+    tails = (tail_sum_up(1 - z_min, s) + tail_sum_up(z_max + 1, s)) * (1 + 2 * U)
+    rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * SAFE + 4 * U
+    rel_poisson = _poisson_rel(s_f) + 4 * U * abs(log_n0)
     if rel_direct < rel_poisson:
-        return math.log(ssum), rel_direct + 4 * _U * abs(math.log(ssum)) + _EXP_REL
-    return log_n0, rel_poisson + _EXP_REL
+        return math.log(ssum), rel_direct + 4 * U * abs(math.log(ssum)) + EXP_REL
+    return log_n0, rel_poisson + EXP_REL
 
 
 def pld_discrete_gaussian(
@@ -415,14 +414,15 @@ def pld_discrete_gaussian(
     P(z) ∝ e^{−z²/2s²} on the integers, Q its shift by Δ; the loss (Δ² − 2zΔ)/(2s²) is a lattice in z
     and every loss bucket is an integer range whose masses are summed with a certified error (atoms for
     small s, Euler–Maclaurin with a bounded remainder and Poisson summation for the normaliser for large
-    s; see :mod:`dpcompose.accounting._pld_dgauss`). This is the noise of dpcompose's ``make_gaussian``
+    s; see :mod:`discrete_gaussian`). This is the noise of dpcompose's ``make_gaussian``
     in grid units (Δ = the grid-unit L2 sensitivity, s = σ/g) and of ``make_discrete_gaussian`` (s = σ).
     The PLD is the same in both orders (z ↦ Δ − z), and shifts d < Δ are dominated (the discrete Gaussian
     is log-concave, so its likelihood ratio is monotone and every optimal test is a half-line).
 
     Source: Canonne–Kamath–Steinke 2020 (the discrete Gaussian mechanism; its normaliser by Poisson
     summation); PLDs of discrete-valued mechanisms: Koskela–Jälkö–Prediger–Honkela 2021; the lattice
-    sides: :func:`dpcompose.accounting._pld._build` (Doroshenko et al. 2022, connect the dots); bucket sums:
+    sides: :func:`~dpcompose.accounting._pld.buckets.build_sides` (Doroshenko et al. 2022, connect the
+    dots); bucket sums:
     the Euler–Maclaurin remainder (Apostol 1999; DLMF 2.10.1), composite Simpson (Atkinson 1989,
     Sec. 5.1), float sums (Higham 2002, Lemma 3.1).
 
@@ -435,16 +435,16 @@ def pld_discrete_gaussian(
         >>> 1.45 < float(lo) <= float(hi) < 1.46
         True
     """
-    delta = _check_int_sensitivity(sensitivity)
+    delta = check_int_sensitivity(sensitivity)
     s = exact(check_finite_positive(sigma_units, "sigma_units"), "sigma_units")
     if s > 1 << 40:
         raise InvalidParameter(f"sigma_units={sigma_units!r} must be at most 2**40 for a discrete Gaussian")
-    bits = _check_bits(step_bits)
-    tl = _check_tail(tail)
+    bits = check_bits(step_bits)
+    tl = check_tail(tail)
     h = math.ldexp(1.0, -bits)
     if delta == 0:
-        b = _Buckets(-1, np.ones(1), np.array([math.exp(-h)]), np.full(1, 8 * _EXP_REL))
-        return _build(bits, b, tl, "DiscreteGaussian(Δ=0)")
+        b = Buckets(-1, np.ones(1), np.array([math.exp(-h)]), np.full(1, 8 * EXP_REL))
+        return build_pld(bits, b, tl, "DiscreteGaussian(Δ=0)")
     mu = delta / s
     if not Fraction(1, 10**8) <= mu <= 30:
         raise InvalidParameter(
@@ -453,15 +453,15 @@ def pld_discrete_gaussian(
         )
     name = f"DiscreteGaussian(Δ={delta}, s={float(s):g})"
     with memory.refuse_out_of_memory(f"building {name}", memory.SMALLER_BITS):
-        return _build(bits, _dgauss_buckets(bits, delta, s), tl, name)
+        return build_pld(bits, _dgauss_buckets(bits, delta, s), tl, name)
 
 
-def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
+def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> Buckets:
     h = math.ldexp(1.0, -bits)
     s2 = s * s
     # L(z)·2**bits = (Δ² − 2zΔ)·2**bits/(2s²); with s² = n/d: X = Δ²·2**bits·d, D = 2Δ·2**bits·d, Y = 2n
     sd = (1 << bits) * s2.denominator
-    lat = _Lattice(delta * delta * sd, 2 * delta * sd, 2 * s2.numerator)
+    lat = Lattice(delta * delta * sd, 2 * delta * sd, 2 * s2.numerator)
     s_f = float(s)
     two_s2 = 2 * float(s2)
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
@@ -474,18 +474,18 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
     j_lo = lat.bucket_of(z_top)
     z_max = int(lat.edge_ceil(np.array([j_lo], dtype=np.int64))[0]) - 1  # the last integer of bucket j_lo
     nb = j_hi - j_lo + 1
-    _check_points(nb, f"a discrete Gaussian PLD with Δ={delta}, s={float(s):g}", bits)
+    check_points(nb, f"a discrete Gaussian PLD with Δ={delta}, s={float(s):g}", bits)
     acc = _Acc(nb)
     # Tails: z < z_min go to +∞, z > z_max to the lowest point (upper bounds on Σf, then on P = Σf/Z with
     # Z ≥ max(1, s√(2π)): Z ≥ f(0) = 1, and Z ≥ s√(2π) by Poisson summation).
-    tail_top, tail_bot = _tail_sum_up(1 - z_min, s), _tail_sum_up(z_max + 1, s)
-    z_floor = max(1.0, float_down(s) * math.sqrt(2 * math.pi) * (1 - 4 * _U))
-    t_top = tail_top / z_floor * (1 + 2 * _U)
-    t_bot = tail_bot / z_floor * (1 + 2 * _U)
-    log_z, rel_z = _normaliser(s, z_min, z_max)
-    if z_max - z_min + 1 <= _ATOM_LIMIT:
+    tail_top, tail_bot = tail_sum_up(1 - z_min, s), tail_sum_up(z_max + 1, s)
+    z_floor = max(1.0, float_down(s) * math.sqrt(2 * math.pi) * (1 - 4 * U))
+    t_top = tail_top / z_floor * (1 + 2 * U)
+    t_bot = tail_bot / z_floor * (1 + 2 * U)
+    log_z, rel_z = normaliser(s, z_min, z_max)
+    if z_max - z_min + 1 <= ATOM_LIMIT:
         z = np.arange(z_min, z_max + 1, dtype=np.int64)
-        j = lat.bucket(z)  # (at most _ATOM_LIMIT atoms: one pass)
+        j = lat.bucket(z)  # (at most ATOM_LIMIT atoms: one pass)
         _add_atoms(acc, z, j - j_lo, j.astype(np.float64) * h, two_s2, delta, log_z, rel_z)
     else:
         js = np.arange(j_lo, j_hi + 2, dtype=np.int64)
@@ -503,15 +503,15 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
             a = a_all[idx]
             lp = lsp + (log_n0 - log_z)
             lr = a + lsq + (log_n0 - log_z)
-            rel = np.maximum(relp, relq) + rel_z + 8 * _U * (np.abs(a) + np.abs(lsq) + 1) + 2 * _EXP_REL
+            rel = np.maximum(relp, relq) + rel_z + 8 * U * (np.abs(a) + np.abs(lsq) + 1) + 2 * EXP_REL
             # Buckets whose bound is loose are summed directly if they are not too long; otherwise the
             # (finite) bound is kept.
             what = f"sigma_units={float(s):g}, sensitivity={delta}, step_bits={bits}"
-            ok = _em_usable(rel, count[idx], what)
-            good = ok & (lp >= _UNDERFLOW)
-            under = ok & (lp < _UNDERFLOW)
+            ok = em_usable(rel, count[idx], what)
+            good = ok & (lp >= UNDERFLOW)
+            under = ok & (lp < UNDERFLOW)
             # an underflowing bucket holds at most count atoms each below e^{−700}·(1 + rel)
-            acc.inf += float(np.sum(count[idx[under]])) * math.exp(_UNDERFLOW) * 1.01
+            acc.inf += float(np.sum(count[idx[under]])) * math.exp(UNDERFLOW) * 1.01
             gi = idx[good]
             acc.p[gi] = np.exp(lp[good])
             acc.r[gi] = np.exp(lr[good])
@@ -530,6 +530,6 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> _Buckets:
             ic = np.repeat(sel, cnt)
             _add_atoms(acc, zc, ic, np.repeat(a_all[sel], cnt), two_s2, delta, log_z, rel_z)
             start = stop
-    return _Buckets(
+    return Buckets(
         j_lo, acc.p, acc.r, acc.rel, below_hi=t_bot * (1 + 1e-10), above_hi=t_top * (1 + 1e-10) + acc.inf
     )

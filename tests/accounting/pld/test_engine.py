@@ -10,7 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcompose.accounting import _pld, _pld_tilt
+from dpcompose.accounting._pld import distribution as distribution_mod
+from dpcompose.accounting._pld import floats as floats_mod
+from dpcompose.accounting._pld import fourier as fourier_mod
+from dpcompose.accounting._pld import longdouble as longdouble_mod
+from dpcompose.accounting._pld import side as side_mod
+from dpcompose.accounting._pld import tilt as tilt_mod
 from dpcompose.errors import ResourceLimit
 
 
@@ -35,10 +40,10 @@ def test_ld_dft_within_its_bound_with_a_double_tail(seed: int, spread: float, co
     i = np.arange(n)
     x = np.exp(-(((i - n / 2) / spread) ** 2)) * rng.uniform(0.5, 1.5, n)
     x /= x.sum()
-    a, b = _pld._head_range(x, _pld._LD_HEAD)
+    a, b = longdouble_mod.head_range(x, longdouble_mod.LD_HEAD)
     assert 0 < b - a <= n
     size = 1 << 13
-    vals, errs = _pld._ld_dft(x, size, count)
+    vals, errs = longdouble_mod.ld_dft(x, size, count)
     exact = _dft_mp(x, size, count)
     for j in range(count):
         d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - exact[j])
@@ -59,12 +64,12 @@ def test_ld_dft_of_a_sparse_vector_all_in_long_double(seed: int, count: int, bit
     x[nz] = rng.pareto(1.0, 300) * 10.0 ** rng.uniform(-30, 0, 300)
     size = 1 << bits
     assert count * 300 <= size  # (the all-long-double case)
-    vals, errs = _pld._ld_dft(x, size, count)
+    vals, errs = longdouble_mod.ld_dft(x, size, count)
     exact = _dft_mp(x, size, count)
     for j in range(count):
         d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - exact[j])
         assert float(d) <= errs[j] + 4e-16 * float(abs(exact[j])) + 1e-300
-    assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(size) * float(np.sum(x))
+    assert float(np.max(errs)) < 1e-2 * floats_mod.fft_componentwise(size) * float(np.sum(x))
 
 
 @settings(max_examples=4, deadline=None)
@@ -80,7 +85,7 @@ def test_ld_dft_with_a_sparse_tail_summed_directly_in_double(seed: int, count: i
     x[tail] = rng.uniform(0.0, 1.0, 300) * 10.0 ** rng.uniform(-30, -9, 300)
     x /= x.sum()
     size = 1 << 14
-    a, b = _pld._head_range(x, _pld._LD_HEAD)
+    a, b = longdouble_mod.head_range(x, longdouble_mod.LD_HEAD)
     assert a > 0 and b < n and count * int(np.count_nonzero(x[:a]) + np.count_nonzero(x[b:])) <= size
 
     def no_fft(*args: object, **kwargs: object) -> object:
@@ -88,12 +93,12 @@ def test_ld_dft_with_a_sparse_tail_summed_directly_in_double(seed: int, count: i
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(np.fft, "rfft", no_fft)
-        vals, errs = _pld._ld_dft(x, size, count)
+        vals, errs = longdouble_mod.ld_dft(x, size, count)
     exact = _dft_mp(x, size, count)
     for j in range(count):
         d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - exact[j])
         assert float(d) <= errs[j] + 4e-16 * float(abs(exact[j])) + 1e-300
-    assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(size)
+    assert float(np.max(errs)) < 1e-2 * floats_mod.fft_componentwise(size)
 
 
 def test_found_by_review_a_subnormal_tail_stays_within_the_bound() -> None:
@@ -104,7 +109,7 @@ def test_found_by_review_a_subnormal_tail_stays_within_the_bound() -> None:
     x[:100] = 1e-307
     tail = np.arange(size // 6 + 1, size // 4)
     x[tail] = 5e-324
-    vals, errs = _pld._ld_dft(x, size, 2)
+    vals, errs = longdouble_mod.ld_dft(x, size, 2)
     nz = np.flatnonzero(x).tolist()
     with mpmath.workdps(40):
         for j in range(2):
@@ -118,8 +123,8 @@ def test_found_by_review_a_subnormal_tail_stays_within_the_bound() -> None:
 def test_ld_unit_roots_are_the_products_of_their_factors() -> None:
     # the table holds, bit for bit, the products the untabulated path forms
     size = 1 << 12
-    re, im = _pld._ld_unit_roots(size)
-    t_hi, t_lo, blk = _pld._ld_root_factors(size)
+    re, im = longdouble_mod.ld_unit_roots(size)
+    t_hi, t_lo, blk = longdouble_mod.ld_root_factors(size)
     m = np.arange(size)
     w = t_hi[m // blk] * t_lo[m % blk]
     assert np.array_equal(re, w.real) and np.array_equal(im, w.imag)
@@ -132,8 +137,8 @@ def test_ld_dft_bound_is_small_where_it_matters() -> None:
     i = np.arange(n)
     x = np.exp(-(((i - 3000) / 50.0) ** 2))
     x /= x.sum()
-    _, errs = _pld._ld_dft(x, 1 << 14, 4)
-    assert float(np.max(errs)) < 1e-2 * _pld._fft_componentwise(1 << 14)
+    _, errs = longdouble_mod.ld_dft(x, 1 << 14, 4)
+    assert float(np.max(errs)) < 1e-2 * floats_mod.fft_componentwise(1 << 14)
 
 
 def test_tail_count_matches_full_cumsum() -> None:
@@ -142,7 +147,7 @@ def test_tail_count_matches_full_cumsum() -> None:
         m = rng.exponential(1.0, n) * np.exp(-np.linspace(0, 60, n))
         for tail in (0.0, 1e-20, 1e-5, 0.5, 1e9):
             expect = int(np.searchsorted(np.cumsum(m) > tail, True))
-            assert _pld._tail_count(m, tail) == expect
+            assert side_mod.tail_count(m, tail) == expect
 
 
 @pytest.mark.parametrize("k", [50, 400])
@@ -189,7 +194,7 @@ def test_lumped_lower_and_upper_bracket_exact_finite_pairs(
         (Fraction(mpmath.nstr(mpmath.log(pi / qi), 30)), float(pi), float(mpmath.log(qi)))
         for pi, qi in zip(p, q, strict=True)
     ]
-    one = _pld._atoms(bits, atoms, 0.0, 0.0, 1e-30, "finite")
+    one = distribution_mod.pld_of_atoms(bits, atoms, 0.0, 0.0, 1e-30, "finite")
     pld = one if k == 1 else one.self_compose(k)
     lo, hi = pld.delta_bounds(eps)
     # (the atoms' losses are rounded to 30 digits; the float masses are within _atoms' stated accuracy)
@@ -235,7 +240,7 @@ def test_random_compositions_lower_end_not_above_dp_accounting(seed: int) -> Non
     )
 
     rng = random.Random(seed)
-    ours: list[_pld.PLD] = []
+    ours: list[distribution_mod.PLD] = []
     peer = None
     for _ in range(rng.randint(2, 4)):
         kind = rng.choice(["lap", "gau", "rr", "sub"])
@@ -295,9 +300,9 @@ def test_log_mgfs_bound_the_exact_ones_tightly(
     m *= rng.uniform(0.5, 1.5, n)
     m[rng.random(n) < 0.2] = 0.0
     m[rng.random(n) < 0.02] *= -1e-3
-    side = _pld._Side(offset, m, 0.0, 0.0)
+    side = side_mod.Side(offset, m, 0.0, 0.0)
     taus = np.array([10.0**scale, -(10.0**scale), 3e-3, -3e-3, 0.0])
-    got = _pld._log_mgfs(side, center, taus)
+    got = fourier_mod.log_mgfs(side, center, taus)
     for t, g in zip(taus.tolist(), got.tolist(), strict=True):
         if not np.any(m != 0):
             assert g == -math.inf
@@ -314,9 +319,9 @@ def test_log_mgfs_on_a_long_side_with_its_mass_in_a_few_blocks() -> None:
     n = 200_000
     i = np.arange(n, dtype=np.float64)
     m = np.where(np.abs(i - 1000.0) < 700, np.exp(-(((i - 1000.0) / 27.0) ** 2)), 0.0)
-    side = _pld._Side(-1000, m, 0.0, 0.0)
+    side = side_mod.Side(-1000, m, 0.0, 0.0)
     taus = np.array([1e-4, -1e-4, 0.05, -0.05, 2.0, -2.0])
-    got = _pld._log_mgfs(side, 0, taus)
+    got = fourier_mod.log_mgfs(side, 0, taus)
     for t, g in zip(taus.tolist(), got.tolist(), strict=True):
         exact = float(_log_mgf_mp(m, -1000, 0, t))
         assert exact <= g <= exact + 1e-8
@@ -330,8 +335,8 @@ def test_ld_dft_far_frequencies_within_their_bound() -> None:
     x = np.where(i < 400, np.exp(-((i / 40.0) ** 2)), 1e-25)
     x /= x.sum()
     size = 1 << 14
-    count = _pld._LD_WIDE_FREQ
-    vals, errs = _pld._ld_dft(x, size, count)
+    count = longdouble_mod.LD_WIDE_FREQ
+    vals, errs = longdouble_mod.ld_dft(x, size, count)
     assert vals.size == errs.size == count
     with mpmath.workdps(40):
         for j in (0, 1, 255, 256, 1000, count - 1):
@@ -341,7 +346,7 @@ def test_ld_dft_far_frequencies_within_their_bound() -> None:
             d = abs(mpmath.mpc(float(vals[j].real), float(vals[j].imag)) - acc)
             assert float(d) <= errs[j] + 4e-16 * float(abs(acc)) + 1e-300
     # a pass boundary changes nothing: the first 256 are those of a 256-frequency call
-    v2, e2 = _pld._ld_dft(x, size, 256)
+    v2, e2 = longdouble_mod.ld_dft(x, size, 256)
     assert np.array_equal(vals[:256], v2) and np.array_equal(errs[:256], e2)
 
 
@@ -373,23 +378,23 @@ def test_wide_long_double_set_only_where_it_lowers_the_error(monkeypatch: pytest
     from dpcompose.accounting import pld_laplace, pld_subsampled_gaussian
 
     counts: list[int] = []
-    real = _pld._ld_dft
+    real = longdouble_mod.ld_dft
 
     def recorded(x: np.ndarray, size: int, count: int, head: tuple[int, int] | None = None) -> object:
         counts.append(count)
         return real(x, size, count, head)
 
-    monkeypatch.setattr(_pld, "_ld_dft", recorded)
+    monkeypatch.setattr(fourier_mod, "ld_dft", recorded)
     lo, hi = pld_laplace(1, 200).self_compose(1000).epsilon_bounds(1e-6)
-    assert counts and max(counts) <= _pld._LD_MAX_FREQ
+    assert counts and max(counts) <= longdouble_mod.LD_MAX_FREQ
     counts.clear()
     pld_subsampled_gaussian(0.6, 1e-5).self_compose(100_000).epsilon(1e-6)
-    assert max(counts) > _pld._LD_MAX_FREQ
+    assert max(counts) > longdouble_mod.LD_MAX_FREQ
     # the wide set everywhere gives the same interval to 1e-9 relative
-    monkeypatch.setattr(_pld, "_LD_WIDE_GAIN", 0.0)
-    monkeypatch.setattr(_pld_tilt, "_LD_TOL", 0.0)
+    monkeypatch.setattr(fourier_mod, "LD_WIDE_GAIN", 0.0)
+    monkeypatch.setattr(tilt_mod, "LD_TOL", 0.0)
     counts.clear()
     lo_w, hi_w = pld_laplace(1, 200).self_compose(1000).epsilon_bounds(1e-6)
-    assert max(counts) > _pld._LD_MAX_FREQ
+    assert max(counts) > longdouble_mod.LD_MAX_FREQ
     assert abs(float(hi) - float(hi_w)) <= 1e-9 * float(hi)
     assert abs(float(lo) - float(lo_w)) <= 1e-9 * float(lo)

@@ -52,10 +52,10 @@ def test_a_lattice_too_fine_is_refused_by_name_before_allocating(build: Any) -> 
 
 
 def test_the_suggested_step_bits_is_the_largest_that_fits() -> None:
-    from dpcompose.accounting._pld import _MAX_POINTS
+    from dpcompose.accounting._pld.lattice import MAX_POINTS
 
     # Laplace with Δ/b = 20 spans 40·2**b + 1 points: 2**20 fits, 2**21 does not
-    assert 40 * 2**20 + 1 <= _MAX_POINTS < 40 * 2**21 + 1
+    assert 40 * 2**20 + 1 <= MAX_POINTS < 40 * 2**21 + 1
     with pytest.raises(InvalidParameter, match=r"use step_bits at most 20$"):
         pld_laplace(20, 1, step_bits=40)
     with pytest.raises(InvalidParameter, match=r"use step_bits at most 20$"):
@@ -68,10 +68,10 @@ def test_gaussian_tails_bound_the_exact_tail_masses(mu: float, width: float) -> 
     """The Gaussian lattice's tail masses P(L ≤ a₀) and P(L > b_n), L ~ N(μ²/2, μ²), are upper bounds on the
     exact ones (mpmath) that are tight to 1e-9 (out to width 40, where log Φ ≈ −800 and scipy's log_ndtr
     error is padded by 64u·(1 + |log Φ|))."""
-    from dpcompose.accounting._pld import _gaussian_buckets
+    from dpcompose.accounting._pld.buckets import gaussian_buckets
 
     bits = 6
-    b = _gaussian_buckets(bits, mu, width)
+    b = gaussian_buckets(bits, mu, width)
     h = mpmath.mpf(2) ** -bits
     a0 = b.lo * h
     bn = (b.lo + b.p.size) * h
@@ -134,9 +134,9 @@ def dlap_reference(delta: int, t: Fraction, bits: int, j: int) -> tuple[mpmath.m
 def test_discrete_laplace_buckets_hold_the_exact_masses(delta: int, t: Fraction, bits: int) -> None:
     """Every bucket's P-mass and e^{a}·Q-mass are within their stated relative error of the exact ones
     (60-digit mpmath, integer ranges from exact rationals), and that error is small."""
-    from dpcompose.accounting._pld import _dlap_buckets
+    from dpcompose.accounting._pld.laplace import dlap_buckets
 
-    b = _dlap_buckets(bits, delta, t)
+    b = dlap_buckets(bits, delta, t)
     assert b.slack == 0 and b.below_hi == 0 and b.above_hi == 0
     n = b.p.size
     assert n == math.ceil(delta / t * (1 << bits)) - math.ceil(-delta / t * (1 << bits)) + 1

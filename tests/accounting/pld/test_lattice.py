@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 
 from dpcompose.accounting import (
     PrivacyLoss,
-    _pld,
-    _pld_tilt,
     compose_plds,
     pld_approx,
     pld_discrete_laplace,
@@ -22,24 +20,26 @@ from dpcompose.accounting import (
     pld_laplace,
     pld_randomized_response,
 )
-from dpcompose.accounting._pld import _aligned_grid, _Grid
+from dpcompose.accounting._pld import lattice as lattice_mod
+from dpcompose.accounting._pld import tilt as tilt_mod
+from dpcompose.accounting._pld.lattice import Grid, aligned_grid
 from dpcompose.errors import InvalidParameter
 
-from .test_pld import dlap_atoms, exact_delta, m, rr_atoms
+from .test_distribution import dlap_atoms, exact_delta, m, rr_atoms
 
 grids = st.builds(
-    _Grid, st.integers(1, 45), st.integers(0, 2**19 - 1).map(lambda k: 2 * k + 1)
+    Grid, st.integers(1, 45), st.integers(0, 2**19 - 1).map(lambda k: 2 * k + 1)
 )
 
 
-def _floor_exact(x: float, g: _Grid) -> int:
+def _floor_exact(x: float, g: Grid) -> int:
     return math.floor(Fraction(x) / g.exact)
 
 
 @settings(max_examples=300, deadline=None)
 @given(g=grids, j=st.integers(-(2**33), 2**33), frac=st.sampled_from([0, 1e-300, 1e-12, 0.25, 0.5, 0.999999]))
-def test_steps_floor_is_exact_near_lattice_points(g: _Grid, j: int, frac: float) -> None:
-    """``_Grid.steps``: ⌊s⌋ = ⌊x/h⌋ exactly and s is an integer exactly where x/h is one, at and just off
+def test_steps_floor_is_exact_near_lattice_points(g: Grid, j: int, frac: float) -> None:
+    """``Grid.steps``: ⌊s⌋ = ⌊x/h⌋ exactly and s is an integer exactly where x/h is one, at and just off
     the lattice points, where the rounded quotient x/h would land on the wrong side."""
     for x in (j * g.h + frac * g.h, math.nextafter(j * g.h, -math.inf), math.nextafter(j * g.h, math.inf)):
         assume(math.isfinite(x) and abs(Fraction(x) / g.exact) < 2**52)
@@ -53,7 +53,7 @@ def test_steps_floor_is_exact_near_lattice_points(g: _Grid, j: int, frac: float)
 
 @settings(max_examples=200, deadline=None)
 @given(g=grids, x=st.floats(allow_nan=False, allow_infinity=False))
-def test_steps_floor_is_exact_anywhere(g: _Grid, x: float) -> None:
+def test_steps_floor_is_exact_anywhere(g: Grid, x: float) -> None:
     s = g.steps(x)
     q = Fraction(x) / g.exact
     if abs(q) < 2**52:
@@ -63,10 +63,10 @@ def test_steps_floor_is_exact_anywhere(g: _Grid, x: float) -> None:
 
 
 def test_steps_of_infinite_and_huge_values() -> None:
-    g = _Grid(27, 8189)
+    g = Grid(27, 8189)
     assert g.steps(math.inf) == math.inf and g.steps(-math.inf) == -math.inf
     assert g.steps(1e308) == math.inf and g.steps(-1e308) == -math.inf
-    assert _Grid(14).steps(1e308) == math.inf
+    assert Grid(14).steps(1e308) == math.inf
 
 
 @settings(max_examples=200, deadline=None)
@@ -75,8 +75,8 @@ def test_steps_of_infinite_and_huge_values() -> None:
     bits=st.integers(1, 20),
 )
 def test_aligned_grid_runs_through_the_atom(atom: Fraction, bits: int) -> None:
-    g = _aligned_grid(bits, atom)
-    assert g.mult % 2 == 1 and g.mult < 2**_pld._MULT_BITS
+    g = aligned_grid(bits, atom)
+    assert g.mult % 2 == 1 and g.mult < 2**lattice_mod.MULT_BITS
     assert g.exact <= Fraction(1, 2**bits)
     n = max(1, math.ceil(atom * 2**bits))  # the atom's index: at most atom·2**-19 below n·h
     assert 0 <= n * g.exact - atom < atom * Fraction(1, 2**19)
@@ -167,17 +167,17 @@ def test_aligned_laplace_is_below_the_plain_lattice_where_its_atoms_are_split() 
 def test_a_tiny_atom_keeps_the_plain_lattice() -> None:
     """Found by the bad-input fuzzer: ε = 5e-324 and Δ/b = 1e-308 built lattices of width ~1e-308, which
     overflowed (a raw RuntimeWarning and OverflowError); atoms below 2**-50 keep the plain lattice."""
-    assert pld_approx(5e-324, 0, aligned=True).grid == _Grid(14)
-    assert pld_laplace(1, 1e308, aligned=True).grid == _Grid(14)
+    assert pld_approx(5e-324, 0, aligned=True).grid == Grid(14)
+    assert pld_laplace(1, 1e308, aligned=True).grid == Grid(14)
     assert PrivacyLoss.approx(5e-324, 0).epsilon(1e-6) >= 0
     assert PrivacyLoss.laplace(1, 1e308).epsilon_bounds(1e-6)[1] >= 0
-    assert pld_randomized_response(2.0**-50, aligned=True).grid == _Grid(50)  # the least atom aligned: h = it
+    assert pld_randomized_response(2.0**-50, aligned=True).grid == Grid(50)  # the least atom aligned: h = it
 
 
 def test_a_dyadic_atom_keeps_the_plain_lattice() -> None:
-    assert pld_laplace(1, 8, aligned=True).grid == _Grid(14)
-    assert pld_randomized_response(0.5, aligned=True).grid == _Grid(14)
-    assert pld_laplace(0, 3, aligned=True).grid == _Grid(14)  # no atom but 0
+    assert pld_laplace(1, 8, aligned=True).grid == Grid(14)
+    assert pld_randomized_response(0.5, aligned=True).grid == Grid(14)
+    assert pld_laplace(0, 3, aligned=True).grid == Grid(14)  # no atom but 0
 
 
 def test_lattices_that_differ_are_refused_with_advice() -> None:
@@ -192,12 +192,12 @@ def test_lattices_that_differ_are_refused_with_advice() -> None:
 
 def test_a_composition_too_long_for_exact_positions_is_refused() -> None:
     a = pld_laplace(1, 10, aligned=True)
-    limit = _pld._EXACT // 2 // a.step_mult // (a.upper.offset + a.upper.masses.size + 1)
+    limit = lattice_mod.EXACT // 2 // a.step_mult // (a.upper.offset + a.upper.masses.size + 1)
     with pytest.raises(InvalidParameter, match="aligned=False"):
         a.self_compose(limit + 1)
     # the PrivacyLoss path falls back to the plain lattice instead (n copies as one part: no list of n)
     loss = PrivacyLoss("composed", (), ((PrivacyLoss.laplace(1, 10), limit + 1),))
-    assert loss.pld(14, aligned=True).grid == _Grid(14)
+    assert loss.pld(14, aligned=True).grid == Grid(14)
     fits = PrivacyLoss("composed", (), ((PrivacyLoss.laplace(1, 10), limit // 4),))
     assert fits.pld(14, aligned=True).grid == a.grid
 
@@ -273,13 +273,13 @@ def test_tilted_reading_on_an_aligned_lattice_is_consistent() -> None:
         assert pld.delta(hi) <= Fraction(delta)
         dlo, _ = pld.delta_bounds(lo)
         assert dlo >= Fraction(delta) * (1 - Fraction(1, 10**6)) or lo == 0
-    assert pld._recipe is not None
-    tilted = [t for t in pld._recipe.cache.values() if t is not None]
+    assert pld.recipe is not None
+    tilted = [t for t in pld.recipe.cache.values() if t is not None]
     assert tilted and all(t.grid == pld.grid for t in tilted)
     t = tilted[0]
     eps = float(hi)
     fast = t.delta_up(eps)
     with pytest.MonkeyPatch.context() as mp_:
-        mp_.setattr(_pld_tilt, "_NEAR", 10**6)
+        mp_.setattr(tilt_mod, "NEAR", 10**6)
         every = t.delta_up(eps)
     assert abs(fast - every) <= 1e-8 * every + 1e-300, (fast, every)

@@ -12,8 +12,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dpcompose.accounting import _pld_tilt, pld_approx, pld_laplace, pld_randomized_response
-from dpcompose.accounting._pld_tilt import _Recipe
+from dpcompose.accounting import pld_approx, pld_laplace, pld_randomized_response
+from dpcompose.accounting._pld import concurrency as concurrency_mod
+from dpcompose.accounting._pld import side as side_mod
+from dpcompose.accounting._pld import tilt as tilt_mod
+from dpcompose.accounting._pld.recipe import Recipe
 from exact_pairs import Atoms, delta, exact_epsilon, mp
 
 
@@ -48,7 +51,7 @@ def test_small_delta_is_tight_where_the_untilted_side_is_not() -> None:
             assert up - truth <= 1e-8 * max(1.0, truth), (target, up, truth)
             lo = float(pld.epsilon_bounds(target)[0])
             assert exact_delta(atoms, inf, lo) > target and truth - lo <= 1e-8 * max(1.0, truth)
-            untilted = pld._least_up(target)
+            untilted = pld.least_up(target)
             if target <= 1e-9:
                 assert untilted is None
             else:
@@ -140,8 +143,8 @@ def test_theta_choice_and_cache() -> None:
     # the same δ reuses it, and δ read at the answer reads it too
     pld = pld_laplace(1, 10).self_compose(1000)
     first = pld.epsilon(1e-6)
-    recipe = pld._recipe
-    assert isinstance(recipe, _Recipe)
+    recipe = pld.recipe
+    assert isinstance(recipe, Recipe)
     assert len(recipe.cache) == 1
     assert pld.epsilon(1e-6) == first and len(recipe.cache) == 1
     assert pld.delta(first) <= 1e-6 and len(recipe.cache) == 1
@@ -150,10 +153,10 @@ def test_theta_choice_and_cache() -> None:
     # θ is the answer's own tilt (the grid θ nearest the saddle point): the tilted mean sits near the
     # answer, within the shift across θ's grid cell (0.09·θ·K''), and θ has few significant bits
     assert theta == recipe.theta_for_epsilon(float(first))
-    _, k1, k2 = recipe._cumulants(theta)
+    _, k1, k2 = recipe.cumulants(theta)
     assert abs(k1 * pld.step - float(first)) < 0.5 + 0.1 * theta * k2 * pld.step
     assert math.frexp(theta)[0] * 2**10 == int(math.frexp(theta)[0] * 2**10)
-    assert pld._upper is None  # the untilted side was never built
+    assert pld.upper_if_built is None  # the untilted side was never built
 
 
 def test_found_by_review_underflow_and_poor_tilts() -> None:
@@ -173,7 +176,7 @@ def test_found_by_review_underflow_and_poor_tilts() -> None:
 
 def test_found_by_review_of_the_lower_side() -> None:
     from dpcompose.accounting import compose_plds, pld_gaussian
-    from dpcompose.accounting._pld_subsample import _pld_subsampled_rr
+    from dpcompose.accounting._pld.subsample.continuous import pld_subsampled_rr
 
     # (F1) a child's large err overflowed expm1 in the tilted error bound: OverflowError at ε ≳ 6100
     one = compose_plds([pld_gaussian(1, 1, step_bits=8), pld_laplace(1, 5, step_bits=8)])
@@ -181,7 +184,7 @@ def test_found_by_review_of_the_lower_side() -> None:
     assert 0 <= lo <= hi < 1e-6
     # (F2) the lower sum started at labels ≥ ε − 2, ignoring the labels' drift g = ln(ΣN/ΣP) ≪ −2, where
     # the positive terms are: 131.388 against 131.5037 (upper end 131.5062)
-    lo, hi = _pld_subsampled_rr(1.0, 2, 0.3, "poisson", 8, 1e-18).self_compose(2000).epsilon_bounds(1e-3)
+    lo, hi = pld_subsampled_rr(1.0, 2, 0.3, "poisson", 8, 1e-18).self_compose(2000).epsilon_bounds(1e-3)
     assert 131.5036 < lo <= hi < 131.5063
     # (F3) labels were cut at 1e-16 of the P mass from ε − 2 on, above the part of δ that labels above ε
     # carry at small δ: 2.415304 against 2.415404 (upper end 2.415418)
@@ -193,30 +196,30 @@ _FAR_TERMS = {"eps": st.floats(0.0, 60.0), "k": st.integers(60, 400)}  # (the te
 
 
 def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
-    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^ε·S₂, ``_Tilted._far``): its error
+    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^ε·S₂, ``_Tilted.far``): its error
     bound is checked against the exact sum of the same float terms (mpmath), and the whole reading against
     the one that sums every term on its own (within the two bounds' slack)."""
     pld = pld_randomized_response(0.5, step_bits=8).self_compose(k)
     pld.epsilon(1e-9)  # builds a tilted composite
-    assert pld._recipe is not None
-    tilted = [t for t in pld._recipe.cache.values() if t is not None]
+    assert pld.recipe is not None
+    tilted = [t for t in pld.recipe.cache.values() if t is not None]
     assert tilted
     t = tilted[0]
     assert t.grid.mult == 1
     j0 = math.floor(math.ldexp(eps, t.grid.bits)) + 1
     first = j0 + (1 << t.grid.bits) - t.offset
-    assume(0 <= first < t._end)
-    s, e = t._far(first, eps)
-    pos, factor, _ = t._factors
+    assume(0 <= first < t.end)
+    s, e = t.far(first, eps)
+    pos, factor, _ = t.factors
     with mpmath.workdps(50):
-        rows = zip(t.masses[first:t._end], factor[first:t._end], pos[first:t._end], strict=True)
+        rows = zip(t.masses[first:t.end], factor[first:t.end], pos[first:t.end], strict=True)
         exact = mpmath.fsum(mp(c) * mp(f) * -mpmath.expm1(mp(eps) - mp(x)) for c, f, x in rows)
         assert abs(mpmath.mpf(s) - exact) <= e, (s, float(exact), e)
         assert e <= 1e-8 * s + 1e-300  # relative: the terms read this way keep ≥ 63 % of S₁
     # the reading with the far terms, against the one without (every term on its own)
     fast = t.delta_up(eps)
     with pytest.MonkeyPatch.context() as mp_:
-        mp_.setattr(_pld_tilt, "_NEAR", 10**6)
+        mp_.setattr(tilt_mod, "NEAR", 10**6)
         every = t.delta_up(eps)
     assert fast == every == math.inf or abs(fast - every) <= 1e-8 * every + 1e-300, (fast, every)
 
@@ -245,14 +248,14 @@ def test_theta_model_resolves_a_small_rate_step() -> None:
     pld = pld_subsampled_gaussian(0.6, 1e-5).self_compose(10**6)
     assert pld.reverse is not None
     add = pld.reverse
-    recipe = add._recipe
+    recipe = add.recipe
     assert recipe is not None
     (side, k), = recipe.items
     j = side.offset + np.arange(side.masses.size)
     mean = float(np.sum(side.masses * j) / np.sum(side.masses))
     var = float(np.sum(side.masses * (j - mean) ** 2) / np.sum(side.masses))
-    assert recipe._cumulants(0.0)[2] == pytest.approx(k * var, rel=1e-3)
-    e = recipe.least_up(add, 1e-6, add._delta_float)
+    assert recipe.cumulants(0.0)[2] == pytest.approx(k * var, rel=1e-3)
+    e = recipe.least_up(add.least_up, 1e-6, add.delta_float)
     assert e is not None
     (t,) = [t for t in recipe.cache.values() if t is not None]
     assert t.offset * add.step < e and t.error_terms(e) < 1e-3 * 1e-6  # (_ERROR_SHARE of δ)
@@ -268,7 +271,7 @@ def test_lower_labels_cut_relative_to_the_drifted_label_lose_nothing() -> None:
 
     pld = pld_subsampled_gaussian(0.6, 1e-5).self_compose(10**6)
     lo, hi = pld.epsilon_bounds(1e-6)
-    recipes = [r for r in (pld._recipe, pld.reverse._recipe if pld.reverse else None) if r is not None]
+    recipes = [r for r in (pld.recipe, pld.reverse.recipe if pld.reverse else None) if r is not None]
     lowers = [t for r in recipes for t in r.lower_cache.values() if t is not None]
     assert lowers
     for t in lowers:
@@ -285,22 +288,24 @@ def test_small_rate_composite_is_read_from_its_tilt_alone() -> None:
     over thousands of frequencies. With 256 of them recomputed in long double the remove order's tilted FFT
     error was 1.8% of δ, so the untilted composite (2M entries) was built and read as well, for a looser
     answer (0.1839180). With up to 4096 where that is cheap, the tilt alone certifies a tighter one."""
-    from dpcompose.accounting import _pld, pld_subsampled_gaussian
+    from dpcompose.accounting import pld_subsampled_gaussian
+    from dpcompose.accounting._pld import distribution as distribution_mod
+    from dpcompose.accounting._pld import fourier as fourier_mod
 
     built: list[bool] = []
-    compose_many = _pld._compose_many
+    compose_many = fourier_mod.compose_many
 
-    def spy(items: list[tuple[_pld._Side, int]], upper: bool, tail: float) -> _pld._Side:
+    def spy(items: list[tuple[side_mod.Side, int]], upper: bool, tail: float) -> side_mod.Side:
         built.append(upper)
         return compose_many(items, upper, tail)
 
     pld = pld_subsampled_gaussian(0.6, 1e-5).self_compose(10**6)
     with pytest.MonkeyPatch.context() as mp_:
-        mp_.setattr(_pld, "_compose_many", spy)
+        mp_.setattr(distribution_mod, "compose_many", spy)
         e = float(pld.epsilon(1e-6))
     assert e < 0.18384
     assert built == []  # no untilted side (of either order) was needed
-    recipe = pld._recipe
+    recipe = pld.recipe
     assert recipe is not None
     (t,) = [t for t in recipe.cache.values() if t is not None]
     assert t.error_terms(e) < 1e-3 * 1e-6
@@ -323,19 +328,19 @@ def test_cache_is_bounded_and_answers_stay_consistent_after_eviction(monkeypatch
     # One tilted composite is built per ε(δ) question (tens of MB for a long composition: 40 questions at
     # 10⁴ DP-SGD steps held 1.4 GB). With a budget of 1 byte only the newest stays; the certified points
     # still give δ(ε(δ)) ≤ δ and δ_lo(ε_lo(δ)) ≥ δ for every δ asked before.
-    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", 1)
+    monkeypatch.setattr(concurrency_mod, "CACHE_BYTES", 1)
     pld = pld_randomized_response(0.25, step_bits=8).self_compose(400)
     targets = [10.0**-x for x in range(3, 12)]
     answers = [pld.epsilon_bounds(d) for d in targets]
-    recipe = pld._recipe
-    assert isinstance(recipe, _Recipe)
+    recipe = pld.recipe
+    assert isinstance(recipe, Recipe)
     held = [t for c in (recipe.cache, recipe.lower_cache) for t in c.values() if t is not None]
     assert len(held) == 1
     for d, (lo, hi) in zip(targets, answers, strict=True):
         assert pld.delta(hi) <= d
         assert pld.delta_bounds(lo)[0] >= d or lo == 0
     # and the answers match those of a PLD that evicts nothing
-    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", 1 << 40)
+    monkeypatch.setattr(concurrency_mod, "CACHE_BYTES", 1 << 40)
     fresh = pld_randomized_response(0.25, step_bits=8).self_compose(400)
     assert [fresh.epsilon_bounds(d) for d in targets] == answers
 
@@ -344,8 +349,8 @@ def test_cached_bytes_count_the_arrays_built_after_a_composite() -> None:
     # a composite's cached properties (suffix sums, factors) are built when it is read: the budget counts them
     pld = pld_laplace(1, 10).self_compose(1000)
     pld.epsilon(1e-6)
-    recipe = pld._recipe
-    assert isinstance(recipe, _Recipe)
+    recipe = pld.recipe
+    assert isinstance(recipe, Recipe)
     (t,) = [t for t in recipe.cache.values() if t is not None]
     assert recipe.cached_bytes() > t.masses.nbytes
 
@@ -363,12 +368,12 @@ def test_found_by_review_an_evicted_answer_does_not_build_the_untilted_side(
 ) -> None:
     # δ(ε(δ)) read from the certified point after eviction left the reading "poor", and the whole untilted
     # composite was built for it
-    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", 1)
+    monkeypatch.setattr(concurrency_mod, "CACHE_BYTES", 1)
     p = pld_laplace(1, 10, step_bits=8).self_compose(3000)
     e1 = p.epsilon(1e-5)
     p.epsilon_bounds(1e-7)  # only its newest composite stays
     assert p.delta(e1) <= 1e-5
-    assert p._upper is None
+    assert p.upper_if_built is None
 
 
 def test_found_by_review_the_cache_budget_is_process_wide(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -377,14 +382,15 @@ def test_found_by_review_the_cache_budget_is_process_wide(monkeypatch: pytest.Mo
     a = pld_laplace(1, 10, step_bits=8).self_compose(2000)
     b = pld_laplace(1, 11, step_bits=8).self_compose(2000)
     a.epsilon(1e-6)
-    ra, rb = a._recipe, b._recipe
-    assert isinstance(ra, _Recipe) and isinstance(rb, _Recipe)
+    ra, rb = a.recipe, b.recipe
+    assert isinstance(ra, Recipe) and isinstance(rb, Recipe)
     assert ra.cached_bytes() > 0
     one = ra.cached_bytes()
-    monkeypatch.setattr(_pld_tilt, "_CACHE_BYTES", one + 1)  # room for a's composite, not for b's as well
+    # room for a's composite, not for b's as well
+    monkeypatch.setattr(concurrency_mod, "CACHE_BYTES", one + 1)
     b.epsilon(1e-6)
     assert rb.cached_bytes() > 0 and ra.cached_bytes() == 0  # a's went out: it was the least recently used
-    assert _pld_tilt._HELD.total() == rb.cached_bytes()
+    assert concurrency_mod.HELD.total() == rb.cached_bytes()
     first = a.epsilon(1e-6)
     assert a.epsilon(1e-6) == first  # (rebuilt after eviction: the same answer)
     assert a.delta(first) <= 1e-6

@@ -198,7 +198,8 @@ def test_split_covers_losses_below_the_bucket_by_its_slack(eta_frac: float, belo
     the certified δ at every lattice point is at least the exact δ of the two atoms (was 0 vs 3e-5)."""
     import numpy as np
 
-    from dpcompose.accounting._pld import _Buckets, _build
+    from dpcompose.accounting._pld.buckets import Buckets
+    from dpcompose.accounting._pld.distribution import build_pld
 
     bits = 10
     h = math.ldexp(1.0, -bits)
@@ -210,8 +211,8 @@ def test_split_covers_losses_below_the_bucket_by_its_slack(eta_frac: float, belo
     # the pair is completed with Q-masses e^{-ℓ}·P; the rest of Q (to make it a distribution) sits where
     # P has no mass, at loss −∞, which changes no δ(ε) for ε ≥ 0
     r = sum(m * math.exp(a - ell) for m, ell in zip(masses, losses, strict=True))
-    buckets = _Buckets(j, np.array([1.0]), np.array([r]), np.zeros(1), slack=eta)
-    pld = _build(bits, buckets, 0.0, "test")
+    buckets = Buckets(j, np.array([1.0]), np.array([r]), np.zeros(1), slack=eta)
+    pld = build_pld(bits, buckets, 0.0, "test")
     for i in range(2 * j + 3):
         eps = i * h
         exact = sum(m * -math.expm1(eps - ell) for m, ell in zip(masses, losses, strict=True) if ell > eps)
@@ -274,7 +275,7 @@ def test_gaussian_composition_past_mu_30_reads_the_closed_form(mu: float, k: int
         assert gaussian_ref(mpmath.mpf(mu_hi), float(e_hi)) <= delta
         assert gaussian_ref(mpmath.mpf(mu_lo), float(e_lo)) > delta
         assert float(e_hi - e_lo) <= 1e-12 * float(e_hi)
-    assert pld._upper is None  # (no lattice was built)
+    assert pld.upper_if_built is None  # (no lattice was built)
 
 
 def test_gaussian_composition_past_mu_30_still_composes_with_other_mechanisms() -> None:
@@ -293,7 +294,7 @@ def test_gaussian_composition_past_mu_30_still_composes_with_other_mechanisms() 
 def test_a_count_past_the_limit_is_refused_by_name() -> None:
     """Issue 32, item 9: ``self_compose(2**64)`` raised a raw OverflowError in the totals (2**64 copies of
     Laplace(10)); and 2**12 × 2**44 copies, each count within the limit, overflowed there too."""
-    from dpcompose.accounting._pld import MAX_COUNT
+    from dpcompose.accounting._pld.distribution import MAX_COUNT
 
     for count in (2**64, MAX_COUNT + 1):
         for pld in (pld_laplace(1, 10), pld_gaussian(1, 10), pld_randomized_response(1.0)):

@@ -17,7 +17,6 @@ from dpcompose.accounting import (
     PLD,
     PrivacyLoss,
     _pld_memory,
-    _pld_subsample,
     pld_discrete_laplace,
     pld_laplace,
     pld_subsampled_discrete_gaussian,
@@ -25,8 +24,10 @@ from dpcompose.accounting import (
     pld_subsampled_gaussian,
     pld_subsampled_laplace,
 )
-from dpcompose.accounting._pld import _log_phi_diff as _pld_log_phi_diff
-from dpcompose.accounting._pld import _log_phi_steps as _pld_steps
+from dpcompose.accounting._gaussian import log_phi_diff as _pld_log_phi_diff
+from dpcompose.accounting._gaussian import log_phi_steps as _pld_steps
+from dpcompose.accounting._pld.subsample import cells as cells_mod
+from dpcompose.accounting._pld.subsample import continuous as continuous_mod
 from dpcompose.errors import InvalidParameter
 
 mpmath.mp.dps = 40
@@ -161,7 +162,7 @@ def test_shifted_phi_difference_is_certified(a: float, width: float, mu: float) 
     b = a + width
     xa, xb = np.array([a - mu]), np.array([b - mu])
     ls, rs = _pld_log_phi_diff(xb, xa)
-    rel = _pld_subsample._shift_rel(xa, xb, ls, rs)
+    rel = continuous_mod.shift_rel(xa, xb, ls, rs)
     if not math.isfinite(rel[0]):  # a mass below the float range: the caller keeps an upper bound only
         return
     with mpmath.workdps(60):
@@ -420,9 +421,9 @@ def test_the_budget_counts_the_points_of_both_orders(monkeypatch: pytest.MonkeyP
     # losses in [−1, H] at h = 2**-14: n = 16384·(H + 1) + 2 points per order, 2n in all (the points budget
     # alone: its memory, about 20 GiB here, is refused on its own, test_pld_memory.py)
     monkeypatch.setattr(_pld_memory, "BUILD_BYTES_PER_POINT", 0)
-    _pld_subsample._check_span(-1.0, 2046.0, 14)  # 2n = 67 076 100: fits (per order 2**25 − 16 382)
+    cells_mod.check_span(-1.0, 2046.0, 14)  # 2n = 67 076 100: fits (per order 2**25 − 16 382)
     with pytest.raises(InvalidParameter, match=r"spans 67141636 lattice points at step_bits=14 .* 13$"):
-        _pld_subsample._check_span(-1.0, 2048.0, 14)
+        cells_mod.check_span(-1.0, 2048.0, 14)
 
 
 def test_approx_child_with_delta_just_below_one() -> None:
@@ -448,12 +449,12 @@ def test_both_orders_read_as_each_order_alone(sigma: float, rate: float, k: int,
     """The bounds of an asymmetric PLD skip the lower side of the order whose upper end is below the other
     order's lower end (it cannot be the larger): the result is the one each order's own bounds give. (The
     last two cases have overlapping orders, where both lower sides are read.)"""
-    from dpcompose.accounting._pld import _one_way
+    from dpcompose.accounting._pld.distribution import one_way
 
     def fresh() -> PLD:  # (each reading on its own composite: no cache shared)
         return pld_subsampled_gaussian(sigma, rate, step_bits=bits).self_compose(k)
 
-    pld, fwd, rev = fresh(), _one_way(fresh()), fresh().reverse
+    pld, fwd, rev = fresh(), one_way(fresh()), fresh().reverse
     assert rev is not None
     for d in (1e-3, 1e-7):
         a, b = fwd.epsilon_bounds(d), rev.epsilon_bounds(d)
@@ -471,7 +472,7 @@ def test_both_orders_read_as_each_order_alone(sigma: float, rate: float, k: int,
 )
 def test_mix_loss_brackets_the_loss_in_high_precision(q: float, ys: list[float], ey: float) -> None:
     # L(y) = ln(1 − q + q·e^y) for every y within ey of the float given (both ends of that range: L rises)
-    lo, hi = _pld_subsample._mix_loss(np.array(ys), ey, q)
+    lo, hi = cells_mod.mix_loss(np.array(ys), ey, q)
     with mpmath.workdps(60):
         qm = mpmath.mpf(q)
         for y, a, b in zip(ys, lo.tolist(), hi.tolist(), strict=True):
@@ -480,7 +481,7 @@ def test_mix_loss_brackets_the_loss_in_high_precision(q: float, ys: list[float],
             assert a <= low and high <= b
             assert b - a <= 1e-11 * (1 + abs(float(high)) + abs(y)) + 2.1 * ey
     # y = −∞ (an output P cannot produce): ln(1 − q)
-    lo, hi = _pld_subsample._mix_loss(np.array([-np.inf]), 0.0, q)
+    lo, hi = cells_mod.mix_loss(np.array([-np.inf]), 0.0, q)
     assert float(lo[0]) <= math.log1p(-q) <= float(hi[0])
 
 
@@ -553,8 +554,8 @@ def test_edge_search_leaves_a_slack_of_a_few_pads(kind: str, mu: float, q: float
     # review: slack 2.0e-5·h at μ = 8, q = 1e-30, against 4.9e-6·h before the faster search).
     h = 2.0**-14
     if kind == "gauss":
-        cells = _pld_subsample._gaussian_cells(14, mu, q, 12.0)
+        cells = continuous_mod.gaussian_cells(14, mu, q, 12.0)
     else:
-        cells = _pld_subsample._laplace_cells(14, mu, q)
+        cells = continuous_mod.laplace_cells(14, mu, q)
     for direction in ("remove", "add"):
-        assert _pld_subsample._to_buckets(cells, 14, direction).slack <= 1e-5 * h
+        assert cells_mod.to_buckets(cells, 14, direction).slack <= 1e-5 * h

@@ -1,5 +1,5 @@
-"""Wide buckets and the thin subsampled Gaussian (``_pld_subsample._thin``, ``_Buckets.edges``,
-``PLD._thin``): never below the exact δ, and close to the full build where long compositions read them."""
+"""Wide buckets and the thin subsampled Gaussian (``_pld_subsample.thin``, ``_Buckets.edges``,
+``PLD.thin``): never below the exact δ, and close to the full build where long compositions read them."""
 
 from __future__ import annotations
 
@@ -15,10 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompose.accounting import PLD, compose_plds, pld_subsampled_discrete_gaussian, pld_subsampled_gaussian
-from dpcompose.accounting import _pld as pld_mod
-from dpcompose.accounting import _pld_subsample as sub
-from dpcompose.accounting import _pld_subsample_discrete as disc
-from dpcompose.accounting._pld import _log_mgfs, _Side
+from dpcompose.accounting._pld import buckets as buckets_mod
+from dpcompose.accounting._pld import composition as composition_mod
+from dpcompose.accounting._pld import concurrency as concurrency_mod
+from dpcompose.accounting._pld import distribution as distribution_mod
+from dpcompose.accounting._pld import lattice as lattice_mod
+from dpcompose.accounting._pld import orders as orders_mod
+from dpcompose.accounting._pld.fourier import log_mgfs
+from dpcompose.accounting._pld.side import Side
+from dpcompose.accounting._pld.subsample import build as build_mod
+from dpcompose.accounting._pld.subsample import cells as cells_mod
+from dpcompose.accounting._pld.subsample import continuous as continuous_mod
+from dpcompose.accounting._pld.subsample import discrete as discrete_mod
 
 mpmath.mp.dps = 40
 
@@ -66,7 +74,7 @@ def _cases(draw: st.DrawFn) -> tuple[object, ...]:
     return outs, lps, lqs, q, bits, every, salt, k
 
 
-def _sparse_starts(cells: sub._Cells, bits: int, every: int, salt: int) -> np.ndarray:
+def _sparse_starts(cells: cells_mod.Cells, bits: int, every: int, salt: int) -> np.ndarray:
     fin = np.concatenate([cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)], [0.0]])
     j0 = math.floor(float(np.min(fin)) * 2**bits) - 2
     j1 = math.ceil(float(np.max(fin)) * 2**bits) + 2
@@ -82,11 +90,11 @@ def _test_wide_buckets_bracket_exact_enumeration(case: tuple[object, ...]) -> No
     k-fold compositions at every ε checked (mpmath enumeration of the products)."""
     outs, lps, lqs, q, bits, every, salt, k = case
     assert isinstance(q, float) and isinstance(bits, int) and isinstance(k, int)
-    cells = sub._finite_cells(outs, q, 16 * 2.0**-44)  # type: ignore[arg-type]
+    cells = continuous_mod.finite_cells(outs, q, 16 * 2.0**-44)  # type: ignore[arg-type]
     cells.starts = _sparse_starts(cells, bits, every, salt)  # type: ignore[arg-type]
-    b = sub._to_buckets(cells, bits, "remove", cells.starts)
+    b = cells_mod.to_buckets(cells, bits, "remove", cells.starts)
     assert b.edges is not None and b.edges.size == b.p.size + 1
-    one = sub._from_cells(cells, bits, 1e-18, "poisson", "wide")
+    one = cells_mod.from_cells(cells, bits, 1e-18, "poisson", "wide")
     pld = one.self_compose(k) if k > 1 else one
     qq = mp(q)
     rem, add = [], []
@@ -124,8 +132,8 @@ def test_wide_buckets_are_split_between_their_own_ends() -> None:
     h = 2.0**-6
     loss = 5.3 * h  # one output: P = 0.5 at loss ℓ (Q = 0.5·e^{−ℓ}), the rest at +∞ under P (Q-mass 1 − that)
     p, r = 0.5, 0.5 * math.exp(-loss) * math.exp(2 * h)  # r = e^{a}·Q with a = 2h, the bucket (2h, 9h]
-    b = pld_mod._Buckets(2, np.array([p]), np.array([r]), np.array([1e-15]), edges=np.array([0, 7]))
-    pld = pld_mod._build(6, b, 1e-18, "one wide bucket")
+    b = buckets_mod.Buckets(2, np.array([p]), np.array([r]), np.array([1e-15]), edges=np.array([0, 7]))
+    pld = distribution_mod.build_pld(6, b, 1e-18, "one wide bucket")
     up = pld.upper
     assert up.offset == 2 and up.masses.size == 8  # the two ends 2h and 9h, nothing between
     assert up.masses[1:7].sum() == 0
@@ -147,8 +155,8 @@ def assert_thin_close(pairs: list[tuple[PLD, PLD]], ks: tuple[int, ...]) -> None
     for k in ks:
         rel = 1e-5 if k == 1 else 1e-6
         for one, one_thin in pairs:
-            full = pld_mod._compose_groups([(one, k)], "full") if k > 1 else one
-            thin = pld_mod._compose_groups([(one_thin, k)], "thin") if k > 1 else one_thin
+            full = distribution_mod.compose_groups([(one, k)], "full") if k > 1 else one
+            thin = distribution_mod.compose_groups([(one_thin, k)], "thin") if k > 1 else one_thin
             for d in (1e-6, 1e-10):
                 lf, hf = full.epsilon_bounds(d)
                 lt, ht = thin.epsilon_bounds(d)
@@ -159,7 +167,7 @@ def assert_thin_close(pairs: list[tuple[PLD, PLD]], ks: tuple[int, ...]) -> None
 def test_thin_keeps_the_core_and_bounds_the_widths() -> None:
     bits = 14
     lams = np.arange(-200, 130_001, dtype=np.float64) / 2**bits
-    keep = sub._thin(lams, bits, lambda t: 0.2 + 0.1 * math.log10(1 / t))
+    keep = build_mod.thin_cuts(lams, bits, lambda t: 0.2 + 0.1 * math.log10(1 / t))
     j = np.arange(-200, 130_001)[keep]
     assert keep[0] and keep[-1]
     widths = np.diff(j)
@@ -172,12 +180,12 @@ def test_thin_keeps_the_core_and_bounds_the_widths() -> None:
 
 
 def _thin_per_loss(lams: np.ndarray, bits: int, ups: list[float]) -> np.ndarray:
-    """``_thin``'s rule loss by loss: λ > 0 at or above k of the (sorted) thresholds keeps only the multiples
+    """``thin``'s rule loss by loss: λ > 0 at or above k of the (sorted) thresholds keeps only the multiples
     of 2**k steps; |j| ≤ 4 and the two ends always stay."""
     u = np.sort(np.nan_to_num(np.array(ups), nan=np.inf))
     level = np.where(lams > 0, np.searchsorted(u, lams, side="right"), 0)
     j = np.rint(np.ldexp(lams, bits)).astype(np.int64)
-    keep = (j % (np.int64(1) << level.astype(np.int64)) == 0) | (np.abs(j) <= sub._THIN_CORE)
+    keep = (j % (np.int64(1) << level.astype(np.int64)) == 0) | (np.abs(j) <= build_mod.THIN_CORE)
     keep[0] = keep[-1] = True
     return keep
 
@@ -190,11 +198,11 @@ def _thin_per_loss(lams: np.ndarray, bits: int, ups: list[float]) -> np.ndarray:
     ),
 )
 def test_thin_takes_the_losses_its_rule_takes(j0: int, n: int, bits: int, ups: list[float]) -> None:
-    """``_thin`` keeps, by index ranges and strided slices, exactly the losses its per-loss rule keeps."""
+    """``thin`` keeps, by index ranges and strided slices, exactly the losses its per-loss rule keeps."""
     lams = np.arange(j0, j0 + n, dtype=np.float64) / 2**bits
-    levels = sub._thin_levels(bits)
+    levels = build_mod.thin_levels(bits)
     assert levels <= len(ups)
-    got = sub._thin(lams, bits, lambda t: ups[round(math.log(sub._THIN_SHARE / t, 16))])
+    got = build_mod.thin_cuts(lams, bits, lambda t: ups[round(math.log(build_mod.THIN_SHARE / t, 16))])
     if levels == 0:
         assert got.all()
     else:
@@ -205,15 +213,15 @@ def test_subsampled_gaussian_builds_only_what_is_read() -> None:
     """The full PLD's sides are built on first use; long compositions use the thin version and never build
     them; the content key (compose_plds' grouping) reads neither."""
     p = pld_subsampled_gaussian(1.0, 0.01)
-    assert p._upper is None and p._thin is not None and p._thin._upper is None
-    assert p.reverse is not None and p.reverse._upper is None
-    long = p.self_compose(pld_mod._THIN_MIN_COUNT)
+    assert p.upper_if_built is None and p.thin is not None and p.thin.upper_if_built is None
+    assert p.reverse is not None and p.reverse.upper_if_built is None
+    long = p.self_compose(distribution_mod.THIN_MIN_COUNT)
     long.epsilon(1e-5)
-    assert p._upper is None and p.reverse._upper is None and p._thin._upper is not None
-    assert pld_mod._content_key(p) == pld_mod._content_key(pld_subsampled_gaussian(1.0, 0.01))
-    assert p._upper is None
+    assert p.upper_if_built is None and p.reverse.upper_if_built is None and p.thin.upper_if_built is not None
+    assert composition_mod.content_key(p) == composition_mod.content_key(pld_subsampled_gaussian(1.0, 0.01))
+    assert p.upper_if_built is None
     short = compose_plds([p, p])  # a short composition reads the full PLD
-    assert p._upper is not None
+    assert p.upper_if_built is not None
     assert float(short.epsilon(1e-5)) < float(long.epsilon(1e-5))
 
 
@@ -223,16 +231,16 @@ def test_a_privacy_map_reading_builds_no_lower_side() -> None:
     p = pld_subsampled_gaussian(1.0, 0.01)
     long = p.self_compose(300)
     hi = long.epsilon(1e-5)
-    t = p._thin
+    t = p.thin
     assert t is not None and t.reverse is not None
-    assert t._upper is not None and t.reverse._upper is not None
-    assert t._lower is None and t.reverse._lower is None
+    assert t.upper_if_built is not None and t.reverse.upper_if_built is not None
+    assert t.lower_if_built is None and t.reverse.lower_if_built is None
     lo, hi2 = long.epsilon_bounds(1e-5)
-    assert hi2 == hi and t._lower is not None  # (the order that sets ε here; the other's lower end may be
-    # needed or not)
+    # (the order that sets ε here; the other's lower end may be needed or not)
+    assert hi2 == hi and t.lower_if_built is not None
     q = pld_subsampled_gaussian(1.0, 0.01)
-    assert q._thin is not None and q._thin.reverse is not None
-    assert q._thin.lower is not None and q._thin.reverse.lower is not None  # built before anything else is
+    assert q.thin is not None and q.thin.reverse is not None
+    assert q.thin.lower is not None and q.thin.reverse.lower is not None  # built before anything else is
     assert q.self_compose(300).epsilon_bounds(1e-5) == (lo, hi)
 
 
@@ -251,11 +259,11 @@ def test_thin_and_full_intervals_agree(sigma: float, rate: float) -> None:
     compositions use it (300 steps: 3.6e-7 on ε ≈ 4.3 at σ = 0.6, q = 1e-3), and, read alone, is looser in
     one step's far tails, which is why only long compositions use it."""
     p = pld_subsampled_gaussian(sigma, rate)
-    assert p.reverse is not None and p._thin is not None and p._thin.reverse is not None
+    assert p.reverse is not None and p.thin is not None and p.thin.reverse is not None
     # each order alone too (δ reads the larger). One step is read from the thin PLD only here: its far
     # upper tail is cut coarser (1.6e-6 relative at σ = 0.8, δ = 1e-10; the add order's, below −ln(1 − q),
     # was 1.3e-3 when negative losses were thinned)
-    assert_thin_close([(p, p._thin), (p.reverse, p._thin.reverse)], (1, 300))
+    assert_thin_close([(p, p.thin), (p.reverse, p.thin.reverse)], (1, 300))
 
 
 @settings(max_examples=40, deadline=None)
@@ -266,15 +274,15 @@ def test_thin_and_full_intervals_agree(sigma: float, rate: float) -> None:
     salt=st.integers(0, 2**31),
 )
 def test_log_mgfs_of_sparse_sides_bound_the_sum(n: int, density: float, tau: float, salt: int) -> None:
-    """``_log_mgfs`` sums only the non-zero entries (a thin PLD's tail is mostly zeros): still an upper bound
+    """``log_mgfs`` sums only the non-zero entries (a thin PLD's tail is mostly zeros): still an upper bound
     on log Σ mⱼe^{τ(offset + j − c)}, and within 1e-8 of it."""
     rng = np.random.default_rng(salt)
     m = np.where(rng.random(n) < density, rng.random(n) * np.exp(-rng.random(n) * 50), 0.0)
     m[rng.integers(0, n)] = 0.5
-    side = _Side(-n // 3, m, 0.0, 0.0)
+    side = Side(-n // 3, m, 0.0, 0.0)
     center = 7
     t = tau / max(1.0, n / 100)
-    got = float(_log_mgfs(side, center, np.array([t]))[0])
+    got = float(log_mgfs(side, center, np.array([t]))[0])
     nz = np.flatnonzero(m)
     at = side.offset - center
     terms = (mpmath.mpf(float(m[i])) * mpmath.exp(mpmath.mpf(t) * (at + int(i))) for i in nz)
@@ -298,13 +306,13 @@ def test_in_parallel_runs_both_and_raises_the_first_error_first() -> None:
             raise ValueError(msg)
         return f
 
-    assert pld_mod._in_parallel(ok("a"), ok("b")) == ("a", "b")
+    assert concurrency_mod.in_parallel(ok("a"), ok("b")) == ("a", "b")
     ran.clear()
     with pytest.raises(ValueError, match="first"):
-        pld_mod._in_parallel(bad("first"), bad("second"))
+        concurrency_mod.in_parallel(bad("first"), bad("second"))
     assert sorted(ran) == ["first", "second"]  # both ran to the end
     with pytest.raises(ValueError, match="second"):
-        pld_mod._in_parallel(ok("a"), bad("second"))
+        concurrency_mod.in_parallel(ok("a"), bad("second"))
 
 
 def test_both_orders_read_in_two_threads_as_one_after_the_other(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,9 +323,10 @@ def test_both_orders_read_in_two_threads_as_one_after_the_other(monkeypatch: pyt
         c = pld_subsampled_gaussian(1.0, 0.05).self_compose(400)
         return [c.epsilon(1e-6), *c.epsilon_bounds(1e-8), c.delta(1.0), *c.delta_bounds(2.0)]
 
-    assert pld_mod._orders_in_parallel(pld_subsampled_gaussian(1.0, 0.05).self_compose(400))
+    ways = pld_subsampled_gaussian(1.0, 0.05).self_compose(400).orders()
+    assert orders_mod.orders_in_parallel(ways.one.recipe, ways.rev.recipe)
     both = readings()
-    monkeypatch.setattr(pld_mod, "_orders_in_parallel", lambda p: False)
+    monkeypatch.setattr(orders_mod, "orders_in_parallel", lambda one, rev: False)
     assert readings() == both
 
 
@@ -337,15 +346,15 @@ def test_thin_discrete_gaussian_agrees_with_the_full_build(
     z_s keep narrow buckets around their losses): certified like the full one (the intervals overlap), as
     tight where long compositions use it, and cutting fewer cells."""
     p = pld_subsampled_discrete_gaussian(delta, sigma, rate, sampling=sampling)  # type: ignore[arg-type]
-    assert p._thin is not None and p._upper is None
-    pairs = [(p, p._thin)]
+    assert p.thin is not None and p.upper_if_built is None
+    pairs = [(p, p.thin)]
     if p.reverse is not None:
-        assert p._thin.reverse is not None
-        pairs.append((p.reverse, p._thin.reverse))
+        assert p.thin.reverse is not None
+        pairs.append((p.reverse, p.thin.reverse))
     assert_thin_close(pairs, ks)
-    bits = pld_mod.DEFAULT_STEP_BITS
-    full_cells = disc._dgauss_cells(bits, delta, Fraction(sigma), rate)
-    thin_cells = disc._dgauss_cells(bits, delta, Fraction(sigma), rate, thin=True)
+    bits = lattice_mod.DEFAULT_STEP_BITS
+    full_cells = discrete_mod.dgauss_cells(bits, delta, Fraction(sigma), rate)
+    thin_cells = discrete_mod.dgauss_cells(bits, delta, Fraction(sigma), rate, thin=True)
     assert thin_cells.starts is not None and full_cells.starts is None
     assert thin_cells.lo.size <= full_cells.lo.size
 
@@ -373,12 +382,12 @@ def test_found_by_review_the_thin_twin_is_used_by_a_pld_s_own_count() -> None:
     few = compose_plds([a] + [b] * 254).epsilon(1e-10)
     more = compose_plds([a] + [b] * 255).epsilon(1e-10)
     assert float(more) <= float(few) * 1.001
-    assert a._thin is not None and a._thin._upper is None  # never built
+    assert a.thin is not None and a.thin.upper_if_built is None  # never built
 
 
 def test_no_thin_twin_where_it_would_equal_the_full_build() -> None:
-    assert pld_subsampled_gaussian(1.0, 0.01, step_bits=10)._thin is None  # (buckets would stay 1 step wide)
-    assert pld_subsampled_gaussian(1.0, 0.01, step_bits=11)._thin is not None
+    assert pld_subsampled_gaussian(1.0, 0.01, step_bits=10).thin is None  # (buckets would stay 1 step wide)
+    assert pld_subsampled_gaussian(1.0, 0.01, step_bits=11).thin is not None
 
 
 def test_found_by_review_the_thin_discrete_twin_keeps_the_atom_at_zero_narrow() -> None:
@@ -387,14 +396,15 @@ def test_found_by_review_the_thin_discrete_twin_keeps_the_atom_at_zero_narrow() 
     side: make_sequential's ε jumped 2% at 256 steps, one step's δ(0) was 22% looser. Where thinning skips
     nothing the thin build is now the full one, and the steps next to 0 are always cut."""
     p = pld_subsampled_discrete_gaussian(1, 1, 0.01, sampling="without_replacement")
-    assert p._thin is not None
-    full = pld_mod._compose_groups([(p, 256)], "full").epsilon(1e-5)
-    thin = pld_mod._compose_groups([(p._thin, 256)], "thin").epsilon(1e-5)
+    assert p.thin is not None
+    full = distribution_mod.compose_groups([(p, 256)], "full").epsilon(1e-5)
+    thin = distribution_mod.compose_groups([(p.thin, 256)], "thin").epsilon(1e-5)
     assert float(thin) <= float(full) * (1 + 1e-9)
     one = pld_subsampled_discrete_gaussian(3, 2, 0.01, sampling="without_replacement")
-    assert one._thin is not None
-    assert float(one._thin.delta(0)) <= float(one.delta(0)) * (1 + 1e-9)
-    cells = disc._dgauss_cells(14, 2**20 + 1, Fraction(2**20), 0.01, thin=True)  # (thinned: cuts near 0 kept)
+    assert one.thin is not None
+    assert float(one.thin.delta(0)) <= float(one.delta(0)) * (1 + 1e-9)
+    # (thinned: cuts near 0 kept)
+    cells = discrete_mod.dgauss_cells(14, 2**20 + 1, Fraction(2**20), 0.01, thin=True)
     assert cells.starts is not None and set(range(-4, 5)) <= set(cells.starts.tolist())
 
 
@@ -407,7 +417,7 @@ def test_found_by_review_a_short_privacy_loss_composition_builds_only_the_full_s
     step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1.25), 0.02)
     PrivacyLoss.compose([step] * 100).epsilon(1e-5)
     p = loss_mod._pld(step, PrivacyLoss.compose([step] * 100).step_bits())
-    assert p._thin is not None and p._thin._upper is None and p._upper is not None
+    assert p.thin is not None and p.thin.upper_if_built is None and p.upper_if_built is not None
 
 
 @pytest.mark.parametrize("built", [False, True])
@@ -420,9 +430,9 @@ def test_found_by_review_lazy_subsampled_plds_pickle(built: bool) -> None:
         if built:
             p.epsilon(1e-6)
         q = pickle.loads(pickle.dumps(p))
-        assert (q._upper is not None) == built
+        assert (q.upper_if_built is not None) == built
         assert q.epsilon(1e-6) == p.epsilon(1e-6)
-        assert q._lower is None  # (a privacy map's reading builds no lower side: it pickles unbuilt)
+        assert q.lower_if_built is None  # (a privacy map's reading builds no lower side: it pickles unbuilt)
         assert q.epsilon_bounds(1e-6) == p.epsilon_bounds(1e-6)
-        assert q._thin is not None and p._thin is not None
-        assert q._thin.epsilon(1e-6) == p._thin.epsilon(1e-6)
+        assert q.thin is not None and p.thin is not None
+        assert q.thin.epsilon(1e-6) == p.thin.epsilon(1e-6)

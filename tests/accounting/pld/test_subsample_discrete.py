@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from dpcompose.accounting import (
     PLD,
     PrivacyLoss,
-    _pld_subsample_discrete,
     compose_plds,
     pld_discrete_gaussian,
     pld_discrete_laplace,
@@ -33,6 +32,7 @@ from dpcompose.accounting import (
     pld_subsampled_gaussian,
     pld_subsampled_laplace,
 )
+from dpcompose.accounting._pld.subsample import discrete as discrete_mod
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 MP_DPS = 40
@@ -312,14 +312,14 @@ def test_outputs_sparser_than_the_lattice_are_one_cell_each(
     # 2**-14, where searching every lattice point's edges took 5 s and 1.1 GB). Each output is its own cell,
     # and only the lattice losses below the first output a lattice step from the next are searched.
     searched: list[int] = []
-    lattice = _pld_subsample_discrete._lattice
+    lattice = discrete_mod.lattice_points
 
     def counted(lo: float, hi: float, bits: int) -> object:
         searched.append(lattice(lo, hi, bits).size)
         return lattice(lo, hi, bits)
 
-    monkeypatch.setattr(_pld_subsample_discrete, "_lattice", counted)
-    cells = _pld_subsample_discrete._dgauss_cells(12, 20, Fraction(1), 0.9)
+    monkeypatch.setattr(discrete_mod, "lattice_points", counted)
+    cells = discrete_mod.dgauss_cells(12, 20, Fraction(1), 0.9)
     assert cells.lo.size <= 49 + 2  # the outputs −14 … 34 and the two tails
     assert sum(searched) < 100, searched
     pld = pld_subsampled_discrete_gaussian(20, 1, 0.9, sampling=sampling, step_bits=12)  # type: ignore[arg-type]
@@ -337,7 +337,7 @@ def test_cells_per_output_match_the_lattice_edges(
     """Where outputs are a lattice step or more apart they are taken one per cell instead of cut at every
     lattice loss's edges: the certified PLD is the same (the edges cut there as finely)."""
     ours = pld_subsampled_discrete_gaussian(delta, sigma, q, step_bits=bits)
-    monkeypatch.setattr(_pld_subsample_discrete, "_sparse_from", lambda *a: a[-1])  # lattice edges only
+    monkeypatch.setattr(discrete_mod, "sparse_from", lambda *a: a[-1])  # lattice edges only
     edges = pld_subsampled_discrete_gaussian(delta, sigma, q, step_bits=bits)
     for e in (0.0, 0.5, 2.0, 10.0, 50.0):
         for a, b in zip(ours.delta_bounds(e), edges.delta_bounds(e), strict=True):

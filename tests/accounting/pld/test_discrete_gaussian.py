@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dpcompose.accounting._pld_dgauss as dg
 from dpcompose.accounting import PrivacyProfile, gaussian_profile, pld_discrete_gaussian
+from dpcompose.accounting._pld import discrete_gaussian as discrete_gaussian_mod
 from dpcompose.errors import InvalidParameter
 
 
@@ -160,7 +160,7 @@ def test_euler_maclaurin_bucket_sums_within_their_bound(s: int, m_panels: int) -
     b = np.array([float(r[1]) for r in ranges])
     two_s2 = 2.0 * s * s
     log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
-    log_s, rel = dg._em_bucket_logs(a, b, float(s), two_s2, log_n0, m_panels)
+    log_s, rel = discrete_gaussian_mod.em_bucket_logs(a, b, float(s), two_s2, log_n0, m_panels)
     with mpmath.workdps(40):
         for (lo, hi), ls, r in zip(ranges, log_s.tolist(), rel.tolist(), strict=True):
             exact_sum = mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / two_s2) for z in range(lo, hi + 1))
@@ -222,7 +222,7 @@ def test_reference_range_sum_is_exact_far_in_the_left_tail() -> None:
         assert abs(ref - direct) <= direct * mpmath.mpf("1e-40"), float(abs(ref - direct) / direct)
         log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
         a, b = np.array([float(lo)]), np.array([float(hi)])
-        ls, rel = dg._range_sums(a, b, float(s), 2.0 * s * s, log_n0, "")
+        ls, rel = discrete_gaussian_mod.range_sums(a, b, float(s), 2.0 * s * s, log_n0, "")
         ours = mpmath.exp(ls[0])
         assert abs(ours - direct) <= rel[0] * direct, (float(ours / direct - 1), rel)
         assert rel[0] < 1e-12
@@ -242,7 +242,9 @@ def test_range_sums_far_in_the_tail_within_their_bound(s: int, t: float, side: i
     a = math.floor(side * t * s)
     b = a + n - 1
     log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
-    log_s, rel = dg._range_sums(np.array([float(a)]), np.array([float(b)]), float(s), 2.0 * s * s, log_n0, "")
+    log_s, rel = discrete_gaussian_mod.range_sums(
+        np.array([float(a)]), np.array([float(b)]), float(s), 2.0 * s * s, log_n0, ""
+    )
     exact = exact_range_sum(a, b, s)
     assert abs(mpmath.exp(log_s[0]) - exact) <= rel[0] * exact, (s, a, b, rel[0])
     assert rel[0] < 1e-10, (s, a, b, rel[0])
@@ -271,7 +273,7 @@ def test_shared_range_sums_within_their_bound(s: Fraction | int, data: st.DataOb
     b_f = np.array([float(r[1]) for r in ranges])
     s_f = float(sq)
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
-    log_s, rel = dg._range_sums(a_f, b_f, s_f, 2 * float(sq * sq), log_n0, "test")
+    log_s, rel = discrete_gaussian_mod.range_sums(a_f, b_f, s_f, 2 * float(sq * sq), log_n0, "test")
     for (lo, hi), ls, r in zip(ranges, log_s.tolist(), rel.tolist(), strict=True):
         exact = exact_range_sum(lo, hi, sq)
         assert abs(mpmath.exp(ls) - exact) <= r * exact, (s, lo, hi, r)
@@ -285,9 +287,9 @@ def test_found_by_hypothesis_a_steep_range_is_summed_atom_by_atom() -> None:
     s_f = 0.5
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
     a, b = np.array([-2.0]), np.array([6.0])
-    _, rel = dg._em_bucket_logs(a, b, s_f, 2 * s_f * s_f, log_n0, 16)
+    _, rel = discrete_gaussian_mod.em_bucket_logs(a, b, s_f, 2 * s_f * s_f, log_n0, 16)
     assert rel[0] == math.inf
-    log_s, rel = dg._range_sums(a, b, s_f, 2 * s_f * s_f, log_n0, "test")
+    log_s, rel = discrete_gaussian_mod.range_sums(a, b, s_f, 2 * s_f * s_f, log_n0, "test")
     exact = exact_range_sum(-2, 6, Fraction(1, 2))
     assert abs(mpmath.exp(log_s[0]) - exact) <= rel[0] * exact and rel[0] < 1e-6
 
@@ -305,7 +307,7 @@ def test_normaliser_within_its_bound(s: Fraction | int) -> None:
         )
         k = max(1, math.ceil(14 * sq))
         for z_min, z_max in [(-k, k), (-k, k + 7), (0, 0), (-3, 2 * k)]:
-            log_z, rel_z = dg._normaliser(sq, z_min, z_max)
+            log_z, rel_z = discrete_gaussian_mod.normaliser(sq, z_min, z_max)
             pad = rel_z + 8 * 2.0**-53 * (abs(log_z) + 1)
             assert abs(mpmath.exp(log_z) - z_exact) <= pad * z_exact, (s, z_min, z_max, rel_z)
             assert rel_z < 1e-8 or z_min == z_max == 0, (s, rel_z)
@@ -323,9 +325,10 @@ def test_simpson_panels_give_the_least_bound(s: int, t0: float, w: float) -> Non
     a = np.array([math.floor(t0 * s)], dtype=np.float64)
     b = a + max(2.0, math.floor(w * s))
     log_n0 = math.log(s) + 0.5 * math.log(2 * math.pi)
-    chosen = int(dg._simpson_panels(a, b, float(s))[0])
+    chosen = int(discrete_gaussian_mod.simpson_panels(a, b, float(s))[0])
     bounds = {
-        mv: float(dg._simpson_logs(a, b, mv, float(s), 2.0 * s * s, log_n0)[1][0]) for mv in (1, 2, 4, 8, 16)
+        mv: float(discrete_gaussian_mod.simpson_logs(a, b, mv, float(s), 2.0 * s * s, log_n0)[1][0])
+        for mv in (1, 2, 4, 8, 16)
     }
     assert bounds[chosen] <= min(bounds.values()) * (1 + 1e-9), (chosen, bounds)
 
@@ -334,8 +337,8 @@ def test_em_usable_refuses_a_long_range_without_a_bound() -> None:
     rel = np.array([1e-7, 0.3, 2e-6, 0.6])
     count = np.array([10, 2**17, 100, 2**17])
     with pytest.raises(InvalidParameter, match=r"sigma=3: no certified masses on this lattice .*step_bits"):
-        dg._em_usable(rel, count, "sigma=3")
-    ok = dg._em_usable(rel[:3], count[:3], "sigma=3")
+        discrete_gaussian_mod.em_usable(rel, count, "sigma=3")
+    ok = discrete_gaussian_mod.em_usable(rel[:3], count[:3], "sigma=3")
     assert ok.tolist() == [True, True, False]  # the loose short range is summed atom by atom
 
 
@@ -370,7 +373,7 @@ def test_bucket_path_matches_atom_path(
     integers, as at bits 8 here) and the atom path give the same certified curve, and both contain the exact
     value."""
     atoms = pld_discrete_gaussian(delta, s, step_bits=bits)
-    monkeypatch.setattr(dg, "_ATOM_LIMIT", 0)
+    monkeypatch.setattr(discrete_gaussian_mod, "ATOM_LIMIT", 0)
     buckets = pld_discrete_gaussian(delta, s, step_bits=bits)
     for eps in [0.0, 0.01, 0.1, 0.5, 1.0, 3.0]:
         ref = em_delta(delta, s, eps)
@@ -397,7 +400,7 @@ def test_mass_is_kept(delta: int, s: int, force_buckets: bool, monkeypatch: pyte
     if force_buckets:
         if s < 1000:
             return
-        monkeypatch.setattr(dg, "_ATOM_LIMIT", 0)
+        monkeypatch.setattr(discrete_gaussian_mod, "ATOM_LIMIT", 0)
     pld = pld_discrete_gaussian(delta, s)
     up, low = _total(pld.upper), _total(pld.lower)
     assert 1 <= up <= 1 + 1e-7, up - 1
@@ -439,7 +442,7 @@ def test_tiny_s_is_one_atom_and_brackets_brute_force(s: Fraction) -> None:
 )
 def test_tail_sums_bound_the_exact_sums(m_: int, s: Fraction | int) -> None:
     """Σ_{y≥m} e^{−y²/2s²} ≤ f(m) + s√(2π)Φ(−m/s), and the float bound is above the exact sum (mpmath)."""
-    ours = dg._tail_sum_up(m_, Fraction(s))
+    ours = discrete_gaussian_mod.tail_sum_up(m_, Fraction(s))
     with mpmath.workdps(50):
         sm = m(Fraction(s))
         exact = mpmath.nsum(lambda y: mpmath.exp(-(y**2) / (2 * sm * sm)), [m_, mpmath.inf])

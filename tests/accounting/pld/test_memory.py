@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 
 import dpcompose as dp
-from dpcompose.accounting import PrivacyLoss, _loss, _pld, _pld_memory, pld_laplace, pld_randomized_response
+from dpcompose.accounting import PrivacyLoss, _loss, _pld_memory, pld_laplace, pld_randomized_response
+from dpcompose.accounting._pld import composition as composition_mod
+from dpcompose.accounting._pld import fourier as fourier_mod
 from dpcompose.errors import DPError, ResourceLimit
 
-_SRC = str(Path(__file__).resolve().parents[2] / "src")
+_SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 
 def _run_limited(code: str, gib: float = 2.0) -> str:
@@ -97,7 +99,7 @@ def test_numpy_running_out_of_memory_in_a_build_is_the_named_error(monkeypatch: 
 
 def test_the_memory_figures_say_gib_not_zero() -> None:
     # "about 0.0 GB" for a window of 2**19 points: the figure had one decimal
-    what, fix = _pld.out_of_memory(1 << 19, 3000)
+    what, fix = fourier_mod.out_of_memory(1 << 19, 3000)
     assert "about 0.0391 GiB at its peak" in what and "step_bits" in fix
 
 
@@ -105,7 +107,9 @@ def test_streamed_spectra_read_the_same_numbers(monkeypatch: pytest.MonkeyPatch)
     # past SPECTRA_BYTES each spectrum is computed again instead of kept: the same arithmetic, so the
     # same bits (long double low frequencies included: 300 copies of one step)
     def read() -> list[object]:
-        mix = _pld.compose_plds([pld_laplace(1, 3 + i / 7) for i in range(4)] + [pld_laplace(1, 10)] * 60)
+        mix = composition_mod.compose_plds(
+            [pld_laplace(1, 3 + i / 7) for i in range(4)] + [pld_laplace(1, 10)] * 60
+        )
         return [*mix.epsilon_bounds(1e-7), *mix.delta_bounds(2.0)]
 
     kept = read()

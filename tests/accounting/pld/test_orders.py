@@ -1,7 +1,9 @@
-"""The screening twin of a long asymmetric composition (``_coarse_side``, ``_screen_twin``,
+"""The screening twin of a long asymmetric composition (``coarse_side``, ``_screen_twin``,
 ``_screened_orders``): the coarse side dominates, and screening never changes a reading."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -9,9 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcompose.accounting import _pld as pld_mod
 from dpcompose.accounting import pld_subsampled_gaussian
-from dpcompose.accounting._pld import _coarse_side, _one_way, _Side
+from dpcompose.accounting._pld import distribution as distribution_mod
+from dpcompose.accounting._pld import orders as orders_mod
+from dpcompose.accounting._pld.distribution import one_way
+from dpcompose.accounting._pld.side import Side, coarse_side
 
 
 def _delta(masses: list[tuple[int, float]], h: float, eps: mpmath.mpf) -> mpmath.mpf:
@@ -24,7 +28,7 @@ def _delta(masses: list[tuple[int, float]], h: float, eps: mpmath.mpf) -> mpmath
     return out
 
 
-def _points(s: _Side) -> list[tuple[int, float]]:
+def _points(s: Side) -> list[tuple[int, float]]:
     return [(s.offset + i, float(m)) for i, m in enumerate(s.masses) if m > 0]
 
 
@@ -42,8 +46,8 @@ def _check_dominates(seed: int, n: int, offset: int, d: int, k: int) -> None:
     h = 2.0**-bits
     masses = rng.pareto(1.5, n) * (rng.uniform(size=n) < 0.7)
     masses = masses / max(float(masses.sum()), 1e-300)
-    fine = _Side(offset, masses, 0.0, 0.0)
-    coarse = _coarse_side(fine, d, h)
+    fine = Side(offset, masses, 0.0, 0.0)
+    coarse = coarse_side(fine, d, h)
     # Q-mass kept (up to the padding), P-mass too
     with mpmath.workdps(40):
         q_fine = sum(mpmath.mpf(p) * mpmath.exp(-mpmath.mpf(j) * h) for j, p in _points(fine))
@@ -88,8 +92,8 @@ def test_coarse_side_dominates_alone_and_composed_thorough(
 
 
 def test_coarse_side_of_a_wide_side_is_on_the_coarse_lattice() -> None:
-    s = _Side(-37, np.full(1000, 1e-3), 1e-9, 2e-12)
-    c = _coarse_side(s, 4, 2.0**-14)
+    s = Side(-37, np.full(1000, 1e-3), 1e-9, 2e-12)
+    c = coarse_side(s, 4, 2.0**-14)
     assert c.offset == -3 and c.masses.size == (962 >> 4) - (-37 >> 4) + 2
     assert c.inf == s.inf and c.err >= s.err
 
@@ -100,8 +104,8 @@ def test_found_by_review_subnormal_masses_keep_their_delta() -> None:
     h = 2.0**-6
     m = np.zeros(8)
     m[1:8] = 5e-324
-    fine = _Side(0, m, 0.0, 0.0)
-    coarse = _coarse_side(fine, 4, h)
+    fine = Side(0, m, 0.0, 0.0)
+    coarse = coarse_side(fine, 4, h)
     with mpmath.workdps(50):
         for eps in (0.0, 0.01, 0.1, 0.2):
             e = mpmath.mpf(eps)
@@ -116,35 +120,36 @@ def test_screening_skips_the_add_order_and_changes_nothing(monkeypatch: pytest.M
     """On DP-SGD the add order's ε is far below the remove order's: its full read is skipped, and ε(δ),
     δ(ε) and the intervals are those of reading both orders in full."""
     reads: list[str] = []
-    real = pld_mod.PLD._epsilon_up
+    real = distribution_mod.PLD.epsilon_up
 
-    def counted(self: pld_mod.PLD, dq: object, shown: object) -> object:
+    def counted(self: distribution_mod.PLD, dq: object, shown: object) -> object:
         reads.append(self.description)
         return real(self, dq, shown)  # type: ignore[arg-type]
 
     c = _long()
-    assert isinstance(c, pld_mod.PLD) and c.reverse is not None
-    monkeypatch.setattr(pld_mod.PLD, "_epsilon_up", counted)
+    assert isinstance(c, distribution_mod.PLD) and c.reverse is not None
+    monkeypatch.setattr(distribution_mod.PLD, "epsilon_up", counted)
     e = c.epsilon(1e-5)
     full_reads = [r for r in reads if not r.startswith("screen")]
     assert len(full_reads) == 2  # the composite, then the remove order; the add order only screened
     assert any(r.startswith("screen") for r in reads)
-    monkeypatch.setattr(pld_mod.PLD, "_epsilon_up", real)
+    monkeypatch.setattr(distribution_mod.PLD, "epsilon_up", real)
     fresh = _long()
-    assert isinstance(fresh, pld_mod.PLD) and fresh.reverse is not None
-    both = max(_one_way(fresh).epsilon(1e-5), _one_way(fresh.reverse).epsilon(1e-5))
+    assert isinstance(fresh, distribution_mod.PLD) and fresh.reverse is not None
+    both = max(one_way(fresh).epsilon(1e-5), one_way(fresh.reverse).epsilon(1e-5))
     assert e == both
     assert c.epsilon_bounds(1e-5)[1] == e
-    assert c.delta(2.0) == max(_one_way(fresh).delta(2.0), _one_way(fresh.reverse).delta(2.0))
+    assert c.delta(2.0) == max(one_way(fresh).delta(2.0), one_way(fresh.reverse).delta(2.0))
 
 
 def test_a_screen_above_the_first_order_falls_back_to_the_full_read() -> None:
     """With the orders swapped (the dominant one screened), its screen is above the first order's value:
     it is then read in full, and the answer is the same."""
     c = _long()
-    assert isinstance(c, pld_mod.PLD) and c.reverse is not None
-    one, rev = _one_way(c), c.reverse
-    got = pld_mod._screened_orders(c, lambda w: w._epsilon_up(pld_mod.Fraction(1, 10**5), 1e-5), (rev, one))
+    assert isinstance(c, distribution_mod.PLD) and c.reverse is not None
+    one, rev = one_way(c), c.reverse
+    swapped = orders_mod.Orders(rev, one, lambda p: p.recipe, c.orders().twin)
+    got = orders_mod.screened_orders(swapped, lambda w: w.epsilon_up(Fraction(1, 10**5), 1e-5))
     assert got == (rev.epsilon(1e-5), one.epsilon(1e-5))
     assert got[1] > got[0]
 
@@ -155,10 +160,10 @@ def test_composing_builds_the_first_order_only_and_reading_history_changes_nothi
     (found by review: a size bound for the unbuilt step, too small without replacement, changed the path)."""
     p = pld_subsampled_gaussian(1.0, 0.01)
     c = p.self_compose(1000)
-    t = p._thin
+    t = p.thin
     assert t is not None and t.reverse is not None
-    assert t._upper is not None and t.reverse._upper is None
-    assert isinstance(c, pld_mod.PLD) and c.reverse is not None and c.reverse._recipe is not None
+    assert t.upper_if_built is not None and t.reverse.upper_if_built is None
+    assert isinstance(c, distribution_mod.PLD) and c.reverse is not None and c.reverse.recipe is not None
     for sampling in ("without_replacement", "poisson"):
         fresh = pld_subsampled_gaussian(0.3, 0.2, sampling=sampling, step_bits=6)
         read = pld_subsampled_gaussian(0.3, 0.2, sampling=sampling, step_bits=6)
@@ -176,23 +181,23 @@ def test_found_by_review_delta_stays_certified_when_another_thread_builds_the_si
     import threading
 
     from dpcompose.accounting import pld_subsampled_discrete_gaussian
-    from dpcompose.accounting._pld_tilt import _Recipe
+    from dpcompose.accounting._pld.recipe import Recipe
 
     g = pld_subsampled_gaussian(1.0, 0.01, step_bits=12)
     dg = pld_subsampled_discrete_gaussian(1, 1.2, 0.02, step_bits=12)
     expected = float(g.self_compose(300).compose(dg.self_compose(50)).reverse.delta(1.0))
     rev = g.self_compose(300).compose(dg.self_compose(50)).reverse
-    real = _Recipe.delta_up
+    real = Recipe.delta_up
 
-    def interleaved(self: _Recipe, eps: float) -> object:
+    def interleaved(self: Recipe, eps: float) -> object:
         out = real(self, eps)
-        if self is rev._recipe:
+        if self is rev.recipe:
             t = threading.Thread(target=lambda: rev.upper)
             t.start()
             t.join()
         return out
 
-    monkeypatch.setattr(_Recipe, "delta_up", interleaved)
+    monkeypatch.setattr(Recipe, "delta_up", interleaved)
     assert float(rev.delta(1.0)) == expected < 1e-6
 
 
@@ -201,13 +206,13 @@ def test_found_by_review_the_cells_budget_counts_a_finite_lower_end_of_an_unboun
 ) -> None:
     """A discrete pair's last cell reaches +∞ from a finite loss above every finite upper end: the lattice
     budget counted the span only to the largest finite upper end."""
-    from dpcompose.accounting import _pld_subsample as sub
+    from dpcompose.accounting._pld.subsample import cells as cells_mod
 
     spans: list[tuple[float, float]] = []
-    monkeypatch.setattr(sub, "_check_span", lambda lo, hi, bits: spans.append((lo, hi)))
-    cells = sub._Cells.join([
-        sub._cell(-0.5, 1.0, -1.0, -1.0, 0.0, False),
-        sub._cell(10.89, np.inf, -30.0, -40.0, 1.0, True),
+    monkeypatch.setattr(cells_mod, "check_span", lambda lo, hi, bits: spans.append((lo, hi)))
+    cells = cells_mod.Cells.join([
+        cells_mod.cell(-0.5, 1.0, -1.0, -1.0, 0.0, False),
+        cells_mod.cell(10.89, np.inf, -30.0, -40.0, 1.0, True),
     ])
-    sub._check_cells(cells, 10)
+    cells_mod.check_cells(cells, 10)
     assert spans == [(-0.5, 10.89)]

@@ -1,0 +1,1 @@
+"""Subsampled PLDs (Zhu–Dong–Wang 2022, Thm. 10)."""
