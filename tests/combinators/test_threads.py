@@ -182,13 +182,15 @@ def test_children_of_adaptive_compositors_queried_with_the_compositor(sequential
             pair = dp.make_sequential(recorder(log, ids), recorder(log, ids))
             comp = make(FLOAT, ABS, dp.PureDP(), 1, [Fraction(1, 500)] * 12)(0.0)
             opened: list[Any] = list(comp(pair))
+            opening = threading.Lock()  # the test's own: ``opened`` lists the pairs in the order opened
 
             def work(seed: int, comp: Any = comp, opened: list[Any] = opened, pair: Any = pair) -> None:
                 rng = random.Random(seed)
                 for n in range(40):
                     try:
                         if rng.random() < 0.1:
-                            opened.extend(comp(pair))
+                            with opening:
+                                opened.extend(comp(pair))
                         else:
                             opened[rng.randrange(len(opened))](n)
                     except (dp.SequentialityError, dp.BudgetExceeded):
