@@ -184,7 +184,9 @@ def test_children_of_adaptive_compositors_queried_with_the_compositor(sequential
             opened: list[Any] = list(comp(pair))
             opening = threading.Lock()  # the test's own: ``opened`` lists the pairs in the order opened
 
-            def work(seed: int, comp: Any = comp, opened: list[Any] = opened, pair: Any = pair) -> None:
+            def work(
+                seed: int, comp: Any = comp, opened: list[Any] = opened, pair: Any = pair, opening: Any = opening
+            ) -> None:
                 rng = random.Random(seed)
                 for n in range(40):
                     try:
