@@ -185,7 +185,11 @@ def test_children_of_adaptive_compositors_queried_with_the_compositor(sequential
             opening = threading.Lock()  # the test's own: ``opened`` lists the pairs in the order opened
 
             def work(
-                seed: int, comp: Any = comp, opened: list[Any] = opened, pair: Any = pair, opening: Any = opening
+                seed: int,
+                comp: Any = comp,
+                opened: list[Any] = opened,
+                pair: Any = pair,
+                opening: Any = opening,
             ) -> None:
                 rng = random.Random(seed)
                 for n in range(40):
