@@ -10,7 +10,8 @@ closed form, sit below the package):
 * ``buckets``: a mechanism's loss buckets to the two sides (connect-the-dots upper, lumped lower).
 * ``longdouble``: the long-double DFT of the head of the spectrum.
 * ``fourier``: long compositions in the frequency domain (MGFs, Chernoff window, Fourier power).
-* ``concurrency``: once-computed attributes, threads, the process-wide cache of tilted composites.
+* ``concurrency``: the speed switch, once-computed attributes, threads, the process-wide cache of tilted
+  composites.
 * ``tilt``: tilted composites and the tilted lower side.
 * ``recipe``: reading a long composition through tilted composites (``Recipe``).
 * ``orders``: the two orders of an asymmetric pair read as one (screening twins, the two-thread read).
@@ -21,6 +22,13 @@ closed form, sit below the package):
 * ``subsample.cells``: mixture-loss cells to buckets, the two orders, the sampling checks.
 * ``subsample.build``: lazy two-order builds and thin twins.
 * ``subsample.continuous``, ``subsample.discrete``: the subsampled constructors.
+
+Speed lives beside the accounting: threads (``concurrency.in_parallel``, used by ``orders`` and
+``subsample.cells``), the process-wide cache of tilted composites (``concurrency.Composites``, ``HELD``),
+screening twins (``orders.screened_orders``) and lazy two-order builds (``subsample.build``). One switch
+turns them all off: the environment variable ``DPCOMPOSE_PLD_SPEEDUPS=0`` (read at import) or
+``concurrency.speedups(False)`` for a block; the readings are the same either way, bit for bit
+(``tests/accounting/pld/test_concurrency.py``).
 
 Nothing outside this package imports one of its modules: ``accounting/__init__.py`` re-exports the binding
 names, and ``accounting/_loss.py`` takes the package-internal names listed below.

@@ -1,11 +1,27 @@
-"""The PLD engine's speed machinery that touches threads: a once-computed attribute, threads for two
-readings, and the process-wide least-recently-used budget of cached tilted composites."""
+"""The PLD engine's speed machinery beside the accounting, and the one switch that turns it off.
+
+The speed devices: threads for the two orders of an asymmetric pair (:func:`in_parallel`, used by
+``orders`` and ``subsample.cells``), the cache of tilted composites of a long composition under one
+process-wide least-recently-used budget (:class:`Composites`, ``HELD``), the screening twin of a reverse
+order (``orders.screened_orders``) and the lazy two-order builds of subsampled steps (``subsample.build``).
+
+The switch: the environment variable ``DPCOMPOSE_PLD_SPEEDUPS=0`` (read once, when this module is
+imported; also ``false``, ``off`` or ``no``), or :func:`speedups` for a block of code, turns them all off:
+every reading runs in the caller's thread, in the order of the code (the first order, then the reverse
+one); no composite is kept (each reading builds those it reads, rebuilding one it reads twice); both orders
+are read in full; a subsampled step builds its orders when it is made. The readings are the same either
+way, bit for bit (every reading is a function of the composition and the question alone); only time and
+memory change. Left on: once-computed attributes (:class:`once`) and the lazily built sides of a PLD,
+which decide what is built at all (building them all would build sides that no reading needs, such as the
+untilted composite of a long composition, which may not fit in memory)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 import numpy as np
@@ -14,12 +30,42 @@ _R = TypeVar("_R")
 _T = TypeVar("_T")
 
 
+SPEEDUPS_ENV = "DPCOMPOSE_PLD_SPEEDUPS"
+"""The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns the speed devices off."""
+
+_OFF_VALUES = frozenset({"0", "false", "off", "no"})
+
+_state = {"on": os.environ.get(SPEEDUPS_ENV, "1").strip().lower() not in _OFF_VALUES}
+
+
+def speedups_on() -> bool:
+    """Whether the speed devices (threads, the composite cache, screening, lazy subsampled builds) are on."""
+    return _state["on"]
+
+
+@contextlib.contextmanager
+def speedups(on: bool) -> Iterator[None]:
+    """Turn the speed devices on or off (``on``) for the block, then restore the setting found: for tests
+    and for profiling. The setting is process-wide (every thread's readings follow it): change it only
+    while no other thread reads a PLD. Readings are the same either way."""
+    before = _state["on"]
+    _state["on"] = bool(on)
+    try:
+        yield
+    finally:
+        _state["on"] = before
+
+
 def in_parallel(first: Callable[[], _T], second: Callable[[], _T]) -> tuple[_T, _T]:
     """``(first(), second())``, ``second`` in a thread of its own: the two orders of a subsampled
     composition are read independently, and most of their time is spent in numpy (FFTs, exp, cumulative
     sums), which releases the GIL, so on two cores the pair takes about the time of one. Both always run
     to the end (nothing is left computing when this returns or raises); an exception of ``first`` is
-    raised before one of ``second``, as in reading them one after the other."""
+    raised before one of ``second``, as in reading them one after the other. With the speed devices off
+    (:func:`speedups`), one after the other in this thread."""
+    if not speedups_on():
+        a = first()
+        return a, second()
     out: list[_T] = []
     err: list[BaseException] = []
 
@@ -77,37 +123,113 @@ class once(Generic[_R]):
 
 CACHE_BYTES = 256 << 20  # tilted composites kept in this process (the newest one always stays)
 
+Key = tuple[float, float | None]
+"""A tilted composite's key: its θ and the δ its window is cut for."""
+
+_U = TypeVar("_U")
+_L = TypeVar("_L")
+
 
 class _Caches(Protocol):
-    """What the process-wide budget reads of a recipe (:class:`Recipe`, in a module above): its two caches
+    """What the process-wide budget reads of a recipe's composites (:class:`Composites`): its two caches
     of tilted composites by key, and how to drop one of them."""
 
     @property
-    def cache(self) -> Mapping[tuple[float, float | None], object]: ...
+    def cache(self) -> Mapping[Key, object]: ...
 
     @property
-    def lower_cache(self) -> Mapping[tuple[float, float | None], object]: ...
+    def lower_cache(self) -> Mapping[Key, object]: ...
 
-    def evict(self, lower: bool, key: tuple[float, float | None]) -> object: ...
+    def evict(self, lower: bool, key: Key) -> object: ...
+
+
+class Composites(Generic[_U, _L]):
+    """The tilted composites of one long composition (``_U``: of its upper sides; ``_L``: of its lumped
+    pairs) by key, cached under the process-wide budget (``HELD``, ``CACHE_BYTES``: a composite of a long
+    composition takes tens of megabytes), each built once when several threads ask for it at once, and
+    rebuilt identically after eviction. With the speed devices off (:func:`speedups`) nothing is kept: every
+    lookup builds its composite."""
+
+    def __init__(self) -> None:
+        self.cache: dict[Key, _U | None] = {}
+        self.lower_cache: dict[Key, _L | None] = {}
+        self.building: dict[tuple[bool, Key], threading.Event] = {}
+        """The composites being built, each by one thread (the others wait for it)."""
+        self.lock = threading.Lock()
+
+    def evict(self, lower: bool, key: Key) -> object:
+        """Drop the composite cached under ``key`` (from the lower side's cache if ``lower``) and return it
+        (None if it is gone already)."""
+        return (self.lower_cache if lower else self.cache).pop(key, None)
+
+    def cached_bytes(self) -> int:
+        """The bytes of the arrays the two caches hold."""
+        return sum(nbytes(t) for t in list(self.cache.values())) + sum(
+            nbytes(t) for t in list(self.lower_cache.values())
+        )
+
+    def upper(self, key: Key, build: Callable[[], _U | None]) -> _U | None:
+        """The composite of the upper sides under ``key`` (:meth:`_lookup`)."""
+        return self._lookup(self.cache, False, key, build)
+
+    def lower(self, key: Key, build: Callable[[], _L | None]) -> _L | None:
+        """The composite of the lumped pairs under ``key`` (:meth:`_lookup`)."""
+        return self._lookup(self.lower_cache, True, key, build)
+
+    def _lookup(
+        self, cache: dict[Key, _T | None], lower: bool, key: Key, build: Callable[[], _T | None]
+    ) -> _T | None:
+        """``cache[key]`` (marked most recently used), or built, cached and counted against the process-wide
+        budget (a None, which marks a θ where tilting does not apply, holds nothing). A composite another
+        thread is building is waited for, not built twice (the value is the same). Speed devices off: built,
+        not kept."""
+        if not speedups_on():
+            return build()
+        while True:
+            try:  # (one lookup: another thread may evict it meanwhile)
+                hit = cache[key]
+            except KeyError:
+                pass
+            else:
+                HELD.used(self, lower, key)
+                return hit
+            with self.lock:
+                if key in cache:
+                    continue
+                running = self.building.get((lower, key))
+                if running is None:
+                    mine = self.building[(lower, key)] = threading.Event()
+            if running is not None:
+                running.wait()  # (then read it; if that build failed or it was evicted, build it here)
+                continue
+            try:
+                t = cache[key] = build()
+            finally:
+                with self.lock:
+                    del self.building[(lower, key)]
+                mine.set()
+            if t is not None:
+                HELD.kept(self, lower, key)
+            return t
 
 
 class _Held:
     """Every cached tilted composite of every live recipe, least recently used first, under one lock: the
-    budget is process-wide (found by review: per composition, the 256 PLDs the measurements' cache keeps
-    held 2.5 GB after four 10⁴-step accountings, and later maps ran out of memory). Recipes are referenced
-    weakly: a recipe that is gone takes its composites with it."""
+    budget is process-wide (per composition, the 256 PLDs the measurements' cache keeps held 2.5 GB after
+    four 10⁴-step accountings, and later maps ran out of memory). A recipe's :class:`Composites` are
+    referenced weakly: a recipe that is gone takes its composites with it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.order: dict[tuple[int, bool, tuple[float, float | None]], weakref.ref[_Caches]] = {}
+        self.order: dict[tuple[int, bool, Key], weakref.ref[_Caches]] = {}
 
-    def used(self, recipe: _Caches, lower: bool, key: tuple[float, float | None]) -> None:
+    def used(self, recipe: _Caches, lower: bool, key: Key) -> None:
         with self.lock:
             ref = self.order.pop((id(recipe), lower, key), None)
             if ref is not None and ref() is recipe:
                 self.order[(id(recipe), lower, key)] = ref
 
-    def kept(self, recipe: _Caches, lower: bool, key: tuple[float, float | None]) -> None:
+    def kept(self, recipe: _Caches, lower: bool, key: Key) -> None:
         """Count a composite just cached; then evict the least recently used ones (of any recipe) while all
         of them hold more than ``CACHE_BYTES`` (never the one just cached)."""
         with self.lock:
@@ -133,7 +255,7 @@ class _Held:
             return sum(nbytes(_cached(ref(), entry[1], entry[2])) for entry, ref in self.order.items())
 
 
-def _cached(recipe: _Caches | None, lower: bool, key: tuple[float, float | None]) -> object:
+def _cached(recipe: _Caches | None, lower: bool, key: Key) -> object:
     """The composite a recipe caches under ``key`` (None if the recipe or the entry is gone)."""
     if recipe is None:
         return None

@@ -10,7 +10,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from dpcompose.accounting._pld.concurrency import in_parallel
+from dpcompose.accounting._pld.concurrency import in_parallel, speedups_on
 from dpcompose.accounting._pld.fourier import moments
 from dpcompose.accounting._pld.recipe import Recipe
 from dpcompose.accounting._pld.side import SCREEN_BITS, Side, coarse_side
@@ -70,11 +70,12 @@ def screened_orders(orders: Orders[_W], read: Callable[[_W], Fraction]) -> tuple
     reverse (add) order's ε is 10 % below the remove order's, and not reading it saves a fifth of the time
     of ε(δ). In every subsampled composition tried (Gaussian, Laplace, discrete Gaussian; rates 0.01 to
     0.9) the first (remove) order was the larger; where the reverse one is, the two full reads run one
-    after the other."""
+    after the other. With the speed devices off (:func:`~dpcompose.accounting._pld.concurrency.speedups`),
+    both orders are read in full, one after the other."""
     one, rev = orders.one, orders.rev
     one_recipe = orders.recipe_of(one)
-    if not orders_in_parallel(one_recipe, orders.recipe_of(rev)):  # (short: a thread is not worth starting)
-        return read(one), read(rev)
+    if not speedups_on() or not orders_in_parallel(one_recipe, orders.recipe_of(rev)):
+        return read(one), read(rev)  # (off, or short: a thread is not worth starting)
     screen: list[Fraction] = []  # the reverse order's screening value, where there is one
     full: list[Fraction] = []  # its full value, where there is no twin (read meanwhile, as before twins)
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from dpcompose._scipy import brentq
-from dpcompose.accounting._pld.concurrency import HELD, nbytes, once
+from dpcompose.accounting._pld.concurrency import Composites, once, speedups_on
 from dpcompose.accounting._pld.floats import few_ulps_up
 from dpcompose.accounting._pld.fourier import totals
 from dpcompose.accounting._pld.lattice import Grid
@@ -32,7 +30,6 @@ from dpcompose.accounting._pld.tilt import (
 )
 
 FloatArray = npt.NDArray[np.float64]
-_T = TypeVar("_T")
 
 
 @dataclass
@@ -47,68 +44,29 @@ class Recipe:
     and answers the least point found whose δ, read as :meth:`PLD.delta` reads it, is at most δ: so
     δ(ε(δ)) ≤ δ by construction.
     A composite is keyed by θ alone (its window is cut for the δ the model expects at θ,
-    :meth:`expected_delta`), cached under one process-wide budget (:class:`_Held`, ``CACHE_BYTES``: a
-    composite of a long composition takes tens of megabytes), built once when several threads ask for it
-    at once, and rebuilt identically after eviction."""
+    :meth:`expected_delta`), cached by :class:`Composites` (under one process-wide budget; nothing is kept
+    with the speed devices off)."""
 
     get_items: Callable[[], list[tuple[Side, int]]]
     grid: Grid
     get_lower: Callable[[], list[tuple[Side, int]]]
-    cache: dict[tuple[float, float | None], Tilted | None] = field(default_factory=dict)
-    lower_cache: dict[tuple[float, float | None], TiltedLower | None] = field(default_factory=dict)
+    composites: Composites[Tilted, TiltedLower] = field(default_factory=Composites)
     screen: list[object] = field(default_factory=list)  # [the screening twin, or None] once made
-
-    def evict(self, lower: bool, key: tuple[float, float | None]) -> object:
-        """Drop the composite cached under ``key`` (from the lower side's cache if ``lower``) and return it
-        (None if it is gone already)."""
-        return (self.lower_cache if lower else self.cache).pop(key, None)
-
-    building: dict[tuple[bool, tuple[float, float | None]], threading.Event] = field(default_factory=dict)
-    """The composites being built, each by one thread (the others wait for it)."""
-    lock: threading.Lock = field(default_factory=threading.Lock)
     tilts: dict[float, float] = field(default_factory=dict)  # ε → :meth:`theta_for_epsilon` (a memo)
+
+    @property
+    def cache(self) -> dict[tuple[float, float | None], Tilted | None]:
+        """The tilted composites of the upper sides kept now, by key."""
+        return self.composites.cache
+
+    @property
+    def lower_cache(self) -> dict[tuple[float, float | None], TiltedLower | None]:
+        """The tilted lumped pairs kept now, by key."""
+        return self.composites.lower_cache
 
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""
-        caches = (self.cache, self.lower_cache)
-        return sum(nbytes(t) for c in caches for t in list(c.values()))
-
-    def _lookup(
-        self,
-        cache: dict[tuple[float, float | None], _T | None],
-        lower: bool,
-        key: tuple[float, float | None],
-        build: Callable[[], _T | None],
-    ) -> _T | None:
-        """``cache[key]`` (marked most recently used), or built, cached and counted against the process-wide
-        budget (:class:`_Held`; a None, which marks a θ where tilting does not apply, holds nothing). A
-        composite another thread is building is waited for, not built twice (the value is the same)."""
-        while True:
-            try:  # (one lookup: another thread may evict it meanwhile)
-                hit = cache[key]
-            except KeyError:
-                pass
-            else:
-                HELD.used(self, lower, key)
-                return hit
-            with self.lock:
-                if key in cache:
-                    continue
-                running = self.building.get((lower, key))
-                if running is None:
-                    mine = self.building[(lower, key)] = threading.Event()
-            if running is not None:
-                running.wait()  # (then read it; if that build failed or it was evicted, build it here)
-                continue
-            try:
-                t = cache[key] = build()
-            finally:
-                with self.lock:
-                    del self.building[(lower, key)]
-                mine.set()
-            if t is not None:
-                HELD.kept(self, lower, key)
-            return t
+        return self.composites.cached_bytes()
 
     @once
     def items(self) -> list[tuple[Side, int]]:
@@ -201,17 +159,18 @@ class Recipe:
     def theta_for_epsilon(self, eps: float) -> float:
         """ε's tilt: the grid θ (:func:`_on_grid`) nearest the one that centres the tilted composite at ε
         (K'(θ) = ε/h), or 0 if ε is at or below its mean. δ(ε) read at many ε (a plot) shares a few
-        composites."""
-        theta = self.tilts.get(eps)
+        composites (a memo, not kept with the speed devices off)."""
+        theta = self.tilts.get(eps) if speedups_on() else None
         if theta is None:
             scaled = self.grid.steps(eps)  # (only chooses θ)
             if self.cumulants(0.0)[1] >= scaled:
                 theta = 0.0
             else:
                 theta = _on_grid(self._root(lambda th: scaled - self.cumulants(th)[1]))
-            if len(self.tilts) >= 1024:  # (a function of ε: kept only to spare the root search)
-                self.tilts.clear()
-            self.tilts[eps] = theta
+            if speedups_on():  # (a function of ε: kept only to spare the root search)
+                if len(self.tilts) >= 1024:
+                    self.tilts.clear()
+                self.tilts[eps] = theta
         return theta
 
     def expected_delta(self, theta: float) -> float:
@@ -234,13 +193,13 @@ class Recipe:
         (θ, that δ)."""
         target = self.expected_delta(theta)
         build = partial(tilt, self.items, theta, self.grid, target)
-        return self._lookup(self.cache, False, (theta, target), build)
+        return self.composites.upper((theta, target), build)
 
     def tilted_lower(self, theta: float) -> TiltedLower | None:
         """The tilted lumped pair at θ (window cut as :meth:`tilted`'s), cached."""
         target = self.expected_delta(theta)
         build = partial(tilt_lower, self.lower_items, theta, self.grid, target)
-        return self._lookup(self.lower_cache, True, (theta, target), build)
+        return self.composites.lower((theta, target), build)
 
     def poor(self, t: Tilted, eps: float, value: float) -> bool:
         """Whether the untilted side is read beside the tilted composite ``t``, whose certified δ at ε is

@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose.accounting._pld.concurrency import speedups_on
 from dpcompose.accounting._pld.distribution import PLD, pld_of_atoms
 from dpcompose.accounting._pld.subsample.cells import Cells, Sampling, check_cells, order, symmetric
 
@@ -164,8 +165,14 @@ def lazy_pld(build: Build, key: object, thin: PLD | None = None) -> PLD:
     """The PLD ``build`` returns, built on first use: its sides and, for Poisson sampling, its reverse
     order's (each order built when first read). ``key`` stands for its contents
     (:func:`~dpcompose.accounting._pld.distribution.content_key`); ``thin`` is its thin version
-    (:attr:`PLD.thin`)."""
+    (:attr:`PLD.thin`). With the speed devices off
+    (:func:`~dpcompose.accounting._pld.concurrency.speedups`), both orders are built here, one after the
+    other (their lower sides are still built where read)."""
     bits, tail, name, sampling = build.bits, build.tail, build.name, build.sampling
+    if not speedups_on():
+        build()
+        if sampling == "poisson":
+            build.reverse()
     rev = None
     if sampling == "poisson":
         rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build))
