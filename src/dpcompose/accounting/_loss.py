@@ -283,8 +283,8 @@ class PrivacyLoss:
             ...
             dpcompose.errors.UnsupportedComposition: ...
         """
-        def problem() -> str:  # (formatted only when raised: found by review, repr of 10⁶ parts on every
-            return f"parts={parts!r} must be an iterable of PrivacyLoss values"  # call was 62% of the time)
+        def problem() -> str:  # (formatted only when raised: the repr of 10⁶ parts on every call would
+            return f"parts={parts!r} must be an iterable of PrivacyLoss values"  # take 62% of the time)
 
         if isinstance(parts, (PrivacyLoss, str, bytes)) or not isinstance(parts, Iterable):
             raise InvalidParameter(problem())
@@ -766,7 +766,7 @@ def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
 def _reading_plds(loss: PrivacyLoss) -> tuple[PLD, ...]:
     """The PLDs that :meth:`PrivacyLoss.epsilon_bounds`, ``epsilon`` and ``delta`` read: the plain lattice's,
     and the aligned lattice's where there is one (:func:`_pld_aligned`). Both are certified, so their
-    intervals are intersected: neither lattice is the tighter at every δ (found by review: 5 × Laplace(1/3),
+    intervals are intersected: neither lattice is the tighter at every δ (e.g. 5 × Laplace(1/3),
     whose atom 3 + 2e-16 lies just above a plain lattice point, reads [14.9999999678, 14.9999999680] plain
     and [14.9999999633, 15.0000047276] aligned at δ = 1e-9, but 15.0000610352 plain and 15.0000047623
     aligned at δ = 1e-14). Reading both costs about twice the time of one."""
@@ -799,8 +799,8 @@ def intersect(bounds: list[tuple[Fraction, Fraction]]) -> tuple[Fraction, Fracti
     """The intersection of certified intervals (each contains the truth, so their intersection does).
 
     Disjoint intervals would mean one of them is wrong, and nothing here says which: then the hull is
-    returned, which contains the truth if either does (clipping to the least upper end, as before, could
-    have reported a wrong upper end)."""
+    returned, which contains the truth if either does (clipping to the least upper end could report a
+    wrong upper end)."""
     lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
     if lo > hi:
         return min(b[0] for b in bounds), max(b[1] for b in bounds)

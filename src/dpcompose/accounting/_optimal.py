@@ -400,7 +400,7 @@ class _GridLevel:
 
 
 def _grid_step(groups: Sequence[tuple[Fraction, int]], level: int) -> float:
-    total = sum(float(v) * c for v, c in groups)  # as before: the lower bound's grid is unchanged
+    total = sum(float(v) * c for v, c in groups)  # the lower bound's grid: the total ε over 4096 · 2^level
     return float(total / (4096.0 * 2**level))
 
 

@@ -161,7 +161,7 @@ def subsampled_zcdp_to_renyi(rho: Number, q: Number, orders: Sequence[Number]) -
 
 def _log_removal(base: Callable[[int], Fraction], q: Fraction, alpha: int) -> Fraction | None:
     """An upper bound on ln A_α (the removal sum), or None where a term's exponent is beyond the float range
-    (found by review: inf − inf gave a NaN and the message "q=nan")."""
+    (so that inf − inf cannot give a NaN and the message "q=nan")."""
     return _log_removal_cached(tuple(base(j) for j in range(2, alpha + 1)), q, alpha)
 
 

@@ -104,7 +104,7 @@ def _subsampled(m: _Mechanism, rate: Any, sampling: Any, where: str) -> _Mechani
     (log(1 + q(e^ε − 1)), qδ) (Balle–Barthe–Gaboardi 2018 Thm 8, resp. Thm 9) for the generic theorems. A
     zCDP guarantee has no amplification theorem here: a subsampled Gaussian is accounted by its pair alone.
     """
-    q_in = _number(rate, "rate", where)  # (its own message names where: found by review, it was doubled)
+    q_in = _number(rate, "rate", where)  # (its own message names where; not prefixed again)
     try:  # PrivacyLoss.subsampled checks the rate (in [0, 1]) and the sampling
         loss = PrivacyLoss.subsampled(m.loss, q_in, sampling)
     except InvalidParameter as exc:
@@ -199,7 +199,7 @@ def _parse_mech(text: str) -> dict[str, Any]:
         key, eq, value = item.partition("=")
         if not eq:
             raise InvalidParameter(f"--mech {text!r}: {item!r} must be key=value")
-        if key.strip() in spec:  # (found by review: sigma=1,sigma=2 kept the last silently)
+        if key.strip() in spec:  # (sigma=1,sigma=2 would otherwise keep the last silently)
             raise InvalidParameter(f"--mech {text!r}: {key.strip()!r} is given twice")
         spec[key.strip()] = value.strip()
     return spec
@@ -291,15 +291,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.set_defaults(repeated=[])
     args = parser.parse_args(argv)
     try:
-        if args.repeated:  # (argparse keeps the last one silently; found by review)
+        if args.repeated:  # (argparse would keep the last one silently)
             raise InvalidParameter(f"{args.repeated[0]} is given more than once")
         specs = [_parse_mech(t) for t in args.mech]
         delta_text, eps_text = args.delta, args.epsilon
         if args.file:
             try:
                 with open(args.file, encoding="utf-8") as fh:
-                    # (a repeated key is refused: found by review, json kept the last value silently, and
-                    # {"sigma": 1, "sigma": 50} was accounted at σ = 50)
+                    # (a repeated key is refused: json keeps the last value silently, so
+                    # {"sigma": 1, "sigma": 50} would be accounted at σ = 50)
                     data = json.load(fh, object_pairs_hook=unique_keys)
             except (OSError, ValueError) as exc:  # (SerializationError, a ValueError too: a repeated key)
                 raise InvalidParameter(f"--file {args.file!r}: {exc}") from None
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise InvalidParameter(f"--file {args.file!r}: needs an object with a 'mechanisms' list")
             specs += [dict(s) if isinstance(s, dict) else {"name": s} for s in data["mechanisms"]]
             if data.get("delta") is not None and data.get("epsilon") is not None:
-                raise InvalidParameter(  # (found by review: delta was used silently)
+                raise InvalidParameter(  # (neither is picked silently)
                     f"--file {args.file!r}: give 'delta' (to get ε) or 'epsilon' (to get δ), not both"
                 )
             if (args.delta is not None and data.get("epsilon") is not None) or (
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         if delta_text is None and eps_text is None:
             raise InvalidParameter("pass --delta (to get ε) or --epsilon (to get δ)")
         mechs = [_mechanism(s, f"mechanism {i}") for i, s in enumerate(specs)]
-        # (n copies as one composed part: found by review, count = 10⁸ built a list of 10⁸ entries)
+        # (n copies as one composed part, so that count = 10⁸ does not build a list of 10⁸ entries)
         total = PrivacyLoss.compose(
             [PrivacyLoss("composed", (), ((m.loss, m.count),)) if m.count > 1 else m.loss for m in mechs]
         )

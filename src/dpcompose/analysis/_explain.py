@@ -19,8 +19,8 @@ _NOT_USED = "—"  # the cost shown for a candidate theorem that could not certi
 class ExplanationRow:
     """One node of the tree: its depth, label, interaction, measure/metric, cost at its ``d_in``,
     theorem, source, and the runners-up the policy rejected (theorem, cost); ``chosen`` marks those whose
-    exact cost is the one chosen (a shown cost rounds: found by review, basic's ε = 0.3 and optimal's
-    0.29999999 both showed as 0.3 and both were marked chosen)."""
+    exact cost is the one chosen (a shown cost rounds: basic's ε = 0.3 and optimal's 0.29999999 both
+    show as 0.3, and only the exact one is marked chosen)."""
 
     depth: int
     label: str

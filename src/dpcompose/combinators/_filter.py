@@ -311,7 +311,7 @@ class _FilterAccountant(Accountant):
             ZCDP: (ZCDPFilter,),
             RenyiDP: (RenyiFilter,),
         }[type(self.measure)]
-        if type(rule) not in allowed:  # (found by review: a subclass's own admit() was trusted unchecked)
+        if type(rule) not in allowed:  # (a subclass's own admit() would be trusted unchecked)
             if isinstance(rule, allowed):
                 base = next(c for c in allowed if isinstance(rule, c)).__name__
                 raise InvalidParameter(

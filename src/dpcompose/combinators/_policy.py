@@ -393,7 +393,8 @@ def plan_composition(
                 )
                 raise UnsupportedComposition(
                     f"no applicable theorem ({', '.join(names)}) fits the target delta={delta}: "
-                    # (found by review: a PLD window too large for memory read as "profiles do not reach it")
+                    # (each theorem's own reason, so that a PLD window too large for memory does not read
+                    # as "profiles do not reach it")
                     + ("; ".join(f"{n}: {why}" for n, why in refusals) if refusals else why)
                 )
             return min(results, key=lambda nv: (nv[1][0], nv[1][1]))[1]
@@ -587,7 +588,7 @@ def _renyi_curves_candidate(
 def _profile_plan(measures: Sequence[Measure[Any]], theorem: str, sources: dict[str, str], kind: str) -> Plan:
     """Composition into ProfileDP: the children's profiles (their pairs attached) compose; the result is
     read by the least of its routes (``auto``), by the pairs' PLD only (``pld``) or without pairs
-    (``basic``: the profile rules as before pairs, KOV 2015 / Dong–Roth–Su 2019 / Bun–Steinke 2016)."""
+    (``basic``: the profile rules without pairs, KOV 2015 / Dong–Roth–Su 2019 / Bun–Steinke 2016)."""
     if theorem not in ("auto", "basic", "pld"):
         raise UnsupportedComposition(
             f"theorem={theorem!r} does not apply to {kind} composition into ProfileDP; applicable: auto, "

@@ -459,7 +459,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
     # A Poisson-subsampled pair is composed order by order: every mechanism of a composition must see the
     # same order of neighbours (PrivacyLoss.order_sensitive). The library's transformations keep D ⊆ D′ as
     # T(D) ⊆ T(D′); a user-written one may reverse it (a complement against a public universe, say), and
-    # a composition mixing the orders can exceed both (found by review: δ 0.0298 where 0.02 was promised).
+    # a composition mixing the orders can exceed both (e.g. δ 0.0298 where order by order reads 0.02).
     # Through a user transformation such a pair is dropped: the child is read by its other description.
     kept_order = _all_verified(t)
 

@@ -209,7 +209,7 @@ class ApproxDP(Measure[tuple[Fraction, Fraction]]):
         if not isinstance(d, tuple) or len(d) != 2:
             raise InvalidParameter(f"{what}={d!r} must be a pair (epsilon, delta) of exact numbers")
         eps, delta = exact_cost(d[0], f"{what} epsilon"), exact_cost(d[1], f"{what} delta")
-        if delta >= 1:  # (found by review: δ = 1 was charged; it promises nothing)
+        if delta >= 1:  # (δ = 1 promises nothing, so it is never charged)
             raise InvalidParameter(f"{what} delta={delta} must be below 1 (δ = 1 is no privacy guarantee)")
         return eps, delta
 

@@ -136,7 +136,7 @@ class Queryable(Generic[Q, A]):
             self._spawned = [r for r in self._spawned if r() is not None]
             self._spawned_kept = len(self._spawned)
 
-    # found by review: copy.copy of an adaptive compositor answered twice its budget (each copy had its own)
+    # a copy (copy.copy, pickle) would hold its own budget state, so the two could answer twice the budget
     def _no_copy(self) -> NoReturn:
         raise SequentialityError(
             f"{self.name} cannot be copied or pickled: the copy would hold a second copy of its budget "

@@ -152,7 +152,7 @@ class Context:
             raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
         if split_evenly_over is not None:
             n = validate_count(split_evenly_over, "split_evenly_over")
-            if n > _MAX_SHARES:  # found by review: 10**9 built a list of 10**9 shares (24 GB, killed)
+            if n > _MAX_SHARES:  # one share is held per query: 10**9 of them would take about 24 GB
                 raise InvalidParameter(
                     f"split_evenly_over={split_evenly_over!r}: at most {_MAX_SHARES} queries per context "
                     "(one share each); split the budget between contexts for more"

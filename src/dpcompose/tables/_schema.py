@@ -148,7 +148,8 @@ def check_column_name(name: str, what: str, taken: Iterable[str] = ()) -> None:
     if "." in name or "`" in name:
         raise InvalidParameter(f"{what} {name!r} must not contain '.' or '`' (Spark reads them as paths)")
     if name == "*" or (name.startswith("^") and name.endswith("$")):
-        # found by review: pl.col('^x$') read an undeclared column x, and a column '*' failed after the charge
+        # Polars reads pl.col('^x$') as a pattern (an undeclared column x would be read), and a column '*'
+        # would fail only after the charge
         raise InvalidParameter(
             f"{what} {name!r} is a wildcard or a regular expression to Polars (which would read other "
             "columns): rename it"

@@ -394,7 +394,7 @@ class SparkEngine:
 
     def schema(self, data: Any) -> Mapping[str, str]:
         twice = sorted(n for n, c in Counter(f.name for f in data.schema.fields).items() if c > 1)
-        if twice:  # found by review: a dict kept one of them, and the query failed after its charge
+        if twice:  # a dict would keep one of them, and the query would fail after its charge
             raise DomainMismatch(
                 f"the Spark DataFrame has column(s) {', '.join(map(repr, twice))} more than once (a join "
                 "keeps both sides' columns): rename or drop the copies"

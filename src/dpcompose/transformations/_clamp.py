@@ -92,7 +92,7 @@ def _clamp_int64(data: Any, lo: int, hi: int) -> np.ndarray[Any, np.dtype[np.int
 def _check_float_bounds(bounds: tuple[Any, Any]) -> None:
     """Float clamping bounds must be float64 values exactly: ``np.clip`` rounds a bound to the nearest
     float, which can lie outside it (2**53 + 3 becomes 2**53 + 4; a Fraction bound made an object array),
-    and the output would leave the declared domain (found by review: clamp >> sum then under-reported)."""
+    and the output would leave the declared domain (so that clamp >> sum cannot under-report)."""
     for b in bounds:
         if isinstance(b, bool) or not isinstance(b, int | float | Fraction):
             raise InvalidParameter(f"bounds={bounds!r} must be numbers for a float domain")
@@ -121,7 +121,7 @@ def _short(b: object) -> str:
     10**400 would otherwise fill the message."""
     try:
         text = repr(b)
-    except ValueError:  # beyond Python's 4300-digit int-to-str limit (found by review: it raised here)
+    except ValueError:  # beyond Python's 4300-digit int-to-str limit, repr raises
         if isinstance(b, int):
             return f"an integer of about {int(abs(b).bit_length() * math.log10(2)) + 1} digits"
         return f"a {type(b).__name__} too long to print"
