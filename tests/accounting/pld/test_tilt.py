@@ -196,9 +196,9 @@ _FAR_TERMS = {"eps": st.floats(0.0, 60.0), "k": st.integers(60, 400)}  # (the te
 
 
 def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
-    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^ε·S₂, ``_Tilted.far``): its error
-    bound is checked against the exact sum of the same float terms (mpmath), and the whole reading against
-    the one that sums every term on its own (within the two bounds' slack)."""
+    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^{ε−c}·S₂, ``Tilted.far``): its
+    error bound is checked against the exact sum of the same float terms (mpmath), and the whole reading
+    against the one that sums every term on its own (within the two bounds' slack)."""
     pld = pld_randomized_response(0.5, step_bits=8).self_compose(k)
     pld.epsilon(1e-9)  # builds a tilted composite
     assert pld.recipe is not None
@@ -408,3 +408,45 @@ def test_suffix_sums_that_overflow_raise_no_warning() -> None:
         warnings.simplefilter("error")
         lo, hi = pld.epsilon_bounds(0)
     assert lo <= hi
+
+
+def _kary_rr_atoms(eps0: int, k: int, n: int) -> Atoms:
+    """The positive loss atoms of k-ary randomized response at ε₀ composed n times (a step's loss is ε₀,
+    −ε₀ or 0 with probabilities e^ε₀/z, 1/z, (k − 2)/z, z = e^ε₀ + k − 1): a trinomial sum in mpmath."""
+    e = mpmath.exp(eps0)
+    z = e + k - 1
+    pp, pm, p0 = e / z, 1 / z, (k - 2) / z
+    atoms: Atoms = {}
+    for m in range(1, n + 1):  # m = (steps at +ε₀) − (steps at −ε₀)
+        atoms[Fraction(eps0 * m)] = mpmath.fsum(
+            math.factorial(n) // (math.factorial(m + b) * math.factorial(b) * math.factorial(n - m - 2 * b))
+            * pp ** (m + b) * pm**b * p0 ** (n - m - 2 * b)
+            for b in range((n - m) // 2 + 1)
+        )
+    return atoms
+
+
+def test_far_sums_whose_terms_are_subnormal_do_not_under_report() -> None:
+    """The far terms' suffix sum of Tᵢ·e^{−ℓᵢ} is read times e^ε (1e228 at ε = 525). Stored unshifted, its
+    terms were subnormal where ℓ + ln(1/T) passed ~708, and their absolute rounding (up to 2**-1075, either
+    way) times e^ε under-reported δ by up to 1.3e-3 relative: δ(525.67…) read 2.41217e-93 against the exact
+    2.41300e-93 (and ε(2.41252e-93) read 525.67144 against 525.67471). Checked against the exact trinomial
+    composition (the PLD holds its atoms exactly: ±6 lie on the lattice) on a scan of both ends of
+    ``delta_bounds`` and ``epsilon_bounds``."""
+    with mpmath.workdps(40):
+        atoms = _kary_rr_atoms(6, 20000, 200)
+        pld = pld_randomized_response(6, 20000, step_bits=8).self_compose(200)
+        e0 = 525.6728122162667
+        assert mp(pld.delta(e0)) >= delta(atoms, Fraction(e0))
+        d0 = 2.4125197850160453e-93
+        assert delta(atoms, Fraction(pld.epsilon(d0))) <= d0
+        for e in np.linspace(520.0, 530.0, 41):
+            lo, hi = pld.delta_bounds(float(e))
+            x = delta(atoms, Fraction(float(e)))
+            assert mp(lo) <= x <= mp(hi), (float(e), lo, float(x), hi)
+            assert mp(hi) - mp(lo) <= 1e-7 * x  # (and tight: 5.8e-8 at most)
+        for d in (1e-91, 2e-92, 5e-93, d0, 1e-93, 3e-94, 5e-95):
+            e_lo, e_hi = pld.epsilon_bounds(d)
+            assert delta(atoms, Fraction(e_hi)) <= d, (d, e_hi)
+            assert e_lo == 0 or delta(atoms, Fraction(e_lo)) > d, (d, e_lo)
+            assert e_hi - e_lo <= 1e-6, (d, e_lo, e_hi)
