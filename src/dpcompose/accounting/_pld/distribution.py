@@ -544,14 +544,21 @@ class PLD:
             hi = self._delta_up(eps)
             return self._delta_lower(eps, hi), hi
 
-    def _delta_lower(self, eps: Fraction, hi: Fraction) -> Fraction:
-        """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``."""
+    def _delta_lower(
+        self, eps: Fraction, hi: Fraction, tilted_read: tuple[float | None] | None = None
+    ) -> Fraction:
+        """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``;
+        ``tilted_read`` holds :meth:`Recipe.delta_lo` at the float ε used here where the caller read it
+        already (it is not read again: the composite may have been evicted since)."""
         if self.gaussian is not None:  # the closed form, certified both ways
             return min(hi, Fraction(gaussian_delta_lower(self.gaussian[2], eps)))
         e_up = float(eps)
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
-        tilted = self._recipe.delta_lo(e_up) if self._recipe is not None else None
+        if tilted_read is not None:
+            tilted = tilted_read[0]
+        else:
+            tilted = self._recipe.delta_lo(e_up) if self._recipe is not None else None
         lumped = tilted or 0.0
         if tilted is None or tilted < float(hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted too
             lumped = max(lumped, self._delta_lumped(e_up) or 0.0)
@@ -637,8 +644,8 @@ class PLD:
             tilted = recipe.delta_lo(y)
             if tilted is not None and tilted > d_up:  # (then so is δ's lower end: see _delta_lower)
                 return True
-            at = Fraction(y)
-            return self._delta_lower(at, self._delta_up(at)) > d_up
+            at = Fraction(y)  # (float(at) is y: the value read above is the one _delta_lower reads)
+            return self._delta_lower(at, self._delta_up(at), (tilted,)) > d_up
 
         y = recipe.lumped_epsilon(d_up, stop, lambda: self._lumped_epsilon(d_up, stop), certifies)
         return Fraction(max(0.0, min(y, stop)))

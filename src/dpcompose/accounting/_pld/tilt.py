@@ -435,10 +435,11 @@ def _fit(
 ) -> tuple[int, int, int, float]:
     """``(b_lo, b_hi, size, top_b)``: the FFT size for the window, with the bottom cut up to 1.5 tilted
     standard deviations below the tilted mean where e^{−θ·size} < 1e-12·target (see :func:`tilt`), or
-    0.1·θ·var + 0.5 standard deviations where that is more: the ε whose tilt is θ (:func:`_on_grid`, a cell
-    of ratio 2**(1/4) around θ) lie near the means of tilts down to θ·2**(−1/8), about (1 − 2**(−1/8))·θ·var
-    ≤ 0.09·θ·var below this one's. (Only the time depends on it: where ε lies below the window, the
-    untilted side is read.)"""
+    0.1·θ·var + 0.5 standard deviations where that is more: the ε whose tilt is θ (``Recipe.
+    theta_for_epsilon``: of the grid tilts, ratio 2**(1/4), the one whose mean is nearer ε) lie above the
+    midpoint between this tilt's mean and the one of the grid tilt below, where the mean is smooth in θ about
+    (1 − 2**(−1/4))·θ·var/2 ≤ 0.08·θ·var below this one's. (Only the time depends on it: where ε lies below
+    the window, the untilted side is read.)"""
     size = 1 << max(1, (b_hi - b_lo).bit_length())
     if target is not None and target > 0:
         sd = math.sqrt(var)
