@@ -66,6 +66,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -776,7 +777,7 @@ def _compose_groups_one_scheme(
         # children's composition
         return PLD(
             bits, None, None, tail, description, (mu_c, width, mu_lo),
-            _lazy=lambda: _compose_on_lattice(groups, description, long), step_mult=grid.mult,
+            _lazy=partial(_compose_on_lattice, groups, description, long), step_mult=grid.mult,
         )
     return _compose_on_lattice(groups, description, long)
 
@@ -790,24 +791,11 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
     if long is None:
         long = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1 > FOURIER_MIN
     _check_reach(grid, groups)
-    if long and tail > 0:
-
-        def items() -> list[tuple[Side, int]]:
-            return [(p.upper, n) for p, n in groups]
-
-        def upper() -> Side:
-            return compose_many(items(), True, tail, bits)
-
-        def lower_items() -> list[tuple[Side, int]]:
-            return [(p.lower, n) for p, n in groups]
-
-        def lower() -> Side:
-            return compose_many(lower_items(), False, tail, bits)
-
-        recipe = Recipe(items, grid, lower_items)
+    if long and tail > 0:  # (partials of module functions, not closures: a copy or a pickle carries them)
+        recipe = Recipe(partial(_sides, groups, True), grid, partial(_sides, groups, False))
         return PLD(
-            bits, None, None, tail, description, _lazy_lower=lower, _lazy_upper=upper, _recipe=recipe,
-            step_mult=grid.mult,
+            bits, None, None, tail, description, _lazy_lower=partial(_composed, groups, False, tail, bits),
+            _lazy_upper=partial(_composed, groups, True, tail, bits), _recipe=recipe, step_mult=grid.mult,
         )
     result: PLD | None = None
     for p, n in groups:
@@ -815,6 +803,16 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
         result = part if result is None else _compose_direct(result, part)
     assert result is not None
     return PLD(bits, result.upper, result.lower, tail, description, step_mult=grid.mult)
+
+
+def _sides(groups: Sequence[tuple[PLD, int]], upper: bool) -> list[tuple[Side, int]]:
+    """Each PLD's upper (or lower) side with its count."""
+    return [(p.upper if upper else p.lower, n) for p, n in groups]
+
+
+def _composed(groups: Sequence[tuple[PLD, int]], upper: bool, tail: float, bits: int) -> Side:
+    """The composite upper (or lower) side of ``n`` copies of each PLD (:func:`compose_many`)."""
+    return compose_many(_sides(groups, upper), upper, tail, bits)
 
 
 def _reach(groups: Sequence[tuple[PLD, int]]) -> int:
@@ -877,8 +875,8 @@ def _view(p: PLD, description: str, gaussian: tuple[float, float, float] | None,
     lattice, under another description, closed form and reverse order."""
     return PLD(
         p.step_bits, p._upper, p._lower, p.tail, description, gaussian, reverse, _lazy=p._lazy,
-        _lazy_lower=None if p._lower is not None else (lambda: p.lower),
-        _lazy_upper=None if p._upper is not None else (lambda: p.upper), _recipe=p._recipe,
+        _lazy_lower=None if p._lower is not None else partial(getattr, p, "lower"),
+        _lazy_upper=None if p._upper is not None else partial(getattr, p, "upper"), _recipe=p._recipe,
         sampling=p.sampling, step_mult=p.step_mult,
     )
 

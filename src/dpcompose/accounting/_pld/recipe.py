@@ -35,6 +35,9 @@ FloatArray = npt.NDArray[np.float64]
 _T = TypeVar("_T")
 
 
+_PER_PROCESS = ("cache", "lower_cache", "screen", "building", "lock")  # (not copied: Recipe.__getstate__)
+
+
 @dataclass
 class Recipe:
     """What a long composition was built from (the children's upper sides and counts), so that δ(ε) and
@@ -67,6 +70,19 @@ class Recipe:
     """The composites being built, each by one thread (the others wait for it)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     tilts: dict[float, float] = field(default_factory=dict)  # ε → :meth:`theta_for_epsilon` (a memo)
+
+    def __getstate__(self) -> dict[str, object]:
+        """The state a copy or a pickle carries: not the lock, the builds in progress, nor the caches (a
+        copy starts with empty ones and rebuilds what it reads, identically: the readings are pure)."""
+        state = dict(self.__dict__)
+        for name in _PER_PROCESS:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.cache, self.lower_cache, self.screen = {}, {}, []
+        self.building, self.lock = {}, threading.Lock()
 
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""
