@@ -332,3 +332,17 @@ def test_long_compositions_deepcopy_and_pickle(kind: str) -> None:
         for copied in (copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
             assert copied.epsilon_bounds(1e-6) == answer
             assert copied.delta(1.0) == p.delta(1.0)
+
+
+def test_repr_builds_nothing() -> None:
+    """repr of a Gaussian composition past μ = 30 built the children's whole lattice (3.9 s at μ = 31.6) or
+    raised "window spans …" (μ = 200); of a long composition, its untilted side. It reads what is held."""
+    for p in (
+        pld_gaussian(1, 0.2).self_compose(40),  # μ = 31.6
+        pld_gaussian(1, 0.2).self_compose(1600),  # μ = 200
+        pld_laplace(1, 10).self_compose(1000),
+    ):
+        text = repr(p)
+        assert text.startswith("PLD(") and p.upper_if_built is None and p.lower_if_built is None
+    assert "μ≤31.6228" in repr(pld_gaussian(1, 0.2).self_compose(40))
+    assert repr(pld_laplace(1, 10, aligned=True)).endswith("3279 points, inf≤0)")

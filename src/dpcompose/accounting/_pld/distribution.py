@@ -702,10 +702,16 @@ class PLD:
             return self.epsilon_up(dq, delta)
 
     def __repr__(self) -> str:
-        return (
-            f"PLD({self.description or '?'}, h={self.grid.describe()}, "
-            f"{self.upper.masses.size} points, inf≤{self.upper.inf + self.upper.err:.3g})"
-        )
+        """What the PLD is, from what it holds already: building a side (a long composition's, or the
+        lattice of a Gaussian composition past μ = 30) can take seconds or be refused, so repr builds none."""
+        side = self._upper
+        if side is not None:
+            held = f"{side.masses.size} points, inf≤{side.inf + side.err:.3g}"
+        elif self.gaussian is not None:
+            held = f"Gaussian μ≤{self.gaussian[0]:.6g}, read in closed form"
+        else:
+            held = "sides not built"
+        return f"PLD({self.description or '?'}, h={self.grid.describe()}, {held})"
 
 
 def compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: bool | None = None) -> PLD:
