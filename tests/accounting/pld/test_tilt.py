@@ -4,6 +4,7 @@ compositions in mpmath, and as tight as the float error allows (relative to δ, 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from fractions import Fraction
 
 import mpmath
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dpcompose.accounting import pld_approx, pld_laplace, pld_randomized_response
+from dpcompose.accounting import pld_approx, pld_laplace, pld_randomized_response, pld_subsampled_gaussian
 from dpcompose.accounting._pld import concurrency as concurrency_mod
 from dpcompose.accounting._pld import side as side_mod
 from dpcompose.accounting._pld import tilt as tilt_mod
@@ -150,8 +151,8 @@ def test_theta_choice_and_cache() -> None:
     assert pld.delta(first) <= 1e-6 and len(recipe.cache) == 1
     (theta, target), tilted = next(iter(recipe.cache.items()))
     assert target == recipe.expected_delta(theta) and tilted is not None
-    # θ is the answer's own tilt (the grid θ nearest the saddle point): the tilted mean sits near the
-    # answer, within the shift across θ's grid cell (0.09·θ·K''), and θ has few significant bits
+    # θ is the answer's own tilt (the grid θ whose tilted mean is nearer the answer): the tilted mean sits
+    # near the answer, within half the shift between grid tilts (0.08·θ·K''), and θ has few significant bits
     assert theta == recipe.theta_for_epsilon(float(first))
     _, k1, k2 = recipe.cumulants(theta)
     assert abs(k1 * pld.step - float(first)) < 0.5 + 0.1 * theta * k2 * pld.step
@@ -196,9 +197,9 @@ _FAR_TERMS = {"eps": st.floats(0.0, 60.0), "k": st.integers(60, 400)}  # (the te
 
 
 def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
-    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^ε·S₂, ``_Tilted.far``): its error
-    bound is checked against the exact sum of the same float terms (mpmath), and the whole reading against
-    the one that sums every term on its own (within the two bounds' slack)."""
+    """δ(ε) reads the terms with loss ≥ ε + 1 from two suffix sums (S₁ − e^{ε−c}·S₂, ``Tilted.far``): its
+    error bound is checked against the exact sum of the same float terms (mpmath), and the whole reading
+    against the one that sums every term on its own (within the two bounds' slack)."""
     pld = pld_randomized_response(0.5, step_bits=8).self_compose(k)
     pld.epsilon(1e-9)  # builds a tilted composite
     assert pld.recipe is not None
@@ -243,8 +244,6 @@ def test_theta_model_resolves_a_small_rate_step() -> None:
     composite's variance vanished from the model, the θ chosen for the add order centred the tilted window
     above the answer, and its error terms came to 2.6e34 × δ (the untilted side was read instead, twice
     the time). Grouped around the mode, the model keeps the bulk entry by entry."""
-    from dpcompose.accounting import pld_subsampled_gaussian
-
     pld = pld_subsampled_gaussian(0.6, 1e-5).self_compose(10**6)
     assert pld.reverse is not None
     add = pld.reverse
@@ -266,8 +265,6 @@ def test_lower_labels_cut_relative_to_the_drifted_label_lose_nothing() -> None:
     ε + min(g, 0) (the labels' drift g: −46 here). Cut relative to the label ε itself (1e-147 of mass above
     it), seven times as many labels were summed; the value must be the one every label gives."""
     import dataclasses
-
-    from dpcompose.accounting import pld_subsampled_gaussian
 
     pld = pld_subsampled_gaussian(0.6, 1e-5).self_compose(10**6)
     lo, hi = pld.epsilon_bounds(1e-6)
@@ -408,3 +405,104 @@ def test_suffix_sums_that_overflow_raise_no_warning() -> None:
         warnings.simplefilter("error")
         lo, hi = pld.epsilon_bounds(0)
     assert lo <= hi
+
+
+def _kary_rr_atoms(eps0: int, k: int, n: int) -> Atoms:
+    """The positive loss atoms of k-ary randomized response at ε₀ composed n times (a step's loss is ε₀,
+    −ε₀ or 0 with probabilities e^ε₀/z, 1/z, (k − 2)/z, z = e^ε₀ + k − 1): a trinomial sum in mpmath."""
+    e = mpmath.exp(eps0)
+    z = e + k - 1
+    pp, pm, p0 = e / z, 1 / z, (k - 2) / z
+    atoms: Atoms = {}
+    for m in range(1, n + 1):  # m = (steps at +ε₀) − (steps at −ε₀)
+        atoms[Fraction(eps0 * m)] = mpmath.fsum(
+            math.factorial(n) // (math.factorial(m + b) * math.factorial(b) * math.factorial(n - m - 2 * b))
+            * pp ** (m + b) * pm**b * p0 ** (n - m - 2 * b)
+            for b in range((n - m) // 2 + 1)
+        )
+    return atoms
+
+
+def test_far_sums_whose_terms_are_subnormal_do_not_under_report() -> None:
+    """The far terms' suffix sum of Tᵢ·e^{−ℓᵢ} is read times e^ε (1e228 at ε = 525). Stored unshifted, its
+    terms were subnormal where ℓ + ln(1/T) passed ~708, and their absolute rounding (up to 2**-1075, either
+    way) times e^ε under-reported δ by up to 1.3e-3 relative: δ(525.67…) read 2.41217e-93 against the exact
+    2.41300e-93 (and ε(2.41252e-93) read 525.67144 against 525.67471). Checked against the exact trinomial
+    composition (the PLD holds its atoms exactly: ±6 lie on the lattice) on a scan of both ends of
+    ``delta_bounds`` and ``epsilon_bounds``."""
+    with mpmath.workdps(40):
+        atoms = _kary_rr_atoms(6, 20000, 200)
+        pld = pld_randomized_response(6, 20000, step_bits=8).self_compose(200)
+        e0 = 525.6728122162667
+        assert mp(pld.delta(e0)) >= delta(atoms, Fraction(e0))
+        d0 = 2.4125197850160453e-93
+        assert delta(atoms, Fraction(pld.epsilon(d0))) <= d0
+        for e in np.linspace(520.0, 530.0, 41):
+            lo, hi = pld.delta_bounds(float(e))
+            x = delta(atoms, Fraction(float(e)))
+            assert mp(lo) <= x <= mp(hi), (float(e), lo, float(x), hi)
+            assert mp(hi) - mp(lo) <= 1e-7 * x  # (and tight: 5.8e-8 at most)
+        for d in (1e-91, 2e-92, 5e-93, d0, 1e-93, 3e-94, 5e-95):
+            e_lo, e_hi = pld.epsilon_bounds(d)
+            assert delta(atoms, Fraction(e_hi)) <= d, (d, e_hi)
+            assert e_lo == 0 or delta(atoms, Fraction(e_lo)) > d, (d, e_lo)
+            assert e_hi - e_lo <= 1e-6, (d, e_lo, e_hi)
+
+
+def test_epsilon_tilt_is_the_grid_tilt_whose_mean_is_nearer() -> None:
+    """ε's tilt was the grid θ nearest in log scale to the one centring the composite at ε. Where the tilted
+    mean leaps with θ (a rare large loss takes over), that θ centred far above ε: 10⁵ DP-SGD steps at
+    σ = 0.8, q = 1e-4 read every ε in ~(0.41, 1.6) from the tilt 0.00069, centred at ε ≈ 99, dominated by
+    its error terms; δ(ε) fell back to the untilted floor (1.4e-10) and ε(1e-10) read 1.6413 (0.5475 now,
+    and its bounds took 32 s, 0.2 s now). The grid tilt whose mean is nearer ε is read instead."""
+    pld = pld_subsampled_gaussian(0.8, 1e-4).self_compose(100_000)
+    recipe = pld.recipe
+    assert isinstance(recipe, Recipe)
+    for eps in (0.45, 0.6, 1.0, 1.5):
+        theta = recipe.theta_for_epsilon(eps)
+        scaled = eps / pld.step
+        mean = recipe.cumulants(theta)[1]
+        k = round(4 * math.log2(theta))
+        for other in (k - 1, k + 1):  # the neighbouring grid tilts centre farther from ε
+            neighbour = tilt_mod.dyadic(2.0 ** (other / 4), tilt_mod.THETA_BITS)
+            assert abs(mean - scaled) <= abs(recipe.cumulants(neighbour)[1] - scaled)
+    assert pld.delta(1.0) < 1e-12
+    lo, hi = pld.epsilon_bounds(1e-10)
+    assert 0.5 < lo <= hi < 0.56
+    # the reading stays a function of the question: a fresh PLD reads the same
+    assert pld_subsampled_gaussian(0.8, 1e-4).self_compose(100_000).epsilon(1e-10) == hi
+
+
+def test_lower_end_of_epsilon_reads_each_lower_composite_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ε's lower end, checking a point y, read the tilted lumped pair at y, then δ's upper end, then the same
+    lumped pair again (evicted meanwhile under a small budget, so built twice); it is read once now."""
+    calls: Counter[tuple[int, float]] = Counter()
+    orig = Recipe.delta_lo
+
+    def counting(self: Recipe, eps: float) -> float | None:
+        calls[(id(self), eps)] += 1
+        return orig(self, eps)
+
+    monkeypatch.setattr(Recipe, "delta_lo", counting)
+    p = pld_laplace(1, 5, step_bits=7).self_compose(320)
+    lo, _ = p.epsilon_bounds(0.9)
+    assert calls and max(calls.values()) == 1
+    assert p.delta_bounds(lo)[0] >= Fraction(0.9)
+
+
+def test_a_composite_being_read_is_not_evicted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget evicted the least recently used composite even while a reading held it (freeing nothing,
+    and making the reading's next lookup build it again); now one in use stays."""
+    monkeypatch.setattr(concurrency_mod, "CACHE_BYTES", 1)
+    a = pld_laplace(1, 10, step_bits=8).self_compose(2000)
+    b = pld_laplace(1, 11, step_bits=8).self_compose(2000)
+    a.epsilon(1e-6)
+    ra, rb = a.recipe, b.recipe
+    assert isinstance(ra, Recipe) and isinstance(rb, Recipe)
+    (t,) = [t for t in ra.cache.values() if t is not None]
+    with concurrency_mod.HELD.in_use(t):
+        b.epsilon(1e-6)
+        assert any(x is t for x in ra.cache.values()) and rb.cached_bytes() > 0  # (the newest stays too)
+    b.epsilon(1e-12)  # (a new composite) t is not in use any more: evicted
+    assert not any(x is t for x in ra.cache.values())
+    assert not concurrency_mod.HELD.pinned

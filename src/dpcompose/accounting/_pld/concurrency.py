@@ -121,7 +121,7 @@ class once(Generic[_R]):
         return cache.setdefault(self.name, value)  # type: ignore[no-any-return]
 
 
-CACHE_BYTES = 256 << 20  # tilted composites kept in this process (the newest one always stays)
+CACHE_BYTES = 256 << 20  # tilted composites kept in this process (the newest one, and those being read, stay)
 
 Key = tuple[float, float | None]
 """A tilted composite's key: its θ and the δ its window is cut for."""
@@ -222,6 +222,24 @@ class _Held:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.order: dict[tuple[int, bool, Key], weakref.ref[_Caches]] = {}
+        self.pinned: dict[int, int] = {}  # id of a composite being read → how many readings hold it
+
+    @contextlib.contextmanager
+    def in_use(self, t: object) -> Iterator[None]:
+        """While this runs, the composite ``t`` (None: nothing) is not evicted: a reading holds it, so
+        dropping it from the cache would free nothing and only make the next lookup build it again."""
+        if t is None:
+            yield
+            return
+        with self.lock:
+            self.pinned[id(t)] = self.pinned.get(id(t), 0) + 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                left = self.pinned.pop(id(t)) - 1
+                if left:
+                    self.pinned[id(t)] = left
 
     def used(self, recipe: _Caches, lower: bool, key: Key) -> None:
         with self.lock:
@@ -231,19 +249,25 @@ class _Held:
 
     def kept(self, recipe: _Caches, lower: bool, key: Key) -> None:
         """Count a composite just cached; then evict the least recently used ones (of any recipe) while all
-        of them hold more than ``CACHE_BYTES`` (never the one just cached)."""
+        of them hold more than ``CACHE_BYTES`` (never the one just cached, nor one a reading holds:
+        :meth:`in_use`)."""
         with self.lock:
-            self.order.pop((id(recipe), lower, key), None)  # (the id of a recipe gone may be reused)
-            self.order[(id(recipe), lower, key)] = weakref.ref(recipe)
+            mine = (id(recipe), lower, key)
+            self.order.pop(mine, None)  # (the id of a recipe gone may be reused)
+            self.order[mine] = weakref.ref(recipe)
             held = 0
+            candidates = []
             for entry, ref in list(self.order.items()):  # counted afresh: composites grow when read
                 t = _cached(ref(), entry[1], entry[2])
                 if t is None:
                     del self.order[entry]  # (its recipe is gone)
                 else:
                     held += nbytes(t)
-            while held > CACHE_BYTES and len(self.order) > 1:
-                entry, ref = next(iter(self.order.items()))
+                    if entry != mine and id(t) not in self.pinned:
+                        candidates.append((entry, ref))
+            for entry, ref in candidates:  # (least recently used first)
+                if held <= CACHE_BYTES:
+                    break
                 del self.order[entry]
                 r = ref()
                 if r is not None:

@@ -66,6 +66,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -544,14 +545,21 @@ class PLD:
             hi = self._delta_up(eps)
             return self._delta_lower(eps, hi), hi
 
-    def _delta_lower(self, eps: Fraction, hi: Fraction) -> Fraction:
-        """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``."""
+    def _delta_lower(
+        self, eps: Fraction, hi: Fraction, tilted_read: tuple[float | None] | None = None
+    ) -> Fraction:
+        """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``;
+        ``tilted_read`` holds :meth:`Recipe.delta_lo` at the float ε used here where the caller read it
+        already (it is not read again: the composite may have been evicted since)."""
         if self.gaussian is not None:  # the closed form, certified both ways
             return min(hi, Fraction(gaussian_delta_lower(self.gaussian[2], eps)))
         e_up = float(eps)
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
-        tilted = self._recipe.delta_lo(e_up) if self._recipe is not None else None
+        if tilted_read is not None:
+            tilted = tilted_read[0]
+        else:
+            tilted = self._recipe.delta_lo(e_up) if self._recipe is not None else None
         lumped = tilted or 0.0
         if tilted is None or tilted < float(hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted too
             lumped = max(lumped, self._delta_lumped(e_up) or 0.0)
@@ -637,8 +645,8 @@ class PLD:
             tilted = recipe.delta_lo(y)
             if tilted is not None and tilted > d_up:  # (then so is δ's lower end: see _delta_lower)
                 return True
-            at = Fraction(y)
-            return self._delta_lower(at, self._delta_up(at)) > d_up
+            at = Fraction(y)  # (float(at) is y: the value read above is the one _delta_lower reads)
+            return self._delta_lower(at, self._delta_up(at), (tilted,)) > d_up
 
         y = recipe.lumped_epsilon(d_up, stop, lambda: self._lumped_epsilon(d_up, stop), certifies)
         return Fraction(max(0.0, min(y, stop)))
@@ -694,10 +702,16 @@ class PLD:
             return self.epsilon_up(dq, delta)
 
     def __repr__(self) -> str:
-        return (
-            f"PLD({self.description or '?'}, h={self.grid.describe()}, "
-            f"{self.upper.masses.size} points, inf≤{self.upper.inf + self.upper.err:.3g})"
-        )
+        """What the PLD is, from what it holds already: building a side (a long composition's, or the
+        lattice of a Gaussian composition past μ = 30) can take seconds or be refused, so repr builds none."""
+        side = self._upper
+        if side is not None:
+            held = f"{side.masses.size} points, inf≤{side.inf + side.err:.3g}"
+        elif self.gaussian is not None:
+            held = f"Gaussian μ≤{self.gaussian[0]:.6g}, read in closed form"
+        else:
+            held = "sides not built"
+        return f"PLD({self.description or '?'}, h={self.grid.describe()}, {held})"
 
 
 def compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: bool | None = None) -> PLD:
@@ -769,7 +783,7 @@ def _compose_groups_one_scheme(
         # children's composition
         return PLD(
             bits, None, None, tail, description, (mu_c, width, mu_lo),
-            _lazy=lambda: _compose_on_lattice(groups, description, long), step_mult=grid.mult,
+            _lazy=partial(_compose_on_lattice, groups, description, long), step_mult=grid.mult,
         )
     return _compose_on_lattice(groups, description, long)
 
@@ -783,24 +797,11 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
     if long is None:
         long = sum(n * (p.upper.masses.size - 1) for p, n in groups) + 1 > FOURIER_MIN
     _check_reach(grid, groups)
-    if long and tail > 0:
-
-        def items() -> list[tuple[Side, int]]:
-            return [(p.upper, n) for p, n in groups]
-
-        def upper() -> Side:
-            return compose_many(items(), True, tail, bits)
-
-        def lower_items() -> list[tuple[Side, int]]:
-            return [(p.lower, n) for p, n in groups]
-
-        def lower() -> Side:
-            return compose_many(lower_items(), False, tail, bits)
-
-        recipe = Recipe(items, grid, lower_items)
+    if long and tail > 0:  # (partials of module functions, not closures: a copy or a pickle carries them)
+        recipe = Recipe(partial(_sides, groups, True), grid, partial(_sides, groups, False))
         return PLD(
-            bits, None, None, tail, description, _lazy_lower=lower, _lazy_upper=upper, _recipe=recipe,
-            step_mult=grid.mult,
+            bits, None, None, tail, description, _lazy_lower=partial(_composed, groups, False, tail, bits),
+            _lazy_upper=partial(_composed, groups, True, tail, bits), _recipe=recipe, step_mult=grid.mult,
         )
     result: PLD | None = None
     for p, n in groups:
@@ -808,6 +809,16 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
         result = part if result is None else _compose_direct(result, part)
     assert result is not None
     return PLD(bits, result.upper, result.lower, tail, description, step_mult=grid.mult)
+
+
+def _sides(groups: Sequence[tuple[PLD, int]], upper: bool) -> list[tuple[Side, int]]:
+    """Each PLD's upper (or lower) side with its count."""
+    return [(p.upper if upper else p.lower, n) for p, n in groups]
+
+
+def _composed(groups: Sequence[tuple[PLD, int]], upper: bool, tail: float, bits: int) -> Side:
+    """The composite upper (or lower) side of ``n`` copies of each PLD (:func:`compose_many`)."""
+    return compose_many(_sides(groups, upper), upper, tail, bits)
 
 
 def _reach(groups: Sequence[tuple[PLD, int]]) -> int:
@@ -870,8 +881,8 @@ def _view(p: PLD, description: str, gaussian: tuple[float, float, float] | None,
     lattice, under another description, closed form and reverse order."""
     return PLD(
         p.step_bits, p._upper, p._lower, p.tail, description, gaussian, reverse, _lazy=p._lazy,
-        _lazy_lower=None if p._lower is not None else (lambda: p.lower),
-        _lazy_upper=None if p._upper is not None else (lambda: p.upper), _recipe=p._recipe,
+        _lazy_lower=None if p._lower is not None else partial(getattr, p, "lower"),
+        _lazy_upper=None if p._upper is not None else partial(getattr, p, "upper"), _recipe=p._recipe,
         sampling=p.sampling, step_mult=p.step_mult,
     )
 

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._scipy import brentq
-from dpcompose.accounting._pld.concurrency import Composites, once, speedups_on
+from dpcompose.accounting._pld.concurrency import HELD, Composites, once, speedups_on
 from dpcompose.accounting._pld.floats import few_ulps_up
 from dpcompose.accounting._pld.fourier import totals
 from dpcompose.accounting._pld.lattice import Grid
@@ -32,20 +32,25 @@ from dpcompose.accounting._pld.tilt import (
 FloatArray = npt.NDArray[np.float64]
 
 
+_PER_PROCESS = ("composites", "screen")  # (not copied: Recipe.__getstate__)
+
+
 @dataclass
 class Recipe:
     """What a long composition was built from (the children's upper sides and counts), so that δ(ε) and
     ε(δ) can be read from a composite tilted for the question asked.
 
     Every reading is a function of the composition and the question alone, never of what was read before or
-    in another thread. δ(ε) reads the composite of ε's tilt (:meth:`theta_for_epsilon`: the θ that centres
-    the composite at ε, rounded to a grid of ratio 2**(1/4)); ε(δ) searches the composite of a grid θ next
-    to the saddle point for δ (:meth:`theta_for_delta`; and of the θ of its answer, where that differs),
-    and answers the least point found whose δ, read as :meth:`PLD.delta` reads it, is at most δ: so
-    δ(ε(δ)) ≤ δ by construction.
+    in another thread. δ(ε) reads the composite of ε's tilt (:meth:`theta_for_epsilon`: of the two tilts on a
+    grid of ratio 2**(1/4) around the θ that centres the composite at ε, the one whose mean is nearer ε);
+    ε(δ) searches the composite of a grid θ next to the saddle point for δ (:meth:`theta_for_delta`; and of
+    the θ of its answer, where that differs), and answers the least point found whose δ, read as
+    :meth:`PLD.delta` reads it, is at most δ: so δ(ε(δ)) ≤ δ by construction.
     A composite is keyed by θ alone (its window is cut for the δ the model expects at θ,
-    :meth:`expected_delta`), cached by :class:`Composites` (under one process-wide budget; nothing is kept
-    with the speed devices off)."""
+    :meth:`expected_delta`), cached by :class:`Composites` (under one process-wide budget, ``CACHE_BYTES``:
+    a composite of a long composition takes tens of megabytes; one a reading holds is not evicted; nothing
+    is kept with the speed devices off), built once when several threads ask for it at once, and rebuilt
+    identically after eviction."""
 
     get_items: Callable[[], list[tuple[Side, int]]]
     grid: Grid
@@ -63,6 +68,19 @@ class Recipe:
     def lower_cache(self) -> dict[tuple[float, float | None], TiltedLower | None]:
         """The tilted lumped pairs kept now, by key."""
         return self.composites.lower_cache
+
+    def __getstate__(self) -> dict[str, object]:
+        """The state a copy or a pickle carries: not the composites (their lock, the builds in progress, the
+        caches) nor the screening twin: a copy starts with empty ones and rebuilds what it reads,
+        identically (the readings are pure)."""
+        state = dict(self.__dict__)
+        for name in _PER_PROCESS:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.composites, self.screen = Composites(), []
 
     def cached_bytes(self) -> int:
         """The bytes of the arrays this recipe's caches hold."""
@@ -145,11 +163,13 @@ class Recipe:
             return big_k - goal - theta * k1
 
         # the Chernoff exponent (K(θ) − log δ)/θ is least where its derivative crosses 0
-        raw = min(self._root(f), self._root(slope))
-        # of the two grid tilts around it, the one whose mean is nearer the saddle point's (where the mean
-        # leaps with θ, as a rare large loss takes over, the nearer tilt in θ may centre far from the answer:
-        # 10⁵ steps at q = 1e-4, δ = 1e-6, the grid tilt above the saddle point centres at ε = 95, the one
-        # below at 0.04, the answer at 0.25)
+        return self.nearer_tilt(min(self._root(f), self._root(slope)))
+
+    def nearer_tilt(self, raw: float) -> float:
+        """Of the two grid tilts (:func:`_grid_tilt`) around ``raw`` (> 0), the one whose tilted mean is
+        nearer the mean of ``raw``'s. (Where the mean leaps with θ, as a rare large loss takes over, the
+        tilt nearer in θ may centre far from the answer: 10⁵ steps at q = 1e-4, σ = 0.8, the grid tilt
+        0.00069 centres at ε = 99, the one below it near the answers to δ = 1e-10, 0.56.)"""
         k = math.floor(4 * math.log2(raw))
         below, above = _grid_tilt(k), _grid_tilt(k + 1)
         mean = self.cumulants(raw)[1]
@@ -157,16 +177,17 @@ class Recipe:
         return below if near_below else above
 
     def theta_for_epsilon(self, eps: float) -> float:
-        """ε's tilt: the grid θ (:func:`_on_grid`) nearest the one that centres the tilted composite at ε
-        (K'(θ) = ε/h), or 0 if ε is at or below its mean. δ(ε) read at many ε (a plot) shares a few
-        composites (a memo, not kept with the speed devices off)."""
+        """ε's tilt: of the two grid tilts around the θ that centres the tilted composite at ε (K'(θ) = ε/h),
+        the one whose tilted mean is nearer ε (:meth:`nearer_tilt`, as :meth:`theta_for_delta` chooses), or 0
+        if ε is at or below the untilted mean. δ(ε) read at many ε (a plot) shares a few composites (a memo,
+        not kept with the speed devices off)."""
         theta = self.tilts.get(eps) if speedups_on() else None
         if theta is None:
             scaled = self.grid.steps(eps)  # (only chooses θ)
             if self.cumulants(0.0)[1] >= scaled:
                 theta = 0.0
             else:
-                theta = _on_grid(self._root(lambda th: scaled - self.cumulants(th)[1]))
+                theta = self.nearer_tilt(self._root(lambda th: scaled - self.cumulants(th)[1]))
             if speedups_on():  # (a function of ε: kept only to spare the root search)
                 if len(self.tilts) >= 1024:
                     self.tilts.clear()
@@ -175,8 +196,9 @@ class Recipe:
 
     def expected_delta(self, theta: float) -> float:
         """The least δ the model expects to be read from the composite tilted by θ: at the mean of the tilt
-        θ·2**(1/8) (the top of θ's grid cell, :func:`_on_grid`), the saddle-point value e^{K − θK'}/(σ√(2π)·
-        t(1 + t)) that :meth:`theta_for_delta` solves for, or the Chernoff value e^{K − θK'} where that is
+        θ·2**(1/8) (about the top of the ε whose tilt is θ, :meth:`theta_for_epsilon`, where the mean is
+        smooth in θ), the saddle-point value e^{K − θK'}/(σ√(2π)·t(1 + t)) that :meth:`theta_for_delta`
+        solves for, or the Chernoff value e^{K − θK'} where that is
         smaller (where it caps θ). It only cuts the composite's window (:func:`_fit`), which makes the window
         a function of θ alone."""
         h = self.grid.h
@@ -220,10 +242,11 @@ class Recipe:
             return few_ulps_up(inf + err_unt), False
         theta = self.theta_for_epsilon(eps)
         t = self.tilted(theta) if theta > 0 else None
-        value = t.delta_up(eps) if t is not None else math.inf
-        if t is None or not math.isfinite(value):
-            return None
-        return value, self.poor(t, eps, value)
+        with HELD.in_use(t):
+            value = t.delta_up(eps) if t is not None else math.inf
+            if t is None or not math.isfinite(value):
+                return None
+            return value, self.poor(t, eps, value)
 
     def least_up(
         self, untilted_up: Callable[[float], float | None], target: float,
@@ -255,12 +278,13 @@ class Recipe:
         while theta > 0 and theta not in tried and len(tried) < 3:
             tried.append(theta)
             t = self.tilted(theta)
-            e = self._least_tilted(t, target) if t is not None else None
-            if t is None or e is None:
-                break
-            found.append(e)
-            value = t.delta_up(e)
-            if self.poor(t, e, value):
+            with HELD.in_use(t):
+                e = self._least_tilted(t, target) if t is not None else None
+                if t is None or e is None:
+                    break
+                found.append(e)
+                poor = self.poor(t, e, t.delta_up(e))
+            if poor:
                 read_plain()
             theta, own = self.theta_for_epsilon(e), theta
             if theta == own:  # (δ read at e reads this composite, certified at most the target: confirmed)
@@ -303,7 +327,8 @@ class Recipe:
         while theta > 0 and theta not in tried and len(tried) < 3:
             tried.append(theta)
             t = self.tilted_lower(theta)
-            y = self._lumped_search(t, target, stop) if t is not None else None
+            with HELD.in_use(t):
+                y = self._lumped_search(t, target, stop) if t is not None else None
             if y is None:
                 break
             found.append(y)
@@ -391,15 +416,8 @@ class Recipe:
         where none applies."""
         theta = self.theta_for_epsilon(eps)
         t = self.tilted_lower(theta) if theta > 0 else None
-        return None if t is None else t.delta_lo(eps)
-
-
-def _on_grid(theta: float) -> float:
-    """θ rounded to the nearest power of 2**(1/4), then to ``THETA_BITS`` significant bits (0 for θ ≤ 0):
-    the tilts the readings use, shared by δ(ε) and ε(δ) (:class:`Recipe`)."""
-    if not theta > 0:
-        return 0.0
-    return _grid_tilt(round(4 * math.log2(theta)))
+        with HELD.in_use(t):
+            return None if t is None else t.delta_lo(eps)
 
 
 def _grid_tilt(k: int) -> float:

@@ -79,6 +79,12 @@ NEAR = 1  # δ(ε) sums the terms with loss below ε + NEAR one by one, the othe
 _UNDERFLOW_PAD = 2.0**-1064  # pads every term whose exp may have underflowed (see Tilted)
 
 
+V_SHIFT = 700.0  # the suffix sums of Tᵢ·e^{−ℓᵢ} are stored times e^{V_SHIFT} (see Tilted.far)
+
+
+_SHIFT_REL = 1.01 * U * (V_SHIFT + 710)  # exp's extra relative error from rounding V_SHIFT − ℓ or ε − V_SHIFT
+
+
 LOG_THETA = (math.log(1e-7), math.log(1e4))  # the range searched for θ in loss units
 
 
@@ -100,8 +106,11 @@ class Tilted:
     tilted mass above index ``top_at`` − 1; ``lam_err`` bounds |Λ − fl(Λ)|.
 
     Underflow: an ``exp`` result in the subnormal range is within 2**9 units of 2**-1074, below 2**-1064 in
-    absolute terms (the module's accuracy assumption), so every term that may have underflowed is padded
-    by 2**-1064 (found by review: without it, weights that underflowed to 0 gave δ = 0 where it is 1e-385)."""
+    absolute terms (the module's accuracy assumption), and a product there within 2**-1075, so every term
+    that may have underflowed is padded by 2**-1064 (weights that underflowed to 0 would otherwise read
+    δ = 0 where it is 1e-385). The pad covers only errors that enter δ unscaled: no stored value whose
+    absolute rounding is multiplied by a large factor may fall in the subnormal range, which is why the
+    suffix sums that :meth:`far` multiplies by e^ε are stored shifted (see there)."""
 
     theta: float
     offset: int
@@ -190,7 +199,7 @@ class Tilted:
             if i + 1 >= self.end:
                 return self.inf
             eps = (self.offset + i) * h
-            far = math.exp(min(eps, 700.0)) * float(s2[i + 1])
+            far = math.exp(min(eps, 700.0) - V_SHIFT) * float(s2[i + 1])
             return self.inf + float(s1[i + 1]) - far if math.isfinite(far) else math.inf
 
         # approx(−1) counts as above the target (below the window), approx(_end) = inf ≤ target is not known
@@ -204,35 +213,50 @@ class Tilted:
 
     @once
     def _suffix(self) -> tuple[FloatArray, FloatArray]:
-        """Suffix sums over the read entries i < ``end`` of Tᵢ = cᵢ·fᵢ and Vᵢ = Tᵢ·e^{−ℓᵢ} (c the masses, f
-        the factors e^{fl(Λ − θJ)}, ℓ = J·h); entry i sums i, i + 1, …, ``end`` − 1 (computed from the top
-        down). Entries with ℓ ≤ −700 (e^{−ℓ} may overflow) are never read: :meth:`far` reads ℓ ≥ 1. Sums
-        that overflow are +∞ silently (found by review: the sum's overflow warning escaped the errstate and,
-        under ``-W error``, was raised as a raw RuntimeWarning); :meth:`guess` reads them as above the
-        target."""
+        """Suffix sums over the read entries i < ``end`` of Tᵢ = cᵢ·fᵢ and Vᵢ = Tᵢ·e^{c−ℓᵢ} (c the masses, f
+        the factors e^{fl(Λ − θJ)}, ℓ = J·h, c = ``V_SHIFT``); entry i sums i, i + 1, …, ``end`` − 1
+        (computed from the top down). Where e^{c−ℓᵢ} is below the normal range, Vᵢ is stored as 0, below
+        its exact value (see :meth:`far`). Entries with ℓ < c − 709 (e^{c−ℓ} may overflow) are never read:
+        :meth:`far` reads ℓ ≥ 1. Sums that overflow are +∞ silently (the sum's overflow warning must not
+        escape the errstate: under ``-W error`` it would be raised as a raw RuntimeWarning); :meth:`guess`
+        reads them as above the target."""
         pos, factor, _ = self.factors
         t = self.masses[: self.end] * factor[: self.end]
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            v = t * np.exp(-pos[: self.end])
+            shifted = np.exp(V_SHIFT - pos[: self.end])
+            v = np.where(shifted >= _MIN_NORMAL, t * shifted, 0.0)
             return np.cumsum(t[::-1])[::-1], np.cumsum(v[::-1])[::-1]
 
     def far(self, first: int, eps: float) -> tuple[float, float]:
-        """``(s, e)``: Σ_{first ≤ i < _end} Tᵢ·(1 − e^{ε−ℓᵢ}) as S₁ − e^ε·S₂ from :meth:`_suffix`, and a
-        bound e on its error against the sum of the exact products cᵢfᵢ(1 − e^{ε−ℓᵢ}), for 0 ≤ ε < 700
-        and ℓ_first > ε (every term non-negative: c ≥ 0, f > 0).
+        """``(s, e)``: Σ_{first ≤ i < _end} Tᵢ·(1 − e^{ε−ℓᵢ}) as S₁ − e^{ε−c}·S₂ from :meth:`_suffix`
+        (c = ``V_SHIFT``), and a bound e on its error against the sum of the exact products
+        cᵢfᵢ(1 − e^{ε−ℓᵢ}), less at most the stored Tᵢ's own absolute rounding (which :meth:`delta_up`'s
+        per-term pad covers), for 0 ≤ ε < 700 and ℓ_first > ε (every term non-negative: c ≥ 0, f > 0).
+
+        Why the shift: V is read multiplied by e^{ε−c} ≤ 1. Unshifted, Tᵢ·e^{−ℓᵢ} falls in the subnormal
+        range wherever ℓᵢ + ln(1/Tᵢ) passes ~708, where round-to-nearest has an absolute error of up to
+        2**-1075 in either direction; multiplied by e^ε (1e228 at ε = 525) such an error rounded up lowered
+        the result by far more than δ itself (an under-report by 1e-3 relative). Shifted, an absolute
+        error of 2**-1075 in a Vᵢ moves the result by at most 2**-1075, within the per-term pad.
 
         The suffix sums are recursive sums of non-negative terms, each within γₙS of the exact one
-        (Higham 2002, Lemma 3.1); Tᵢ is within u of cᵢfᵢ and Vᵢ within u + ``EXP_REL`` of cᵢfᵢe^{−ℓᵢ}
-        (exp's accuracy), or below it where it underflowed (which only raises S₁ − e^ε·S₂); e^ε is within
-        ``EXP_REL``; the product and the difference are one rounding each. So |error| ≤ (γₙ + 2u)·S₁ +
-        (γₙ + 2·``EXP_REL`` + 4u)·e^ε·S₂, padded twice over (the subnormal products are covered by
-        :meth:`delta_up`'s per-term pad). Where these terms are read (ℓ − ε ≥ 1), e^{ε−ℓ} ≤ 1/e, so the
-        difference keeps at least 63 % of S₁: the bound is relative to the result."""
+        (Higham 2002, Lemma 3.1; sums in the subnormal range are exact); Tᵢ is within u of cᵢfᵢ (or
+        absolutely within 2**-1075 in the subnormal range: only raising or lowering the term, which is
+        increasing in Tᵢ, by at most that); Vᵢ is within 2u + ``EXP_REL`` + |fl(c − ℓᵢ) − (c − ℓᵢ)| of
+        Tᵢe^{c−ℓᵢ} (exp's accuracy, the product; |c − ℓᵢ| ≤ 710 where stored, so the last is within
+        ``_SHIFT_REL``), or absolutely within 2**-1075 where the product is subnormal, or 0 where e^{c−ℓᵢ}
+        is (below its exact value: a smaller S₂ only raises S₁ − e^{ε−c}·S₂, the safe direction for this
+        upper bound); e^{ε−c} is within ``EXP_REL`` + ``_SHIFT_REL``; the product and the difference are one
+        rounding each. So |error| ≤ (γₙ + 2u)·S₁ + (γₙ + 2·``EXP_REL`` + 2·``_SHIFT_REL`` + 4u)·e^{ε−c}·S₂,
+        padded twice over, plus 2**-1075 per subnormal Vᵢ (covered by :meth:`delta_up`'s per-term pad).
+        Where these terms are read (ℓ − ε ≥ 1), e^{ε−ℓ} ≤ 1/e, so the difference keeps at least 63 % of
+        S₁: the bound is relative to the result."""
         s1, s2 = self._suffix
         a, b = float(s1[first]), float(s2[first])
-        xb = math.exp(eps) * b
+        xb = math.exp(eps - V_SHIFT) * b
         g = gamma(s1.size + 2)
-        err = ((g + 2 * U) * a + (g + 2 * EXP_REL + 4 * U) * xb * (1 + 2 * EXP_REL)) * 2
+        rel_v = g + 2 * EXP_REL + 2 * _SHIFT_REL + 4 * U
+        err = ((g + 2 * U) * a + rel_v * xb * (1 + 2 * (EXP_REL + _SHIFT_REL))) * 2
         return max(a - xb, 0.0), err
 
     @once
@@ -411,10 +435,11 @@ def _fit(
 ) -> tuple[int, int, int, float]:
     """``(b_lo, b_hi, size, top_b)``: the FFT size for the window, with the bottom cut up to 1.5 tilted
     standard deviations below the tilted mean where e^{−θ·size} < 1e-12·target (see :func:`tilt`), or
-    0.1·θ·var + 0.5 standard deviations where that is more: the ε whose tilt is θ (:func:`_on_grid`, a cell
-    of ratio 2**(1/4) around θ) lie near the means of tilts down to θ·2**(−1/8), about (1 − 2**(−1/8))·θ·var
-    ≤ 0.09·θ·var below this one's. (Only the time depends on it: where ε lies below the window, the
-    untilted side is read.)"""
+    0.1·θ·var + 0.5 standard deviations where that is more: the ε whose tilt is θ (``Recipe.
+    theta_for_epsilon``: of the grid tilts, ratio 2**(1/4), the one whose mean is nearer ε) lie above the
+    midpoint between this tilt's mean and the one of the grid tilt below, where the mean is smooth in θ about
+    (1 − 2**(−1/4))·θ·var/2 ≤ 0.08·θ·var below this one's. (Only the time depends on it: where ε lies below
+    the window, the untilted side is read.)"""
     size = 1 << max(1, (b_hi - b_lo).bit_length())
     if target is not None and target > 0:
         sd = math.sqrt(var)
@@ -534,8 +559,9 @@ class TiltedLower:
         t = np.maximum(p - wn_eps - 4 * U * (p + wn_eps), 0.0)
         _, e_sum = sum_bound(t)
         # products in the subnormal range lose their relative accuracy: at most 2**-1074 each, absolutely
-        # (p_lo holds no subnormal entries: they are set to 0 at construction)
-        e_sum += 2 * (n - i0) * 2.0**-1074
+        # (p_lo holds no subnormal entries: they are set to 0 at construction); so may the few products of
+        # the penalty subtracted from the one suffix sum kept (2**-1070 covers them)
+        e_sum += 2 * (n - i0) * 2.0**-1074 + 2.0**-1070
         suffix = np.cumsum(t[::-1])[::-1]
         remaining = (self.offset + self.size - (self.start_j + i0)) - np.arange(n - i0, dtype=np.float64)
         root = np.sqrt(np.maximum(remaining, 1.0))
