@@ -295,7 +295,7 @@ def nbytes(t: object) -> int:
     if t is None:
         return 0
     total = 0
-    for v in list(vars(t).values()):  # (a copy: another thread may cache a property meanwhile: review)
+    for v in list(vars(t).values()):  # (a copy: another thread may cache a property meanwhile)
         for a in v if isinstance(v, tuple) else (v,):
             if isinstance(a, np.ndarray):
                 total += a.nbytes

@@ -177,8 +177,8 @@ def _fourier_power_body(
     half = size // 2 + 1
     # Each vector's spectrum is kept between the two passes below where all of them fit in SPECTRA_BYTES;
     # otherwise it is computed again in the second pass (the same arithmetic, so the same numbers), and
-    # the memory held no longer grows with the number of distinct vectors (found measuring: 300 distinct
-    # Laplace steps held 12 MB each at a window of 2**20 points, 3,000 ran out of memory).
+    # the memory held does not grow with the number of distinct vectors (kept, 300 distinct Laplace steps
+    # would hold 12 MB each at a window of 2**20 points, and 3,000 would run out of memory).
     keep_spectra = len(items) * half * memory.SPECTRUM_BYTES <= memory.SPECTRA_BYTES
     kept: list[tuple[ComplexArray, FloatArray]] = []
 
@@ -361,8 +361,8 @@ def totals(items: Sequence[tuple[Side, int]], upper: bool) -> tuple[float, float
         n1 = sd.norm1()
         log_norm += k * math.log(n1) if n1 > 0 else -math.inf
         log_norm_err += k * math.log1p(sd.err / n1) if n1 > 0 else 0.0
-    # (products that overflow are +∞ on the side of upper bounds and 0 on that of lower ones: found by the
-    # issue's review, 2**64 copies of a Laplace PLD raised a raw OverflowError here)
+    # (products that overflow are +∞ on the side of upper bounds and 0 on that of lower ones, so that e.g.
+    # 2**64 copies of a Laplace PLD raise no raw OverflowError here)
     if zero_fin:
         tot = _exp_or_inf(lambda: math.exp(sum(k * math.log(max(sd.norm1(), 5e-324)) for sd, k in items)))
         err = _exp_or_inf(lambda: math.expm1(log_norm_err) * math.exp(log_norm) * (1 + 1e-12))

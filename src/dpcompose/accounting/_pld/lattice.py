@@ -87,8 +87,8 @@ def aligned_grid(bits: int, atom: Fraction) -> Grid:
     below it, the share below being at most about N·2**-19 (small where N is: 1639 for Δ/b = 0.1 at 2**-14;
     for atoms of a few units and more it is not, and the plain lattice, read beside it by ``PrivacyLoss``, may
     be the tighter). (Rounded to nearest, the sliver could land one step *above* the atom,
-    and at a small δ the composite's top points set ε(δ): found by review, 5 × Laplace(b = 1/3) at
-    δ = 1e-9 read 15.0000047 where the plain lattice reads 14.9999999680.)"""
+    and at a small δ the composite's top points set ε(δ): 5 × Laplace(b = 1/3) at δ = 1e-9 would read
+    15.0000047 where the plain lattice reads 14.9999999680.)"""
     n = max(1, math.ceil(atom * (1 << bits)))
     target = atom / n
     e = bits  # target·2**bits ≤ 1; the finest 2**-e that keeps the multiplier within 2**MULT_BITS:
@@ -201,8 +201,8 @@ def check_points(n: int, what: str, step_bits: int) -> None:
 
 def check_window(size: int, step_bits: int | None = None, distinct: int = 1, lower: bool = False) -> None:
     """Refuse, before it is allocated, a composition's FFT window of more than :data:`MAX_POINTS` lattice
-    points (the composite of PLDs that fit can still span far more: found by review, two compositions of a
-    2**25-point PLD took more than 24 GB before numpy gave up), or one whose memory at its peak
+    points (the composite of PLDs that fit can still span far more: two compositions of a 2**25-point PLD
+    take more than 24 GB unrefused, until numpy gives up), or one whose memory at its peak
     (``window_bytes`` of :mod:`~dpcompose.accounting._pld_memory`: per point, and the spectra of its
     ``distinct`` vectors kept, of the ``lower`` side or the upper one) exceeds what is available, naming the
     ``step_bits`` that fits where given (a window halves with each bit fewer).

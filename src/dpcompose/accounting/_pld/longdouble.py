@@ -118,7 +118,7 @@ def ld_dft(
                                        + 1j * np.sum(tv * im64[m], axis=1).astype(ld))
         # each part: the roots (long double bound, then rounded to double), the product, the double sum
         # (Higham 2002, Lemma 3.1: any order), then the long double addition; a product or partial sum in
-        # the subnormal range may lose up to 2**-1075 more (found by review: a tail of 5e-324 entries)
+        # the subnormal range may lose up to 2**-1075 more (as in a tail of 5e-324 entries)
         per_t = per_term + 2 * U + gamma(tail_nz.size + 1)
         errs = errs + t1 * per_t * 2 * (1 + 1e-6) + (n1 + t1) * 4 * u + 4 * tail_nz.size * 5e-324
     elif a > 0 or b < x.size:

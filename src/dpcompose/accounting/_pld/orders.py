@@ -77,7 +77,7 @@ def screened_orders(orders: Orders[_W], read: Callable[[_W], Fraction]) -> tuple
     if not speedups_on() or not orders_in_parallel(one_recipe, orders.recipe_of(rev)):
         return read(one), read(rev)  # (off, or short: a thread is not worth starting)
     screen: list[Fraction] = []  # the reverse order's screening value, where there is one
-    full: list[Fraction] = []  # its full value, where there is no twin (read meanwhile, as before twins)
+    full: list[Fraction] = []  # its full value, where there is no twin (read meanwhile, in full)
 
     def second() -> None:
         # first the children of the first order (built by the other thread, which this waits for): the

@@ -396,9 +396,9 @@ class Recipe:
             return ok
 
         if best is not None:
-            # (found by review: a secant step clamped at 0 certified there, then the steps oscillated, and 0
-            # was returned where the answer is 0.02675) without convergence, bisect between the best point
-            # and the least failed point above it
+            # without convergence, bisect between the best point and the least failed point above it
+            # (secant steps can oscillate after one clamped at 0 certifies there; returning that 0 would
+            # miss an answer such as 0.02675)
             return best if converged else refine(best, min(x for x in misses if x > best))
         x = stop
         failed, step = x, max(stop, 1.0) * 1e-10

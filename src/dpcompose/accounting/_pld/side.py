@@ -206,8 +206,8 @@ def coarse_side(s: Side, d: int, h: float) -> Side:
     out = np.bincount(lo - c0, weights=m * q_a[x], minlength=size).astype(np.float64)  # (floats already)
     out += np.bincount(lo - c0 + 1, weights=m * q_b[x], minlength=size)
     # (the products and the sums of at most 2·step non-negative terms round: γ far below 2**-40; a product
-    # in the subnormal range may lose up to half a unit, 2**-1075, or round to 0: found by review, 7 masses
-    # of 5e-324 moved to one coarse point lost 2e-324 of δ)
+    # in the subnormal range may lose up to half a unit, 2**-1075, or round to 0, so the 2·step·5e-324 added
+    # keeps such masses from losing δ, e.g. 7 masses of 5e-324 moved to one coarse point would lose 2e-324)
     touched = np.zeros(size, dtype=np.bool_)
     touched[lo - c0] = True
     touched[lo[x > 0] - c0 + 1] = True

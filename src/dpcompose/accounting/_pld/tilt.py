@@ -277,7 +277,7 @@ def groups(n: int, mode: int) -> npt.NDArray[np.intp]:
 
     Why not equal groups: the mass of a subsampled mechanism's step sits on a few entries around the mode
     while its support spans 10⁵ (q = 1e-5); merging those few entries erased the composite's variance, and
-    the θ chosen left the answer below the tilted window (error terms 10³⁴ times δ, found measuring)."""
+    the θ chosen would leave the answer below the tilted window (error terms 10³⁴ times δ)."""
     right = [mode]
     while right[-1] < n:
         d = right[-1] - mode
@@ -416,7 +416,7 @@ class _TiltedVectors:
             log_rel += k * math.log1p(rel)
         lam = math.fsum(lam_terms)  # the exact sum of the rounded products, rounded once
         lam_err = (sum(abs(t) for t in lam_terms) + abs(lam)) * U * 1.01
-        if log_n > 700 or log_ne > 700:  # (found by review: expm1 overflowed for a child's large err)
+        if log_n > 700 or log_ne > 700:  # (expm1 would overflow for a child's large err)
             return None
         err_in = math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12)
         if not math.isfinite(err_in):
@@ -458,7 +458,7 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
     """The tilted composite on [b_lo, b_lo + size) (clipped at 0: the exact values are ≥ 0, so clipping only
     helps) and a bound on the 2-norm of its float error (``fourier_power``'s bound is √size times it)."""
     c, fft_err = fourier_power([(xt, k) for xt, _, k in p.vectors], size, LD_TOL)
-    with memory.refuse_out_of_memory(*out_of_memory(size, len(p.vectors))):  # (found by review: bare here)
+    with memory.refuse_out_of_memory(*out_of_memory(size, len(p.vectors))):  # (a DPError, not MemoryError)
         c = np.roll(c, (base - b_lo) % size)
         np.maximum(c, 0.0, out=c)
     return c, few_ulps_up(fft_err / math.sqrt(size) * (1 + 1e-12))
@@ -511,7 +511,7 @@ class TiltedLower:
         if not (eps >= 0 and math.isfinite(eps)):
             return 0.0
         # labels s ≥ ε + min(g, 0) − 2: where the terms turn positive (labels drift from the merged losses
-        # by g, as in PLD._lumped_start; found by review: without g the positive terms could be skipped)
+        # by g, as in PLD._lumped_start; without g the positive terms could be skipped)
         first = self.grid.steps(eps + min(self.drift, 0.0) - 2.0)  # (any first label gives a valid bound)
         n = self.p_lo.size
         i0 = max(0, math.ceil(first) - self.start_j) if math.isfinite(first) else n  # (∞: no label above ε)
@@ -522,8 +522,8 @@ class TiltedLower:
         # (dropping labels restricts the lumped pair: the bound stays valid). The reference is first the
         # label ε + min(g, 0): the mass above it is about P(L > ε) ≥ δ(ε), since labels sit near the merged
         # losses plus g. Where the mass left out is not negligible against the value found (a δ far below
-        # P(L > ε): found by review, 1.7e-39 read as 0), the labels up to the cut for the label ε itself
-        # are summed too, as before; that cut is far longer where g ≪ 0 (866k labels against 120k at
+        # P(L > ε), e.g. 1.7e-39, which the first cut alone reads as 0), the labels up to the cut for the
+        # label ε itself are summed too; that cut is far longer where g ≪ 0 (866k labels against 120k at
         # q = 1e-5, 10⁶ steps, g = −46).
         def cut(e: float) -> int:
             ref = min(n - 1, max(i0, math.floor(self.grid.steps(e)) + 1 - self.start_j))

@@ -87,8 +87,8 @@ class Build:
     computed once): the first order (Poisson: "remove") or the symmetric pair (without replacement) when
     called, the reverse ("add") order by :meth:`reverse`, each once, under a lock of its own (the reverse
     order waits only for the cells), whichever thread asks first. A class, not a closure, so that a PLD
-    built on first use can still be pickled (found by review: the closures had made
-    ``pld_subsampled_gaussian``'s results unpicklable)."""
+    built on first use can still be pickled (closures would make ``pld_subsampled_gaussian``'s results
+    unpicklable)."""
 
     def __init__(
         self, cells: Callable[..., Cells], args: tuple[object, ...], bits: int, tail: float,

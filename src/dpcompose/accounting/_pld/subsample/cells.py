@@ -268,8 +268,8 @@ def partition(
         # dx/dL at each start: the smaller of the two one-sided slopes to the neighbouring λ's starts, only
         # where all three starts lie inside the range (one clipped to an end, where L is flat, would make the
         # first step far too long) and the two slopes agree within 5 % (next to λ = 0 at a tiny rate x(L)
-        # blows up, L → ln(1 − q) ≈ −q, and a central difference overestimated dx/dL up to 30-fold: found
-        # by review, the overshoot below λ became the buckets' slack, ×1.5 … ×11). NaN elsewhere.
+        # blows up, L → ln(1 − q) ≈ −q, and a central difference would overestimate dx/dL up to 30-fold,
+        # the overshoot below λ becoming the buckets' slack, ×1.5 … ×11). NaN elsewhere.
         inside = np.isfinite(start) & (start > lo_lim) & (start < hi_lim)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             one_sided = np.abs(np.diff(np.where(inside, start, np.nan)) / np.diff(lams))
@@ -327,9 +327,9 @@ def check_span(lo: float, hi: float, bits: int) -> None:
 def check_built_span(lo: float, hi: float, q: float, bits: int) -> None:
     """:func:`check_span` for the range :func:`from_cells` will check once the cells of a pair whose
     outputs' losses span [lo, hi] are built: widened to 0 and down to ln(1 − q), where the cell below the
-    outputs' range lies (found by review: at σ = 1e4, q = 0.5, step_bits = 26 the loss at the output −1e4 is
-    far above ln(1 − q), and a lattice refused only after 40 s of building passed the constructor, which
-    builds nothing now)."""
+    outputs' range lies, so that the constructor, which builds nothing, refuses a lattice that would be
+    refused only after the cells are built (at σ = 1e4, q = 0.5, step_bits = 26 the loss at the output −1e4
+    is far above ln(1 − q), and building takes 40 s)."""
     l_min = float(mix_loss(np.array([-np.inf]), 0.0, q)[0][0])
     check_span(min(lo, l_min, 0.0), max(hi, 0.0), bits)
 
@@ -565,7 +565,7 @@ def check_cells(cells: Cells, bits: int) -> None:
     """The lattice budget on the span of the cells' finite loss bounds (the lattice-based pairs checked
     their range before building it)."""
     ends = np.concatenate([cells.lo[np.isfinite(cells.lo)], cells.hi[np.isfinite(cells.hi)]])
-    if ends.size:  # (every finite bound: a cell reaching +∞ has a finite lower end, found by review beyond
+    if ends.size:  # (every finite bound: a cell reaching +∞ has a finite lower end, which can lie beyond
         # the largest finite upper one)
         check_span(min(float(np.min(ends)), 0.0), max(float(np.max(ends)), 0.0), bits)
 
@@ -583,8 +583,8 @@ def symmetric(cells: Cells, bits: int, tail: float, name: str, sampling: Samplin
     """The without-replacement pair's PLD from its cells.
 
     The symmetric pair (P*, Q*) only dominates the mechanism (module docstring): a lower bound on its δ need
-    not be one on the mechanism's (found by review: 0.3072 where the best attack on real data sets reaches
-    0.3005). The lower side is that of the "remove" pair (mix, Q) instead, which real neighbours attain:
+    not be one on the mechanism's (e.g. 0.3072 where the best attack on real data sets reaches 0.3005).
+    The lower side is that of the "remove" pair (mix, Q) instead, which real neighbours attain:
     substitute a record whose query value differs by Δ from the other's, all other records contributing
     nothing, and the two outputs are (1 − q)·Q + q·P and Q; in a composition every mechanism can be asked
     such a query about the same pair of data sets."""

@@ -375,8 +375,8 @@ def pld_subsampled_approx(
 
         return pld_approx(eps, d, step_bits=bits, tail=tl)
     e = float(eps)
-    # ln(1 − δ) from the exact fraction n/m = 1 − δ (found by review: log1p(−float(δ)) raised ValueError
-    # for a δ < 1 that rounds to the float 1.0): each log within u of its value, the difference rounded once
+    # ln(1 − δ) from the exact fraction n/m = 1 − δ (log1p(−float(δ)) would raise ValueError for a δ < 1
+    # that rounds to the float 1.0): each log within u of its value, the difference rounded once
     one_minus = 1 - d
     log_n, log_m = math.log(one_minus.numerator), math.log(one_minus.denominator)
     log1md = log_n - log_m

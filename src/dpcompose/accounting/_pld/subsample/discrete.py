@@ -134,7 +134,7 @@ def _integer_cells(
     parts: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = []
     # the lattice steps next to loss 0 are always cut, as thin_cuts keeps them: where every integer near 0
     # lies past z_s, the without-replacement pair's atom at loss 0 would otherwise share one wide bucket with
-    # the first losses on either side (found by review: 1000 steps 2.8% looser, one step 22%)
+    # the first losses on either side (making 1000 steps 2.8% looser, one step 22%)
     cut_at: list[IntArray] = [np.arange(-THIN_CORE, THIN_CORE + 1, dtype=np.int64)]
     skipped = False  # whether thinning skipped any lattice loss (if not, the thin build is the full one)
     if z_s > z_lo:
@@ -159,7 +159,7 @@ def _integer_cells(
             # each integer's losses lie within a lattice step or two (lo ≈ hi): its lattice bucket and the
             # ones on either side are narrow buckets in either order (the add order reads −L), the gaps
             # between the integers empty ones. (j rises with z, so the triples are nearly sorted runs:
-            # sorted_unique is about linear, where union1d took 8 of 12 s on 10⁷ integers, found by review.)
+            # sorted_unique is about linear, where union1d takes 8 of 12 s on 10⁷ integers.)
             j = np.ceil(np.ldexp(hi[np.isfinite(hi)], bits)).astype(np.int64) - 1
             cut_at.append(np.column_stack((j - 1, j, j + 1)).ravel())
     # (nothing thinned: the full build's cells, read as they are)
