@@ -346,3 +346,10 @@ def test_repr_builds_nothing() -> None:
         assert text.startswith("PLD(") and p.upper_if_built is None and p.lower_if_built is None
     assert "μ≤31.6228" in repr(pld_gaussian(1, 0.2).self_compose(40))
     assert repr(pld_laplace(1, 10, aligned=True)).endswith("3279 points, inf≤0)")
+
+
+def test_lower_end_of_epsilon_at_a_tiny_delta_raises_nothing() -> None:
+    """The lumped lower side's float probe overflowed (math.exp of ε − s0 > 709.78) at δ ≤ 1e-305: a raw
+    OverflowError from a certified reading. The interval is still ordered."""
+    lo, hi = pld_randomized_response(6, 20000).self_compose(200).epsilon_bounds(1e-305)
+    assert 0 <= lo <= hi

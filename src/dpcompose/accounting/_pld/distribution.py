@@ -198,12 +198,12 @@ class PLD:
 
     @property
     def upper_if_built(self) -> Side | None:
-        """The upper side if it is built already (None if it is not: reading :attr:`upper` builds it)."""
+        """The upper side if it is built already, else None (reading :attr:`upper` builds it)."""
         return self._upper
 
     @property
     def lower_if_built(self) -> Side | None:
-        """The lower side if it is built already (None if it is not: reading :attr:`lower` builds it)."""
+        """The lower side if it is built already, else None (reading :attr:`lower` builds it)."""
         return self._lower
 
     def orders(self) -> Orders[PLD]:
@@ -373,7 +373,7 @@ class PLD:
         """A certified lower bound on δ(ε) from the *lumped pair* of the lower side, or None without one.
 
         Every composite outcome is labelled by the sum s of its parts' lattice labels (each bucket's label is
-        the lattice point nearest its merged loss, see :func:`build_pld`), and all outcomes with one label are
+        the lattice point nearest its merged loss, see ``build_pld``), and all outcomes with one label are
         merged into one: a post-processing, so the merged pair's δ is at most the mechanism's (Dwork–Roth
         2014, Prop. 2.1, in the form of dominating pairs, Zhu–Dong–Wang 2022, Def. 7), and δ of the
         merged pair is Σₛ(P(s) − e^ε·Q(s))₊ (Sommer–Meiser–Mohammadi 2019, Thm 1, for a finite pair). Labels
@@ -466,12 +466,16 @@ class PLD:
             i1 = min(max(i0, math.ceil(x)), m.size)
             mid = 0.0
             if i1 > i0:
-                w = np.exp(eps - s0 - rel[i0:i1])
+                # (capped at e^709, where a float ends: this probe only guides the search)
+                w = np.exp(np.minimum(eps - s0 - rel[i0:i1], 709.0))
                 mid = float(np.sum(np.maximum(m[i0:i1] - w * nq[i0:i1], 0.0)))
             # the certificate's error terms, as :meth:`_delta_lumped` subtracts them
             # (:meth:`_delta_lumped` picks its start; near s = ε + g its N-error weight is about e^{−g})
             penalty = side.err + math.exp(min(-g, 700.0)) * side.nq_err
-            return mid + float(sp[i1]) - math.exp(eps - s0) * float(sn[i1]) + side.inf - penalty
+            tail = float(sn[i1])
+            # past e^709 the float overflows: the probe then reads "below any target" (only where it looks)
+            weighted = tail and (math.inf if eps - s0 > 709.0 else math.exp(eps - s0) * tail)
+            return mid + float(sp[i1]) - weighted + side.inf - penalty
 
         return approx
 
