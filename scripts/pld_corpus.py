@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from dpcompose.accounting import (  # noqa: E402
+from dpcompose.accounting import (
     PLD,
     compose_plds,
     pld_approx,

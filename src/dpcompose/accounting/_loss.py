@@ -219,7 +219,7 @@ class PrivacyLoss:
         subset of fixed size m = rate·n, and ``child`` must be the pair for one record substituted. The
         PLD (:meth:`pld`) is that of the subsampled dominating pair: for Poisson sampling both orders
         ((1 − q)Q + qP against Q, and the reverse), composed separately; without replacement one
-        symmetric pair (see :mod:`cells`). Rate 1 is ``child`` itself, rate 0
+        symmetric pair (see ``_pld.subsample.cells``). Rate 1 is ``child`` itself, rate 0
         the identity (δ = 0).
 
         Only a single mechanism's pair can be subsampled here: the subsampled pair of a composition is

@@ -148,7 +148,7 @@ def _lumped_side_body(
     h: float, p: FloatArray, r: FloatArray, rel: FloatArray, at_a: npt.NDArray[np.int64],
     width: int | npt.NDArray[np.int64], lo: int, wide: bool, last: int, inf_lo: float,
 ) -> Side:
-    """:func:`build_pld`'s lower side from its buckets with P-mass: masses ``p``, ``r`` (e^{a}·Q-mass) and
+    """``build_pld``'s lower side from its buckets with P-mass: masses ``p``, ``r`` (e^{a}·Q-mass) and
     relative accuracy ``rel``, lower ends ``at_a`` and widths ``width`` in steps of ``h`` from ``lo``
     (``wide``: not all one step), the largest upper end ``last`` and the P-mass at +∞ (``inf_lo``)."""
     # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss

@@ -31,7 +31,7 @@ def pld_gaussian(
     Source: Balle–Wang 2018, Thm 8 (the closed form δ(ε) from which both ends are read); Dong–Roth–Su
     2022, Cor. 3.3 (Gaussians compose to the Gaussian of μ = ‖μᵢ‖₂, used by :func:`compose_plds`); the
     lattice sides for compositions with other PLDs: Koskela–Jälkö–Honkela 2020 (the Gaussian PLD) and
-    :func:`build_pld` (Doroshenko et al. 2022).
+    ``build_pld`` (Doroshenko et al. 2022).
 
     Raises:
         InvalidParameter: sensitivity negative, σ not positive, or width outside [4, 40]; when the PLD is

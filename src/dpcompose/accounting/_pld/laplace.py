@@ -171,7 +171,7 @@ def pld_laplace(
 
     Source: Dwork–McSherry–Nissim–Smith 2006 (mechanism); PLD of a one-dimensional continuous mechanism:
     Koskela–Jälkö–Honkela 2020 (AISTATS; no section number cited: not checked); its discretisation: see
-    :func:`build_pld` (Doroshenko et al. 2022, connect the dots; the lumped pair for the lower side).
+    ``build_pld`` (Doroshenko et al. 2022, connect the dots; the lumped pair for the lower side).
 
     With ``aligned=True`` the lattice runs through the atoms: h = (Δ/b)/N with N = ⌈(Δ/b)·2**step_bits⌉,
     so h ≤ 2**-step_bits (its multiplier of 2**-e rounded up to 20 bits: N·h ≥ Δ/b > N·h − 2**-19·Δ/b).
@@ -226,10 +226,10 @@ def pld_discrete_laplace(
     dominated (the discrete Laplace is log-concave, as in :func:`pld_laplace`).
 
     The bucket masses are computed by :func:`dlap_buckets` (exact integer bucket ranges, closed-form
-    geometric sums, a proven float error per bucket); the lattice adds the error of :func:`build_pld`.
+    geometric sums, a proven float error per bucket); the lattice adds the error of ``build_pld``.
 
     Source: Ghosh–Roughgarden–Sundararajan 2009 (mechanism); PLDs of discrete-valued mechanisms:
-    Koskela–Jälkö–Prediger–Honkela 2021 (AISTATS); discretisation: :func:`build_pld` (Doroshenko et al. 2022).
+    Koskela–Jälkö–Prediger–Honkela 2021 (AISTATS); discretisation: ``build_pld`` (Doroshenko et al. 2022).
 
     With ``aligned=True`` and 1/t ≥ 2**-step_bits the lattice runs through every loss: h = (1/t)/N with
     N = ⌈2**step_bits/t⌉ (its multiplier rounded to 20 bits, as in :func:`pld_laplace`), so each of the

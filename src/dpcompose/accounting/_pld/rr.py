@@ -36,7 +36,7 @@ def pld_randomized_response(
 
     Outputs x, x' and the k − 2 others have P-masses e^ε/(e^ε + k − 1), 1/(e^ε + k − 1), (k − 2)/(e^ε +
     k − 1) and losses ε, −ε, 0: a finite pair, whose δ(ε') = E_P[(1 − e^{ε'−L})₊] is exact (module
-    docstring); the lattice adds the connect-the-dots / lumped-pair error of :func:`build_pld`. dpcompose's
+    docstring); the lattice adds the connect-the-dots / lumped-pair error of ``build_pld``. dpcompose's
     sampler uses a rational E ≤ e^ε in place of e^ε; RR with E is a post-processing of RR with e^ε (mix
     with the uniform distribution), so this PLD dominates it. For k = 2 this is the pair (ε, 0) of
     :func:`pld_approx`, which dominates every ε-DP mechanism (Kairouz–Oh–Viswanath 2015, Thm 2.5).
@@ -50,7 +50,7 @@ def pld_randomized_response(
 
     Raises:
         InvalidParameter: ε is negative or not finite, or k < 2, ``aligned`` not a bool, or the lattice would
-            span more than 2**26 points (:func:`check_points`).
+            span more than 2**26 points (``check_points``).
 
     Examples:
         >>> lo, hi = pld_randomized_response(1.0).delta_bounds(0)

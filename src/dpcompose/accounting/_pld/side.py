@@ -180,7 +180,7 @@ def coarse_side(s: Side, d: int, h: float) -> Side:
     Why it dominates: the split is a mean-preserving spread of e^{−L} under P, and δ(ε) = E_P[(1 −
     e^ε·e^{−L})₊] is convex in e^{−L}; for a composition, e^{−ΣLᵢ} = Πe^{−Lᵢ} with independent factors,
     and conditionally on the others the expectation is convex in each one, so spreading every step's loss
-    raises δ(ε) at every ε (the argument of :func:`build_pld`'s wide buckets). With x = loss − a ∈ (0, w)
+    raises δ(ε) at every ε (the argument of ``build_pld``'s wide buckets). With x = loss − a ∈ (0, w)
     from the lower coarse point a, w = 2**d·h: p_a = p·e^{−x}(1 − e^{−(w−x)})/(1 − e^{−w}) and p_b =
     p·(1 − e^{−x})/(1 − e^{−w}), each bounded above (expm1 and exp within ``EXP_REL``, the divisor
     rounded down); any larger mass only raises δ. Stored negative entries are clipped to 0, which does not

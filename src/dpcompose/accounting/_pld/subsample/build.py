@@ -36,7 +36,7 @@ def thin_cuts(lams: FloatArray, bits: int, up_at: Callable[[float], float]) -> n
     width w = 2**k·h holds at most t_k and the wide buckets together carry Σₖ t_k·w² ≤ 6·``THIN_SHARE``·h²
     of the split's second-order spread, against about h²/8 from the mass at one step. What is skipped only
     changes the tightness: every wide bucket is split between its own two ends
-    (:func:`build_pld`), which dominates for any width. Negative losses are all
+    (``build_pld``), which dominates for any width. Negative losses are all
     kept: the loss ln(1 − q + q·e^y) crowds into a few lattice steps above ln(1 − q) as y → −∞, so a wide
     bucket there would hold much of the add order's upper tail (found in the tests: one step's add order
     read 1.3e-3 looser at δ = 1e-10, q = 0.01), and at a small rate there are few of them anyway. The first

@@ -314,7 +314,7 @@ def partition(
 
 def check_span(lo: float, hi: float, bits: int) -> None:
     """Refuse, before anything is allocated, a subsampled PLD whose losses span [lo, hi] on too fine a
-    lattice: the one lattice budget of every PLD (:func:`check_points`,
+    lattice: the one lattice budget of every PLD (``check_points``,
     which names the largest step_bits that fits), counting the points of both orders of neighbours (the
     remove and add orders span [lo, hi] and [−hi, −lo]; the without-replacement pair lies in [−hi, hi],
     lo < 0), as a subsampled PLD builds both."""
