@@ -16,11 +16,12 @@ from dpcompose._validation import check_positive_int
 from dpcompose.accounting._common import ONE, ZERO, delta_list, epsilon_list, nonnegative, probability
 from dpcompose.accounting._display import format_up
 from dpcompose.accounting._exact import (
+    EXACT_DISTINCT,
     Number,
     exact_sum,
     expm1_down,
     expm1_up,
-    float_up,
+    fraction_up,
     log1p_down,
     log_down,
     log_up,
@@ -152,7 +153,7 @@ def advanced_drv(
     return root + drift, _cap(exact_sum(dels) + slack)
 
 
-EXACT_DENOMINATORS = 256
+EXACT_DENOMINATORS = EXACT_DISTINCT
 """Sums of terms with up to this many distinct denominators are exact (:func:`_sum_up`)."""
 
 
@@ -163,14 +164,8 @@ def _sum_up(terms: list[Fraction]) -> Fraction:
     has a denominator of millions of digits (advanced composition of 20,000 distinct ε took 177 s). Every
     bound of this module only rises with these sums, so they stay valid."""
     if len({t.denominator for t in terms}) > EXACT_DENOMINATORS:
-        terms = [_float_above(t) for t in terms]
+        terms = [fraction_up(t) for t in terms]
     return exact_sum(terms)
-
-
-def _float_above(t: Fraction) -> Fraction:
-    """The least float ≥ t, as a Fraction (t itself beyond the float range)."""
-    f = float_up(t)
-    return Fraction(f) if math.isfinite(f) else t
 
 
 def _tanh_half_up(e: Fraction) -> Fraction:

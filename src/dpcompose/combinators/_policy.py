@@ -8,7 +8,6 @@ takes the one with the smallest result, and the others are kept as runners-up fo
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -21,12 +20,12 @@ from dpcompose.accounting import (
     advanced,
     basic,
     concurrent_vadhan_wang,
-    float_up,
     optimal_epsilon,
     pure_to_zcdp,
     zcdp_compose,
     zcdp_to_approx,
 )
+from dpcompose.accounting._exact import EXACT_DISTINCT, fraction_up
 from dpcompose.accounting._filters import (
     add_renyi_curves,
     pure_cost_to_renyi,
@@ -204,11 +203,6 @@ def _approx_candidates(
     return out
 
 
-EXACT_DISTINCT = 256
-"""Up to this many distinct child costs the candidates compose them exactly; past it each is first rounded up
-to a float (:func:`rounded_costs`)."""
-
-
 def rounded_costs(measures: Sequence[Measure[Any]], ds: list[Any]) -> list[Any]:
     """``ds`` (the children's d_out), each ε, δ and ρ of a pure, (ε, δ) or zCDP child rounded up to the least
     float at or above it, where more than :data:`EXACT_DISTINCT` of them are distinct; else ``ds`` itself.
@@ -233,16 +227,10 @@ def rounded_costs(measures: Sequence[Measure[Any]], ds: list[Any]) -> list[Any]:
 def _cost_up(measure: Measure[Any], d: Any) -> Any:
     """One child's cost rounded up to floats (:func:`rounded_costs`); other measures' unchanged."""
     if isinstance(measure, (PureDP, ZCDP)) and isinstance(d, Fraction):
-        return _above(d, math.inf)
+        return fraction_up(d)
     if isinstance(measure, ApproxDP) and isinstance(d, tuple) and len(d) == 2:
-        return _above(d[0], math.inf), _above(d[1], 1.0)
+        return fraction_up(d[0]), fraction_up(d[1], 1.0)
     return d
-
-
-def _above(x: Fraction, cap: float) -> Fraction:
-    """The least float ≥ x as a Fraction, or x itself where that float is not below ``cap`` (or infinite)."""
-    f = float_up(x)
-    return Fraction(f) if math.isfinite(f) and f < cap else x
 
 
 def _product(values: Iterable[Fraction]) -> Fraction:
