@@ -675,7 +675,7 @@ def _groups_of(
         out: tuple[tuple[PrivacyLoss, int], ...] | None = None
     else:
         others = len(parts) - len(roundable)
-        steps = _rounding_steps(roundable, max(1, GROUP_OVER - others))
+        steps = _steps_of(parts)
         groups: Counter[PrivacyLoss] = Counter()
         for p, n in roundable:
             groups[rounded_pair(p, steps, up)] += n
@@ -695,6 +695,13 @@ def _groups_of(
             "fewer distinct mechanisms, or account them by a theorem that reads their ε or ρ"
         )
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _steps_of(parts: tuple[tuple[PrivacyLoss, int], ...]) -> int:
+    """:func:`_rounding_steps` of these parts' roundable pairs (the same for both directions: cached)."""
+    roundable = [(p, n) for p, n in parts if p.kind in _ROUNDABLE and p.params[0] != 0]
+    return _rounding_steps(roundable, max(1, GROUP_OVER - (len(parts) - len(roundable))))
 
 
 def _rounding_steps(roundable: list[tuple[PrivacyLoss, int]], budget: int) -> int:
