@@ -28,7 +28,9 @@ __all__ = ["EXACT_LIMIT", "make_parallel", "worst_allocation"]
 
 #: The most child-map evaluations (distinct children × changed records) ``make_parallel``'s map spends on
 #: the exact worst case when the group-privacy closed form does not settle it (under a second for two
-#: float-sum children on an idle core); beyond it the map refuses rather than run for minutes.
+#: float-sum children on an idle core); beyond it the map refuses rather than run for minutes. It counts
+#: map evaluations only: children whose maps are neither convex nor concave in k also cost
+#: :func:`worst_allocation`'s O(parts · k²) exact additions.
 EXACT_LIMIT = 2**15
 
 
@@ -189,7 +191,8 @@ def make_parallel(
 
     def privacy_map(d_in: Any) -> Any:
         total = partition.map(d_in)
-        closed = _group_closed_form(distinct, measure, total) if unsized else None
+        maps = {id(c): functools.cache(c.map) for c in distinct}  # each child's map read once per k
+        closed = _group_closed_form(list(maps.values()), measure, total) if unsized else None
         if closed is not None:
             return closed
         if type(total) is int and len(distinct) * total > EXACT_LIMIT:
@@ -203,12 +206,10 @@ def make_parallel(
                 "d_in = 1 with dp.make_group(measurement, k).map(1) (valid, possibly looser)"
             )
         if approx:
-            # each child's map read once per k for both coordinates
-            maps = {id(c): functools.cache(c.map) for c in distinct}
             eps = worst_allocation(_shared(children, lambda c: _coordinate(maps[id(c)], 0)), total)
             delta = worst_allocation(_shared(children, lambda c: _coordinate(maps[id(c)], 1)), total)
             return eps, delta
-        return worst_allocation(_shared(children, lambda c: c.map), total)
+        return worst_allocation(_shared(children, lambda c: maps[id(c)]), total)
 
     inner = partition.function
 
@@ -236,10 +237,10 @@ def make_parallel(
     )
 
 
-def _group_closed_form(children: Sequence[Measurement[Any, Any, Any, Any]], measure: Any, total: Any) -> Any:
+def _group_closed_form(maps: Sequence[Callable[[int], Any]], measure: Any, total: Any) -> Any:
     """The worst case of ``total`` changed records over disjoint parts, by group privacy, or ``None``.
 
-    ``children`` are the distinct children, each under ``SymmetricDistance`` on an unsized
+    ``maps`` are the privacy maps of the distinct children, each under ``SymmetricDistance`` on an unsized
     ``VectorDomain`` (so a part k records away is reached through k neighbouring parts inside the domain);
     gᵢ(k) is child i's map at k records, and T = ``total``.
 
@@ -265,13 +266,13 @@ def _group_closed_form(children: Sequence[Measurement[Any, Any, Any, Any]], meas
         >>> rows = dp.VectorDomain(dp.AtomDomain(int))
         >>> lap = dp.t.make_count(rows, dp.SymmetricDistance()) >> dp.m.make_laplace(
         ...     dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
-        >>> _group_closed_form([lap], dp.PureDP(), 10**12)
+        >>> _group_closed_form([lap.map], dp.PureDP(), 10**12)
         Fraction(500000000000, 1)
     """
     if type(total) is not int or total < 1:
         return None
-    ones = [c.map(1) for c in children]
-    at_total = [c.map(total) for c in children]
+    ones = [g(1) for g in maps]
+    at_total = [g(total) for g in maps]
     if isinstance(measure, PureDP):
         bound = max(group(e, 0, total)[0] for e in ones)
         return bound if max(at_total) >= bound else None
