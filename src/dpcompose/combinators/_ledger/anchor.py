@@ -13,7 +13,7 @@ from typing import NamedTuple, TypeVar
 
 from dpcompose.combinators._ledger.base import LedgerError, LedgerLocked
 from dpcompose.combinators._ledger.chain import Corrupt, RolledBack, Unanchored, Unverifiable
-from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, create_file
+from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, create_file, is_locked, sqlite_primary
 
 __all__ = ["Anchor", "Look"]
 
@@ -77,14 +77,12 @@ class Anchor:
         self._timeout = timeout
 
     def _error(self, exc: BaseException, after_commit: bool = False) -> LedgerError:
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = code & 0xFF if isinstance(code, int) else None
+        primary = sqlite_primary(exc)
         done = _COMMITTED if after_commit else _NOTHING
         if primary in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB
             return self._refuse(f"is not a dpcompose anchor, or is damaged ({type(exc).__name__}: {exc})",
                                 after_commit)  # fmt: skip
-        low = str(exc).lower()
-        if primary in (5, 6) or (primary is None and ("locked" in low or "busy" in low)):
+        if is_locked(exc):
             return LedgerLocked(
                 f"anchor {self.path!r} stayed locked by another process for {self._timeout} s ({exc}): a "
                 "process recording to it, or a reader holding a transaction open on it; "
@@ -216,11 +214,9 @@ class Anchor:
         if result is not None:
             return result
         with self._conn(after_commit, write=True) as (conn, anchor_id):
-            if anchor_id is None:  # pragma: no cover - a write transaction makes the anchor version 2
-                raise self._error(ValueError("no anchor id"), after_commit)
+            assert anchor_id is not None  # a write transaction makes the anchor version 2
             result = body(conn, anchor_id, True)
-        if result is None:  # pragma: no cover - a body returns a result when it may write
-            raise self._error(ValueError("no result"), after_commit)
+        assert result is not None  # a body returns a result when it may write
         return result
 
     def look(self, paths: Sequence[str], file_id: bytes | None = None) -> Look:

@@ -11,11 +11,25 @@ from collections.abc import Callable, Iterator
 
 from dpcompose.combinators._ledger.base import LedgerError
 
-__all__ = ["SQL_ERRORS", "committed", "create_file", "fsync_dir"]
+__all__ = ["SQL_ERRORS", "committed", "create_file", "fsync_dir", "is_locked", "sqlite_primary"]
 
 #: What an sqlite3 call can raise on a damaged file: the module decodes SQLite's error text as UTF-8, so a
 #: damaged schema can surface as UnicodeDecodeError.
 SQL_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def sqlite_primary(exc: BaseException) -> int | None:
+    """SQLite's primary result code of an sqlite3 error (``SQLITE_BUSY`` = 5, …), None if it has none."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether an sqlite3 error says another connection holds the file (SQLITE_BUSY or SQLITE_LOCKED; by its
+    text where the error carries no code)."""
+    primary = sqlite_primary(exc)
+    low = str(exc).lower()
+    return primary in (5, 6) or (primary is None and ("locked" in low or "busy" in low))
 
 
 def fsync_dir(directory: str) -> None:

@@ -35,7 +35,14 @@ from dpcompose.combinators._ledger.chain import (
     genesis,
     link,
 )
-from dpcompose.combinators._ledger.files import SQL_ERRORS, committed, create_file, fsync_dir
+from dpcompose.combinators._ledger.files import (
+    SQL_ERRORS,
+    committed,
+    create_file,
+    fsync_dir,
+    is_locked,
+    sqlite_primary,
+)
 from dpcompose.combinators._ledger.journal import (
     APPLICATION_ID,
     HEAD,
@@ -238,6 +245,7 @@ class SQLiteLedger(Ledger):
         self._hash = b""
         self._entry: LedgerEntry | None = None
         self._pending: tuple[int, bytes, LedgerEntry | None] | None = None
+        self._pending_fold: tuple[int, int] | None = None  # a fold's (checkpoint, keys) once it commits
         self._checked_conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] = (-1, -1)
         # The checkpoint's row and how many keys it held when this object last read it: when to fold next
@@ -263,11 +271,10 @@ class SQLiteLedger(Ledger):
             return self._corrupt(f"SQLite reported an error whose text is not UTF-8 ({exc})")
         text = str(exc)
         low = text.lower()
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = code & 0xFF if isinstance(code, int) else None
+        primary = sqlite_primary(exc)
         os_errno = exc.errno if isinstance(exc, OSError) else None
         tail = "; nothing was run or spent"
-        if primary in (5, 6) or (primary is None and ("locked" in low or "busy" in low)):
+        if is_locked(exc):
             return LedgerLocked(
                 f"{self._where()} stayed locked by another process for {self._timeout} s ({text}): a "
                 "process charging it, or a reader holding a transaction open on the file (a database "
@@ -390,7 +397,7 @@ class SQLiteLedger(Ledger):
             conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
         except SQL_ERRORS as exc:
             raise self._fail(exc) from exc
-        self._pending = None
+        self._pending = self._pending_fold = None
         try:
             with committed(conn, self._fail):
                 self._check_identity()
@@ -398,6 +405,9 @@ class SQLiteLedger(Ledger):
                 yield conn
         finally:
             pending, self._pending = self._pending, None
+            folded, self._pending_fold = self._pending_fold, None
+        if folded is not None:  # committed: the fold's checkpoint is in the file
+            self._checkpoint, self._keys = folded
         if pending is not None:  # committed: what this object appended is now verified state
             self._seq, self._hash, self._entry = pending
             if self._anchor is not None and self._file_id is not None:
@@ -615,7 +625,7 @@ class SQLiteLedger(Ledger):
                 return
         digest = fold(conn, head, self._hash, w.folded)
         self._pending = (head + 1, digest, self._entry)
-        self._checkpoint, self._keys = head + 1, len(w.folded.entries)
+        self._pending_fold = (head + 1, len(w.folded.entries))
 
     def _fold_due(self) -> bool:
         return fold_due(self._seq, self._checkpoint, self._keys)
