@@ -517,9 +517,9 @@ def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
     return root
 
 
-_USER_KINDS: dict[int, str] = {
-    id(make_user_measurement): "measurement",
-    id(make_user_transformation): "transformation",
+_USER_KINDS: dict[object, str] = {
+    make_user_measurement: "measurement",
+    make_user_transformation: "transformation",
 }
 
 
@@ -554,7 +554,7 @@ def _find_user_parts(v: Any, where: str, found: list[str]) -> None:
     name = v.get("call")
     if tag == "call" and isinstance(name, str):
         here, short = f"{where}.call", name.rsplit(".", 1)[-1]
-        kind = _USER_KINDS.get(id(_library_constructors().get(name)))
+        kind = _USER_KINDS.get(_library_constructors().get(name))
         if kind is not None:
             found.append(f"{here}: {_describe_user_part(v, kind)}")
         for key, x in v.items():

@@ -152,7 +152,7 @@ class Context:
             raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
         if split_evenly_over is not None:
             n = validate_count(split_evenly_over, "split_evenly_over")
-            if n > _MAX_SHARES:  # one share is held per query: 10**9 of them would take about 24 GB
+            if n > _MAX_SHARES:  # a chosen cap on queries per Context (shares are computed when handed out)
                 raise InvalidParameter(
                     f"split_evenly_over={split_evenly_over!r}: at most {_MAX_SHARES} queries per context "
                     "(one share each); split the budget between contexts for more"

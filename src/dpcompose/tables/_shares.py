@@ -50,9 +50,7 @@ class BudgetShares:
     def weighted(cls, measure: Measure[Any], budget: Any, weights: Sequence[Fraction]) -> BudgetShares:
         """Shares proportional to ``weights`` (positive, at least one)."""
         kept = tuple(weights)
-        total = Fraction(0)
-        for w in kept:
-            total += w
+        total = sum(kept, Fraction(0))
         return cls(measure, budget, len(kept), kept.__getitem__, total)
 
     def __len__(self) -> int:
@@ -108,11 +106,12 @@ class BudgetShares:
                         "took the last); nothing was run or spent. Pass query(privacy_loss=...) to spend "
                         "what remains"
                     )
-                if self.value(i) != budget:
+                current = self.value(i)
+                if current != budget:
                     show = self._measure.display
                     raise BudgetExceeded(
                         f"this query was priced at share {share} ({show(budget)}), which another release "
-                        f"took; the next share, {i}, is {show(self.value(i))}: build the query again with "
+                        f"took; the next share, {i}, is {show(current)}: build the query again with "
                         "ctx.query(); nothing was run or spent"
                     )
             before = charges()
