@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import pytest
@@ -30,3 +31,30 @@ def test_a_monitor_that_halts_is_not_asked_again(
     assert run_tour() == 0
     out = capsys.readouterr().out
     assert "north above, south (halted), east (halted)" in out
+
+
+def test_the_tour_uses_the_catalogue_mean_and_points_to_recipes_and_tables(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_tour() == 0
+    out = capsys.readouterr().out
+    assert "make_mean" in out and "resize" in out
+    assert "recipes" in out and "tables" in out.split("Next:")[1]
+
+
+def test_the_tour_shows_tables_with_polars_and_says_how_to_get_them_without(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("polars")
+    assert run_tour() == 0
+    assert "6. Tables: a dp.Context over a Polars frame" in capsys.readouterr().out
+    real_import = builtins.__import__
+
+    def no_polars(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "polars":
+            raise ImportError("no polars here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_polars)
+    assert run_tour() == 0
+    assert 'install the polars extra (pip install "dpcompose[polars]")' in capsys.readouterr().out
