@@ -94,6 +94,12 @@ __all__ = [
     "laplace_scale_to_accuracy",
 ]
 
+
+def __dir__() -> list[str]:
+    """The public names only (PEP 562): ``dir(dp.accuracy)`` lists what users call, not the imports."""
+    return sorted(__all__)
+
+
 MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 MIN_ALPHA = Fraction(1, 10**300)
 """The smallest level accepted: the tail bounds carry an absolute padding near ``1e-320``."""

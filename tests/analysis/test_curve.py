@@ -100,3 +100,27 @@ def test_plot_profile_labels_each_curve(monkeypatch: pytest.MonkeyPatch) -> None
     plt.close(fig)
     with pytest.raises(dp.InvalidParameter, match="label"):
         dp.plot_profile(laplace, 1, label=3)  # type: ignore[arg-type]
+
+
+def test_a_shared_axes_keeps_its_title_and_a_new_figure_is_titled_after_the_measurement() -> None:
+    """Drawing several curves on one axes titled the figure after the last curve drawn."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set_title("two mechanisms")
+    dp.plot_profile(dp.m.make_laplace(INT, ABS, scale=2.0), 1, [1e-6, 1e-3], ax=ax, label="a")
+    dp.plot_profile(dp.m.make_laplace(INT, ABS, scale=4.0), 1, [1e-6, 1e-3], ax=ax, label="b")
+    assert ax.get_title() == "two mechanisms"
+    plt.close(fig)
+    own = dp.plot_profile(dp.m.make_laplace(INT, ABS, scale=2.0), 1, [1e-6, 1e-3], label="alone")
+    assert own.get_title() == "alone at d_in=1"
+    plt.close(own.figure)
+
+
+def test_dir_of_the_accuracy_module_lists_its_public_names_only() -> None:
+    assert dir(dp.accuracy) == sorted(dp.accuracy.__all__)
+    assert "confidence_interval" in dir(dp.accuracy) and "np" not in dir(dp.accuracy)

@@ -94,7 +94,8 @@ def plot_profile(
     Needs matplotlib (``pip install dpcompose[plot]``). The plotted ε are the certified upper bounds
     (exact values rounded up to floats); δ where nothing is certified are left out. Pass ``ax`` to draw
     several curves on one axes, each with its ``label`` (default: the measurement's node label), then
-    call ``ax.legend()``; docs/plot_profile.py draws the picture in docs/concepts.md this way.
+    call ``ax.legend()`` (a passed ``ax`` keeps its title; a new figure is titled after the measurement);
+    docs/plot_profile.py draws the picture in docs/concepts.md this way.
     """
     if ax is not None and not callable(getattr(ax, "plot", None)):
         raise InvalidParameter(f"ax={ax!r} must be a matplotlib Axes (or None for a new figure)")
@@ -106,13 +107,15 @@ def plot_profile(
         plt = importlib.import_module("matplotlib.pyplot")
     except ImportError as exc:
         raise InvalidParameter("plot_profile needs matplotlib: pip install 'dpcompose[plot]'") from exc
-    if ax is None:
+    new = ax is None
+    if new:
         _, ax = plt.subplots(figsize=(5, 3.2))
     ax.plot([float(d) for d, _ in curve], [_up(e) for _, e in curve], marker="o", label=name)
     ax.set_xscale("log")
     ax.set_xlabel("δ")
     ax.set_ylabel("ε (upper bound)")
-    ax.set_title(f"{name} at d_in={d_in}")
+    if new:  # a shared axes keeps its own title: several curves are told apart by their labels
+        ax.set_title(f"{name} at d_in={d_in}")
     ax.grid(True, which="both", alpha=0.3)
     return ax
 
