@@ -318,3 +318,31 @@ def test_limits_are_refused_by_name() -> None:
     assert A.confidence_interval(2**60 + 1, 1.0, 0.05) == (2**60 - 2, 2**60 + 4)
     lo, hi = A.confidence_interval(float(2**60), 1.0, 0.05)  # a float release: half an ulp (128) more
     assert lo < 2**60 - 128 and hi > 2**60 + 128
+
+
+def test_the_interval_is_read_from_the_measurement_that_released() -> None:
+    """confidence_interval needed the scale and the mechanism's name typed by hand and refused the
+    measurement itself."""
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    sym = dp.SymmetricDistance()
+    noise = dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=10.0)
+    count = dp.t.make_count(ints, sym) >> noise
+    assert dp.accuracy.confidence_interval(120, measurement=count, alpha=0.05) == (
+        dp.accuracy.confidence_interval(120, 10.0, 0.05, "laplace")
+    )
+    g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=Fraction(7, 2))
+    assert dp.accuracy.confidence_interval(3.5, measurement=g, alpha=0.1) == (
+        dp.accuracy.confidence_interval(3.5, 3.5, 0.1, "gaussian")
+    )
+    dg = dp.m.make_discrete_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2)
+    assert dp.accuracy.confidence_interval(7, measurement=dg, alpha=0.05) == (3, 11)
+    with pytest.raises(dp.InvalidParameter, match="last step"):
+        dp.accuracy.confidence_interval(1.0, measurement=count >> (lambda x: x + 1), alpha=0.05)
+    with pytest.raises(dp.InvalidParameter, match="not both"):
+        dp.accuracy.confidence_interval(1, 10.0, 0.05, measurement=count)
+    with pytest.raises(dp.InvalidParameter, match="alpha is required"):
+        dp.accuracy.confidence_interval(1, measurement=count)
+    with pytest.raises(dp.InvalidParameter, match="scale is required"):
+        dp.accuracy.confidence_interval(1, alpha=0.05)
+    with pytest.raises(dp.InvalidParameter, match="must be a Measurement"):
+        dp.accuracy.confidence_interval(1, alpha=0.05, measurement="laplace")  # type: ignore[arg-type]

@@ -51,6 +51,7 @@ Examples:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -74,6 +75,7 @@ from dpcompose.accounting._exact import (
     sqrt_down,
     sqrt_up,
 )
+from dpcompose.core import Measurement
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._discrete import (
     DISCRETE_GAUSSIAN_MAX_SIGMA2,
@@ -602,9 +604,18 @@ def accuracy_to_gaussian_scale(accuracy: float, alpha: float) -> float:
 
 
 def confidence_interval(
-    value: Any, scale: float | int | Fraction, alpha: float, mechanism: str = "laplace"
+    value: Any,
+    scale: float | int | Fraction | None = None,
+    alpha: float | None = None,
+    mechanism: str | None = None,
+    *,
+    measurement: Measurement[Any, Any, Any, Any] | None = None,
 ) -> tuple[Any, Any]:
     """A ``1 − alpha`` confidence interval for the true value behind a release of ``mechanism``.
+
+    Pass the measurement that made the release (``measurement=m``) and the mechanism and scale are read
+    from it: ``m`` is one of the noise constructors below, or a chain ending in one (``t >> noise``: the
+    interval is then for the transformation's exact output). Or pass ``scale`` and ``mechanism`` by hand.
 
     ``mechanism`` names the constructor that released ``value`` with noise ``scale``: ``"laplace"``
     (``make_laplace``), ``"gaussian"`` (``make_gaussian``), ``"discrete_laplace"`` or
@@ -618,15 +629,20 @@ def confidence_interval(
 
     Args:
         value: the released number (int or float) or a 1-d array of them.
-        scale: the noise scale the release used.
+        scale: the noise scale the release used (not with ``measurement``).
         alpha: the level, in (0, 1).
-        mechanism: one of ``"laplace"``, ``"gaussian"``, ``"discrete_laplace"``, ``"discrete_gaussian"``.
+        mechanism: one of ``"laplace"`` (the default), ``"gaussian"``, ``"discrete_laplace"``,
+            ``"discrete_gaussian"`` (not with ``measurement``).
+        measurement: the measurement that released ``value``: a noise constructor's, or a chain ending in
+            one.
 
     Returns:
         ``(lo, hi)``: ints for an int release, floats otherwise (arrays for arrays).
 
     Raises:
-        InvalidParameter: a bad ``scale``, ``alpha``, ``mechanism`` or ``value`` (NaN, not a number).
+        InvalidParameter: a bad ``scale``, ``alpha``, ``mechanism`` or ``value`` (NaN, not a number); both
+            or neither of ``scale`` and ``measurement``; a measurement whose last step is not one of the
+            four noise constructors (a post-processing after the noise, a composition, …).
 
     Source: the accuracy functions of this module.
 
@@ -635,7 +651,26 @@ def confidence_interval(
         (70.04267..., 129.95732...)
         >>> confidence_interval(7, 2, 0.05, mechanism="discrete_gaussian")
         (3, 11)
+        >>> import dpcompose as dp
+        >>> count = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance()) >> (
+        ...     dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=10.0))
+        >>> confidence_interval(120, measurement=count, alpha=0.05)  # read from the measurement
+        (90, 150)
     """
+    if alpha is None:
+        raise InvalidParameter("alpha is required: the level of the interval, in (0, 1), e.g. alpha=0.05")
+    if measurement is not None:
+        if scale is not None or mechanism is not None:
+            raise InvalidParameter(
+                f"pass either measurement= or scale=/mechanism=, not both (scale={scale!r}, "
+                f"mechanism={mechanism!r}): the measurement says which noise it adds"
+            )
+        mechanism, scale = noise_of(measurement)
+    elif scale is None:
+        raise InvalidParameter(
+            "scale is required (or pass measurement=m, the measurement that made the release, to read it)"
+        )
+    mechanism = "laplace" if mechanism is None else mechanism
     check_str(mechanism, "mechanism", MECHANISMS)
     # make_laplace/make_gaussian release an int exactly when they were built on integer data (exact discrete
     # noise of the same scale), and a float otherwise: the release's type says which noise it carries
@@ -701,3 +736,37 @@ def _array_interval(value: Any, half: Fraction | int) -> tuple[npt.NDArray[Any],
     infinite = np.isinf(floats)
     lo[infinite], hi[infinite] = -np.inf, np.inf
     return lo, hi
+
+
+_FRACTION_TEXT = re.compile(r"Fraction\((-?\d+), (\d+)\)")
+
+
+def noise_of(measurement: object) -> tuple[str, Fraction]:
+    """The noise constructor and scale that ``measurement`` adds last: ``(mechanism, scale)``.
+
+    ``measurement`` is one of :data:`MECHANISMS`' constructors (``make_laplace``, ``make_gaussian``,
+    ``make_discrete_laplace``, ``make_discrete_gaussian``), or a chain whose last step is one.
+
+    Raises:
+        InvalidParameter: anything else (say which step is last and what to pass instead).
+    """
+    if not isinstance(measurement, Measurement):
+        raise InvalidParameter(f"measurement={measurement!r} must be a Measurement (the one that released)")
+    node = measurement.node
+    while node.name == "chain" and node.children and isinstance(node.children[-1], Measurement):
+        node = node.children[-1].node
+    if node.name not in MECHANISMS:
+        raise InvalidParameter(
+            f"measurement={measurement!r}: its last step is {node.label()!r}, not one of the noise "
+            f"constructors {', '.join(MECHANISMS)}; an interval after a post-processing or for a "
+            "composition is not read from the measurement: pass scale= and mechanism= for the noisy value"
+        )
+    text = dict(node.params).get("scale", "")
+    found = _FRACTION_TEXT.fullmatch(text)
+    try:
+        scale = Fraction(int(found[1]), int(found[2])) if found else Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise InvalidParameter(
+            f"measurement={measurement!r}: its scale {text!r} could not be read; pass scale= and mechanism="
+        ) from None
+    return node.name, scale
