@@ -330,9 +330,13 @@ def test_the_interval_is_read_from_the_measurement_that_released() -> None:
     assert dp.accuracy.confidence_interval(120, measurement=count, alpha=0.05) == (
         dp.accuracy.confidence_interval(120, 10.0, 0.05, "laplace")
     )
-    g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=Fraction(7, 2))
+    g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=3.5)
     assert dp.accuracy.confidence_interval(3.5, measurement=g, alpha=0.1) == (
         dp.accuracy.confidence_interval(3.5, 3.5, 0.1, "gaussian")
+    )
+    dl = dp.m.make_discrete_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=Fraction(7, 2))
+    assert dp.accuracy.confidence_interval(7, measurement=dl, alpha=0.05) == (
+        dp.accuracy.confidence_interval(7, Fraction(7, 2), 0.05, "discrete_laplace")
     )
     dg = dp.m.make_discrete_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2)
     assert dp.accuracy.confidence_interval(7, measurement=dg, alpha=0.05) == (3, 11)
