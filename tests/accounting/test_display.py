@@ -6,8 +6,10 @@ which is correctly rounded in the context's rounding mode (here ROUND_CEILING / 
 
 from __future__ import annotations
 
+import copy
 import decimal
 import math
+import pickle
 import re
 from decimal import Decimal
 from fractions import Fraction
@@ -18,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpcompose as dp
+from dpcompose.accounting import Shown, shown_down, shown_up
 from dpcompose.accounting import format_down, format_excess, format_up
 
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e[+-]\d{2,})?")
@@ -272,3 +275,29 @@ def test_digits_are_bounded() -> None:
         with pytest.raises(dp.InvalidParameter, match="digits"):
             dp.accounting.format_up(Fraction(1, 3), bad)  # type: ignore[arg-type]
     assert dp.accounting.format_up(Fraction(1, 3), 100) == "0." + "3" * 99 + "4"
+
+
+@given(st.fractions(min_value=0, max_value=10**6))
+def test_a_shown_value_is_the_exact_fraction_and_prints_on_its_safe_side(q: Fraction) -> None:
+    down, up = shown_down(q), shown_up(q)
+    for v in (down, up):
+        assert isinstance(v, Shown) and v == q and hash(v) == hash(q) and type(v.exact) is Fraction
+        assert v.exact == q and type(v + 1) is Fraction
+        for again in (pickle.loads(pickle.dumps(v)), copy.copy(v), copy.deepcopy(v)):
+            assert again == q and repr(again) == repr(v)
+    assert Fraction(repr(down)) <= q <= Fraction(repr(up))
+    assert repr({"epsilon": down}) == "{'epsilon': " + format_down(q) + "}"
+
+
+def test_filters_show_remaining_rounded_down_and_spent_rounded_up() -> None:
+    """remaining() returned 21-digit Fractions: the values are still the exact Fractions, printed short."""
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    count = dp.t.make_count(ints, dp.SymmetricDistance()) >> dp.m.make_laplace(
+        dp.AtomDomain(int), dp.AbsoluteDistance(), scale=3.0
+    )
+    q = dp.make_privacy_filter(ints, dp.SymmetricDistance(), dp.PureDP(), 1, 1.0)([1, 2, 3])
+    q(count)
+    left, spent = q.remaining()["epsilon"], q.spent()["epsilon"]
+    assert left == Fraction(2, 3) and spent == Fraction(1, 3)
+    assert repr(left) == "0.666666" and repr(spent) == "0.333334"
+    assert left.exact == Fraction(2, 3) and type(left.exact) is Fraction

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
-from dpcompose.accounting._display import format_down, format_excess, format_up
+from dpcompose.accounting._display import Shown, format_down, format_excess, format_up, shown_down, shown_up
 from dpcompose.accounting._exact import (
     Number,
     decimal,
@@ -69,6 +69,7 @@ __all__ = [
     "FilterRule",
     "Number",
     "PrivacyLoss",
+    "Shown",
     "PrivacyProfile",
     "RRUVFilter",
     "RenyiFilter",
@@ -88,6 +89,8 @@ __all__ = [
     "format_down",
     "format_excess",
     "format_up",
+    "shown_down",
+    "shown_up",
     "gaussian_delta",
     "gaussian_profile",
     "group",

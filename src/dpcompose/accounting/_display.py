@@ -38,7 +38,7 @@ from fractions import Fraction
 
 from dpcompose.errors import InvalidParameter
 
-__all__ = ["format_down", "format_excess", "format_up"]
+__all__ = ["Shown", "format_down", "format_excess", "format_up", "shown_down", "shown_up"]
 
 _LOG10_2 = math.log10(2)
 
@@ -82,6 +82,65 @@ def format_down(q: int | float | Fraction, digits: int = 6) -> str:
         ('0.666666', '0.1', '-0.333334')
     """
     return _format(q, digits, up=False)
+
+
+class Shown(Fraction):
+    """An exact privacy quantity that prints as a short decimal rounded in its safe direction.
+
+    It *is* the exact :class:`~fractions.Fraction` (it compares, hashes and computes as one; arithmetic
+    gives plain Fractions); only its ``repr``/``str`` are short: :func:`format_up` for a cost or a spent
+    total, :func:`format_down` for a remaining budget. :attr:`exact` is the plain Fraction.
+
+    Examples:
+        >>> from fractions import Fraction
+        >>> left = shown_down(Fraction(1, 3))
+        >>> left, left.exact, left == Fraction(1, 3)
+        (0.333333, Fraction(1, 3), True)
+        >>> {"epsilon": shown_up(Fraction(1, 3)), "delta": shown_up(0)}
+        {'epsilon': 0.333334, 'delta': 0}
+    """
+
+    __slots__ = ("_up",)
+    _up: bool
+
+    def __new__(cls, value: int | Fraction, up: bool) -> Shown:
+        self = super().__new__(cls, value)
+        self._up = bool(up)
+        return self
+
+    @property
+    def exact(self) -> Fraction:
+        """The exact value, as a plain Fraction."""
+        return Fraction(self.numerator, self.denominator)
+
+    @property
+    def rounds_up(self) -> bool:
+        """True if the display rounds up (a cost), False if down (a remaining budget)."""
+        return self._up
+
+    def __repr__(self) -> str:
+        return format_up(self.exact) if self._up else format_down(self.exact)
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple[type[Shown], tuple[Fraction, bool]]:
+        return (type(self), (self.exact, self._up))  # (Fraction's own reduce goes through str: rounded)
+
+    def __copy__(self) -> Shown:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Shown:
+        return self
+
+
+def shown_up(value: int | Fraction) -> Shown:
+    """``value`` as a :class:`Shown` that prints rounded up (a cost, a spent total)."""
+    return Shown(value, True)
+
+
+def shown_down(value: int | Fraction) -> Shown:
+    """``value`` as a :class:`Shown` that prints rounded down (what is left of a budget)."""
+    return Shown(value, False)
 
 
 def format_excess(

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpcompose.accounting._display import format_down, format_up
+from dpcompose.accounting._display import Shown, format_down, format_up, shown_down, shown_up
 from dpcompose.accounting._filters import (
     DEFAULT_ORDERS,
     BasicFilter,
@@ -69,7 +69,7 @@ AnyMeasurement = Measurement[Any, Any, Any, Any]
 CONCURRENT_SOURCE = "Haney–Shoemate–Tian–Vadhan–Vyrros–Xu–Zhang 2023 (concurrent filters and odometers)"
 
 
-def _fmt_sums(sums: dict[str, Fraction], down: bool = False) -> str:
+def _fmt_sums(sums: Mapping[str, Fraction], down: bool = False) -> str:
     """Running sums for a message, rounded up (spent) or down (``down=True``: what remains), so that a
     refusal shows a request strictly above what remains (:mod:`dpcompose.accounting._display`)."""
     names = {"epsilon": "ε", "delta": "δ", "rho": "ρ", "sum_eps_sq": "Σε²", "epsilon_bound": "ε-bound"}
@@ -439,19 +439,28 @@ class FilterQueryable(AccountantQueryable):
         rule, _, _ = self._rule_state()
         return rule.describe() if rule is not None else "auto (undecided)"
 
-    def remaining(self) -> dict[str, Fraction]:
-        """What is left of each quantity the rule limits (e.g. ``{'epsilon': …, 'delta': …}``)."""
-        rule, state, _ = self._rule_state()
-        if rule is None:
-            return {"epsilon": self._accountant.budget[0], "delta": self._accountant.budget[1]}
-        return rule.remaining(state or rule.start())
+    def remaining(self) -> dict[str, Shown]:
+        """What is left of each quantity the rule limits (e.g. ``{'epsilon': …, 'delta': …}``).
 
-    def spent(self) -> dict[str, Fraction]:
-        """The rule's running sums (e.g. ``{'epsilon': …, 'delta': …}`` for the basic rule)."""
+        The values are the exact Fractions, shown rounded down (:class:`~dpcompose.accounting.Shown`;
+        ``.exact`` is the plain Fraction)."""
         rule, state, _ = self._rule_state()
         if rule is None:
-            return {"epsilon": Fraction(0), "delta": Fraction(0)}
-        return rule.spent(state or rule.start())
+            left = {"epsilon": self._accountant.budget[0], "delta": self._accountant.budget[1]}
+        else:
+            left = rule.remaining(state or rule.start())
+        return {name: shown_down(value) for name, value in left.items()}
+
+    def spent(self) -> dict[str, Shown]:
+        """The rule's running sums (e.g. ``{'epsilon': …, 'delta': …}`` for the basic rule).
+
+        The values are the exact Fractions, shown rounded up (:class:`~dpcompose.accounting.Shown`)."""
+        rule, state, _ = self._rule_state()
+        if rule is None:
+            sums = {"epsilon": Fraction(0), "delta": Fraction(0)}
+        else:
+            sums = rule.spent(state or rule.start())
+        return {name: shown_up(value) for name, value in sums.items()}
 
     def max_queries_like(self, query: AnyMeasurement) -> int | None:
         """How many more queries like ``query`` would fit (``None``: it costs nothing, no limit).
