@@ -20,8 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpcompose as dp
-from dpcompose.accounting import Shown, shown_down, shown_up
-from dpcompose.accounting import format_down, format_excess, format_up
+from dpcompose.accounting import Shown, format_down, format_excess, format_up, shown_down, shown_up
 
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e[+-]\d{2,})?")
 
