@@ -61,7 +61,8 @@ def main() -> None:
     rows.append(("its loss hook, rr.privacy_loss(1)", hook))
     fresh = [rr_with(1.0) for _ in range(64)]  # equal but distinct objects, as a loop building each step
     half = rr_with(0.5)
-    for name, make in (("sequential", dp.make_adaptive_sequential), ("concurrent", dp.make_adaptive_concurrent)):
+    makers = (("sequential", dp.make_adaptive_sequential), ("concurrent", dp.make_adaptive_concurrent))
+    for name, make in makers:
         cases: list[tuple[str, Callable[[int], dp.Measurement], float]] = [  # type: ignore[type-arg]
             ("same query object", lambda i: rr, alone),
             ("a new equal query each step", lambda i: fresh[i % len(fresh)], alone + hook),
