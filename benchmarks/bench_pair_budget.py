@@ -55,6 +55,7 @@ def main() -> None:
 
     rr = rr_with(1.0)
     pair = rr.privacy_loss(1)
+    assert pair is not None
     alone = per_call(lambda i: rr(1), n)
     hook = per_call(lambda i: rr.privacy_loss(1), n)
     rows.append(("randomized response alone (the query's own work)", alone))
@@ -70,11 +71,11 @@ def main() -> None:
         ]
         for label, query, own in cases:
             q = make(cats, discrete, dp.ApproxDP(), 1, pair, steps=3 * n, delta=1e-6)(1)
-            t = per_call(lambda i, q=q, query=query: q(query(i)), n)
+            t = per_call(lambda i, q=q, query=query: q(query(i)), n)  # type: ignore[misc]
             rows.append((f"pair budgets, adaptive {name}, {label}", t))
             rows.append(("  compositor overhead (minus the query's own work)", t - own))
         q = make(cats, discrete, dp.PureDP(), 1, [1.0] * (3 * n))(1)
-        t = per_call(lambda i, q=q: q(rr), n)
+        t = per_call(lambda i, q=q: q(rr), n)  # type: ignore[misc]
         rows.append((f"PureDP budgets, adaptive {name}, same query object", t))
         rows.append(("  compositor overhead (minus the query's own work)", t - alone))
 
@@ -84,6 +85,7 @@ def main() -> None:
     total = clamp >> dp.t.make_sum(clamp.output_domain, clamp.output_metric, max_size=10**6)
     step = dp.make_subsample(total >> dp.m.make_gaussian(total.output_domain, total.output_metric, 1.0), 0.01)
     declared = step.privacy_loss(1)
+    assert declared is not None
     data = [0.5] * records
     rows.append(("DP-SGD-shaped step alone", per_call(lambda i: step(data), n)))
     q = dp.make_adaptive_sequential(vec, sym, dp.ProfileDP(), 1, declared, steps=3 * n)(data)
