@@ -218,7 +218,7 @@ def test_dp_sgd_shaped_adaptive_run() -> None:
     data = [float(2 * y - 1) * float(x) for x, y in zip(features, labels, strict=True)]  # y·x, y ∈ ±1
     clamp = dp.t.make_clamp(VEC, SYM, (-1.0, 1.0))
 
-    def step(theta: float, calls: list[int]) -> dp.Measurement:  # type: ignore[type-arg]
+    def step(theta: float, calls: list[int], rate: float = 0.05) -> dp.Measurement:  # type: ignore[type-arg]
         def grads(rows: list[float]) -> list[float]:  # −d/dθ log σ(θ·y·x) per example
             calls.append(len(rows))
             return [-r / (1 + math.exp(theta * r)) for r in rows]
@@ -227,7 +227,7 @@ def test_dp_sgd_shaped_adaptive_run() -> None:
         summed = dp.t.make_sum(clamp.output_domain, clamp.output_metric, max_size=10**4)
         total = per_example >> clamp >> summed
         noisy = total >> dp.m.make_gaussian(total.output_domain, total.output_metric, 1.0)
-        return dp.make_subsample(noisy, 0.05)
+        return dp.make_subsample(noisy, rate)
 
     calls: list[int] = []
     declared = pair_of(step(0.0, []))
@@ -242,18 +242,15 @@ def test_dp_sgd_shaped_adaptive_run() -> None:
     assert comp.map(1) == (C([declared] * 20).epsilon(1e-5), Fraction(1, 10**5))
     with pytest.raises(dp.BudgetExceeded, match="all 20 declared pairs"):
         q(step(theta, calls))
-    # a step with less noise is refused before it touches the data
+    # a step sampled at a higher rate is refused before it touches the data
     comp = dp.make_adaptive_sequential(VEC, SYM, dp.ApproxDP(), 1, declared, steps=1, delta=1e-5)
     q = comp(data)
-    noisier = dp.make_subsample(
-        dp.t.make_clamp(VEC, SYM, (-1.0, 1.0))
-        >> dp.t.make_sum(clamp.output_domain, clamp.output_metric, max_size=10**4)
-        >> dp.m.make_gaussian(dp.AtomDomain(float), ABS, 1.0),
-        0.1,
-    )
+    refused: list[int] = []
     with pytest.raises(dp.BudgetExceeded, match="sampling rate is larger"):
-        q(noisier)
-    assert q.budgets_used == 0
+        q(step(theta, refused, rate=0.1))
+    assert refused == [] and q.budgets_used == 0
+    q(step(theta, refused, rate=0.01))  # a lower rate is dominated
+    assert len(refused) == 1
 
 
 def test_same_query_object_asks_its_pair_once() -> None:
