@@ -335,3 +335,26 @@ def test_bad_pair_budgets_refused(
     }
     with pytest.raises(error, match=message):
         make(**kwargs)
+
+
+def test_composition_matching_agrees_with_brute_force() -> None:
+    """Case 8 (a one-to-one matching of parts, by maximum flow) against trying every assignment."""
+    rng = np.random.default_rng(1)
+
+    def parts(p: PrivacyLoss) -> list[PrivacyLoss]:
+        return [q for q, n in (p.parts if p.kind == "composed" else ((p, 1),)) for _ in range(n)]
+
+    def brute(offered: PrivacyLoss, declared: PrivacyLoss) -> bool:
+        o, d = parts(offered), parts(declared)
+        return any(
+            all(domination_gap(o[i], d[j]) is None for i, j in enumerate(perm))
+            for perm in itertools.permutations(range(len(d)), len(o))
+        )
+
+    def one() -> PrivacyLoss:
+        return G(1, int(rng.integers(1, 5))) if rng.random() < 0.7 else L(1, int(rng.integers(1, 4)))
+
+    for _ in range(300):
+        offered = C([one() for _ in range(int(rng.integers(1, 4)))])
+        declared = C([one() for _ in range(int(rng.integers(1, 5)))])
+        assert (domination_gap(offered, declared) is None) == brute(offered, declared), (offered, declared)
