@@ -168,11 +168,12 @@ def test_sequential_filters_refused_at_once_charge_nothing() -> None:
                 assert k.queries_charged == k.queries_answered
 
 
+@pytest.mark.parametrize("pairs", [False, True], ids=["eps-budgets", "pair-budgets"])
 @pytest.mark.parametrize("sequential", [True, False])
-def test_children_of_adaptive_compositors_queried_with_the_compositor(sequential: bool) -> None:
+def test_children_of_adaptive_compositors_queried_with_the_compositor(sequential: bool, pairs: bool) -> None:
     """Threads querying an adaptive compositor (each query opens a ``make_sequential`` pair of interactive
     children) and, at once, any of the children opened so far (pairs of siblings, and children of
-    different queries)."""
+    different queries); budgets in ε, or declared as dominating pairs (the query's RR_(ε,0) pairs)."""
     make = dp.make_adaptive_sequential if sequential else dp.make_adaptive_concurrent
     deadline = time.monotonic() + DEADLINE
     with fast_switching():
@@ -180,7 +181,12 @@ def test_children_of_adaptive_compositors_queried_with_the_compositor(sequential
             log: list[Event] = []
             ids = itertools.count()  # drawn under the compositor's lock: query k opens R(2k) and R(2k + 1)
             pair = dp.make_sequential(recorder(log, ids), recorder(log, ids))
-            comp = make(FLOAT, ABS, dp.PureDP(), 1, [Fraction(1, 500)] * 12)(0.0)
+            if pairs:
+                declared = pair.privacy_loss(1)
+                assert declared is not None
+                comp = make(FLOAT, ABS, dp.ProfileDP(), 1, declared, steps=12)(0.0)
+            else:
+                comp = make(FLOAT, ABS, dp.PureDP(), 1, [Fraction(1, 500)] * 12)(0.0)
             opened: list[Any] = list(comp(pair))
             opening = threading.Lock()  # the test's own: ``opened`` lists the pairs in the order opened
 
