@@ -276,6 +276,13 @@ def _text(result: Any) -> None:
     assert isinstance(result, str) and result, result
 
 
+def _text_of(result: Any) -> None:
+    """A value shown as a short decimal: its text parses back to a number on its safe side."""
+    assert isinstance(result, Fraction) and isinstance(repr(result), str)
+    shown = Fraction(repr(result))
+    assert shown >= result if result.rounds_up else shown <= result
+
+
 def _texts(result: Any) -> None:
     assert isinstance(result, tuple) and all(isinstance(t, str) and t for t in result), result
 
@@ -1003,7 +1010,16 @@ CASES: dict[str, Case] = {
     ),
     "accuracy.confidence_interval": Case(
         dp.accuracy.confidence_interval,
-        lambda: {"value": 10.0, "scale": 2.0, "alpha": 0.05, "mechanism": "laplace"},
+        lambda: {"value": 10.0, "scale": 2.0, "alpha": 0.05, "mechanism": "laplace", "measurement": None},
+        _interval,
+    ),
+    "accuracy.confidence_interval[measurement]": Case(
+        dp.accuracy.confidence_interval,
+        lambda: {
+            "value": 10,
+            "alpha": 0.05,
+            "measurement": dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0),
+        },
         _interval,
     ),
     "accuracy.confidence_interval[discrete]": Case(
@@ -1041,6 +1057,9 @@ CASES: dict[str, Case] = {
     "accounting.float_up": Case(dp.accounting.float_up, lambda: {"q": Fraction(1, 3)}, _not_nan),
     "accounting.float_down": Case(dp.accounting.float_down, lambda: {"q": Fraction(1, 3)}, _not_nan),
     "accounting.format_up": Case(dp.accounting.format_up, lambda: {"q": Fraction(1, 3), "digits": 6}, _text),
+    "accounting.Shown": Case(dp.accounting.Shown, lambda: {"value": Fraction(1, 3), "up": True}, _text_of),
+    "accounting.shown_up": Case(dp.accounting.shown_up, lambda: {"value": Fraction(1, 3)}, _text_of),
+    "accounting.shown_down": Case(dp.accounting.shown_down, lambda: {"value": 0.25}, _text_of),
     "accounting.format_down": Case(
         dp.accounting.format_down, lambda: {"q": Fraction(1, 3), "digits": 6}, _text
     ),

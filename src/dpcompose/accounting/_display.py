@@ -36,6 +36,7 @@ import numbers
 from decimal import Decimal
 from fractions import Fraction
 
+from dpcompose.accounting._exact import exact
 from dpcompose.errors import InvalidParameter
 
 __all__ = ["Shown", "format_down", "format_excess", "format_up", "shown_down", "shown_up"]
@@ -103,9 +104,11 @@ class Shown(Fraction):
     __slots__ = ("_up",)
     _up: bool
 
-    def __new__(cls, value: int | Fraction, up: bool) -> Shown:
-        self = super().__new__(cls, value)
-        self._up = bool(up)
+    def __new__(cls, value: int | float | Fraction, up: bool) -> Shown:
+        if not isinstance(up, bool):
+            raise InvalidParameter(f"up={up!r} must be True (print rounded up) or False (rounded down)")
+        self = super().__new__(cls, exact(value, "value"))
+        self._up = up
         return self
 
     @property
@@ -133,12 +136,12 @@ class Shown(Fraction):
         return self
 
 
-def shown_up(value: int | Fraction) -> Shown:
+def shown_up(value: int | float | Fraction) -> Shown:
     """``value`` as a :class:`Shown` that prints rounded up (a cost, a spent total)."""
     return Shown(value, True)
 
 
-def shown_down(value: int | Fraction) -> Shown:
+def shown_down(value: int | float | Fraction) -> Shown:
     """``value`` as a :class:`Shown` that prints rounded down (what is left of a budget)."""
     return Shown(value, False)
 
