@@ -1163,6 +1163,11 @@ CASES: dict[str, Case] = {
         lambda: {"base": lambda j: j * Fraction(1, 2), "q": 0.01, "orders": [2, 8, 32]},
         _numbers,
     ),
+    "accounting.subsampled_gaussian_renyi": Case(
+        dp.accounting.subsampled_gaussian_renyi,
+        lambda: {"rho": 0.5, "q": 0.01, "orders": [2, 8, 32]},
+        _numbers,
+    ),
     "accounting.subsampled_zcdp_to_renyi": Case(
         dp.accounting.subsampled_zcdp_to_renyi,
         lambda: {"rho": 0.5, "q": 0.01, "orders": [2, 8, 32]},

@@ -53,7 +53,7 @@ from dpcompose.accounting._pld import (
     pld_subsampled_laplace,
 )
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
-from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
+from dpcompose.accounting._rdp import subsampled_gaussian_renyi, subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -109,6 +109,7 @@ __all__ = [
     "pure_to_zcdp",
     "renyi_to_approx",
     "rruv_filter_epsilon",
+    "subsampled_gaussian_renyi",
     "subsampled_renyi",
     "subsampled_zcdp_to_renyi",
     "whitehouse_filter_epsilon",
