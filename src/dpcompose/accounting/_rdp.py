@@ -53,7 +53,10 @@ and at c = ½ (α = 1) the two sides are equal (a − 1 = q(s − 1) = s − b);
 the larger (r = 1 leaves the right side 0). ∎ For a Gaussian base, E[s^j] = e^{(j−1)·jΔ²/2σ²} exactly; for
 the discrete Gaussian at an integer shift k ≤ Δ, E[s^j] ≤ e^{(j−1)·jΔ²/2σ²} (Canonne–Kamath–Steinke 2020
 Thm 4 at order j), and A_α only grows with these moments; joint convexity (above) bounds the mixture over
-subsamples by the worst single S. (``tests/accounting/test_rdp_subsample.py`` checks G ≥ 0 and B_α ≤ A_α at
+subsamples by the worst single S. The same holds where every pair (μ₀, μ₁) is one kernel's image of
+one symmetric pair (P, Q) — a dominating pair, by Blackwell's theorem: the mixture pair is then that
+kernel's image of the mixture of (P, Q), and data processing bounds both directions by those of (P, Q),
+to which the lemma applies. (``tests/accounting/test_rdp_subsample.py`` checks G ≥ 0 and B_α ≤ A_α at
 50 digits, and the curve against numerical integration of both directions.)
 
 The addition bound is this library's (the published sampled-Gaussian analyses bound the other direction
