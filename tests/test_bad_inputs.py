@@ -1193,6 +1193,7 @@ CASES: dict[str, Case] = {
     ),
     "accounting.BasicFilter": Case(dp.accounting.BasicFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule),
     "accounting.ZCDPFilter": Case(dp.accounting.ZCDPFilter, lambda: {"rho": 0.5}, _rule),
+    "accounting.GDPFilter": Case(dp.accounting.GDPFilter, lambda: {"mu_sq": 0.5}, _rule),
     "accounting.ZCDPApproxFilter": Case(
         dp.accounting.ZCDPApproxFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule
     ),

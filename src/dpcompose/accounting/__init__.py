@@ -31,6 +31,7 @@ from dpcompose.accounting._filters import (
     zcdp_budget,
 )
 from dpcompose.accounting._gaussian import gaussian_delta
+from dpcompose.accounting._gdp_filter import GDPFilter
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.accounting._optimal import (
     optimal_delta,
@@ -67,6 +68,7 @@ __all__ = [
     "PLD",
     "BasicFilter",
     "FilterRule",
+    "GDPFilter",
     "Number",
     "PrivacyLoss",
     "PrivacyProfile",

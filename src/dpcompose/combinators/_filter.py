@@ -259,16 +259,16 @@ def gdp_cost(query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
         if not profile.approx_parts and profile.rho == 0 and profile.loss is None:
             mu_sq = profile.gaussian_mu_sq
     if mu_sq is None:
-        if pair is not None and _has_kind(pair, "discrete_gaussian"):
+        if pair is not None and _has_kind(pair, "subsampled"):
+            why = (
+                f"its pair {pair.label()} is a subsampled step, which is not μ-GDP for a useful μ; use a "
+                "RenyiDP filter, which charges its subsampled Rényi curve (Feldman–Zrnic 2021)"
+            )
+        elif pair is not None and _has_kind(pair, "discrete_gaussian"):
             why = (
                 f"its pair {pair.label()} is a discrete Gaussian: Smith–Thakurta 2022 cover μ-GDP "
                 "mechanisms, and the discrete Gaussian is not proven Δ/σ-GDP here. Use a RenyiDP filter "
                 "(its Rényi curve αΔ²/2σ² is proven: Canonne–Kamath–Steinke 2020 Thm 4) or a ZCDP one"
-            )
-        elif pair is not None and _has_kind(pair, "subsampled"):
-            why = (
-                f"its pair {pair.label()} is a subsampled step, which is not μ-GDP for a useful μ; use a "
-                "RenyiDP filter, which charges its subsampled Rényi curve (Feldman–Zrnic 2021)"
             )
         elif pair is not None:
             why = f"its pair {pair.label()} is not a Gaussian: the GDP filter admits Gaussian steps only"
