@@ -678,7 +678,18 @@ def make_privacy_filter(
     * RenyiDP, ``"renyi"``: ``d_out`` is a :class:`RenyiCurve` B; admit while Σεᵢ(α) ≤ B(α) at every
       order α of ``orders`` (default :data:`~dpcompose.accounting._filters.DEFAULT_ORDERS`, 1.25 … 256),
       Feldman–Zrnic 2021 Thm 4.3 at each order. The filter's ``map`` is B at those orders and refuses any
-      other order. RenyiDP, ZCDP (αρ) and PureDP (min(ε, αε²/2)) queries are accepted.
+      other order. RenyiDP, ZCDP (αρ) and PureDP (min(ε, αε²/2)) queries are accepted, and a query of
+      another measure (a Poisson-subsampled step is ``ProfileDP``) is charged the Rényi curve of its
+      dominating pair at ``d_in`` (:meth:`PrivacyLoss.renyi`; the pair dominates the query, so its Rényi
+      divergences are at most the pair's); a query with neither is refused by name.
+    * ProfileDP, ``"gdp"``: a Gaussian-DP filter. ``d_out`` is a Gaussian profile (``gaussian_profile(1,
+      1/μ)``, μ-GDP) or an (ε, δ) budget (read as the largest μ on a fine grid whose GDP curve meets it);
+      admit while Σμᵢ² ≤ μ², μᵢ = Δ/σ of each query's Gaussian pair at ``d_in`` (a composition of Gaussians:
+      μ's in quadrature), Smith–Thakurta 2022 (arXiv:2210.17520, fully adaptive composition of GDP). The
+      filter's ``map`` is the μ-GDP profile, read as (ε, δ) by Dong–Roth–Su 2019 Cor. 2.13. Discrete
+      Gaussian steps (the secure ``make_gaussian``: not proven Δ/σ-GDP here), subsampled steps and
+      non-Gaussian queries are refused by name. Any other ProfileDP budget is refused: the natural filter
+      over general trade-off curves is invalid (arXiv:2602.06756).
 
     ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may
     be queried interleaved for PureDP/ApproxDP (Haney et al. 2023 extend every valid filter to concurrent
@@ -688,9 +699,11 @@ def make_privacy_filter(
     Args:
         input_domain: the data's domain.
         input_metric: its metric.
-        output_measure: ``PureDP()``, ``ApproxDP()``, ``ZCDP()`` or ``RenyiDP()``.
+        output_measure: ``PureDP()``, ``ApproxDP()``, ``ZCDP()``, ``RenyiDP()`` or ``ProfileDP()`` (the
+            Gaussian-DP filter).
         d_in: the input distance the filter protects; queries are charged their ``map(d_in)``.
-        d_out: the global budget (ε, (ε, δ), ρ, or a :class:`RenyiCurve`).
+        d_out: the global budget (ε, (ε, δ), ρ, a :class:`RenyiCurve`, or for ProfileDP a Gaussian
+            :class:`PrivacyProfile` or (ε, δ)).
         rule: a rule name (above) or a :class:`~dpcompose.accounting.FilterRule` with this budget.
         ledger: where spending is kept: a new in-memory ledger per run by default; a shared
             :class:`MemoryLedger` or :class:`SQLiteLedger` makes every run draw on one budget.
@@ -703,9 +716,11 @@ def make_privacy_filter(
 
     Raises:
         InvalidParameter: a bad budget, ``d_in`` or rule.
-        UnsupportedComposition: a measure with no filter here (e.g. ProfileDP).
+        UnsupportedComposition: a measure with no filter here, or a ProfileDP budget that is not
+            Gaussian (arXiv:2602.06756).
 
-    Source: per rule, as listed above; see :mod:`dpcompose.accounting._filters`.
+    Source: per rule, as listed above; see :mod:`dpcompose.accounting._filters` and
+    :mod:`dpcompose.accounting._gdp_filter`.
 
     Examples:
         >>> import dpcompose as dp
