@@ -165,9 +165,10 @@ def pair_renyi_cost(
             "without replacement)"
         )
         raise DomainMismatch(
-            f"query {label} is {query.output_measure!r} and {why}; this Rényi filter takes RenyiDP, ZCDP "
-            "and PureDP queries, and queries whose pair has a Rényi curve (Gaussian, Laplace, randomized "
-            "response, their Poisson-subsampled steps and compositions): subsample with method='poisson', "
+            f"query {label} is {query.output_measure!r} and {why}; this Rényi filter takes RenyiDP "
+            "queries (or PureDP or ZCDP ones), and queries whose pair has a Rényi curve (Gaussian, "
+            "Laplace, randomized response, their Poisson-subsampled steps and compositions): subsample "
+            "with method='poisson', "
             "or cast the query (e.g. make_pure_to_renyi, make_zcdp_to_renyi); nothing was run or spent"
         )
     return curve, f"the Rényi curve of {pair.label()}"
