@@ -324,6 +324,9 @@ def make_subsample(
         >>> step = dp.make_subsample(gauss, 0.01)  # zCDP with a pair: a privacy profile
         >>> step.output_measure, step.map(1)
         (ProfileDP(), PrivacyProfile(pairs=[subsampled(discrete_gaussian(Δ=1, σ=4), q=0.01, poisson)]))
+        >>> two = dp.make_subsample(dp.make_sequential(gauss, gauss), 0.01)  # zCDP, no pair of one mechanism
+        >>> two.output_measure, float(two.map(1)(8))  # its subsampled Rényi curve at α = 8
+        (RenyiDP(), 5.36...e-05)
     """
     if not isinstance(m, Measurement):
         raise InvalidParameter(f"make_subsample: m={m!r} must be a Measurement")
