@@ -326,7 +326,7 @@ def make_subsample(
         (ProfileDP(), PrivacyProfile(pairs=[subsampled(discrete_gaussian(Δ=1, σ=4), q=0.01, poisson)]))
         >>> two = dp.make_subsample(dp.make_sequential(gauss, gauss), 0.01)  # zCDP, no pair of one mechanism
         >>> two.output_measure, float(two.map(1)(8))  # its subsampled Rényi curve at α = 8
-        (RenyiDP(), 5.36...e-05)
+        (RenyiDP(), 5.37...e-05)
     """
     if not isinstance(m, Measurement):
         raise InvalidParameter(f"make_subsample: m={m!r} must be a Measurement")
