@@ -66,7 +66,8 @@ random discrete pairs (``tests/accounting/test_rdp_subsample.py``). For DP-SGD's
 it is the larger bound at order 2 only, 0.6% above A_2 − 1, and from order 3 on the curve reads A_α, the
 exact removal value. It is looser where the noise is large and αq is not small: at σ = 5, q = 0.1, order
 32 it is 2.8 times the removal value, and ε at δ = 1e-5 after 1000 such steps is 3.34 against 2.88 from
-the removal side alone.
+the removal side alone — which is what a Gaussian base reads (:func:`subsampled_gaussian_renyi`, and
+``PrivacyLoss.renyi`` of a subsampled Gaussian or discrete Gaussian pair), by the symmetric-base lemma.
 
 Examples:
     >>> from fractions import Fraction
