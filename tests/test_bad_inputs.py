@@ -1209,7 +1209,12 @@ CASES: dict[str, Case] = {
     ),
     "accounting.subsampled_renyi": Case(
         dp.accounting.subsampled_renyi,
-        lambda: {"base": lambda j: j * Fraction(1, 2), "q": 0.01, "orders": [2, 8, 32]},
+        lambda: {"base": lambda j: j * Fraction(1, 2), "q": 0.01, "orders": [2, 8, 32], "symmetric": False},
+        _numbers,
+    ),
+    "accounting.subsampled_gaussian_renyi": Case(
+        dp.accounting.subsampled_gaussian_renyi,
+        lambda: {"rho": 0.5, "q": 0.01, "orders": [2, 8, 32]},
         _numbers,
     ),
     "accounting.subsampled_zcdp_to_renyi": Case(
@@ -1237,6 +1242,7 @@ CASES: dict[str, Case] = {
     ),
     "accounting.BasicFilter": Case(dp.accounting.BasicFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule),
     "accounting.ZCDPFilter": Case(dp.accounting.ZCDPFilter, lambda: {"rho": 0.5}, _rule),
+    "accounting.GDPFilter": Case(dp.accounting.GDPFilter, lambda: {"mu_sq": 0.5}, _rule),
     "accounting.ZCDPApproxFilter": Case(
         dp.accounting.ZCDPApproxFilter, lambda: {"epsilon": 1.0, "delta": 1e-6}, _rule
     ),

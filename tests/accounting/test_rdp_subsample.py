@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcompose.accounting import PrivacyLoss
-from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
+from dpcompose.accounting._rdp import subsampled_gaussian_renyi, subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.errors import InvalidParameter
 
 from ._reference import mpf
@@ -232,7 +232,7 @@ def test_privacy_loss_curves_by_kind() -> None:
     assert both.renyi(a) == (Fraction(3, 4), Fraction(5, 2))  # curves add
     assert PrivacyLoss.compose([g, PrivacyLoss.approx(1, Fraction(1, 10**9))]).renyi(a) is None
     sub = PrivacyLoss.subsampled(g, Fraction(1, 100))
-    assert sub.renyi(a) == subsampled_zcdp_to_renyi(Fraction(1, 8), Fraction(1, 100), a)
+    assert sub.renyi(a) == subsampled_gaussian_renyi(Fraction(1, 8), Fraction(1, 100), a)  # symmetric pair
     assert PrivacyLoss.subsampled(g, Fraction(1, 100), "without_replacement").renyi(a) is None
     assert PrivacyLoss.subsampled(g, 1, "without_replacement").renyi(a) == g.renyi(a)  # rate 1: g itself
     default = sub.renyi()

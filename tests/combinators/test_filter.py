@@ -322,8 +322,8 @@ def test_bad_arguments() -> None:
         RRUVFilter(Fraction(1), Fraction(1, 2))
     with pytest.raises(dp.InvalidParameter, match="delta_slack"):
         WhitehouseFilter(Fraction(1), Fraction(1, 10**6), Fraction(0))
-    with pytest.raises(dp.UnsupportedComposition, match="no filter for ProfileDP"):
-        dp.make_privacy_filter(FLOAT, ABS, dp.ProfileDP(), 1, (1.0, 1e-6))
+    with pytest.raises(dp.UnsupportedComposition, match=r"only for a Gaussian-DP budget.*2602\.06756"):
+        dp.make_privacy_filter(FLOAT, ABS, dp.ProfileDP(), 1, dp.accounting.PrivacyProfile.zcdp(1))
     with pytest.raises(dp.InvalidParameter, match="budget"):
         dp.make_privacy_filter(
             FLOAT,

@@ -316,12 +316,16 @@ def test_group_privacy_beyond_one_step() -> None:
 def test_refuses_what_it_cannot_amplify() -> None:
     gauss = dp.t.make_count(INTS, SYM) >> dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), 2.0)
     # zCDP or Rényi with a pair: accepted, as a privacy profile (tests/combinators/test_subsample_pld.py);
-    # without one (a composition of two, a user's mechanism), refused
-    with pytest.raises(dp.UnsupportedComposition, match="no amplification bound here"):
-        dp.make_subsample(dp.make_sequential(gauss, gauss), 0.5)
+    # without one (a composition of two, a user's mechanism), as a Rényi curve (test_subsample_renyi.py)
+    assert dp.make_subsample(dp.make_sequential(gauss, gauss), 0.5).output_measure == dp.RenyiDP()
     user = dp.make_user_measurement(INTS, SYM, dp.ZCDP(), len, lambda d: Fraction(d), trusted=True)
+    assert dp.make_subsample(user, 0.5).output_measure == dp.RenyiDP()
+    # a privacy profile without a pair: no amplification bound here
+    profile = dp.make_user_measurement(
+        INTS, SYM, dp.ProfileDP(), len, lambda d: dp.PrivacyProfile(), trusted=True
+    )
     with pytest.raises(dp.UnsupportedComposition, match="reports no dominating pair"):
-        dp.make_subsample(user, 0.5)
+        dp.make_subsample(profile, 0.5)
     with pytest.raises(dp.DomainMismatch, match="SymmetricDistance"):
         dp.make_subsample(_child(Fraction(0), INTS, CHANGE), 0.5)
     sized = dp.VectorDomain(dp.AtomDomain(int), size=5)

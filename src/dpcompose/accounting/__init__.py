@@ -31,6 +31,7 @@ from dpcompose.accounting._filters import (
     zcdp_budget,
 )
 from dpcompose.accounting._gaussian import gaussian_delta
+from dpcompose.accounting._gdp_filter import GDPFilter
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.accounting._optimal import (
     optimal_delta,
@@ -53,7 +54,7 @@ from dpcompose.accounting._pld import (
     pld_subsampled_laplace,
 )
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
-from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
+from dpcompose.accounting._rdp import subsampled_gaussian_renyi, subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -67,6 +68,7 @@ __all__ = [
     "PLD",
     "BasicFilter",
     "FilterRule",
+    "GDPFilter",
     "Number",
     "PrivacyLoss",
     "PrivacyProfile",
@@ -112,6 +114,7 @@ __all__ = [
     "rruv_filter_epsilon",
     "shown_down",
     "shown_up",
+    "subsampled_gaussian_renyi",
     "subsampled_renyi",
     "subsampled_zcdp_to_renyi",
     "whitehouse_filter_epsilon",

@@ -412,7 +412,9 @@ class PrivacyLoss:
         the integers Canonne–Kamath–Steinke 2020 Thm 4); Laplace, discrete Laplace, randomized response and
         pure (ε, 0) pairs are ε-DP, ``min(ε, αε²/2)`` (Bun–Steinke 2016 Prop. 1.4); Poisson subsampling of
         any of these, :func:`~dpcompose.accounting._rdp.subsampled_renyi` (removal as in Mironov–Talwar–
-        Zhang 2019, addition by the lemma proved there); compositions add (Mironov 2017 Prop. 1). The
+        Zhang 2019, addition by the lemma proved there; for the Gaussian and discrete Gaussian the removal
+        sum alone, exact for the Gaussian, as their pairs are symmetric: the symmetric-base lemma there);
+        compositions add (Mironov 2017 Prop. 1). The
         measurements that report these pairs add exactly the named noise to a value that moves by at most
         Δ, or report the (ε, 0) pair of an ε-DP guarantee, so the curve is the mechanism's own.
 
@@ -424,7 +426,7 @@ class PrivacyLoss:
         Examples:
             >>> step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)
             >>> [round(float(e), 6) for e in step.renyi([2, 10])]
-            [0.000173, 0.03827]
+            [0.000172, 0.03827]
             >>> PrivacyLoss.approx(1, 1e-6).renyi() is None
             True
         """
@@ -516,7 +518,11 @@ def _curve(loss: PrivacyLoss, alphas: tuple[Fraction, ...]) -> tuple[Fraction, .
             return None  # (no Rényi theorem for sampling without replacement is used here)
         if q in (0, 1):
             return own if q == 1 else tuple(Fraction(0) for _ in alphas)
-        sub = subsampled_renyi(lambda j: _checked(_own_curve(child, Fraction(j))), q, alphas)
+        # (Gaussian children: every pair is symmetric, so the removal sum alone bounds both directions)
+        symmetric = child.kind in ("gaussian", "discrete_gaussian")
+        sub = subsampled_renyi(
+            lambda j: _checked(_own_curve(child, Fraction(j))), q, alphas, symmetric=symmetric
+        )
         return tuple(min(a, b) for a, b in zip(sub, own, strict=True))
     values = [_own_curve(loss, a) for a in alphas]
     return None if any(c is None for c in values) else tuple(c for c in values if c is not None)

@@ -34,6 +34,31 @@ again), both at most 1 − q + q·e^{(α−1)r(α)} ≤ e^{(α−1)r(α)}: subsa
 mechanism itself. A non-integer order α is read at ⌈α⌉ (D_α does not decrease with α: van Erven–Harremoës
 2014, IEEE Trans. Inf. Theory, Thm 3). ∎
 
+*Symmetric bases* (the Gaussian and the discrete Gaussian): where every pair (μ₀, μ₁) above is symmetric —
+some measurable bijection maps μ₀ to μ₁ and μ₁ to μ₀, as the reflection z ↦ u − z does for noise symmetric
+about 0 and a shift u on a group (ℝᵈ, or ℤᵈ with an integer shift vector) — and the two are mutually
+absolutely continuous, the addition direction never exceeds the removal one: B_α ≤ A_α at every real
+α ≥ 1, so the curve reads ``min(r(α), ln min(A_α, 1 − q + q·e^{(α−1)r(α)})/(α − 1))``, which for the sampled
+Gaussian mechanism is its exact Rényi divergence (Mironov–Talwar–Zhang 2019, arXiv:1908.10530, Sec. 3.3,
+where the removal direction is shown to dominate for the Gaussian; Zhu–Wang 2019, "Poisson subsampled Rényi
+differential privacy", ICML, Thm 6 is the general bound and their exact formula for the Gaussian). Proof
+(for both bases at once). With s = dμ₁/dμ₀, symmetry gives E_{μ₀}[g(s)] = E_{μ₁}[g(1/s)] = E_{μ₀}[s·g(1/s)]
+for every g ≥ 0, hence E_{μ₀}[g(s)] = E_{μ₀}[(g(s) + s·g(1/s))/2]. Take a = 1 − q + qs, b = (1 − q)s + q (so
+1 − q + q/s = b/s): A_α = E[a^α] and B_α = E[a^{1−α}], and symmetrised it suffices that, pointwise,
+G(s) = a^α + s^{1−α}b^α − s^α b^{1−α} − a^{1−α} ≥ 0. As G(1/s) = G(s)/s, take s ≥ 1; then a ≥ 1, and with
+r = s/b, ab − s = q(1 − q)(s − 1)² ≥ 0 gives a ≥ r ≥ 1. With φ(x) = x^α − x^{1−α} = 2√x·sinh(c·ln x),
+c = α − ½, G(s) = φ(a) − b·φ(r), i.e. G ≥ 0 iff √a·sinh(c·ln a) ≥ √(sb)·sinh(c·ln r). The ratio
+sinh(cx)/sinh(cy) (x ≥ y > 0) does not decrease with c (d/dc ln sinh(cx) = x·coth(cx), increasing in x),
+and at c = ½ (α = 1) the two sides are equal (a − 1 = q(s − 1) = s − b); so for α ≥ 1 the left side is
+the larger (r = 1 leaves the right side 0). ∎ For a Gaussian base, E[s^j] = e^{(j−1)·jΔ²/2σ²} exactly; for
+the discrete Gaussian at an integer shift k ≤ Δ, E[s^j] ≤ e^{(j−1)·jΔ²/2σ²} (Canonne–Kamath–Steinke 2020
+Thm 4 at order j), and A_α only grows with these moments; joint convexity (above) bounds the mixture over
+subsamples by the worst single S. The same holds where every pair (μ₀, μ₁) is one kernel's image of
+one symmetric pair (P, Q) — a dominating pair, by Blackwell's theorem: the mixture pair is then that
+kernel's image of the mixture of (P, Q), and data processing bounds both directions by those of (P, Q),
+to which the lemma applies. (``tests/accounting/test_rdp_subsample.py`` checks G ≥ 0 and B_α ≤ A_α at
+50 digits, and the curve against numerical integration of both directions.)
+
 The addition bound is this library's (the published sampled-Gaussian analyses bound the other direction
 by the removal one; the monotone remainder was suggested by review); it is tested against numerical
 integration of both directions for the continuous Gaussian, exact sums for the discrete one and for
@@ -41,7 +66,8 @@ random discrete pairs (``tests/accounting/test_rdp_subsample.py``). For DP-SGD's
 it is the larger bound at order 2 only, 0.6% above A_2 − 1, and from order 3 on the curve reads A_α, the
 exact removal value. It is looser where the noise is large and αq is not small: at σ = 5, q = 0.1, order
 32 it is 2.8 times the removal value, and ε at δ = 1e-5 after 1000 such steps is 3.34 against 2.88 from
-the removal side alone.
+the removal side alone — which is what a Gaussian base reads (:func:`subsampled_gaussian_renyi`, and
+``PrivacyLoss.renyi`` of a subsampled Gaussian or discrete Gaussian pair), by the symmetric-base lemma.
 
 Examples:
     >>> from fractions import Fraction
@@ -72,7 +98,7 @@ from dpcompose.accounting._exact import (
 from dpcompose.accounting._filters import check_orders
 from dpcompose.errors import InvalidParameter
 
-__all__ = ["RUNNER_UP_ORDERS", "subsampled_renyi", "subsampled_zcdp_to_renyi"]
+__all__ = ["RUNNER_UP_ORDERS", "subsampled_gaussian_renyi", "subsampled_renyi", "subsampled_zcdp_to_renyi"]
 
 _MAX_ORDER = 4096  # (an order beyond this costs seconds of exact sums; the usual grids stop at 256)
 
@@ -88,16 +114,19 @@ DP-SGD run often falls between the points of ``DEFAULT_ORDERS`` (10⁵ steps at 
 
 
 def subsampled_renyi(
-    base: Callable[[int], Number], q: Number, orders: Sequence[Number]
+    base: Callable[[int], Number], q: Number, orders: Sequence[Number], *, symmetric: bool = False
 ) -> tuple[Fraction, ...]:
     """Upper bounds on the Rényi-DP curve, at each order, of a mechanism run on a Poisson subsample.
 
     ``base(j)`` must bound the mechanism's own Rényi divergence at integer order ``j`` ≥ 2 in both
     directions between add/remove neighbours; the result at order α is
     ``min(base(α), ln min(max(A_α, B_α), 1 − q + q·e^{(α−1)base(α)})/(α − 1))`` with A_α and B_α of the
-    module docstring, α read at ⌈α⌉ where it is not an integer, every irrational step rounded up.
+    module docstring, α read at ⌈α⌉ where it is not an integer, every irrational step rounded up. With
+    ``symmetric=True`` (every pair of the base is symmetric: the Gaussian, the discrete Gaussian at integer
+    shifts) B_α is dropped, as B_α ≤ A_α there (the module docstring's lemma): the removal sum alone.
 
-    Source: the module docstring's proof (the removal sum as in Mironov–Talwar–Zhang 2019, arXiv:1908.10530,
+    Source: the module docstring's proof (symmetric bases: its lemma; Mironov–Talwar–Zhang 2019 Sec. 3.3
+    for the Gaussian) (the removal sum as in Mironov–Talwar–Zhang 2019, arXiv:1908.10530,
     Sec. 3.3; joint convexity of ∫P^αQ^{1−α}; van Erven–Harremoës 2014 Thm 3 for non-integer orders).
 
     Raises:
@@ -112,6 +141,8 @@ def subsampled_renyi(
     """
     if not callable(base):
         raise InvalidParameter(f"base={base!r} must be a function of the integer order j ≥ 2")
+    if not isinstance(symmetric, bool):
+        raise InvalidParameter(f"symmetric={symmetric!r} must be True or False")
     rate = nonnegative(q, "q")
     if rate > 1:
         raise InvalidParameter(f"q={q!r} must be in [0, 1]")
@@ -135,7 +166,7 @@ def subsampled_renyi(
             log_f = _log_mixed_cap(r(alpha), rate, alpha)
             removal = _log_removal(r, rate, alpha)
             if removal is not None:  # (None: a moment beyond the float range; the cap decides)
-                log_f = min(log_f, max(removal, log_addition(r(2), rate, alpha)))
+                log_f = min(log_f, removal if symmetric else max(removal, log_addition(r(2), rate, alpha)))
             out.append(_tidy(min(r(alpha), log_f / (alpha - 1))))
     return tuple(out)
 
@@ -157,6 +188,37 @@ def subsampled_zcdp_to_renyi(rho: Number, q: Number, orders: Sequence[Number]) -
             f"order up to {_MAX_ORDER}"
         )
     return subsampled_renyi(lambda j: j * value, q, orders)
+
+
+def subsampled_gaussian_renyi(rho: Number, q: Number, orders: Sequence[Number]) -> tuple[Fraction, ...]:
+    """The Rényi curve of the Gaussian (or discrete Gaussian) mechanism with ρ = Δ²/2σ² run on a Poisson
+    subsample with rate ``q``, both directions of add/remove: ``min(αρ, ln A_α/(α − 1))`` at integer orders,
+    ``A_α = Σ_j C(α, j)(1 − q)^{α−j} q^j e^{(j−1)jρ}`` the removal sum, rounded up (non-integer α read at
+    ⌈α⌉). Exact (up to that rounding) for the continuous Gaussian; an upper bound for the discrete one.
+
+    Use it only for a base whose every pair is symmetric — additive Gaussian or discrete Gaussian noise (the
+    latter at integer shifts in grid units) with a shift of norm at most Δ; a general ρ-zCDP mechanism needs
+    :func:`subsampled_zcdp_to_renyi`.
+
+    Source: the module docstring's lemma (B_α ≤ A_α for symmetric pairs); Mironov–Talwar–Zhang 2019
+    (arXiv:1908.10530) Sec. 3.3 (the removal sum, and the removal side dominating for the Gaussian);
+    Zhu–Wang 2019 (ICML) Thm 6 (the general bound this is the exact case of); Canonne–Kamath–Steinke 2020
+    Thm 4 (the discrete Gaussian's moments).
+
+    Examples:
+        >>> from fractions import Fraction
+        >>> tight = subsampled_gaussian_renyi(Fraction(1, 10**6), Fraction(1, 10), (Fraction(128),))
+        >>> general = subsampled_zcdp_to_renyi(Fraction(1, 10**6), Fraction(1, 10), (Fraction(128),))
+        >>> float(tight[0]) < 1.29e-6 < 1.28e-5 < float(general[0])
+        True
+    """
+    value = nonnegative(rho, "rho")
+    if value > Fraction(sys.float_info.max) / _MAX_ORDER:
+        raise InvalidParameter(
+            f"rho={rho!r} is too large: its curve jρ must stay within the double range (±1.8e308) at every "
+            f"order up to {_MAX_ORDER}"
+        )
+    return subsampled_renyi(lambda j: j * value, q, orders, symmetric=True)
 
 
 def _log_removal(base: Callable[[int], Fraction], q: Fraction, alpha: int) -> Fraction | None:

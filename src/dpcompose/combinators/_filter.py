@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.accounting._display import Shown, format_down, format_up, shown_down, shown_up
 from dpcompose.accounting._filters import (
     DEFAULT_ORDERS,
@@ -32,6 +33,7 @@ from dpcompose.accounting._filters import (
     pure_cost_to_renyi,
     zcdp_cost_to_renyi,
 )
+from dpcompose.accounting._gdp_filter import GDPFilter
 from dpcompose.accounting._zcdp import pure_to_zcdp
 from dpcompose.combinators._adaptive import (
     SpawnedChildren,
@@ -49,6 +51,7 @@ from dpcompose.core import (
     Measurement,
     Metric,
     Node,
+    ProfileDP,
     PureDP,
     Queryable,
     RenyiCurve,
@@ -56,7 +59,13 @@ from dpcompose.core import (
 )
 from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
-from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter, UnsupportedComposition
+from dpcompose.errors import (
+    BudgetExceeded,
+    DomainMismatch,
+    DPError,
+    InvalidParameter,
+    UnsupportedComposition,
+)
 
 __all__ = ["FilterQueryable", "make_privacy_filter"]
 
@@ -89,6 +98,10 @@ def query_cost(
     """
     qm = query.output_measure
     renyi = isinstance(filter_measure, RenyiDP)
+    if isinstance(filter_measure, ProfileDP):
+        return gdp_cost(query, d_in)
+    if renyi and not isinstance(qm, (RenyiDP, ZCDP, PureDP)):
+        return pair_renyi_cost(query, d_in, orders)
     if not (
         qm == filter_measure
         or (isinstance(qm, PureDP) and isinstance(filter_measure, (ApproxDP, ZCDP, RenyiDP)))
@@ -112,6 +125,161 @@ def query_cost(
     if isinstance(filter_measure, ZCDP) and isinstance(qm, PureDP):
         return (pure_to_zcdp(d), Fraction(0)), text
     return (Fraction(d), Fraction(0)), text
+
+
+def query_pair(query: AnyMeasurement, d_in: Any) -> PrivacyLoss | None:
+    """The query's dominating pair at ``d_in`` (None: it reports none); a pair function that raises
+    something other than a DPError is refused like a failing map (nothing run or spent)."""
+    if query.loss is None:
+        return None
+    try:
+        return query.privacy_loss(d_in)
+    except DPError:
+        raise
+    except Exception as exc:
+        raise InvalidParameter(
+            f"query {query.node.label()}: its dominating pair raised {type(exc).__name__}: {exc}; "
+            "nothing was run or spent"
+        ) from exc
+
+
+def pair_renyi_cost(
+    query: AnyMeasurement, d_in: Any, orders: tuple[Fraction, ...]
+) -> tuple[Cost, str]:
+    """A Rényi filter's cost for a query of another measure (a Poisson-subsampled step is ``ProfileDP``):
+    the Rényi curve of its dominating pair at ``d_in`` at the filter's orders (:meth:`PrivacyLoss.renyi`).
+
+    Valid: the pair dominates the query at ``d_in`` (its trade-off curve is at most the query's), so by
+    data processing every Rényi divergence of the query is at most the pair's; with that curve as the
+    query's (adaptively chosen) Rényi parameters, the Rényi filter theorem applies (Feldman–Zrnic 2021,
+    arXiv:2008.11193, as :class:`~dpcompose.accounting.RenyiFilter`).
+    """
+    label = query.node.label()
+    pair = query_pair(query, d_in)
+    curve = pair.renyi(orders) if pair is not None else None
+    if pair is None or curve is None:
+        why = (
+            f"reports no dominating pair at d_in={d_in}"
+            if pair is None
+            else f"its pair {pair.label()} has no Rényi curve here (an (ε, δ) part with δ > 0, or sampling "
+            "without replacement)"
+        )
+        raise DomainMismatch(
+            f"query {label} is {query.output_measure!r} and {why}; this Rényi filter takes RenyiDP "
+            "queries (or PureDP or ZCDP ones), and queries whose pair has a Rényi curve (Gaussian, "
+            "Laplace, randomized response, their Poisson-subsampled steps and compositions): subsample "
+            "with method='poisson', "
+            "or cast the query (e.g. make_pure_to_renyi, make_zcdp_to_renyi); nothing was run or spent"
+        )
+    return curve, f"the Rényi curve of {pair.label()}"
+
+
+def _gdp_mu_sq(pair: PrivacyLoss) -> Fraction | None:
+    """μ² of a pair that is a Gaussian or a composition of Gaussians (Dong–Roth–Su 2019 Cor. 3.3: μ's add
+    in quadrature), else None."""
+    if pair.kind == "gaussian":
+        delta, sigma = (Fraction(v) for v in pair.params)
+        return (delta / sigma) ** 2
+    if pair.kind == "composed":
+        total = Fraction(0)
+        for part, n in pair.parts:
+            mu_sq = _gdp_mu_sq(part)
+            if mu_sq is None:
+                return None
+            total += n * mu_sq
+        return total
+    return None
+
+
+def _has_kind(pair: PrivacyLoss, kind: str) -> bool:
+    if pair.kind == kind:
+        return True
+    return any(_has_kind(part, kind) for part, _ in pair.parts if part is not pair)
+
+
+def largest_gdp_mu_sq(epsilon: Fraction, delta: Fraction) -> Fraction:
+    """The largest μ² on a dyadic grid (48 halvings) whose μ-GDP curve meets (ε, δ): δ_μ(ε) ≤ δ, read from
+    the certified upper bound of the Gaussian profile (Balle–Wang 2018 Thm 8 = Dong–Roth–Su 2019 Cor. 2.13),
+    so the μ returned meets the budget; 0 where none does (δ = 0)."""
+
+    def meets(mu_sq: Fraction) -> bool:
+        return PrivacyProfile(gaussian_mu_sq=mu_sq).delta(epsilon) <= delta
+
+    lo, hi = Fraction(0), Fraction(1)
+    while meets(hi):
+        lo, hi = hi, hi * 2
+        if hi > 2**40:
+            return lo
+    for _ in range(48):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
+
+
+def gdp_budget(budget: PrivacyProfile) -> Fraction:
+    """μ² of a GDP filter's budget: a profile of Gaussian mechanisms only (``gaussian_profile``, or
+    ``PrivacyProfile(gaussian_mu_sq=μ²)``, or the profile of a Gaussian pair), or an (ε, δ) budget read as
+    the largest μ whose curve meets it (:func:`largest_gdp_mu_sq`); any other profile is refused (a filter
+    over general trade-off curves is not valid: arXiv:2602.06756)."""
+    if len(budget.approx_parts) == 1 and budget == PrivacyProfile(approx_parts=budget.approx_parts):
+        ((eps, delta),) = budget.approx_parts
+        found = largest_gdp_mu_sq(eps, delta)
+        if found == 0:
+            raise InvalidParameter(
+                f"d_out=(ε={format_down(eps)}, δ={format_down(delta)}): no μ-GDP guarantee meets it (δ = 0 "
+                "needs μ = 0); give δ > 0"
+            )
+        return found
+    only_gaussian = not budget.approx_parts and budget.rho == 0
+    mu_sq: Fraction | None = budget.gaussian_mu_sq
+    if budget.loss is not None:
+        from_pair = _gdp_mu_sq(budget.loss)
+        mu_sq = None if from_pair is None else budget.gaussian_mu_sq + from_pair
+    if not only_gaussian or mu_sq is None:
+        raise UnsupportedComposition(
+            f"d_out={budget!r}: a ProfileDP filter exists here only for a Gaussian-DP budget (μ-GDP, "
+            "Smith–Thakurta 2022); a filter over general privacy profiles or PLDs — composing the queries' "
+            "curves and stopping when the budget's would be crossed — is not a valid filter "
+            "(arXiv:2602.06756). Pass d_out=dp.accounting.gaussian_profile(1, 1/μ) for a μ-GDP filter, or "
+            "use a RenyiDP filter (its curve at chosen orders) or an ApproxDP one"
+        )
+    return mu_sq
+
+
+def gdp_cost(query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
+    """A GDP filter's cost: μᵢ² of the query at ``d_in``, from its dominating pair (a Gaussian, or a
+    composition of Gaussians: μ = Δ/σ, Dong–Roth–Su 2019 Cor. 3.3), or from a ``ProfileDP`` map that is a
+    Gaussian profile alone. The pair dominates the query, so the query is μᵢ-GDP (a trade-off curve at
+    least G_μᵢ). The discrete Gaussian is refused: Smith–Thakurta's theorem is for μ-GDP mechanisms, and
+    the discrete Gaussian's trade-off curve is not proven to be at least G_{Δ/σ} here."""
+    label = query.node.label()
+    pair = query_pair(query, d_in)
+    mu_sq = _gdp_mu_sq(pair) if pair is not None else None
+    if mu_sq is None and pair is None and isinstance(query.output_measure, ProfileDP):
+        profile = priced_cost(query, d_in)
+        if not profile.approx_parts and profile.rho == 0 and profile.loss is None:
+            mu_sq = profile.gaussian_mu_sq
+    if mu_sq is None:
+        if pair is not None and _has_kind(pair, "subsampled"):
+            why = (
+                f"its pair {pair.label()} is a subsampled step, which is not μ-GDP for a useful μ; use a "
+                "RenyiDP filter, which charges its subsampled Rényi curve (Feldman–Zrnic 2021)"
+            )
+        elif pair is not None and _has_kind(pair, "discrete_gaussian"):
+            why = (
+                f"its pair {pair.label()} is a discrete Gaussian: Smith–Thakurta 2022 cover μ-GDP "
+                "mechanisms, and the discrete Gaussian is not proven Δ/σ-GDP here. Use a RenyiDP filter "
+                "(its Rényi curve αΔ²/2σ² is proven: Canonne–Kamath–Steinke 2020 Thm 4) or a ZCDP one"
+            )
+        elif pair is not None:
+            why = f"its pair {pair.label()} is not a Gaussian: the GDP filter admits Gaussian steps only"
+        else:
+            why = (
+                f"it reports no dominating pair at d_in={d_in}: the GDP filter admits Gaussian steps "
+                "(a pair N(0, σ²) vs N(Δ, σ²)) only"
+            )
+        raise DomainMismatch(f"query {label}: {why}; nothing was run or spent")
+    return (mu_sq,), f"μ²={format_up(mu_sq)}"
 
 
 def renyi_at(curve: RenyiCurve, orders: tuple[Fraction, ...], what: str) -> tuple[Fraction, ...]:
@@ -256,7 +424,7 @@ class _FilterAccountant(Accountant):
     ) -> None:
         self.measure = measure
         self.budget = budget
-        self.sequential = isinstance(measure, (ZCDP, RenyiDP))
+        self.sequential = isinstance(measure, (ZCDP, RenyiDP, ProfileDP))
         if orders is not None and not isinstance(measure, RenyiDP):
             raise InvalidParameter(f"orders= applies to a RenyiDP filter only, not to {measure!r}")
         self._lock = threading.Lock()
@@ -286,9 +454,14 @@ class _FilterAccountant(Accountant):
                 raise InvalidParameter(f"rule={rule!r}: a RenyiDP filter has the rule 'renyi' (or 'auto')")
             alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
             self._fixed = RenyiFilter(alphas, renyi_at(budget, alphas, "d_out"))
+        elif isinstance(measure, ProfileDP):
+            if rule not in ("auto", "gdp"):
+                raise InvalidParameter(f"rule={rule!r}: a ProfileDP filter has the rule 'gdp' (or 'auto')")
+            self._fixed = GDPFilter(gdp_budget(budget))
         else:
             raise UnsupportedComposition(
-                f"no filter for {measure!r} here: filters exist for PureDP, ApproxDP, ZCDP and RenyiDP"
+                f"no filter for {measure!r} here: filters exist for PureDP, ApproxDP, ZCDP, RenyiDP and "
+                "ProfileDP with a Gaussian-DP budget"
             )
         if isinstance(self._fixed, RenyiFilter):
             self.orders = self._fixed.orders  # costs are read at the rule's orders
@@ -303,6 +476,8 @@ class _FilterAccountant(Accountant):
             want = {"epsilon": self.budget[0], "delta": self.budget[1]}
         elif isinstance(self.measure, ZCDP):
             want = {"rho": self.budget}
+        elif isinstance(self.measure, ProfileDP):
+            want = {"mu_sq": gdp_budget(self.budget)}
         else:
             want = {"epsilon": self.budget, "delta": Fraction(0)}
         allowed = {
@@ -310,6 +485,7 @@ class _FilterAccountant(Accountant):
             ApproxDP: (BasicFilter, RRUVFilter, WhitehouseFilter, ZCDPApproxFilter),
             ZCDP: (ZCDPFilter,),
             RenyiDP: (RenyiFilter,),
+            ProfileDP: (GDPFilter,),
         }[type(self.measure)]
         if type(rule) not in allowed:  # (a subclass's own admit() would be trusted unchecked)
             if isinstance(rule, allowed):
@@ -512,7 +688,18 @@ def make_privacy_filter(
     * RenyiDP, ``"renyi"``: ``d_out`` is a :class:`RenyiCurve` B; admit while Σεᵢ(α) ≤ B(α) at every
       order α of ``orders`` (default :data:`~dpcompose.accounting._filters.DEFAULT_ORDERS`, 1.25 … 256),
       Feldman–Zrnic 2021 Thm 4.3 at each order. The filter's ``map`` is B at those orders and refuses any
-      other order. RenyiDP, ZCDP (αρ) and PureDP (min(ε, αε²/2)) queries are accepted.
+      other order. RenyiDP, ZCDP (αρ) and PureDP (min(ε, αε²/2)) queries are accepted, and a query of
+      another measure (a Poisson-subsampled step is ``ProfileDP``) is charged the Rényi curve of its
+      dominating pair at ``d_in`` (:meth:`PrivacyLoss.renyi`; the pair dominates the query, so its Rényi
+      divergences are at most the pair's); a query with neither is refused by name.
+    * ProfileDP, ``"gdp"``: a Gaussian-DP filter. ``d_out`` is a Gaussian profile (``gaussian_profile(1,
+      1/μ)``, μ-GDP) or an (ε, δ) budget (read as the largest μ on a fine grid whose GDP curve meets it);
+      admit while Σμᵢ² ≤ μ², μᵢ = Δ/σ of each query's Gaussian pair at ``d_in`` (a composition of Gaussians:
+      μ's in quadrature), Smith–Thakurta 2022 (arXiv:2210.17520, fully adaptive composition of GDP). The
+      filter's ``map`` is the μ-GDP profile, read as (ε, δ) by Dong–Roth–Su 2019 Cor. 2.13. Discrete
+      Gaussian steps (the secure ``make_gaussian``: not proven Δ/σ-GDP here), subsampled steps and
+      non-Gaussian queries are refused by name. Any other ProfileDP budget is refused: the natural filter
+      over general trade-off curves is invalid (arXiv:2602.06756).
 
     ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may
     be queried interleaved for PureDP/ApproxDP (Haney et al. 2023 extend every valid filter to concurrent
@@ -522,9 +709,11 @@ def make_privacy_filter(
     Args:
         input_domain: the data's domain.
         input_metric: its metric.
-        output_measure: ``PureDP()``, ``ApproxDP()``, ``ZCDP()`` or ``RenyiDP()``.
+        output_measure: ``PureDP()``, ``ApproxDP()``, ``ZCDP()``, ``RenyiDP()`` or ``ProfileDP()`` (the
+            Gaussian-DP filter).
         d_in: the input distance the filter protects; queries are charged their ``map(d_in)``.
-        d_out: the global budget (ε, (ε, δ), ρ, or a :class:`RenyiCurve`).
+        d_out: the global budget (ε, (ε, δ), ρ, a :class:`RenyiCurve`, or for ProfileDP a Gaussian
+            :class:`PrivacyProfile` or (ε, δ)).
         rule: a rule name (above) or a :class:`~dpcompose.accounting.FilterRule` with this budget.
         ledger: where spending is kept: a new in-memory ledger per run by default; a shared
             :class:`MemoryLedger` or :class:`SQLiteLedger` makes every run draw on one budget.
@@ -537,9 +726,11 @@ def make_privacy_filter(
 
     Raises:
         InvalidParameter: a bad budget, ``d_in`` or rule.
-        UnsupportedComposition: a measure with no filter here (e.g. ProfileDP).
+        UnsupportedComposition: a measure with no filter here, or a ProfileDP budget that is not
+            Gaussian (arXiv:2602.06756).
 
-    Source: per rule, as listed above; see :mod:`dpcompose.accounting._filters`.
+    Source: per rule, as listed above; see :mod:`dpcompose.accounting._filters` and
+    :mod:`dpcompose.accounting._gdp_filter`.
 
     Examples:
         >>> import dpcompose as dp
@@ -558,11 +749,17 @@ def make_privacy_filter(
         dpcompose.errors.BudgetExceeded: query laplace(scale=2.0) requests ε=0.5: basic rule: Σε would be ...
     """
     d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
-    budget = output_measure.parse(d_out, "d_out")
+    budget: Any
+    if isinstance(output_measure, ProfileDP) and isinstance(d_out, PrivacyProfile):
+        budget = d_out  # (a Gaussian-DP budget: gdp_budget checks it)
+    else:
+        budget = output_measure.parse(d_out, "d_out")
     accountant = _FilterAccountant(output_measure, budget, rule, d_in_exact, orders)
-    guarantee = budget
+    guarantee: Any = budget
     if isinstance(accountant._fixed, RenyiFilter):
         guarantee = _restricted_curve(budget, accountant._fixed.orders, accountant._fixed.budgets)
+    if isinstance(accountant._fixed, GDPFilter):  # μ-GDP: its (ε, δ) curve (Dong–Roth–Su 2019 Cor. 2.13)
+        guarantee = PrivacyProfile(gaussian_mu_sq=accountant._fixed.mu_sq)
     source = accountant._fixed.source if accountant._fixed is not None else "rule fixed at first query"
 
     def run(data: Any) -> FilterQueryable:

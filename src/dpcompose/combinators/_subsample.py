@@ -17,7 +17,8 @@ NeurIPS; Table 1):
 
 Where the child reports a dominating pair, the result reports the subsampled pair too (Zhu–Dong–Wang 2022,
 Thm 11 for Poisson sampling, Prop. 30 without replacement), so compositions are accounted by its privacy
-loss distribution; a zCDP child with a pair (the Gaussian mechanism: DP-SGD) gives a ``ProfileDP`` result.
+loss distribution; a zCDP child with a pair (the Gaussian mechanism: DP-SGD) gives a ``ProfileDP`` result,
+and a zCDP or Rényi child without one a ``RenyiDP`` result (its subsampled Rényi curve, Poisson only).
 
 Examples:
     >>> import dpcompose as dp
@@ -35,6 +36,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -44,10 +46,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite, check_positive_int, check_str
-from dpcompose.accounting import PrivacyLoss, PrivacyProfile
+from dpcompose.accounting import PrivacyLoss, PrivacyProfile, subsampled_renyi
 from dpcompose.accounting._basic import group
 from dpcompose.accounting._exact import decimal, exact, exp_up, expm1_up, log1p_up, log_up
 from dpcompose.core import (
+    ZCDP,
     ApproxDP,
     ChangeOneDistance,
     Measurement,
@@ -55,6 +58,8 @@ from dpcompose.core import (
     Node,
     ProfileDP,
     PureDP,
+    RenyiCurve,
+    RenyiDP,
     SymmetricDistance,
     VectorDomain,
 )
@@ -169,6 +174,58 @@ def _amplified(measure: Any, one: Any, q: Fraction, k: int) -> Any:
     return group(eps1, delta1, k)
 
 
+def _renyi_map(m: Measurement[Any, Any, Any, Any], measure: Any, q: Fraction) -> Callable[[int], RenyiCurve]:
+    """The privacy map of a Poisson-subsampled zCDP or Rényi ``m`` without a pair of one mechanism: at one
+    record added or removed, the curve α ↦ min(subsampled_renyi(r, q)(α), r(α)) with r the child's curve at
+    one step (jρ for ρ-zCDP); nothing at 0; refused beyond one record. Where ``m`` reports a composed pair of
+    Gaussian and discrete Gaussian parts only, its output pair is a product of symmetric pairs (a product
+    of reflections swaps it), so the removal sum alone is read (``symmetric=True``; the lemma of
+    :mod:`dpcompose.accounting._rdp`)."""
+    pair = m.privacy_loss(1) if m.loss is not None else None
+    symmetric = (
+        pair is not None
+        and pair.kind == "composed"
+        and all(part.kind in ("gaussian", "discrete_gaussian") for part, _ in pair.parts)
+    )
+
+    def privacy_map(d_in: int) -> RenyiCurve:
+        steps = int(d_in)
+        if steps == 0:
+            return RenyiDP().zero()
+        if steps > 1:
+            raise UnsupportedComposition(
+                f"make_subsample: d_in={d_in}: the subsampled Rényi curve is for one record added or "
+                "removed; no theorem here gives it for several (group privacy of Rényi curves is not "
+                "implemented)"
+            )
+        one = m.map(1)
+        if isinstance(measure, ZCDP):
+            rho = Fraction(one)
+
+            def own(alpha: Any) -> Fraction:
+                return Fraction(alpha) * rho
+
+            label = f"subsampled(ρ={_short(rho)}, q={_short(q)})"
+        else:
+            child = RenyiDP().check_cost(one, f"m's Rényi curve at d_in=1 ({m.node.label()})")
+            own = child.__call__
+            label = f"subsampled({child.label}, q={_short(q)})"
+        base = functools.cache(lambda j: own(Fraction(j)))
+
+        @functools.cache
+        def curve(alpha: Any) -> Fraction:
+            (sub,) = subsampled_renyi(base, q, (alpha,), symmetric=symmetric)
+            return min(sub, own(alpha))
+
+        return RenyiCurve(curve, label)
+
+    return privacy_map
+
+
+def _short(x: Fraction) -> str:
+    return f"{float(x):.6g}"
+
+
 @recorded
 def make_subsample(
     m: Measurement[Any, Any, Any, Any],
@@ -210,9 +267,14 @@ def make_subsample(
     (zCDP, Rényi, a profile) is accepted where it reports the dominating pair of one mechanism at one
     step — the scalar Gaussian mechanisms do — and the result is a ``ProfileDP`` measurement whose map at
     one step is the profile of the subsampled pair (``PrivacyProfile.from_loss``), at 0 the empty
-    profile, and beyond one step refused (no theorem for several records here); without such a pair it
-    is refused, as no amplification bound for ρ or Rényi curves is implemented. Interactive ``m`` is
-    refused (the theorems are for one release).
+    profile, and beyond one step refused (no theorem for several records here). A zCDP or Rényi ``m``
+    without such a pair (a user's mechanism, a composition) gives, under Poisson sampling, a ``RenyiDP``
+    measurement: at one step the subsampled Rényi curve of ``m``'s curve r at one step (r(j) = jρ for
+    ρ-zCDP; :func:`~dpcompose.accounting.subsampled_renyi`, capped at r(α)), the removal sum alone where
+    ``m`` reports a composed pair of Gaussian parts only (a product of symmetric pairs); at 0 the zero
+    curve; beyond one step refused. Without replacement it is refused (no Rényi theorem for it is used
+    here), as is any other measure without a pair. Interactive ``m`` is refused (the theorems are for one
+    release).
 
     Args:
         m: the measurement to run on the subsample (non-interactive; ``PureDP``, ``ApproxDP``, or any
@@ -227,19 +289,23 @@ def make_subsample(
             (``m`` draws its own noise as it was built.)
 
     Returns:
-        A measurement with ``m``'s output measure (``PureDP``, ``ApproxDP``), else ``ProfileDP``.
+        A measurement with ``m``'s output measure (``PureDP``, ``ApproxDP``), else ``ProfileDP`` (a pair of
+        one mechanism), else ``RenyiDP`` (a zCDP or Rényi ``m`` without one, Poisson).
 
     Raises:
         InvalidParameter: ``rate`` outside ``[0, 1]``, an unknown ``method``, a missing or bad
             ``dataset_size``, or ``m`` not a measurement.
         DomainMismatch: ``m``'s input domain or metric does not fit the method (see above).
-        UnsupportedComposition: ``m``'s output measure cannot be amplified (not pure or (ε, δ), and no
-            dominating pair of one mechanism), or ``m`` is interactive.
+        UnsupportedComposition: ``m``'s output measure cannot be amplified (not pure, (ε, δ), zCDP or
+            Rényi, and no dominating pair of one mechanism; or zCDP/Rényi without a pair under sampling
+            without replacement), or ``m`` is interactive.
 
     Source: Balle, Barthe, Gaboardi 2018 (NeurIPS), Thm 8 (Poisson, add/remove) and Thm 9 (without
     replacement, substitution); Steinke 2022 (arXiv:2210.00597; both directions of add/remove);
     group privacy: Dwork–Roth 2014 Thm 2.2, Vadhan 2017 Lemma 2.2; subsampled dominating pairs:
-    Zhu–Dong–Wang 2022 Thm 11 (Poisson) and Prop. 30 (without replacement).
+    Zhu–Dong–Wang 2022 Thm 11 (Poisson) and Prop. 30 (without replacement); subsampled Rényi curves:
+    :mod:`dpcompose.accounting._rdp` (removal sum as in Mironov–Talwar–Zhang 2019 Sec. 3.3, the addition
+    lemma and the symmetric-base lemma proved there; Zhu–Wang 2019 Thm 6).
 
     Examples:
         >>> import dpcompose as dp
@@ -258,6 +324,9 @@ def make_subsample(
         >>> step = dp.make_subsample(gauss, 0.01)  # zCDP with a pair: a privacy profile
         >>> step.output_measure, step.map(1)
         (ProfileDP(), PrivacyProfile(pairs=[subsampled(discrete_gaussian(Δ=1, σ=4), q=0.01, poisson)]))
+        >>> two = dp.make_subsample(dp.make_sequential(gauss, gauss), 0.01)  # zCDP, no pair of one mechanism
+        >>> two.output_measure, float(two.map(1)(8))  # its subsampled Rényi curve at α = 8
+        (RenyiDP(), 5.37...e-05)
     """
     if not isinstance(m, Measurement):
         raise InvalidParameter(f"make_subsample: m={m!r} must be a Measurement")
@@ -358,6 +427,23 @@ def make_subsample(
             return _amplified(measure, m.map(child_d), q, steps)
 
         theorem_source = source_text + pair_source
+    elif child_pair() is None and isinstance(measure, (ZCDP, RenyiDP)):
+        if method != "poisson":
+            raise UnsupportedComposition(
+                f"make_subsample: m ({m.node.label()}) is {measure!r} without a dominating pair; its "
+                "subsampled Rényi curve is proven here for Poisson subsampling only: use method='poisson', "
+                "or a mechanism that reports its pair"
+            )
+        out_measure = RenyiDP()
+        renyi_map = _renyi_map(m, measure, q)
+
+        def privacy_map(d_in: int) -> Any:
+            return renyi_map(d_in)
+
+        theorem_source = (
+            "subsampled Rényi curve (accounting._rdp: removal sum as in Mironov–Talwar–Zhang 2019 Sec. 3.3, "
+            "addition lemma; Zhu–Wang 2019 Thm 6)"
+        )
     else:
         if child_pair() is None:
             raise UnsupportedComposition(
