@@ -43,6 +43,7 @@ Probe = Callable[[float], tuple[bool, float | None]]
 is roughly linear in log σ near the boundary (the reading divided by the target: above 1 fails), or None."""
 
 DEFAULT_BOUNDS = (0.0, 1e10)
+MAX_LOG_STEP = math.log(16)  # the bracket walk moves σ by at most a factor 16 per reading
 MAX_PROBES = 400  # far above the 64 + 64 a float bracket and bisection can take
 
 
@@ -156,7 +157,7 @@ def _aim(x0: float, r0: float | None, x1: float | None, r1: float | None, target
         if not slope < 0 or not math.isfinite(slope):
             return None
     step = (math.log(target) - math.log(r0)) / slope
-    step = max(-25.0, min(25.0, step))
+    step = max(-MAX_LOG_STEP, min(MAX_LOG_STEP, step))
     return x0 * math.exp(step)
 
 
@@ -177,7 +178,7 @@ def _bracket(
                 raise InvalidParameter(
                     f"bounds[0]={key_float(k_lo)!r} already meets the target: lower the bounds' lower end"
                 )
-            nxt = aim if aim is not None and aim < x else x / 4
+            nxt = aim if aim is not None and aim < x else x / 16
             k_new = max(k_lo, min(k - 1, float_key(max(nxt, 0.0))))
         else:  # look above for a passing σ
             if k == k_hi:
@@ -185,7 +186,7 @@ def _bracket(
                     f"bounds[1]={key_float(k_hi)!r} does not meet the target, so no σ in the bounds does: "
                     f"raise the bounds' upper end or loosen the target{errors[0] if errors else ''}"
                 )
-            nxt = aim if aim is not None and aim > x else x * 4
+            nxt = aim if aim is not None and aim > x else x * 16
             k_new = min(k_hi, max(k + 1, float_key(min(nxt, key_float(k_hi)))))
         ok_new, r_new = at(k_new)
         walked.append(k_new)
