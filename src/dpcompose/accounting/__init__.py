@@ -8,6 +8,7 @@ Each function's docstring names its source. The catalogue is docs/accounting.md.
 
 from __future__ import annotations
 
+from dpcompose.accounting._accountant import SHUFFLE_REFUSED, PLDAccountant
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
 from dpcompose.accounting._calibrate import Calibration, calibrate_loss, gaussian_sigma, least_passing
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
@@ -66,10 +67,12 @@ from dpcompose.accounting._zcdp import (
 
 __all__ = [
     "PLD",
+    "SHUFFLE_REFUSED",
     "BasicFilter",
     "Calibration",
     "FilterRule",
     "Number",
+    "PLDAccountant",
     "PrivacyLoss",
     "PrivacyProfile",
     "RRUVFilter",
