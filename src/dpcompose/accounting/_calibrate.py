@@ -5,13 +5,16 @@ returns a float σ that passes next to the float just below it that fails: both 
 σ's certified reading meets the target and the float one ulp below does not (with ``rtol`` > 0: a failing
 σ within a factor 1 + rtol below it, so the least passing σ is within rtol of the one returned).
 
-Monotonicity is checked, not assumed: every σ read is kept, and if a passing σ lies below a failing one
-the search refuses (:class:`~dpcompose.errors.InvalidParameter` naming ``make``) instead of naming a
-boundary that might not be the least. Between the σ read nothing is claimed beyond what the readings show:
-a certified PLD reading is a float computation whose rounding wobbles (for 10⁴ subsampled Gaussian steps,
-by about 4e-13 relative in ε, i.e. a few hundred ulps of σ), so "least" holds up to that wobble; the
-mechanisms' true privacy is monotone in σ for every noise family here (a larger scale is a
-post-processing of a smaller one: add independent noise).
+Monotonicity is checked on what is read, not assumed. The bracket itself cannot show a failure (every σ
+read inside it moves one of its ends), so the readings are compared: if, between two σ read, the larger
+σ reads more than the smaller by over :data:`MONOTONE_SLACK` relative, the search refuses
+(:class:`~dpcompose.errors.InvalidParameter` naming ``make``) instead of naming a boundary that might not
+be the least. Below that slack a certified PLD reading wobbles with its float rounding (10⁴ subsampled
+Gaussian steps: about 4e-13 relative in ε, a few hundred ulps of σ), so "least" holds up to that wobble
+(it is reported as ``Calibration.wobble``); between the σ read nothing more is claimed. The mechanisms'
+true privacy is monotone in σ for every noise family here (a larger scale is a post-processing of a
+smaller one: add independent noise). A probe without readings (a Rényi curve) is checked only by its
+bracket.
 
 Speed: each probe reports, besides pass/fail, a positive reading ratio (ε at the target δ over the
 target ε, δ over δ, ρ over ρ); the next σ is where the secant through the last two readings, log-ratio
@@ -45,6 +48,9 @@ is roughly linear in log σ near the boundary (the reading divided by the target
 DEFAULT_BOUNDS = (0.0, 1e10)
 MAX_LOG_STEP = math.log(16)  # the bracket walk moves σ by at most a factor 16 per reading
 MAX_PROBES = 400  # far above the 64 + 64 a float bracket and bisection can take
+MONOTONE_SLACK = 1e-9
+"""The largest relative rise of the reading with σ that :func:`least_passing` puts down to float rounding
+of the certificate (10⁴ subsampled Gaussian steps wobble by about 4e-13); a larger rise is refused."""
 
 
 def float_key(x: float) -> int:
@@ -71,12 +77,15 @@ class Calibration:
             factor 1 + rtol below it).
         probes: the number of certified readings taken.
         points: every evaluated ``(σ, passes, reading ratio)``, in order of σ.
+        wobble: the largest relative rise of the reading between two σ read, larger σ reading more (0
+            where the readings fall monotonically; at most :data:`MONOTONE_SLACK`).
     """
 
     value: float
     below: float
     probes: int
     points: tuple[tuple[float, bool, float | None], ...]
+    wobble: float
 
 
 def read_bounds(bounds: object) -> tuple[float, float]:
@@ -141,9 +150,9 @@ def least_passing(
         start = 1.0 if lo < 1.0 < hi else (math.sqrt(lo * hi) if lo > 0 else hi / 2)
     a, b, walked = _bracket(at, k_lo, k_hi, float_key(start), errors)
     a, b = _close(at, a, b, walked, rtol)
-    _check_monotone(seen)
+    wobble = _check_monotone(seen)
     points = tuple((key_float(k), ok, r) for k, (ok, r) in sorted(seen.items()))
-    return Calibration(key_float(b), key_float(a), len(seen), points)
+    return Calibration(key_float(b), key_float(a), len(seen), points, wobble)
 
 
 def _aim(x0: float, r0: float | None, x1: float | None, r1: float | None, target: float) -> float | None:
@@ -254,16 +263,30 @@ def _close(
     return a, b
 
 
-def _check_monotone(seen: dict[int, tuple[bool, float | None]]) -> None:
-    passing = [k for k, (ok, _) in seen.items() if ok]
-    failing = [k for k, (ok, _) in seen.items() if not ok]
-    if passing and failing and min(passing) < max(failing):
-        lo_pass, hi_fail = key_float(min(passing)), key_float(max(failing))
+def _check_monotone(seen: dict[int, tuple[bool, float | None]]) -> float:
+    """The largest relative rise of the reading between two σ read (0 if it never rises); refuses a rise
+    above :data:`MONOTONE_SLACK` (the bracket alone cannot show non-monotonicity: every σ read in it
+    moves one end)."""
+    worst, top, where = 0.0, 0.0, 0
+    worst_at = (0, 0)
+    for k, (_, r) in sorted(seen.items(), reverse=True):  # from the largest σ down
+        if r is None:
+            continue
+        if r < top:
+            rise = top / r - 1
+            if rise > worst:
+                worst, worst_at = rise, (k, where)
+        if r > top:
+            top, where = r, k
+    if worst > MONOTONE_SLACK:
+        lo_k, hi_k = worst_at
         raise InvalidParameter(
-            f"make: the certified reading is not monotone in σ (σ = {lo_pass!r} meets the target but "
-            f"σ = {hi_fail!r} does not), so no least σ is claimed: give bounds within which larger σ never "
-            "reads more, or use binary_search_param for a boundary"
+            f"make: the certified reading is not monotone in σ (it reads {seen[hi_k][1]!r} × the target at "
+            f"σ = {key_float(hi_k)!r} but {seen[lo_k][1]!r} × at the smaller σ = {key_float(lo_k)!r}), so no "
+            "least σ is claimed: give bounds within which larger σ never reads more, or use "
+            "binary_search_param for a boundary"
         )
+    return worst
 
 
 def _target(epsilon: object, delta: object) -> tuple[Fraction, Fraction]:
