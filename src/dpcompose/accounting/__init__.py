@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dpcompose.accounting._accountant import SHUFFLE_REFUSED, PLDAccountant
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
-from dpcompose.accounting._calibrate import Calibration, calibrate_loss, gaussian_sigma, least_passing
+from dpcompose.accounting._calibrate import (
+    Calibration,
+    calibrate_loss,
+    gaussian_sigma,
+    least_passing,
+    log_ratio,
+)
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
 from dpcompose.accounting._display import format_down, format_excess, format_up
 from dpcompose.accounting._exact import (
@@ -100,6 +106,7 @@ __all__ = [
     "group",
     "group_zcdp",
     "least_passing",
+    "log_ratio",
     "optimal_delta",
     "optimal_delta_bounds",
     "optimal_epsilon",

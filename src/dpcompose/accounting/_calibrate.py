@@ -16,11 +16,12 @@ true privacy is monotone in σ for every noise family here (a larger scale is a 
 smaller one: add independent noise). A probe without readings (a Rényi curve) is checked only by its
 bracket.
 
-Speed: each probe reports, besides pass/fail, a positive reading ratio (ε at the target δ over the
-target ε, δ over δ, ρ over ρ); the next σ is where the secant through the last two readings, log-ratio
-against log-σ, crosses zero. When that step is small against the bracket, a second reading one double
-step beyond the estimate closes the bracket from the other side; a step outside the bracket, a missing
-reading or a bracket that did not halve (in float keys) over two steps falls back to halving the keys.
+Speed: each probe reports, besides pass/fail, the logarithm of its reading over the target (ε at the
+target δ over the target ε, ρ over ρ; :func:`log_ratio`, exact near the target); the next σ is where the
+secant through the last two readings, log-ratio against log-σ, crosses zero. When that step is small
+against the bracket, a second reading one double step beyond the estimate closes the bracket from the
+other side; a step outside the bracket, a missing reading or a bracket that did not halve (in float keys)
+over two steps falls back to halving the keys.
 On DP-SGD (10⁴ Poisson-subsampled Gaussian steps, target (1, 1e-5)) that is 22 certified readings to the
 exact float boundary (7 with rtol = 1e-4) where bisection of the floats takes about 64.
 """
@@ -39,11 +40,11 @@ from dpcompose.accounting._gaussian import gaussian_delta
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["Calibration", "calibrate_loss", "gaussian_sigma", "least_passing"]
+__all__ = ["Calibration", "calibrate_loss", "gaussian_sigma", "least_passing", "log_ratio"]
 
 Probe = Callable[[float], tuple[bool, float | None]]
-"""A function of σ: whether σ's certified reading meets the target, and a positive number whose logarithm
-is roughly linear in log σ near the boundary (the reading divided by the target: above 1 fails), or None."""
+"""A function of σ: whether σ's certified reading meets the target, and log(reading / target) (positive:
+over the target; roughly linear in log σ near the boundary), or None where there is no reading."""
 
 DEFAULT_BOUNDS = (0.0, 1e10)
 MAX_LOG_STEP = math.log(16)  # the bracket walk moves σ by at most a factor 16 per reading
@@ -76,7 +77,7 @@ class Calibration:
         below: the largest σ read that fails: the float just below ``value`` (with ``rtol`` > 0, within a
             factor 1 + rtol below it).
         probes: the number of certified readings taken.
-        points: every evaluated ``(σ, passes, reading ratio)``, in order of σ.
+        points: every evaluated ``(σ, passes, log(reading / target))``, in order of σ.
         wobble: the largest relative rise of the reading between two σ read, larger σ reading more (0
             where the readings fall monotonically; at most :data:`MONOTONE_SLACK`).
     """
@@ -86,6 +87,17 @@ class Calibration:
     probes: int
     points: tuple[tuple[float, bool, float | None], ...]
     wobble: float
+
+
+def log_ratio(value: Fraction, target: Fraction) -> float | None:
+    """log(value / target), to full float precision near 0 (log1p of the exact excess); None unless both
+    are positive."""
+    if value <= 0 or target <= 0:
+        return None
+    q = Fraction(value) / Fraction(target)
+    if abs(q - 1) < Fraction(1, 2):
+        return math.log1p(float(q - 1))
+    return math.log(q.numerator) - math.log(q.denominator)
 
 
 def read_bounds(bounds: object) -> tuple[float, float]:
@@ -140,7 +152,7 @@ def least_passing(
                 if not errors:
                     errors.append(f" (at σ = {x!r}: {type(exc).__name__}: {exc})")
                 ok, r = False, None
-            if r is not None and not (math.isfinite(r) and r > 0):
+            if r is not None and not math.isfinite(r):
                 r = None
             seen[k] = (bool(ok), r)
         return seen[k]
@@ -162,10 +174,10 @@ def _aim(x0: float, r0: float | None, x1: float | None, r1: float | None, target
         return None
     slope = -1.0
     if x1 is not None and r1 is not None and x1 > 0 and x1 != x0:
-        slope = (math.log(r1) - math.log(r0)) / (math.log(x1) - math.log(x0))
+        slope = (r1 - r0) / (math.log(x1) - math.log(x0))
         if not slope < 0 or not math.isfinite(slope):
             return None
-    step = (math.log(target) - math.log(r0)) / slope
+    step = (target - r0) / slope
     step = max(-MAX_LOG_STEP, min(MAX_LOG_STEP, step))
     return x0 * math.exp(step)
 
@@ -181,7 +193,8 @@ def _bracket(
     walked = [k0]
     while True:
         x = key_float(k)
-        aim = _aim(x, r, prev[0] if prev else None, prev[1] if prev else None, 1.1 if ok else 1 / 1.1)
+        margin = math.log(1.1) if ok else -math.log(1.1)  # aim 10% past the target, to bracket it
+        aim = _aim(x, r, prev[0] if prev else None, prev[1] if prev else None, margin)
         if ok:  # look below for a failing σ
             if k == k_lo:
                 raise InvalidParameter(
@@ -212,8 +225,7 @@ def _secant(at: Callable[[int], tuple[bool, float | None]], k1: int, k2: int) ->
     if r1 is None or r2 is None or r1 == r2 or x1 <= 0 or x2 <= 0:
         return None
     l1, l2 = math.log(x1), math.log(x2)
-    f1, f2 = math.log(r1), math.log(r2)
-    lx = l2 - f2 * (l2 - l1) / (f2 - f1)
+    lx = l2 - r2 * (l2 - l1) / (r2 - r1)
     return math.exp(lx) if -700 < lx < 700 else None
 
 
@@ -224,10 +236,10 @@ def _close(
     ``rtol`` > 0, until b ≤ a·(1 + rtol)).
 
     Each step reads the σ where the secant through the last two readings (log-reading against log-σ)
-    meets the target; when that step is small against the bracket, the root is within about the step of
-    it, so a second reading one double step beyond it, on the other side, closes the bracket from both
-    ends. A step outside the bracket, missing readings, or a bracket that did not halve (in float keys)
-    over the last two steps falls back to halving the keys."""
+    meets the target; when that estimate moved little from the previous estimate (against the bracket),
+    the root is within about that move of it, so a second reading one double move beyond it, on the other
+    side, closes the bracket from both ends. A step outside the bracket, missing readings, or a bracket
+    that did not halve (in float keys) over the last two steps falls back to halving the keys."""
     recent = list(walked)
     widths = [b - a]
 
@@ -244,6 +256,7 @@ def _close(
         recent.append(k)
         return ok
 
+    estimate = recent[-1]  # the last secant estimate (where the root was thought to be)
     while not done():
         cand = _secant(at, recent[-2], recent[-1]) if len(recent) >= 2 else None
         k = float_key(cand) if cand is not None else a
@@ -252,7 +265,7 @@ def _close(
             k = (a + b) // 2
             step = None
         else:
-            step = abs(k - recent[-1])
+            step, estimate = abs(k - estimate), k  # how far the estimate moved: about its error
         ok = read(k)
         if step is not None and not done() and 8 * step < b - a:
             d = 2 * step + 1
@@ -267,13 +280,13 @@ def _check_monotone(seen: dict[int, tuple[bool, float | None]]) -> float:
     """The largest relative rise of the reading between two σ read (0 if it never rises); refuses a rise
     above :data:`MONOTONE_SLACK` (the bracket alone cannot show non-monotonicity: every σ read in it
     moves one end)."""
-    worst, top, where = 0.0, 0.0, 0
+    worst, top, where = 0.0, -math.inf, 0
     worst_at = (0, 0)
     for k, (_, r) in sorted(seen.items(), reverse=True):  # from the largest σ down
         if r is None:
             continue
         if r < top:
-            rise = top / r - 1
+            rise = math.expm1(top - r)
             if rise > worst:
                 worst, worst_at = rise, (k, where)
         if r > top:
@@ -281,8 +294,8 @@ def _check_monotone(seen: dict[int, tuple[bool, float | None]]) -> float:
     if worst > MONOTONE_SLACK:
         lo_k, hi_k = worst_at
         raise InvalidParameter(
-            f"make: the certified reading is not monotone in σ (it reads {seen[hi_k][1]!r} × the target at "
-            f"σ = {key_float(hi_k)!r} but {seen[lo_k][1]!r} × at the smaller σ = {key_float(lo_k)!r}), so no "
+            f"make: the certified reading is not monotone in σ (log(reading / target) = {seen[hi_k][1]!r} at "
+            f"σ = {key_float(hi_k)!r} but {seen[lo_k][1]!r} at the smaller σ = {key_float(lo_k)!r}), so no "
             "least σ is claimed: give bounds within which larger σ never reads more, or use "
             "binary_search_param for a boundary"
         )
@@ -344,8 +357,7 @@ def calibrate_loss(
         if not isinstance(loss, PrivacyLoss):
             raise InvalidParameter(f"make_loss({sigma!r}) returned {loss!r}, not a PrivacyLoss")
         e = loss.epsilon(dlt)
-        ratio = float(e) / float(eps) if eps > 0 else None
-        return e <= eps, ratio
+        return e <= eps, log_ratio(e, eps)
 
     return least_passing(probe, bounds, start, rtol).value
 
@@ -388,7 +400,7 @@ def gaussian_sigma(epsilon: Number, delta: Number, sensitivity: Number = 1) -> f
         if sigma <= 0:
             return False, None
         d = gaussian_delta((sens / Fraction(sigma)) ** 2, eps)
-        return d <= dlt, (float(d) / df if d > 0 else None)
+        return d <= dlt, log_ratio(d, dlt)
 
     start = float(sens) * math.sqrt(2 * math.log(1.25 / df)) / float(eps)  # the classical σ (Dwork–Roth)
     return least_passing(probe, (0.0, 1e300), start).value

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_nonempty, check_probability
-from dpcompose.accounting import PrivacyProfile, decimal, least_passing
+from dpcompose.accounting import PrivacyProfile, decimal, least_passing, log_ratio
 from dpcompose.accounting._calibrate import DEFAULT_BOUNDS
 from dpcompose.core import ApproxDP, Measurement, ProfileDP
 from dpcompose.errors import DPError, InvalidParameter
@@ -134,8 +134,8 @@ def binary_search_param(
 
 
 def _ratio(measurement: Measurement[Any, Any, Any, Any], value: Any, bound: Any) -> float | None:
-    """The map's reading over the budget, one number (above 1: over budget), or None where the measure has
-    no single number to read (a Rényi curve): ε/ε for pure and approximate DP, ε(δ)/ε for a privacy
+    """log(the map's reading / the budget), one number (positive: over budget), or None where the measure
+    has no single number to read (a Rényi curve): ε/ε for pure and approximate DP, ε(δ)/ε for a privacy
     profile (ε is nearer a power of σ than δ is), ρ/ρ for zCDP. Only a guide for where to read next:
     passing is decided by ``check``."""
     measure = measurement.output_measure
@@ -151,9 +151,7 @@ def _ratio(measurement: Measurement[Any, Any, Any, Any], value: Any, bound: Any)
         top, bottom = value, bound
     else:
         return None
-    if bottom <= 0 or top <= 0:
-        return None
-    return float(Fraction(top) / Fraction(bottom))
+    return log_ratio(Fraction(top), Fraction(bottom))
 
 
 def calibrate_noise(
