@@ -144,6 +144,13 @@ class PLDAccountant:
             UnsupportedComposition: ``sampling="shuffle"``, or a sampling other than this accountant's
                 earlier steps'. A refused step records nothing.
         """
+        history = self.history
+        floats = type(noise_multiplier) is float and type(sample_rate) is float
+        if history and floats and sampling == self.sampling:
+            last_sigma, last_q, n = history[-1]
+            if noise_multiplier == last_sigma and sample_rate == last_q:  # the step just checked, again
+                history[-1] = (last_sigma, last_q, n + 1)
+                return
         sigma, q = _read_step(noise_multiplier, sample_rate)
         how = _check_sampling(sampling)
         if self.sampling is not None and how != self.sampling:
