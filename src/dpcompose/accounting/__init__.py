@@ -15,7 +15,6 @@ from dpcompose.accounting._calibrate import (
     calibrate_loss,
     gaussian_sigma,
     least_passing,
-    log_ratio,
 )
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
 from dpcompose.accounting._display import format_down, format_excess, format_up
@@ -106,7 +105,6 @@ __all__ = [
     "group",
     "group_zcdp",
     "least_passing",
-    "log_ratio",
     "optimal_delta",
     "optimal_delta_bounds",
     "optimal_epsilon",

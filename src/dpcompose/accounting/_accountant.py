@@ -23,11 +23,14 @@ from typing import Any
 
 from dpcompose._validation import check_finite_positive, check_positive_int, check_probability
 from dpcompose.accounting._calibrate import calibrate_loss
-from dpcompose.accounting._exact import float_up
+from dpcompose.accounting._exact import exact, float_up
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
-__all__ = ["SAMPLINGS", "SHUFFLE_REFUSED", "PLDAccountant"]
+__all__ = ["MAX_STEPS", "SAMPLINGS", "SHUFFLE_REFUSED", "PLDAccountant"]
+
+MAX_STEPS = 10**9
+"""The most steps :meth:`PLDAccountant.get_noise_multiplier` calibrates for."""
 
 SAMPLINGS = ("poisson", "without_replacement")
 """The samplings :meth:`PLDAccountant.step` accounts (the names of ``PrivacyLoss.subsampled`` and
@@ -63,8 +66,8 @@ def _step_pair(noise_multiplier: float, sample_rate: float, sampling: str) -> Pr
 
 
 def _read_step(noise_multiplier: object, sample_rate: object) -> tuple[float, float]:
-    sigma = float(check_finite_positive(noise_multiplier, "noise_multiplier"))
-    q = float(check_probability(sample_rate, "sample_rate"))
+    sigma = float(exact(check_finite_positive(noise_multiplier, "noise_multiplier"), "noise_multiplier"))
+    q = float(exact(check_probability(sample_rate, "sample_rate"), "sample_rate"))
     if sigma <= 0:  # (a positive number below the smallest double)
         raise InvalidParameter(f"noise_multiplier={noise_multiplier!r} must be a positive double")
     return sigma, q
@@ -244,27 +247,32 @@ class PLDAccountant:
         search starts: every σ read is certified). Nothing is recorded in the accountant.
 
         Raises:
-            InvalidParameter: a target, the rate or the step count is out of range (named); both or neither
-                of ``steps`` and ``epochs`` are given; or no σ up to 1e10 meets the target.
+            InvalidParameter: a target, the rate or the step count is out of range (named; at most
+                :data:`MAX_STEPS` steps); both or neither of ``steps`` and ``epochs`` are given; or no σ up
+                to 1e10 meets the target.
             UnsupportedComposition: ``sampling="shuffle"``.
         """
         how = _check_sampling(sampling)
-        q = float(check_probability(sample_rate, "sample_rate"))
+        q = float(exact(check_probability(sample_rate, "sample_rate"), "sample_rate"))
         if (steps is None) == (epochs is None):
             raise InvalidParameter(
                 f"steps={steps!r}, epochs={epochs!r}: give exactly one (epochs are read as int(epochs / q) "
                 "steps)"
             )
         if steps is None:
-            ep = float(check_finite_positive(epochs, "epochs"))
+            ep = float(exact(check_finite_positive(epochs, "epochs"), "epochs"))
             if q == 0:
                 raise InvalidParameter(
                     "sample_rate=0 with epochs: no number of steps makes an epoch; give steps"
                 )
             steps = int(ep / q)
         t = check_positive_int(steps, "steps")
-        eps = float(check_finite_positive(target_epsilon, "target_epsilon"))
-        dlt = float(check_probability(target_delta, "target_delta"))
+        if t > MAX_STEPS:
+            raise InvalidParameter(
+                f"steps={t!r} must be at most {MAX_STEPS} (epochs are read as int(epochs / q) steps)"
+            )
+        eps = float(exact(check_finite_positive(target_epsilon, "target_epsilon"), "target_epsilon"))
+        dlt = float(exact(check_probability(target_delta, "target_delta"), "target_delta"))
         if not 0 < dlt < 1:
             raise InvalidParameter(
                 f"target_delta={target_delta!r} must be in (0, 1): Gaussian steps have δ > 0"
@@ -274,7 +282,13 @@ class PLDAccountant:
             return _composed({(sigma, q): t}, how)
 
         start = _clt_start(eps, dlt, q, t) * (1 if how == "poisson" else 2)
-        return calibrate_loss(make, target_epsilon, target_delta, start=start, rtol=rtol)
+        try:
+            return calibrate_loss(make, target_epsilon, target_delta, start=start, rtol=rtol)
+        except InvalidParameter as exc:
+            raise InvalidParameter(
+                f"{exc} [for target_epsilon={target_epsilon!r}, target_delta={target_delta!r}, "
+                f"sample_rate={sample_rate!r}, steps={t!r}]"
+            ) from None
 
 
 def _rough_gaussian_mu(eps: float, delta: float) -> float:
@@ -296,10 +310,13 @@ def _rough_gaussian_mu(eps: float, delta: float) -> float:
 
 
 def _clt_start(eps: float, delta: float, q: float, steps: int) -> float:
-    """σ with q·√(T(e^{1/σ²} − 1)) = μ(ε, δ): where the search starts (Bu–Dong–Long–Su 2020, the CLT)."""
-    mu = _rough_gaussian_mu(eps, delta)
-    if q == 0:
+    """σ with q·√(T(e^{1/σ²} − 1)) = μ(ε, δ): where the search starts (Bu–Dong–Long–Su 2020, the CLT);
+    1 where the floats cannot say."""
+    try:
+        mu = _rough_gaussian_mu(eps, delta)
+        x = (mu / q) ** 2 / steps
+        start = 1 / math.sqrt(math.log1p(x))
+    except (ArithmeticError, ValueError):
         return 1.0
-    x = (mu / q) ** 2 / steps
-    return 1 / math.sqrt(math.log1p(x)) if x > 0 else 1.0
+    return start if 0 < start < 1e10 else 1.0
 

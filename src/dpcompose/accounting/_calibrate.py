@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_probability
-from dpcompose.accounting._exact import Number, decimal
+from dpcompose.accounting._exact import Number, decimal, exact
 from dpcompose.accounting._gaussian import gaussian_delta
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["Calibration", "calibrate_loss", "gaussian_sigma", "least_passing", "log_ratio"]
+__all__ = ["Calibration", "calibrate_loss", "gaussian_sigma", "least_passing"]
 
 Probe = Callable[[float], tuple[bool, float | None]]
 """A function of σ: whether σ's certified reading meets the target, and log(reading / target) (positive:
@@ -104,8 +104,10 @@ def read_bounds(bounds: object) -> tuple[float, float]:
     """``bounds`` as a pair of finite non-negative floats ``lo < hi``, else InvalidParameter naming it."""
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
         raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi) of non-negative numbers")
-    lo = float(check_finite_nonnegative(bounds[0], "bounds[0]"))
-    hi = float(check_finite_nonnegative(bounds[1], "bounds[1]"))
+    lo = float(exact(check_finite_nonnegative(bounds[0], "bounds[0]"), "bounds[0]"))
+    hi = float(exact(check_finite_nonnegative(bounds[1], "bounds[1]"), "bounds[1]"))
+    if not math.isfinite(hi):
+        raise InvalidParameter(f"bounds[1]={bounds[1]!r} must be a finite double")
     if not lo < hi:
         raise InvalidParameter(f"bounds={bounds!r} must satisfy lo < hi")
     return lo, hi
@@ -129,13 +131,17 @@ def least_passing(
             or loosen the target); or a passing σ was seen below a failing one (the certificate is not
             monotone in σ, so no least σ is claimed).
     """
+    if not callable(probe):
+        raise InvalidParameter(f"probe={probe!r} must be a function of σ returning (passes, log ratio)")
     lo, hi = read_bounds(bounds)
+    if start is not None:
+        start = float(exact(check_finite_nonnegative(start, "start"), "start"))
     check_finite_nonnegative(rtol, "rtol")
     if not float(rtol) < 1:
         raise InvalidParameter(
             f"rtol={rtol!r} must be below 1 (a relative tolerance on σ; 0 for the exact float boundary)"
         )
-    rtol = float(rtol)
+    rtol = float(exact(rtol, "rtol"))
     seen: dict[int, tuple[bool, float | None]] = {}
     errors: list[str] = []
 
@@ -359,7 +365,10 @@ def calibrate_loss(
         e = loss.epsilon(dlt)
         return e <= eps, log_ratio(e, eps)
 
-    return least_passing(probe, bounds, start, rtol).value
+    try:
+        return least_passing(probe, bounds, start, rtol).value
+    except InvalidParameter as exc:
+        raise InvalidParameter(f"{exc} [target: epsilon={epsilon!r}, delta={delta!r}]") from None
 
 
 def gaussian_sigma(epsilon: Number, delta: Number, sensitivity: Number = 1) -> float:
@@ -393,7 +402,7 @@ def gaussian_sigma(epsilon: Number, delta: Number, sensitivity: Number = 1) -> f
     if not 0 < dlt < 1:
         raise InvalidParameter(f"delta={delta!r} must be in (0, 1): Gaussian noise has δ(ε) > 0 at every ε")
     check_finite_positive(sensitivity, "sensitivity")
-    sens = Fraction(sensitivity)
+    sens = exact(sensitivity, "sensitivity")
     df = float(dlt)
 
     def probe(sigma: float) -> tuple[bool, float | None]:
@@ -402,5 +411,13 @@ def gaussian_sigma(epsilon: Number, delta: Number, sensitivity: Number = 1) -> f
         d = gaussian_delta((sens / Fraction(sigma)) ** 2, eps)
         return d <= dlt, log_ratio(d, dlt)
 
-    start = float(sens) * math.sqrt(2 * math.log(1.25 / df)) / float(eps)  # the classical σ (Dwork–Roth)
-    return least_passing(probe, (0.0, 1e300), start).value
+    try:  # the classical σ (Dwork–Roth 2014 Thm A.1), only where the search starts
+        start = float(sens) * math.sqrt(2 * math.log(1.25 / df)) / float(eps)
+    except (ArithmeticError, ValueError):  # (ε or δ below the double range)
+        start = 1.0
+    if not 0 < start < 1e300:
+        start = 1.0
+    try:
+        return least_passing(probe, (0.0, 1e300), start).value
+    except InvalidParameter as exc:  # (δ below what the floats of the profile certify)
+        raise InvalidParameter(f"{exc} [target: epsilon={epsilon!r}, delta={delta!r}]") from None

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_nonempty, check_probability
-from dpcompose.accounting import PrivacyProfile, decimal, least_passing, log_ratio
-from dpcompose.accounting._calibrate import DEFAULT_BOUNDS
+from dpcompose.accounting import PrivacyProfile, decimal, least_passing
+from dpcompose.accounting._calibrate import DEFAULT_BOUNDS, log_ratio
 from dpcompose.core import ApproxDP, Measurement, ProfileDP
 from dpcompose.errors import DPError, InvalidParameter
 
@@ -211,7 +211,10 @@ def calibrate_noise(
         ok = measurement.output_measure.less_equal(value, bound)
         return bool(ok), _ratio(measurement, value, bound)
 
-    return least_passing(probe, bounds, start, rtol).value
+    try:
+        return least_passing(probe, bounds, start, rtol).value
+    except InvalidParameter as exc:
+        raise InvalidParameter(f"{exc} [for d_in={d_in!r}, d_out={d_out!r}]") from None
 
 
 def split_budget(d_out: Any, weights: Sequence[float | int | Fraction]) -> list[Any]:
