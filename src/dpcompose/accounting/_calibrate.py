@@ -22,7 +22,7 @@ secant through the last two readings, log-ratio against log-σ, crosses zero. Wh
 against the bracket, a second reading one double step beyond the estimate closes the bracket from the
 other side; a step outside the bracket, a missing reading or a bracket that did not halve (in float keys)
 over two steps falls back to halving the keys.
-On DP-SGD (10⁴ Poisson-subsampled Gaussian steps, target (1, 1e-5)) that is 22 certified readings to the
+On DP-SGD (10⁴ Poisson-subsampled Gaussian steps, target (1, 1e-5)) that is 22–24 certified readings to the
 exact float boundary (7 with rtol = 1e-4) where bisection of the floats takes about 64.
 """
 
