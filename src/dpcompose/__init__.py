@@ -24,7 +24,14 @@ from dpcompose import measurements as m
 from dpcompose import transformations as t
 from dpcompose._serialize import from_json, register_function, to_json
 from dpcompose._version import __version__
-from dpcompose.analysis import binary_search_param, explain, plot_profile, privacy_curve, split_budget
+from dpcompose.analysis import (
+    binary_search_param,
+    calibrate_noise,
+    explain,
+    plot_profile,
+    privacy_curve,
+    split_budget,
+)
 from dpcompose.combinators import (
     LedgerError,
     LedgerLocked,
@@ -148,6 +155,7 @@ __all__ = [
     "accuracy",
     "analysis",
     "binary_search_param",
+    "calibrate_noise",
     "col",
     "combinators",
     "core",

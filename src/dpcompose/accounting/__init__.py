@@ -8,7 +8,14 @@ Each function's docstring names its source. The catalogue is docs/accounting.md.
 
 from __future__ import annotations
 
+from dpcompose.accounting._accountant import SHUFFLE_REFUSED, PLDAccountant
 from dpcompose.accounting._basic import advanced, advanced_drv, advanced_kov, basic, group
+from dpcompose.accounting._calibrate import (
+    Calibration,
+    calibrate_loss,
+    gaussian_sigma,
+    least_passing,
+)
 from dpcompose.accounting._concurrent import concurrent_vadhan_wang
 from dpcompose.accounting._display import Shown, format_down, format_excess, format_up, shown_down, shown_up
 from dpcompose.accounting._exact import (
@@ -66,10 +73,13 @@ from dpcompose.accounting._zcdp import (
 
 __all__ = [
     "PLD",
+    "SHUFFLE_REFUSED",
     "BasicFilter",
+    "Calibration",
     "FilterRule",
     "GDPFilter",
     "Number",
+    "PLDAccountant",
     "PrivacyLoss",
     "PrivacyProfile",
     "RRUVFilter",
@@ -82,6 +92,7 @@ __all__ = [
     "advanced_drv",
     "advanced_kov",
     "basic",
+    "calibrate_loss",
     "compose_plds",
     "concurrent_vadhan_wang",
     "decimal",
@@ -93,8 +104,10 @@ __all__ = [
     "format_up",
     "gaussian_delta",
     "gaussian_profile",
+    "gaussian_sigma",
     "group",
     "group_zcdp",
+    "least_passing",
     "optimal_delta",
     "optimal_delta_bounds",
     "optimal_epsilon",

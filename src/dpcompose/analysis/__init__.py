@@ -18,7 +18,7 @@ from dpcompose.analysis._finite import (
     tightest_exp_epsilon,
 )
 from dpcompose.analysis._lp import RR_OUTPUTS, LPSimulation, lp_simulation, two_round_mechanism
-from dpcompose.analysis._planning import binary_search_param, split_budget
+from dpcompose.analysis._planning import binary_search_param, calibrate_noise, split_budget
 from dpcompose.analysis._rr import RRSimulation, rr_simulator
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "adversary_count",
     "audit",
     "binary_search_param",
+    "calibrate_noise",
     "clopper_pearson",
     "compare_concurrent",
     "concurrent_composition",

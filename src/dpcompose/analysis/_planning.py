@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_nonempty, check_probability
-from dpcompose.accounting import decimal
-from dpcompose.core import Measurement
+from dpcompose.accounting import PrivacyProfile, decimal, least_passing
+from dpcompose.accounting._calibrate import DEFAULT_BOUNDS, log_ratio
+from dpcompose.core import ApproxDP, Measurement, ProfileDP
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["binary_search_param", "split_budget"]
+__all__ = ["binary_search_param", "calibrate_noise", "split_budget"]
 
 
 def _float_to_key(x: float) -> int:
@@ -130,6 +131,90 @@ def binary_search_param(
             b = mid
     found: float | int = from_key(b) if increasing else from_key(a)
     return found
+
+
+def _ratio(measurement: Measurement[Any, Any, Any, Any], value: Any, bound: Any) -> float | None:
+    """log(the map's reading / the budget), one number (positive: over budget), or None where the measure
+    has no single number to read (a Rényi curve): ε/ε for pure and approximate DP, ε(δ)/ε for a privacy
+    profile (ε is nearer a power of σ than δ is), ρ/ρ for zCDP. Only a guide for where to read next:
+    passing is decided by ``check``."""
+    measure = measurement.output_measure
+    if isinstance(measure, ProfileDP) and isinstance(value, PrivacyProfile):
+        ((eps, delta),) = bound.approx_parts
+        try:
+            top, bottom = value.epsilon(delta), eps
+        except InvalidParameter:  # (δ below the least the profile reaches: no ε to read)
+            return None
+    elif isinstance(measure, ApproxDP):
+        top, bottom = value[0], bound[0]
+    elif isinstance(value, Fraction) and isinstance(bound, Fraction):
+        top, bottom = value, bound
+    else:
+        return None
+    return log_ratio(Fraction(top), Fraction(bottom))
+
+
+def calibrate_noise(
+    make: Callable[[float], Measurement[Any, Any, Any, Any]],
+    d_in: Any,
+    d_out: Any,
+    *,
+    bounds: tuple[float, float] = DEFAULT_BOUNDS,
+    start: float | None = None,
+    rtol: float = 0.0,
+) -> float:
+    """The least noise scale σ on the float grid whose measurement ``make(σ)`` passes ``check(d_in, d_out)``.
+
+    ``make`` builds the whole planned run from σ — a composition of T subsampled steps, a pipeline, any
+    measurement — and its certified privacy map is what is checked; the budget ``d_out`` is read by the
+    measurement's output measure (ε, (ε, δ), ρ, or an (ε, δ) for a privacy profile). The σ returned
+    passes and the float just below it fails (both were checked); with ``rtol`` > 0 a failing σ within a
+    factor 1 + rtol below it was found instead (fewer checks). Monotonicity in σ is checked on every σ
+    read, never assumed: a passing σ below a failing one is refused. The search and its guarantees are
+    :func:`~dpcompose.accounting.least_passing`'s (a secant on the map's reading, log against log σ, with
+    halving of the float keys as the fallback); :func:`binary_search_param` finds a boundary without
+    readings, in about 64 checks.
+
+    A σ at which ``make`` or the check raises (a refused parameter, an arithmetic error inside a map)
+    counts as failing: nothing certifies it.
+
+    Args:
+        make: σ ↦ Measurement.
+        d_in: the input distance the budget is for.
+        d_out: the budget (in the output measure of ``make(σ)``).
+        bounds: the interval of σ searched (default (0, 1e10)).
+        start: where the search starts (default 1, or the middle of the bounds).
+        rtol: 0 for the exact float boundary; else a relative tolerance on σ.
+
+    Raises:
+        InvalidParameter: ``make`` is not callable; ``bounds`` or ``rtol`` are bad; no σ in the bounds
+            passes (the first refusal is named); the lower bound already passes; or the map is not
+            monotone on the σ read.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> floats = dp.AtomDomain(float)
+        >>> make = lambda b: dp.make_sequential(
+        ...     *[dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=b)] * 10)
+        >>> calibrate_noise(make, 1, 1.0)
+        10.0
+    """
+    if not callable(make):
+        raise InvalidParameter(f"make={make!r} must be a function from a parameter to a Measurement")
+
+    def probe(sigma: float) -> tuple[bool, float | None]:
+        measurement = make(sigma)
+        if not isinstance(measurement, Measurement):
+            raise InvalidParameter(f"make({sigma!r}) returned {measurement!r}, not a Measurement")
+        bound = measurement.output_measure.parse(d_out)
+        value = measurement.map(d_in)
+        ok = measurement.output_measure.less_equal(value, bound)
+        return bool(ok), _ratio(measurement, value, bound)
+
+    try:
+        return least_passing(probe, bounds, start, rtol).value
+    except InvalidParameter as exc:
+        raise InvalidParameter(f"{exc} [for d_in={d_in!r}, d_out={d_out!r}]") from None
 
 
 def split_budget(d_out: Any, weights: Sequence[float | int | Fraction]) -> list[Any]:
