@@ -23,6 +23,7 @@ from dpcompose.accounting._pld.floats import (
     pad_down,
     pad_up,
     rounding_err,
+    rounding_rel,
     roundings_down,
     roundings_up,
 )
@@ -83,7 +84,7 @@ def build_sides(
     sel: slice | npt.NDArray[np.intp] = slice(int(nz[0]), int(nz[-1]) + 1) if contiguous else nz
     p, r = b.p[sel], np.maximum(b.r[sel], 0.0)
     low_ok = None if b.low_ok is None else b.low_ok[sel]
-    rel = b.rel[sel] + rounding_err(8, 1.0)
+    rel = b.rel[sel] + rounding_rel(8)
     p_hi = p * (1 + rel)
     # Split of bucket (a − η, a + w], w = h (or a wide bucket's width), η = b.slack (losses may lie up to η
     # below a): each loss ℓ keeps its Q-mass when its P-mass is split between a − η and a + w, so p_b =
@@ -109,7 +110,7 @@ def build_sides(
         # expm1(η) ≥ 0 and −expm1(−w) > 0, each rounded down (numpy's expm1 within EXP_REL), then the
         # sum's rounding and the products'
         den_b = roundings_down(pad_down(math.expm1(eta), 48) + libm_down(-np.expm1(-w)), 8)
-    scale = (e_eta * p + eh * r) * (rel + rounding_err(8, 1.0))
+    scale = (e_eta * p + eh * r) * (rel + rounding_rel(8))
     num_b = e_eta * p - r + scale
     hi_b = np.minimum(roundings_up(np.maximum(num_b, 0.0) / den_b, 4), p_hi)
     if low_ok is not None:  # a collapsed bucket's losses may lie anywhere below its top: all of it there

@@ -11,9 +11,9 @@ the model is defined once:
 * Directed factors: :func:`roundings_up` / :func:`roundings_down` (k roundings), :func:`libm_up` /
   :func:`libm_down` (k libm evaluations), :func:`pad_up` / :func:`pad_down` (a safety margin of 2**-bits on
   a bound).
-* Error terms: :func:`rounding_err` (k roundings of a quantity of magnitude m), :func:`libm_err` (k libm
-  evaluations, relative), :func:`sum_err` and :func:`sum_bound` (a sum of n terms in any order, Higham
-  2002, Lemma 3.1 and (3.5)).
+* Error terms: :func:`rounding_err` (k roundings of a quantity of magnitude m), :func:`rounding_rel` (k
+  roundings, relative), :func:`libm_err` (k libm evaluations, relative), :func:`sum_err` and
+  :func:`sum_bound` (a sum of n terms in any order, Higham 2002, Lemma 3.1 and (3.5)).
 * FFT error factors (Higham 2002, Thm 24.2), the subnormal pads (``TINY``, :func:`lift_subnormal`).
 
 Each primitive is one fixed sequence of float operations (left to right as written in its body) and works
@@ -59,6 +59,7 @@ __all__ = [
     "pad_down",
     "pad_up",
     "rounding_err",
+    "rounding_rel",
     "roundings_down",
     "roundings_up",
     "sum_bound",
@@ -173,6 +174,14 @@ def rounding_err(k: float, m: Real) -> Real:
     Source: Higham 2002, (2.4) (the standard model).
     """
     return k * U * m
+
+
+def rounding_rel(k: float) -> float:
+    """k·u: the relative error of k roundings (to first order; the call sites' pads cover the rest).
+
+    Source: Higham 2002, (2.4) and Lemma 3.1.
+    """
+    return k * U
 
 
 def libm_err(k: float) -> float:

@@ -11,7 +11,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import U
 from dpcompose.accounting._pld.floats import (
     exp_or_0,
     few_ulps_up,
@@ -19,6 +18,8 @@ from dpcompose.accounting._pld.floats import (
     fft_relative,
     fft_underflow,
     gamma,
+    rounding_err,
+    roundings_up,
     sum_bound,
 )
 from dpcompose.accounting._pld.lattice import check_window
@@ -211,7 +212,7 @@ def _fourier_power_body(
         """log_b += log(|X̂|(1 + 4u) + e)^k and rel += k·e/(…) on the first ``log_b.size`` frequencies:
         summed over the vectors, log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…)."""
         n = log_b.size
-        a = np.abs(fx[:n]) * (1 + 4 * U) + e[:n]
+        a = roundings_up(np.abs(fx[:n]), 4) + e[:n]
         log_b += k * np.log(a)
         rel += k * e[:n] / a
 
@@ -512,7 +513,7 @@ def compose_many(
     if upper:
         inf = inf + top_bound
         c[0] += bot_bound
-        err += 4 * U * (inf + c[0])
+        err += rounding_err(4, inf + c[0])
     else:
         err += top_bound + bot_bound
     side = trim(Side(b_lo, c, few_ulps_up(inf) if upper else inf, few_ulps_up(err), nq, nq_err))

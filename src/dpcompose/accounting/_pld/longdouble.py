@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.accounting._exact import U
-from dpcompose.accounting._pld.floats import fft_componentwise, fft_underflow, gamma
+from dpcompose.accounting._pld.floats import fft_componentwise, fft_underflow, gamma, rounding_rel
 
 ComplexArray = npt.NDArray[np.complex128]
 FloatArray = npt.NDArray[np.float64]
@@ -119,7 +118,7 @@ def ld_dft(
         # each part: the roots (long double bound, then rounded to double), the product, the double sum
         # (Higham 2002, Lemma 3.1: any order), then the long double addition; a product or partial sum in
         # the subnormal range may lose up to 2**-1075 more (as in a tail of 5e-324 entries)
-        per_t = per_term + 2 * U + gamma(tail_nz.size + 1)
+        per_t = per_term + rounding_rel(2) + gamma(tail_nz.size + 1)
         errs = errs + t1 * per_t * 2 * (1 + 1e-6) + (n1 + t1) * 4 * u + 4 * tail_nz.size * 5e-324
     elif a > 0 or b < x.size:
         t = x.copy()
@@ -207,6 +206,6 @@ def ld_power(v: npt.NDArray[np.clongdouble], k: int) -> tuple[ComplexArray, Floa
     d_log = k * (2 * f + f * lr_f) + u * k * lr_f + u  # |Δ(k·log r)|
     d_r = np.expm1(np.minimum(d_log, 1.0)) * (1 + 1e-6) + f
     d_phi = k * (2 * f * th_f + f) + u * k * th_f + 2 * f + 2 * u
-    rho = (d_r + d_phi + d_r * d_phi) * (1 + 1e-6) + 2 * U
+    rho = (d_r + d_phi + d_r * d_phi) * (1 + 1e-6) + rounding_rel(2)
     rho = np.where(np.isfinite(rho) & (r > 0), rho, np.inf)
     return out, rho

@@ -56,6 +56,7 @@ from dpcompose.accounting._pld.floats import (
     libm_up,
     pad_up,
     rounding_err,
+    rounding_rel,
     roundings_down,
     roundings_up,
     sum_bound,
@@ -266,8 +267,8 @@ class Tilted:
         a, b = float(s1[first]), float(s2[first])
         xb = math.exp(eps - V_SHIFT) * b
         g = gamma(s1.size + 2)
-        rel_v = g + libm_err(2) + 2 * _SHIFT_REL + rounding_err(4, 1.0)
-        err = ((g + rounding_err(2, 1.0)) * a + rel_v * xb * (1 + 2 * (EXP_REL + _SHIFT_REL))) * 2
+        rel_v = g + libm_err(2) + 2 * _SHIFT_REL + rounding_rel(4)
+        err = ((g + rounding_rel(2)) * a + rel_v * xb * (1 + 2 * (EXP_REL + _SHIFT_REL))) * 2
         return max(a - xb, 0.0), err
 
     @once
@@ -404,7 +405,7 @@ class _TiltedVectors:
                 return None
             # every float tilted entry is within a relative ``rel`` of the exact one (exponent's rounding,
             # exp, the product), except results in the subnormal range, which are within 2**-1064 absolutely
-            rel = pad_up(rounding_err(2, amax) + libm_err(1) + rounding_err(2, 1.0), 20)
+            rel = pad_up(rounding_err(2, amax) + libm_err(1) + rounding_rel(2), 20)
             n1 = float(np.sum(xt)) * (1 + gamma(m.size + 1)) * (1 + rel)  # ≥ the exact tilted ℓ₁ norm
             if not (n1 > 0 and math.isfinite(n1)):
                 return None
