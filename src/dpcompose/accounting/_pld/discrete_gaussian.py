@@ -64,7 +64,7 @@ import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import Number, U, exact, exp_up, float_down, float_up
+from dpcompose.accounting._exact import Number, exact, exp_up, float_down, float_up
 from dpcompose.accounting._gaussian import log_phi_diff, phi_up
 from dpcompose.accounting._pld.buckets import Buckets
 from dpcompose.accounting._pld.distribution import PLD, build_pld
@@ -255,7 +255,7 @@ def em_bucket_logs(
     t2 = tmax * tmax
     c_r = (t2 * t2 + 6 * t2 + 3) / (384 * s_f**4)
     e_t = rounding_err(8, xa + xb + abs(log_n0) + 1) + libm_err(2)
-    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + np.abs(dt) * 8 * U * ft
+    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + rounding_err(8, np.abs(dt)) * ft
     rel = num * 1.01 + rounding_err(8, np.abs(log_s) + 1) + libm_err(4)
     rel = np.where(np.isfinite(rel) & np.isfinite(log_s) & applies, rel, np.inf)
     return log_s, rel

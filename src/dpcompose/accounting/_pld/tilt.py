@@ -427,7 +427,7 @@ class _TiltedVectors:
             log_ne += k * math.log1p(e_t / n1)
             log_rel += k * math.log1p(rel)
         lam = math.fsum(lam_terms)  # the exact sum of the rounded products, rounded once
-        lam_err = rounding_err(1.01, sum(abs(t) for t in lam_terms) + abs(lam))
+        lam_err = rounding_err(1, sum(abs(t) for t in lam_terms) + abs(lam)) * 1.01
         if log_n > 700 or log_ne > 700:  # (expm1 would overflow for a child's large err)
             return None
         err_in = math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12)
