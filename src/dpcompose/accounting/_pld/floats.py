@@ -106,28 +106,34 @@ def gamma_padded(n: Any) -> Any:
     return _gamma_core(n) * SAFE
 
 
-def roundings_up(x: Real, k: float = 1) -> Real:
-    """x·(1 + k·u): ``x`` moved up past k roundings (x ≥ 0).
+def roundings_up(x: Real, k: int) -> Real:
+    """x·(1 + k·u): ``x`` ≥ 0 moved up past the roundings that made it; k even.
 
-    Error model: if x̂ = x·∏(1 + δᵢ), |δᵢ| ≤ u, i ≤ k − 1 roundings (or any relative error ≤ (k − 1)·u
-    − k·u²), the stored result fl(x̂·(1 + k·u)) ≥ x̂·(1 + k·u)(1 − u) bounds the exact x above (for x in
-    the normal range; the factor 1 + k·u rounds exactly for the small k used). The relative error it
-    covers is the call site's stated count.
+    Error model: the factor 1 + k·u is exact for even k < 2**53 (floats above 1 are 2u apart: an odd k
+    rounds to a neighbour, k = 1 to 1 itself, so call sites use even k), and the product rounds once, so
+    the result is ≥ x·(1 + k·u)(1 − u) = x·(1 + (k − 1)·u − k·u²) in the normal range. Hence if x is the
+    float result of r ≤ k − 2 roundings (x = x*·∏(1 + δᵢ)^{±1}, |δᵢ| ≤ u) of an exact x* ≥ 0, the result
+    is ≥ x*. Each call site's comment or docstring says what its x carries.
 
     Source: Higham 2002, (2.4) (the standard model) and Lemma 3.1.
     """
     return x * (1 + k * U)
 
 
-def roundings_down(x: Real, k: float = 1) -> Real:
-    """x·(1 − k·u): ``x`` moved down past k roundings (x ≥ 0): fl(x·(1 − k·u)) ≤ x·(1 − k·u)(1 + u).
+def roundings_down(x: Real, k: int) -> Real:
+    """x·(1 − k·u): ``x`` ≥ 0 moved down past the roundings that made it (1 − k·u is exact for any
+    k < 2**52: floats below 1 are u apart).
+
+    Error model: fl(x·(1 − k·u)) ≤ x·(1 − k·u)(1 + u) = x·(1 − (k − 1)·u − k·u²), so a float x that is the
+    result of r ≤ k − 2 roundings of an exact x* ≥ 0 gives a result ≤ x* (normal range; a result in the
+    subnormal range may round up by 2**-1075, which call sites on lower bounds drop or pad).
 
     Source: Higham 2002, (2.4) and Lemma 3.1 (as :func:`roundings_up`).
     """
     return x * (1 - k * U)
 
 
-def libm_up(x: Real, k: float = 1) -> Real:
+def libm_up(x: Real, k: int = 1) -> Real:
     """x·(1 + k·``EXP_REL``): ``x`` moved up past k evaluations of exp, expm1 or log (x ≥ 0).
 
     Error model: each evaluation is within ``EXP_REL`` = 2**-44 relative (2**8 times the worst case of
@@ -139,7 +145,7 @@ def libm_up(x: Real, k: float = 1) -> Real:
     return x * (1 + k * EXP_REL)
 
 
-def libm_down(x: Real, k: float = 1) -> Real:
+def libm_down(x: Real, k: int = 1) -> Real:
     """x·(1 − k·``EXP_REL``): ``x`` moved down past k evaluations of exp, expm1 or log (x ≥ 0); the error
     model of :func:`libm_up`.
 
