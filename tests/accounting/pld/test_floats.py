@@ -157,3 +157,14 @@ def test_primitives_are_the_float_expressions_they_name() -> None:
     assert np.array_equal(floats.rounding_err(3.03, x), 3.03 * 2.0**-53 * x)
     assert floats.libm_err(16) == 16 * 2.0**-44 and floats.rounding_rel(4) == 4 * 2.0**-53
     assert floats.sum_err(10, 0.3, 0.7) == floats.gamma(10) * 0.3 * 0.7 * (1 + 2.0**-40)
+
+
+@given(xs=st.lists(st.floats(0.0, 1e300), max_size=200), signs=st.lists(st.booleans(), max_size=200))
+def test_norm1_up_and_gamma_up_down_bound_an_l1_norm(xs: list[float], signs: list[bool]) -> None:
+    vals = [-v if s else v for v, s in zip(xs, signs + [False] * len(xs), strict=False)]
+    x = np.array(vals, dtype=np.float64)
+    exact = sum((abs(Fraction(v)) for v in vals), Fraction(0))
+    assert Fraction(floats.norm1_up(x)) >= exact
+    s = float(np.sum(np.abs(x)))  # n − 1 roundings of non-negative terms
+    assert Fraction(floats.gamma_up(s, max(1, x.size))) >= exact
+    assert Fraction(floats.gamma_down(s, max(1, x.size))) <= exact

@@ -7,7 +7,8 @@ the model is defined once:
   of one numpy or libm ``exp``/``expm1``/``log`` (2**9·u: 2**8 times their documented worst case), both
   from :mod:`dpcompose.accounting._exact`.
 * γₙ = n·u/(1 − n·u) (Higham 2002, Lemma 3.1): :func:`gamma` (a scalar, +∞ once n·u ≥ 1/2) and
-  :func:`gamma_padded` (scalars or arrays of counts).
+  :func:`gamma_padded` (scalars or arrays of counts); :func:`gamma_up` / :func:`gamma_down` move a value
+  past n roundings, :func:`norm1_up` bounds an ℓ₁ norm.
 * Directed factors: :func:`roundings_up` / :func:`roundings_down` (k roundings), :func:`libm_up` /
   :func:`libm_down` (k libm evaluations), :func:`pad_up` / :func:`pad_down` (a safety margin of 2**-bits on
   a bound).
@@ -51,11 +52,14 @@ __all__ = [
     "fft_relative",
     "fft_underflow",
     "gamma",
+    "gamma_down",
     "gamma_padded",
+    "gamma_up",
     "libm_down",
     "libm_err",
     "libm_up",
     "lift_subnormal",
+    "norm1_up",
     "pad_down",
     "pad_up",
     "rounding_err",
@@ -104,6 +108,33 @@ def gamma_padded(n: Any) -> Any:
     second-order terms of the call sites' sums of several γ's.
     """
     return _gamma_core(n) * SAFE
+
+
+def gamma_up(x: Real, n: int) -> Real:
+    """x·(1 + γₙ): ``x`` ≥ 0, the float result of at most n roundings of an exact x* ≥ 0 (for instance
+    a float sum of n non-negative terms, n − 1 roundings), moved up: x* ≤ x·(1 + γₙ) (x* = x·∏(1 +
+    δᵢ)^{∓1} and such a product of n factors is 1 + θ with |θ| ≤ γₙ); the pad of :func:`gamma` covers
+    this product's own rounding. +∞ once n·u ≥ 1/2.
+
+    Source: Higham 2002, Lemma 3.1.
+    """
+    return x * (1 + gamma(n))
+
+
+def gamma_down(x: Real, n: int) -> Real:
+    """x·(1 − γₙ): the lower counterpart of :func:`gamma_up` (x* ≥ x·(1 − γₙ) for the same x*).
+
+    Source: Higham 2002, Lemma 3.1.
+    """
+    return x * (1 - gamma(n))
+
+
+def norm1_up(x: FloatArray) -> float:
+    """An upper bound on ‖x‖₁: the float sum of |xᵢ| (n − 1 roundings, any order) times 1 + γ_{n+1}.
+
+    Source: Higham 2002, Lemma 3.1 and (3.5).
+    """
+    return gamma_up(float(np.sum(np.abs(x))), x.size + 1)
 
 
 def roundings_up(x: Real, k: int) -> Real:

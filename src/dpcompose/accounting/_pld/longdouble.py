@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.accounting._pld.floats import fft_componentwise, fft_underflow, gamma, rounding_rel
+from dpcompose.accounting._pld.floats import (
+    fft_componentwise,
+    fft_underflow,
+    gamma,
+    gamma_up,
+    norm1_up,
+    rounding_rel,
+)
 
 ComplexArray = npt.NDArray[np.complex128]
 FloatArray = npt.NDArray[np.float64]
@@ -104,11 +111,11 @@ def ld_dft(
     g2 = math.sqrt(2) * 2 * u / (1 - 2 * u)
     per_term = 2 * (_LD_FUNC + 8 * math.pi * u) + g2 + 4 * u
     sum_rel = (m_terms + 2) * u / (1 - (m_terms + 2) * u)
-    n1 = float(np.sum(np.abs(x[a:b]))) * (1 + gamma(b - a + 1))
+    n1 = gamma_up(float(np.sum(np.abs(x[a:b]))), b - a + 1)
     errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
     if tail_nz.size and roots is not None and count * tail_nz.size <= size:
         tv = x[tail_nz]
-        t1 = float(np.sum(np.abs(tv))) * (1 + gamma(tail_nz.size + 1))
+        t1 = norm1_up(tv)
         re64, im64 = _unit_roots64(size)
         for j0 in range(0, count, rows):
             js = np.arange(j0, min(count, j0 + rows), dtype=np.int64)
@@ -123,7 +130,7 @@ def ld_dft(
     elif a > 0 or b < x.size:
         t = x.copy()
         t[a:b] = 0.0
-        t1 = float(np.sum(np.abs(t))) * (1 + gamma(x.size + 1))
+        t1 = norm1_up(t)
         spec = np.fft.rfft(t, size)[:count]
         out += spec.real.astype(ld) + 1j * spec.imag.astype(ld)
         # the FFT's componentwise bound (real and imaginary parts within it), the long double addition

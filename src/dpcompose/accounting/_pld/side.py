@@ -15,8 +15,10 @@ from dpcompose.accounting._pld.floats import (
     few_ulps_up,
     fft_relative,
     gamma,
+    gamma_up,
     libm_down,
     libm_up,
+    norm1_up,
     pad_up,
     rounding_err,
     roundings_down,
@@ -56,7 +58,7 @@ class Side:
     def norm1(self) -> float:
         """An upper bound on the ℓ₁ norm of the stored vector (masses and +∞)."""
         s = float(np.sum(np.abs(self.masses))) + abs(self.inf)
-        return s * (1 + gamma(self.masses.size + 2))
+        return gamma_up(s, self.masses.size + 2)
 
 
 def _convolve(x: FloatArray, y: FloatArray) -> tuple[FloatArray, float]:
@@ -132,8 +134,8 @@ def compose_sides(a: Side, b: Side, upper: bool, tail: float) -> Side:
     if a.nq is not None and b.nq is not None:
         nq, n_conv = _convolve(a.nq, b.nq)
         nq = np.maximum(nq, 0.0)
-        n_a = float(np.sum(np.abs(a.nq))) * (1 + gamma(a.nq.size + 1))
-        n_b = float(np.sum(np.abs(b.nq))) * (1 + gamma(b.nq.size + 1))
+        n_a = norm1_up(a.nq)
+        n_b = norm1_up(b.nq)
         nq_err = few_ulps_up(a.nq_err * (n_b + b.nq_err) + n_a * b.nq_err + n_conv)
     side = Side(a.offset + b.offset, c, inf, few_ulps_up(err), nq, nq_err)
     return truncate(side, upper, tail)

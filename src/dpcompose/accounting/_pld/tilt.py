@@ -52,6 +52,7 @@ from dpcompose.accounting._pld.floats import TINY as _MIN_NORMAL
 from dpcompose.accounting._pld.floats import (
     few_ulps_up,
     gamma,
+    gamma_up,
     libm_err,
     libm_up,
     pad_up,
@@ -406,7 +407,7 @@ class _TiltedVectors:
             # every float tilted entry is within a relative ``rel`` of the exact one (exponent's rounding,
             # exp, the product), except results in the subnormal range, which are within 2**-1064 absolutely
             rel = pad_up(rounding_err(2, amax) + libm_err(1) + rounding_rel(2), 20)
-            n1 = float(np.sum(xt)) * (1 + gamma(m.size + 1)) * (1 + rel)  # ≥ the exact tilted ℓ₁ norm
+            n1 = gamma_up(float(np.sum(xt)), m.size + 1) * (1 + rel)  # ≥ the exact tilted ℓ₁ norm
             if not (n1 > 0 and math.isfinite(n1)):
                 return None
             e_t = pos.size * _UNDERFLOW_PAD * (1 + rel)  # (entries whose exp underflowed: absolutely)
