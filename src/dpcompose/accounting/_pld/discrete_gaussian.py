@@ -321,7 +321,7 @@ def _direct_sums(
     A: FloatArray, count: IntArray, two_s2: float, log_n0: float
 ) -> tuple[FloatArray, FloatArray]:
     """``(log S, rel)`` of S = Σ_{z=A}^{A+n−1} f(z)/(s√(2π)) per range (n = ``count`` ≥ 1), summed atom by
-    atom: every atom within 8u(x + x₀ + 1) + 2·_EXP_REL (x = z²/2s², its exponent shifted by x₀, the least
+    atom: every atom within 8u(x + x₀ + 1) + 2·``EXP_REL`` (x = z²/2s², its exponent shifted by x₀, the least
     x of the range: its largest atom), the positive sum within γ_{n+2} (Higham 2002, Lemma 3.1) and the
     final log within 8u(|log S| + x₀ + |log_n0| + 1). Ranges of at most ``_DIRECT`` integers are taken as
     a matrix per length, longer ones ``_CHUNK`` atoms at a time."""
