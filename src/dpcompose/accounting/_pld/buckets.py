@@ -13,9 +13,20 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import EXP_REL, U
 from dpcompose.accounting._gaussian import log_phi_diff, phi_up
-from dpcompose.accounting._pld.floats import PAD, few_ulps_up
+from dpcompose.accounting._pld.floats import (
+    PAD,
+    few_ulps_up,
+    libm_down,
+    libm_err,
+    libm_up,
+    pad_down,
+    pad_up,
+    rounding_err,
+    rounding_rel,
+    roundings_down,
+    roundings_up,
+)
 from dpcompose.accounting._pld.lattice import Grid, check_points
 from dpcompose.accounting._pld.side import Side, trim
 
@@ -73,7 +84,7 @@ def build_sides(
     sel: slice | npt.NDArray[np.intp] = slice(int(nz[0]), int(nz[-1]) + 1) if contiguous else nz
     p, r = b.p[sel], np.maximum(b.r[sel], 0.0)
     low_ok = None if b.low_ok is None else b.low_ok[sel]
-    rel = b.rel[sel] + 8 * U
+    rel = b.rel[sel] + rounding_rel(8)
     p_hi = p * (1 + rel)
     # Split of bucket (a − η, a + w], w = h (or a wide bucket's width), η = b.slack (losses may lie up to η
     # below a): each loss ℓ keeps its Q-mass when its P-mass is split between a − η and a + w, so p_b =
@@ -83,25 +94,25 @@ def build_sides(
     # P, which raises E_P[(1 − e^{ε}·e^{−L})₊], a convex function of e^{−L}, at every ε: so the split pair
     # dominates for any width.)
     eta = b.slack
-    e_eta = 1.0 if eta == 0 else math.exp(eta) * (1 + 2.0**-48)  # upper bound of e^η
-    eh = math.exp(h) * (1 + 2.0**-48)
+    e_eta = 1.0 if eta == 0 else pad_up(math.exp(eta), 48)  # upper bound of e^η
+    eh = pad_up(math.exp(h), 48)
     # each bucket's two ends, as lattice offsets from b.lo, and (wide buckets) a lower bound on e^η − e^{−w}
     # for its width w: a wide bucket (a, a + w] is split between its own two ends, as a narrow one is
     den_b: float | FloatArray
     if b.edges is None:
         at_a, at_b = nz, nz + 1
         width: int | npt.NDArray[np.int64] = 1
-        den_b = (math.expm1(eta) - math.expm1(-h)) * (1 - 2.0**-48)  # lower bound of e^η − e^{−h}
+        den_b = pad_down(math.expm1(eta) - math.expm1(-h), 48)  # lower bound of e^η − e^{−h}
     else:
         at_a, at_b = b.edges[nz], b.edges[nz + 1]
         width = at_b - at_a
         w = width.astype(np.float64) * h  # exact (an integer times h, far below 2**53 steps)
         # expm1(η) ≥ 0 and −expm1(−w) > 0, each rounded down (numpy's expm1 within EXP_REL), then the
         # sum's rounding and the products'
-        den_b = (math.expm1(eta) * (1 - 2.0**-48) - np.expm1(-w) * (1 - EXP_REL)) * (1 - 8 * U)
-    scale = (e_eta * p + eh * r) * (rel + 8 * U)
+        den_b = roundings_down(pad_down(math.expm1(eta), 48) + libm_down(-np.expm1(-w)), 8)
+    scale = (e_eta * p + eh * r) * (rel + rounding_rel(8))
     num_b = e_eta * p - r + scale
-    hi_b = np.minimum(np.maximum(num_b, 0.0) / den_b * (1 + 4 * U), p_hi)
+    hi_b = np.minimum(roundings_up(np.maximum(num_b, 0.0) / den_b, 4), p_hi)
     if low_ok is not None:  # a collapsed bucket's losses may lie anywhere below its top: all of it there
         hi_b = np.where(low_ok, hi_b, p_hi)
     # The exact split (p_a, p_b) has p_a + p_b = p ≤ p_hi and p_b ≤ hi_b. Putting the rest, p_hi − hi_b, at
@@ -168,12 +179,12 @@ def _lumped_side_body(
     move = np.where((at_a + lo == 0) | (at_a + lo == -1), 0.0, move)
     mv = np.where(use, move, 0.0).astype(np.int64)
     if not wide:
-        e_up = math.exp(h) * (1 + 4 * U) * (1 + EXP_REL)
-        e_dn = math.exp(-h) * (1 + 4 * U) * (1 + EXP_REL)  # (upper bounds of e^{±h})
+        e_up = libm_up(roundings_up(math.exp(h), 4))
+        e_dn = libm_up(roundings_up(math.exp(-h), 4))  # (upper bounds of e^{±h})
         factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
     else:  # upper bounds of e^{mv·h} (mv·h exact)
-        factor = np.where(mv == 0, 1.0, np.exp(mv.astype(np.float64) * h) * (1 + 4 * U) * (1 + EXP_REL))
-    n_b = np.where(use, r * (1 + rel) * factor * (1 + 8 * U) * (1 + PAD), 0.0)
+        factor = np.where(mv == 0, 1.0, libm_up(roundings_up(np.exp(mv.astype(np.float64) * h), 4)))
+    n_b = np.where(use, roundings_up(r * (1 + rel) * factor, 8) * (1 + PAD), 0.0)
     f_lo = int(at_a[0]) - 1 if at_a.size else -1  # the lowest label a bucket can move to
     at = at_a + mv - f_lo  # index in arrays starting at label lo + f_lo
     # (each label's entries summed in order, as np.add.at would, 5 times faster; the adds round: a label
@@ -209,11 +220,13 @@ def gaussian_buckets(bits: int, mu: float, width: float) -> Buckets:
     qa, qb = (a + mean) / mu, (b + mean) / mu
     lp, rp = log_phi_diff(pb, pa)
     lq, rq = log_phi_diff(qb, qa)
-    arg_pad = 4 * U * (np.abs(pa) + np.abs(pb) + np.abs(qa) + np.abs(qb) + 1) * (np.abs(pb) + np.abs(qb) + 1)
+    arg_pad = rounding_err(4, np.abs(pa) + np.abs(pb) + np.abs(qa) + np.abs(qb) + 1) * (
+        np.abs(pb) + np.abs(qb) + 1
+    )
     with np.errstate(over="ignore", under="ignore"):
         p = np.exp(lp)
         r = np.exp(a + lq)
-    rel = np.maximum(rp, rq) + arg_pad * 4 + 8 * EXP_REL
+    rel = np.maximum(rp, rq) + arg_pad * 4 + libm_err(8)
     bad = ~np.isfinite(rel) | (rel > 1e-3)
     # Buckets whose relative error is not small: keep the P-mass bound only (all of it to the upper point).
     p = np.where(np.isfinite(p), p, 0.0)
@@ -224,12 +237,12 @@ def gaussian_buckets(bits: int, mu: float, width: float) -> Buckets:
     # each, so a computed argument x is within 3u(|x| + mean/μ) of the exact one: rounded up by that, then
     # Φ is bounded above by phi_up (log_ndtr padded by its full stated error).
     def arg_up(x: float) -> float:
-        return math.nextafter(x + 3 * U * (abs(x) + mean / mu), math.inf)
+        return math.nextafter(x + rounding_err(3, abs(x) + mean / mu), math.inf)
 
     below = phi_up(arg_up(float(a[0] - mean) / mu))
     above_hi = phi_up(arg_up(-(float(b[-1]) - mean) / mu))
     # The standardised edges (a − μ²/2)/μ are rounded, so a bucket's outputs may have losses a few ulps of
     # |a| + μ²/2 outside (a, a + h]: the split of build_sides allows that much slack (the lower side's
     # lumping is a post-processing wherever the losses lie).
-    slack = 16 * U * (float(np.max(np.abs(a))) + mean + h + 1)
+    slack = rounding_err(16, float(np.max(np.abs(a))) + mean + h + 1)
     return Buckets(lo, p, r, rel, below_hi=below, above_hi=above_hi, slack=slack)

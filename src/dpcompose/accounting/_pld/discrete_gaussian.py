@@ -64,11 +64,19 @@ import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import EXP_REL, Number, U, exact, exp_up, float_down, float_up
+from dpcompose.accounting._exact import Number, exact, exp_up, float_down, float_up
 from dpcompose.accounting._gaussian import log_phi_diff, phi_up
 from dpcompose.accounting._pld.buckets import Buckets
 from dpcompose.accounting._pld.distribution import PLD, build_pld
-from dpcompose.accounting._pld.floats import SAFE, gamma_padded
+from dpcompose.accounting._pld.floats import (
+    SAFE,
+    gamma_padded,
+    libm_err,
+    rounding_err,
+    rounding_rel,
+    roundings_down,
+    roundings_up,
+)
 from dpcompose.accounting._pld.lattice import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
@@ -146,7 +154,8 @@ def _add_atoms(
     with np.errstate(under="ignore"):
         pm = np.exp(lp)
         rm = np.exp(lr)
-    err = 8 * U * (np.abs(a) + xp + xq + abs(log_z) + 1) + 2 * EXP_REL  # relative, per atom (e^x − 1 ≤ 2x)
+    # relative, per atom (e^x − 1 ≤ 2x)
+    err = rounding_err(8, np.abs(a) + xp + xq + abs(log_z) + 1) + libm_err(2)
     # per touched bucket only (the lattice may be much wider than the atoms: few atoms, far apart)
     buckets, slot = np.unique(idx, return_inverse=True)
     count = np.bincount(slot).astype(np.float64)
@@ -162,14 +171,14 @@ def tail_sum_up(m: int, s: Fraction) -> float:
     """An upper bound on Σ_{y≥m} f(y), f(y) = e^{−y²/2s²}, for an integer m ≥ 1: f decreases on [m, ∞),
     so the sum is at most f(m) + ∫_m^∞ f = f(m) + s√(2π)·Φ(−m/s)."""
     f_m = exp_up(-Fraction(m * m) / (2 * s * s))
-    s_up = float_up(s) * math.sqrt(2 * math.pi) * (1 + 4 * U)
-    return (f_m + s_up * phi_up(float_up(-m / s))) * (1 + 4 * U)
+    s_up = roundings_up(float_up(s) * math.sqrt(2 * math.pi), 4)
+    return roundings_up(f_m + s_up * phi_up(float_up(-m / s)), 4)
 
 
 def _poisson_rel(s: float) -> float:
     """Z/(s√(2π)) − 1 ≤ 2e^{−c}/(1 − e^{−3c}), c = 2π²s² (Poisson summation; module docstring)."""
     c = 2 * math.pi**2 * s * s
-    return 2 * math.exp(-c) / -math.expm1(-3 * c) * (1 + 1e-10) + 4 * U
+    return 2 * math.exp(-c) / -math.expm1(-3 * c) * (1 + 1e-10) + rounding_rel(4)
 
 
 def simpson_logs(
@@ -198,11 +207,11 @@ def simpson_logs(
         rem = (wdt / m) ** 4 / 2880 * (t2 * t2 + 6 * t2 + 3) * np.exp(wdt * tmax * 1.001 + 1e-9)
     rel = (
         rem * SAFE
-        + 8 * U * (emax + 1)
-        + 4 * U * (t2 + 1)
-        + 2 * EXP_REL
+        + rounding_err(8, emax + 1)
+        + rounding_err(4, t2 + 1)
+        + libm_err(2)
         + float(gamma_padded(2.0 * m + 6))
-        + 8 * U * (np.abs(log_i) + emin + abs(log_n0) + 1)
+        + rounding_err(8, np.abs(log_i) + emin + abs(log_n0) + 1)
     )
     return log_i, np.where(np.isfinite(rel), rel, np.inf)
 
@@ -221,7 +230,7 @@ def em_bucket_logs(
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         phi_a = np.exp(-ta * ta / 2 - lI) / math.sqrt(2 * math.pi)
         phi_b = np.exp(-tb * tb / 2 - lI) / math.sqrt(2 * math.pi)
-        r_arg = 3.01 * U * (np.abs(ta) * phi_a + np.abs(tb) * phi_b) * 1.02 / np.maximum(1 - rI, 0.0)
+        r_arg = rounding_err(3.01, np.abs(ta) * phi_a + np.abs(tb) * phi_b) * 1.02 / np.maximum(1 - rI, 0.0)
     rI = np.where(np.isfinite(lI) & np.isfinite(r_arg), rI + r_arg, np.inf)
     lS, rS = simpson_logs(A, B, m, s_f, two_s2, log_n0)
     use_s = rS < rI
@@ -245,9 +254,9 @@ def em_bucket_logs(
         ft = np.exp(lT - log_s)
     t2 = tmax * tmax
     c_r = (t2 * t2 + 6 * t2 + 3) / (384 * s_f**4)
-    e_t = 8 * U * (xa + xb + abs(log_n0) + 1) + 2 * EXP_REL
-    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + np.abs(dt) * 8 * U * ft
-    rel = num * 1.01 + 8 * U * (np.abs(log_s) + 1) + 4 * EXP_REL
+    e_t = rounding_err(8, xa + xb + abs(log_n0) + 1) + libm_err(2)
+    num = (rI + c_r) * fi + e_t * ft * (1 + np.abs(dt)) + rounding_err(8, np.abs(dt)) * ft
+    rel = num * 1.01 + rounding_err(8, np.abs(log_s) + 1) + libm_err(4)
     rel = np.where(np.isfinite(rel) & np.isfinite(log_s) & applies, rel, np.inf)
     return log_s, rel
 
@@ -312,7 +321,7 @@ def _direct_sums(
     A: FloatArray, count: IntArray, two_s2: float, log_n0: float
 ) -> tuple[FloatArray, FloatArray]:
     """``(log S, rel)`` of S = Σ_{z=A}^{A+n−1} f(z)/(s√(2π)) per range (n = ``count`` ≥ 1), summed atom by
-    atom: every atom within 8u(x + x₀ + 1) + 2·_EXP_REL (x = z²/2s², its exponent shifted by x₀, the least
+    atom: every atom within 8u(x + x₀ + 1) + 2·``EXP_REL`` (x = z²/2s², its exponent shifted by x₀, the least
     x of the range: its largest atom), the positive sum within γ_{n+2} (Higham 2002, Lemma 3.1) and the
     final log within 8u(|log S| + x₀ + |log_n0| + 1). Ranges of at most ``_DIRECT`` integers are taken as
     a matrix per length, longer ones ``_CHUNK`` atoms at a time."""
@@ -322,8 +331,8 @@ def _direct_sums(
     def finish(gi: IntArray, s: FloatArray, mx: FloatArray, xmax: FloatArray, n: FloatArray) -> None:
         lv = np.log(s) - mx - log_n0
         out_l[gi] = lv
-        err = 8 * U * (xmax + mx + 1) + 2 * EXP_REL
-        out_r[gi] = err + gamma_padded(n + 2) + 8 * U * (np.abs(lv) + mx + abs(log_n0) + 1)
+        err = rounding_err(8, xmax + mx + 1) + libm_err(2)
+        out_r[gi] = err + gamma_padded(n + 2) + rounding_err(8, np.abs(lv) + mx + abs(log_n0) + 1)
 
     short = count <= _DIRECT
     for c in np.unique(count[short]).tolist():
@@ -389,17 +398,17 @@ def normaliser(s: Fraction, z_min: int, z_max: int) -> tuple[float, float]:
     log_n0 = math.log(s_f) + 0.5 * math.log(2 * math.pi)
     n_atoms = z_max - z_min + 1
     if n_atoms > ATOM_LIMIT:
-        return log_n0, _poisson_rel(s_f) + EXP_REL
+        return log_n0, _poisson_rel(s_f) + libm_err(1)
     zf = np.arange(z_min, z_max + 1, dtype=np.float64)
     x = zf * zf / (2 * float(s * s))
     ssum = float(np.sum(np.exp(-x)))
-    e_s = 8 * U * (float(np.max(x)) + 1) + 2 * EXP_REL + float(gamma_padded(n_atoms + 1.0))
-    tails = (tail_sum_up(1 - z_min, s) + tail_sum_up(z_max + 1, s)) * (1 + 2 * U)
-    rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * SAFE + 4 * U
-    rel_poisson = _poisson_rel(s_f) + 4 * U * abs(log_n0)
+    e_s = rounding_err(8, float(np.max(x)) + 1) + libm_err(2) + float(gamma_padded(n_atoms + 1.0))
+    tails = roundings_up(tail_sum_up(1 - z_min, s) + tail_sum_up(z_max + 1, s), 2)
+    rel_direct = max(e_s + tails / ssum, e_s / (1 - e_s)) * SAFE + rounding_rel(4)
+    rel_poisson = _poisson_rel(s_f) + rounding_err(4, abs(log_n0))
     if rel_direct < rel_poisson:
-        return math.log(ssum), rel_direct + 4 * U * abs(math.log(ssum)) + EXP_REL
-    return log_n0, rel_poisson + EXP_REL
+        return math.log(ssum), rel_direct + rounding_err(4, abs(math.log(ssum))) + libm_err(1)
+    return log_n0, rel_poisson + libm_err(1)
 
 
 def pld_discrete_gaussian(
@@ -443,7 +452,7 @@ def pld_discrete_gaussian(
     tl = check_tail(tail)
     h = math.ldexp(1.0, -bits)
     if delta == 0:
-        b = Buckets(-1, np.ones(1), np.array([math.exp(-h)]), np.full(1, 8 * EXP_REL))
+        b = Buckets(-1, np.ones(1), np.array([math.exp(-h)]), np.full(1, libm_err(8)))
         return build_pld(bits, b, tl, "DiscreteGaussian(Δ=0)")
     mu = delta / s
     if not Fraction(1, 10**8) <= mu <= 30:
@@ -479,9 +488,9 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> Buckets:
     # Tails: z < z_min go to +∞, z > z_max to the lowest point (upper bounds on Σf, then on P = Σf/Z with
     # Z ≥ max(1, s√(2π)): Z ≥ f(0) = 1, and Z ≥ s√(2π) by Poisson summation).
     tail_top, tail_bot = tail_sum_up(1 - z_min, s), tail_sum_up(z_max + 1, s)
-    z_floor = max(1.0, float_down(s) * math.sqrt(2 * math.pi) * (1 - 4 * U))
-    t_top = tail_top / z_floor * (1 + 2 * U)
-    t_bot = tail_bot / z_floor * (1 + 2 * U)
+    z_floor = max(1.0, roundings_down(float_down(s) * math.sqrt(2 * math.pi), 4))
+    t_top = roundings_up(tail_top / z_floor, 2)
+    t_bot = roundings_up(tail_bot / z_floor, 2)
     log_z, rel_z = normaliser(s, z_min, z_max)
     if z_max - z_min + 1 <= ATOM_LIMIT:
         z = np.arange(z_min, z_max + 1, dtype=np.int64)
@@ -503,7 +512,7 @@ def _dgauss_buckets(bits: int, delta: int, s: Fraction) -> Buckets:
             a = a_all[idx]
             lp = lsp + (log_n0 - log_z)
             lr = a + lsq + (log_n0 - log_z)
-            rel = np.maximum(relp, relq) + rel_z + 8 * U * (np.abs(a) + np.abs(lsq) + 1) + 2 * EXP_REL
+            rel = np.maximum(relp, relq) + rel_z + rounding_err(8, np.abs(a) + np.abs(lsq) + 1) + libm_err(2)
             # Buckets whose bound is loose are summed directly if they are not too long; otherwise the
             # (finite) bound is kept.
             what = f"sigma_units={float(s):g}, sensitivity={delta}, step_bits={bits}"

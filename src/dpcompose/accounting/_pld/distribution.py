@@ -74,10 +74,18 @@ import numpy.typing as npt
 from dpcompose._validation import check_finite_nonnegative, check_positive_int
 from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._exact import EXP_REL, Number, U, exact
+from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._gaussian import gaussian_delta, gaussian_delta_lower, gaussian_epsilon
 from dpcompose.accounting._pld.buckets import Buckets, bucket_of, build_sides, gaussian_buckets
-from dpcompose.accounting._pld.floats import few_ulps_up, sum_bound
+from dpcompose.accounting._pld.floats import (
+    few_ulps_up,
+    libm_down,
+    libm_err,
+    libm_up,
+    rounding_err,
+    roundings_up,
+    sum_bound,
+)
 from dpcompose.accounting._pld.fourier import FOURIER_MIN, compose_many
 from dpcompose.accounting._pld.lattice import ALIGN_HINT, DEFAULT_TAIL, EXACT, Grid, check_points
 from dpcompose.accounting._pld.orders import Orders, both_ways, screen_sides, screened_orders
@@ -303,16 +311,17 @@ class PLD:
             pos = (np.arange(start, m.size, dtype=np.float64) + side.offset) * self.step  # exact
             # ℓ − ε is rounded (relative u); since a·e^{−a} ≤ 1 − e^{−a}, w's relative error from it is ≤ u
             w = -np.expm1(-(pos - eps))
-            w = w * (1 + EXP_REL) if upper else w * (1 - EXP_REL)
+            w = libm_up(w) if upper else libm_down(w)
             w = np.minimum(w, 1.0)
             t = seg * w
             s, e = sum_bound(t)
-            e += 2 * U * float(np.sum(np.abs(t)))
+            e += rounding_err(2, float(np.sum(np.abs(t))))
         else:
             s, e = 0.0, 0.0
         if upper:
-            return few_ulps_up(s + e + side.inf + side.err + 4 * U * (abs(s) + abs(side.inf) + side.err))
-        v = s - e - side.err + side.inf - 4 * U * (abs(s) + abs(side.inf) + side.err)
+            rnd = rounding_err(4, abs(s) + abs(side.inf) + side.err)
+            return few_ulps_up(s + e + side.inf + side.err + rnd)
+        v = s - e - side.err + side.inf - rounding_err(4, abs(s) + abs(side.inf) + side.err)
         return max(0.0, math.nextafter(v, -math.inf))
 
     def _delta_at(self, side: Side, index: int, upper: bool) -> float:
@@ -395,10 +404,10 @@ class PLD:
         if start < m.size:
             pos = (np.arange(start, m.size, dtype=np.float64) + side.offset) * h  # exact
             with np.errstate(under="ignore", over="ignore"):
-                w = np.exp(eps - pos) * (1 + EXP_REL) * (1 + 4 * U)  # ≥ e^{ε−s} (ε − s rounded)
+                w = roundings_up(libm_up(np.exp(eps - pos)), 4)  # ≥ e^{ε−s} (ε − s rounded)
             wn = w * nq[start:]
             t = m[start:] - wn
-            t = t - 4 * U * (m[start:] + wn)  # the product and difference, rounded down
+            t = t - rounding_err(4, m[start:] + wn)  # the product and difference, rounded down
             t = np.maximum(t, 0.0)
             _, e_sum = sum_bound(t)  # (bounds the rounding of every suffix sum below too)
             # Sum over the labels s ≥ s_i for the best i: |Σ(p − w·n)₊ − Σ(p̂ − w·n̂)₊| ≤ ‖p − p̂‖₁ +
@@ -411,7 +420,7 @@ class PLD:
             if value[i] > 0:
                 total, n_term = float(suffix[i]), float(w[i]) * (1 + 1e-12) * side.nq_err
         v = total - e_sum - side.err - n_term + side.inf
-        v -= 4 * U * (abs(total) + abs(side.inf) + side.err + n_term)
+        v -= rounding_err(4, abs(total) + abs(side.inf) + side.err + n_term)
         if not math.isfinite(v):
             return 0.0
         return max(0.0, math.nextafter(v, -math.inf))
@@ -951,7 +960,7 @@ def pld_of_atoms(
         p[j - lo] += pm
         # e^a·Q = exp(a + log Q) with a = j·h: relative error from the exponent's rounding is covered by rel.
         r[j - lo] += math.exp(float(j * h) + log_q) if log_q > -math.inf else 0.0
-    rel = np.full(n, 8 * EXP_REL)
+    rel = np.full(n, libm_err(8))
     return build_pld(
         g.bits,
         Buckets(lo, p, r, rel, inf_hi=inf_mass * (1 + inf_rel), inf_lo=inf_mass * (1 - inf_rel)),

@@ -11,7 +11,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import U
 from dpcompose.accounting._pld.floats import (
     exp_or_0,
     few_ulps_up,
@@ -19,6 +18,12 @@ from dpcompose.accounting._pld.floats import (
     fft_relative,
     fft_underflow,
     gamma,
+    gamma_down,
+    gamma_up,
+    norm1_up,
+    pad_up,
+    rounding_err,
+    roundings_up,
     sum_bound,
 )
 from dpcompose.accounting._pld.lattice import check_window
@@ -85,8 +90,8 @@ class _MgfParts:
         padded[:n] = a
         w = np.sum(padded.reshape(nb, _MGF_BLOCK), axis=1)
         with np.errstate(divide="ignore"):
-            lw_hi = np.log(w * (1 + gamma(_MGF_BLOCK + 1)))  # ≥ log of each block's ℓ₁ (−inf where empty)
-            lw_lo = np.log(w * (1 - gamma(_MGF_BLOCK + 1)))  # ≤ it
+            lw_hi = np.log(gamma_up(w, _MGF_BLOCK + 1))  # ≥ log of each block's ℓ₁ (−inf where empty)
+            lw_lo = np.log(gamma_down(w, _MGF_BLOCK + 1))  # ≤ it
         nzi = np.flatnonzero(a)  # (zero entries add nothing: only the others are summed, and exp/log of 0
         lm = np.log(a[nzi])  # and −inf take numpy's slow path: 3.5 times the time on a sparse tail)
         return _MgfParts(n, lw_hi, lw_lo, nzi, lm, float(np.max(np.abs(lm))) if lm.size else 0.0)
@@ -203,7 +208,7 @@ def _fourier_power_body(
         x0 = items[g][0]
         x, fold_err = folded(g)
         fx = np.fft.rfft(x, size)
-        n1 = float(np.sum(np.abs(x0))) * (1 + gamma(x0.size + 1))
+        n1 = norm1_up(x0)
         e = np.full(half, tau_fft * n1 + fold_err + fft_underflow(size))
         return fx, e
 
@@ -211,7 +216,7 @@ def _fourier_power_body(
         """log_b += log(|X̂|(1 + 4u) + e)^k and rel += k·e/(…) on the first ``log_b.size`` frequencies:
         summed over the vectors, log Π(|X̂ᵢ|(1 + 4u) + eᵢ)^{kᵢ} ≥ log|Z| and Σᵢ kᵢeᵢ/(…)."""
         n = log_b.size
-        a = np.abs(fx[:n]) * (1 + 4 * U) + e[:n]
+        a = roundings_up(np.abs(fx[:n]), 4) + e[:n]
         log_b += k * np.log(a)
         rel += k * e[:n] / a
 
@@ -305,7 +310,7 @@ def _fourier_power_body(
             rho_low += rho_g
         elif count:
             pw[:count] = _cpow(fx[:count], k)
-            rho_plain += math.expm1((2 * k + 1) * math.log1p(math.sqrt(2) * gamma(2))) * (1 + 2.0**-20)
+            rho_plain += pad_up(math.expm1((2 * k + 1) * math.log1p(math.sqrt(2) * gamma(2))), 20)
         z = pw if z is None else z * pw
         n_mult += 2 * k + 1
     if count:
@@ -317,7 +322,7 @@ def _fourier_power_body(
     dropped = np.ones(half, dtype=bool)
     dropped[keep] = False
     dropped[:count] = False
-    rho = math.expm1(n_mult * math.log1p(math.sqrt(2) * gamma(2))) * (1 + 2.0**-20)
+    rho = pad_up(math.expm1(n_mult * math.log1p(math.sqrt(2) * gamma(2))), 20)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         dz = b_abs * (1 + 1e-10) * (rel_sum * (1 + 1e-10) + rho)
         if count:
@@ -503,7 +508,7 @@ def compose_many(
         log_n = log_ne = 0.0
         for sd, k in items:
             assert sd.nq is not None
-            n1 = float(np.sum(np.abs(sd.nq))) * (1 + gamma(sd.nq.size + 1))
+            n1 = norm1_up(sd.nq)
             log_n += k * math.log(n1) if n1 > 0 else -math.inf
             log_ne += k * math.log1p(sd.nq_err / n1) if n1 > 0 else 0.0
         nq_in = math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12) if math.isfinite(log_n) else 0.0
@@ -512,7 +517,7 @@ def compose_many(
     if upper:
         inf = inf + top_bound
         c[0] += bot_bound
-        err += 4 * U * (inf + c[0])
+        err += rounding_err(4, inf + c[0])
     else:
         err += top_bound + bot_bound
     side = trim(Side(b_lo, c, few_ulps_up(inf) if upper else inf, few_ulps_up(err), nq, nq_err))

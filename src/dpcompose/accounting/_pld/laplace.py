@@ -9,10 +9,10 @@ import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._exact import EXP_REL, Number, U, exact, float_down, float_up
+from dpcompose.accounting._exact import Number, exact, float_down, float_up
 from dpcompose.accounting._pld.buckets import Buckets, bucket_of
 from dpcompose.accounting._pld.distribution import PLD, build_pld, pld_of_atoms
-from dpcompose.accounting._pld.floats import lift_subnormal
+from dpcompose.accounting._pld.floats import libm_err, lift_subnormal, pad_up, rounding_err, rounding_rel
 from dpcompose.accounting._pld.lattice import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
@@ -65,8 +65,8 @@ def _laplace_buckets(bits: int, delta_over_b: Fraction, grid: Grid) -> Buckets:
     gm = np.where(ok, -np.expm1(-np.where(ok, wid, 1.0)), 0.0)
     p += 0.5 * np.exp(-lo_x) * gm
     r += np.exp((js[:-1]) * hf) * (0.5 * np.exp(-(Df - hi_x)) * gm)
-    rel = np.full(n, 16 * EXP_REL + 8 * U * (1 + Df))
-    return Buckets(lo, p, r, rel, below_hi=U * Df + 5e-324)
+    rel = np.full(n, libm_err(16) + rounding_err(8, 1 + Df))
+    return Buckets(lo, p, r, rel, below_hi=rounding_err(1, Df) + 5e-324)
 
 
 def dlap_buckets(bits: int, delta: int, t: Fraction, grid: Grid | None = None) -> Buckets:
@@ -103,7 +103,7 @@ def dlap_buckets(bits: int, delta: int, t: Fraction, grid: Grid | None = None) -
     Dq = delta * uq
     d_f = float(Dq)
     half = 1.0 / (1.0 + math.exp(-u_f))
-    rel_half = EXP_REL + U * (1.01 * u_f + 2)
+    rel_half = libm_err(1) + rounding_err(1, 1.01 * u_f + 2)
     h = grid.h
     # middle outputs z ∈ [1, Δ − 1]: ranges [A, B] of bucket j
     if delta - 1 <= n:
@@ -127,9 +127,9 @@ def dlap_buckets(bits: int, delta: int, t: Fraction, grid: Grid | None = None) -
     with np.errstate(under="ignore"):
         pm = np.exp(-xp) * half * g
         rm = np.exp(tq) * half * g
-    common = rel_half + (EXP_REL + 3.03 * U) + EXP_REL + 2 * U
-    rel_p = common + 3.03 * U * xp
-    rel_r = common + 3.03 * U * xq + 1.01 * U * np.abs(tq)
+    common = rel_half + (libm_err(1) + rounding_rel(3.03)) + libm_err(1) + rounding_rel(2)
+    rel_p = common + rounding_err(3.03, xp)
+    rel_r = common + rounding_err(3.03, xq) + rounding_err(1.01, np.abs(tq))
     pm, rel_p = lift_subnormal(pm, rel_p)
     rm, rel_r = lift_subnormal(rm, rel_r)
     p = np.zeros(n)
@@ -142,14 +142,14 @@ def dlap_buckets(bits: int, delta: int, t: Fraction, grid: Grid | None = None) -
     # the two end atoms (their buckets may also hold a range: sums, one more rounding each)
     top_gap = float(j_hi * grid.exact - Dq)  # a − D ∈ [−h, 0), correctly rounded
     ends = (
-        (j_hi - j_lo, half, half * math.exp(top_gap), EXP_REL + 1.01 * U * abs(top_gap)),
-        (0, half * math.exp(-d_f), half * math.exp(j_lo * h), EXP_REL + 1.01 * U * d_f),
+        (j_hi - j_lo, half, half * math.exp(top_gap), libm_err(1) + rounding_err(1.01, abs(top_gap))),
+        (0, half * math.exp(-d_f), half * math.exp(j_lo * h), libm_err(1) + rounding_err(1.01, d_f)),
     )
     for i, pe, re_, rel_e in ends:
         p[i] += pe
         r[i] += re_
-        rel[i] = max(rel[i], rel_half + rel_e + U)
-    rel = (rel + 2 * U) * (1 + 2.0**-20)
+        rel[i] = max(rel[i], rel_half + rel_e + rounding_rel(1))
+    rel = pad_up(rel + rounding_rel(2), 20)
     return Buckets(j_lo, p, r, rel)
 
 

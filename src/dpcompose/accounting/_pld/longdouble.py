@@ -9,8 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.accounting._exact import U
-from dpcompose.accounting._pld.floats import fft_componentwise, fft_underflow, gamma
+from dpcompose.accounting._pld.floats import (
+    fft_componentwise,
+    fft_underflow,
+    gamma,
+    gamma_up,
+    norm1_up,
+    rounding_rel,
+)
 
 ComplexArray = npt.NDArray[np.complex128]
 FloatArray = npt.NDArray[np.float64]
@@ -105,11 +111,11 @@ def ld_dft(
     g2 = math.sqrt(2) * 2 * u / (1 - 2 * u)
     per_term = 2 * (_LD_FUNC + 8 * math.pi * u) + g2 + 4 * u
     sum_rel = (m_terms + 2) * u / (1 - (m_terms + 2) * u)
-    n1 = float(np.sum(np.abs(x[a:b]))) * (1 + gamma(b - a + 1))
+    n1 = gamma_up(float(np.sum(np.abs(x[a:b]))), b - a + 1)
     errs = np.full(count, n1 * (per_term + sum_rel) * 2 * (1 + 1e-6) + 5e-324)  # (× 2: real and imaginary)
     if tail_nz.size and roots is not None and count * tail_nz.size <= size:
         tv = x[tail_nz]
-        t1 = float(np.sum(np.abs(tv))) * (1 + gamma(tail_nz.size + 1))
+        t1 = norm1_up(tv)
         re64, im64 = _unit_roots64(size)
         for j0 in range(0, count, rows):
             js = np.arange(j0, min(count, j0 + rows), dtype=np.int64)
@@ -119,12 +125,12 @@ def ld_dft(
         # each part: the roots (long double bound, then rounded to double), the product, the double sum
         # (Higham 2002, Lemma 3.1: any order), then the long double addition; a product or partial sum in
         # the subnormal range may lose up to 2**-1075 more (as in a tail of 5e-324 entries)
-        per_t = per_term + 2 * U + gamma(tail_nz.size + 1)
+        per_t = per_term + rounding_rel(2) + gamma(tail_nz.size + 1)
         errs = errs + t1 * per_t * 2 * (1 + 1e-6) + (n1 + t1) * 4 * u + 4 * tail_nz.size * 5e-324
     elif a > 0 or b < x.size:
         t = x.copy()
         t[a:b] = 0.0
-        t1 = float(np.sum(np.abs(t))) * (1 + gamma(x.size + 1))
+        t1 = norm1_up(t)
         spec = np.fft.rfft(t, size)[:count]
         out += spec.real.astype(ld) + 1j * spec.imag.astype(ld)
         # the FFT's componentwise bound (real and imaginary parts within it), the long double addition
@@ -207,6 +213,6 @@ def ld_power(v: npt.NDArray[np.clongdouble], k: int) -> tuple[ComplexArray, Floa
     d_log = k * (2 * f + f * lr_f) + u * k * lr_f + u  # |Δ(k·log r)|
     d_r = np.expm1(np.minimum(d_log, 1.0)) * (1 + 1e-6) + f
     d_phi = k * (2 * f * th_f + f) + u * k * th_f + 2 * f + 2 * u
-    rho = (d_r + d_phi + d_r * d_phi) * (1 + 1e-6) + 2 * U
+    rho = (d_r + d_phi + d_r * d_phi) * (1 + 1e-6) + rounding_rel(2)
     rho = np.where(np.isfinite(rho) & (r > 0), rho, np.inf)
     return out, rho

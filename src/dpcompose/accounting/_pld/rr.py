@@ -7,8 +7,9 @@ from fractions import Fraction
 
 from dpcompose._validation import check_finite_nonnegative, check_positive_int
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._exact import Number, U, exact
+from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld.distribution import PLD, pld_of_atoms
+from dpcompose.accounting._pld.floats import rounding_rel
 from dpcompose.accounting._pld.lattice import (
     DEFAULT_STEP_BITS,
     DEFAULT_TAIL,
@@ -118,4 +119,4 @@ def pld_approx(
         (eps, math.exp(log1md + e - log_z), log1md - log_z),
         (-eps, math.exp(log1md - log_z), log1md + e - log_z),
     ]
-    return pld_of_atoms(bits, atoms, float(d), 2 * U, t, f"RR(ε={e:g}, δ={float(d):g})", grid)
+    return pld_of_atoms(bits, atoms, float(d), rounding_rel(2), t, f"RR(ε={e:g}, δ={float(d):g})", grid)

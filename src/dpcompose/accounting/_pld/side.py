@@ -11,8 +11,21 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting._common import bisect
-from dpcompose.accounting._exact import EXP_REL, U
-from dpcompose.accounting._pld.floats import few_ulps_up, fft_relative, gamma, sum_bound
+from dpcompose.accounting._pld.floats import (
+    few_ulps_up,
+    fft_relative,
+    gamma,
+    gamma_up,
+    libm_down,
+    libm_up,
+    norm1_up,
+    pad_up,
+    rounding_err,
+    roundings_down,
+    roundings_up,
+    sum_bound,
+    sum_err,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -45,7 +58,7 @@ class Side:
     def norm1(self) -> float:
         """An upper bound on the ℓ₁ norm of the stored vector (masses and +∞)."""
         s = float(np.sum(np.abs(self.masses))) + abs(self.inf)
-        return s * (1 + gamma(self.masses.size + 2))
+        return gamma_up(s, self.masses.size + 2)
 
 
 def _convolve(x: FloatArray, y: FloatArray) -> tuple[FloatArray, float]:
@@ -60,7 +73,7 @@ def _convolve(x: FloatArray, y: FloatArray) -> tuple[FloatArray, float]:
         c = np.convolve(x, y)
         ax, ay = float(np.sum(np.abs(x))), float(np.sum(np.abs(y)))
         # Each entry is a sum of at most min(n) products: error ≤ γ_{min+1} Σ|xᵢ||yⱼ| (any order).
-        return c, gamma(min(x.size, y.size) + 2) * ax * ay * (1 + 2.0**-40) + 5e-324 * n_out
+        return c, sum_err(min(x.size, y.size) + 2, ax, ay) + 5e-324 * n_out
     ix = np.argpartition(np.abs(x), x.size - _ATOMS)[x.size - _ATOMS :]
     iy = np.argpartition(np.abs(y), y.size - _ATOMS)[y.size - _ATOMS :]
     xs, ys = x.copy(), y.copy()
@@ -74,7 +87,7 @@ def _convolve(x: FloatArray, y: FloatArray) -> tuple[FloatArray, float]:
     for j in iy:
         c[j : j + x.size] += y[j] * xs
     ax, ay, axs = float(np.sum(np.abs(x))), float(np.sum(np.abs(y))), float(np.sum(np.abs(xs)))
-    extra = gamma(2 * _ATOMS + 4) * (float(np.sum(np.abs(c))) + ax * ay + axs * ay) * (1 + 2.0**-40)
+    extra = sum_err(2 * _ATOMS + 4, float(np.sum(np.abs(c))) + ax * ay + axs * ay)
     return c, err + extra + 5e-324 * n_out
 
 
@@ -111,7 +124,8 @@ def compose_sides(a: Side, b: Side, upper: bool, tail: float) -> Side:
     sb, eb = sum_bound(b.masses)
     # Mass at +∞: anything paired with +∞ is +∞.
     inf = a.inf * (sb + b.inf) + b.inf * sa
-    inf_err = (abs(a.inf) * (eb + 4 * U * (abs(sb) + abs(b.inf))) + abs(b.inf) * (ea + 4 * U * abs(sa)))
+    inf_err = (abs(a.inf) * (eb + rounding_err(4, abs(sb) + abs(b.inf)))
+               + abs(b.inf) * (ea + rounding_err(4, abs(sa))))
     na, nb = a.norm1(), b.norm1()
     # ‖x∗y − x̂∗ŷ‖₁ ≤ ‖x − x̂‖₁‖y‖₁ + ‖x̂‖₁‖y − ŷ‖₁ (Young), with ‖y‖₁ ≤ ‖ŷ‖₁ + err_y.
     err = a.err * (nb + b.err) + na * b.err + conv_err + inf_err * 2 + 5e-324
@@ -120,8 +134,8 @@ def compose_sides(a: Side, b: Side, upper: bool, tail: float) -> Side:
     if a.nq is not None and b.nq is not None:
         nq, n_conv = _convolve(a.nq, b.nq)
         nq = np.maximum(nq, 0.0)
-        n_a = float(np.sum(np.abs(a.nq))) * (1 + gamma(a.nq.size + 1))
-        n_b = float(np.sum(np.abs(b.nq))) * (1 + gamma(b.nq.size + 1))
+        n_a = norm1_up(a.nq)
+        n_b = norm1_up(b.nq)
         nq_err = few_ulps_up(a.nq_err * (n_b + b.nq_err) + n_a * b.nq_err + n_conv)
     side = Side(a.offset + b.offset, c, inf, few_ulps_up(err), nq, nq_err)
     return truncate(side, upper, tail)
@@ -151,7 +165,7 @@ def truncate(s: Side, upper: bool, tail: float) -> Side:
         keep[0] = keep[0] + b_sum
     # Lower side: dropping either tail removes non-negative true mass, so δ only falls; what the stored
     # (float, possibly noisy) entries held is covered by err already.
-    err += 4 * U * (abs(inf) + abs(keep[0]) + abs(keep[-1]))
+    err += rounding_err(4, abs(inf) + abs(keep[0]) + abs(keep[-1]))
     # the N-vector loses the same labels (a restriction of the lumped pair to fewer outcomes)
     nq = None if s.nq is None else s.nq[k_bot : m.size - k_top].copy()
     return Side(s.offset + k_bot, keep, inf, few_ulps_up(err), nq, s.nq_err)
@@ -196,10 +210,10 @@ def coarse_side(s: Side, d: int, h: float) -> Side:
     x = j - (lo << d)
     xs = np.arange(step, dtype=np.float64) * h  # (exact: small multiples of h)
     w = step * h
-    den = -math.expm1(-w) * (1 - 2 * EXP_REL) * (1 - 2 * U)  # ≤ 1 − e^{−w}
+    den = roundings_down(libm_down(-math.expm1(-w), 2), 2)  # ≤ 1 − e^{−w}
     with np.errstate(under="ignore"):
-        q_b = -np.expm1(-xs) * (1 + 2 * EXP_REL) / den * (1 + 4 * U)
-        q_a = np.exp(-xs) * -np.expm1(xs - w) * (1 + 4 * EXP_REL) / den * (1 + 8 * U)
+        q_b = roundings_up(libm_up(-np.expm1(-xs), 2) / den, 4)
+        q_a = roundings_up(libm_up(np.exp(-xs) * -np.expm1(xs - w), 4) / den, 8)
     q_a[0], q_b[0] = 1.0, 0.0  # (a point on the coarse lattice stays)
     c0 = int(lo[0])
     size = int(lo[-1]) - c0 + 2
@@ -211,7 +225,7 @@ def coarse_side(s: Side, d: int, h: float) -> Side:
     touched = np.zeros(size, dtype=np.bool_)
     touched[lo - c0] = True
     touched[lo[x > 0] - c0 + 1] = True
-    out = np.where(touched, out * (1 + 2.0**-40) + 2 * step * 5e-324, 0.0)
+    out = np.where(touched, pad_up(out, 40) + 2 * step * 5e-324, 0.0)
     return trim(Side(c0, out, s.inf, s.err * (1 + 1e-9)))
 
 

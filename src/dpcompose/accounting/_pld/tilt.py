@@ -49,7 +49,19 @@ from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._exact import EXP_REL, U
 from dpcompose.accounting._pld.concurrency import once
 from dpcompose.accounting._pld.floats import TINY as _MIN_NORMAL
-from dpcompose.accounting._pld.floats import few_ulps_up, gamma, sum_bound
+from dpcompose.accounting._pld.floats import (
+    few_ulps_up,
+    gamma,
+    gamma_up,
+    libm_err,
+    libm_up,
+    pad_up,
+    rounding_err,
+    rounding_rel,
+    roundings_down,
+    roundings_up,
+    sum_bound,
+)
 from dpcompose.accounting._pld.fourier import fourier_power, out_of_memory, totals, window
 from dpcompose.accounting._pld.lattice import Grid, check_window
 from dpcompose.accounting._pld.side import Side
@@ -82,7 +94,8 @@ _UNDERFLOW_PAD = 2.0**-1064  # pads every term whose exp may have underflowed (s
 V_SHIFT = 700.0  # the suffix sums of Tᵢ·e^{−ℓᵢ} are stored times e^{V_SHIFT} (see Tilted.far)
 
 
-_SHIFT_REL = 1.01 * U * (V_SHIFT + 710)  # exp's extra relative error from rounding V_SHIFT − ℓ or ε − V_SHIFT
+# exp's extra relative error from rounding V_SHIFT − ℓ or ε − V_SHIFT
+_SHIFT_REL = rounding_err(1.01, V_SHIFT + 710)
 
 
 LOG_THETA = (math.log(1e-7), math.log(1e4))  # the range searched for θ in loss units
@@ -128,16 +141,16 @@ class Tilted:
 
     def _factor_pad(self, arg_abs: float) -> float:
         """Relative error bound of the computed e^{fl(Λ − θJ)} against e^{Λ − θJ} (|Λ − θJ| ≤ arg_abs)."""
-        d = self.lam_err + 2 * U * arg_abs
-        return (math.expm1(d) * 1.01 + EXP_REL) * (1 + 2.0**-20) if d < 1 else math.inf
+        d = self.lam_err + rounding_err(2, arg_abs)
+        return pad_up(math.expm1(d) * 1.01 + libm_err(1), 20) if d < 1 else math.inf
 
     def _weight_up(self, j: int) -> float:
         """An upper bound on e^{Λ − θj} (θ·j is rounded here, for j possibly outside the window)."""
         arg = self.lam - self.theta * j
-        slack = self.lam_err + 2 * U * (abs(self.lam) + abs(self.theta * j)) + 1e-300
+        slack = self.lam_err + rounding_err(2, abs(self.lam) + abs(self.theta * j)) + 1e-300
         if arg + slack > 700:
             return math.inf
-        return math.exp(arg + slack) * (1 + EXP_REL) + _UNDERFLOW_PAD
+        return libm_up(math.exp(arg + slack)) + _UNDERFLOW_PAD
 
     def delta_up(self, eps: float) -> float:
         """A certified upper bound on δ(ε) for ε ≥ offset·h, and +∞ below (this bound does not apply)."""
@@ -159,17 +172,17 @@ class Tilted:
             # the near terms (ℓ − ε < 1) one by one; the far ones from suffix sums (:meth:`far`)
             mid = min(end, start + math.ceil(NEAR / self.grid.h) + 1) if 0 <= eps < 700 else end
             w = -np.expm1(-(pos[start:mid] - eps))  # pos exact; the subtraction's rounding: relative u (_pld)
-            w = np.minimum(w * (1 + EXP_REL), 1.0)
+            w = np.minimum(libm_up(w), 1.0)
             t = self.masses[start:mid] * w * factor[start:mid]
             s, e = sum_bound(t)
-            e += 2 * U * float(np.sum(np.abs(t)))
+            e += rounding_err(2, float(np.sum(np.abs(t))))
             if mid < end:
                 s_far, e_far = self.far(mid, eps)
-                s, e = s + s_far, e + e_far + 2 * U * (abs(s) + s_far)  # (the sum, rounded)
+                s, e = s + s_far, e + e_far + rounding_err(2, abs(s) + s_far)  # (the sum, rounded)
             pad_f = self._factor_pad(amax)
         body = (s + e) * (1 + pad_f) * (1 + self.rel) + (n_terms + 2) * _UNDERFLOW_PAD
         total = body + self.inf + self.error_terms(eps)
-        return few_ulps_up(total + 4 * U * total)
+        return few_ulps_up(total + rounding_err(4, total))
 
     def error_terms(self, eps: float) -> float:
         """The part of :meth:`delta_up` at ε (≥ offset·h) that bounds errors and the mass above the window.
@@ -255,8 +268,8 @@ class Tilted:
         a, b = float(s1[first]), float(s2[first])
         xb = math.exp(eps - V_SHIFT) * b
         g = gamma(s1.size + 2)
-        rel_v = g + 2 * EXP_REL + 2 * _SHIFT_REL + 4 * U
-        err = ((g + 2 * U) * a + rel_v * xb * (1 + 2 * (EXP_REL + _SHIFT_REL))) * 2
+        rel_v = g + libm_err(2) + 2 * _SHIFT_REL + rounding_rel(4)
+        err = ((g + rounding_rel(2)) * a + rel_v * xb * (1 + 2 * (EXP_REL + _SHIFT_REL))) * 2
         return max(a - xb, 0.0), err
 
     @once
@@ -393,8 +406,8 @@ class _TiltedVectors:
                 return None
             # every float tilted entry is within a relative ``rel`` of the exact one (exponent's rounding,
             # exp, the product), except results in the subnormal range, which are within 2**-1064 absolutely
-            rel = (2 * U * amax + EXP_REL + 2 * U) * (1 + 2.0**-20)
-            n1 = float(np.sum(xt)) * (1 + gamma(m.size + 1)) * (1 + rel)  # ≥ the exact tilted ℓ₁ norm
+            rel = pad_up(rounding_err(2, amax) + libm_err(1) + rounding_rel(2), 20)
+            n1 = gamma_up(float(np.sum(xt)), m.size + 1) * (1 + rel)  # ≥ the exact tilted ℓ₁ norm
             if not (n1 > 0 and math.isfinite(n1)):
                 return None
             e_t = pos.size * _UNDERFLOW_PAD * (1 + rel)  # (entries whose exp underflowed: absolutely)
@@ -405,7 +418,7 @@ class _TiltedVectors:
                 top_arg = theta * (offset + m.size - 1) - lse
                 if top_arg > 700:
                     return None
-                e_t += err * math.exp(top_arg + 2 * U * (abs(top_arg) + abs(lse)) + 1e-300) * (1 + EXP_REL)
+                e_t += libm_up(err * math.exp(top_arg + rounding_err(2, abs(top_arg) + abs(lse)) + 1e-300))
             vectors.append((xt, offset, k))
             mu = float(np.sum(xt[pos] * j)) / float(np.sum(xt[pos]))
             t_mean += k * mu
@@ -415,7 +428,7 @@ class _TiltedVectors:
             log_ne += k * math.log1p(e_t / n1)
             log_rel += k * math.log1p(rel)
         lam = math.fsum(lam_terms)  # the exact sum of the rounded products, rounded once
-        lam_err = (sum(abs(t) for t in lam_terms) + abs(lam)) * U * 1.01
+        lam_err = rounding_err(1, sum(abs(t) for t in lam_terms) + abs(lam)) * 1.01
         if log_n > 700 or log_ne > 700:  # (expm1 would overflow for a child's large err)
             return None
         err_in = math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12)
@@ -550,13 +563,13 @@ class TiltedLower:
             i0 += int(big[-1]) + 1
             x = x[int(big[-1]) + 1 :]
         far = max(abs(float(self.pos[0])), abs(float(self.pos[-1])))
-        slack = self.lam_err_n + 4 * U * (self.amax_n0 + abs(eps) + far + 4)
-        pad_n = math.expm1(slack) * 1.01 + EXP_REL
+        slack = self.lam_err_n + rounding_err(4, self.amax_n0 + abs(eps) + far + 4)
+        pad_n = math.expm1(slack) * 1.01 + libm_err(1)
         with np.errstate(under="ignore"):
             fn = np.maximum(np.exp(x) * (1 + pad_n), 1e-300)  # ≥ e^{Λ_N − θJ + ε − Jh}
-        wn_eps = self.cn[i0:n] * fn * ((1 + 2 * U) * (1 + self.rel_n))
+        wn_eps = self.cn[i0:n] * fn * roundings_up(1 + self.rel_n, 2)
         p = self.p_lo[i0:n]
-        t = np.maximum(p - wn_eps - 4 * U * (p + wn_eps), 0.0)
+        t = np.maximum(p - wn_eps - rounding_err(4, p + wn_eps), 0.0)
         _, e_sum = sum_bound(t)
         # products in the subnormal range lose their relative accuracy: at most 2**-1074 each, absolutely
         # (p_lo holds no subnormal entries: they are set to 0 at construction); so may the few products of
@@ -568,14 +581,14 @@ class TiltedLower:
         sp = np.minimum(root, 1 / math.sqrt(-math.expm1(-2 * self.theta)))
         h = self.grid.h
         sn = np.minimum(root, 1 / math.sqrt(-math.expm1(-2 * (self.theta + h))))
-        penalty = self.wp[i0:n] * (self.err_p + self.err_p2 * sp) + fn * (1 + 2 * U) * (
+        penalty = self.wp[i0:n] * (self.err_p + self.err_p2 * sp) + roundings_up(fn, 2) * (
             self.err_n + self.err_n2 * sn
         )
         value = suffix - penalty * (1 + 1e-12)
         k = int(np.argmax(value))
         total = float(value[k]) if value[k] > 0 else 0.0
         v = total - e_sum - self.wrap + self.inf
-        v -= 4 * U * (abs(total) + float(suffix[0]) + self.inf + self.wrap)
+        v -= rounding_err(4, abs(total) + float(suffix[0]) + self.inf + self.wrap)
         return max(0.0, math.nextafter(v, -math.inf)) if math.isfinite(v) else 0.0
 
 
@@ -614,16 +627,16 @@ def tilt_lower(
         return None
     first = int(ok[0])
     idx, arg_p, arg_n0, cp, cn = idx[first:], arg_p[first:], arg_n0[first:], cp[first:], cn[first:]
-    pad_p = math.expm1(pv.lam_err + 2 * U * float(np.max(np.abs(arg_p)))) * 1.01 + EXP_REL
-    amax_n0 = float(np.max(np.abs(arg_n0))) + 2 * U * float(np.max(np.abs(theta * idx)))
+    pad_p = math.expm1(pv.lam_err + rounding_err(2, float(np.max(np.abs(arg_p))))) * 1.01 + libm_err(1)
+    amax_n0 = float(np.max(np.abs(arg_n0))) + rounding_err(2, float(np.max(np.abs(theta * idx))))
     if pad_p > 1e-3 or amax_n0 * U > 1e-6:
         return None
     with np.errstate(under="ignore"):
         fp = np.exp(arg_p)
     # lower bounds on P (0 where the factor is below the normal range: a rounded subnormal could be high)
-    p_lo = np.where(fp >= 1e-300, cp * fp * ((1 - pad_p) * (1 - 4 * U) / (1 + pv.rel_r)), 0.0)
+    p_lo = np.where(fp >= 1e-300, cp * fp * (roundings_down(1 - pad_p, 4) / (1 + pv.rel_r)), 0.0)
     p_lo = np.where(p_lo >= _MIN_NORMAL, p_lo, 0.0)  # (a subnormal product could be rounded up)
-    wp = np.maximum(fp * (1 + pad_p) * (1 + 4 * U), 1e-300)
+    wp = np.maximum(roundings_up(fp * (1 + pad_p), 4), 1e-300)
     # P's mass below the window wraps into it: below a Chernoff bottom its tilted size is at most bot_b (an
     # ℓ₁ error, weighed at the largest weight); below a bottom cut higher (_fit), it lands at the top with
     # untilted weight e^{−θ·size}: at most that times P's untilted total (Π‖Pᵢ‖₁^{kᵢ}, padded)

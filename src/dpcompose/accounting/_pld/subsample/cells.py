@@ -61,12 +61,20 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive
-from dpcompose.accounting._exact import EXP_REL, U, exact
+from dpcompose.accounting._exact import exact
 from dpcompose.accounting._pld.buckets import Buckets
 from dpcompose.accounting._pld.concurrency import in_parallel
 from dpcompose.accounting._pld.discrete_gaussian import BLOCK, UNDERFLOW
 from dpcompose.accounting._pld.distribution import PLD, build_pld
-from dpcompose.accounting._pld.floats import SAFE, gamma_padded
+from dpcompose.accounting._pld.floats import (
+    SAFE,
+    gamma_padded,
+    libm_err,
+    rounding_err,
+    rounding_rel,
+    roundings_down,
+    roundings_up,
+)
 from dpcompose.accounting._pld.lattice import check_bits, check_points, check_tail
 from dpcompose.errors import InvalidParameter
 
@@ -103,7 +111,7 @@ def mix_loss(y: FloatArray, ey: FloatArray | float, q: float) -> tuple[FloatArra
         t = np.exp(np.where(fin, -np.abs(ya), np.where(below, -np.inf, 0.0)))
         val = np.where(below, 0.0, ya) + np.log(np.where(below, (1 - q) + q * t, q + (1 - q) * t))
     size = np.abs(np.where(np.isfinite(val), val, 0.0)) + np.abs(ya)
-    pad = 10 * (2 * EXP_REL + 6 * U + (2 * U + EXP_REL) * size)
+    pad = 10 * (libm_err(2) + rounding_rel(6) + (rounding_rel(2) + libm_err(1)) * size)
     pad = pad + np.where(fin, 1.01 * np.asarray(ey, dtype=np.float64), 0.0) + 1e-300
     return val - pad, val + pad
 
@@ -186,8 +194,8 @@ def mix_logs(
     the rounding of ln(1 − q), ln q and the log-sum, padded)."""
     with np.errstate(invalid="ignore"):
         lm = np.logaddexp(math.log1p(-q) + lbase, math.log(q) + lp)
-    rel = np.maximum(rel_base, rel_p) + 8 * U * (np.abs(np.where(np.isfinite(lm), lm, 0.0)) + 2)
-    return lm, rel + 4 * EXP_REL
+    rel = np.maximum(rel_base, rel_p) + rounding_err(8, np.abs(np.where(np.isfinite(lm), lm, 0.0)) + 2)
+    return lm, rel + libm_err(4)
 
 
 def _edges(
@@ -362,18 +370,18 @@ def _zero_atom(c: Cells) -> Cells:
         with np.errstate(under="ignore"):
             m = np.exp(c.lmix[k]) + np.exp(c.lbase[k])
         lmix = np.where(np.isfinite(c.lmix[k]), c.lmix[k], 0.0)
-        err += float(np.sum(m * (c.rel[k] + 2 * EXP_REL + 4 * U * (np.abs(lmix) + 1))))
+        err += float(np.sum(m * (c.rel[k] + libm_err(2) + rounding_err(4, np.abs(lmix) + 1))))
         tot += float(np.sum(m))
-    err += 4 * U * (idx.size + 4) * tot + 1e-300 * idx.size
-    c_hi = min(1.0, 1.0 - tot + err + 4 * U)
-    c_lo = 1.0 - tot - err - 4 * U
+    err += rounding_err(4, idx.size + 4) * tot + 1e-300 * idx.size
+    c_hi = min(1.0, 1.0 - tot + err + rounding_rel(4))
+    c_lo = 1.0 - tot - err - rounding_rel(4)
     if c_hi <= 0:
         return cell(0.0, 0.0, -math.inf, -math.inf, 0.0, False)
     if c_lo <= 0:
         lm, rel = bound_only(c_hi)
     else:
         mid = (c_hi + c_lo) / 2
-        lm, rel = math.log(mid), (c_hi - c_lo) / (2 * mid) + 4 * U
+        lm, rel = math.log(mid), (c_hi - c_lo) / (2 * mid) + rounding_rel(4)
     return cell(0.0, 0.0, lm, lm, rel, False)
 
 
@@ -462,7 +470,7 @@ def to_buckets(c: Cells, bits: int, direction: Direction, starts: IntArray | Non
         has_p = lp > -np.inf
         if not np.all(has_p):
             lo, hi, lp, lq, rel = lo[has_p], hi[has_p], lp[has_p], lq[has_p], rel[has_p]
-        rel_p = rel + EXP_REL + 2 * U * (np.abs(lp) + 1)
+        rel_p = rel + libm_err(1) + rounding_err(2, np.abs(lp) + 1)
         with np.errstate(under="ignore"):
             pm = np.exp(np.maximum(lp, UNDERFLOW))
         tiny = lp < UNDERFLOW
@@ -493,7 +501,7 @@ def to_buckets(c: Cells, bits: int, direction: Direction, starts: IntArray | Non
             rm = np.exp(np.maximum(lr, UNDERFLOW))
         r_small = lr < UNDERFLOW
         rm = np.where(r_small, 0.0, rm)
-        rel_r = rel + EXP_REL + 2 * U * (np.abs(np.where(np.isfinite(lr), lr, 0.0)) + 1)
+        rel_r = rel + libm_err(1) + rounding_err(2, np.abs(np.where(np.isfinite(lr), lr, 0.0)) + 1)
         r_bound = rm * rel_r + np.where(r_small, math.exp(UNDERFLOW), 0.0)
         b0 = int(np.min(idx))
         span = int(np.max(idx)) - b0 + 1
@@ -511,9 +519,9 @@ def to_buckets(c: Cells, bits: int, direction: Direction, starts: IntArray | Non
         worst = np.zeros(span)
         np.maximum.at(worst, loc, eta)
         eta_b[at] = np.maximum(eta_b[at], worst)
-    above = above * (1 + 4 * U * (n_side + 2)) + 1e-300 * n_side
-    inf_hi = inf_hi * (1 + 4 * U * (n_side + 2))
-    inf_lo = inf_lo * (1 - 4 * U * (n_side + 2))
+    above = roundings_up(above, 4 * (n_side + 2)) + 1e-300 * n_side
+    inf_hi = roundings_up(inf_hi, 4 * (n_side + 2))
+    inf_lo = roundings_down(inf_lo, 4 * (n_side + 2))
     if empty:
         nil = np.zeros(1)
         return Buckets(-1, nil, nil.copy(), nil.copy(), above_hi=above, inf_hi=inf_hi, inf_lo=inf_lo)

@@ -14,10 +14,10 @@ import numpy.typing as npt
 from dpcompose._scipy import log_ndtr
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting._common import probability
-from dpcompose.accounting._exact import EXP_REL, Number, U
+from dpcompose.accounting._exact import Number, U
 from dpcompose.accounting._gaussian import LOG_NDTR_PAD, log_ndtr_up, log_phi_steps
 from dpcompose.accounting._pld.distribution import PLD
-from dpcompose.accounting._pld.floats import TINY
+from dpcompose.accounting._pld.floats import TINY, libm_down, libm_err, rounding_err
 from dpcompose.accounting._pld.gaussian import pld_gaussian
 from dpcompose.accounting._pld.laplace import pld_laplace
 from dpcompose.accounting._pld.lattice import DEFAULT_STEP_BITS, DEFAULT_TAIL, check_bits, check_tail, fmt
@@ -60,7 +60,7 @@ def _gaussian_bound(mu: float, q: float) -> Bound:
 
     def bound(o: FloatArray) -> tuple[FloatArray, FloatArray]:
         y = mu * o - m2 / 2
-        return mix_loss(y, 4 * U * (np.abs(mu * o) + m2 + 1), q)
+        return mix_loss(y, rounding_err(4, np.abs(mu * o) + m2 + 1), q)
 
     return bound
 
@@ -140,7 +140,7 @@ def shift_rel(xa: FloatArray, xb: FloatArray, log_mass: FloatArray, rel: FloatAr
             dens = np.exp(-0.5 * x * x - 0.5 * math.log(2 * math.pi)) * (1 + 4 * eta * (np.abs(x) + 1))
             moved = moved + eta * np.maximum(dens, TINY)  # an underflowed φ(x) is below that
         moved = 2 * moved + 1e-323  # 1e-323: the subnormal products' rounding
-        low = np.exp(log_mass) / (1 + rel) * (1 - 8 * EXP_REL)
+        low = libm_down(np.exp(log_mass) / (1 + rel), 8)
         ratio = moved / (low - moved)
         out = rel + ratio + rel * ratio
         return np.where((low > 2 * moved) & np.isfinite(out), out * (1 + 1e-12), np.inf)
@@ -150,7 +150,7 @@ def _phi_tail_up(a: FloatArray, b: FloatArray) -> FloatArray:
     """Upper bounds on Φ(b) − Φ(a) (a < b): the smaller of Φ(b) and Φ(−a), from ``log_ndtr`` padded (its
     argument first moved up past the rounding of a and b)."""
     x = np.minimum(b, -a)
-    x = x + 4 * U * (np.abs(x) + 1)
+    x = x + rounding_err(4, np.abs(x) + 1)
     lv = np.asarray(log_ndtr(x), dtype=np.float64)
     return np.minimum(np.exp(lv + LOG_NDTR_PAD * (1 + np.abs(lv))) * (1 + 1e-10), 1.0)
 
@@ -231,7 +231,7 @@ def laplace_cells(bits: int, d: float, q: float) -> Cells:
     Sterbenz's lemma, else within u·w)."""
 
     def bound(x: FloatArray) -> tuple[FloatArray, FloatArray]:
-        return mix_loss(2 * x - d, 2 * U * (2 * np.abs(x) + d), q)
+        return mix_loss(2 * x - d, rounding_err(2, 2 * np.abs(x) + d), q)
 
     l0 = float(bound(np.zeros(1))[0][0])
     l1 = float(bound(np.full(1, d))[1][0])
@@ -243,10 +243,10 @@ def laplace_cells(bits: int, d: float, q: float) -> Cells:
     lg = np.log(-np.expm1(-wid))
     lq = math.log(0.5) - first + lg
     lp = math.log(0.5) + (end - d) + lg
-    rel = np.full(first.size, 16 * EXP_REL + 16 * U * (1 + d))
+    rel = np.full(first.size, libm_err(16) + rounding_err(16, 1 + d))
     lm, rm = mix_logs(lq, rel, lp, rel, q)
     mid = Cells(lo, hi, lm, lq, rm, first >= half)
-    rel_a = 16 * EXP_REL + 16 * U * (1 + d)
+    rel_a = libm_err(16) + rounding_err(16, 1 + d)
     atoms = []
     for x, l_base, l_p in ((0.0, math.log(0.5), math.log(0.5) - d), (d, math.log(0.5) - d, math.log(0.5))):
         a_lo, a_hi = bound(np.array([x]))
@@ -342,11 +342,11 @@ def pld_subsampled_rr(
         return pld_randomized_response(eps, k, step_bits=bits, tail=tl)
     e = float(eps)
     log_z = e + math.log1p((k - 1) * math.exp(-e))  # ln(e^ε + k − 1)
-    outs = [(e, U * e, e - log_z, -log_z), (-e, U * e, -log_z, e - log_z)]
+    outs = [(e, rounding_err(1, e), e - log_z, -log_z), (-e, rounding_err(1, e), -log_z, e - log_z)]
     if k > 2:
         lk = math.log(k - 2) - log_z
         outs.append((0.0, 0.0, lk, lk))
-    rel = 16 * EXP_REL + 16 * U * (1 + e + math.log(k))
+    rel = libm_err(16) + rounding_err(16, 1 + e + math.log(k))
     return from_cells(finite_cells(outs, q, rel), bits, tl, smp, name)
 
 
@@ -381,10 +381,11 @@ def pld_subsampled_approx(
     log_n, log_m = math.log(one_minus.numerator), math.log(one_minus.denominator)
     log1md = log_n - log_m
     log_z = e + math.log1p(math.exp(-e))  # ln(1 + e^ε)
-    outs = [(e, U * e, log1md + e - log_z, log1md - log_z), (-e, U * e, log1md - log_z, log1md + e - log_z)]
+    err_e = rounding_err(1, e)
+    outs = [(e, err_e, log1md + e - log_z, log1md - log_z), (-e, err_e, log1md - log_z, log1md + e - log_z)]
     if d > 0:
         ld = math.log(float(d))
         outs += [(math.inf, 0.0, ld, -math.inf), (-math.inf, 0.0, -math.inf, ld)]
     # (ln(1 − δ) within u·(|ln n| + |ln m| + |ln(1 − δ)|) of the exact value)
-    rel = 16 * EXP_REL + 16 * U * (1 + e) + 4 * U * (1 + abs(log1md) + abs(log_n) + abs(log_m))
+    rel = libm_err(16) + rounding_err(16, 1 + e) + rounding_err(4, 1 + abs(log1md) + abs(log_n) + abs(log_m))
     return from_cells(finite_cells(outs, q, rel), bits, tl, smp, name)

@@ -41,10 +41,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting._exact import EXP_REL, Number, U, exact
+from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._gaussian import phi_up
 from dpcompose.accounting._pld.discrete_gaussian import BLOCK, normaliser, pld_discrete_gaussian, range_sums
 from dpcompose.accounting._pld.distribution import PLD
+from dpcompose.accounting._pld.floats import libm_err, rounding_err
 from dpcompose.accounting._pld.laplace import pld_discrete_laplace
 from dpcompose.accounting._pld.lattice import (
     DEFAULT_STEP_BITS,
@@ -182,15 +183,15 @@ def _dlap_cells(bits: int, delta: int, t: Fraction, q: float) -> Cells:
 
     def bound(z: FloatArray) -> tuple[FloatArray, FloatArray]:
         y = (2 * z - delta) * ut
-        return mix_loss(y, 2.01 * U * np.abs(y), q)
+        return mix_loss(y, rounding_err(2.01, np.abs(y)), q)
 
     l1r = math.log1p(math.exp(-ut))  # ln(1 + r)
     # every log-mass below is a sum of ≤ 4 terms, each within (2u·(argument) + EXP_REL): padded
-    rel_c = 16 * EXP_REL + 16 * U * (1 + d)
+    rel_c = libm_err(16) + rounding_err(16, 1 + d)
     parts: list[Cells] = []
     for z, lq_a, lp_a in ((0, -l1r, -delta * ut - l1r), (delta, -delta * ut - l1r, -l1r)):
         lo_a, hi_a = bound(np.array([float(z)]))
-        rel_a = np.array([rel_c + 4 * U * (abs(lq_a) + abs(lp_a))])
+        rel_a = np.array([rel_c + rounding_err(4, abs(lq_a) + abs(lp_a))])
         lm_a, rm_a = mix_logs(np.array([lq_a]), rel_a, np.array([lp_a]), rel_a, q)
         parts.append(cell(float(lo_a[0]), float(hi_a[0]), float(lm_a[0]), lq_a, float(rm_a[0]), z > 0))
     check_span(bound_at(bound, 0)[0], bound_at(bound, delta)[1], bits)
@@ -210,7 +211,7 @@ def _dlap_cells(bits: int, delta: int, t: Fraction, q: float) -> Cells:
                 lg = np.log(-np.expm1(-n * ut))  # ln(1 − r^n)
             lq[sl] = -first[sl] * ut + lg - l1r
             lp = -(delta - (end[sl] - 1)) * ut + lg - l1r
-            rel = rel_c + 4 * U * (np.abs(lq[sl]) + np.abs(lp))
+            rel = rel_c + rounding_err(4, np.abs(lq[sl]) + np.abs(lp))
             lm[sl], rm[sl] = mix_logs(lq[sl], rel, lp, rel, q)
         parts.insert(1, Cells(lo, hi, lm, lq, rm, 2 * first > delta))
     return Cells.join(parts)
@@ -280,7 +281,7 @@ def _dgauss_bound(delta: int, s: Fraction, q: float) -> Bound:
 
     def bound(z: FloatArray) -> tuple[FloatArray, FloatArray]:
         y = (2 * z - delta) * c_y
-        return mix_loss(y, 2.01 * U * np.abs(y), q)
+        return mix_loss(y, rounding_err(2.01, np.abs(y)), q)
 
     return bound
 
@@ -331,8 +332,8 @@ def dgauss_cells(bits: int, delta: int, s: Fraction, q: float, thin: bool = Fals
         A, B = first[sl], end[sl] - 1
         lqb, rq = range_sums(A, B, s_f, two_s2, log_n0, what)
         lpb, rp = range_sums(A - delta, B - delta, s_f, two_s2, log_n0, what)
-        rq = rq + rel_z + 8 * U * (np.abs(lqb) + abs(log_n0) + abs(log_z) + 1)
-        rp = rp + rel_z + 8 * U * (np.abs(lpb) + abs(log_n0) + abs(log_z) + 1)
+        rq = rq + rel_z + rounding_err(8, np.abs(lqb) + abs(log_n0) + abs(log_z) + 1)
+        rp = rp + rel_z + rounding_err(8, np.abs(lpb) + abs(log_n0) + abs(log_z) + 1)
         cells.lbase[out] = lqb + shift
         cells.lmix[out], rm = mix_logs(lqb + shift, rq, lpb + shift, rp, q)
         cells.rel[out] = np.maximum(rm, rq)
