@@ -75,3 +75,14 @@ def test_a_measure_mismatch_names_the_child_not_the_run() -> None:
     lap, gauss = _laplace(10.0), COUNTS >> dp.m.make_gaussian(dp.AtomDomain(int), ABS, 5.0)
     with pytest.raises(dp.errors.UnsupportedComposition, match="but child 4 is ZCDP"):
         dp.make_sequential(*[lap] * 4, gauss)
+
+
+def test_errors_name_the_child_in_a_long_list() -> None:
+    lap = _laplace(10.0)
+    other = dp.m.make_laplace(dp.AtomDomain(float), ABS, 1.0)
+    with pytest.raises(dp.errors.InvalidParameter, match=r"measurements\[5\]=3 is not a Measurement"):
+        dp.make_sequential(*[lap] * 5, 3, 3, lap)  # type: ignore[arg-type]
+    with pytest.raises(dp.errors.DomainMismatch, match="but child 3 "):
+        dp.make_concurrent(*[lap] * 3, other, lap)
+    with pytest.raises(dp.errors.InvalidParameter, match="at least one measurement"):
+        dp.make_sequential()

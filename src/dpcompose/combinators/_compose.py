@@ -6,7 +6,10 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
+from itertools import pairwise
 from typing import Any
+
+import numpy as np
 
 from dpcompose.accounting import PrivacyLoss
 from dpcompose.combinators._policy import Losses, Plan, child_losses, plan_composition
@@ -20,14 +23,19 @@ __all__ = ["make_concurrent", "make_sequential"]
 AnyMeasurement = Measurement[Any, Any, Any, Any]
 
 
-def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
-    if len(measurements) == 0:
-        raise InvalidParameter(f"{who} needs at least one measurement (got none in measurements)")
-    for i, child in enumerate(measurements):
+def _check_children(runs: Sequence[tuple[Any, int]], who: str) -> None:
+    """Every child is a Measurement on the first one's input domain and metric (``runs``: the children as
+    :func:`_runs`; an error names the child's index)."""
+    start = 0
+    starts = []
+    for _, n in runs:
+        starts.append(start)
+        start += n
+    for i, (child, _) in zip(starts, runs, strict=True):
         if not isinstance(child, Measurement):
             raise InvalidParameter(f"{who}: measurements[{i}]={child!r} is not a Measurement")
-    first = measurements[0]
-    for i, child in enumerate(measurements[1:], start=1):
+    first = runs[0][0]
+    for i, (child, _) in zip(starts, runs, strict=True):
         if child is first:
             continue
         if child.input_domain != first.input_domain or child.input_metric != first.input_metric:
@@ -41,16 +49,14 @@ def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
 Run = tuple[AnyMeasurement, int]
 
 
-def _runs(children: Sequence[AnyMeasurement]) -> tuple[Run, ...]:
+def _runs(children: Sequence[Any]) -> tuple[tuple[Any, int], ...]:
     """The children as runs ``(child, n)`` of one object repeated n times in a row (``[step] * T`` is one
-    run): the plan reads each run once, as n copies (:func:`plan_composition`'s ``counts``)."""
-    runs: list[list[Any]] = []
-    for child in children:
-        if runs and runs[-1][0] is child:
-            runs[-1][1] += 1
-        else:
-            runs.append([child, 1])
-    return tuple((child, n) for child, n in runs)
+    run): the plan reads each run once, as n copies (:func:`plan_composition`'s ``counts``). (Found by
+    comparing the objects' ids with numpy: 10⁶ children in milliseconds.)"""
+    n = len(children)
+    ids = np.fromiter(map(id, children), dtype=np.uint64, count=n)
+    bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), n]
+    return tuple((children[a], b - a) for a, b in pairwise(bounds))
 
 
 def _compose_map(runs: Sequence[Run], plan: Plan) -> Callable[[Any], Any]:
@@ -168,8 +174,11 @@ def _composite(
     *,
     sequential: bool,
 ) -> AnyMeasurement:
-    _check_children(measurements, "make_sequential" if sequential else "make_concurrent")
+    who = "make_sequential" if sequential else "make_concurrent"
+    if len(measurements) == 0:
+        raise InvalidParameter(f"{who} needs at least one measurement (got none in measurements)")
     runs = _runs(measurements)
+    _check_children(runs, who)
     plan = plan_composition(
         [m.output_measure for m, _ in runs],
         output_measure=output_measure,
@@ -185,7 +194,7 @@ def _build(
     measurements: Sequence[AnyMeasurement], runs: Sequence[Run], plan: Plan, *, sequential: bool
 ) -> AnyMeasurement:
     children = tuple(measurements)
-    interactive = any(child.interactive for child in children)
+    interactive = any(child.interactive for child, _ in runs)
     kind = "sequential" if sequential else "concurrent"
 
     def run(data: Any) -> tuple[Any, ...]:

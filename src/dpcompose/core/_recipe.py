@@ -92,8 +92,10 @@ def _contains(container: Any, obj: object) -> bool:
     if container is obj:
         return True
     if isinstance(container, (list, tuple)):
-        if any(c is obj for c in container):
+        if id(obj) in set(map(id, container)):  # (no Python loop: 10⁶ children of a composition)
             return True
+        if not any(issubclass(t, (list, tuple, dict)) for t in set(map(type, container))):
+            return False
         return any(_contains(c, obj) for c in container if isinstance(c, (list, tuple, dict)))
     if isinstance(container, dict):
         return any(_contains(c, obj) for c in container.values())
@@ -134,10 +136,13 @@ def recorded(function: Callable[P, R]) -> Callable[P, R]:
         problems: list[str] = []
         kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         positional = [p.name for p in signature.parameters.values() if p.kind in kinds]
-        arguments = tuple(
-            _snapshot(v, problems, positional[i] if i < len(positional) else "*args")
-            for i, v in enumerate(bound.args)
-        )
+        if set(map(type, bound.args)) <= _PLAIN:  # (nothing to copy: 10⁶ children without a loop)
+            arguments = tuple(bound.args)
+        else:
+            arguments = tuple(
+                _snapshot(v, problems, positional[i] if i < len(positional) else "*args")
+                for i, v in enumerate(bound.args)
+            )
         keywords = {k: _snapshot(v, problems, k) for k, v in bound.kwargs.items()}
         _attach(result, Call(wrapper, arguments, keywords, "; ".join(problems)))
         return result
