@@ -56,7 +56,8 @@ def test_runs_read_the_numbers_of_the_children_one_by_one(combinator: Any) -> No
     pairs = [c.privacy_loss(1) for c in children]
     # ProfileDP: the profile of the children's profiles composed one by one
     profile = combinator(*children).map(1)
-    assert profile == PrivacyProfile.compose([c.map(1).with_loss(p) for c, p in zip(children, pairs, strict=True)])
+    one_by_one = [c.map(1).with_loss(p) for c, p in zip(children, pairs, strict=True)]
+    assert profile == PrivacyProfile.compose(one_by_one)
     # ApproxDP: the least of the candidates, each as for the listed children
     run = combinator(*children, output_measure=dp.ApproxDP(), delta=1e-6)
     found = {name.split(" —")[0]: value for name, value in run.node.alternatives(1)}
