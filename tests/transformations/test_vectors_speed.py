@@ -93,6 +93,14 @@ def test_column_sums_are_the_exact_sums_rounded_once() -> None:
             assert np.array_equal(got.view(np.int64), want.view(np.int64)), (trial, got, want)
 
 
+def test_column_sums_outside_the_domain_read_as_before() -> None:
+    # NaN and ±inf are no ball's members; such columns still get what exact_float_sum gives them
+    x = np.array([[1.0, np.nan, np.inf, 0.0, -np.inf], [2.0, 1.0, 1.0, 0.0, 3.0]])
+    with np.errstate(invalid="ignore"):
+        got, want = column_sums(x, 1 << 1200), _exact(x, 1 << 1200)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_column_sums_of_nothing_and_of_ties() -> None:
     assert column_sums(np.zeros((0, 4)), 1 << 1200).tolist() == [0.0] * 4
     # 2**53 + 1 is a tie between two floats: ties to even, as exact_float_sum

@@ -91,7 +91,7 @@ def column_sums(rows: FloatArray, saturation: int) -> FloatArray:
         half_gap = np.minimum(np.abs(below), np.abs(above)) * 0.5
         decided = usable & (certain < half_gap) & ((np.abs(r) + certain) * _SAFETY <= largest)
     out: FloatArray = np.where(top == 0, 0.0, r)
-    for j in np.flatnonzero(~decided & (top > 0)).tolist():
+    for j in np.flatnonzero(~decided & (top != 0)).tolist():  # (a NaN column too: as before)
         out[j] = exact_float_sum(np.ascontiguousarray(rows[:, j]), saturation)
     return out
 
