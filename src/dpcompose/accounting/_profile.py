@@ -187,6 +187,32 @@ class PrivacyProfile:
             return self  # already exactly this pair (perhaps with a fallback)
         return PrivacyProfile(loss=loss, loss_fallback=self)
 
+    def times(self, n: int) -> PrivacyProfile:
+        """``n`` runs of this profile's mechanism composed: equal to ``PrivacyProfile.compose([self] * n)``
+        (each part repeated ``n`` times, or multiplied by ``n`` where it is a sum), without the list.
+
+        Source: as :meth:`compose`.
+
+        Raises:
+            InvalidParameter: ``n`` is not a positive integer.
+
+        Examples:
+            >>> p = PrivacyProfile.zcdp(0.5)
+            >>> p.times(4) == PrivacyProfile.compose([p] * 4)
+            True
+        """
+        if type(n) is not int or n < 1:
+            raise InvalidParameter(f"n={n!r} must be a positive integer")
+        if n == 1:
+            return self
+        return PrivacyProfile(
+            approx_parts=self.approx_parts * n,
+            gaussian_mu_sq=self.gaussian_mu_sq * n,
+            rho=self.rho * n,
+            loss=None if self.loss is None else self.loss.times(n),
+            loss_fallback=None if self.loss_fallback is None else self.loss_fallback.times(n),
+        )
+
     @classmethod
     def compose(cls, profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
         """The profile of the (adaptive) composition of mechanisms with these profiles.

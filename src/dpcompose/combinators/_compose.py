@@ -6,7 +6,10 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
+from itertools import pairwise
 from typing import Any
+
+import numpy as np
 
 from dpcompose.accounting import PrivacyLoss
 from dpcompose.combinators._policy import Losses, Plan, child_losses, plan_composition
@@ -20,14 +23,19 @@ __all__ = ["make_concurrent", "make_sequential"]
 AnyMeasurement = Measurement[Any, Any, Any, Any]
 
 
-def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
-    if len(measurements) == 0:
-        raise InvalidParameter(f"{who} needs at least one measurement (got none in measurements)")
-    for i, child in enumerate(measurements):
+def _check_children(runs: Sequence[tuple[Any, int]], who: str) -> None:
+    """Every child is a Measurement on the first one's input domain and metric (``runs``: the children as
+    :func:`_runs`; an error names the child's index)."""
+    start = 0
+    starts = []
+    for _, n in runs:
+        starts.append(start)
+        start += n
+    for i, (child, _) in zip(starts, runs, strict=True):
         if not isinstance(child, Measurement):
             raise InvalidParameter(f"{who}: measurements[{i}]={child!r} is not a Measurement")
-    first = measurements[0]
-    for i, child in enumerate(measurements[1:], start=1):
+    first = runs[0][0]
+    for i, (child, _) in zip(starts, runs, strict=True):
         if child is first:
             continue
         if child.input_domain != first.input_domain or child.input_metric != first.input_metric:
@@ -38,26 +46,35 @@ def _check_children(measurements: Sequence[AnyMeasurement], who: str) -> None:
             )
 
 
-def _compose_map(measurements: Sequence[AnyMeasurement], plan: Plan) -> Callable[[Any], Any]:
-    children = tuple(measurements)
+Run = tuple[AnyMeasurement, int]
 
+
+def _runs(children: Sequence[Any]) -> tuple[tuple[Any, int], ...]:
+    """The children as runs ``(child, n)`` of one object repeated n times in a row (``[step] * T`` is one
+    run): the plan reads each run once, as n copies (:func:`plan_composition`'s ``counts``). (Found by
+    comparing the objects' ids with numpy: 10⁶ children in milliseconds.)"""
+    n = len(children)
+    ids = np.fromiter(map(id, children), dtype=np.uint64, count=n)
+    bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), n]
+    return tuple((children[a], b - a) for a, b in pairwise(bounds))
+
+
+def _compose_map(runs: Sequence[Run], plan: Plan) -> Callable[[Any], Any]:
     def privacy_map(d_in: Any) -> Any:
         # d_in is already validated by the outer Measurement.map, and every child shares its input
         # metric; a child repeated many times is evaluated once.
-        return plan.compose(*_evaluate(children, d_in, plan.needs_losses))
+        return plan.compose(*_evaluate(runs, d_in, plan.needs_losses))
 
     return privacy_map
 
 
-def _evaluate(
-    children: Sequence[AnyMeasurement], d_in: Any, with_losses: bool = True
-) -> tuple[list[Any], Losses]:
-    """Every child's d_out and, if ``with_losses``, dominating pair (None where it has none or none is
-    asked for) at ``d_in``; a repeated child is evaluated once."""
+def _evaluate(runs: Sequence[Run], d_in: Any, with_losses: bool = True) -> tuple[list[Any], Losses]:
+    """Each run's child's d_out and, if ``with_losses``, dominating pair (None where it has none or none is
+    asked for) at ``d_in``; a child in several runs is evaluated once."""
     seen: dict[int, tuple[Any, PrivacyLoss | None]] = {}
     outs: list[Any] = []
     losses: Losses = []
-    for child in children:
+    for child, _ in runs:
         key = id(child)
         if key not in seen:
             pair = child.loss(d_in) if with_losses and child.loss is not None else None
@@ -67,10 +84,11 @@ def _evaluate(
     return outs, losses
 
 
-def _composite_loss(children: Sequence[AnyMeasurement]) -> Callable[[Any], PrivacyLoss | None] | None:
+def _composite_loss(runs: Sequence[Run]) -> Callable[[Any], PrivacyLoss | None] | None:
     """The composite's dominating pair: the product of the children's (Zhu–Dong–Wang 2022 Thm 10;
     concurrently, Vadhan–Zhang 2023 Thm 1.3), where every child has one or is (ε, δ)/pure, or a profile
     (whose pair is read from its d_out, :meth:`PrivacyProfile.privacy_loss`)."""
+    children = [c for c, _ in runs]
     measures = [c.output_measure for c in children]
     if not all(
         c.loss is not None or isinstance(c.output_measure, (PureDP, ApproxDP, ProfileDP)) for c in children
@@ -90,7 +108,8 @@ def _composite_loss(children: Sequence[AnyMeasurement]) -> Callable[[Any], Priva
         pairs = child_losses(measures, outs, losses)
         if any(p is None for p in pairs):
             return None
-        return PrivacyLoss.compose([p for p in pairs if p is not None])
+        counted = [p.times(n) for p, (_, n) in zip(pairs, runs, strict=True) if p is not None]
+        return PrivacyLoss.compose(counted)
 
     return loss
 
@@ -155,20 +174,27 @@ def _composite(
     *,
     sequential: bool,
 ) -> AnyMeasurement:
-    _check_children(measurements, "make_sequential" if sequential else "make_concurrent")
+    who = "make_sequential" if sequential else "make_concurrent"
+    if len(measurements) == 0:
+        raise InvalidParameter(f"{who} needs at least one measurement (got none in measurements)")
+    runs = _runs(measurements)
+    _check_children(runs, who)
     plan = plan_composition(
-        [m.output_measure for m in measurements],
+        [m.output_measure for m, _ in runs],
         output_measure=output_measure,
         theorem=theorem,
         delta=delta,
         concurrent=not sequential,
+        counts=[n for _, n in runs],
     )
-    return _build(measurements, plan, sequential=sequential)
+    return _build(measurements, runs, plan, sequential=sequential)
 
 
-def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bool) -> AnyMeasurement:
+def _build(
+    measurements: Sequence[AnyMeasurement], runs: Sequence[Run], plan: Plan, *, sequential: bool
+) -> AnyMeasurement:
     children = tuple(measurements)
-    interactive = any(child.interactive for child in children)
+    interactive = any(child.interactive for child, _ in runs)
     kind = "sequential" if sequential else "concurrent"
 
     def run(data: Any) -> tuple[Any, ...]:
@@ -188,24 +214,24 @@ def _build(measurements: Sequence[AnyMeasurement], plan: Plan, *, sequential: bo
         children[0].input_metric,
         plan.measure,
         run,
-        _compose_map(children, plan),
+        _compose_map(runs, plan),
         interactive=interactive,
-        loss=_composite_loss(children),
+        loss=_composite_loss(runs),
         node=Node(
             kind,
             params=(("children", str(len(children))),),
             source=plan.source,
             theorem=plan.theorem,
-            alternatives=_alternatives(plan, children),
+            alternatives=_alternatives(plan, runs),
             interaction=kind,
             children=children,
         ),
     )
 
 
-def _alternatives(plan: Plan, children: Sequence[AnyMeasurement]) -> Callable[[Any], Any]:
-    metric = children[0].input_metric
-    return lambda d: plan.runners_up(*_evaluate(children, metric.validate(d), plan.needs_losses))
+def _alternatives(plan: Plan, runs: Sequence[Run]) -> Callable[[Any], Any]:
+    metric = runs[0][0].input_metric
+    return lambda d: plan.runners_up(*_evaluate(runs, metric.validate(d), plan.needs_losses))
 
 
 class _SequentialGroups:

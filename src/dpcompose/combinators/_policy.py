@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain, repeat
 from typing import Any
 
 from dpcompose.accounting import (
@@ -42,6 +43,7 @@ __all__ = [
     "THEOREMS",
     "Plan",
     "child_losses",
+    "expand",
     "plan_composition",
     "profile_lift",
     "rounded_costs",
@@ -80,11 +82,17 @@ _PAIR_CURVES = "; pairs' curves: PrivacyLoss.renyi (subsampled: Mironov–Talwar
 Losses = list[PrivacyLoss | None]
 
 
+def expand(values: Sequence[Any], counts: Sequence[int]) -> list[Any]:
+    """``values[i]`` repeated ``counts[i]`` times, in order (the children's list from their runs)."""
+    return list(chain.from_iterable(map(repeat, values, counts)))
+
+
 @dataclass(frozen=True)
 class Plan:
     """The chosen composition: target measure, theorem name and source, and the function from the
     children's d_out list and their dominating pairs (:class:`PrivacyLoss`, or None) to the composite's
-    d_out; ``runners_up`` evaluates every applicable theorem."""
+    d_out; ``runners_up`` evaluates every applicable theorem. Both take one entry per *run* of children
+    (``counts``, given to :func:`plan_composition`: a run of n equal children is read once, as n copies)."""
 
     measure: Measure[Any]
     theorem: str
@@ -247,8 +255,14 @@ def plan_composition(
     theorem: str,
     delta: Any,
     concurrent: bool,
+    counts: Sequence[int] | None = None,
 ) -> Plan:
     """Choose the theorem for composing children with these measures.
+
+    ``counts``: the children come in runs, ``counts[i]`` equal children of ``measures[i]`` (default: one
+    each); the plan's functions then take one d_out and one pair per run. Every theorem reads the same
+    numbers as for the children listed one by one: lists are expanded where a theorem reads them, pairs and
+    profiles composed as n copies (:meth:`PrivacyLoss.times`, :meth:`PrivacyProfile.times`).
 
     Raises:
         InvalidParameter: an unknown theorem name, or a bad ``delta``.
@@ -258,14 +272,15 @@ def plan_composition(
         raise InvalidParameter(f"theorem={theorem!r} must be one of {', '.join(THEOREMS)}")
     if output_measure is not None and not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure or None")
+    runs = [1] * len(measures) if counts is None else list(counts)
     first = measures[0]
     if output_measure is None:
         for i, m in enumerate(measures):
             if m != first:
                 raise UnsupportedComposition(
-                    f"child 0 is {first!r} but child {i} is {m!r}; lift the children to one measure "
-                    "(make_pure_to_zcdp, make_zcdp_to_approx, make_pure_to_profile, make_zcdp_to_profile) "
-                    "or pass output_measure="
+                    f"child 0 is {first!r} but child {sum(runs[:i])} is {m!r}; lift the children to one "
+                    "measure (make_pure_to_zcdp, make_zcdp_to_approx, make_pure_to_profile, "
+                    "make_zcdp_to_profile) or pass output_measure="
                 )
         target = first
     else:
@@ -292,7 +307,7 @@ def plan_composition(
         return Plan(target, name, source, lambda ds, _losses: fn(ds), lambda ds, _losses: ())
 
     if isinstance(target, ProfileDP):
-        return _profile_plan(measures, theorem, sources, kind)
+        return _profile_plan(measures, theorem, sources, kind, runs)
 
     if isinstance(target, ApproxDP):
         zcdp_children = [m for m in measures if isinstance(m, ZCDP)]
@@ -306,11 +321,11 @@ def plan_composition(
                 )
             profile_lifts = [_lift(m, ProfileDP()) for m in measures]
             candidates = {
-                "pld": _pld_candidate(measures, delta_q),
-                "profile": _profile_candidate(profile_lifts, delta_q),
+                "pld": _pld_candidate(measures, delta_q, runs),
+                "profile": _profile_candidate(profile_lifts, delta_q, runs),
             }
             if delta_q > 0:  # (where every child has a Rényi curve: DP-SGD's subsampled Gaussians)
-                candidates["renyi"] = _renyi_curves_candidate(measures, delta_q)
+                candidates["renyi"] = _renyi_curves_candidate(measures, delta_q, runs)
                 sources = {**sources, "renyi": sources.get("renyi", _SOURCES["renyi"]) + _PAIR_CURVES}
         elif zcdp_children:
             if delta_q is None or delta_q == 0:
@@ -323,20 +338,20 @@ def plan_composition(
                 # an (ε, δ) child beside zCDP ones: no ρ and no Rényi curve for it (δ > 0 has none), but
                 # every child has a profile, and a pair (its own, or RR_(ε,δ) for the (ε, δ) children)
                 candidates = {
-                    "pld": _pld_candidate(measures, dq),
-                    "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], dq),
+                    "pld": _pld_candidate(measures, dq, runs),
+                    "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], dq, runs),
                 }
             else:
-                candidates = _zcdp_candidates(measures, dq)
+                candidates = _zcdp_candidates(measures, dq, runs)
         else:
             lifts = [_lift(m, target) for m in measures]
             all_pure = all(isinstance(m, PureDP) for m in measures)
             plain = _approx_candidates(concurrent, delta_q, all_pure)
-            candidates = {n: _on_lifted(f, lifts) for n, f in plain.items()}
+            candidates = {n: _on_lifted(f, lifts, runs) for n, f in plain.items()}
             if all_pure and delta_q is not None and delta_q > 0:
-                candidates["renyi"] = _renyi_candidate(measures, delta_q)
+                candidates["renyi"] = _renyi_candidate(measures, delta_q, runs)
             if delta_q is not None:
-                candidates["pld"] = _pld_candidate(measures, delta_q)
+                candidates["pld"] = _pld_candidate(measures, delta_q, runs)
 
         if theorem != "auto" and theorem not in candidates:
             raise UnsupportedComposition(
@@ -406,7 +421,7 @@ def plan_composition(
     lifts = [_lift(m, target) for m in measures]
 
     def lifted(ds: list[Any]) -> list[Any]:
-        return [f(d) for f, d in zip(lifts, ds, strict=True)]
+        return expand([f(d) for f, d in zip(lifts, ds, strict=True)], runs)
 
     if isinstance(target, PureDP):
         name = "vadhan-wang-2021" if theorem == "vadhan-wang-2021" and concurrent else "basic"
@@ -418,7 +433,7 @@ def plan_composition(
 
 
 def _zcdp_candidates(
-    measures: Sequence[Measure[Any]], delta: Fraction
+    measures: Sequence[Measure[Any]], delta: Fraction, runs: Sequence[int]
 ) -> dict[str, Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]]:
     """The candidates for pure and zCDP children composed into ApproxDP at ``delta`` > 0: their ρ added
     (pure ones as ε²/2), the Rényi curves added, the PLD, and the profile (the children with a pair by
@@ -426,23 +441,24 @@ def _zcdp_candidates(
     zlifts = [_lift(m, ZCDP()) for m in measures]
 
     def via_zcdp(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction]:
-        rho = zcdp_compose([f(d) for f, d in zip(zlifts, ds, strict=True)])
+        rho = zcdp_compose(expand([f(d) for f, d in zip(zlifts, ds, strict=True)], runs))
         return zcdp_to_approx(rho, delta), delta
 
     return {
         "zcdp": via_zcdp,
-        "renyi": _renyi_candidate(measures, delta),
-        "pld": _pld_candidate(measures, delta),
-        "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], delta),
+        "renyi": _renyi_candidate(measures, delta, runs),
+        "pld": _pld_candidate(measures, delta, runs),
+        "profile": _profile_candidate([_lift(m, ProfileDP()) for m in measures], delta, runs),
     }
 
 
 def _on_lifted(
     f: Callable[[list[tuple[Fraction, Fraction]]], tuple[Fraction, Fraction] | None],
     lifts: Sequence[Callable[[Any], Any]],
+    runs: Sequence[int],
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """An (ε, δ) candidate on the children's d_out lifted to (ε, δ) (it does not read their pairs)."""
-    return lambda ds, _losses: f([lift(d) for lift, d in zip(lifts, ds, strict=True)])
+    return lambda ds, _losses: f(expand([lift(d) for lift, d in zip(lifts, ds, strict=True)], runs))
 
 
 def child_losses(measures: Sequence[Measure[Any]], ds: list[Any], losses: Losses) -> Losses:
@@ -467,7 +483,7 @@ class _Refused(Exception):
 
 
 def _pld_candidate(
-    measures: Sequence[Measure[Any]], delta: Fraction
+    measures: Sequence[Measure[Any]], delta: Fraction, runs: Sequence[int]
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """The PLD candidate: ε(δ) of the composed dominating pairs (from the children's own d_out and pairs),
     where every child has one."""
@@ -479,7 +495,9 @@ def _pld_candidate(
         if all(p is not None and p.kind == "approx" for p in pairs):
             return None  # RR_(ε,δ) pairs only: "optimal" is this exactly, without a lattice
         try:
-            eps = PrivacyLoss.compose([p for p in pairs if p is not None]).epsilon(delta)
+            eps = PrivacyLoss.compose(
+                [p.times(n) for p, n in zip(pairs, runs, strict=True) if p is not None]
+            ).epsilon(delta)
         except InvalidParameter as exc:  # outside the PLD constructors' range (ε above 700), δ too small, …
             raise _Refused(str(exc)) from None
         return eps, delta
@@ -496,25 +514,25 @@ def _children_kind(measures: Sequence[Measure[Any]]) -> str:
 
 
 def _child_profiles(
-    lifts: Sequence[Callable[[Any], PrivacyProfile]], ds: list[Any], losses: Losses
+    lifts: Sequence[Callable[[Any], PrivacyProfile]], ds: list[Any], losses: Losses, runs: Sequence[int]
 ) -> PrivacyProfile:
     """The children's profiles, each with the child's dominating pair attached where it reports one,
     composed (PrivacyProfile.compose: Zhu–Dong–Wang 2022 Thm 10 for the pairs, KOV 2015 / Dong–Roth–Su
-    2019 / Bun–Steinke 2016 for the rest)."""
+    2019 / Bun–Steinke 2016 for the rest); a run of n equal children as n copies."""
     return PrivacyProfile.compose(
-        [with_pair(f(d), loss) for f, d, loss in zip(lifts, ds, losses, strict=True)]
+        [with_pair(f(d), loss).times(n) for f, d, loss, n in zip(lifts, ds, losses, runs, strict=True)]
     )
 
 
 def _profile_candidate(
-    lifts: Sequence[Callable[[Any], PrivacyProfile]], delta: Fraction
+    lifts: Sequence[Callable[[Any], PrivacyProfile]], delta: Fraction, runs: Sequence[int]
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """The profile candidate: ε(δ) of the children's composed profiles (pairs attached), refused (with the
     profile's reason) where it does not reach δ."""
 
     def use_profile(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
         try:
-            return _child_profiles(lifts, ds, losses).epsilon(delta), delta
+            return _child_profiles(lifts, ds, losses, runs).epsilon(delta), delta
         except InvalidParameter as exc:
             raise _Refused(str(exc)) from None
 
@@ -522,7 +540,7 @@ def _profile_candidate(
 
 
 def _renyi_candidate(
-    measures: Sequence[Measure[Any]], delta: Fraction
+    measures: Sequence[Measure[Any]], delta: Fraction, runs: Sequence[int]
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """The Rényi candidate for pure and zCDP children: the curves α ↦ min(ε, αε²/2) (pure) and α ↦ αρ
     (zCDP) add (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2), converted at ``delta`` on
@@ -530,7 +548,9 @@ def _renyi_candidate(
     def use_renyi(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction] | None:
         if delta == 0:
             return None
-        counts = Counter((isinstance(m, PureDP), Fraction(d)) for m, d in zip(measures, ds, strict=True))
+        counts: Counter[tuple[bool, Fraction]] = Counter()
+        for m, d, n in zip(measures, ds, runs, strict=True):
+            counts[isinstance(m, PureDP), Fraction(d)] += n
         parts = [(pure, d, n) for (pure, d), n in counts.items()]
         return renyi_compose_epsilon(parts, delta, RUNNER_UP_ORDERS), delta
 
@@ -538,7 +558,7 @@ def _renyi_candidate(
 
 
 def _renyi_curves_candidate(
-    measures: Sequence[Measure[Any]], delta: Fraction
+    measures: Sequence[Measure[Any]], delta: Fraction, runs: Sequence[int]
 ) -> Callable[[list[Any], Losses], tuple[Fraction, Fraction] | None]:
     """The Rényi candidate for children with profiles: each child's Rényi curve (pure ε and zCDP ρ from
     their d_out, the others from their dominating pair: :meth:`PrivacyLoss.renyi`, which covers Poisson-
@@ -549,7 +569,8 @@ def _renyi_curves_candidate(
     def use_curves(ds: list[Any], losses: Losses) -> tuple[Fraction, Fraction] | None:
         curves: dict[int, tuple[tuple[Fraction, ...], int]] = {}  # (equal pairs share one cached curve)
         of_pair: dict[int, tuple[PrivacyLoss, tuple[Fraction, ...] | None]] = {}  # (a run's steps share one)
-        for i, (m, d, pair) in enumerate(zip(measures, ds, child_losses(measures, ds, losses), strict=True)):
+        pairs = child_losses(measures, ds, losses)
+        for i, (m, d, pair, n) in enumerate(zip(measures, ds, pairs, runs, strict=True)):
             if isinstance(m, PureDP):
                 curve: tuple[Fraction, ...] | None = pure_cost_to_renyi(Fraction(d), RUNNER_UP_ORDERS)
             elif isinstance(m, ZCDP):
@@ -562,18 +583,20 @@ def _renyi_curves_candidate(
                 curve = of_pair[id(pair)][1]
             if curve is None:  # (auto drops it, and explain lists it as not used; forced, the error says why)
                 raise _Refused(
-                    f"child {i} ({m!r}) has no Rényi curve: an (ε, δ) guarantee with δ > 0, sampling "
-                    "without replacement, or no dominating pair"
+                    f"child {sum(runs[:i])} ({m!r}) has no Rényi curve: an (ε, δ) guarantee with δ > 0, "
+                    "sampling without replacement, or no dominating pair"
                 )
             seen = curves.get(id(curve))
-            curves[id(curve)] = (curve, 1 if seen is None else seen[1] + 1)
+            curves[id(curve)] = (curve, n if seen is None else seen[1] + n)
         totals = add_renyi_curves(curves.values(), len(RUNNER_UP_ORDERS))
         return renyi_to_approx(RUNNER_UP_ORDERS, totals, delta), delta
 
     return use_curves
 
 
-def _profile_plan(measures: Sequence[Measure[Any]], theorem: str, sources: dict[str, str], kind: str) -> Plan:
+def _profile_plan(
+    measures: Sequence[Measure[Any]], theorem: str, sources: dict[str, str], kind: str, runs: Sequence[int]
+) -> Plan:
     """Composition into ProfileDP: the children's profiles (their pairs attached) compose; the result is
     read by the least of its routes (``auto``), by the pairs' PLD only (``pld``) or without pairs
     (``basic``: the profile rules without pairs, KOV 2015 / Dong–Roth–Su 2019 / Bun–Steinke 2016)."""
@@ -595,7 +618,7 @@ def _profile_plan(measures: Sequence[Measure[Any]], theorem: str, sources: dict[
         return g
 
     def compose(ds: list[Any], losses: Losses) -> PrivacyProfile:
-        whole = _child_profiles(lifts, ds, losses)
+        whole = _child_profiles(lifts, ds, losses, runs)
         if theorem == "basic":
             return generic_of(whole)
         if theorem == "pld":
@@ -608,7 +631,7 @@ def _profile_plan(measures: Sequence[Measure[Any]], theorem: str, sources: dict[
         return whole
 
     def runners_up(ds: list[Any], losses: Losses) -> tuple[tuple[str, Any], ...]:
-        whole = _child_profiles(lifts, ds, losses)
+        whole = _child_profiles(lifts, ds, losses, runs)
         out: list[tuple[str, Any]] = []
         if whole.loss is not None:
             out.append(("auto — the least of the routes below, at every ε and δ", whole))

@@ -64,8 +64,13 @@ def building() -> bool:
     return _DEPTH.get() > 0
 
 
+_PLAIN: set[type] = set()  # types seen to be no container and no iterator: kept as they are
+
+
 def _snapshot(value: Any, problems: list[str], name: str) -> Any:
     """A copy of the containers in ``value`` (so later mutation by the caller changes no recipe)."""
+    if type(value) in _PLAIN:  # (a composition of 10⁶ children: one look-up each, not six type checks)
+        return value
     if isinstance(value, list):
         return [_snapshot(v, problems, name) for v in value]
     if isinstance(value, tuple) and type(value) is tuple:
@@ -78,6 +83,8 @@ def _snapshot(value: Any, problems: list[str], name: str) -> Any:
         return value.copy()
     if isinstance(value, Iterator):
         problems.append(f"argument {name!r} was a one-shot iterator ({type(value).__name__}); pass a list")
+    else:
+        _PLAIN.add(type(value))
     return value
 
 
@@ -85,7 +92,11 @@ def _contains(container: Any, obj: object) -> bool:
     if container is obj:
         return True
     if isinstance(container, (list, tuple)):
-        return any(_contains(c, obj) for c in container)
+        if id(obj) in set(map(id, container)):  # (no Python loop: 10⁶ children of a composition)
+            return True
+        if not any(issubclass(t, (list, tuple, dict)) for t in set(map(type, container))):
+            return False
+        return any(_contains(c, obj) for c in container if isinstance(c, (list, tuple, dict)))
     if isinstance(container, dict):
         return any(_contains(c, obj) for c in container.values())
     return False
@@ -125,10 +136,13 @@ def recorded(function: Callable[P, R]) -> Callable[P, R]:
         problems: list[str] = []
         kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         positional = [p.name for p in signature.parameters.values() if p.kind in kinds]
-        arguments = tuple(
-            _snapshot(v, problems, positional[i] if i < len(positional) else "*args")
-            for i, v in enumerate(bound.args)
-        )
+        if set(map(type, bound.args)) <= _PLAIN:  # (nothing to copy: 10⁶ children without a loop)
+            arguments = tuple(bound.args)
+        else:
+            arguments = tuple(
+                _snapshot(v, problems, positional[i] if i < len(positional) else "*args")
+                for i, v in enumerate(bound.args)
+            )
         keywords = {k: _snapshot(v, problems, k) for k, v in bound.kwargs.items()}
         _attach(result, Call(wrapper, arguments, keywords, "; ".join(problems)))
         return result

@@ -34,11 +34,12 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
-from dpcompose.core._norm_domain import MARGIN, MAX_DIMENSION, certainly_within, scaled_norms
+from dpcompose.core._norm_domain import MARGIN, MAX_DIMENSION, certainly_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sum import SUM_SCALE, exact_float_sum, size_bound
+from dpcompose.transformations._column_sums import column_sums
+from dpcompose.transformations._sum import SUM_SCALE, size_bound
 
 __all__ = ["make_clip_l1", "make_clip_l2", "make_vector_sum"]
 
@@ -87,6 +88,11 @@ def rows_array(data: Any, d: int) -> FloatRows:
     return out
 
 
+CHUNK_ENTRIES = 1 << 21
+"""Rows are clipped in blocks of about this many entries (16 MiB of float64): the temporaries of the norms
+and of the scaling stay that small, whatever the input size."""
+
+
 def clip_rows(rows: FloatRows, p: int, bound: float) -> FloatRows:
     """Each row scaled into the Lp ball of radius ``bound`` (a float >= 2**-900), exactly.
 
@@ -101,22 +107,70 @@ def clip_rows(rows: FloatRows, p: int, bound: float) -> FloatRows:
     (absolute error <= 2**-1075). So ``‖out‖ <= (1 + u)³(1 + 2**-30)(1 − 2**-20)·bound + d·2**-1074·
     max(2**E_c, 1)``: the first term is below ``(1 − 2**-21)·bound``, the second at most 2**-1034·bound for
     d <= 2**20 and bound >= 2**-900. Rows kept unchanged: see
-    :func:`~dpcompose.core._norm_domain.certainly_within`. Vectorised; no step depends on a row's values
-    other than through ``numpy.where``.
+    :func:`~dpcompose.core._norm_domain.certainly_within`.
+
+    Vectorised, in blocks of rows (:data:`CHUNK_ENTRIES`): the output is the one full-size array. Scaling
+    by a power of two is a multiplication by that float (``x·2**k`` rounded once, which is what ``ldexp``
+    returns, where ``2**k`` is a float: ``ldexp`` itself is used where it is not); ``max|xᵢ|`` is read as
+    ``max(max xᵢ, −min xᵢ)``. No step depends on a row's values other than through the rows selected for
+    scaling.
     """
-    nan_rows = np.asarray(np.isnan(rows).any(axis=1), dtype=bool)
-    x = np.where(nan_rows[:, None], 0.0, rows) if nan_rows.any() else rows
-    s, y, e = scaled_norms(x, p)
+    n, d = rows.shape
+    out: FloatRows = np.empty((n, d), dtype=np.float64)
+    step = max(1, CHUNK_ENTRIES // max(d, 1))
+    work = np.empty((min(step, n), d), dtype=np.float64)  # (reused: a fresh block each time page-faults)
+    for start in range(0, n, step):
+        block = rows[start : start + step]
+        _clip_block(block, p, bound, out[start : start + step], work[: block.shape[0]])
+    return out
+
+
+def _pow2_scale(x: FloatRows, k: npt.NDArray[np.int64], out: FloatRows) -> FloatRows:
+    """``ldexp(x, k[:, None])`` (each row times 2**k, rounded once) into ``out``: a multiplication where
+    every 2**k is a float (k in [−1074, 1023]), else ``ldexp``."""
+    if k.size and int(k.min()) >= -1074 and int(k.max()) <= 1023:
+        return np.multiply(x, np.ldexp(1.0, k)[:, None], out=out)
+    return np.ldexp(x, k[:, None], out=out)
+
+
+def _norms(
+    x: FloatRows, p: int, y: FloatRows, work: FloatRows
+) -> tuple[FloatRows, npt.NDArray[np.int64]]:
+    """:func:`~dpcompose.core._norm_domain.scaled_norms` of the rows ``x`` (``y`` receives the scaled rows;
+    ``work`` is overwritten): ``max|xᵢ|`` read as ``max(max xᵢ, −min xᵢ)``, the scaling by 2**-E as
+    :func:`_pow2_scale`."""
+    top = np.maximum(x.max(axis=1), -x.min(axis=1)) if x.shape[1] else np.zeros(x.shape[0])
+    _, exponent = np.frexp(top)
+    e = exponent.astype(np.int64)
+    _pow2_scale(x, -e, y)
+    terms = np.abs(y, out=work) if p == 1 else np.square(y, out=work)
+    s = terms.sum(axis=1)
+    return (np.sqrt(s) if p == 2 else s), e
+
+
+def _clip_block(x: FloatRows, p: int, bound: float, out: FloatRows, y: FloatRows) -> None:
+    """:func:`clip_rows` of the rows ``x``, written into ``out``; ``y`` is work space of the same shape."""
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        s, e = _norms(x, p, y, out)
+        nan_rows = np.isnan(s)  # exactly the rows holding a NaN (NaN propagates; nothing else makes one)
+        if nan_rows.any():  # they become zero rows, read again as such (as every other row, on its own)
+            x = np.where(nan_rows[:, None], 0.0, x)
+            s, e = _norms(x, p, y, out)
     keep = certainly_within(s, e, bound)
+    out[...] = x
     if bool(keep.all()):
-        return np.array(x, dtype=np.float64)
-    mantissa, exponent = math.frexp(bound)
+        return
+    mantissa, exponent_c = math.frexp(bound)
+    scaled = ~keep
     with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
         h = mantissa / np.where(keep, 1.0, s)
         h *= 1.0 - MARGIN
-        scaled = np.ldexp(y * h[:, None], exponent)
-    out: FloatRows = np.where(keep[:, None], x, scaled)
-    return out
+        rows = scaled[:, None]
+        np.multiply(y, h[:, None], out=out, where=rows)
+        if exponent_c <= 1023:
+            np.multiply(out, 2.0**exponent_c, out=out, where=rows)
+        else:
+            out[scaled] = np.ldexp(out[scaled], exponent_c)
 
 
 def _make_clip(
@@ -241,15 +295,15 @@ def make_vector_sum(
     <= 2c). So d_out = d_in·c (``SymmetricDistance``) or 2·d_in·c (``ChangeOneDistance``), plus the
     rounding slack below.
 
-    Each coordinate is summed exactly (the exact float sum of
-    :func:`~dpcompose.transformations._sum.exact_float_total`, vectorised over the rows), clamped to ``[-L,
-    L]`` and rounded once to the nearest float, as in :func:`~dpcompose.transformations.make_sum`. ``L`` is
-    the least float >= n·c for a bound n on the number of rows (the domain's ``size`` or ``max_size=``): no
-    coordinate of n rows exceeds n·c, so the clamp changes nothing for them, and a larger dataset is summed
-    and clamped, never refused (an exception would reveal its size). Clamping each coordinate is 1-Lipschitz
-    in every p-norm; rounding to nearest at magnitudes <= L moves each coordinate by at most ``ulp(L)/2``,
-    so two outputs are further apart than their exact clamped sums by at most ``d·ulp(L)`` in L1 and
-    ``√d·ulp(L)`` in L2 (a rational upper bound of √d is used). That slack is added to the map for d_in > 0.
+    Each coordinate is summed exactly (:func:`~dpcompose.transformations._column_sums.column_sums`,
+    vectorised over the rows and the columns), clamped to ``[-L, L]`` and rounded once to the nearest float,
+    as in :func:`~dpcompose.transformations.make_sum`. ``L`` is the least float >= n·c for a bound n on the
+    number of rows (the domain's ``size`` or ``max_size=``): no coordinate of n rows exceeds n·c, so the
+    clamp changes nothing for them, and a larger dataset is summed and clamped, never refused (an exception
+    would reveal its size). Clamping each coordinate is 1-Lipschitz in every p-norm; rounding to nearest at
+    magnitudes <= L moves each coordinate by at most ``ulp(L)/2``, so two outputs are further apart than
+    their exact clamped sums by at most ``d·ulp(L)`` in L1 and ``√d·ulp(L)`` in L2 (a rational upper bound
+    of √d is used). That slack is added to the map for d_in > 0.
 
     Args:
         input_domain: ``VectorDomain(NormBallDomain(size=d, norm=c, p=1|2))``, optionally sized.
@@ -301,8 +355,7 @@ def make_vector_sum(
     saturation = int(Fraction(largest) * SUM_SCALE)
 
     def run(data: Any) -> npt.NDArray[np.float64]:
-        columns = np.ascontiguousarray(rows_array(data, d).T)
-        return np.array([exact_float_sum(columns[j], saturation) for j in range(d)], dtype=np.float64)
+        return column_sums(rows_array(data, d), saturation)
 
     def stability(d_in: int) -> Fraction:
         return d_in * per_row + (slack if d_in > 0 else 0)
