@@ -193,8 +193,10 @@ def subsampled_zcdp_to_renyi(rho: Number, q: Number, orders: Sequence[Number]) -
 def subsampled_gaussian_renyi(rho: Number, q: Number, orders: Sequence[Number]) -> tuple[Fraction, ...]:
     """The Rényi curve of the Gaussian (or discrete Gaussian) mechanism with ρ = Δ²/2σ² run on a Poisson
     subsample with rate ``q``, both directions of add/remove: ``min(αρ, ln A_α/(α − 1))`` at integer orders,
-    ``A_α = Σ_j C(α, j)(1 − q)^{α−j} q^j e^{(j−1)jρ}`` the removal sum, rounded up (non-integer α read at
-    ⌈α⌉). Exact (up to that rounding) for the continuous Gaussian; an upper bound for the discrete one.
+    ``A_α = Σ_j C(α, j)(1 − q)^{α−j} q^j e^{(j−1)jρ}`` the removal sum, rounded up. A non-integer α is read
+    as the whole value at ⌈α⌉, cap ⌈α⌉ρ included (Rényi divergence grows with the order, so this bounds it;
+    it can be far above the value at α itself). Exact (up to that rounding) for the continuous Gaussian at
+    integer orders, and for the discrete Gaussian at integer shifts (its moments are exactly e^{j(j−1)ρ}).
 
     Use it only for a base whose every pair is symmetric — additive Gaussian or discrete Gaussian noise (the
     latter at integer shifts in grid units) with a shift of norm at most Δ; a general ρ-zCDP mechanism needs

@@ -230,7 +230,9 @@ def gdp_budget(budget: PrivacyProfile) -> Fraction:
                 "needs μ = 0); give δ > 0"
             )
         return found
-    only_gaussian = not budget.approx_parts and budget.rho == 0
+    # (a profile with a pair and a fallback means the smaller of the two curves: a μ read from the pair alone
+    # could exceed what the budget allows, so such budgets are refused)
+    only_gaussian = not budget.approx_parts and budget.rho == 0 and budget.loss_fallback is None
     mu_sq: Fraction | None = budget.gaussian_mu_sq
     if budget.loss is not None:
         from_pair = _gdp_mu_sq(budget.loss)
