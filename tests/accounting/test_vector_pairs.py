@@ -28,6 +28,7 @@ from dpcompose.accounting._vector_pairs import (
     vector_gaussian_bound,
     vector_shift_dims,
 )
+from dpcompose.errors import UnsupportedComposition
 
 MP_DPS = 40
 
@@ -159,11 +160,12 @@ def test_poisson_summation_and_the_ripple_bound(s: Fraction, tau2: Fraction) -> 
     den = 1 + 2 * mpmath.nsum(lambda j: mpmath.exp(-2 * mpmath.pi**2 * j**2 * s_**2), [1, mpmath.inf])
     for y in mpmath.linspace(-4 * mpmath.sqrt(big), 4 * mpmath.sqrt(big), 17):
         direct = mpmath.nsum(
-            lambda k: mpmath.exp(-(k**2) / (2 * s_**2)) * mpmath.npdf(y, k, mpmath.sqrt(t_)),
+            lambda k, y=y: mpmath.exp(-(k**2) / (2 * s_**2)) * mpmath.npdf(y, k, mpmath.sqrt(t_)),
             [-mpmath.inf, mpmath.inf],
         ) / zs
         num = 1 + 2 * mpmath.nsum(
-            lambda j: mpmath.exp(-2 * mpmath.pi**2 * j**2 * star) * mpmath.cos(2 * mpmath.pi * j * y * s_**2 / big),
+            lambda j, y=y: mpmath.exp(-2 * mpmath.pi**2 * j**2 * star)
+            * mpmath.cos(2 * mpmath.pi * j * y * s_**2 / big),
             [1, mpmath.inf],
         )
         normal = mpmath.npdf(y, 0, mpmath.sqrt(big))
@@ -196,3 +198,71 @@ def test_the_number_of_moved_coordinates() -> None:
     assert vector_shift_dims(Fraction(3, 2), None) == 2
     assert vector_shift_dims(Fraction(10), 5) == 5
     assert vector_shift_dims(Fraction(99, 100), None) == 0
+
+
+# -- subsampling a flagged pair (PrivacyLoss.subsampled of compose([X, approx(0, η)])) -------------------
+
+
+def test_subsampled_flagged_pair_is_the_subsampled_pair_with_the_flag() -> None:
+    g = PrivacyLoss.gaussian(Fraction(3, 2), 1)
+    flag = PrivacyLoss.approx(0, Fraction(1, 10**6))
+    child = PrivacyLoss.compose([g, flag, flag])
+    for sampling in ("poisson", "without_replacement"):
+        got = PrivacyLoss.subsampled(child, Fraction(1, 10), sampling)
+        want = PrivacyLoss.compose(
+            [PrivacyLoss.subsampled(g, Fraction(1, 10), sampling), PrivacyLoss.approx(0, Fraction(2, 10**6))]
+        )
+        assert got == want
+    with pytest.raises(UnsupportedComposition):
+        PrivacyLoss.subsampled(PrivacyLoss.compose([g, g]), Fraction(1, 10))
+    with pytest.raises(UnsupportedComposition):  # η summed to 1 or more: no pair
+        PrivacyLoss.subsampled(PrivacyLoss.compose([g, PrivacyLoss.approx(0, Fraction(1, 2))] * 2), 0.5)
+    with pytest.raises(UnsupportedComposition):  # two pairs besides the flags
+        PrivacyLoss.subsampled(PrivacyLoss.compose([g, PrivacyLoss.laplace(1, 1), flag]), 0.5)
+
+
+def _check_subsampled(u: tuple[int, ...], s: Fraction, factor: Fraction, rate: Fraction) -> None:
+    mu, eta = _bound(u, s, factor)
+    if not (eta < 1 and mu <= 8):  # (the subsampled Gaussian PLD takes μ ≤ 8)
+        assume(False)
+    child = PrivacyLoss.compose([PrivacyLoss.gaussian(mu, 1), PrivacyLoss.approx(0, eta)])
+    poisson = PrivacyLoss.subsampled(child, rate)
+    wor = PrivacyLoss.subsampled(child, rate, "without_replacement")
+    for eps in (Fraction(0), Fraction(1, 2), Fraction(3, 2)):
+        forward = _true_delta(u, s, eps, (rate, False))  # one record removed
+        backward = _true_delta(u, s, eps, (rate, True))  # one record added
+        assert max(forward, backward) <= _mp(poisson.delta(eps)), (u, s, factor, rate, eps)
+        assert forward <= _mp(wor.delta(eps)), (u, s, factor, rate, eps)  # the α ≥ 1 bound (Prop. 30)
+
+
+def test_subsampled_enumeration_can_fail() -> None:
+    """Subsampled at q = 1/2, the s = 1/2 pair exceeds the subsampled Gaussian part alone at ε = 0 (so
+    the flag must be carried through the subsampling), and not the reported pair."""
+    u, s, rate = (1, 0), Fraction(1, 2), Fraction(1, 2)
+    mu, eta = _bound(u, s, Fraction(1, 2))
+    true = max(_true_delta(u, s, Fraction(0), (rate, False)), _true_delta(u, s, Fraction(0), (rate, True)))
+    assert true > _mp(PrivacyLoss.subsampled(PrivacyLoss.gaussian(mu, 1), rate).delta(0))
+    assert eta < 1 and mu <= 8
+    _check_subsampled(u, s, Fraction(1, 2), rate)
+
+
+@settings(max_examples=2)
+@given(u=shifts_2d, s=small_s, factor=tau_factor, rate=st.sampled_from([Fraction(1, 10), Fraction(1, 2)]))
+def test_subsampled_two_dimensions_never_exceed_the_certified_pair(
+    u: tuple[int, int], s: Fraction, factor: Fraction, rate: Fraction
+) -> None:
+    _check_subsampled(u, s, factor, rate)
+
+
+@pytest.mark.slow
+@settings(max_examples=60)
+@given(
+    u=st.one_of(shifts_2d, shifts_3d),
+    s=small_s,
+    factor=tau_factor,
+    rate=st.sampled_from([Fraction(1, 100), Fraction(1, 10), Fraction(1, 2), Fraction(9, 10)]),
+)
+def test_subsampled_many_shifts_never_exceed_the_certified_pair(
+    u: tuple[int, ...], s: Fraction, factor: Fraction, rate: Fraction
+) -> None:
+    _check_subsampled(u, s, factor, rate)
