@@ -92,3 +92,25 @@ def test_dp_sgd_reads_the_subsampled_gaussian() -> None:
         .epsilon_bounds(1e-5)
     assert eps >= lower
     assert float(eps) < 1.8283  # (measured 1.8282517)
+
+
+def test_the_vector_laplace_reports_the_one_dimensional_pair() -> None:
+    """Every integer shift of L1 norm ≤ Δ_g is dominated by the 1-D discrete Laplace with shift ⌊Δ_g⌋
+    (vector_discrete_laplace_loss, enumerated in tests/accounting/test_vector_pairs.py); so an L1-clipped
+    sum with Laplace noise is accounted by its PLD, subsampled too."""
+    v = dp.VectorDomain(dp.AtomDomain(float), size=10)
+    m = dp.m.make_laplace(v, dp.L1Distance(), scale=1.0)
+    t = 2**30  # the grid: scale 1 is 2**30 grid units; Δ_g = ⌈2**30⌉ + 10 − 1
+    assert m.privacy_loss(1) == PrivacyLoss.discrete_laplace(t + 9, t)
+    ints = dp.VectorDomain(dp.AtomDomain(int))
+    assert dp.m.make_laplace(ints, dp.L1Distance(), scale=2.0).privacy_loss(Fraction(7, 2)) == \
+        PrivacyLoss.discrete_laplace(3, 2)
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=10))
+    clip = dp.t.make_clip_l1(rows, dp.SymmetricDistance(), norm=1.0)
+    total = clip >> dp.t.make_vector_sum(clip.output_domain, clip.output_metric, max_size=10**4)
+    step = dp.make_subsample(total >> dp.m.make_laplace(total.output_domain, total.output_metric, 1.0), 0.01)
+    pair = step.privacy_loss(1)
+    assert pair is not None and pair.kind == "subsampled"
+    assert pair.parts[0][0].kind == "discrete_laplace"
+    eps, _ = dp.make_sequential(*[step] * 100, output_measure=dp.ApproxDP(), delta=1e-6).map(1)
+    assert eps < Fraction(1, 2)  # (the amplified ε = 0.0172 composed 100 times by the (ε, δ) theorems: 0.88)

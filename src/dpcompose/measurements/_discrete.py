@@ -29,7 +29,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import PrivacyLoss, exact, vector_discrete_gaussian_loss, vector_shift_dims
+from dpcompose.accounting import (
+    PrivacyLoss,
+    exact,
+    vector_discrete_gaussian_loss,
+    vector_discrete_laplace_loss,
+    vector_shift_dims,
+)
 from dpcompose.core import (
     ZCDP,
     AbsoluteDistance,
@@ -155,8 +161,12 @@ def make_discrete_laplace(
             limit: refused here, before anything runs).
         DomainMismatch: the domain/metric pair is not one of the above.
 
+    Dominating pair (``privacy_loss``): the discrete Laplace with shift ⌊d_in⌋, for a vector too (every
+    integer shift of L1 norm ≤ d_in is dominated by the one-dimensional one:
+    :func:`~dpcompose.accounting._vector_pairs.vector_discrete_laplace_loss`).
+
     Source: Ghosh, Roughgarden, Sundararajan 2009 (the geometric mechanism is ε-DP for ε = Δ/t);
-    sampler: Canonne, Kamath, Steinke 2020, Algorithm 2.
+    sampler: Canonne, Kamath, Steinke 2020, Algorithm 2; vector pair: ``vector_discrete_laplace_loss``.
 
     Examples:
         >>> import dpcompose as dp
@@ -185,9 +195,11 @@ def make_discrete_laplace(
 
     def loss(d_in: Fraction) -> PrivacyLoss | None:
         # integer data: inputs d_in apart differ by an integer ≤ ⌊d_in⌋ (larger shifts dominate smaller
-        # ones: the discrete Laplace is log-concave). Vectors: no PLD (the L1 ball's worst case is not
-        # covered by a published PLD result), so composites account them by ε.
-        return None if vector else PrivacyLoss.discrete_laplace(math.floor(d_in), scale_q)
+        # ones: the discrete Laplace is log-concave). Vectors: integer shifts of L1 norm ≤ d_in, dominated
+        # by the one-dimensional shift ⌊d_in⌋ (vector_discrete_laplace_loss).
+        if vector:
+            return vector_discrete_laplace_loss(Fraction(d_in), scale_q)
+        return PrivacyLoss.discrete_laplace(math.floor(d_in), scale_q)
 
     return Measurement(
         input_domain,
