@@ -91,7 +91,8 @@ def vector_gaussian_bound(
        Z_s = s√(2π)·[1 + 2Σ_{j≥1} e^{−2π²j²s²}]. Hence
        ν(y) = N(0, S²)(y)·[1 + 2Σ_j e^{−2π²j²σ*²}cos(2πjm)] / [1 + 2Σ_j e^{−2π²j²s²}] ≥ L·N(0, S²)(y), and
        the d′-dimensional ν satisfies ν ≥ L^{d′}·N(0, S²I) pointwise (with L > 0, ensured below).
-    4. (Flagged mixture.) So ν = (1 − η)·N(0, S²I) + η·R for a probability measure R (η < 1), and
+    4. (Flagged mixture.) So for any η ≥ 1 − L^{d′} with η < 1 (the bound computed below is one),
+       ν = (1 − η)·N(0, S²I) + η·R for a probability measure R (R ≥ 0 as ν ≥ (1 − η)·N(0, S²I)), and
        ν(· − u′) = (1 − η)·N(u′, S²I) + η·R(· − u′). Revealing which component was drawn is more
        information (step 1 again); the revealed pair's divergence is
        (1 − η)·H_α(N(0, S²I)‖N(u′, S²I)) + η·H_α(R‖R(· − u′)) ≤ (1 − η)·H_α(G) + η = H_α(G ⊗ A(0, η))
