@@ -54,11 +54,6 @@ from dpcompose.accounting._pld import (
 )
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
 from dpcompose.accounting._rdp import subsampled_renyi, subsampled_zcdp_to_renyi
-from dpcompose.accounting._vector_pairs import (
-    vector_discrete_gaussian_loss,
-    vector_discrete_laplace_loss,
-    vector_shift_dims,
-)
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -116,9 +111,6 @@ __all__ = [
     "rruv_filter_epsilon",
     "subsampled_renyi",
     "subsampled_zcdp_to_renyi",
-    "vector_discrete_gaussian_loss",
-    "vector_discrete_laplace_loss",
-    "vector_shift_dims",
     "whitehouse_filter_epsilon",
     "zcdp_budget",
     "zcdp_compose",

@@ -29,9 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import (
-    PrivacyLoss,
-    exact,
+from dpcompose.accounting import PrivacyLoss, exact
+from dpcompose.accounting._vector_pairs import (
     vector_discrete_gaussian_loss,
     vector_discrete_laplace_loss,
     vector_shift_dims,

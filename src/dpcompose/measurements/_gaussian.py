@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import PrivacyLoss, exact, vector_discrete_gaussian_loss, vector_shift_dims
+from dpcompose.accounting import PrivacyLoss, exact
+from dpcompose.accounting._vector_pairs import vector_discrete_gaussian_loss, vector_shift_dims
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter

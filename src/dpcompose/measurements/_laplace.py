@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_finite_positive
-from dpcompose.accounting import PrivacyLoss, exact, vector_discrete_laplace_loss
+from dpcompose.accounting import PrivacyLoss, exact
+from dpcompose.accounting._vector_pairs import vector_discrete_laplace_loss
 from dpcompose.core import (
     Domain,
     L1Distance,
