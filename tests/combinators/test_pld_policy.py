@@ -11,6 +11,7 @@ from collections import defaultdict
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,13 +106,16 @@ def test_privacy_loss_follows_chains_postprocessing_and_nesting() -> None:
 
 
 def test_children_without_a_pair_fall_back_or_refuse() -> None:
-    vec_lap = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L1Distance(), scale=1.0)
-    assert vec_lap.privacy_loss(1) is None  # no published PLD for the L1 ball
+    vec_lap = dp.m.make_laplace(
+        dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L1Distance(), 1.0, rng=np.random.default_rng(0)
+    )
+    assert vec_lap.privacy_loss(1) is None  # continuous Laplace vectors: the L1 ball's pair is proven for
+    # discrete noise only (the secure path's: test_subsample_vector)
     # a pure child without a pair is read as RR_ε: the composite still has one
     mixed = dp.make_sequential(vec_lap, vec_lap)
     assert mixed.privacy_loss(1) == PrivacyLoss.compose([PrivacyLoss.approx(vec_lap.map(1), 0)] * 2)
-    gauss = dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L2Distance(), scale=3.0)
-    assert gauss.privacy_loss(1) is None  # zCDP, and no scalar PLD covers the discrete Gaussian's L2 ball
+    gauss = dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(int), size=3), dp.L2Distance(), scale=3.0)
+    assert gauss.privacy_loss(1) is None  # zCDP, and σ = 3 is too small for the vector pair
     with pytest.raises(UnsupportedComposition, match="privacy loss distribution"):
         dp.make_sequential(gauss, gauss, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld").map(1)
     # auto still answers, by zCDP
@@ -147,7 +151,8 @@ def test_seeded_vector_gaussian_reports_the_scalar_pair() -> None:
     exact = gaussian_profile(1, Fraction(3, 4)).epsilon(1e-6)  # μ = √16/3: σ_total = 3/4 at Δ = 1
     assert exact <= eps <= exact * (1 + 1e-9)
     secure = dp.m.make_gaussian(vec, dp.L2Distance(), scale=3.0)
-    assert secure.privacy_loss(1) is None  # the discrete Gaussian: no scalar pair (see above)
+    pair = secure.privacy_loss(1)  # the discrete Gaussian: Gaussian(μ′) ⊗ A(0, η) (vector_gaussian_bound)
+    assert pair is not None and {p.kind for p, _ in pair.parts} == {"gaussian", "approx"}
 
 
 def _dgauss_atoms(shift: int, sigma: int) -> dict[Fraction, mpmath.mpf]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,13 +127,15 @@ def test_profile_children_into_approx_need_a_delta_and_list_their_theorems() -> 
 
 def test_a_zcdp_child_without_a_pair_keeps_the_hybrid_route() -> None:
     lap = dp.m.make_laplace(FLOAT, ABS, scale=10.0)
-    vec = dp.m.make_gaussian(dp.VectorDomain(FLOAT, size=3), dp.L2Distance(), scale=20.0)
-    assert vec.privacy_loss(1) is None
-    # the same input: both read a float; the vector child reads it thrice
+    ints = dp.VectorDomain(dp.AtomDomain(int), size=3)
+    vec = dp.m.make_gaussian(ints, dp.L2Distance(), scale=35.0)
+    # the same input: both read a float; the vector child reads it thrice, rounded (each entry moves by at
+    # most d + 1, so L2 ≤ √3·(d + 1) ≤ (7/4)(d + 1)): ρ = 3.5²/(2·35²) = 0.005 at d = 1
     to_vec = dp.make_user_transformation(
-        FLOAT, dp.VectorDomain(FLOAT, size=3), ABS, dp.L2Distance(), lambda x: [x] * 3, lambda d: d * 2,
+        FLOAT, ints, ABS, dp.L2Distance(), lambda x: [round(x)] * 3, lambda d: (d + 1) * Fraction(7, 4),
         trusted=True,
     )
+    assert (to_vec >> vec).privacy_loss(1) is None  # integer noise, σ = 35: too small for the vector pair
     children = [lap] * 100 + [to_vec >> vec]
     prof = dp.make_sequential(*children, output_measure=dp.ProfileDP())
     p = prof.map(1)
@@ -158,7 +161,7 @@ def test_concurrent_profile_composition_matches_sequential() -> None:
 
 
 def test_forced_theorems_for_profile_output() -> None:
-    vec = dp.m.make_gaussian(dp.VectorDomain(FLOAT, size=3), dp.L2Distance(), scale=20.0)
+    vec = dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(int), size=3), dp.L2Distance(), scale=2.0)
     with pytest.raises(dp.UnsupportedComposition, match="no child reports a dominating pair"):
         dp.make_sequential(vec, vec, output_measure=dp.ProfileDP(), theorem="pld").map(1)
     with pytest.raises(dp.UnsupportedComposition, match="applicable: auto, basic"):
@@ -234,7 +237,9 @@ def test_cast_refusals_name_what_is_missing() -> None:
     )
     with pytest.raises(dp.UnsupportedComposition, match=r"\(mine \[UNVERIFIED\]\) reports no dominating"):
         dp.make_loss_to_profile(user)
-    vec = dp.m.make_laplace(dp.VectorDomain(FLOAT, size=2), dp.L1Distance(), scale=1.0)
+    vec = dp.m.make_laplace(  # continuous Laplace vectors (the seeded path) report no pair
+        dp.VectorDomain(FLOAT, size=2), dp.L1Distance(), scale=1.0, rng=np.random.default_rng(0)
+    )
     cast = dp.make_loss_to_profile(vec)  # the map says where: this mechanism has no pair at any d_in
     with pytest.raises(dp.UnsupportedComposition, match="no dominating pair at d_in=1"):
         cast.map(1)

@@ -99,8 +99,14 @@ def test_zcdp_children_without_a_pair_of_one_mechanism() -> None:
         lambda xs: [float(len(xs)), 0.0], lambda d: d, trusted=True,
     )
     vec = to_vec >> dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(float), size=2), dp.L2Distance(), 4.0)
-    if vec.privacy_loss(1) is None:  # (no pair of one mechanism: the Rényi curve of its ρ)
-        assert dp.make_subsample(vec, 0.5).output_measure == dp.RenyiDP()
+    assert dp.make_subsample(vec, 0.5).privacy_loss(1) is not None  # the vector pair (test_subsample_vector)
+    ints = dp.VectorDomain(dp.AtomDomain(int), size=2)
+    to_ints = dp.make_user_transformation(
+        INTS, ints, SYM, dp.L2Distance(), lambda xs: [len(xs), 0], lambda d: d, trusted=True,
+    )
+    small = to_ints >> dp.m.make_gaussian(ints, dp.L2Distance(), 4.0)  # σ = 4: too small for the vector pair
+    assert small.privacy_loss(1) is None  # (no pair of one mechanism: the Rényi curve of its ρ)
+    assert dp.make_subsample(small, 0.5).output_measure == dp.RenyiDP()
 
 
 def test_bad_inputs_are_refused_before_anything_runs() -> None:

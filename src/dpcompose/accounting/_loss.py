@@ -66,7 +66,7 @@ from dpcompose.accounting._pld import (
 from dpcompose.accounting._rdp import subsampled_renyi
 from dpcompose.errors import InvalidParameter, ResourceLimit, UnsupportedComposition
 
-__all__ = ["GROUP_OVER", "MAX_DISTINCT", "PrivacyLoss", "rounded_pair"]
+__all__ = ["GROUP_OVER", "MAX_DISTINCT", "PrivacyLoss", "flagged_pair", "rounded_pair"]
 
 _KINDS = (
     "discrete_laplace",
@@ -225,15 +225,36 @@ class PrivacyLoss:
         Only a single mechanism's pair can be subsampled here: the subsampled pair of a composition is
         not the product of the subsampled pairs, and no theorem used here gives it, so a ``composed``
         (or an already ``subsampled``) child is refused; account such a mechanism by its (ε, δ) amplified
-        by subsampling instead.
+        by subsampling instead. The one exception is a *flagged* pair: a composition of one pair X
+        (count 1) with (0, η_i) pairs (``approx(0, η_i)``, as the vector Gaussian reports:
+        :func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound`) is subsampled as
+        ``compose([subsampled(X), approx(0, η)])`` with η = Σ n_i·η_i (refused if that is not below 1).
+
+        Why (the flagged-mixture lemma). The (0, η_i) parts compose to A(0, 1 − ∏(1 − η_i)^{n_i}) (with
+        that probability one of them shows an outcome only one side can produce; otherwise all are
+        identical), dominated by A(0, η) as H_α(A(0, δ)) = max(δ, 1 − α + αδ) is non-decreasing in δ. So
+        the child is (a pair dominated by) Y = X ⊗ A(0, η), a labelled mixture: with probability 1 − η
+        the label "main" and the pair X = (P₁, Q₁); with probability η the label "flag" and
+        (P₁ ⊗ δ_a, Q₁ ⊗ δ_b), the same under both sides. Every subsampled pair used here (Poisson, both
+        orders: ((1 − q)Q + qP, Q) and (Q, (1 − q)Q + qP); without replacement: the bound by
+        H_α((1 − q)Q + qP ‖ Q) for α ≥ 1 and H_α(Q ‖ (1 − q)Q + qP) for α < 1 — see
+        ``_pld.subsample.cells``) is built from affine mixtures of the two sides with the same weights on
+        both labels, so applied to Y it is again a labelled mixture: (1 − η)·[the subsampled X] +
+        η·[a subsampled flag part], whose hockey-stick divergence at every α ≥ 0 is
+        (1 − η)·H_α(subsampled X) + η·H_α(flag part) ≤ (1 − η)·H_α(subsampled X) + η (any H_α ≤ 1 for
+        α ≥ 0), which is H_α(subsampled X ⊗ A(0, η)). The subsampling theorems hold for every dominating
+        pair of the mechanism, Y included, so ``compose([subsampled(X), approx(0, η)])`` dominates the
+        subsampled mechanism in each order (and A(0, η) is its own reverse).
 
         Source: Zhu–Dong–Wang 2022 Thm 11 (Poisson) and Prop. 30 (without replacement); Balle–Barthe–
-        Gaboardi 2018 Thms 2, 8 and 9.
+        Gaboardi 2018 Thms 2, 8 and 9; Kairouz–Oh–Viswanath 2015 (the (0, η) pair); the flagged-mixture
+        lemma above (proved here).
 
         Raises:
             InvalidParameter: ``child`` is not a PrivacyLoss, ``rate`` is not in [0, 1], or ``sampling`` is
                 neither ``"poisson"`` nor ``"without_replacement"``.
-            UnsupportedComposition: ``child`` is ``composed`` or ``subsampled``.
+            UnsupportedComposition: ``child`` is ``subsampled``, or ``composed`` other than one pair
+                with (0, η) pairs.
 
         Examples:
             >>> step = PrivacyLoss.subsampled(PrivacyLoss.discrete_gaussian(2**30, 2**30), 0.01)
@@ -244,11 +265,16 @@ class PrivacyLoss:
         """
         if not isinstance(child, PrivacyLoss):
             raise InvalidParameter(f"child={child!r} must be a PrivacyLoss")
+        flagged = flagged_pair(child)
+        if flagged is not None:
+            pair, eta = flagged
+            return cls.compose([cls.subsampled(pair, rate, sampling), cls.approx(0, eta)])
         if child.kind in ("composed", "subsampled"):
             raise UnsupportedComposition(
                 f"child={child!r}: the subsampled pair of a {child.kind} mechanism is not a product of "
-                "subsampled pairs and no theorem used here gives it; subsample each mechanism on its own, "
-                "or account the subsampled composition by its (ε, δ)"
+                "subsampled pairs and no theorem used here gives it (only one pair composed with (0, η) "
+                "pairs is taken); subsample each mechanism on its own, or account the subsampled "
+                "composition by its (ε, δ)"
             )
         q = _nonnegative(rate, "rate")
         if q > 1:
@@ -523,6 +549,28 @@ class PrivacyLoss:
 
     def __repr__(self) -> str:
         return f"PrivacyLoss({self.label()})"
+
+
+def flagged_pair(loss: PrivacyLoss) -> tuple[PrivacyLoss, Fraction] | None:
+    """``(X, η)`` for a composition of one pair X (count 1, neither composed nor subsampled) with (0, η_i)
+    pairs, η = Σ n_i·η_i < 1 (:meth:`PrivacyLoss.subsampled` proves that X ⊗ A(0, η) dominates it and how
+    it subsamples); None for anything else (including η ≥ 1).
+
+    Examples:
+        >>> g = PrivacyLoss.gaussian(1, 1)
+        >>> flagged_pair(PrivacyLoss.compose([g, PrivacyLoss.approx(0, Fraction(1, 10**9))]))
+        (PrivacyLoss(gaussian(Δ=1, σ=1)), Fraction(1, 1000000000))
+        >>> flagged_pair(PrivacyLoss.compose([g, g])) is None
+        True
+    """
+    if loss.kind != "composed":
+        return None
+    flags = [(p, n) for p, n in loss.parts if p.kind == "approx" and p.params[0] == 0]
+    rest = [(p, n) for p, n in loss.parts if not (p.kind == "approx" and p.params[0] == 0)]
+    if len(rest) != 1 or rest[0][1] != 1 or rest[0][0].kind == "subsampled":
+        return None
+    eta = sum((Fraction(p.params[1]) * n for p, n in flags), Fraction(0))
+    return (rest[0][0], eta) if eta < 1 else None
 
 
 def _own_curve(loss: PrivacyLoss, alpha: Fraction) -> Fraction | None:

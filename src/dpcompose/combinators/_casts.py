@@ -317,8 +317,12 @@ def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         >>> p.epsilon(1e-6) < p.generic().epsilon(1e-6)  # the PLD beats ρ → (ε, δ)
         True
         >>> v = dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L2Distance(), scale=4.0)
-        >>> dp.make_zcdp_to_profile(v).map(1)  # no pair for the L2 ball: ρ only
-        PrivacyProfile(zcdp ρ=0.0312505)
+        >>> dp.make_zcdp_to_profile(v).map(1).loss  # the vector pair: Gaussian(μ′) ⊗ A(0, η)
+        PrivacyLoss(approx(ε=0, δ=2.8789783848029783e-31) + gaussian(Δ=0.25000165181287337, σ=1))
+        >>> ints = dp.VectorDomain(dp.AtomDomain(int), size=3)
+        >>> small = dp.m.make_gaussian(ints, dp.L2Distance(), scale=4.0)
+        >>> dp.make_zcdp_to_profile(small).map(1)  # integer noise with σ = 4: no pair, ρ only
+        PrivacyProfile(zcdp ρ=0.03125)
     """
     _require(m, ZCDP, "make_zcdp_to_profile")
     return _cast(
@@ -355,8 +359,10 @@ def make_loss_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         >>> renyi = dp.make_pure_to_renyi(rr)  # a Rényi measurement of the same mechanism
         >>> dp.make_loss_to_profile(renyi).map(1)
         PrivacyProfile(pairs=[randomized_response(ε=1, k=4)])
-        >>> vec = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(float), size=2), dp.L1Distance(), scale=1.0)
-        >>> dp.make_loss_to_profile(vec).map(1)  # no published PLD for the L1 ball
+        >>> import numpy as np
+        >>> vec = dp.m.make_laplace(dp.VectorDomain(dp.AtomDomain(float), size=2), dp.L1Distance(), scale=1.0,
+        ...                         rng=np.random.default_rng(0))
+        >>> dp.make_loss_to_profile(vec).map(1)  # continuous Laplace vectors: no pair
         Traceback (most recent call last):
         ...
         dpcompose.errors.UnsupportedComposition: make_loss_to_profile: m (laplace(...)) has no dominating ...

@@ -49,6 +49,7 @@ from dpcompose._validation import check_finite, check_positive_int, check_str
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile, subsampled_renyi
 from dpcompose.accounting._basic import group
 from dpcompose.accounting._exact import decimal, exact, exp_up, expm1_up, log1p_up, log_up
+from dpcompose.accounting._loss import flagged_pair
 from dpcompose.core import (
     ZCDP,
     ApproxDP,
@@ -265,7 +266,9 @@ def make_subsample(
 
     Output measure: ``PureDP`` and ``ApproxDP`` ``m`` keep their measure and numbers. Any other ``m``
     (zCDP, Rényi, a profile) is accepted where it reports the dominating pair of one mechanism at one
-    step — the scalar Gaussian mechanisms do — and the result is a ``ProfileDP`` measurement whose map at
+    step — the scalar Gaussian mechanisms do, and the vector ones (a DP-SGD step ``make_clip_l2 >>
+    make_vector_sum >> make_gaussian``) report one pair with a (0, η) flag, which subsamples too
+    (``PrivacyLoss.subsampled``) — and the result is a ``ProfileDP`` measurement whose map at
     one step is the profile of the subsampled pair (``PrivacyProfile.from_loss``), at 0 the empty
     profile, and beyond one step refused (no theorem for several records here). A zCDP or Rényi ``m``
     without such a pair (a user's mechanism, a composition) gives, under Poisson sampling, a ``RenyiDP``
@@ -409,8 +412,8 @@ def make_subsample(
         or (ε, δ) m without one (or with a composed one), RR_(ε,δ) of its guarantee at one step (KOV 2015
         Thm 2.5); None where m has neither."""
         pair = m.privacy_loss(child_d) if m.loss is not None else None
-        if pair is not None and pair.kind not in ("composed", "subsampled"):
-            return pair
+        if pair is not None and (pair.kind not in ("composed", "subsampled") or flagged_pair(pair)):
+            return pair  # (one mechanism's pair, or one pair with (0, η) flags: PrivacyLoss.subsampled)
         if isinstance(measure, PureDP):
             return PrivacyLoss.approx(m.map(child_d), 0)
         if isinstance(measure, ApproxDP):
@@ -432,7 +435,8 @@ def make_subsample(
             raise UnsupportedComposition(
                 f"make_subsample: m ({m.node.label()}) is {measure!r} without a dominating pair; its "
                 "subsampled Rényi curve is proven here for Poisson subsampling only: use method='poisson', "
-                "or a mechanism that reports its pair"
+                "or a mechanism that reports its pair (a discrete Gaussian vector reports one only when its "
+                "noise is at least about 47 of its own units, σ ≥ 47 for integer data)"
             )
         out_measure = RenyiDP()
         renyi_map = _renyi_map(m, measure, q)
@@ -449,8 +453,10 @@ def make_subsample(
             raise UnsupportedComposition(
                 f"make_subsample: m's output measure {measure!r} has no amplification bound here, and m "
                 f"({m.node.label()}) reports no dominating pair of one mechanism at d_in={child_d} "
-                "(privacy_loss), whose subsampled pair would give one; convert m first (e.g. "
-                "make_zcdp_to_approx) or use a mechanism that reports its pair"
+                "(privacy_loss), whose subsampled pair would give one (a discrete Gaussian vector reports "
+                "one only when its noise is at least about 47 of its own units, σ ≥ 47 for integer data: "
+                "below that the proven pair, vector_gaussian_bound, is too loose and is not offered); "
+                "convert m first (e.g. make_zcdp_to_approx) or use a mechanism that reports its pair"
             )
         out_measure = ProfileDP()
 

@@ -30,6 +30,11 @@ import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import PrivacyLoss, exact
+from dpcompose.accounting._vector_pairs import (
+    vector_discrete_gaussian_loss,
+    vector_discrete_laplace_loss,
+    vector_shift_dims,
+)
 from dpcompose.core import (
     ZCDP,
     AbsoluteDistance,
@@ -155,8 +160,12 @@ def make_discrete_laplace(
             limit: refused here, before anything runs).
         DomainMismatch: the domain/metric pair is not one of the above.
 
+    Dominating pair (``privacy_loss``): the discrete Laplace with shift ⌊d_in⌋, for a vector too (every
+    integer shift of L1 norm ≤ d_in is dominated by the one-dimensional one:
+    :func:`~dpcompose.accounting._vector_pairs.vector_discrete_laplace_loss`).
+
     Source: Ghosh, Roughgarden, Sundararajan 2009 (the geometric mechanism is ε-DP for ε = Δ/t);
-    sampler: Canonne, Kamath, Steinke 2020, Algorithm 2.
+    sampler: Canonne, Kamath, Steinke 2020, Algorithm 2; vector pair: ``vector_discrete_laplace_loss``.
 
     Examples:
         >>> import dpcompose as dp
@@ -185,9 +194,11 @@ def make_discrete_laplace(
 
     def loss(d_in: Fraction) -> PrivacyLoss | None:
         # integer data: inputs d_in apart differ by an integer ≤ ⌊d_in⌋ (larger shifts dominate smaller
-        # ones: the discrete Laplace is log-concave). Vectors: no PLD (the L1 ball's worst case is not
-        # covered by a published PLD result), so composites account them by ε.
-        return None if vector else PrivacyLoss.discrete_laplace(math.floor(d_in), scale_q)
+        # ones: the discrete Laplace is log-concave). Vectors: integer shifts of L1 norm ≤ d_in, dominated
+        # by the one-dimensional shift ⌊d_in⌋ (vector_discrete_laplace_loss).
+        if vector:
+            return vector_discrete_laplace_loss(Fraction(d_in), scale_q)
+        return PrivacyLoss.discrete_laplace(math.floor(d_in), scale_q)
 
     return Measurement(
         input_domain,
@@ -233,8 +244,14 @@ def make_discrete_gaussian(
             the exact sampler's limit: refused here, before anything runs).
         DomainMismatch: the domain/metric pair is not one of the above.
 
+    Dominating pair (``privacy_loss``): for a number, the discrete Gaussian with shift ⌊d_in⌋; for a
+    vector, ``compose([gaussian(μ′, 1), approx(0, η)])`` with μ′ ≤ (d_in/σ)(1 + 2**-10) and η ≤ 2**-64
+    (:func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound`), or None where σ is too small
+    for that (below about 47).
+
     Source: Canonne, Kamath, Steinke 2020, Theorem 4 (univariate: ½(Δ/σ)²-zCDP) and Theorem 14
-    (multivariate, independent coordinates: ½‖Δ‖₂²/σ²-zCDP); sampler: Algorithm 3.
+    (multivariate, independent coordinates: ½‖Δ‖₂²/σ²-zCDP); sampler: Algorithm 3; vector pair:
+    :func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound`.
 
     Examples:
         >>> import dpcompose as dp
@@ -259,10 +276,15 @@ def make_discrete_gaussian(
         ratio = Fraction(d_in) / sigma
         return ratio * ratio / 2
 
+    size = input_domain.size if isinstance(input_domain, VectorDomain) else 1
+
     def loss(d_in: Fraction) -> PrivacyLoss | None:
         # integer data: shifts are integers ≤ ⌊d_in⌋ (smaller ones dominated: log-concave noise); vectors:
-        # the discrete Gaussian is not rotation invariant, so no scalar PLD covers the L2 ball
-        return None if vector else PrivacyLoss.discrete_gaussian(math.floor(d_in), sigma)
+        # integer shifts of L2 norm ≤ d_in, dominated by Gaussian(μ′) ⊗ A(0, η) (vector_gaussian_bound)
+        if vector:
+            shift = Fraction(d_in)
+            return vector_discrete_gaussian_loss(shift, sigma, vector_shift_dims(shift, size))
+        return PrivacyLoss.discrete_gaussian(math.floor(d_in), sigma)
 
     return Measurement(
         input_domain,

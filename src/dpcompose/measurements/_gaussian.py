@@ -11,6 +11,7 @@ import numpy as np
 
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import PrivacyLoss, exact
+from dpcompose.accounting._vector_pairs import vector_discrete_gaussian_loss, vector_shift_dims
 from dpcompose.core import ZCDP, Domain, L2Distance, Measurement, Metric, Node
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
@@ -152,6 +153,13 @@ def grid_gaussian(
     σ and at the next power of two, at most 4× ρ(σ) when d_in >= g, and equal to it whenever d_in is a
     multiple of the coarser grid's width), so ρ never rises with σ.
 
+    Dominating pair (``privacy_loss``), secure path: for a number, the discrete Gaussian in grid units
+    with shift ⌈Δ_g⌉; for a vector (whose noise is not rotation invariant) the pair
+    ``compose([gaussian(μ′, 1), approx(0, η)])`` of
+    :func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound`, proven there for every integer
+    shift of L2 norm ≤ Δ_g: μ′ = Δ_g·√(σ_g² + τ²)/σ_g², within a factor 1 + 1e-11 of Δ_g/σ_g on this grid,
+    and η ≤ 2**-100 (for integer data on a grid so fine that σ_g is below about 47 units, no pair: None).
+
     With ``rng=`` (seeded fast path, NOT private): plain float Gaussian noise from the caller's numpy
     Generator; the map then reports the idealised ρ = (d_in/σ)²/2.
 
@@ -167,7 +175,9 @@ def grid_gaussian(
             ``[2**-1001, 2**991)``, where the grid arithmetic would not be exact.
         DomainMismatch: the domain/metric pair is not one of the above.
 
-    Source: Bun–Steinke 2016, Prop. 1.6 (the Gaussian mechanism is (Δ²/2σ²)-zCDP).
+    Source: Bun–Steinke 2016, Prop. 1.6 (the Gaussian mechanism is (Δ²/2σ²)-zCDP); vector pair:
+    :func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound` (Poisson summation; Zhu–Dong–Wang
+    2022 Def. 7).
 
     Examples:
         >>> import dpcompose as dp
@@ -200,10 +210,10 @@ def grid_gaussian(
             # the seeded path adds float Gaussian noise N(0, σ²I): it is rotation invariant, so a shift of
             # L2 norm Δ has the scalar pair N(0, σ²) vs N(Δ, σ²), for vectors too (Balle–Wang 2018 Thm 8)
             return PrivacyLoss.gaussian(d_in, scale_q)
-        if vector:
-            return None  # the discrete Gaussian is not rotation invariant: no scalar PLD for the L2 ball
-        # secure path: the discrete Gaussian in grid units (s = σ/g), shift ⌈Δ_g⌉
         units = grid_sensitivity(Fraction(d_in), grid.width, size, 2, grid.on_grid)
+        if vector:  # integer shifts of L2 norm ≤ Δ_g: Gaussian(μ′) ⊗ A(0, η) (None for a tiny s)
+            return vector_discrete_gaussian_loss(units, grid.units, vector_shift_dims(units, size))
+        # secure path: the discrete Gaussian in grid units (s = σ/g), shift ⌈Δ_g⌉
         return PrivacyLoss.discrete_gaussian(math.ceil(units), grid.units)
 
     return Measurement(

@@ -11,6 +11,7 @@ import numpy as np
 
 from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import PrivacyLoss, exact
+from dpcompose.accounting._vector_pairs import vector_discrete_laplace_loss
 from dpcompose.core import (
     Domain,
     L1Distance,
@@ -161,8 +162,13 @@ def grid_laplace(
     exact binary value. (The grid coarsens at each power of two, so for d_in below a grid step ε can rise
     with the scale by up to 2× there; the Gaussian map reports a non-increasing majorant instead.)
 
+    Dominating pair (``privacy_loss``), secure path: the discrete Laplace in grid units with shift ⌈Δ_g⌉
+    for a number; for a vector the one-dimensional pair with shift ⌊Δ_g⌋, which dominates every integer
+    shift of L1 norm ≤ Δ_g (:func:`~dpcompose.accounting._vector_pairs.vector_discrete_laplace_loss`).
+
     With ``rng=`` (seeded fast path, NOT private): plain float Laplace noise from the caller's numpy
-    Generator, reproducible for experiments; the map then reports the idealised ε = d_in/scale.
+    Generator, reproducible for experiments; the map then reports the idealised ε = d_in/scale (and a
+    vector no pair: the proof covers discrete noise).
 
     Args:
         input_domain: ``AtomDomain(int|float)`` with ``AbsoluteDistance``, or ``VectorDomain`` of those
@@ -181,7 +187,8 @@ def grid_laplace(
             ``[2**-991, 2**1001)``, where the grid arithmetic would not be exact.
         DomainMismatch: the domain/metric pair is not one of the above.
 
-    Source: Dwork, McSherry, Nissim, Smith 2006, Prop. 1 (Laplace mechanism).
+    Source: Dwork, McSherry, Nissim, Smith 2006, Prop. 1 (Laplace mechanism); vector pair:
+    :func:`~dpcompose.accounting._vector_pairs.vector_discrete_laplace_loss`.
 
     Examples:
         >>> import dpcompose as dp
@@ -211,12 +218,14 @@ def grid_laplace(
         return _secure_epsilon(Fraction(d_in), scale_q, size, integer)
 
     def loss(d_in: Fraction) -> PrivacyLoss | None:
-        if vector:
-            return None  # the L1 ball's worst case has no published PLD: composites use ε
-        if rng is not None:
-            return PrivacyLoss.laplace(d_in, scale_q)  # the seeded path adds float Laplace noise
-        # secure path: discrete Laplace in grid units, shift ⌈Δ_g⌉ (the map's grid-unit sensitivity)
+        if rng is not None:  # the seeded path adds float Laplace noise
+            # (for vectors the L1 ball's worst case is proven here only for discrete noise: composites use ε)
+            return None if vector else PrivacyLoss.laplace(d_in, scale_q)
+        # secure path: discrete Laplace in grid units, shift ⌈Δ_g⌉ (the map's grid-unit sensitivity); a
+        # vector's integer shifts of L1 norm ≤ Δ_g are dominated by the one-dimensional shift ⌊Δ_g⌋
         units = grid_sensitivity(Fraction(d_in), grid.width, size, 1, grid.on_grid)
+        if vector:
+            return vector_discrete_laplace_loss(units, grid.units)
         return PrivacyLoss.discrete_laplace(math.ceil(units), grid.units)
 
     return Measurement(
