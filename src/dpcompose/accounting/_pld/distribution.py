@@ -135,6 +135,8 @@ class PLD:
 
     Attributes:
         step_bits: the lattice width is ``step_mult·2**-step_bits``.
+        reading: how it is read, its representation variant (:mod:`~dpcompose.accounting._pld.reading`),
+            which holds its sides.
         tail: the tail mass cut after each composition (see :data:`DEFAULT_TAIL`).
         description: what was composed (for display).
 
@@ -616,11 +618,17 @@ def compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: bo
     groups = [(p.thin if p.thin is not None and n >= THIN_MIN_COUNT else p, n) for p, n in groups]
     sampling = next(iter(schemes), None)
     result = _compose_groups_one_scheme(groups, description, long)
-    if sampling is not None:  # (new objects: set once, before they are shared; the reverse order too)
-        object.__setattr__(result, "sampling", sampling)
-        if result.reverse is not None:
-            object.__setattr__(result.reverse, "sampling", sampling)
-    return result
+    return result if sampling is None else _with_sampling(result, sampling)
+
+
+def _with_sampling(p: PLD, sampling: str) -> PLD:
+    """``p`` (both its orders) marked with the subsampling scheme ``sampling``."""
+    rev = p.reverse
+    if p.sampling == sampling and (rev is None or rev.sampling == sampling):
+        return p
+    if rev is None:
+        return replace(p, sampling=sampling)
+    return pair_of(_with_sampling(one_way(p), sampling), _with_sampling(rev, sampling))
 
 
 def _compose_groups_one_scheme(

@@ -120,7 +120,7 @@ class OrderReading:
         return self.epsilon_lower(p, dq, e_hi), e_hi
 
     def delta_up(self, p: Record, eps: Fraction) -> Fraction:
-        """``PLD._delta_up``."""
+        """The upper end of ``PLD.delta_bounds`` at the exact ε alone (the lower side is not built)."""
         e_dn = float(eps)
         if Fraction(e_dn) > eps:
             e_dn = math.nextafter(e_dn, -math.inf)
@@ -137,7 +137,9 @@ class OrderReading:
     def delta_lower(
         self, p: Record, eps: Fraction, hi: Fraction, tilted_read: tuple[float | None] | None = None
     ) -> Fraction:
-        """``PLD._delta_lower``."""
+        """The lower end of ``PLD.delta_bounds`` for this order alone, whose upper end is ``hi``;
+        ``tilted_read`` holds :meth:`Recipe.delta_lo` at the float ε used here where the caller read it
+        already (it is not read again: the composite may have been evicted since)."""
         e_up = float(eps)
         if Fraction(e_up) < eps:
             e_up = math.nextafter(e_up, math.inf)
@@ -152,7 +154,7 @@ class OrderReading:
         return p.least_up(d_down)
 
     def epsilon_up(self, p: Record, dq: Fraction, shown: object) -> Fraction:
-        """``PLD.epsilon_up``."""
+        """The upper end of ``PLD.epsilon_bounds`` alone (the lower side is not built)."""
         d = float(dq)
         d_down = math.nextafter(d, -math.inf) if Fraction(d) > dq else d
         e_hi = self.least_up(p, d_down)
@@ -167,7 +169,7 @@ class OrderReading:
         return Fraction(e_hi)
 
     def epsilon_lower(self, p: Record, dq: Fraction, e_hi: Fraction) -> Fraction:
-        """``PLD._epsilon_lower``."""
+        """The lower end of ``PLD.epsilon_bounds`` for this order alone, whose upper end is ``e_hi``."""
         d = float(dq)
         d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
         stop = float(e_hi)
