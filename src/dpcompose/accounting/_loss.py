@@ -624,8 +624,8 @@ def _extent(part: PrivacyLoss, n: int, bits: int) -> float:
     if part.kind != "subsampled" or n == 1 or not math.isfinite(span):
         return span
     pld = part.pld(bits)
-    if n >= THIN_MIN_COUNT and pld._thin is not None:  # (the same spread: the PLD the composition reads)
-        pld = pld._thin
+    if n >= THIN_MIN_COUNT and pld.thin is not None:  # (the same spread: the PLD the composition reads)
+        pld = pld.thin
     widest = 0.0
     for side in (pld.upper, pld.reverse.upper if pld.reverse is not None else pld.upper):
         m = side.masses

@@ -32,6 +32,7 @@ from dpcompose.accounting import (
     pld_subsampled_gaussian,
     pld_subsampled_laplace,
 )
+from dpcompose.accounting._pld.distribution import sides_pld
 from dpcompose.accounting._pld.subsample import discrete as discrete_mod
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
@@ -128,7 +129,7 @@ def delta_of(dist: Dist, eps: float) -> mpmath.mpf:
 
 
 def one_way(p: PLD) -> PLD:
-    return PLD(p.step_bits, p.upper, p.lower, p.tail, p.description)
+    return sides_pld(p.step_bits, p.upper, p.lower, p.tail, p.description)
 
 
 def orders(pld: PLD, sampling: str) -> dict[str, PLD]:

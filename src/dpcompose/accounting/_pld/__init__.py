@@ -14,9 +14,16 @@ closed form, sit below the package):
   composites.
 * ``tilt``: tilted composites and the tilted lower side.
 * ``recipe``: reading a long composition through tilted composites (``Recipe``).
-* ``orders``: the two orders of an asymmetric pair read as one (screening twins, the two-thread read).
-* ``distribution``: the ``PLD`` record and its reading, compositions of groups of copies, the screening
-  twin, the side builder ``build_pld``.
+* ``orders``: the two orders of an asymmetric pair read as one (screening twins, the two-thread read), on
+  an ``Orders`` object (the orders and how to read them), not on the record.
+* ``lazy``: ``Sides``, one order's two sides, each built on first use, with the memo of the float curves
+  read off them (what the record holds in place of lazy and cache fields).
+* ``reading``: how a PLD is read, its representation variant as a strategy object the record holds: one
+  order from its sides (``SidesReading``), the Gaussian closed form (``GaussianReading``), a long
+  composition through its tilted recipe (``TiltedReading``), an asymmetric pair of two orders
+  (``PairReading``), a constructor's PLD with its content key and thin twin (``FromConstructor``).
+* ``distribution``: the ``PLD`` record (its content and its reading) and the certified readings of its
+  sides, compositions of groups of copies, the screening twin, the side builder ``build_pld``.
 * ``composition``: ``compose_plds`` (equal PLDs, by content, composed as one group).
 * ``rr``, ``laplace``, ``gaussian``, ``discrete_gaussian``: the constructors.
 * ``subsample.cells``: mixture-loss cells to buckets, the two orders, the sampling checks.

@@ -162,7 +162,7 @@ def _lumped_side_body(
     """``build_pld``'s lower side from its buckets with P-mass: masses ``p``, ``r`` (e^{a}·Q-mass) and
     relative accuracy ``rel``, lower ends ``at_a`` and widths ``width`` in steps of ``h`` from ``lo``
     (``wide``: not all one step), the largest upper end ``last`` and the P-mass at +∞ (``inf_lo``)."""
-    # Lower side: the lumped pair (PLD._delta_lumped). Bucket j goes to the label nearest its merged loss
+    # Lower side: the lumped pair (PLD.delta_lumped). Bucket j goes to the label nearest its merged loss
     # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one usually merges the least;
     # the two buckets around loss 0 are the exception, below), among the bucket's points from one step
     # below its lower end to its top, carrying a lower bound on its P-mass and an upper bound on N =

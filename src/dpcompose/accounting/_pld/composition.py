@@ -100,11 +100,12 @@ def content_key(p: PLD) -> object:
 
     if p.gaussian is not None and p.reverse is None:
         return (p.grid, p.tail, p.gaussian, p.sampling)
-    if p._key is not None:
-        return ("built from", p._key)
+    key = p.reading.key
+    if key is not None:
+        return ("built from", key)
     rev = None if p.reverse is None else content_key(p.reverse)
     # a lower side built on first use is not built for a key: such PLDs (composites) are grouped by identity,
     # whether it has been built since or not (so that the grouping, and the composite's numbers, do not
     # depend on what was read before)
-    low = ("lazy", id(p)) if p._lazy_lower is not None or p._lazy is not None else side(p.lower)
+    low = ("lazy", id(p)) if p.reading.sides.lazy_lower else side(p.lower)
     return (p.grid, p.tail, p.gaussian, side(p.upper), low, rev, p.sampling)

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 
@@ -75,7 +75,6 @@ from dpcompose._validation import check_finite_nonnegative, check_positive_int
 from dpcompose.accounting import _pld_memory as memory
 from dpcompose.accounting._common import probability
 from dpcompose.accounting._exact import Number, exact
-from dpcompose.accounting._gaussian import gaussian_delta, gaussian_delta_lower, gaussian_epsilon
 from dpcompose.accounting._pld.buckets import Buckets, bucket_of, build_sides, gaussian_buckets
 from dpcompose.accounting._pld.floats import (
     few_ulps_up,
@@ -88,7 +87,16 @@ from dpcompose.accounting._pld.floats import (
 )
 from dpcompose.accounting._pld.fourier import FOURIER_MIN, compose_many
 from dpcompose.accounting._pld.lattice import ALIGN_HINT, DEFAULT_TAIL, EXACT, Grid, check_points
-from dpcompose.accounting._pld.orders import Orders, both_ways, screen_sides, screened_orders
+from dpcompose.accounting._pld.lazy import Sides
+from dpcompose.accounting._pld.orders import Orders, screen_sides
+from dpcompose.accounting._pld.reading import (
+    FromConstructor,
+    GaussianReading,
+    OrderReading,
+    PairReading,
+    SidesReading,
+    TiltedReading,
+)
 from dpcompose.accounting._pld.recipe import Recipe
 from dpcompose.accounting._pld.side import SCREEN_BITS, Side, compose_sides, least_search
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
@@ -106,12 +114,9 @@ MIXED_SAMPLING = (
 
 
 THIN_MIN_COUNT = 256
-"""A PLD composed at least this many times is read through its thin version (:attr:`PLD._thin`): there the
+"""A PLD composed at least this many times is read through its thin version (:attr:`PLD.thin`): there the
 certified interval of the DP-SGD runs moves by a few percent of its width or less, and a step's PLD builds
 four times faster."""
-
-
-_SAFETY_GAP = 1e-3  # a tilted lower end this far (relative) below the upper end: the untilted one is read too
 
 
 MAX_COUNT = 1 << 44
@@ -138,6 +143,8 @@ class PLD:
 
     Attributes:
         step_bits: the lattice width is ``step_mult·2**-step_bits``.
+        reading: how it is read, its representation variant (:mod:`~dpcompose.accounting._pld.reading`),
+            which holds its sides.
         tail: the tail mass cut after each composition (see :data:`DEFAULT_TAIL`).
         description: what was composed (for display).
 
@@ -153,30 +160,12 @@ class PLD:
     """
 
     step_bits: int
-    _upper: Side | None
-    _lower: Side | None
+    reading: OrderReading | PairReading[PLD] | FromConstructor[PLD]
+    """How this PLD is read: its representation variant (:class:`SidesReading`, :class:`GaussianReading`,
+    :class:`TiltedReading`, :class:`PairReading`, or a constructor's :class:`FromConstructor`), which holds
+    its sides (:class:`~dpcompose.accounting._pld.lazy.Sides`, built on first use)."""
     tail: float = DEFAULT_TAIL
     description: str = field(default="")
-    gaussian: tuple[float, float, float] | None = field(default=None, repr=False)
-    """Set only for Gaussian mechanisms and their compositions, to (μ_hi, width, μ_lo) with μ_lo ≤ ‖Δ/σ‖₂ ≤
-    μ_hi; used to compose Gaussians exactly (see :func:`compose_plds`) and to read δ and ε from the closed
-    form."""
-    reverse: PLD | None = field(default=None, repr=False)
-    """Set only for an asymmetric mechanism (a subsampled one, say), to the PLD of the other order of
-    neighbours. It is composed with the same order of the other PLDs, and δ(ε) is the larger of the two."""
-    _cache: dict[int, tuple[Side, FloatArray]] = field(default_factory=dict, repr=False, compare=False)
-    """Per side (keyed by its id, which the side, kept beside, cannot hand to another): its float curve
-    (:meth:`_curve`) and, under the negated id, its lumped drift (:meth:`_lumped_drift`)."""
-    _lazy: Callable[[], PLD] | None = field(default=None, repr=False, compare=False)
-    """Builds the two sides on first use (Gaussian PLDs, which are read from the closed form)."""
-    _lazy_lower: Callable[[], Side] | None = field(default=None, repr=False, compare=False)
-    """Builds the lower side on first use (compositions: ε(δ)'s upper end, which privacy maps read, does not
-    need it)."""
-    _lazy_upper: Callable[[], Side] | None = field(default=None, repr=False, compare=False)
-    """Builds the (untilted) upper side on first use (long compositions, whose δ and ε are read from a
-    composite tilted for the question: :mod:`dpcompose.accounting._pld.tilt`)."""
-    _recipe: Recipe | None = field(default=None, repr=False, compare=False)
-    """For long compositions: what they were built from, for the tilted reading."""
     sampling: str | None = field(default=None, repr=False)
     """Set for subsampled mechanisms (and compositions with them) to their scheme, ``"poisson"`` (a record
     added or removed) or ``"without_replacement"`` (a record substituted): the pair holds for that
@@ -184,72 +173,58 @@ class PLD:
     step_mult: int = 1
     """The lattice width's odd multiplier (1 for the plain lattice ``2**-step_bits``, another one for a
     lattice aligned with the mechanism's atoms, ``aligned=True`` in the constructors)."""
-    _thin: PLD | None = field(default=None, repr=False, compare=False)
-    """A PLD of the same mechanism on the same lattice whose tails are cut into wide buckets (cheaper to
-    build, a little looser where a read depends on one step's far tail: the subsampled Gaussian's,
-    :func:`thin_cuts`). Compositions holding at least ``THIN_MIN_COUNT``
-    copies of this PLD use it in this one's place; this PLD's own sides are built only when read."""
-    _key: object = field(default=None, repr=False, compare=False)
-    """Where set, what the PLD was built from (its constructor and arguments), standing for its contents in
-    :func:`content_key` so that reading the key does not build the sides."""
+
+    @property
+    def gaussian(self) -> tuple[float, float, float] | None:
+        """Set only for Gaussian mechanisms and their compositions, to (μ_hi, width, μ_lo) with μ_lo ≤ ‖Δ/σ‖₂
+        ≤ μ_hi; used to compose Gaussians exactly (see :func:`compose_plds`) and to read δ and ε from the
+        closed form."""
+        return self.reading.gaussian
+
+    @property
+    def reverse(self) -> PLD | None:
+        """Set only for an asymmetric mechanism (a subsampled one, say), to the PLD of the other order of
+        neighbours. It is composed with the same order of the other PLDs, and δ(ε) is the larger of the
+        two."""
+        return self.reading.reverse
 
     @property
     def recipe(self) -> Recipe | None:
         """What a long composition was built from, for the tilted reading (None for a short one)."""
-        return self._recipe
+        return self.reading.recipe
 
     @property
     def thin(self) -> PLD | None:
         """The thin twin read in this PLD's place by compositions holding at least ``THIN_MIN_COUNT`` copies
-        of it (None where there is none)."""
-        return self._thin
+        of it (None where there is none): a PLD of the same mechanism on the same lattice whose tails are cut
+        into wide buckets (cheaper to build, a little looser where a read depends on one step's far tail:
+        the subsampled Gaussian's, :func:`thin_cuts`)."""
+        return self.reading.thin
 
     @property
     def upper_if_built(self) -> Side | None:
         """The upper side if it is built already, else None (reading :attr:`upper` builds it)."""
-        return self._upper
+        return self.reading.sides.upper_if_built
 
     @property
     def lower_if_built(self) -> Side | None:
         """The lower side if it is built already, else None (reading :attr:`lower` builds it)."""
-        return self._lower
+        return self.reading.sides.lower_if_built
 
     def orders(self) -> Orders[PLD]:
         """This asymmetric PLD's two orders, for the two-order readings (:func:`both_ways`)."""
         assert self.reverse is not None
-        return Orders(one_way(self), self.reverse, lambda p: p._recipe, _screen_twin)
-
-    def _build_lazy(self) -> None:
-        assert self._lazy is not None
-        built = self._lazy()
-        object.__setattr__(self, "_upper", built.upper)
-        if built._lower is None and built._lazy_lower is not None:  # (built where read, if at all)
-            object.__setattr__(self, "_lazy_lower", built._lazy_lower)
-        else:
-            object.__setattr__(self, "_lower", built.lower)
+        return Orders(one_way(self), self.reverse, lambda p: p.recipe, _screen_twin)
 
     @property
     def upper(self) -> Side:
         """The pessimistic side (upper bounds)."""
-        if self._upper is None:
-            if self._lazy_upper is not None:
-                object.__setattr__(self, "_upper", self._lazy_upper())
-            else:
-                self._build_lazy()
-        assert self._upper is not None
-        return self._upper
+        return self.reading.sides.upper
 
     @property
     def lower(self) -> Side:
         """The optimistic side (lower bounds); built alone where it can be (the upper side is not needed)."""
-        if self._lower is None:
-            if self._lazy_lower is None:
-                self._build_lazy()  # (sets the lower side, or how to build it)
-            if self._lower is None:
-                assert self._lazy_lower is not None
-                object.__setattr__(self, "_lower", self._lazy_lower())
-        assert self._lower is not None
-        return self._lower
+        return self.reading.sides.lower
 
     @property
     def grid(self) -> Grid:
@@ -300,7 +275,7 @@ class PLD:
 
     # -- reading the curve -------------------------------------------------------------------------------
 
-    def _delta_real(self, side: Side, eps: float, upper: bool) -> float:
+    def delta_real(self, side: Side, eps: float, upper: bool) -> float:
         """Certified δ of one side at the float ε (any sign): Σ_{ℓⱼ>ε} mⱼ(1 − e^{ε−ℓⱼ}) + m_∞ ± err."""
         m = side.masses
         scaled = self.grid.steps(eps)  # ε in lattice steps (floor exact): past every atom once that large
@@ -326,13 +301,13 @@ class PLD:
 
     def _delta_at(self, side: Side, index: int, upper: bool) -> float:
         """Certified δ at the lattice point ε = index·h."""
-        return self._delta_real(side, index * self.step, upper)
+        return self.delta_real(side, index * self.step, upper)
 
     def _curve(self, side: Side, upper: bool) -> FloatArray:
         """Approximate (float, uncertified) δ of a side at ε = (offset − 1 + i)·h, i = 0 … n; used only to
-        locate answers, which are then certified with :meth:`_delta_real`."""
+        locate answers, which are then certified with :meth:`delta_real`."""
         key = id(side)
-        cached = self._cache.get(key)
+        cached = self.reading.sides.memo.get(key)
         if cached is not None and cached[0] is side:
             return cached[1]
         m = side.masses
@@ -346,7 +321,7 @@ class PLD:
             curve[:-1] -= np.exp(k - h) * s2
             curve[-1] = 0.0
             curve += side.inf + (side.err if upper else -side.err)
-            self._cache[key] = (side, curve)
+            self.reading.sides.memo[key] = (side, curve)
             return curve
         r_suffix = np.empty(n)  # Σ_{j≥i} mⱼe^{−(j−i+1)h}, in blocks spanning ≤ 400 loss units
         blk = max(1, int(400 / h))
@@ -363,7 +338,7 @@ class PLD:
         curve[:-1] = s_suffix - r_suffix
         curve[-1] = 0.0
         curve += side.inf + (side.err if upper else -side.err)
-        self._cache[key] = (side, curve)
+        self.reading.sides.memo[key] = (side, curve)
         return curve
 
     def least_up(self, target: float) -> float | None:
@@ -376,9 +351,9 @@ class PLD:
             return side.offset - 1 + (int(ok[0]) if ok.size else curve.size - 1)
 
         top = side.offset + side.masses.size  # at and above, only inf and err remain
-        return least_search(target, lambda e: self._delta_real(side, e, True), top, guess, self.step)
+        return least_search(target, lambda e: self.delta_real(side, e, True), top, guess, self.step)
 
-    def _delta_lumped(self, eps: float) -> float | None:
+    def delta_lumped(self, eps: float) -> float | None:
         """A certified lower bound on δ(ε) from the *lumped pair* of the lower side, or None without one.
 
         Every composite outcome is labelled by the sum s of its parts' lattice labels (each bucket's label is
@@ -427,20 +402,20 @@ class PLD:
 
     def _lumped_drift(self) -> float:
         """g = ln(Σn/Σp) of the lower side (uncertified, only a parameter): lumps with label s have n ≈ p·e^g,
-        so their terms of :meth:`_delta_lumped` are positive from about s = ε + g on (labels drift from the
+        so their terms of :meth:`delta_lumped` are positive from about s = ε + g on (labels drift from the
         merged losses when rounding has a bias, by up to h/2 per composed mechanism)."""
         side = self.lower
         key = -id(side)
-        cached = self._cache.get(key)
+        cached = self.reading.sides.memo.get(key)
         if cached is None or cached[0] is not side:
             assert side.nq is not None
             sp, sn = float(np.sum(side.masses)), float(np.sum(side.nq))
             g = math.log(sn / sp) if sp > 0 and sn > 0 else 0.0
-            cached = self._cache[key] = (side, np.array([g]))
+            cached = self.reading.sides.memo[key] = (side, np.array([g]))
         return float(cached[1][0])
 
     def _lumped_start(self, eps: float) -> int:
-        """The index of the first label summed by :meth:`_delta_lumped` at ε: labels s ≥ ε + g − 2 (so the
+        """The index of the first label summed by :meth:`delta_lumped` at ε: labels s ≥ ε + g − 2 (so the
         weights e^{ε−s} stay ≤ e^{2−g}, which bounds the effect of N's ℓ₁ error)."""
         side = self.lower
         lo_label = eps + self._lumped_drift() - 2.0
@@ -450,7 +425,7 @@ class PLD:
         return max(0, math.ceil(x))
 
     def _lumped_approx(self) -> Callable[[float], float] | None:
-        """A fast float (uncertified) evaluation of :meth:`_delta_lumped`, used only to locate ε; labels
+        """A fast float (uncertified) evaluation of :meth:`delta_lumped`, used only to locate ε; labels
         s ≥ ε + g + 2 (where p > e^{ε−s}n: n ≈ p·e^g, see :meth:`_lumped_drift`) are read from suffix sums of
         p and n·e^{−s}. None when the labels span too much for e^{−s} to stay in floats."""
         side = self.lower
@@ -478,8 +453,8 @@ class PLD:
                 # (capped at e^709, where a float ends: this probe only guides the search)
                 w = np.exp(np.minimum(eps - s0 - rel[i0:i1], 709.0))
                 mid = float(np.sum(np.maximum(m[i0:i1] - w * nq[i0:i1], 0.0)))
-            # the certificate's error terms, as :meth:`_delta_lumped` subtracts them
-            # (:meth:`_delta_lumped` picks its start; near s = ε + g its N-error weight is about e^{−g})
+            # the certificate's error terms, as :meth:`delta_lumped` subtracts them
+            # (:meth:`delta_lumped` picks its start; near s = ε + g its N-error weight is about e^{−g})
             penalty = side.err + math.exp(min(-g, 700.0)) * side.nq_err
             tail = float(sn[i1])
             # past e^709 the float overflows: the probe then reads "below any target" (only where it looks)
@@ -488,15 +463,15 @@ class PLD:
 
         return approx
 
-    def _lumped_epsilon(self, target: float, stop: float) -> float | None:
+    def lumped_epsilon(self, target: float, stop: float) -> float | None:
         """The greatest float ε in [0, stop] (to ~1e-12 relative) found whose certified lumped lower δ exceeds
         ``target``; None if even ε = 0 does not. The float evaluation locates it by bisection; the answer is
         then certified, and moved down until it is."""
-        at0 = self._delta_lumped(0.0)
+        at0 = self.delta_lumped(0.0)
         if at0 is None or not at0 > target:
             return None
         approx = self._lumped_approx()
-        probe = approx if approx is not None else (lambda e: self._delta_lumped(e) or 0.0)
+        probe = approx if approx is not None else (lambda e: self.delta_lumped(e) or 0.0)
         lo, hi = 0.0, stop
         if probe(hi) > target:
             lo = hi
@@ -510,7 +485,7 @@ class PLD:
         # (then geometrically), and bisect back over the last step.
         nudge = max(lo, 1.0) * 2.0**-44
         failed = lo
-        value = self._delta_lumped(lo) or 0.0
+        value = self.delta_lumped(lo) or 0.0
         first = True
         while lo > 0 and not value > target:
             failed = lo
@@ -523,10 +498,10 @@ class PLD:
                 first = False
             lo = max(0.0, lo - step)
             nudge = max(nudge, step) * 4
-            value = self._delta_lumped(lo) or 0.0
+            value = self.delta_lumped(lo) or 0.0
         for _ in range(3 if failed > lo else 0):
             mid = (lo + failed) / 2
-            if (self._delta_lumped(mid) or 0.0) > target:
+            if (self.delta_lumped(mid) or 0.0) > target:
                 lo = mid
             else:
                 failed = mid
@@ -538,7 +513,7 @@ class PLD:
         Both ends are read at ε itself. The upper end is δ of the connect-the-dots pair, which dominates the
         mechanism's (Doroshenko et al. 2022), δ(ε) = E[(1 − e^{ε−L})₊] (Sommer–Meiser–Mohammadi 2019, Thm 1);
         the lower end is δ of the lumped pair, a post-processing of the mechanism's
-        (:meth:`_delta_lumped`).
+        (:meth:`delta_lumped`).
 
         Raises:
             InvalidParameter: ε is negative, NaN or infinite.
@@ -551,57 +526,14 @@ class PLD:
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
         with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
-            if self.reverse is not None:
-                return both_ways(
-                    self.orders(), lambda p: p._delta_up(eps), lambda p, hi: p._delta_lower(eps, hi)
-                )
-            hi = self._delta_up(eps)
-            return self._delta_lower(eps, hi), hi
-
-    def _delta_lower(
-        self, eps: Fraction, hi: Fraction, tilted_read: tuple[float | None] | None = None
-    ) -> Fraction:
-        """The lower end of :meth:`delta_bounds` for this order alone, whose upper end is ``hi``;
-        ``tilted_read`` holds :meth:`Recipe.delta_lo` at the float ε used here where the caller read it
-        already (it is not read again: the composite may have been evicted since)."""
-        if self.gaussian is not None:  # the closed form, certified both ways
-            return min(hi, Fraction(gaussian_delta_lower(self.gaussian[2], eps)))
-        e_up = float(eps)
-        if Fraction(e_up) < eps:
-            e_up = math.nextafter(e_up, math.inf)
-        if tilted_read is not None:
-            tilted = tilted_read[0]
-        else:
-            tilted = self._recipe.delta_lo(e_up) if self._recipe is not None else None
-        lumped = tilted or 0.0
-        if tilted is None or tilted < float(hi) * (1 - _SAFETY_GAP):  # none, or a poor tilt: the untilted too
-            lumped = max(lumped, self._delta_lumped(e_up) or 0.0)
-        return min(hi, Fraction(lumped))
-
-    def _delta_up(self, eps: Fraction) -> Fraction:
-        """The upper end of :meth:`delta_bounds` alone (the lower side is not built)."""
-        if self.reverse is not None:
-            return max(screened_orders(self.orders(), lambda w: w._delta_up(eps)))
-        if self.gaussian is not None:
-            return gaussian_delta(Fraction(self.gaussian[0]) ** 2, eps)
-        e_dn = float(eps)
-        if Fraction(e_dn) > eps:
-            e_dn = math.nextafter(e_dn, -math.inf)
-        return Fraction(self.delta_float(e_dn))
+            return self.reading.delta_bounds(self, eps)
 
     def delta_float(self, e_dn: float) -> float:
-        """:meth:`_delta_up` of this order at the float ε (not a Gaussian one): for a long composition, the
-        composite of ε's tilt (:meth:`Recipe.delta_up`), and the untilted side too where that is poor or
-        none applies. A function of the composition and ε alone: not of earlier readings, nor of which sides
-        were built (:meth:`Recipe.least_up` answers only where this reads at most δ)."""
-        recipe = self._recipe
-        if recipe is None:
-            return min(1.0, self._delta_real(self.upper, e_dn, True))
-        tilted = recipe.delta_up(e_dn)
-        best = math.inf if tilted is None else tilted[0]
-        if tilted is None or tilted[1]:
-            best = min(best, self._delta_real(self.upper, e_dn, True))
-        return min(1.0, best)
+        """The upper end of :meth:`delta_bounds` of this order at the float ε (not a Gaussian one): for a long
+        composition, the composite of ε's tilt (:meth:`Recipe.delta_up`), and the untilted side too where that
+        is poor or none applies. A function of the composition and ε alone: not of earlier readings, nor of
+        which sides were built (:meth:`Recipe.least_up` answers only where this reads at most δ)."""
+        return self.reading.delta_float(self, e_dn)
 
     def delta(self, epsilon: Number) -> Fraction:
         """The certified upper bound on δ(ε) (see :meth:`delta_bounds`).
@@ -613,7 +545,7 @@ class PLD:
         """
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
         with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
-            return self._delta_up(eps)
+            return self.reading.delta_up(self, eps)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """``(lower, upper)``: certified bounds on the least ε ≥ 0 with δ(ε) ≤ ``delta``.
@@ -635,72 +567,11 @@ class PLD:
         """
         dq = probability(delta, "delta")
         with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
-            if self.reverse is not None:
-                return both_ways(
-                    self.orders(), lambda p: p.epsilon_up(dq, delta), lambda p, hi: p._epsilon_lower(dq, hi)
-                )
-            e_hi = self.epsilon_up(dq, delta)
-            return self._epsilon_lower(dq, e_hi), e_hi
-
-    def _epsilon_lower(self, dq: Fraction, e_hi: Fraction) -> Fraction:
-        """The lower end of :meth:`epsilon_bounds` for this order alone, whose upper end is ``e_hi``."""
-        if self.gaussian is not None and dq > 0:
-            return self._gaussian_epsilon_lower(dq, e_hi)
-        d = float(dq)
-        d_up = math.nextafter(d, math.inf) if Fraction(d) < dq else d
-        stop = float(e_hi)
-        recipe = self._recipe
-        if recipe is None:
-            y = self._lumped_epsilon(d_up, stop)
-            return Fraction(max(0.0, min(0.0 if y is None else y, stop)))
-
-        def certifies(y: float) -> bool:  # δ's lower end at y (as delta_bounds reads it) is above d_up
-            tilted = recipe.delta_lo(y)
-            if tilted is not None and tilted > d_up:  # (then so is δ's lower end: see _delta_lower)
-                return True
-            at = Fraction(y)  # (float(at) is y: the value read above is the one _delta_lower reads)
-            return self._delta_lower(at, self._delta_up(at), (tilted,)) > d_up
-
-        y = recipe.lumped_epsilon(d_up, stop, lambda: self._lumped_epsilon(d_up, stop), certifies)
-        return Fraction(max(0.0, min(y, stop)))
+            return self.reading.epsilon_bounds(self, dq, delta)
 
     def epsilon_up(self, dq: Fraction, shown: object) -> Fraction:
         """The upper end of :meth:`epsilon_bounds` alone (the lower side is not built)."""
-        if self.reverse is not None:
-            return max(screened_orders(self.orders(), lambda w: w.epsilon_up(dq, shown)))
-        if self.gaussian is not None and dq > 0:
-            return gaussian_epsilon(Fraction(self.gaussian[0]) ** 2, dq)
-        d = float(dq)
-        d_down = math.nextafter(d, -math.inf) if Fraction(d) > dq else d
-        if self._recipe is not None:
-            e_hi = self._recipe.least_up(self.least_up, d_down, self.delta_float)
-        else:
-            e_hi = self.least_up(d_down)
-        if e_hi is None:
-            inf, err = self.upper.inf, self.upper.err
-            hint = "; most of it is the error bound, which a finer lattice (larger step_bits) lowers"
-            hint = hint if err > inf else ""
-            raise InvalidParameter(
-                f"delta={shown!r} is below this PLD's certified mass at +∞ and error "
-                f"({inf + err:.3g}, of which error {err:.3g}): no finite ε is certified{hint}"
-            )
-        return Fraction(e_hi)
-
-    def _gaussian_epsilon_lower(self, dq: Fraction, upper: Fraction) -> Fraction:
-        """The lower end of ε(δ) of a Gaussian PLD from the closed form, given its upper end ``upper`` (from
-        :meth:`epsilon_up`: :func:`gaussian_delta`'s certified root search): the largest float found whose
-        certified lower δ exceeds ``dq``."""
-        assert self.gaussian is not None
-        mu_lo = self.gaussian[2]
-        if not gaussian_delta_lower(mu_lo, Fraction(0)) > dq:
-            return Fraction(0)
-        # start at the (uncertified) float root, then step down until the certified lower δ exceeds dq
-        x = float(upper)
-        step = max(x * 2.0**-50, 1e-300)
-        while x > 0 and not gaussian_delta_lower(mu_lo, Fraction(x)) > dq:
-            x = max(0.0, x - step)
-            step *= 2
-        return min(Fraction(x), upper)
+        return self.reading.epsilon_up(self, dq, shown)
 
     def epsilon(self, delta: Number) -> Fraction:
         """The certified upper bound on ε(δ) (see :meth:`epsilon_bounds`; only the upper side is read).
@@ -717,7 +588,7 @@ class PLD:
     def __repr__(self) -> str:
         """What the PLD is, from what it holds already: building a side (a long composition's, or the
         lattice of a Gaussian composition past μ = 30) can take seconds or be refused, so repr builds none."""
-        side = self._upper
+        side = self.upper_if_built
         if side is not None:
             held = f"{side.masses.size} points, inf≤{side.inf + side.err:.3g}"
         elif self.gaussian is not None:
@@ -753,14 +624,20 @@ def compose_groups(groups: Sequence[tuple[PLD, int]], description: str, long: bo
     # a mechanism composed at least THIN_MIN_COUNT times: its far tail weighs little (by each one's own
     # count, not the total, so that one dominant step among 255 negligible ones is not read through its
     # thin twin, which moves ε(1e-10) up 15%)
-    groups = [(p._thin if p._thin is not None and n >= THIN_MIN_COUNT else p, n) for p, n in groups]
+    groups = [(p.thin if p.thin is not None and n >= THIN_MIN_COUNT else p, n) for p, n in groups]
     sampling = next(iter(schemes), None)
     result = _compose_groups_one_scheme(groups, description, long)
-    if sampling is not None:  # (new objects: set once, before they are shared; the reverse order too)
-        object.__setattr__(result, "sampling", sampling)
-        if result.reverse is not None:
-            object.__setattr__(result.reverse, "sampling", sampling)
-    return result
+    return result if sampling is None else _with_sampling(result, sampling)
+
+
+def _with_sampling(p: PLD, sampling: str) -> PLD:
+    """``p`` (both its orders) marked with the subsampling scheme ``sampling``."""
+    rev = p.reverse
+    if p.sampling == sampling and (rev is None or rev.sampling == sampling):
+        return p
+    if rev is None:
+        return replace(p, sampling=sampling)
+    return pair_of(_with_sampling(one_way(p), sampling), _with_sampling(rev, sampling))
 
 
 def _compose_groups_one_scheme(
@@ -771,9 +648,9 @@ def _compose_groups_one_scheme(
         fwd = compose_groups([(one_way(p), n) for p, n in groups], description, long)
         rev = compose_groups(
             [(one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)",
-            fwd._recipe is not None,
+            fwd.recipe is not None,
         )
-        return _view(fwd, description, None, rev)
+        return pair_of(fwd, rev)
     tail = min(p.tail for p, _ in groups)
     grid = groups[0][0].grid
     bits = grid.bits
@@ -794,10 +671,9 @@ def _compose_groups_one_scheme(
         # δ and ε from the closed form at any μ; the lattice of one Gaussian of μ_c would span μ_c²/2 ± 14μ_c
         # (past 2**26 points), so the sides, built only for a composition with a non-Gaussian, are the
         # children's composition
-        return PLD(
-            bits, None, None, tail, description, (mu_c, width, mu_lo),
-            _lazy=partial(_compose_on_lattice, groups, description, long), step_mult=grid.mult,
-        )
+        make = partial(sides_of, partial(_compose_on_lattice, groups, description, long))
+        return PLD(bits, GaussianReading(Sides(make=make), (mu_c, width, mu_lo)), tail, description,
+                   step_mult=grid.mult)
     return _compose_on_lattice(groups, description, long)
 
 
@@ -812,16 +688,15 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
     _check_reach(grid, groups)
     if long and tail > 0:  # (partials of module functions, not closures: a copy or a pickle carries them)
         recipe = Recipe(partial(_sides, groups, True), grid, partial(_sides, groups, False))
-        return PLD(
-            bits, None, None, tail, description, _lazy_lower=partial(_composed, groups, False, tail, bits),
-            _lazy_upper=partial(_composed, groups, True, tail, bits), _recipe=recipe, step_mult=grid.mult,
-        )
+        sides = Sides(make_upper=partial(_composed, groups, True, tail, bits),
+                      make_lower=partial(_composed, groups, False, tail, bits))
+        return PLD(bits, TiltedReading(sides, recipe), tail, description, step_mult=grid.mult)
     result: PLD | None = None
     for p, n in groups:
         part = _self_compose_direct(p, n)
         result = part if result is None else _compose_direct(result, part)
     assert result is not None
-    return PLD(bits, result.upper, result.lower, tail, description, step_mult=grid.mult)
+    return sides_pld(bits, result.upper, result.lower, tail, description, grid.mult)
 
 
 def _sides(groups: Sequence[tuple[PLD, int]], upper: bool) -> list[tuple[Side, int]]:
@@ -865,7 +740,7 @@ def _screen_twin(q: PLD) -> PLD | None:
     upper sides moved to a lattice 2**``SCREEN_BITS`` times coarser (:func:`coarse_side`), whose δ(ε) is
     at least ``q``'s at every ε, so its certified ε(δ) and δ(ε) bound ``q``'s exact ones from above. None
     where ``q`` is short, or its lattice too coarse already. Made once, kept on the recipe."""
-    recipe = q._recipe
+    recipe = q.recipe
     if recipe is None or q.reverse is not None or q.step_bits <= SCREEN_BITS:
         return None
     if recipe.screen:
@@ -876,38 +751,62 @@ def _screen_twin(q: PLD) -> PLD | None:
     if sides is not None:
         bits = q.step_bits - SCREEN_BITS
         empty = Side(0, np.zeros(1), 0.0, 0.0, np.zeros(1), 0.0)  # (a valid lower side: δ ≥ 0; not read)
-        groups = [(PLD(bits, sd, empty, q.tail, "screen", step_mult=q.step_mult), n) for sd, n in sides]
+        groups = [(sides_pld(bits, sd, empty, q.tail, "screen", q.step_mult), n) for sd, n in sides]
         twin = compose_groups(groups, f"screen of {q.description}")
     recipe.screen[:] = [twin]
     return twin
 
 
 def one_way(p: PLD) -> PLD:
-    """This order of the PLD alone (a symmetric PLD is its own reverse)."""
+    """This order of the PLD alone (a symmetric PLD is its own reverse): its sides (shared: built once),
+    tilted reading and lattice, without the reverse order."""
     if p.reverse is None:
         return p
-    return _view(p, p.description, p.gaussian, None)
+    return replace(p, reading=p.reading.first)
 
 
-def _view(p: PLD, description: str, gaussian: tuple[float, float, float] | None, reverse: PLD | None) -> PLD:
-    """A PLD with ``p``'s sides (built once, on ``p``, where they are not built yet), tilted reading and
-    lattice, under another description, closed form and reverse order."""
-    return PLD(
-        p.step_bits, p._upper, p._lower, p.tail, description, gaussian, reverse, _lazy=p._lazy,
-        _lazy_lower=None if p._lower is not None else partial(getattr, p, "lower"),
-        _lazy_upper=None if p._upper is not None else partial(getattr, p, "upper"), _recipe=p._recipe,
-        sampling=p.sampling, step_mult=p.step_mult,
-    )
+def pair_of(first: PLD, reverse: PLD) -> PLD:
+    """The PLD of an asymmetric pair: ``first`` (one order alone, whose description, lattice and sampling the
+    pair takes) and ``reverse``, the PLD of the other order of neighbours."""
+    return replace(first, reading=PairReading(first.reading.first, reverse))
+
+
+def sides_pld(
+    bits: int, upper: Side, lower: Side, tail: float, description: str, mult: int = 1,
+    sampling: str | None = None,
+) -> PLD:
+    """The PLD with these two sides, built, on the lattice ``mult``·2**-``bits``."""
+    return PLD(bits, SidesReading(Sides(upper, lower)), tail, description, sampling, mult)
+
+
+def sides_of(make: Callable[[], PLD]) -> Sides:
+    """The sides of the PLD ``make`` builds (a module-level function: a partial of it still pickles)."""
+    return make().reading.sides
+
+
+def built_on_first_use(
+    bits: int, make: Callable[[], PLD], tail: float, description: str, sampling: str | None = None
+) -> PLD:
+    """A PLD whose sides are those of the one-order PLD ``make`` builds, built when first read."""
+    return PLD(bits, SidesReading(Sides(make=partial(sides_of, make))), tail, description, sampling)
+
+
+def from_constructor(p: PLD, key: object, thin: PLD | None) -> PLD:
+    """``p``, with ``key`` (what it was built from: its constructor and arguments) standing for its contents
+    in ``content_key``, and ``thin`` read in its place by compositions holding at least ``THIN_MIN_COUNT``
+    copies of it."""
+    return replace(p, reading=FromConstructor(p.reading, key, thin))
 
 
 def _compose_direct(a: PLD, b: PLD) -> PLD:
     tail = min(a.tail, b.tail)
-    return PLD(
+    return sides_pld(
         a.step_bits,
         compose_sides(a.upper, b.upper, True, tail),
         compose_sides(a.lower, b.lower, False, tail),
         tail,
-        step_mult=a.step_mult,
+        "",
+        a.step_mult,
     )
 
 
@@ -937,8 +836,8 @@ def build_pld(
     with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
         upper, lower = build_sides(bits, b, mult, lazy_lower)
         if not isinstance(lower, Side):  # (a module-level function and arrays: the PLD still pickles)
-            return PLD(bits, upper, None, tail, description, step_mult=mult, _lazy_lower=lower)
-        return PLD(bits, upper, lower, tail, description, step_mult=mult)
+            return PLD(bits, SidesReading(Sides(upper, make_lower=lower)), tail, description, step_mult=mult)
+        return sides_pld(bits, upper, lower, tail, description, mult)
 
 
 def pld_of_atoms(
@@ -972,9 +871,11 @@ def pld_of_atoms(
 
 def gaussian_pld(bits: int, mu: float, width: float, tail: float, description: str, mu_lo: float) -> PLD:
     """A Gaussian PLD whose lattice sides are built only when needed (composition with a non-Gaussian)."""
+    make = partial(sides_of, partial(_gaussian_lattice, bits, mu, width, tail, description))
+    return PLD(bits, GaussianReading(Sides(make=make), (mu, width, mu_lo)), tail, description)
 
-    def build() -> PLD:
-        with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
-            return build_pld(bits, gaussian_buckets(bits, mu, width), tail, description)
 
-    return PLD(bits, None, None, tail, description, (mu, width, mu_lo), _lazy=build)
+def _gaussian_lattice(bits: int, mu: float, width: float, tail: float, description: str) -> PLD:
+    """The lattice sides of a Gaussian PLD (:func:`gaussian_pld`)."""
+    with memory.refuse_out_of_memory(f"building {description}", memory.SMALLER_BITS):
+        return build_pld(bits, gaussian_buckets(bits, mu, width), tail, description)

@@ -45,7 +45,7 @@ class Side:
 
     On the lower side, ``nq`` (same offset and length as ``masses``) holds upper bounds on N(s) = e^{s}·Q(s),
     the scaled Q-mass of the *lumped pair* at each lattice label s, and ``masses`` lower bounds on its P(s)
-    (see :meth:`PLD._delta_lumped`); ``nq_err`` bounds the ℓ₁ distance of ``nq`` from a vector with that
+    (see :meth:`PLD.delta_lumped`); ``nq_err`` bounds the ℓ₁ distance of ``nq`` from a vector with that
     property. The upper side has no ``nq``."""
 
     offset: int

@@ -484,11 +484,11 @@ def _compose_tilted(p: _TiltedVectors, base: int, b_lo: int, size: int) -> tuple
 
 @dataclass(frozen=True)
 class TiltedLower:
-    """The lumped pair's composite (``PLD._delta_lumped``) tilted: P(s) ≈ p_J·e^{Λ_P − θJ} and
+    """The lumped pair's composite (``PLD.delta_lumped``) tilted: P(s) ≈ p_J·e^{Λ_P − θJ} and
     N(s) = e^{s}Q(s) ≈ n_J·e^{Λ_N − θJ} at the label s = J·h.
 
     δ(ε) ≥ Σ_{J≥Jᵢ}(P(J) − e^{ε−Jh}N(J))₊ for any start Jᵢ (a restriction of the lumped pair to fewer
-    outcomes, as in ``PLD._delta_lumped``); with P ≥ p/(1 + rel) − |Δp|, N ≤ (n + |Δn|)(1 + rel) and
+    outcomes, as in ``PLD.delta_lumped``); with P ≥ p/(1 + rel) − |Δp|, N ≤ (n + |Δn|)(1 + rel) and
     (·)₊ 1-Lipschitz, the errors cost at most Σ_{J≥Jᵢ} e^{Λ_P−θJ}|Δp_J| + Σ_{J≥Jᵢ} e^{Λ_N−θJ+ε−Jh}|Δn_J|
     (Δ: the FFT's error, in 2-norm, and the ℓ₁ error E_in of each side's children, ``err_p`` / ``err_n``),
     bounded as on the upper side (ℓ₁ parts at the largest weight, the FFT's 2-norm by Cauchy–Schwarz

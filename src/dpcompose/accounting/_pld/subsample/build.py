@@ -11,7 +11,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting._pld.concurrency import speedups_on
-from dpcompose.accounting._pld.distribution import PLD, pld_of_atoms
+from dpcompose.accounting._pld.distribution import (
+    PLD,
+    built_on_first_use,
+    from_constructor,
+    pair_of,
+    pld_of_atoms,
+)
 from dpcompose.accounting._pld.subsample.cells import Cells, Sampling, check_cells, order, symmetric
 
 FloatArray = npt.NDArray[np.float64]
@@ -173,12 +179,10 @@ def lazy_pld(build: Build, key: object, thin: PLD | None = None) -> PLD:
         build()
         if sampling == "poisson":
             build.reverse()
-    rev = None
+    p = built_on_first_use(bits, build, tail, name, sampling)
     if sampling == "poisson":
-        rev = PLD(bits, None, None, tail, name + " add", sampling=sampling, _lazy=_ReverseOf(build))
-    return PLD(
-        bits, None, None, tail, name, reverse=rev, sampling=sampling, _lazy=build, _thin=thin, _key=key
-    )
+        p = pair_of(p, built_on_first_use(bits, _ReverseOf(build), tail, name + " add", sampling))
+    return from_constructor(p, key, thin)
 
 
 def identity(bits: int, tail: float, name: str) -> PLD:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -65,7 +65,7 @@ from dpcompose.accounting._exact import exact
 from dpcompose.accounting._pld.buckets import Buckets
 from dpcompose.accounting._pld.concurrency import in_parallel
 from dpcompose.accounting._pld.discrete_gaussian import BLOCK, UNDERFLOW
-from dpcompose.accounting._pld.distribution import PLD, build_pld
+from dpcompose.accounting._pld.distribution import PLD, build_pld, pair_of, sides_pld
 from dpcompose.accounting._pld.floats import (
     SAFE,
     gamma_padded,
@@ -584,7 +584,7 @@ def order(cells: Cells, bits: int, tail: float, direction: Direction, name: str,
     b = to_buckets(cells, bits, direction, _direction_starts(cells.starts, direction))
     desc = name if direction == "remove" else f"{name} {direction}"
     built = build_pld(bits, b, tail, desc, lazy_lower=True)
-    return PLD(bits, built.upper, None, tail, desc, sampling=sampling, _lazy_lower=built._lazy_lower)
+    return replace(built, sampling=sampling)
 
 
 def symmetric(cells: Cells, bits: int, tail: float, name: str, sampling: Sampling) -> PLD:
@@ -601,7 +601,7 @@ def symmetric(cells: Cells, bits: int, tail: float, name: str, sampling: Samplin
         bits, to_buckets(cells, bits, "remove", _direction_starts(cells.starts, "remove")), tail,
         name + " remove",
     )
-    return PLD(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
+    return sides_pld(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
 
 
 def from_cells(
@@ -615,8 +615,7 @@ def from_cells(
     if sampling == "poisson":
         fwd, rev = in_parallel(lambda: order(cells, bits, tail, "remove", name, sampling),
                                 lambda: order(cells, bits, tail, "add", name, sampling))
-        return PLD(bits, fwd.upper, fwd._lower, tail, name, reverse=rev, sampling=sampling,
-                   _lazy_lower=fwd._lazy_lower)
+        return pair_of(fwd, rev)
     return symmetric(cells, bits, tail, name, sampling)
 
 
