@@ -358,3 +358,24 @@ def test_composition_matching_agrees_with_brute_force() -> None:
         offered = C([one() for _ in range(int(rng.integers(1, 4)))])
         declared = C([one() for _ in range(int(rng.integers(1, 5)))])
         assert (domination_gap(offered, declared) is None) == brute(offered, declared), (offered, declared)
+
+
+def test_a_triple_distance_is_within_d_in_only_componentwise() -> None:
+    """(l0, l1, l∞) distances compared lexicographically let (1, 50, 50) pass under d_in = (2, 2, 1): the
+    compositor (and its pair) claimed its guarantee at an l1 and l∞ 50 times larger than it priced."""
+    dom = dp.MapDomain(dp.AtomDomain(str), dp.AtomDomain(int))
+    metric = dp.L01InfDistance()
+    for comp in (
+        dp.make_adaptive_sequential(
+            dom, metric, dp.ApproxDP(), (2, 2, 1), PrivacyLoss.gaussian(1, 1), steps=3, delta=1e-6
+        ),
+        dp.make_adaptive_sequential(dom, metric, dp.PureDP(), (2, 2, 1), [0.5, 0.5]),
+    ):
+        comp.map((2, 2, 1))
+        comp.map((1, 2, 1))
+        for above in ((1, 50, 50), (2, 3, 1), (3, 0, 0), (2, 2, 2)):
+            with pytest.raises(dp.InvalidParameter, match="makes no claim"):
+                comp.map(above)
+        if comp.privacy_loss((2, 2, 1)) is not None:
+            with pytest.raises(dp.InvalidParameter, match="makes no claim"):
+                comp.privacy_loss((1, 50, 50))

@@ -33,6 +33,7 @@ __all__ = [
     "map_up_to_d_in",
     "priced_cost",
     "run_query",
+    "within",
 ]
 
 
@@ -120,12 +121,23 @@ def run_query(query: Measurement[Any, Any, Any, Any], data: Any, children: Spawn
     return answer
 
 
+def within(d: Any, d_in: Any) -> bool:
+    """``d`` is at most ``d_in``: for a distance tuple (``L01InfDistance``'s (l0, l1, l∞)) each component is
+    at most its bound — tuples compare lexicographically in Python, which would let (1, 50, 50) pass under
+    (2, 2, 1)."""
+    if isinstance(d_in, (tuple, list)):
+        if not isinstance(d, (tuple, list)) or len(d) != len(d_in):
+            return False
+        return all(a <= b for a, b in zip(d, d_in, strict=True))
+    return bool(d <= d_in)
+
+
 def map_up_to_d_in(d_in: Any, value: Any, who: str) -> Callable[[Any], Any]:
     """The privacy map of a compositor that prices its queries at ``d_in``: ``value`` for any distance up
     to ``d_in``, and a refusal above it (queries were only checked at ``d_in``)."""
 
     def privacy_map(d: Any) -> Any:
-        if d > d_in:
+        if not within(d, d_in):
             raise InvalidParameter(
                 f"this {who} prices its queries at d_in={d_in}; it makes no claim at d_in={d} "
                 "(build it with the larger d_in)"
