@@ -379,3 +379,33 @@ def test_a_triple_distance_is_within_d_in_only_componentwise() -> None:
         if comp.privacy_loss((2, 2, 1)) is not None:
             with pytest.raises(dp.InvalidParameter, match="makes no claim"):
                 comp.privacy_loss((1, 50, 50))
+
+
+def test_a_query_made_from_inside_another_querys_pricing_is_refused() -> None:
+    """A trusted user measurement whose privacy map queried the same compositor got both queries admitted
+    against step 0 (2 budgets used of 1 declared)."""
+    floats = dp.AtomDomain(float)
+    lap = dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=2.0)
+    for comp in (
+        dp.make_adaptive_sequential(
+            floats, dp.AbsoluteDistance(), dp.ApproxDP(), 1, PrivacyLoss.approx(Fraction(1, 2), 0), steps=1,
+            delta=1e-6,
+        ),
+        dp.make_adaptive_sequential(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, [Fraction(1, 2)]),
+    ):
+        q = comp(3.0)
+        inner: list[Any] = []
+
+        def sneaky_map(d: Any, q: Any = q, inner: list[Any] = inner) -> Fraction:
+            if not inner:
+                inner.append(q(lap))  # re-enters the compositor while the outer query is being priced
+            return Fraction(1, 2)
+
+        outer = dp.make_user_measurement(
+            floats, dp.AbsoluteDistance(), dp.PureDP(), lap.function, sneaky_map, trusted=True
+        )
+        with pytest.raises(dp.SequentialityError, match="from inside its own answer"):
+            q(outer)
+        assert q.budgets_used == 0 and not inner
+        q(lap)  # the step is still open
+        assert q.budgets_used == 1

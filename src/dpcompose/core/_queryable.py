@@ -89,6 +89,7 @@ class Queryable(Generic[Q, A]):
 
     def __init__(self, *, lock: threading.RLock | None = None, name: str | None = None) -> None:
         self._lock = lock if lock is not None else threading.RLock()
+        self._answering = False
         self._closed_reason: str | None = None
         self._guards: list[Callable[[Queryable[Q, A]], None]] = []
         self._queries = 0
@@ -114,11 +115,21 @@ class Queryable(Generic[Q, A]):
             guard(self)
         with self._lock:
             self._refuse_if_closed()
-            with created_queryables() as created:
-                try:
-                    answer = self._answer(query)
-                finally:
-                    self._remember(created)
+            if self._answering:  # (only this thread can see it set: the lock is held while it is)
+                raise SequentialityError(
+                    f"{self.name} was queried from inside its own answer (a query's function or privacy "
+                    "map called it back): such a query would be priced against the step being answered, "
+                    "so it is refused; nothing was run or spent for it"
+                )
+            self._answering = True
+            try:
+                with created_queryables() as created:
+                    try:
+                        answer = self._answer(query)
+                    finally:
+                        self._remember(created)
+            finally:
+                self._answering = False
             self._queries += 1
             return answer
 
