@@ -875,7 +875,18 @@ CASES: dict[str, Case] = {
     "make_loss_to_profile": Case(dp.make_loss_to_profile, lambda: {"m": _lap()}, _MAP1),
     "make_subsample": Case(
         dp.make_subsample,
-        lambda: {"m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None},
+        lambda: {
+            "m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None,
+            "accounting": "auto",
+        },
+        _MAP1,
+    ),
+    "make_subsample[renyi]": Case(
+        dp.make_subsample,
+        lambda: {
+            "m": _count_then_gauss(), "rate": 0.01, "method": "poisson", "dataset_size": None, "rng": None,
+            "accounting": "renyi",
+        },
         _MAP1,
     ),
     "make_subsample[without_replacement]": Case(

@@ -134,3 +134,36 @@ def test_refusals_spend_nothing_and_name_the_fix() -> None:
         dp.make_subsample(sized, 0.5, "without_replacement", dataset_size=10)
     with pytest.raises(dp.InvalidParameter, match="4096"):
         sub.map(1)(5000)
+
+
+def test_accounting_renyi_gives_a_renyi_step_a_renyi_filter_takes() -> None:
+    """The vector Gaussian's flagged pair has no finite Rényi curve, so a Rényi filter refused the DP-SGD
+    step; accounting='renyi' takes the Rényi route of its ρ instead (Poisson only)."""
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=3))
+    sym = dp.SymmetricDistance()
+    clipped = dp.t.make_clip_l2(rows, sym, norm=1.0)
+    total = clipped >> dp.t.make_vector_sum(clipped.output_domain, sym, max_size=100)
+    noisy = total >> dp.m.make_gaussian(total.output_domain, total.output_metric, scale=2.0)
+    auto = dp.make_subsample(noisy, 0.05)
+    step = dp.make_subsample(noisy, 0.05, accounting="renyi")
+    assert auto.output_measure == dp.ProfileDP() and step.output_measure == dp.RenyiDP()
+    rho = noisy.map(1)
+    expected = dp.accounting.subsampled_zcdp_to_renyi(rho, Fraction(0.05), [2, 8])  # (q: the float 0.05)
+    capped = [min(e, a * rho) for e, a in zip(expected, (2, 8), strict=True)]
+    assert [step.map(1)(a) for a in (2, 8)] == capped
+    budget = dp.RenyiCurve(lambda a: Fraction(a) / 10, "α/10")
+    f = dp.make_privacy_filter(rows, sym, dp.RenyiDP(), d_in=1, d_out=budget, orders=[2, 4, 8])
+    q = f(np.zeros((50, 3)))
+    with pytest.raises(dp.DomainMismatch, match="no Rényi curve"):
+        q(auto)
+    q(step)
+    assert q.queries_charged == 1
+    with pytest.raises(dp.UnsupportedComposition, match="accounting='renyi'"):
+        dp.make_subsample(noisy, 0.5, "without_replacement", dataset_size=100, accounting="renyi")
+    lap = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), sym) >> dp.m.make_laplace(
+        dp.AtomDomain(int), dp.AbsoluteDistance(), scale=1.0
+    )
+    with pytest.raises(dp.UnsupportedComposition, match="accounting='renyi'"):
+        dp.make_subsample(lap, 0.5, accounting="renyi")
+    with pytest.raises(dp.InvalidParameter, match="accounting"):
+        dp.make_subsample(noisy, 0.5, accounting="pld")

@@ -235,6 +235,7 @@ def make_subsample(
     *,
     dataset_size: int | None = None,
     rng: np.random.Generator | RandomSource | None = None,
+    accounting: str = "auto",
 ) -> Measurement[Any, Any, Any, Any]:
     """Run ``m`` on a random subsample of the dataset; the privacy map applies amplification by subsampling.
 
@@ -279,12 +280,20 @@ def make_subsample(
     here), as is any other measure without a pair. Interactive ``m`` is refused (the theorems are for one
     release).
 
+    ``accounting="renyi"`` takes that Rényi route for a zCDP or Rényi ``m`` even where it reports a pair
+    (Poisson only): for a Rényi filter, which charges a query its Rényi curve — the vector Gaussian's pair
+    carries a (0, η) flag and so has no finite Rényi curve, while the mechanism's own ρ gives one. The
+    curve is then the general one of ``m``'s ρ (the removal sum alone only for a composed pair of Gaussian
+    parts, as above). ``accounting="auto"`` (the default) is the choice described above.
+
     Args:
         m: the measurement to run on the subsample (non-interactive; ``PureDP``, ``ApproxDP``, or any
             measure with a dominating pair of one mechanism).
         rate: the sampling rate ``q ∈ [0, 1]`` (Poisson), or the fraction of records kept (without
             replacement: ``⌊rate·n⌋`` records).
         method: ``"poisson"`` or ``"without_replacement"``.
+        accounting: ``"auto"``, or ``"renyi"`` for the subsampled Rényi curve of a zCDP or Rényi ``m``
+            (Poisson only; see above).
         dataset_size: the public dataset size ``n`` (required for ``"without_replacement"``, refused for
             ``"poisson"``).
         rng: a numpy Generator (or a ``RandomSource`` such as ``SeededSource``) driving the exact sampler
@@ -338,7 +347,13 @@ def make_subsample(
         raise InvalidParameter(f"rate={rate!r} must lie in [0, 1]")
     q_rate = exact(rate, "rate")
     check_str(method, "method", _METHODS)
+    check_str(accounting, "accounting", ("auto", "renyi"))
     measure = m.output_measure
+    if accounting == "renyi" and (method != "poisson" or not isinstance(measure, (ZCDP, RenyiDP))):
+        raise UnsupportedComposition(
+            f"make_subsample: accounting='renyi' is for a zCDP or Rényi m under Poisson sampling (m is "
+            f"{measure!r}, method={method!r}): its subsampled Rényi curve is proven here for that case only"
+        )
     if m.interactive:
         raise UnsupportedComposition(
             "make_subsample: m is interactive; the amplification theorems cover one non-interactive release"
@@ -430,7 +445,7 @@ def make_subsample(
             return _amplified(measure, m.map(child_d), q, steps)
 
         theorem_source = source_text + pair_source
-    elif child_pair() is None and isinstance(measure, (ZCDP, RenyiDP)):
+    elif (accounting == "renyi" or child_pair() is None) and isinstance(measure, (ZCDP, RenyiDP)):
         if method != "poisson":
             raise UnsupportedComposition(
                 f"make_subsample: m ({m.node.label()}) is {measure!r} without a dominating pair; its "
@@ -480,6 +495,9 @@ def make_subsample(
             if method == "poisson"
             else "Prop. 30 (without replacement, substitution)"
         )
+
+    if accounting != "auto":
+        params = (*params, ("accounting", accounting))
 
     def loss(d_in: int) -> PrivacyLoss | None:
         """The subsampled dominating pair at one step; none for several (no multi-record PLD theorem)."""
