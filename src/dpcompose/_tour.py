@@ -51,7 +51,7 @@ def _tables_tour(people: dict[str, list[Any]]) -> None:
     result = query.release()
     counts = zip(result.get_column("region").to_list(), result.get_column("count").to_list(), strict=True)
     _say(f"   released counts: {dict(counts)}")
-    _say(f"   budget left: ε = {format_up(ctx.remaining()['epsilon'], 7)}")
+    _say(f"   budget left: ε = {ctx.remaining()['epsilon']}  (rounded down)")
 
 
 def run_tour() -> int:

@@ -312,7 +312,7 @@ for _ in range(5):
         raised.append("none")
     except Exception as exc:
         raised.append(type(exc).__name__ + ": " + str(exc)[:80])
-print(json.dumps({"raised": raised, "remaining": str(ctx.remaining()["epsilon"])}))
+print(json.dumps({"raised": raised, "remaining": str(ctx.remaining()["epsilon"].exact)}))
 """
 
 

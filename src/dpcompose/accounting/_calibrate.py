@@ -403,6 +403,12 @@ def gaussian_sigma(epsilon: Number, delta: Number, sensitivity: Number = 1) -> f
         raise InvalidParameter(f"delta={delta!r} must be in (0, 1): Gaussian noise has δ(ε) > 0 at every ε")
     check_finite_positive(sensitivity, "sensitivity")
     sens = exact(sensitivity, "sensitivity")
+    if not Fraction(1, 2**300) <= sens <= 2**300:
+        raise InvalidParameter(
+            f"sensitivity={sensitivity!r} must lie in [2**-300, 2**300]: the σ sought, about "
+            "Δ·√(2 ln(1.25/δ))/ε, must stay a float whose (Δ/σ)² the certified Gaussian profile can read; "
+            "rescale the data"
+        )
     df = float(dlt)
 
     def probe(sigma: float) -> tuple[bool, float | None]:

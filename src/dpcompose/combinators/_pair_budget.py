@@ -50,6 +50,10 @@ def repeated(pair: PrivacyLoss, count: int) -> PrivacyLoss:
     return PrivacyLoss("composed", (), tuple((p, n * count) for p, n in parts))
 
 
+
+_MOST_STEPS = 1 << 44
+"""The most steps of one declared pair: the PLD engine composes at most 2**44 copies of one PLD."""
+
 class PairSchedule(Sequence[PrivacyLoss]):
     """The declared pairs of an adaptive compositor, one per step: a tuple of pairs, or one pair repeated
     ``steps`` times (O(1) memory however many steps)."""
@@ -99,6 +103,11 @@ class PairSchedule(Sequence[PrivacyLoss]):
                 )
             if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
                 raise InvalidParameter(f"steps={steps!r} must be a positive int (the number of steps)")
+            if steps > _MOST_STEPS:
+                raise InvalidParameter(
+                    f"steps={steps!r} is more than the {_MOST_STEPS} (2**44) copies of one pair the PLD "
+                    "composes: nothing useful is certified beyond (each mass carries a 2**-44 rounding pad)"
+                )
             return cls(None, d_mids, steps)
         if steps is not None:
             raise InvalidParameter(
