@@ -146,7 +146,7 @@ def _box_extreme(q: Floats, s: Floats, n1: Floats, n2: Floats, upper: bool) -> F
 
 
 def _variance_box(
-    n1: Floats, n2: Floats, s1: Floats, s2: Floats, q1: Floats, q2: Floats, spec: SumSpec
+    n1: Floats, n2: Floats, s1: Floats, s2: Floats, q1: Floats, q2: Floats, spec: SumSpec, grid: bool = True
 ) -> tuple[Floats, Floats]:
     """The interval of the clamped values' sample variance over a box of (n, S, Q) in grid units
     (``n1 >= 2``), with the grid's and the clamp's corrections (module docstring)."""
@@ -158,7 +158,9 @@ def _variance_box(
     with np.errstate(over="ignore", invalid="ignore"):
         top = top * unit * unit
         bottom = bottom * unit * unit
-        if not _exact_grid(spec):  # the sd of the clamped values is within 2**k of the grid values' sd
+        if grid and not _exact_grid(
+            spec
+        ):  # the sd of the clamped values is within 2**k of the grid values' sd
             top = (np.sqrt(np.maximum(top, 0.0)) * (1 + PAD) + unit) ** 2 * (1 + PAD)
             root = np.sqrt(np.maximum(bottom, 0.0)) * (1 - PAD) - unit
             bottom = np.where(root > 0, root * root * (1 - PAD), 0.0)
@@ -209,34 +211,46 @@ def mean_half_width_at(n: int, a_n: int, a_s: int, spec: SumSpec) -> float:
     On that event the released box lies in the box of twice the half-widths around the truth, so the
     interval lies in that box's interval; its width is piecewise linear in the true sum, largest at the
     ends of the sum's range or at a kink (where a corner's sign or the clamp switches), which are all
-    tried, plus a dense grid of sums.
+    tried (with and without the grid's half step), plus a dense grid of sums.
     """
     g_lo, g_hi = _grid(spec)
     n1, n2 = max(n - 2 * a_n, 1), n + 2 * a_n
-    kinks = [
-        -2.0 * a_s, 2.0 * a_s,
-        g_hi * n1 - 2 * a_s, g_hi * n2 - 2 * a_s, g_lo * n1 + 2 * a_s, g_lo * n2 + 2 * a_s,
-    ]  # fmt: skip
+    scale = math.ldexp(1.0, -spec.k)
+    kinks = [-2.0 * a_s, 2.0 * a_s]
+    for half in (-0.5, 0.0, 0.5):  # where a corner meets the clamp, with or without the grid's half step
+        for m in (n1, n2):
+            kinks += [
+                (float(spec.hi) * scale + half) * m - 2 * a_s,
+                (float(spec.lo) * scale + half) * m + 2 * a_s,
+            ]
     sums = np.concatenate([np.linspace(n * g_lo, n * g_hi, 1025), np.clip(kinks, n * g_lo, n * g_hi)])
-    ones = np.ones_like(sums)
     s1, s2 = sums - 2 * a_s, sums + 2 * a_s
     top = np.where(s2 >= 0, s2 / n1, s2 / n2)
     bottom = np.where(s1 >= 0, s1 / n2, s1 / n1)
-    low, high = _finish_mean(bottom * ones, top * ones, spec)
-    unit = math.ldexp(1.0, spec.k)
-    return float((high - low).max()) / 2 + unit  # a grid step for the kinks between the samples
+    low, high = _finish_mean(bottom, top, spec)
+    magnitude = max(abs(float(spec.lo)), abs(float(spec.hi)))
+    return float((high - low).max()) / 2 + 4 * PAD * magnitude
 
 
 def variance_half_width_at(
-    n: int, a_n: int, a_s: int, a_q: int, spec: SumSpec, square: SumSpec, cells: int = 256
+    n: int, a_n: int, a_s: int, a_q: int, spec: SumSpec, square: SumSpec, cells: int = 4096
 ) -> float:
     """Half the width, at most, of the interval :func:`variance_bounds` gives for a key of ``n`` rows, on
     the event that the three noises are within their half-widths (probability ``>= 1 − α``), whatever the
-    values: the maximum over cells covering every feasible true (sum, sum of squares) — sums in
-    ``[n·lo, n·hi]``, squares between ``S²/n`` and ``(lo + hi)·S − n·lo·hi`` — of the interval over the box
-    of twice the half-widths around the cell."""
+    values.
+
+    On that event the released box lies in the box of twice the half-widths around the true (n, S, Q).
+    The true sums are covered by ``cells`` cells of ``[n·lo, n·hi]``; per cell, the interval over the
+    box around the whole cell is taken, as a function of the true Q (between ``S²/n`` and
+    ``(lo + hi)·S − n·lo·hi``). Its two ends both increase with Q, the upper one convex and the lower one
+    concave before the clamp ``[0, cap]``, so the width rises, then is convex or constant, then falls: its
+    maximum is at the ends of Q's range or where an end meets the clamp (the lower one reaches 0 at
+    ``Q = dq + s_far²/n₁``, the upper one reaches ``cap`` at ``Q = min over n' of cap·(n'−1) + s_near²/n' −
+    dq'``, a convex minimum at ``n' = s_near/√cap``), the four points tried. The grid's correction of
+    the standard deviation adds at most ``4·2**k·√cap + 2·4**k`` to the width.
+    """
+    spread = float(spec.hi) - float(spec.lo)
     if n < 2:
-        spread = float(spec.hi) - float(spec.lo)
         return spread * spread / 4
     g_lo, g_hi = _grid(spec)
     edges = np.linspace(n * g_lo, n * g_hi, cells + 1)
@@ -244,15 +258,23 @@ def variance_half_width_at(
     q_min = np.where((sa <= 0) & (sb >= 0), 0.0, np.minimum(sa * sa, sb * sb) / n)
     q_max = np.maximum((g_lo + g_hi) * sa, (g_lo + g_hi) * sb) - n * g_lo * g_hi
     q_max = np.maximum(q_max, q_min)
-    parts = 32
-    t = np.linspace(0.0, 1.0, parts + 1)
-    qa = (q_min[:, None] + (q_max - q_min)[:, None] * t[None, :-1]).ravel()
-    qb = (q_min[:, None] + (q_max - q_min)[:, None] * t[None, 1:]).ravel()
-    sa, sb = np.repeat(sa, parts), np.repeat(sb, parts)
+    s1, s2 = sa - 2 * a_s, sb + 2 * a_s
+    near = np.clip(0.0, s1, s2)
+    far = np.maximum(np.abs(s1), np.abs(s2))
     f = float(2**square.shift)
-    n1 = np.full_like(sa, float(max(n - 2 * a_n, 2)))
-    n2 = np.full_like(sa, float(max(n + 2 * a_n, 2)))
-    q1 = qa * (1 - PAD) - n * (f - 1) - 2 * f * a_q  # the released Σ⌊g²/2**shift⌋ is within these
-    q2 = qb * (1 + PAD) + 2 * f * a_q + n2 * (f - 1)
-    low, high = _variance_box(n1, n2, sa - 2 * a_s, sb + 2 * a_s, q1, q2, spec)
-    return float((high - low).max()) / 2
+    n1v, n2v = float(max(n - 2 * a_n, 2)), float(max(n + 2 * a_n, 2))
+    n1, n2 = np.full_like(sa, n1v), np.full_like(sa, n2v)
+    down = n * (f - 1) + 2 * f * a_q  # the released Σ⌊g²/2**shift⌋ box lies in [Q − down, Q + up]
+    up = 2 * f * a_q + n2v * (f - 1)
+    unit = math.ldexp(1.0, spec.k)
+    cap = spread * spread / 4 * (n1v / (n1v - 1)) / (unit * unit)  # in grid units squared
+    q_zero = down + far * far / n1v
+    best = np.clip(near / math.sqrt(cap), n1v, n2v) if cap > 0 else n1
+    q_cap = np.minimum.reduce([cap * (m - 1) + near * near / m for m in (best, n1, n2)]) - up
+    widest = np.zeros_like(sa)
+    for q in (q_min, q_max, np.clip(q_zero, q_min, q_max), np.clip(q_cap, q_min, q_max)):
+        low, high = _variance_box(n1, n2, s1, s2, q * (1 - PAD) - down, q * (1 + PAD) + up, spec, grid=False)
+        widest = np.maximum(widest, high - low)
+    full_cap = spread * spread / 4 * (n1v / (n1v - 1))
+    extra = 0.0 if _exact_grid(spec) else 4 * unit * math.sqrt(full_cap) + 2 * unit * unit
+    return float(widest.max()) / 2 * (1 + PAD) + extra / 2 + 4 * PAD * full_cap
