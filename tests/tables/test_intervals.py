@@ -236,3 +236,23 @@ def test_intervals_with_unknown_keys_follow_the_released_keys() -> None:
     iv = q.intervals(result)
     assert iv["g"].to_list() == result["g"].to_list() == ["x"]
     assert iv["age_mean_lo"][0] <= 30 <= iv["age_mean_hi"][0]
+
+
+def test_intervals_of_an_empty_release_and_of_one_key() -> None:
+    """No key released (unknown keys, all below the threshold): an empty frame with every column; no
+    group-by: one row, at most the clamp's range (two rows cannot pin a variance down)."""
+    df = pl.DataFrame({"user": [1, 2], "g": ["x", "y"], "age": [30, 40]})
+    schema = {"user": dp.Column(int), "g": dp.Column(str), "age": dp.Column(int, bounds=(0, 100))}
+    ctx = dp.Context(df, schema, measure=dp.ApproxDP(), privacy_loss=(1.0, 1e-6), split_evenly_over=2)
+    q = ctx.query().group_by("g", keys=None).agg(dp.tables.mean("age"), dp.tables.variance("age"))
+    iv = q.intervals(q.release())
+    assert iv.height == 0
+    assert iv.columns == ["g", "age_mean_lo", "age_mean_hi", "age_variance_lo", "age_variance_hi"]
+    q = ctx.query().agg(dp.tables.mean("age"), dp.tables.variance("age"))
+    iv = q.intervals(q.release())
+    assert iv.height == 1
+    assert 0 <= iv["age_mean_lo"][0] <= 35 <= iv["age_mean_hi"][0] <= 100
+    assert (
+        0 <= iv["age_variance_lo"][0] <= 50 <= iv["age_variance_hi"][0] <= 100**2 / 2 * (1 + 1e-9)
+    )  # outward
+    assert q.summarize(rows=np.array([10, 100])).rows_per_key == (10, 100)

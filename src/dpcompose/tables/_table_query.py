@@ -505,9 +505,12 @@ class TableQuery:
 
 def _row_counts(rows: object) -> tuple[int, ...]:
     """``summarize``'s ``rows``: one positive int or a non-empty list of them."""
+    if isinstance(rows, np.integer | np.ndarray):
+        rows = rows.tolist()
     values = [rows] if isinstance(rows, int) and not isinstance(rows, bool) else rows
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
         raise InvalidParameter(f"rows={rows!r} must be a positive int or a list of them")
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 1 << 53:
             raise InvalidParameter(f"rows={rows!r}: {v!r} must be a positive int (rows per key)")
