@@ -30,6 +30,7 @@ person-level unit is measured by ``dp.SymmetricIdDistance(id_column)``, the cata
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,14 @@ from dpcompose.tables._agg import Agg, count_distinct
 from dpcompose.tables._engine import Plan, SumSpec, run_job, sum_key
 from dpcompose.tables._engines import engine_for
 from dpcompose.tables._fixed import grid_bound, unit_exponent
+from dpcompose.tables._intervals import (
+    component_half_width,
+    mean_bounds,
+    mean_half_width_at,
+    split_alpha,
+    variance_bounds,
+    variance_half_width_at,
+)
 
 if TYPE_CHECKING:  # annotations only: the Context module imports this one
     from dpcompose.tables._context import Context
@@ -122,6 +131,7 @@ class TableQuery:
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
         self.aggs = aggs
+        self._released: list[tuple[Any, dict[tuple[Any, ...], np.ndarray]]] = []  # (frame, noisy vectors)
         self.budget = budget
         measure = ctx.measure
         released: list[ReleasedVector] = []
@@ -315,44 +325,176 @@ class TableQuery:
             else:
                 n = np.maximum(noisy[_COUNT], 1).astype(np.float64)
                 columns[agg.name] = pl.Series(agg.name, total / n, dtype=pl.Float64)
-        return pl.DataFrame(columns)
+        frame = pl.DataFrame(columns)
+        self._released.append((frame, noisy))  # the noisy vectors (public) behind intervals(frame)
+        return frame
 
-    def summarize(self, alpha: float = 0.05) -> Summary:
-        """The cost at the unit (d_in = 1) and, per released vector, the noise and the half-width ``a``
-        with ``P(|noise| > a) <= alpha`` in the result's units — computed without touching the data. The
-        vectors are named for the user: ``count``, ``x_sum`` (also behind a mean or a variance of ``x``),
-        ``x_sum_of_squares`` (a variance's third vector, in units of ``x²``), ``x_count_distinct``, and
-        each quantile by its result column.
+    def summarize(self, alpha: float = 0.05, rows: int | Sequence[int] = (100, 1000, 10000)) -> Summary:
+        """What the query costs and how accurate each released statistic is, before release (nothing is
+        read from the data).
 
-        Discrete Laplace with scale t: ``P(|Z| > a) = 2·p**(a+1)/(1+p)``, ``p = e**(-1/t)`` (exact, for
-        integer ``a``). Discrete Gaussian: it is σ-sub-Gaussian (Canonne–Kamath–Steinke 2020, Cor. 9), so
-        ``P(|Z| >= a) <= 2·exp(-a²/(2σ²))`` and ``a = σ·√(2 ln(2/alpha))`` is an upper bound. Means have
-        no closed form here (a ratio of two noisy values) and show none. A quantile's row is in records:
-        with probability ``>= 1 - alpha`` (a union bound over its ``m`` candidates' noises) the chosen
-        candidate's ``|(1 − α)·L − α·G|`` is within that many records of the best candidate's.
+        ``.rows``: per released vector, the noise and the half-width ``a`` with ``P(|noise| > a) <= alpha``
+        in the result's units. The vectors are named for the user: ``count``, ``x_sum`` (also behind a
+        mean or a variance of ``x``), ``x_sum_of_squares`` (a variance's third vector, in units of ``x²``),
+        ``x_count_distinct``, and each quantile by its result column: a count's or a sum's interval is its
+        release ± ``a`` (a sum's is for the values on the column's grid ``2**k``, within ``n·2**k/2`` of the
+        clamped values' sum). Discrete Laplace with scale t: ``P(|Z| > a) = 2·p**(a+1)/(1+p)``,
+        ``p = e**(-1/t)`` (exact). Discrete Gaussian: σ-sub-Gaussian (Canonne–Kamath–Steinke 2020, Cor. 9),
+        so ``a = ⌈σ·√(2 ln(2/alpha))⌉`` is an upper bound. A quantile's row is in records: with probability
+        ``>= 1 - alpha`` (a union bound over its ``m`` candidates' noises) the chosen candidate ``c`` has
+        ``|(1 − q)·L(c) − q·G(c)|`` within that many records of the best candidate's (``L``, ``G``: the
+        values below and above ``c``), so at most ``q·n + s* + a`` values lie below it and
+        ``(1 − q)·n + s* + a`` above (``s*`` the best candidate's score).
+
+        ``.statistics``: per mean and variance, the half-width at most (half the width) of the certified
+        interval :meth:`intervals` will give for a key of ``n`` rows, for each ``n`` in ``rows``, on an
+        event of probability ``>= 1 - alpha`` and whatever the values are — a union bound over the
+        statistic's noisy vectors, each given ``alpha/c``, and the clamp (:mod:`dpcompose.tables.
+        _intervals` states the proof).
+
+        Args:
+            alpha: the level, in (0, 1).
+            rows: the numbers of rows per key to show the means' and variances' widths at (public guesses;
+                the data is not read).
+
+        Raises:
+            InvalidParameter: ``alpha`` outside (0, 1), or ``rows`` not positive integers.
         """
         if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
             raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
-        rows = []
+        at = _row_counts(rows)
+        lines = []
         for rel in self.vectors:
             unit = 1.0 if rel.spec is None else math.ldexp(1.0, unit_exponent(rel.spec))
             t = float(rel.scale)
-            if isinstance(self._ctx.measure, ZCDP):
-                dist = "discrete Gaussian"
-                half = t * math.sqrt(2 * math.log(2 / alpha))
-            else:
-                dist = "discrete Laplace"
-                half = discrete_laplace_scale_to_accuracy(rel.scale, alpha)
-            rows.append((rel.label, dist, t * unit, half * unit))
+            dist = "discrete Gaussian" if self._gaussian else "discrete Laplace"
+            lines.append((rel.label, dist, t * unit, self._half(rel, alpha) * unit))
         for agg, _, _, _, scale in self.quantiles:
             assert agg.alpha is not None
             b_den = agg.alpha.denominator
-            # union bound over the m noises: all within ±a with probability ≥ 1 − alpha, so the chosen
-            # score is within 2a of the least one; in records (scores are b·|(1 − α)L − αG|): 2a/b
-            a = discrete_laplace_scale_to_accuracy(scale, alpha / len(agg.candidates))
-            rows.append((agg.name, "noisy min, d. Laplace", float(scale) / b_den, 2 * a / b_den))
+            lines.append(
+                (agg.name, "noisy min, d. Laplace", float(scale) / b_den, self._rank_slack(agg, alpha))
+            )
+        stats = []
+        for agg in self.aggs:
+            if agg.op == "mean":
+                spec, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
+                a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, spec))
+                assert spec.spec is not None
+                widths = tuple(mean_half_width_at(n, a_n, a_s, spec.spec) for n in at)
+                stats.append((agg.name, "mean of the clamped values (n >= 1)", widths))
+            elif agg.op == "variance":
+                spec = self._vector(sum_key(agg.column or ""))
+                sq = self._vector(sum_key(agg.column or "", square=True))
+                a3 = split_alpha(alpha, 3)
+                a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), spec, sq))
+                assert spec.spec is not None
+                assert sq.spec is not None
+                widths = tuple(variance_half_width_at(n, a_n, a_s, a_q, spec.spec, sq.spec) for n in at)
+                stats.append((agg.name, "sample variance of the clamped values (n >= 2)", widths))
         cost = self.measurement.output_measure.display(self.measurement.map(1))
-        return Summary(cost, alpha, tuple(rows))
+        return Summary(cost, alpha, tuple(lines), tuple(stats), at)
+
+    @property
+    def _gaussian(self) -> bool:
+        return isinstance(self._ctx.measure, ZCDP)
+
+    def _vector(self, what: tuple[Any, ...]) -> ReleasedVector:
+        return next(rel for rel in self.vectors if rel.what == what)
+
+    def _half(self, rel: ReleasedVector, alpha: float) -> int:
+        """The vector's half-width at level ``alpha``, in its integer units."""
+        return component_half_width(rel.scale, self._gaussian, alpha)
+
+    def _rank_slack(self, agg: Agg, alpha: float) -> float:
+        """A quantile's excess rank error in records: all ``m`` noises within ``a`` (``alpha/m`` each), so
+        the chosen score is within ``2a`` of the least; scores are ``b·|(1 − q)L − qG|``: ``2a/b``."""
+        _, _, _, _, scale = next(q for q in self.quantiles if q[0] == agg)
+        assert agg.alpha is not None
+        a = discrete_laplace_scale_to_accuracy(scale, split_alpha(alpha, len(agg.candidates)))
+        return 2 * a / agg.alpha.denominator
+
+    def intervals(self, result: Any, alpha: float = 0.05) -> Any:
+        """The interval of every released statistic of ``result`` (a frame this query's :meth:`release`
+        returned — the same object): a Polars DataFrame with the group-by columns and, per aggregate
+        ``x``, ``x_lo`` and ``x_hi``, or for a quantile ``x_rank_slack``. Post-processing of the release:
+        nothing is charged or read from the data.
+
+        Per key and per statistic, with probability at least ``1 - alpha`` over the noise:
+
+        * a count or distinct count: its true value lies in ``[release − a, release + a]`` (and ``>= 0``);
+        * a sum: the true sum of the values on the column's grid ``2**k`` (within ``n·2**k/2`` of the
+          clamped values' sum; equal for int columns with bounds below ``2**31``) lies in ``[release ± a]``;
+        * a mean: the true mean of the clamped values lies in ``[x_lo, x_hi]`` (keys with ``n >= 1``);
+        * a variance: the true sample variance of the clamped values lies in ``[x_lo, x_hi]`` (keys with
+          ``n >= 2``);
+        * a quantile: the released candidate ``c`` has at most ``q·n + s* + x_rank_slack`` values below it
+          and ``(1 − q)·n + s* + x_rank_slack`` above it (``s*``: the best candidate's
+          ``|(1 − q)L − qG|``), a statement in ranks.
+
+        Means and variances use the union bound over their noisy vectors (:mod:`dpcompose.tables.
+        _intervals` states the proofs); the statements hold for each statistic and key on its own, not for
+        all at once. With unknown keys (``keys=None``) they hold for a key's release and coverage together
+        (the probability that a key is released with its truth outside is at most ``alpha``), not
+        conditionally on the key being released.
+
+        Raises:
+            InvalidParameter: ``result`` is not a frame this query released, or a bad ``alpha``.
+        """
+        import polars as pl  # optional dependency (polars): the intervals are a Polars DataFrame
+
+        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
+            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
+        noisy = next((v for frame, v in list(self._released) if frame is result), None)
+        if noisy is None:
+            raise InvalidParameter(
+                "result must be a frame this query's release() returned (the very object: the intervals "
+                "are computed from the noisy vectors kept with it)"
+            )
+        columns: dict[str, Any] = {name: result.get_column(name) for name in self.plan.by}
+        as_float = {what: values.astype(np.float64) for what, values in noisy.items()}
+        for agg in self.aggs:
+            name = agg.name
+            if agg.op in ("count", "count_distinct"):
+                what = _COUNT if agg.op == "count" else ("distinct", agg.column)
+                a = self._half(self._vector(what), alpha)
+                columns[f"{name}_lo"] = pl.Series(np.maximum(noisy[what] - a, 0), dtype=pl.Int64)
+                columns[f"{name}_hi"] = pl.Series(noisy[what] + a, dtype=pl.Int64)
+            elif agg.op == "sum":
+                rel = self._vector(sum_key(agg.column or ""))
+                assert rel.spec is not None
+                a = self._half(rel, alpha)
+                if rel.spec.kind == "int" and rel.spec.k == 0:
+                    columns[f"{name}_lo"] = pl.Series(noisy[rel.what] - a, dtype=pl.Int64)
+                    columns[f"{name}_hi"] = pl.Series(noisy[rel.what] + a, dtype=pl.Int64)
+                else:
+                    unit = math.ldexp(1.0, rel.spec.k)
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        lo = (as_float[rel.what] - a) * unit
+                        hi = (as_float[rel.what] + a) * unit
+                    columns[f"{name}_lo"] = pl.Series(np.nextafter(lo, -np.inf), dtype=pl.Float64)
+                    columns[f"{name}_hi"] = pl.Series(np.nextafter(hi, np.inf), dtype=pl.Float64)
+            elif agg.op == "mean":
+                rel, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
+                assert rel.spec is not None
+                a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, rel))
+                lo, hi = mean_bounds(as_float[_COUNT], as_float[rel.what], a_n, a_s, rel.spec)
+                columns[f"{name}_lo"], columns[f"{name}_hi"] = pl.Series(lo), pl.Series(hi)
+            elif agg.op == "variance":
+                rel = self._vector(sum_key(agg.column or ""))
+                sq = self._vector(sum_key(agg.column or "", square=True))
+                a3 = split_alpha(alpha, 3)
+                a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), rel, sq))
+                assert rel.spec is not None
+                assert sq.spec is not None
+                lo, hi = variance_bounds(
+                    as_float[_COUNT], as_float[rel.what], as_float[sq.what], a_n, a_s, a_q, rel.spec, sq.spec
+                )
+                columns[f"{name}_lo"], columns[f"{name}_hi"] = pl.Series(lo), pl.Series(hi)
+            else:  # quantile
+                slack = self._rank_slack(agg, alpha)
+                columns[f"{name}_rank_slack"] = pl.Series([slack] * result.height, dtype=pl.Float64)
+        return pl.DataFrame(columns)
 
     def release(self) -> Any:
         """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
@@ -361,13 +503,31 @@ class TableQuery:
         return self._ctx.charge_and_run(self.measurement, self.budget, self._share)
 
 
+def _row_counts(rows: object) -> tuple[int, ...]:
+    """``summarize``'s ``rows``: one positive int or a non-empty list of them."""
+    if isinstance(rows, np.integer | np.ndarray):
+        rows = rows.tolist()
+    values = [rows] if isinstance(rows, int) and not isinstance(rows, bool) else rows
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise InvalidParameter(f"rows={rows!r} must be a positive int or a list of them")
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v < 1 << 53:
+            raise InvalidParameter(f"rows={rows!r}: {v!r} must be a positive int (rows per key)")
+    return tuple(values)
+
+
 @dataclass(frozen=True)
 class Summary:
-    """What a query costs and how accurate it is, before release."""
+    """What a query costs and how accurate it is, before release: ``rows`` per released vector
+    ``(vector, noise, scale, accuracy)`` in result units, and ``statistics`` per mean and variance
+    ``(name, what the interval is for, half-widths at the ``rows_per_key`` row counts)``."""
 
     cost: str
     alpha: float
     rows: tuple[tuple[str, str, float, float], ...]  # (vector, noise, scale, accuracy) in result units
+    statistics: tuple[tuple[str, str, tuple[float, ...]], ...] = ()
+    rows_per_key: tuple[int, ...] = ()
 
     def __repr__(self) -> str:
         w = max([20, *(len(r[0]) for r in self.rows)])  # columns stay aligned for long names
@@ -376,4 +536,17 @@ class Summary:
         for what, dist, scale, acc in self.rows:
             lines.append(f"{what:<{w}} {dist:<{d}} {scale:>12.4g} {acc:>12.4g}")
         lines.append(f"(accuracy: |noise| <= value with probability >= {1 - self.alpha:g})")
+        if self.statistics:
+            w = max([20, *(len(s[0]) for s in self.statistics)])
+            d = max(len(s[1]) for s in self.statistics)
+            head = "".join(f" {'n=' + str(n):>10}" for n in self.rows_per_key)
+            lines.append(f"{'statistic':<{w}} {'certified interval for the true':<{d}}{head}")
+            for name, what, widths in self.statistics:
+                lines.append(
+                    f"{name:<{w}} {what:<{d}}" + "".join(f" {'±' + format(x, '.4g'):>10}" for x in widths)
+                )
+            lines.append(
+                f"(± at most, for a key of n rows, with probability >= {1 - self.alpha:g}: "
+                "query.intervals(result) gives the interval)"
+            )
         return "\n".join(lines)
