@@ -245,7 +245,7 @@ def render_doc(doc: str, links: Links, scope: str) -> list[str]:
             j = i
             while j < len(lines) and _section(lines, j) is None:
                 j += 1
-            out += render_body(lines[i:j], links, scope)
+            out += [*render_body(lines[i:j], links, scope), ""]
             i = j
             continue
         name, text, j = found
