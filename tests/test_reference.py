@@ -51,6 +51,19 @@ def test_every_public_name_has_an_entry() -> None:
     assert missing == []
 
 
+def test_every_public_name_has_a_docstring() -> None:
+    """A public class, function or constant without a docstring shows as "(no docstring)": none may (a
+    constant's docstring is the string literal right after its assignment)."""
+    pages: dict[str, str] = _script().generate()
+    bare = [
+        f"{file}: {heading}"
+        for file, text in pages.items()
+        for heading, body in re.findall(r"^#+ (.+)\n((?:(?!#).*\n)*)", text, flags=re.M)
+        if "*(no docstring)*" in body
+    ]
+    assert bare == []
+
+
 def test_index_links_resolve() -> None:
     """Every ``page.md#anchor`` link in the reference points at a page and heading that exist."""
     script = _script()
