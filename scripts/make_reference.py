@@ -204,16 +204,18 @@ def inline(text: str, links: Links, scope: str) -> str:
         link = links.resolve(target, scope)
         return f"[{code(label)}]({links.href(link)})" if link else code(label)
 
-    out = []
-    for k, part in enumerate(_INLINE.split(_ROLE.sub(lambda m: "\0" + role(m) + "\0", text))):
-        if k % 2:
-            out.append(code(part[2:-2] if part.startswith("``") else part[1:-1]))
-        else:
-            out.append(part)
-    joined = "".join(out)
-    # keep the generated links intact; escape tag-like ``<`` elsewhere
-    pieces = joined.split("\0")
-    return "".join(p if k % 2 else re.sub(r"<(?=[A-Za-z/!])", r"\\<", p) for k, p in enumerate(pieces))
+    # links and code spans are kept aside while the rest is escaped: a tag-like ``<`` would open HTML
+    kept: list[str] = []
+
+    def keep(rendered: str) -> str:
+        kept.append(rendered)
+        return f"\0{len(kept) - 1}\0"
+
+    text = _ROLE.sub(lambda m: keep(role(m)), text)
+    text = _INLINE.sub(lambda m: keep(code(m.group(0)[2:-2] if m.group(0).startswith("``")
+                                           else m.group(0)[1:-1])), text)
+    text = re.sub(r"<(?=[A-Za-z/!])", r"\\<", text)
+    return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
 
 
 def _indent(line: str) -> int:
@@ -300,6 +302,11 @@ def render_items(body: list[str], links: Links, scope: str) -> list[str]:
     return [*out, ""]
 
 
+def _open_backtick(line: str) -> bool:
+    """Whether ``line`` leaves a literal (````x````) or a role or code span (```x```) open."""
+    return line.count("``") % 2 == 1 or line.replace("``", "").count("`") % 2 == 1
+
+
 def render_body(lines: list[str], links: Links, scope: str) -> list[str]:
     """Paragraphs, lists, doctest blocks (fenced as ``pycon``) and ``::`` literal blocks (fenced)."""
     out: list[str] = []
@@ -336,6 +343,11 @@ def render_body(lines: list[str], links: Links, scope: str) -> list[str]:
             list_indent = indent
         elif list_indent is None or indent <= list_indent:
             list_indent = None
+        # a literal or a role wrapped onto the next line is read whole
+        while _open_backtick(stripped) and i + 1 < len(lines) and lines[i + 1].strip() \
+                and not lines[i + 1].strip().startswith(">>>"):
+            i += 1
+            stripped = f"{stripped} {lines[i].strip()}"
         text = inline(stripped, links, scope)
         if stripped.endswith("::"):
             literal_next = True
