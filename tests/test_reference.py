@@ -3,6 +3,7 @@ in memory by scripts/make_reference.py and compared with the committed ones."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import sys
@@ -14,6 +15,7 @@ REFERENCE = ROOT / "docs" / "reference"
 SCRIPT = ROOT / "scripts" / "make_reference.py"
 
 
+@functools.cache
 def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("make_reference", SCRIPT)
     assert spec is not None and spec.loader is not None
@@ -23,9 +25,16 @@ def _script() -> ModuleType:
     return module
 
 
+@functools.cache
+def _pages() -> dict[str, str]:
+    """The reference as generated now (once per session: it imports every public name)."""
+    pages: dict[str, str] = _script().generate()
+    return pages
+
+
 def test_reference_pages_are_current() -> None:
     script = _script()
-    pages: dict[str, str] = script.generate()
+    pages = _pages()
     committed = {p.name: p.read_text(encoding="utf-8") for p in REFERENCE.glob("*.md")}
     stale = sorted(name for name in set(pages) | set(committed) if pages.get(name) != committed.get(name))
     assert not stale, (
@@ -38,7 +47,7 @@ def test_every_public_name_has_an_entry() -> None:
     """Each name in each ``__all__`` (a subpackage aside: it has its own page) has a heading on the page of
     the namespace that defines it."""
     script = _script()
-    pages: dict[str, str] = script.generate()
+    pages = _pages()
     files = {page.module: page.file for page in script.PAGES}
     missing = []
     for page in script.PAGES:
@@ -54,7 +63,7 @@ def test_every_public_name_has_an_entry() -> None:
 def test_every_public_name_has_a_docstring() -> None:
     """A public class, function or constant without a docstring shows as "(no docstring)": none may (a
     constant's docstring is the string literal right after its assignment)."""
-    pages: dict[str, str] = _script().generate()
+    pages = _pages()
     bare = [
         f"{file}: {heading}"
         for file, text in pages.items()
@@ -67,7 +76,7 @@ def test_every_public_name_has_a_docstring() -> None:
 def test_index_links_resolve() -> None:
     """Every ``page.md#anchor`` link in the reference points at a page and heading that exist."""
     script = _script()
-    pages: dict[str, str] = script.generate()
+    pages = _pages()
     headings = {file: re.findall(r"^#+ (.+)$", text, flags=re.M) for file, text in pages.items()}
     anchors = {file: {script.anchor(h) for h in found} for file, found in headings.items()}
     broken = []
