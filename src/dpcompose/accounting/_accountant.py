@@ -45,6 +45,8 @@ SHUFFLE_REFUSED = (
     "dp.make_subsample(..., 'poisson')), or fixed-size batches drawn afresh at every step without "
     "replacement (sampling='without_replacement')"
 )
+"""The message of the :class:`~dpcompose.errors.UnsupportedComposition` that :class:`PLDAccountant` raises for
+``sampling='shuffle'``: shuffled batches are refused, no theorem here accounts them."""
 
 
 def _check_sampling(sampling: object) -> str:

@@ -143,8 +143,10 @@ class PLD:
 
     Attributes:
         step_bits: the lattice width is ``step_mult·2**-step_bits``.
-        reading: how it is read, its representation variant (:mod:`~dpcompose.accounting._pld.reading`),
-            which holds its sides.
+        reading: how it is read, its representation variant (:mod:`~dpcompose.accounting._pld.reading`:
+            ``SidesReading``, ``GaussianReading``, ``TiltedReading``, ``PairReading``, or a constructor's
+            ``FromConstructor``), which holds its sides (:class:`~dpcompose.accounting._pld.lazy.Sides`,
+            built on first use).
         tail: the tail mass cut after each composition (see :data:`DEFAULT_TAIL`).
         description: what was composed (for display).
 
@@ -161,9 +163,6 @@ class PLD:
 
     step_bits: int
     reading: OrderReading | PairReading[PLD] | FromConstructor[PLD]
-    """How this PLD is read: its representation variant (:class:`SidesReading`, :class:`GaussianReading`,
-    :class:`TiltedReading`, :class:`PairReading`, or a constructor's :class:`FromConstructor`), which holds
-    its sides (:class:`~dpcompose.accounting._pld.lazy.Sides`, built on first use)."""
     tail: float = DEFAULT_TAIL
     description: str = field(default="")
     sampling: str | None = field(default=None, repr=False)
@@ -198,7 +197,7 @@ class PLD:
         """The thin twin read in this PLD's place by compositions holding at least ``THIN_MIN_COUNT`` copies
         of it (None where there is none): a PLD of the same mechanism on the same lattice whose tails are cut
         into wide buckets (cheaper to build, a little looser where a read depends on one step's far tail:
-        the subsampled Gaussian's, :func:`thin_cuts`)."""
+        the subsampled Gaussian's, ``thin_cuts``)."""
         return self.reading.thin
 
     @property
@@ -212,7 +211,7 @@ class PLD:
         return self.reading.sides.lower_if_built
 
     def orders(self) -> Orders[PLD]:
-        """This asymmetric PLD's two orders, for the two-order readings (:func:`both_ways`)."""
+        """This asymmetric PLD's two orders, for the two-order readings (``both_ways``)."""
         assert self.reverse is not None
         return Orders(one_way(self), self.reverse, lambda p: p.recipe, _screen_twin)
 
