@@ -285,6 +285,10 @@ def test_a_shown_value_is_the_exact_fraction_and_prints_on_its_safe_side(q: Frac
         for again in (pickle.loads(pickle.dumps(v)), copy.copy(v), copy.deepcopy(v)):
             assert again == q and repr(again) == repr(v)
     assert Fraction(repr(down)) <= q <= Fraction(repr(up))
+    # comparisons with floats and Decimals (Fraction reads them through cls.from_float / from_decimal)
+    f = float(q)
+    assert (down == f) == (q == f) and (up < f + 1) and (down >= f - 1) and down != math.inf
+    assert (down <= Decimal(str(f)) + 1) and up == pytest.approx(f)
     assert repr({"epsilon": down}) == "{'epsilon': " + format_down(q) + "}"
 
 

@@ -111,6 +111,16 @@ class Shown(Fraction):
         self._up = up
         return self
 
+    # Fraction's comparisons with a float or a Decimal go through cls.from_float / cls.from_decimal, which
+    # would call Shown(n, d) with the denominator as ``up``: plain Fractions there
+    @classmethod
+    def from_float(cls, f: float) -> Fraction:  # type: ignore[override]
+        return Fraction.from_float(f)
+
+    @classmethod
+    def from_decimal(cls, dec: Decimal) -> Fraction:  # type: ignore[override]
+        return Fraction.from_decimal(dec)
+
     @property
     def exact(self) -> Fraction:
         """The exact value, as a plain Fraction."""
