@@ -159,7 +159,7 @@ REFUSED = [
 ]
 
 
-def _context(**kw: Any) -> dp.Context:
+def _context(data: Any = None, **kw: Any) -> dp.Context:
     schema = dp.FrameDomain({
         "a": dp.Column(int, bounds=(-10, 10), nullable=True, fill=0),
         "x": dp.Column(float, bounds=(-5.0, 5.0), nullable=True, fill=0.0),
@@ -167,7 +167,7 @@ def _context(**kw: Any) -> dp.Context:
         "s": dp.Column(str, nullable=True),
         "b": dp.Column(bool, nullable=True),
     })  # fmt: skip
-    return dp.Context(_frame(), schema, privacy_loss=1e9, split_evenly_over=4, **kw)
+    return dp.Context(_frame() if data is None else data, schema, privacy_loss=1e9, split_evenly_over=4, **kw)
 
 
 @pytest.mark.parametrize("expr", REFUSED, ids=[str(e)[:40] for e in REFUSED])
@@ -235,3 +235,41 @@ def test_spark_computes_the_same_bits(spark: Any) -> None:
     prows = pl.DataFrame({"x": half}).select(to_polars(t).alias("r"))["r"].to_list()
     assert [_bits(r["r"]) for r in srows] == [_bits(v) for v in prows]
     sdf.unpersist()
+
+
+def _queries(ctx: dp.Context) -> list[Any]:
+    """Three queries through the whole engine path: filter, derived columns (int and float kinds), aggs."""
+    return [
+        ctx.query()
+        .filter((pl.col("a") > 0) | pl.col("s").is_in(["b", "ä"]))
+        .group_by("b", keys=[True, False, None])
+        .agg(pl.len()),
+        ctx.query()
+        .with_columns((pl.col("x") / pl.col("y")).alias("ratio"), bounds={"ratio": (-10.0, 10.0)})
+        .with_columns(
+            pl.when(pl.col("s").str.starts_with("a"))
+            .then(pl.col("s").str.len_chars())
+            .otherwise(0)
+            .alias("n"),
+            bounds={"n": (0, 5)},
+        )
+        .filter(pl.col("ratio").is_not_null() | (pl.col("x").round().cast(pl.Int64) != 0))
+        .agg(pl.len(), pl.col("ratio").sum(), pl.col("n").sum()),
+        ctx.query()
+        .with_columns(z=((pl.col("x").clip(-1.0, 1.0) - pl.col("a").cast(pl.Float64)).abs(), (0.0, 20.0)))
+        .agg(pl.col("z").sum(), pl.col("z").mean()),
+    ]
+
+
+@spark_warnings
+def test_spark_context_queries_have_the_same_exact_aggregates(spark: Any) -> None:
+    from dpcompose.tables._polars import PolarsEngine
+    from dpcompose.tables._spark import SparkEngine
+
+    data = list(zip(*ROWS.values(), strict=True))
+    sdf = spark.createDataFrame(data, SPARK_SCHEMA).repartition(2)
+    for q in _queries(_context()):
+        p, s = PolarsEngine().aggregate(_frame(), q.plan), SparkEngine().aggregate(sdf, q.plan)
+        assert p.keys == s.keys and p.counts.tolist() == s.counts.tolist(), q.plan
+        assert [v.tolist() for v in p.sums] == [v.tolist() for v in s.sums], q.plan
+        assert any(v.any() for v in p.sums) or p.counts.any()
