@@ -70,6 +70,11 @@ OFFERED: list[Any] = [
     pl.col("s").str.starts_with("a"),
     pl.col("s").str.contains("ä", literal=True),
     pl.col("s").str.len_chars(),
+    pl.col("x").fill_null(0.5),
+    pl.col("a").fill_null(pl.col("x")) > 0,
+    pl.col("a").is_between(0, 4),
+    pl.col("x").is_between(-1.0, 1.0, closed="none"),
+    pl.col("s").is_between(pl.lit("a"), pl.lit("b"), closed="left"),
 ]
 
 
@@ -139,6 +144,18 @@ def test_round_cast_clip_when_and_is_in_semantics() -> None:
     # is_in as in Polars: null for a null value, so ~is_in keeps it null (dropped by a filter)
     assert values(~pl.col("s").is_in(["b"]))[:3] == [True, False, None]
     assert values(pl.col("s").str.len_chars())[:6] == [2, 1, None, 3, 1, 0]
+    filled = values(pl.col("x").fill_null(0.5))
+    assert math.isnan(filled[2]) and filled[3] == 0.5  # NaN stays, as in Polars
+    assert values(pl.col("a").is_between(0, 4))[:5] == [True, True, None, True, False]
+    assert values(pl.col("a").is_between(0, 4, closed="right"))[:5] == [True, False, None, True, False]
+
+
+def test_a_tree_of_an_unknown_form_is_refused_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpcompose.tables._from_polars as fp
+
+    monkeypatch.setattr(fp, "_tree", lambda e, what: {"BinaryExpr": {"left": {"Column": "a"}}})  # no op
+    with pytest.raises(dp.DomainMismatch, match="cannot read"):
+        fp.from_polars(pl.col("a") > 1, "predicate")
 
 
 REFUSED = [
@@ -147,10 +164,10 @@ REFUSED = [
     pl.col("x") ** 2,
     pl.col("x").sqrt(),
     pl.col("x").round(2),
-    pl.col("x").fill_null(0.0),
+    pl.col("x").fill_null(strategy="forward"),
     pl.col("a").cast(pl.Int32),
     pl.col("s").cast(pl.Int64),
-    pl.col("a").is_between(1, 3),
+    pl.col("a").is_nan(),
     pl.col("s").str.contains("a."),
     pl.col("s").str.to_uppercase() == "A",
     pl.col("x").sum() > 1,

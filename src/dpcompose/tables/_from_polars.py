@@ -8,7 +8,8 @@ The tree is read from ``expr.meta.serialize(format="json")``. Offered:
 * columns, literals (int, float, str, bool; null as a ``when`` branch), ``alias`` (the derived column's
   name in ``with_columns``);
 * ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` (strings too), ``&``, ``|``, ``~``/``not_()``, ``is_in``
-  (a list of literals; null for a null value, as in Polars), ``is_null``, ``is_not_null``;
+  (a list of literals; null for a null value, as in Polars), ``is_null``, ``is_not_null``,
+  ``is_between`` (as its two comparisons), ``fill_null(value)`` (nulls only, NaN stays, as in Polars);
 * ``+``, ``-``, ``*``, ``/``, unary ``-``, ``abs``, ``clip`` (literal bounds), ``round()`` (to a whole
   number, half to even), ``cast`` to ``pl.Int64``, ``pl.Float64`` or ``pl.Boolean`` from int, float or
   bool;
@@ -79,6 +80,10 @@ def from_polars(e: object, what: str) -> object:
         return _node(tree)
     except _Refused as part:
         raise _refuse(what, e, str(part)) from None
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError, RecursionError):
+        # a node of a shape this translator does not read (another Polars version's form, or a tree too
+        # deep): refused as a whole rather than guessed at
+        raise _refuse(what, e, "a form of expression this version of dpcompose cannot read") from None
 
 
 def output_name(e: Any, what: str) -> str:
@@ -163,7 +168,7 @@ def _node(node: Any) -> Expr:
         return Expr(op, (_node(body["left"]), _node(body["right"])))
     if kind == "Cast":
         dtype = body["dtype"]
-        to = _CASTS.get(str(dtype.get("Literal"))) if isinstance(dtype, dict) else None
+        to = _CASTS.get(str(dtype.get("Literal") if isinstance(dtype, dict) else dtype))
         if to is None:
             raise _Refused(f"a cast to {dtype}")
         return Expr("cast", (_node(body["expr"]), to))
@@ -174,19 +179,30 @@ def _node(node: Any) -> Expr:
     raise _Refused(f"{kind}")
 
 
+def _options(fn: Any, name: str) -> Any:
+    """The options of a function node (``{}`` when it is written as a bare name)."""
+    return fn.get(name) or {} if isinstance(fn, dict) else {}
+
+
+_BETWEEN = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}
+
+
 def _function(fn: Any, inputs: list[Any]) -> Expr:
     name = fn if isinstance(fn, str) else next(iter(fn)) if isinstance(fn, dict) and len(fn) == 1 else None
+    if name == "FillNull" and len(inputs) == 2:  # nulls only (NaN stays), as Polars
+        x = _node(inputs[0])
+        return Expr("when", (Expr("is_null", (x,)), _node(inputs[1]), x))
     if name == "Negate":
         return Expr("neg", (_node(inputs[0]),))
     if name == "Abs":
         return Expr("abs", (_node(inputs[0]),))
     if name == "Round":
-        opts = fn["Round"]
+        opts = _options(fn, "Round")
         if opts.get("decimals") != 0 or opts.get("mode") != "HalfToEven":
             raise _Refused(f"round with {opts} (offered: round() to a whole number, half to even)")
         return Expr("round", (_node(inputs[0]),))
     if name == "Clip":
-        return _clip(fn["Clip"], inputs)
+        return _clip(_options(fn, "Clip"), inputs)
     if name == "Boolean":
         inner = fn["Boolean"]
         sub = inner if isinstance(inner, str) else next(iter(inner))
@@ -197,7 +213,14 @@ def _function(fn: Any, inputs: list[Any]) -> Expr:
             return Expr("is_null", (x,))
         if sub == "IsNotNull":
             return Expr("not", (Expr("is_null", (x,)),))
-        if sub == "IsIn" and not inner["IsIn"].get("nulls_equal"):
+        if sub == "IsBetween":
+            closed = str(_options(inner, "IsBetween").get("closed"))
+            if closed not in _BETWEEN:
+                raise _Refused(f"is_between with closed={closed}")
+            low, high = _BETWEEN[closed]
+            lo, hi = (Expr(low, (x, _node(inputs[1]))), Expr(high, (x, _node(inputs[2]))))
+            return Expr("and", (lo, hi))
+        if sub == "IsIn" and not _options(inner, "IsIn").get("nulls_equal"):
             values = _lit_value(inputs[1], "is_in with values")
             values = values if isinstance(values, list) else [values]
             if any(v is None for v in values):
@@ -213,7 +236,7 @@ def _function(fn: Any, inputs: list[Any]) -> Expr:
         x = _node(inputs[0])
         if sub == "LenChars":
             return Expr("len_chars", (x,))
-        if sub == "StartsWith" or (sub == "Contains" and inner["Contains"].get("literal")):
+        if sub == "StartsWith" or (sub == "Contains" and _options(inner, "Contains").get("literal")):
             pattern = _lit_value(inputs[1], f"str.{sub} with a pattern")
             if not isinstance(pattern, str):
                 raise _Refused(f"str.{sub} with the pattern {pattern!r}")
