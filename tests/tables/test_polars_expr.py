@@ -12,7 +12,7 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables._expr import typed
-from dpcompose.tables._from_polars import from_polars
+from dpcompose.tables._from_polars import from_polars, from_tree
 from dpcompose.tables._polars import to_polars
 
 NAN, INF = float("nan"), float("inf")
@@ -150,12 +150,18 @@ def test_round_cast_clip_when_and_is_in_semantics() -> None:
     assert values(pl.col("a").is_between(0, 4, closed="right"))[:5] == [True, False, None, True, False]
 
 
-def test_a_tree_of_an_unknown_form_is_refused_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpcompose.tables._from_polars as fp
-
-    monkeypatch.setattr(fp, "_tree", lambda e, what: {"BinaryExpr": {"left": {"Column": "a"}}})  # no op
-    with pytest.raises(dp.DomainMismatch, match="cannot read"):
-        fp.from_polars(pl.col("a") > 1, "predicate")
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"BinaryExpr": {"left": {"Column": "a"}}},  # no op
+        {"Function": {"input": [], "function": "Abs"}},  # no operand
+        {"Cast": {"expr": {"Column": "a"}}},  # no dtype
+        {"Function": {"input": [{"Column": "a"}], "function": {"Boolean": ["IsIn"]}}},
+    ],
+)
+def test_a_tree_of_an_unknown_form_is_refused_not_guessed(tree: Any) -> None:
+    with pytest.raises(dp.DomainMismatch, match="cannot read|not offered"):
+        from_tree(tree, "predicate", "col('a')")
 
 
 REFUSED = [
@@ -219,6 +225,10 @@ def test_filter_with_columns_and_agg_run_through_the_context() -> None:
     assert [a.name for a in (dp.tables.count(), dp.tables.mean("x"))] == ["count", "x_mean"]
     with pytest.raises(dp.DomainMismatch, match="fill_null"):
         ctx.query().agg(pl.col("x").fill_null(0).sum())
+    q = ctx.query().agg(pl.len().alias("n"), pl.col("x").mean().alias("avg"), pl.col("a").n_unique())
+    assert [a.name for a in q.aggs] == ["n", "avg", "a_count_distinct"]
+    with pytest.raises(dp.InvalidParameter, match="listed twice"):
+        ctx.query().agg(pl.len(), pl.col("x").sum().alias("count"))
     with pytest.raises(dp.InvalidParameter, match="bounds"):
         ctx.query().with_columns((pl.col("x") * 2).alias("x2"))
     assert float(ctx.remaining()["epsilon"]) == 5e8  # two releases of the four shares

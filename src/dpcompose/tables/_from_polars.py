@@ -15,7 +15,8 @@ The tree is read from ``expr.meta.serialize(format="json")``. Offered:
   bool;
 * ``pl.when(...).then(...).otherwise(...)`` (one condition; no ``otherwise`` gives null);
 * ``str.starts_with``, ``str.contains(..., literal=True)``, ``str.len_chars``;
-* in ``agg``: ``pl.len()``, ``pl.col(c).sum()``, ``.mean()``, ``.var()``, ``.n_unique()``.
+* in ``agg``: ``pl.len()``, ``pl.col(c).sum()``, ``.mean()``, ``.var()``, ``.n_unique()``, and their
+  ``.alias(name)``.
 
 The plan's meaning is stated in :mod:`dpcompose.tables._expr`; where it differs from what Polars itself
 would compute (arithmetic on doubles, ``x/0`` null instead of ±inf or NaN, a cast to int null instead of
@@ -24,6 +25,7 @@ raising, ``clip`` taking NaN to the upper bound), the plan's meaning is the one 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from typing import Any
@@ -32,7 +34,7 @@ from dpcompose.errors import DomainMismatch
 from dpcompose.tables._agg import Agg, count, count_distinct, mean, sum, variance
 from dpcompose.tables._expr import Expr
 
-__all__ = ["agg_from_polars", "from_polars", "is_polars_expr", "output_name"]
+__all__ = ["agg_from_polars", "from_polars", "from_tree", "is_polars_expr", "output_name"]
 
 _BINARY = {
     "Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">=",
@@ -73,7 +75,13 @@ def from_polars(e: object, what: str) -> object:
     offered subset."""
     if not is_polars_expr(e):
         return e
-    tree = _tree(e, what)
+    return from_tree(_tree(e, what), what, e)
+
+
+def from_tree(tree: Any, what: str, e: object) -> Expr:
+    """The engine-neutral tree of the serialized Polars tree ``tree`` (of the expression ``e``, named in
+    errors); DomainMismatch naming ``what`` and ``e`` for a node outside the offered subset or of a form it
+    does not read."""
     if isinstance(tree, dict) and "Alias" in tree:
         tree = tree["Alias"][0]
     try:
@@ -97,11 +105,19 @@ def output_name(e: Any, what: str) -> str:
 
 def agg_from_polars(e: object) -> object:
     """The :class:`Agg` of a Polars aggregate (``pl.len()``, ``pl.col(c).sum()``, ``.mean()``, ``.var()``,
-    ``.n_unique()``); anything else is returned as it is (or refused, for another Polars expression).
-    Bounds and null fills come from the schema (the privacy part of the query)."""
+    ``.n_unique()``, each optionally with ``.alias(name)``, the result column's name); anything else is
+    returned as it is (or refused, for another Polars expression). Bounds and null fills come from the
+    schema (the privacy part of the query)."""
     if not is_polars_expr(e):
         return e
     tree = _tree(e, "aggs")
+    if isinstance(tree, dict) and "Alias" in tree and isinstance(tree["Alias"][1], str):
+        found = _agg(tree["Alias"][0], e)
+        return dataclasses.replace(found, alias=tree["Alias"][1])
+    return _agg(tree, e)
+
+
+def _agg(tree: Any, e: Any) -> Agg:
     if tree == "Len":
         return count()
     if isinstance(tree, dict) and isinstance(tree.get("Agg"), dict) and len(tree["Agg"]) == 1:
