@@ -3,6 +3,7 @@ Spark, and everything outside the offered subset refused before anything is spen
 
 from __future__ import annotations
 
+import datetime
 import math
 import struct
 from typing import Any
@@ -22,10 +23,20 @@ ROWS: dict[str, list[Any]] = {
     "y": [2.0, 0.0, 0.0, 1.0, -0.0, 0.0, INF, 3.0, None, -1e-300],
     "s": ["ab", "b", None, "abc", "ä", "", "aä", "B", "ba", "äb"],
     "b": [True, False, None, True, False, True, None, False, True, False],
+    "d": [datetime.date(2024, 2, 29), datetime.date(1969, 12, 31), None, datetime.date(2023, 1, 1),
+          datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1970, 1, 1),
+          datetime.date(2000, 3, 5), datetime.date(1900, 3, 1), datetime.date(2024, 12, 30)],
+}  # fmt: skip
+KINDS = {"a": "int", "x": "float", "y": "float", "s": "str", "b": "bool", "d": "date"}
+POLARS_TYPES = {
+    "a": pl.Int64,
+    "x": pl.Float64,
+    "y": pl.Float64,
+    "s": pl.String,
+    "b": pl.Boolean,
+    "d": pl.Date,
 }
-KINDS = {"a": "int", "x": "float", "y": "float", "s": "str", "b": "bool"}
-POLARS_TYPES = {"a": pl.Int64, "x": pl.Float64, "y": pl.Float64, "s": pl.String, "b": pl.Boolean}
-SPARK_SCHEMA = "a bigint, x double, y double, s string, b boolean"
+SPARK_SCHEMA = "a bigint, x double, y double, s string, b boolean, d date"
 
 # every offered operation, as a Polars user writes it
 OFFERED: list[Any] = [
@@ -75,6 +86,11 @@ OFFERED: list[Any] = [
     pl.col("a").is_between(0, 4),
     pl.col("x").is_between(-1.0, 1.0, closed="none"),
     pl.col("s").is_between(pl.lit("a"), pl.lit("b"), closed="left"),
+    pl.col("d").dt.year(),
+    pl.col("d").dt.month(),
+    pl.col("d").dt.day(),
+    pl.col("d").dt.weekday(),
+    pl.col("d").is_null(),
 ]
 
 
@@ -148,6 +164,8 @@ def test_round_cast_clip_when_and_is_in_semantics() -> None:
     assert math.isnan(filled[2]) and filled[3] == 0.5  # NaN stays, as in Polars
     assert values(pl.col("a").is_between(0, 4))[:5] == [True, True, None, True, False]
     assert values(pl.col("a").is_between(0, 4, closed="right"))[:5] == [True, False, None, True, False]
+    assert values(pl.col("d").dt.weekday())[:4] == [4, 3, None, 7]  # ISO: Thursday, Wednesday, Sunday
+    assert values(pl.col("d").dt.year())[:5] == [2024, 1969, None, 2023, 1]
 
 
 @pytest.mark.parametrize(
@@ -174,6 +192,8 @@ REFUSED = [
     pl.col("a").cast(pl.Int32),
     pl.col("s").cast(pl.Int64),
     pl.col("a").is_nan(),
+    pl.col("d").dt.hour() > 1,
+    pl.col("d") > pl.date(2020, 1, 1),
     pl.col("s").str.contains("a."),
     pl.col("s").str.to_uppercase() == "A",
     pl.col("x").sum() > 1,
@@ -189,6 +209,7 @@ def _context(data: Any = None, **kw: Any) -> dp.Context:
         "y": dp.Column(float, nullable=True),
         "s": dp.Column(str, nullable=True),
         "b": dp.Column(bool, nullable=True),
+        "d": dp.Column(datetime.date, nullable=True),
     })  # fmt: skip
     return dp.Context(_frame() if data is None else data, schema, privacy_loss=1e9, split_evenly_over=4, **kw)
 
@@ -209,7 +230,9 @@ def test_filter_with_columns_and_agg_run_through_the_context() -> None:
     ctx = _context()
     rows = list(zip(*ROWS.values(), strict=True))
     got = ctx.query().filter((pl.col("a") > 0) & pl.col("s").str.starts_with("a")).agg(pl.len()).release()
-    want = sum(1 for a, _, _, s, _ in rows if a is not None and a > 0 and s is not None and s.startswith("a"))
+    want = sum(
+        1 for a, _, _, s, _, _ in rows if a is not None and a > 0 and s is not None and s.startswith("a")
+    )
     assert got["count"].to_list() == [want]  # noise at ε = 1e9/4 is 0
     q = (
         ctx.query()
@@ -218,7 +241,7 @@ def test_filter_with_columns_and_agg_run_through_the_context() -> None:
         .agg(pl.len(), pl.col("ratio").sum())
     )
     out = q.release()
-    ratios = [x / y for _, x, y, _, _ in rows if x is not None and y is not None and y != 0]
+    ratios = [x / y for _, x, y, _, _, _ in rows if x is not None and y is not None and y != 0]
     assert out["count"].to_list() == [len(ratios)]
     clamped = [min(max(0.0 if math.isnan(r) else r, -10.0), 10.0) for r in ratios]
     assert out["ratio_sum"][0] == pytest.approx(sum(clamped), abs=1e-6)
@@ -285,6 +308,11 @@ def _queries(ctx: dp.Context) -> list[Any]:
         ctx.query()
         .with_columns(z=((pl.col("x").clip(-1.0, 1.0) - pl.col("a").cast(pl.Float64)).abs(), (0.0, 20.0)))
         .agg(pl.col("z").sum(), pl.col("z").mean()),
+        ctx.query()
+        .filter((pl.col("d").dt.year() < 2024) & (pl.col("d").dt.weekday() != 7))
+        .with_columns(m=(pl.col("d").dt.month() + pl.col("d").dt.day() / 100, (1.0, 13.0)))
+        .group_by("b", keys=[True, False, None])
+        .agg(pl.len(), pl.col("m").sum()),
     ]
 
 
@@ -295,8 +323,30 @@ def test_spark_context_queries_have_the_same_exact_aggregates(spark: Any) -> Non
 
     data = list(zip(*ROWS.values(), strict=True))
     sdf = spark.createDataFrame(data, SPARK_SCHEMA).repartition(2)
-    for q in _queries(_context()):
+    capped = _context(privacy_unit=dp.unit_of(id="b", max_rows=2))  # the caps hash every column read (d too)
+    for q in _queries(_context()) + _queries(capped):
         p, s = PolarsEngine().aggregate(_frame(), q.plan), SparkEngine().aggregate(sdf, q.plan)
         assert p.keys == s.keys and p.counts.tolist() == s.counts.tolist(), q.plan
         assert [v.tolist() for v in p.sums] == [v.tolist() for v in s.sums], q.plan
         assert any(v.any() for v in p.sums) or p.counts.any()
+
+
+@spark_warnings
+def test_spark_hashes_dates_as_polars_does(spark: Any) -> None:
+    """The caps keep the rows with the smallest keys of the specified hash over every column read, a date
+    column included (its days since 1970-01-01): with many rows per person a different code keeps others."""
+    from dpcompose.tables._polars import PolarsEngine
+    from dpcompose.tables._spark import SparkEngine
+
+    start = datetime.date(1950, 1, 1)
+    days = [start + datetime.timedelta(days=37 * i) for i in range(120)]
+    ids = [i % 4 for i in range(120)]
+    frame = pl.DataFrame({"u": ids, "d": days})
+    schema = dp.FrameDomain({"u": dp.Column(int), "d": dp.Column(datetime.date)})
+    ctx = dp.Context(frame, schema, privacy_unit=dp.unit_of(id="u", max_rows=3), privacy_loss=1.0,
+                     split_evenly_over=1)  # fmt: skip
+    q = ctx.query().with_columns(m=(pl.col("d").dt.day() * 1.0, (1.0, 31.0))).agg(pl.len(), pl.col("m").sum())
+    sdf = spark.createDataFrame(list(zip(ids, days, strict=True)), "u bigint, d date").repartition(3)
+    p, s = PolarsEngine().aggregate(frame, q.plan), SparkEngine().aggregate(sdf, q.plan)
+    assert p.counts.tolist() == s.counts.tolist() == [12]
+    assert [v.tolist() for v in p.sums] == [v.tolist() for v in s.sums]

@@ -16,8 +16,8 @@ double conversion; float to int truncates toward zero, null for NaN, ±inf and v
 float to bool is ``x != 0``; bool to int is 0/1. ``when(c, a, b)`` is ``a`` where ``c`` is true, ``b``
 where it is false or null; numeric branches of different kinds are both converted to double.
 ``starts_with``/``contains`` test a literal substring (code points), ``len_chars`` counts code points;
-null gives null. ``//``, ``%`` and ``**`` raise :class:`~dpcompose.DomainMismatch` saying what to write
-instead.
+null gives null. ``year``, ``month``, ``day``, ``weekday`` (ISO: Monday 1 … Sunday 7) of a date are
+ints. ``//``, ``%`` and ``**`` raise :class:`~dpcompose.DomainMismatch` saying what to write instead.
 
 Examples:
     >>> import dpcompose as dp
@@ -37,12 +37,13 @@ import numpy as np
 
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
-__all__ = ["ARITH", "FLOAT_OPS", "Expr", "col", "columns_of", "literal_kind", "typed"]
+__all__ = ["ARITH", "DATE_PARTS", "FLOAT_OPS", "Expr", "col", "columns_of", "literal_kind", "typed"]
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 ARITH = ("+", "-", "*", "/")
 FLOAT_OPS = ("neg", "abs", "round")  # one numeric operand, computed on doubles
 _STR_TESTS = ("starts_with", "contains")
+DATE_PARTS = ("year", "month", "day", "weekday")  # of a date column, as int64; weekday ISO (Monday 1)
 _KINDS = ("int", "float", "bool")  # what cast converts between
 _OUTSIDE = "compute it in the data before it reaches dp.Context"
 _DIVIDE = (
@@ -261,6 +262,8 @@ def _text(e: Expr) -> str:
         return f"{_wrap(args[0])}.str.{op}({args[1].args[0]!r})"
     if op == "len_chars":
         return f"{_wrap(args[0])}.str.len_chars()"
+    if op in DATE_PARTS:
+        return f"{_wrap(args[0])}.dt.{op}()"
     return f"{_wrap(args[0])}.{op}()"
 
 
@@ -364,6 +367,11 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
             else:
                 out.append(branch[0])
         return Expr(op, (cond, *out)), kind
+    if op in DATE_PARTS:
+        t, k = typed(args[0], kinds, what)
+        if k != "date":
+            raise InvalidParameter(f"{what}: {_text(e)} needs a date, not a {k}")
+        return Expr(op, (t,)), "int"
     if op in _STR_TESTS or op == "len_chars":
         t, k = typed(args[0], kinds, what)
         if k != "str":

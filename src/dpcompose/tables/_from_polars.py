@@ -15,6 +15,7 @@ The tree is read from ``expr.meta.serialize(format="json")``. Offered:
   bool;
 * ``pl.when(...).then(...).otherwise(...)`` (one condition; no ``otherwise`` gives null);
 * ``str.starts_with``, ``str.contains(..., literal=True)``, ``str.len_chars``;
+* ``dt.year()``, ``dt.month()``, ``dt.day()``, ``dt.weekday()`` of a date column (no date literals);
 * in ``agg``: ``pl.len()``, ``pl.col(c).sum()``, ``.mean()``, ``.var()``, ``.n_unique()``, and their
   ``.alias(name)``.
 
@@ -200,6 +201,7 @@ def _options(fn: Any, name: str) -> Any:
     return fn.get(name) or {} if isinstance(fn, dict) else {}
 
 
+_DATE_PARTS = {"Year": "year", "Month": "month", "Day": "day", "WeekDay": "weekday"}
 _BETWEEN = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}
 
 
@@ -246,6 +248,11 @@ def _function(fn: Any, inputs: list[Any]) -> Expr:
                 "when", (Expr("is_null", (x,)), Expr("lit", (None,)), Expr("is_in", (x, tuple(values))))
             )
         raise _Refused(f"the boolean function {sub}")
+    if name == "TemporalExpr":
+        part = _DATE_PARTS.get(str(fn["TemporalExpr"]))
+        if part is None:
+            raise _Refused(f"the date function {fn['TemporalExpr']}")
+        return Expr(part, (_node(inputs[0]),))
     if name == "StringExpr":
         inner = fn["StringExpr"]
         sub = inner if isinstance(inner, str) else next(iter(inner))

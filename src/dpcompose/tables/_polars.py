@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import ARITH, FLOAT_OPS, Expr
+from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
 __all__ = ["PolarsEngine", "collect_frame", "is_polars_data", "series_codes"]
@@ -52,6 +52,8 @@ def _kind(dtype: Any) -> str:
         return "str"
     if dtype == pl.Boolean:
         return "bool"
+    if dtype == pl.Date:
+        return "date"
     return str(dtype)
 
 
@@ -108,7 +110,13 @@ def to_polars(e: Expr) -> Any:
     if op == "null":
         return pl.lit(
             None,
-            dtype={"int": pl.Int64, "float": pl.Float64, "str": pl.String, "bool": pl.Boolean}[e.args[0]],
+            dtype={
+                "int": pl.Int64,
+                "float": pl.Float64,
+                "str": pl.String,
+                "bool": pl.Boolean,
+                "date": pl.Date,
+            }[e.args[0]],
         )
     if op == "starts_with":
         return to_polars(e.args[0]).str.starts_with(e.args[1].args[0])
@@ -116,6 +124,9 @@ def to_polars(e: Expr) -> Any:
         return to_polars(e.args[0]).str.contains(e.args[1].args[0], literal=True)
     if op == "len_chars":
         return to_polars(e.args[0]).str.len_chars().cast(pl.Int64)
+    if op in DATE_PARTS:  # Int64; weekday is ISO (Monday 1 … Sunday 7)
+        d = to_polars(e.args[0]).dt
+        return {"year": d.year, "month": d.month, "day": d.day, "weekday": d.weekday}[op]().cast(pl.Int64)
     if op == "col":
         return pl.col(e.args[0])
     if op == "lit":

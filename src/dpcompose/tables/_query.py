@@ -197,8 +197,10 @@ class Query:
             raise InvalidParameter(f"by={by!r} names a column twice")
         for name in by:
             col = self._column(name, "by")
-            if col.kind == "float":
-                raise InvalidParameter(f"by={name!r} is a float column; group by int, str or bool columns")
+            if col.kind in ("float", "date"):
+                raise InvalidParameter(
+                    f"by={name!r} is a {col.kind} column; group by int, str or bool columns"
+                )
         if keys is None:  # unknown keys: selected privately at release (partition selection)
             return self._copy(by=tuple(by), keys=None)
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) == 0:

@@ -37,7 +37,7 @@ from typing import Any
 from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import ARITH, FLOAT_OPS, Expr
+from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
 from dpcompose.tables._hash import (
     NULL_CODE,
     ROW_SEED,
@@ -147,11 +147,13 @@ def _kind(dtype: Any) -> str:
         return "str"
     if isinstance(dtype, T.BooleanType):
         return "bool"
+    if isinstance(dtype, T.DateType):
+        return "date"
     return str(dtype.simpleString())
 
 
 _INT64_LIMIT = 9223372036854775808.0  # 2**63: a double cast to int64 is null outside [-2**63, 2**63)
-_SPARK_TYPES = {"int": "bigint", "float": "double", "str": "string", "bool": "boolean"}
+_SPARK_TYPES = {"int": "bigint", "float": "double", "str": "string", "bool": "boolean", "date": "date"}
 
 
 def _cast(x: Any, src: str, to: str) -> Any:
@@ -202,6 +204,11 @@ def to_spark(e: Expr) -> Any:
         return to_spark(e.args[0]).contains(F.lit(e.args[1].args[0]))
     if op == "len_chars":
         return F.length(to_spark(e.args[0])).cast("bigint")
+    if op in DATE_PARTS:  # bigint; weekday is ISO (Monday 1 … Sunday 7): Spark's dayofweek is Sunday 1
+        d = to_spark(e.args[0])
+        if op == "weekday":
+            return ((F.dayofweek(d) + F.lit(5)) % F.lit(7) + F.lit(1)).cast("bigint")
+        return {"year": F.year, "month": F.month, "day": F.dayofmonth}[op](d).cast("bigint")
     if op == "col":
         return F.col(e.args[0])
     if op == "lit":
@@ -326,6 +333,8 @@ def _raw(name: str, kind: str) -> Any:
         d = F.when(d.isNull() | (d == F.lit(0.0)), F.lit(0.0)).otherwise(d)  # null (coded later), -0.0 -> 0.0
         bits = F.call_function("reflect", F.lit("java.lang.Double"), F.lit("doubleToLongBits"), d)
         return F.coalesce(bits.cast("bigint"), F.lit(0).cast("bigint"))
+    if kind == "date":  # its days since 1970-01-01, as the Polars engine reads a Date (its int64 value)
+        return F.coalesce(F.unix_date(c).cast("bigint"), F.lit(0).cast("bigint"))
     return F.coalesce(c.cast("bigint"), F.lit(0).cast("bigint"))
 
 
