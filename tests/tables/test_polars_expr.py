@@ -175,6 +175,7 @@ def test_round_cast_clip_when_and_is_in_semantics() -> None:
         {"Function": {"input": [], "function": "Abs"}},  # no operand
         {"Cast": {"expr": {"Column": "a"}}},  # no dtype
         {"Function": {"input": [{"Column": "a"}], "function": {"Boolean": ["IsIn"]}}},
+        {"BinaryExpr": {"left": {"Column": "a"}, "op": "Eq", "right": {"Literal": {"Scalar": {"Nope": 1}}}}},
     ],
 )
 def test_a_tree_of_an_unknown_form_is_refused_not_guessed(tree: Any) -> None:

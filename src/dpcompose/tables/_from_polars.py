@@ -147,8 +147,11 @@ def _literal(node: Any) -> Any:
         return next(iter(dyn.values()))
     import polars as pl  # optional dependency (polars): only reached with a Polars expression
 
-    expr = pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
-    series = pl.select(expr).to_series()
+    try:  # a literal Polars cannot read back alone (an object or nested value) is outside the subset
+        expr = pl.Expr.deserialize(io.StringIO(json.dumps(node)), format="json")
+        series = pl.select(expr).to_series()
+    except Exception:
+        raise _Refused("a literal of a type the plan does not hold") from None
     if isinstance(series.dtype, pl.List):
         return series.to_list()[0]
     if isinstance(body, dict) and "Series" in body:
