@@ -2,8 +2,10 @@
 
 ``dp.Context`` holds a table (Polars DataFrame/LazyFrame, pandas DataFrame), its schema
 (``dp.FrameDomain``), the unit of privacy (``dp.unit_of`` or row level) and a budget; queries are built
-with ``dp.col`` expressions and the aggregates :func:`count`, :func:`sum`, :func:`mean`. Engines compute
-exact integer aggregates on a fixed-point grid; noise is exact discrete noise drawn on the driver.
+with Polars expressions (``pl.col``, translated into an engine-neutral plan; ``dp.col`` spells the same plan)
+and the aggregates :func:`count`, :func:`sum`, :func:`mean` (or ``pl.len()``, ``pl.col(c).sum()`` …).
+Engines compute exact integer aggregates on a fixed-point grid; noise is exact discrete noise drawn on the
+driver.
 
 Examples:
     >>> import dpcompose as dp

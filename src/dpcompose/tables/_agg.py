@@ -35,10 +35,13 @@ class Agg:
     bounds: tuple[Any, Any] | None = None
     alpha: Fraction | None = None  # quantile only
     candidates: tuple[Any, ...] = ()  # quantile only
+    alias: str | None = None  # the result column's name, when given (a Polars aggregate's .alias)
 
     @property
     def name(self) -> str:
-        """The output column's name."""
+        """The output column's name (its alias, else from the operation and the column)."""
+        if self.alias is not None:
+            return self.alias
         if self.op == "quantile":
             return f"{self.column}_quantile_{float(self.alpha or 0):g}"
         return "count" if self.op == "count" else f"{self.column}_{self.op}"

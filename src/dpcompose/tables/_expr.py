@@ -1,15 +1,23 @@
 """A small engine-neutral expression language for filters and derived columns: ``col``, comparisons, ``&``,
-``|``, ``~``, ``is_in``, ``is_null``, and ``+``, ``-``, ``*`` on numbers. Expressions are plain trees,
-checked against the schema when a query is built (unknown column, comparing a string with a number, a
-non-boolean filter) and translated to each engine.
+``|``, ``~``, ``is_in``, ``is_null``, ``+``, ``-``, ``*``, ``/``, unary ``-`` and ``abs`` on numbers, and —
+reached from Polars expressions (:mod:`dpcompose.tables._from_polars`) — ``cast``, ``round``, ``clip``,
+``when/then/otherwise`` and the string tests ``starts_with``, ``contains``, ``len_chars``. Expressions are
+plain trees, checked against the schema when a query is built (unknown column, comparing a string with a
+number, a non-boolean filter) and translated to each engine.
 
 Semantics (the same in every engine): a comparison involving null is null, and a filter drops rows whose
 predicate is null; ``is_in`` is false for null; NaN compares as Polars does (NaN equals NaN and is
 greater than every other float). Arithmetic is on floats: operands are converted to IEEE doubles first
 (round to nearest), so every engine computes the same bits and never overflows or raises (a double
-operation gives ±inf or NaN instead); null propagates. Division is not offered: engines disagree on x/0
-(``/``, ``//``, ``%``, ``**`` and unary ``-``, ``+``, ``abs`` raise :class:`~dpcompose.DomainMismatch`
-saying what to write instead).
+operation gives ±inf or NaN instead); null propagates. ``x / y`` is null when ``y`` is 0 (either sign) or
+null — so ``x/0`` and ``0/0`` are null on every engine — and the IEEE quotient otherwise. ``round`` rounds a
+double half to even to a whole number (+0.0 for a zero). ``cast``: int or bool to float exactly as the
+double conversion; float to int truncates toward zero, null for NaN, ±inf and values outside int64; int or
+float to bool is ``x != 0``; bool to int is 0/1. ``when(c, a, b)`` is ``a`` where ``c`` is true, ``b``
+where it is false or null; numeric branches of different kinds are both converted to double.
+``starts_with``/``contains`` test a literal substring (code points), ``len_chars`` counts code points;
+null gives null. ``year``, ``month``, ``day``, ``weekday`` (ISO: Monday 1 … Sunday 7) of a date are
+ints. ``//``, ``%`` and ``**`` raise :class:`~dpcompose.DomainMismatch` saying what to write instead.
 
 Examples:
     >>> import dpcompose as dp
@@ -29,25 +37,25 @@ import numpy as np
 
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
-__all__ = ["ARITH", "Expr", "col", "literal_kind"]
+__all__ = ["ARITH", "DATE_PARTS", "FLOAT_OPS", "Expr", "col", "columns_of", "literal_kind", "typed"]
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
-ARITH = ("+", "-", "*")
+ARITH = ("+", "-", "*", "/")
+FLOAT_OPS = ("neg", "abs", "round")  # one numeric operand, computed on doubles
+_STR_TESTS = ("starts_with", "contains")
+DATE_PARTS = ("year", "month", "day", "weekday")  # of a date column, as int64; weekday ISO (Monday 1)
+_KINDS = ("int", "float", "bool")  # what cast converts between
 _OUTSIDE = "compute it in the data before it reaches dp.Context"
 _DIVIDE = (
-    "engines disagree on division by zero (inf, NaN or null). Multiply by the reciprocal for a constant "
-    "divisor (dp.col('x') * 0.5), or release both aggregates and divide the noisy results "
-    "(post-processing), or " + _OUTSIDE
+    "the division offered is / (null for a zero divisor on every engine); floor division and remainders "
+    "differ between engines on negative and float operands: " + _OUTSIDE
 )
 _INSTEAD = {  # the operators Expr refuses, and what to write instead
-    "/": _DIVIDE,
     "//": _DIVIDE,
     "%": _DIVIDE,
     "divmod": _DIVIDE,
     "**": "write a square as dp.col('x') * dp.col('x'), or " + _OUTSIDE,
-    "unary -": "write 0 - dp.col('x') (or -1 * dp.col('x'))",
     "unary +": "write the expression without it",
-    "abs()": "the arithmetic offered is +, - and *; " + _OUTSIDE,
 }
 
 
@@ -137,11 +145,11 @@ class Expr:
     def _not_offered(self, op: str) -> NoReturn:
         raise DomainMismatch(f"{op} is not offered on table expressions: {_INSTEAD[op]}")
 
-    def __truediv__(self, other: object) -> NoReturn:
-        self._not_offered("/")
+    def __truediv__(self, other: object) -> Expr:
+        return self._arith("/", other)
 
-    def __rtruediv__(self, other: object) -> NoReturn:
-        self._not_offered("/")
+    def __rtruediv__(self, other: object) -> Expr:
+        return self._arith("/", other, reverse=True)
 
     def __floordiv__(self, other: object) -> NoReturn:
         self._not_offered("//")
@@ -167,14 +175,18 @@ class Expr:
     def __rpow__(self, other: object) -> NoReturn:
         self._not_offered("**")
 
-    def __neg__(self) -> NoReturn:
-        self._not_offered("unary -")
+    def __neg__(self) -> Expr:
+        return Expr("neg", (self,))
 
     def __pos__(self) -> NoReturn:
         self._not_offered("unary +")
 
-    def __abs__(self) -> NoReturn:
-        self._not_offered("abs()")
+    def __abs__(self) -> Expr:
+        return Expr("abs", (self,))
+
+    def abs(self) -> Expr:
+        """The absolute value (on doubles)."""
+        return Expr("abs", (self,))
 
     def __and__(self, other: object) -> Expr:
         if not isinstance(other, Expr):
@@ -224,72 +236,154 @@ def col(name: str) -> Expr:
 
 
 def _text(e: Expr) -> str:
-    if e.op == "col":
-        return f"col({e.args[0]!r})"
-    if e.op == "lit":
-        return repr(e.args[0])
-    if e.op in _CMP or e.op in ARITH:
-        return f"{_wrap(e.args[0])} {e.op} {_wrap(e.args[1])}"
-    if e.op in ("and", "or"):
-        sym = "&" if e.op == "and" else "|"
-        return f"{_wrap(e.args[0])} {sym} {_wrap(e.args[1])}"
-    if e.op == "not":
-        return f"~{_wrap(e.args[0])}"
-    if e.op == "is_in":
-        return f"{_wrap(e.args[0])}.is_in({list(e.args[1])!r})"
-    return f"{_wrap(e.args[0])}.is_null()"
+    op, args = e.op, e.args
+    if op == "col":
+        return f"col({args[0]!r})"
+    if op == "lit":
+        return repr(args[0])
+    if op == "null":
+        return "null"
+    if op in _CMP or op in ARITH:
+        return f"{_wrap(args[0])} {op} {_wrap(args[1])}"
+    if op in ("and", "or"):
+        sym = "&" if op == "and" else "|"
+        return f"{_wrap(args[0])} {sym} {_wrap(args[1])}"
+    if op == "not":
+        return f"~{_wrap(args[0])}"
+    if op == "neg":
+        return f"-{_wrap(args[0])}"
+    if op == "is_in":
+        return f"{_wrap(args[0])}.is_in({list(args[1])!r})"
+    if op == "cast":
+        return f"{_wrap(args[0])}.cast({args[-1]})"
+    if op == "when":
+        return f"when({_text(args[0])}).then({_text(args[1])}).otherwise({_text(args[2])})"
+    if op in _STR_TESTS:
+        return f"{_wrap(args[0])}.str.{op}({args[1].args[0]!r})"
+    if op == "len_chars":
+        return f"{_wrap(args[0])}.str.len_chars()"
+    if op in DATE_PARTS:
+        return f"{_wrap(args[0])}.dt.{op}()"
+    return f"{_wrap(args[0])}.{op}()"
 
 
 def _wrap(e: Expr) -> str:
     t = _text(e)
-    return f"({t})" if e.op in (*_CMP, *ARITH, "and", "or") else t
+    return f"({t})" if e.op in (*_CMP, *ARITH, "and", "or", "neg") else t
 
 
 def check(e: object, kinds: dict[str, str], what: str = "predicate") -> str:
     """The kind of ``e`` under the schema ``kinds`` (column -> kind); InvalidParameter naming ``what``
     for an unknown column, mismatched kinds, or a non-boolean operand of &, |, ~."""
+    return typed(e, kinds, what)[1]
+
+
+def _numeric(e: Expr, kinds: dict[str, str], what: str, whole: Expr) -> Expr:
+    t, k = typed(e, kinds, what)
+    if k not in ("int", "float"):
+        raise InvalidParameter(f"{what}: {_text(whole)} needs numbers, not a {k}")
+    return t
+
+
+def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Expr, str]:
+    """``e`` checked under the schema ``kinds`` (column -> kind) and its kind; InvalidParameter naming
+    ``what`` for an unknown column, mismatched kinds, or a non-boolean operand of &, |, ~. The returned
+    tree states every conversion an engine needs: the numeric branches of a ``when`` of mixed kinds are
+    cast to float, and a null branch carries its kind (``Expr("null", (kind,))``)."""
     if not isinstance(e, Expr):
-        raise InvalidParameter(f"{what}={e!r} must be an expression built with dp.col(...)")
-    if e.op == "col":
-        name = e.args[0]
+        raise InvalidParameter(f"{what}={e!r} must be an expression built with pl.col(...) or dp.col(...)")
+    op, args = e.op, e.args
+    if op == "col":
+        name = args[0]
         if name not in kinds:
             raise InvalidParameter(
                 f"{what}: column {name!r} is not in the schema (declared: {', '.join(kinds)})"
             )
-        return kinds[name]
-    if e.op == "lit":
-        return literal_kind(e.args[0], what)
-    if e.op in _CMP:
-        a, b = check(e.args[0], kinds, what), check(e.args[1], kinds, what)
+        return e, kinds[name]
+    if op == "lit":
+        if args[0] is None:
+            raise InvalidParameter(
+                f"{what}: a null literal is offered only as a branch of when/then/otherwise"
+            )
+        return e, literal_kind(args[0], what)
+    if op == "null":
+        return e, args[0]
+    if op in _CMP:
+        (a, ka), (b, kb) = typed(args[0], kinds, what), typed(args[1], kinds, what)
         numeric = {"int", "float"}
-        if not (a == b or (a in numeric and b in numeric)):
-            raise InvalidParameter(f"{what}: {_text(e)} compares a {a} with a {b}")
-        if e.args[1].op == "lit" and isinstance(e.args[1].args[0], float) and math.isnan(e.args[1].args[0]):
-            raise InvalidParameter(f"{what}: {_text(e)} compares with NaN; use a bound or is_null()")
-        return "bool"
-    if e.op in ARITH:
-        for part in e.args:
-            k = check(part, kinds, what)
-            if k not in ("int", "float"):
-                raise InvalidParameter(f"{what}: {_text(e)} needs numbers, not a {k}")
-        return "float"
-    if e.op in ("and", "or", "not"):
-        for part in e.args:
-            k = check(part, kinds, what)
+        if not (ka == kb or (ka in numeric and kb in numeric)):
+            raise InvalidParameter(f"{what}: {_text(e)} compares a {ka} with a {kb}")
+        for side in (a, b):
+            if side.op == "lit" and isinstance(side.args[0], float) and math.isnan(side.args[0]):
+                raise InvalidParameter(f"{what}: {_text(e)} compares with NaN; use a bound or is_null()")
+        return Expr(op, (a, b)), "bool"
+    if op in ARITH:
+        return Expr(op, tuple(_numeric(p, kinds, what, e) for p in args)), "float"
+    if op in FLOAT_OPS:
+        return Expr(op, (_numeric(args[0], kinds, what, e),)), "float"
+    if op in ("and", "or", "not"):
+        parts = []
+        for part in args:
+            t, k = typed(part, kinds, what)
             if k != "bool":
                 raise InvalidParameter(f"{what}: {_text(e)} needs boolean operands, not a {k}")
-        return "bool"
-    if e.op == "is_in":
-        k = check(e.args[0], kinds, what)
-        for v in e.args[1]:
+            parts.append(t)
+        return Expr(op, tuple(parts)), "bool"
+    if op == "is_in":
+        t, k = typed(args[0], kinds, what)
+        for v in args[1]:
             lk = literal_kind(v, what)
             if lk != k:  # engines disagree on mixed int/float membership (Polars raises, Spark casts)
                 mixed = {lk, k} == {"int", "float"}
                 hint = " (write 2.0 for a float column, 2 for an int one)" if mixed else ""
                 raise InvalidParameter(f"{what}: {_text(e)} holds a {lk} for a {k} expression{hint}")
-        return "bool"
-    check(e.args[0], kinds, what)
-    return "bool"
+        return Expr(op, (t, args[1])), "bool"
+    if op == "cast":
+        t, k = typed(args[0], kinds, what)  # args: (x, to) as written, (x, from, to) once typed
+        to = args[-1]
+        if k not in _KINDS or to not in _KINDS:
+            raise InvalidParameter(
+                f"{what}: {_text(e)} casts a {k} to {to}; casts are offered between int, float and bool"
+            )
+        return (t, k) if k == to else (Expr(op, (t, k, to)), to)
+    if op == "when":
+        cond, kc = typed(args[0], kinds, what)
+        if kc != "bool":
+            raise InvalidParameter(f"{what}: {_text(e)} needs a boolean condition, not a {kc}")
+        nulls = [isinstance(b, Expr) and b.op == "lit" and b.args[0] is None for b in args[1:]]
+        if all(nulls):
+            raise InvalidParameter(f"{what}: {_text(e)} has no non-null branch")
+        branches = [None if n else typed(b, kinds, what) for b, n in zip(args[1:], nulls, strict=True)]
+        ks = {b[1] for b in branches if b is not None}
+        if len(ks) > 1 and not ks <= {"int", "float"}:
+            raise InvalidParameter(f"{what}: {_text(e)} mixes a {' and a '.join(sorted(ks))}")
+        kind = "float" if ks == {"int", "float"} else ks.pop()
+        out: list[Expr] = []
+        for branch in branches:
+            if branch is None:
+                out.append(Expr("null", (kind,)))
+            elif branch[1] != kind:  # an int branch beside a float one: converted as cast does
+                out.append(Expr("cast", (branch[0], branch[1], kind)))
+            else:
+                out.append(branch[0])
+        return Expr(op, (cond, *out)), kind
+    if op in DATE_PARTS:
+        t, k = typed(args[0], kinds, what)
+        if k != "date":
+            raise InvalidParameter(f"{what}: {_text(e)} needs a date, not a {k}")
+        return Expr(op, (t,)), "int"
+    if op in _STR_TESTS or op == "len_chars":
+        t, k = typed(args[0], kinds, what)
+        if k != "str":
+            raise InvalidParameter(f"{what}: {_text(e)} needs a string, not a {k}")
+        if op == "len_chars":
+            return Expr(op, (t,)), "int"
+        pattern = args[1]
+        if not (isinstance(pattern, Expr) and pattern.op == "lit" and isinstance(pattern.args[0], str)):
+            raise InvalidParameter(f"{what}: {_text(e)} needs a literal string pattern")
+        return Expr(op, (t, pattern)), "bool"
+    t, _ = typed(args[0], kinds, what)  # is_null
+    return Expr(op, (t,)), "bool"
 
 
 def columns_of(e: Expr | None) -> set[str]:

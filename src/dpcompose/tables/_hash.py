@@ -15,7 +15,7 @@ a function fixed in this docstring, computed in numpy on columns the engine hand
 * a value's 64-bit code ``h(v)``:
 
   - an integer (any width) or a bool: ``splitmix64`` of its int64 two's-complement bit pattern
-    (``True`` = 1, ``False`` = 0);
+    (``True`` = 1, ``False`` = 0); a date: ``splitmix64`` of its days since 1970-01-01 as an int64;
   - a float: ``splitmix64`` of its IEEE-754 binary64 bit pattern, with ``-0.0`` read as ``0.0`` and every
     NaN as the quiet NaN ``0x7FF8000000000000`` (a float32 column is widened to float64 first, exactly);
   - a string: the first 8 bytes of ``blake2b(utf8(v), digest_size=8)`` read little-endian (computed once

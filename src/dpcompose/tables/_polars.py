@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import ARITH, Expr
+from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
 from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
 
 __all__ = ["PolarsEngine", "collect_frame", "is_polars_data", "series_codes"]
@@ -52,6 +52,8 @@ def _kind(dtype: Any) -> str:
         return "str"
     if dtype == pl.Boolean:
         return "bool"
+    if dtype == pl.Date:
+        return "date"
     return str(dtype)
 
 
@@ -65,14 +67,66 @@ def _lazy(data: Any) -> Any:
     return pl.from_pandas(data).lazy()
 
 
+_INT64_LIMIT = 9223372036854775808.0  # 2**63: a double cast to int64 is null outside [-2**63, 2**63)
+
+
+def _cast(x: Any, src: str, to: str) -> Any:
+    """The plan's cast (:mod:`dpcompose.tables._expr`): never raises, null where a value has no int64."""
+    import polars as pl
+
+    if to == "float":
+        return x.cast(pl.Float64)
+    if to == "bool":
+        return x != 0  # from int or float (NaN != 0: true)
+    if src == "bool":
+        return x.cast(pl.Int64)
+    fits = (x >= -_INT64_LIMIT) & (x < _INT64_LIMIT)  # false for NaN (NaN is above every float)
+    return pl.when(fits).then(x.cast(pl.Int64, strict=False))
+
+
 def to_polars(e: Expr) -> Any:
-    """The Polars expression for an engine-neutral one."""
+    """The Polars expression for an engine-neutral one (already :func:`~dpcompose.tables._expr.typed`)."""
     import polars as pl
 
     op = e.op
     if op in ARITH:  # on doubles, as every engine does (see dpcompose.tables._expr)
         a, b = (to_polars(x).cast(pl.Float64) for x in e.args)
+        if op == "/":
+            return a / pl.when(b != 0).then(b)  # null for a zero (or null) divisor
         return a + b if op == "+" else a - b if op == "-" else a * b
+    if op in FLOAT_OPS:
+        x = to_polars(e.args[0]).cast(pl.Float64)
+        if op == "neg":
+            return -x
+        if op == "abs":
+            return x.abs()
+        r = x.round(0, mode="half_to_even")
+        return pl.when(r == 0).then(0.0).otherwise(r)  # a zero result is +0.0, as on Spark
+    if op == "cast":
+        return _cast(to_polars(e.args[0]), e.args[1], e.args[2])
+    if op == "when":
+        cond, then, other = (to_polars(x) for x in e.args)
+        return pl.when(cond).then(then).otherwise(other)
+    if op == "null":
+        return pl.lit(
+            None,
+            dtype={
+                "int": pl.Int64,
+                "float": pl.Float64,
+                "str": pl.String,
+                "bool": pl.Boolean,
+                "date": pl.Date,
+            }[e.args[0]],
+        )
+    if op == "starts_with":
+        return to_polars(e.args[0]).str.starts_with(e.args[1].args[0])
+    if op == "contains":
+        return to_polars(e.args[0]).str.contains(e.args[1].args[0], literal=True)
+    if op == "len_chars":
+        return to_polars(e.args[0]).str.len_chars().cast(pl.Int64)
+    if op in DATE_PARTS:  # Int64; weekday is ISO (Monday 1 … Sunday 7)
+        d = to_polars(e.args[0]).dt
+        return {"year": d.year, "month": d.month, "day": d.day, "weekday": d.weekday}[op]().cast(pl.Int64)
     if op == "col":
         return pl.col(e.args[0])
     if op == "lit":

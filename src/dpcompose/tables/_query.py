@@ -15,6 +15,7 @@ from dpcompose.tables import _expr
 from dpcompose.tables._agg import Agg, below_specs
 from dpcompose.tables._engine import BelowSpec, Plan, SumSpec
 from dpcompose.tables._fixed import square_spec, sum_spec, unit_exponent
+from dpcompose.tables._from_polars import agg_from_polars, from_polars, is_polars_expr, output_name
 from dpcompose.tables._schema import Column, check_column_name
 from dpcompose.tables._table_query import TableQuery
 
@@ -89,12 +90,13 @@ class Query:
         return self._copy(visible=tuple(columns))
 
     def with_column(
-        self, name: str, expr: _expr.Expr, *, bounds: tuple[float, float], fill: float | None = None
+        self, name: str, expr: Any, *, bounds: tuple[float, float], fill: float | None = None
     ) -> Query:
-        """A new float column computed row by row from ``expr`` (``+``, ``-``, ``*`` of numeric columns and
-        numbers, on IEEE doubles in every engine), with declared ``bounds`` (the clamp its sums, means and
-        quantiles apply) and ``fill`` (what a null or NaN result stands for; default: 0 clamped into the
-        bounds). A row-wise map: one person's rows stay their rows, so every map is unchanged.
+        """A new float column computed row by row from ``expr`` (a numeric Polars or ``dp.col`` expression
+        of the offered subset, :mod:`dpcompose.tables._from_polars`; on IEEE doubles in every engine), with
+        declared ``bounds`` (the clamp its sums, means and quantiles apply) and ``fill`` (what a null or NaN
+        result stands for; default: 0 clamped into the bounds). A row-wise map: one person's rows stay their
+        rows, so every map is unchanged.
 
         Examples:
             >>> import dpcompose as dp
@@ -113,8 +115,9 @@ class Query:
         if name in taken:
             raise InvalidParameter(f"name={name!r} is already a column; pick a new name")
         check_column_name(name, "name", taken)
-        if _expr.check(expr, self._kinds(), "expr") not in ("int", "float"):
-            raise InvalidParameter(f"expr={expr!r} must be numeric (+, -, * of columns and numbers)")
+        expr, kind = _expr.typed(from_polars(expr, "expr"), self._kinds(), "expr")
+        if kind not in ("int", "float"):
+            raise InvalidParameter(f"expr={expr!r} must be numeric, not a {kind}")
         if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
             raise InvalidParameter(f"bounds={bounds!r} must be a pair (lo, hi)")
         try:
@@ -129,9 +132,14 @@ class Query:
         visible = None if self._visible is None else (*self._visible, name)
         return self._copy(derived=(*self._derived, (name, expr, column)), visible=visible)
 
-    def with_columns(self, **columns: tuple[_expr.Expr, tuple[float, float]]) -> Query:
+    def with_columns(
+        self, *exprs: Any, bounds: Any = None, **columns: tuple[Any, tuple[float, float]]
+    ) -> Query:
         """Several :meth:`with_column` at once: ``with_columns(name=(expr, (lo, hi)), ...)``, in order (a
-        later one may read an earlier one).
+        later one may read an earlier one). Polars expressions may also come positionally, named by their
+        alias, with their bounds in ``bounds={name: (lo, hi)}``:
+        ``with_columns(pl.col("a") * 2, bounds={"a": (0.0, 2.0)})`` (replacing a declared column is refused:
+        give it a new name with ``.alias``).
 
         Examples:
             >>> import dpcompose as dp
@@ -143,15 +151,32 @@ class Query:
             2.0
         """
         query = self
+        given = {} if bounds is None else bounds
+        if not isinstance(given, dict):
+            raise InvalidParameter(f"bounds={bounds!r} must be a dict {{name: (lo, hi)}}")
+        for e in exprs:
+            if not is_polars_expr(e):
+                raise InvalidParameter(
+                    f"with_columns: {e!r} must be a Polars expression named by .alias(...), or pass "
+                    "name=(expr, (lo, hi))"
+                )
+            name = output_name(e, "with_columns")
+            if name not in given:
+                raise InvalidParameter(
+                    f"with_columns: {name!r} needs its bounds: bounds={{{name!r}: (lo, hi)}}"
+                )
+            query = query.with_column(name, e, bounds=given[name])
         for name, spec in columns.items():
             if not isinstance(spec, tuple) or len(spec) != 2:
                 raise InvalidParameter(f"{name}={spec!r} must be a pair (expression, (lo, hi))")
             query = query.with_column(name, spec[0], bounds=spec[1])
         return query
 
-    def filter(self, predicate: _expr.Expr) -> Query:
-        """Keep the rows where ``predicate`` is true (checked against the schema now)."""
-        if _expr.check(predicate, self._kinds(), "predicate") != "bool":
+    def filter(self, predicate: Any) -> Query:
+        """Keep the rows where ``predicate`` (a Polars or ``dp.col`` expression of the offered subset,
+        :mod:`dpcompose.tables._from_polars`) is true, checked against the schema now."""
+        predicate, kind = _expr.typed(from_polars(predicate, "predicate"), self._kinds(), "predicate")
+        if kind != "bool":
             raise InvalidParameter(f"predicate={predicate!r} must be a boolean expression")
         combined = predicate if self._predicate is None else self._predicate & predicate
         return self._copy(predicate=combined)
@@ -172,8 +197,10 @@ class Query:
             raise InvalidParameter(f"by={by!r} names a column twice")
         for name in by:
             col = self._column(name, "by")
-            if col.kind == "float":
-                raise InvalidParameter(f"by={name!r} is a float column; group by int, str or bool columns")
+            if col.kind in ("float", "date"):
+                raise InvalidParameter(
+                    f"by={name!r} is a {col.kind} column; group by int, str or bool columns"
+                )
         if keys is None:  # unknown keys: selected privately at release (partition selection)
             return self._copy(by=tuple(by), keys=None)
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) == 0:
@@ -198,9 +225,11 @@ class Query:
             raise InvalidParameter(f"keys={keys!r} must be distinct")
         return self._copy(by=tuple(by), keys=tuple(rows))
 
-    def agg(self, *aggs: Agg) -> TableQuery:
+    def agg(self, *aggs: Any) -> TableQuery:
         """The aggregates to release (``count()``, ``sum(c)``, ``mean(c)``, ``variance(c)``,
-        ``quantile(c, alpha, candidates)``, ``count_distinct(c)``), as one query."""
+        ``quantile(c, alpha, candidates)``, ``count_distinct(c)``, or the Polars ``pl.len()``,
+        ``pl.col(c).sum()``, ``.mean()``, ``.var()``, ``.n_unique()``), as one query."""
+        aggs = tuple(agg_from_polars(a) for a in aggs)
         if not aggs:
             raise InvalidParameter("aggs=() must list at least one aggregate")
         ctx = self._ctx

@@ -17,6 +17,7 @@ Examples:
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from dpcompose.tables._engines import engine_for
 
 __all__ = ["Column", "FrameDomain", "RowDomain"]
 
-_DTYPES: dict[type, str] = {int: "int", float: "float", str: "str", bool: "bool"}
+_DTYPES: dict[type, str] = {int: "int", float: "float", str: "str", bool: "bool", datetime.date: "date"}
 
 
 def _finite_number(v: object, name: str, integer: bool) -> int | float:
@@ -60,9 +61,10 @@ class Column:
     """One column of a table's schema.
 
     Args:
-        dtype: ``int``, ``float``, ``str`` or ``bool``. Engine types map to these: signed integers and
-            ``UInt8``–``UInt32`` are ``int``; ``Float32``/``Float64`` are ``float``; ``String`` is ``str``;
-            ``Boolean`` is ``bool``.
+        dtype: ``int``, ``float``, ``str``, ``bool`` or ``datetime.date``. Engine types map to these: signed
+            integers and ``UInt8``–``UInt32`` are ``int``; ``Float32``/``Float64`` are ``float``; ``String``
+            is ``str``; ``Boolean`` is ``bool``; Polars ``Date`` and Spark ``DateType`` are ``date`` (read
+            by expressions only, through their date parts: not a key or an aggregate).
         bounds: ``(lo, hi)`` for numeric columns: the clamp every sum and mean applies (values are never
             refused, only clamped). Needed to sum the column (an aggregate may also state its own bounds).
         nullable: whether the column may hold nulls. A nullable numeric column must declare ``fill`` to be
@@ -92,7 +94,9 @@ class Column:
 
     def __post_init__(self) -> None:
         if not isinstance(self.dtype, type) or self.dtype not in _DTYPES:
-            raise InvalidParameter(f"dtype={self.dtype!r} must be one of int, float, str, bool")
+            raise InvalidParameter(
+                f"dtype={self.dtype!r} must be one of int, float, str, bool, datetime.date"
+            )
         if not isinstance(self.nullable, (bool, np.bool_)):
             raise InvalidParameter(f"nullable={self.nullable!r} must be a bool")
         object.__setattr__(self, "nullable", bool(self.nullable))
@@ -119,7 +123,7 @@ class Column:
 
     @property
     def kind(self) -> str:
-        """``"int"``, ``"float"``, ``"str"`` or ``"bool"``."""
+        """``"int"``, ``"float"``, ``"str"``, ``"bool"`` or ``"date"``."""
         return _DTYPES[self.dtype]
 
     def __repr__(self) -> str:
@@ -212,6 +216,8 @@ class RowDomain(Domain):
                 if isinstance(v, np.generic):
                     v = v.item()
                 ok = isinstance(v, col.dtype) and (col.dtype is bool or not isinstance(v, bool))
+                if col.dtype is datetime.date:  # a datetime is a date subclass, not a date
+                    ok = type(v) is datetime.date
                 if col.dtype is float and isinstance(v, int) and not isinstance(v, bool):
                     ok = AtomDomain(float).member(v)
                 if not ok:

@@ -37,7 +37,7 @@ from typing import Any
 from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import ARITH, Expr
+from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
 from dpcompose.tables._hash import (
     NULL_CODE,
     ROW_SEED,
@@ -147,18 +147,68 @@ def _kind(dtype: Any) -> str:
         return "str"
     if isinstance(dtype, T.BooleanType):
         return "bool"
+    if isinstance(dtype, T.DateType):
+        return "date"
     return str(dtype.simpleString())
 
 
+_INT64_LIMIT = 9223372036854775808.0  # 2**63: a double cast to int64 is null outside [-2**63, 2**63)
+_SPARK_TYPES = {"int": "bigint", "float": "double", "str": "string", "bool": "boolean", "date": "date"}
+
+
+def _cast(x: Any, src: str, to: str) -> Any:
+    """The plan's cast (:mod:`dpcompose.tables._expr`), as the Polars engine computes it; never raises, also
+    with ``spark.sql.ansi.enabled`` (a double outside int64 is null before Spark casts it)."""
+    from pyspark.sql import functions as F
+
+    if to == "float":
+        return x.cast("double")
+    if to == "bool":
+        return x != 0  # from int or float (NaN != 0: true)
+    if src == "bool":
+        return x.cast("bigint")
+    fits = (x >= F.lit(-_INT64_LIMIT)) & (x < F.lit(_INT64_LIMIT))  # false for NaN (above every float)
+    return F.when(fits, x).cast("bigint")
+
+
 def to_spark(e: Expr) -> Any:
-    """The Spark Column for an engine-neutral expression (Spark's null and NaN semantics are those of
-    :mod:`dpcompose.tables._expr`: null propagates, NaN equals NaN and is above every other float)."""
+    """The Spark Column for an engine-neutral expression (already :func:`~dpcompose.tables._expr.typed`;
+    Spark's null and NaN semantics are those of :mod:`dpcompose.tables._expr`: null propagates, NaN equals
+    NaN and is above every other float)."""
     from pyspark.sql import functions as F
 
     op = e.op
     if op in ARITH:  # on doubles, as every engine does (see dpcompose.tables._expr)
         a, b = (to_spark(x).cast("double") for x in e.args)
+        if op == "/":  # a zero divisor becomes null first: no division by zero, also in ANSI mode
+            return a / F.when(b != F.lit(0.0), b)
         return a + b if op == "+" else a - b if op == "-" else a * b
+    if op in FLOAT_OPS:
+        x = to_spark(e.args[0]).cast("double")
+        if op == "neg":
+            return -x
+        if op == "abs":
+            return F.abs(x)
+        r = F.bround(x, 0)  # half to even on the double's value
+        return F.when(r == F.lit(0.0), F.lit(0.0)).otherwise(r)  # a zero result is +0.0, as on Polars
+    if op == "cast":
+        return _cast(to_spark(e.args[0]), e.args[1], e.args[2])
+    if op == "when":
+        cond, then, other = (to_spark(x) for x in e.args)
+        return F.when(cond, then).otherwise(other)
+    if op == "null":
+        return F.lit(None).cast(_SPARK_TYPES[e.args[0]])
+    if op == "starts_with":
+        return to_spark(e.args[0]).startswith(F.lit(e.args[1].args[0]))
+    if op == "contains":
+        return to_spark(e.args[0]).contains(F.lit(e.args[1].args[0]))
+    if op == "len_chars":
+        return F.length(to_spark(e.args[0])).cast("bigint")
+    if op in DATE_PARTS:  # bigint; weekday is ISO (Monday 1 … Sunday 7): Spark's dayofweek is Sunday 1
+        d = to_spark(e.args[0])
+        if op == "weekday":
+            return ((F.dayofweek(d) + F.lit(5)) % F.lit(7) + F.lit(1)).cast("bigint")
+        return {"year": F.year, "month": F.month, "day": F.dayofmonth}[op](d).cast("bigint")
     if op == "col":
         return F.col(e.args[0])
     if op == "lit":
@@ -283,6 +333,8 @@ def _raw(name: str, kind: str) -> Any:
         d = F.when(d.isNull() | (d == F.lit(0.0)), F.lit(0.0)).otherwise(d)  # null (coded later), -0.0 -> 0.0
         bits = F.call_function("reflect", F.lit("java.lang.Double"), F.lit("doubleToLongBits"), d)
         return F.coalesce(bits.cast("bigint"), F.lit(0).cast("bigint"))
+    if kind == "date":  # its days since 1970-01-01, as the Polars engine reads a Date (its int64 value)
+        return F.coalesce(F.unix_date(c).cast("bigint"), F.lit(0).cast("bigint"))
     return F.coalesce(c.cast("bigint"), F.lit(0).cast("bigint"))
 
 
