@@ -115,6 +115,30 @@ def test_gaussian_noise_grows_with_the_root_of_the_number_of_vectors() -> None:
     assert abs(gau4.vectors[0].scale / gau1.vectors[0].scale - 2) < Fraction(1, 10**9)
 
 
+def test_the_docs_table_of_noise_and_thresholds() -> None:
+    """docs/tables.md's comparison at (1, 1e-6), one row per user: count std and threshold per path."""
+    columns = {f"x{i}": dp.Column(float, bounds=(0.0, 1.0)) for i in range(11)}
+    schema = dp.FrameDomain({"user": dp.Column(int), "city": dp.Column(str), **columns})
+    df = pl.DataFrame({"user": [1, 2], "city": ["a", "b"], **{c: [0.5, 0.5] for c in columns}})
+    seen = {}
+    for k in (1, 4, 12):
+        aggs = [dp.tables.count()] + [dp.tables.sum(f"x{i}") for i in range(k - 1)]
+        for kind in ("laplace", "gaussian"):
+            ctx = dp.Context(
+                df, schema, privacy_unit=dp.unit_of("user", max_rows=1), measure=dp.ApproxDP(),
+                privacy_loss=(1.0, 1e-6), split_evenly_over=1,
+            )  # fmt: skip
+            q = ctx.query().group_by("city", keys=None, selection=kind).agg(*aggs)
+            scale = float(q.vectors[0].scale)
+            std = scale * math.sqrt(2) if kind == "laplace" else scale  # discrete Laplace: ≈ √2·scale
+            seen[k, kind] = (round(std, 2 if std < 10 else 1), q.threshold)
+    assert seen == {
+        (1, "laplace"): (1.41, 15), (1, "gaussian"): (4.67, 25),
+        (4, "laplace"): (5.66, 54), (4, "gaussian"): (9.34, 48),
+        (12, "laplace"): (17.0, 159), (12, "gaussian"): (16.2, 81),
+    }  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [

@@ -126,13 +126,13 @@ class TableQuery:
         released: list[ReleasedVector] = []
         r = plan.max_rows if plan.max_rows is not None else 1
         self.unknown_keys = plan.keys is None and bool(plan.by)
-        self._gaussian: GaussianSelection | None = None  # selection="gaussian": the whole query's ρ, δ split
+        self._gauss_sel: GaussianSelection | None = None  # selection="gaussian": the whole query's ρ, δ split
         if self.unknown_keys:
             check_selection(measure, budget)
             if selection == "gaussian":
-                self._gaussian = GaussianSelection.of(budget)
-        gauss = isinstance(measure, ZCDP) or self._gaussian is not None  # discrete Gaussian, costs in ρ
-        rho_total = self._gaussian.rho if self._gaussian is not None else budget
+                self._gauss_sel = GaussianSelection.of(budget)
+        gauss = isinstance(measure, ZCDP) or self._gauss_sel is not None  # discrete Gaussian, costs in ρ
+        rho_total = self._gauss_sel.rho if self._gauss_sel is not None else budget
         wanted: list[tuple[tuple[Any, ...], SumSpec | None, str]] = []
         if self.unknown_keys or any(a.op in ("count", "mean", "variance") for a in aggs):
             wanted.append((_COUNT, None, "count"))  # unknown keys: the noisy counts select the keys
@@ -189,8 +189,8 @@ class TableQuery:
             l0 = min(plan.max_groups, r) if plan.max_groups is not None else r
             self._l = (l0, r, l_inf)
             count_scale = released[0].scale
-            if self._gaussian is not None:  # the δ split: see dpcompose.tables._selection
-                g = self._gaussian
+            if self._gauss_sel is not None:  # the δ split: see dpcompose.tables._selection
+                g = self._gauss_sel
                 self.threshold = partition_threshold(count_scale, g.threshold_delta, self._l, "gaussian")
                 self._selection = make_gaussian_threshold(
                     _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold, noise_delta=g.noise_delta
@@ -201,13 +201,13 @@ class TableQuery:
                     _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold
                 )
         self.measurement = self._build()
-        if self._gaussian is not None:
-            self._gaussian.check(self.measurement.map(1), budget)
+        if self._gauss_sel is not None:
+            self._gauss_sel.check(self.measurement.map(1), budget)
 
     def _build(self) -> Measurement[Any, Any, Any, Any]:
         ctx, plan, released = self._ctx, self.plan, self.vectors
         out_measure: Measure[Any] = ZCDP() if isinstance(ctx.measure, ZCDP) else PureDP()
-        unknown, gaussian = self.unknown_keys, self._gaussian
+        unknown, gaussian = self.unknown_keys, self._gauss_sel
         in_rho = isinstance(ctx.measure, ZCDP) or gaussian is not None
         gauss_note = ", Gaussian" if gaussian is not None else ""
         if unknown:
