@@ -48,7 +48,12 @@ from dpcompose.measurements._discrete import (
 )
 from dpcompose.measurements._sampling import discrete_gaussian_array, discrete_laplace_array
 
-__all__ = ["make_gaussian_threshold", "make_laplace_threshold", "partition_threshold"]
+__all__ = [
+    "gaussian_threshold_delta",
+    "make_gaussian_threshold",
+    "make_laplace_threshold",
+    "partition_threshold",
+]
 
 _KEY_CARRIERS = (int, float, str, bool)
 L01Inf = tuple[int, Fraction, Fraction]
@@ -300,6 +305,33 @@ def _refuse_large_delta(delta: Fraction, threshold: int, d_in: object) -> None:
             f"threshold={threshold}: the δ for d_in={d_in!r} would be {format_up(delta)} ≥ 1, no guarantee "
             "at all; raise the threshold (see dp.m.partition_threshold)"
         )
+
+
+def gaussian_threshold_delta(sigma: Fraction, threshold: int, d_in: tuple[int, Any, Any]) -> Fraction:
+    """The threshold part ``δ_T`` of :func:`make_gaussian_threshold`'s map at ``d_in = (l0, l1, l∞)``:
+    ``min(l0, l1)·P[Z ≥ T − l∞]`` for the discrete Gaussian ``Z`` with ``σ = sigma``, bounded by
+    :func:`gaussian_tail_up` (rounded up) — the probability that a key counted in one neighbour only
+    passes the threshold ``T``, summed over the at most ``min(l0, l1)`` such keys.
+
+    For a composite release whose keys are selected by a Gaussian-noised count (the table engine's
+    ``group_by(..., keys=None, selection="gaussian")``), which composes the zCDP part itself.
+
+    Args:
+        sigma: σ > 0 of the count's discrete Gaussian noise.
+        threshold: the integer threshold ``T ≥ 2``.
+        d_in: an ``(l0, l1, l∞)`` distance (validated here).
+
+    Raises:
+        InvalidParameter: ``T ≤ l∞`` (δ ≥ 1/2 per key) or ``δ_T ≥ 1``.
+
+    Source: Korolova et al. 2009; Wilson et al. 2020 (the threshold's δ as a union over the ``l0``
+    partitions), with the discrete Gaussian tail of Canonne–Kamath–Steinke 2020 §2 (:func:`gaussian_tail_up`).
+    """
+    reduced = _reduce(L01InfDistance().validate(d_in, "d_in"))
+    t = _read_threshold(threshold)
+    delta = _threshold_delta(lambda j: gaussian_tail_up(sigma, j), t, reduced, d_in)
+    _refuse_large_delta(delta, t, d_in)
+    return delta
 
 
 # --- the mechanisms ---------------------------------------------------------------------------------------

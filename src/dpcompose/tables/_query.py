@@ -17,6 +17,7 @@ from dpcompose.tables._engine import BelowSpec, Plan, SumSpec
 from dpcompose.tables._fixed import square_spec, sum_spec, unit_exponent
 from dpcompose.tables._from_polars import agg_from_polars, from_polars, is_polars_expr, output_name
 from dpcompose.tables._schema import Column, check_column_name
+from dpcompose.tables._selection import read_selection
 from dpcompose.tables._table_query import TableQuery
 
 if TYPE_CHECKING:  # annotations only: the Context module imports this one
@@ -39,16 +40,18 @@ class Query:
         derived: tuple[tuple[str, _expr.Expr, Column], ...] = (),
         visible: tuple[str, ...] | None = None,
         share: int | None = None,
+        selection: str = "laplace",
     ) -> None:
         self._ctx, self._budget, self._predicate = ctx, budget, predicate
         self._share = share
+        self._selection = selection  # how keys=None selects the keys (dpcompose.tables._selection)
         self._by, self._keys = by, keys
         self._derived, self._visible = derived, visible
 
     def _copy(self, **changes: Any) -> Query:
         fields: dict[str, Any] = {
             "predicate": self._predicate, "by": self._by, "keys": self._keys, "derived": self._derived,
-            "visible": self._visible,
+            "visible": self._visible, "selection": self._selection,
         }  # fmt: skip
         fields.update(changes)
         return Query(self._ctx, self._budget, share=self._share, **fields)
@@ -181,16 +184,21 @@ class Query:
         combined = predicate if self._predicate is None else self._predicate & predicate
         return self._copy(predicate=combined)
 
-    def group_by(self, *by: str, keys: Sequence[Any] | None = None) -> Query:
+    def group_by(self, *by: str, keys: Sequence[Any] | None = None, selection: str = "laplace") -> Query:
         """Group by the columns ``by`` with the public list ``keys`` (a value per key for one column, a
         tuple per key for several). Rows with other keys are dropped; every listed key gets a row.
 
         ``keys=None`` (unknown keys): every key present after the filter and the caps is a candidate, and
         a key is released only when its noisy count reaches a threshold chosen from the query's δ
-        (partition selection, as ``make_laplace_threshold``): needs an ``ApproxDP`` Context with δ > 0.
-        With unknown keys the count is always computed and noised (it selects the keys; its ε is part of
-        the cost), and released keys come sorted by value.
+        (partition selection): needs an ``ApproxDP`` Context with δ > 0. ``selection="laplace"`` (default)
+        noises every released vector with discrete Laplace noise and thresholds as ``make_laplace_threshold``;
+        ``selection="gaussian"`` uses discrete Gaussian noise and thresholds as ``make_gaussian_threshold``
+        (half of δ converts the query's ρ to ε, half is the threshold's; :mod:`dpcompose.tables._selection`).
+        A ``ZCDP`` Context is refused (no approximate-zCDP measure to charge the threshold's δ to).
+        With unknown keys the count is always computed and noised (it selects the keys; its cost is part
+        of the query's), and released keys come sorted by value.
         """
+        selection = read_selection(selection)
         if not by:
             raise InvalidParameter("by=() must name at least one column")
         if len(set(by)) != len(by):
@@ -202,7 +210,12 @@ class Query:
                     f"by={name!r} is a {col.kind} column; group by int, str or bool columns"
                 )
         if keys is None:  # unknown keys: selected privately at release (partition selection)
-            return self._copy(by=tuple(by), keys=None)
+            return self._copy(by=tuple(by), keys=None, selection=selection)
+        if selection != "laplace":
+            raise InvalidParameter(
+                f"selection={selection!r} chooses how unknown keys are selected: pass keys=None, or leave "
+                "selection out with keys=[...]"
+            )
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence) or len(keys) == 0:
             raise InvalidParameter(f"keys={keys!r} must be a non-empty list of keys")
         rows: list[tuple[Any, ...]] = []
@@ -298,4 +311,4 @@ class Query:
             below=tuple(below),
             derived=tuple((name, expr) for name, expr, _ in self._derived),
         )
-        return TableQuery(ctx, plan, tuple(aggs), self._budget, self._kinds(), self._share)
+        return TableQuery(ctx, plan, tuple(aggs), self._budget, self._kinds(), self._share, self._selection)

@@ -25,6 +25,10 @@ Laplace threshold of ``make_laplace_threshold``). ``variance`` adds a vector of 
 a count-like vector, and ``quantile`` a report-noisy-min per key (their maps are in their docstrings,
 :mod:`dpcompose.tables._agg`). A
 person-level unit is measured by ``dp.SymmetricIdDistance(id_column)``, the catalogue's identifier metric.
+
+With ``selection="gaussian"``, unknown keys are selected by the discrete Gaussian threshold of
+``make_gaussian_threshold`` instead, every vector noised as in a zCDP Context
+(:mod:`dpcompose.tables._selection`).
 """
 
 from __future__ import annotations
@@ -58,10 +62,12 @@ from dpcompose.errors import InvalidParameter
 from dpcompose.measurements import (
     make_discrete_gaussian,
     make_discrete_laplace,
+    make_gaussian_threshold,
     make_laplace_threshold,
     make_report_noisy_max,
     partition_threshold,
 )
+from dpcompose.measurements._threshold import gaussian_threshold_delta
 from dpcompose.tables._agg import Agg, count_distinct
 from dpcompose.tables._engine import Plan, SumSpec, run_job, sum_key
 from dpcompose.tables._engines import engine_for
@@ -74,6 +80,7 @@ from dpcompose.tables._intervals import (
     variance_bounds,
     variance_half_width_at,
 )
+from dpcompose.tables._selection import GaussianSelection, check_selection
 
 if TYPE_CHECKING:  # annotations only: the Context module imports this one
     from dpcompose.tables._context import Context
@@ -83,15 +90,6 @@ __all__ = ["ReleasedVector", "Summary", "TableQuery"]
 _INTS = VectorDomain(AtomDomain(int))
 _COUNT: tuple[Any, ...] = ("count",)  # the row count's key among the vectors (see ReleasedVector.what)
 _KEYS_DOMAIN = MapDomain(AtomDomain(str), AtomDomain(int))  # the threshold's map does not read keys
-
-
-def _check_selection_budget(measure: Measure[Any], budget: Any) -> None:
-    """Unknown keys need a δ: refuse other budgets before anything is built or spent."""
-    if not isinstance(measure, ApproxDP) or budget[1] <= 0:
-        raise InvalidParameter(
-            "group_by(..., keys=None) selects the keys privately (partition selection), which needs a δ: "
-            "use Context(..., measure=dp.ApproxDP(), privacy_loss=(ε, δ)) with δ > 0, or pass keys=[...]"
-        )
 
 
 @dataclass(frozen=True)
@@ -125,6 +123,7 @@ class TableQuery:
         budget: Any,
         kinds: dict[str, str],
         share: int | None = None,
+        selection: str = "laplace",
     ) -> None:
         self._ctx = ctx
         self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
@@ -137,8 +136,13 @@ class TableQuery:
         released: list[ReleasedVector] = []
         r = plan.max_rows if plan.max_rows is not None else 1
         self.unknown_keys = plan.keys is None and bool(plan.by)
+        self._gauss_sel: GaussianSelection | None = None  # selection="gaussian": the whole query's ρ, δ split
         if self.unknown_keys:
-            _check_selection_budget(measure, budget)
+            check_selection(measure, budget)
+            if selection == "gaussian":
+                self._gauss_sel = GaussianSelection.of(budget)
+        gauss = isinstance(measure, ZCDP) or self._gauss_sel is not None  # discrete Gaussian, costs in ρ
+        rho_total = self._gauss_sel.rho if self._gauss_sel is not None else budget
         wanted: list[tuple[tuple[Any, ...], SumSpec | None, str]] = []
         if self.unknown_keys or any(a.op in ("count", "mean", "variance") for a in aggs):
             wanted.append((_COUNT, None, "count"))  # unknown keys: the noisy counts select the keys
@@ -151,8 +155,8 @@ class TableQuery:
         for what, maybe, label in wanted:
             sens = r * (1 if maybe is None else grid_bound(maybe))
             try:
-                if isinstance(measure, ZCDP):
-                    rho = Fraction(budget) / share
+                if gauss:
+                    rho = Fraction(rho_total) / share
                     scale = sqrt_up_q(Fraction(sens * sens) / (2 * rho)) if sens else Fraction(1)
                     noise = make_discrete_gaussian(_INTS, L2Distance(), scale)
                 else:
@@ -175,10 +179,10 @@ class TableQuery:
             assert agg.alpha is not None
             a_num, b_den = agg.alpha.numerator, agg.alpha.denominator
             sens = r * max(a_num, b_den - a_num)
-            if isinstance(measure, ZCDP):
-                eps_q = Fraction(sqrt_down(2 * Fraction(budget) / share))  # pure ε with ε²/2 <= its ρ share
+            if gauss:
+                eps_q = Fraction(sqrt_down(2 * Fraction(rho_total) / share))  # pure ε, ε²/2 <= its ρ share
                 if eps_q <= 0:
-                    raise InvalidParameter(f"the quantile's share of ρ = {budget} is too small to use")
+                    raise InvalidParameter(f"the quantile's share of ρ = {rho_total} is too small to use")
             else:
                 eps_q = (budget[0] if isinstance(measure, ApproxDP) else Fraction(budget)) / share
             scale = 2 * Fraction(sens) / eps_q  # non-monotonic scores: ε = 2·Δ∞/scale
@@ -195,16 +199,27 @@ class TableQuery:
             l0 = min(plan.max_groups, r) if plan.max_groups is not None else r
             self._l = (l0, r, l_inf)
             count_scale = released[0].scale
-            self.threshold = partition_threshold(count_scale, budget[1], d_in=self._l)
-            self._selection = make_laplace_threshold(
-                _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold
-            )
+            if self._gauss_sel is not None:  # the δ split: see dpcompose.tables._selection
+                g = self._gauss_sel
+                self.threshold = partition_threshold(count_scale, g.threshold_delta, self._l, "gaussian")
+                self._selection = make_gaussian_threshold(
+                    _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold, noise_delta=g.noise_delta
+                )
+            else:
+                self.threshold = partition_threshold(count_scale, budget[1], d_in=self._l)
+                self._selection = make_laplace_threshold(
+                    _KEYS_DOMAIN, L01InfDistance(), count_scale, self.threshold
+                )
         self.measurement = self._build()
+        if self._gauss_sel is not None:
+            self._gauss_sel.check(self.measurement.map(1), budget)
 
     def _build(self) -> Measurement[Any, Any, Any, Any]:
         ctx, plan, released = self._ctx, self.plan, self.vectors
         out_measure: Measure[Any] = ZCDP() if isinstance(ctx.measure, ZCDP) else PureDP()
-        unknown = self.unknown_keys
+        unknown, gaussian = self.unknown_keys, self._gauss_sel
+        in_rho = isinstance(ctx.measure, ZCDP) or gaussian is not None
+        gauss_note = ", Gaussian" if gaussian is not None else ""
         if unknown:
             out_measure = ApproxDP()
 
@@ -212,7 +227,7 @@ class TableQuery:
             costs = [rel.noise.map(d_in * rel.sensitivity) for rel in released]
             for _, _, sens, select, _ in self.quantiles:
                 eps = select.map(Fraction(d_in * sens))
-                costs.append(eps * eps / 2 if isinstance(ctx.measure, ZCDP) else eps)  # ε-DP is ε²/2-zCDP
+                costs.append(eps * eps / 2 if in_rho else eps)  # ε-DP is ε²/2-zCDP
             if not unknown:
                 return out_measure.compose(costs)
             # each key's release (noisy count, noisy sums) happens only when its noisy count reaches the
@@ -220,6 +235,11 @@ class TableQuery:
             # vectors), a key in one neighbour only costs its release probability, the δ of
             # make_laplace_threshold at (l0, l1, l∞)·d_in (Korolova et al. 2009; Wilson et al. 2020)
             l0, l1, li = self._l
+            if gaussian is not None:  # ρ of all vectors, then (ε, δ) (dpcompose.tables._selection)
+                assert self.threshold is not None
+                sigma = released[0].scale
+                at = (l0 * d_in, Fraction(l1 * d_in), Fraction(li * d_in))
+                return gaussian.cost(costs, gaussian_threshold_delta(sigma, self.threshold, at))
             delta = self._selection.map((l0 * d_in, Fraction(l1 * d_in), Fraction(li * d_in)))[1]
             return PureDP().compose(costs), delta
 
@@ -240,11 +260,12 @@ class TableQuery:
                 params=(
                     ("aggs", ", ".join(a.name for a in self.aggs)),
                     ("by", ", ".join(plan.by) or "-"),
-                    *((("keys", f"selected, threshold {self.threshold}"),) if unknown else ()),
+                    *((("keys", f"selected, threshold {self.threshold}{gauss_note}"),) if unknown else ()),
                 ),
                 source="stable filter/caps (McSherry 2009) then discrete noise per released vector"
                 + ("; keys: partition selection (Korolova et al. 2009)" if unknown else ""),
-                theorem="basic composition of the released vectors",
+                theorem="basic composition of the released vectors"
+                + ("; zCDP composition, CKS 2020 Cor 13 to (ε, δ)" if gaussian else ""),
                 children=tuple(rel.noise for rel in released) + tuple(q[3] for q in self.quantiles),
                 child_inputs=lambda d: (
                     tuple(d * rel.sensitivity for rel in released)
@@ -397,7 +418,8 @@ class TableQuery:
 
     @property
     def _gaussian(self) -> bool:
-        return isinstance(self._ctx.measure, ZCDP)
+        """The query's vectors carry discrete Gaussian noise (a zCDP Context, or Gaussian selection)."""
+        return isinstance(self._ctx.measure, ZCDP) or self._gauss_sel is not None
 
     def _vector(self, what: tuple[Any, ...]) -> ReleasedVector:
         return next(rel for rel in self.vectors if rel.what == what)
