@@ -69,7 +69,7 @@ def make_laplace(
     (rounding moves each entry by less than one grid step). Float vectors need a known size. ``scale`` is
     read as its exact binary value. (The grid coarsens at each power of two, so for d_in below a grid step
     ε can rise with the scale by up to 2× there; and as the noise is at most 2**31 grid steps, ε is at
-    least 2**-31 at every scale.)
+    least 2**-31 at every scale for any d_in > 0: one grid step of sensitivity.)
 
     **The textbook scale.** ``scale = d_in/ε`` costs exactly ε when d_in is a multiple of the grid width
     (e.g. an integer d_in with ``scale < 2**31``). After a float
