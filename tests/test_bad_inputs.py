@@ -444,6 +444,11 @@ CASES: dict[str, Case] = {
         lambda: {"input_domain": FLOATS, "input_metric": dp.AbsoluteDistance(), "scale": 2.0, "rng": None},
         _MAP1,
     ),
+    "m.scale_for": Case(
+        dp.m.scale_for,
+        lambda: {"make": _lap, "d_out": 0.5, "d_in": 1, "mechanism": dp.m.make_laplace},
+        _numbers,
+    ),
     "m.make_discrete_laplace": Case(
         dp.m.make_discrete_laplace,
         lambda: {"input_domain": INTS, "input_metric": dp.AbsoluteDistance(), "scale": 2.0, "rng": None},

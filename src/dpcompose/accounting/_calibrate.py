@@ -180,7 +180,10 @@ def _aim(x0: float, r0: float | None, x1: float | None, r1: float | None, target
         return None
     slope = -1.0
     if x1 is not None and r1 is not None and x1 > 0 and x1 != x0:
-        slope = (r1 - r0) / (math.log(x1) - math.log(x0))
+        run = math.log(x1) - math.log(x0)
+        if run == 0:  # neighbouring floats whose logarithms round alike: no slope to read
+            return None
+        slope = (r1 - r0) / run
         if not slope < 0 or not math.isfinite(slope):
             return None
     step = (target - r0) / slope

@@ -12,6 +12,7 @@ from dpcompose.measurements._randomized_response import (
     make_randomized_response,
     make_randomized_response_approx,
 )
+from dpcompose.measurements._scale_for import scale_for
 from dpcompose.measurements._threshold import (
     make_gaussian_threshold,
     make_laplace_threshold,
@@ -33,4 +34,5 @@ __all__ = [
     "make_report_noisy_max",
     "make_sparse_vector",
     "partition_threshold",
+    "scale_for",
 ]

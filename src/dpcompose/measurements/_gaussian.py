@@ -64,6 +64,12 @@ def make_gaussian(
     monotone in σ when d_in is below a grid step; the map reports its least non-increasing majorant
     (:func:`~dpcompose.measurements._discrete.monotone_in_scale`), so ρ never rises with σ.
 
+    **The textbook σ.** ``σ = d_in/√(2ρ)`` costs at most ρ when d_in is a multiple of the grid width and σ'
+    rounds up; after a float :func:`~dpcompose.transformations.make_sum` it costs more, at every grid: the
+    sum's sensitivity is Δ + ulp(L) (its result is a rounded float), one more grid step, about 2e-6
+    relative in ρ. :func:`~dpcompose.measurements.scale_for` (``mechanism=make_gaussian``) returns the
+    least σ meeting ρ by this map.
+
     With ``rng=`` (seeded, NOT private): float data get plain float Gaussian noise and the map reports the
     idealised ρ = (d_in/σ)²/2; integer data get the exact discrete sampler driven by the Generator (same
     map).

@@ -81,6 +81,7 @@ from dpcompose.tables._intervals import (
     variance_half_width_at,
 )
 from dpcompose.tables._selection import GaussianSelection, check_selection
+from dpcompose.tables._shown import shown_in_result_units
 
 if TYPE_CHECKING:  # annotations only: the Context module imports this one
     from dpcompose.tables._context import Context
@@ -266,7 +267,10 @@ class TableQuery:
                 + ("; keys: partition selection (Korolova et al. 2009)" if unknown else ""),
                 theorem="basic composition of the released vectors"
                 + ("; zCDP composition, CKS 2020 Cor 13 to (ε, δ)" if gaussian else ""),
-                children=tuple(rel.noise for rel in released) + tuple(q[3] for q in self.quantiles),
+                children=tuple(
+                    shown_in_result_units(rel.noise, rel.spec, rel.scale, rel.label) for rel in released
+                )
+                + tuple(q[3] for q in self.quantiles),
                 child_inputs=lambda d: (
                     tuple(d * rel.sensitivity for rel in released)
                     + tuple(Fraction(d * q[2]) for q in self.quantiles)
