@@ -110,7 +110,9 @@ def test_workload_answers_and_the_example_figures() -> None:
     assert l2.map(2) == Fraction(math.isqrt(12 << 128) + 1, 1 << 64)  # a rational just above 2·√3
     assert l2.map(2) ** 2 > 12 > (l2.map(2) - Fraction(1, 1 << 64)) ** 2
     assert dp.t.make_workload(CATEGORICAL, CHG, a).map(1) == 2
-    assert dp.t.make_workload(CATEGORICAL, CHG, a, metric=dp.L2Distance()).map(2) == Fraction(math.isqrt(8 << 128) + 1, 1 << 64)
+    assert dp.t.make_workload(CATEGORICAL, CHG, a, metric=dp.L2Distance()).map(2) == Fraction(
+        math.isqrt(8 << 128) + 1, 1 << 64
+    )
     assert dp.t.make_workload(CATEGORICAL, CHG, [[1, 1, 1]]).map(5) == 0  # every record counted alike
 
 
@@ -251,7 +253,7 @@ def test_marginals_per_user_through_contribution_bounds() -> None:
             "records with columns",
         ),
         (
-            lambda: dp.t.make_marginals(dp.VectorDomain(dp.AtomDomain(tuple)), SYM, [0], {0: [0, 1]}),
+            lambda: dp.t.make_marginals(dp.VectorDomain(dp.AtomDomain(tuple)), SYM, [0], {0: [0, 1]}),  # type: ignore[list-item]
             InvalidParameter,
             "columns[0]",
         ),
@@ -263,7 +265,9 @@ def test_marginals_per_user_through_contribution_bounds() -> None:
         (lambda: dp.t.marginal_tables([1, 2, 3], [(0,)], {0: [0, 1]}), InvalidParameter, "release"),
         (
             lambda: dp.t.make_workload_error(
-                dp.VectorDomain(dp.AtomDomain(int), size=2), dp.L1Distance(), [1.5, 0]
+                dp.VectorDomain(dp.AtomDomain(int), size=2),
+                dp.L1Distance(),
+                [1.5, 0],  # type: ignore[list-item]
             ),
             InvalidParameter,
             "reference",

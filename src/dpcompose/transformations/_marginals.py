@@ -120,7 +120,7 @@ def make_marginals(
     input_domain: Domain,
     input_metric: Metric,
     columns: Sequence[Sequence[Hashable]],
-    categories: Mapping[Hashable, Any],
+    categories: Mapping[Any, Any],
     *,
     metric: Metric = L1_DEFAULT,
 ) -> Transformation[Any, Counts, int, Fraction]:
@@ -249,7 +249,7 @@ def make_marginals(
 
 
 def marginal_tables(
-    release: Any, columns: Sequence[Sequence[Hashable]], categories: Mapping[Hashable, Any]
+    release: Any, columns: Sequence[Sequence[Hashable]], categories: Mapping[Any, Any]
 ) -> dict[Marginal, npt.NDArray[Any]]:
     """The flat output of :func:`make_marginals` (or a noisy release of it) as one array per table, shaped
     by the declared categories of its columns (axis ``i`` follows ``categories[columns[j][i]]``).
