@@ -285,8 +285,8 @@ def make_workload(
     else:
         if not predicates:
             raise DomainMismatch(
-                f"a query matrix needs records of a CategoricalDomain (one column per category), not "
-                f"input_domain={input_domain!r}; give a list of predicates instead"
+                f"queries={_short(queries)} is not a list of predicates, and a query matrix needs records of "
+                f"a CategoricalDomain (one column per category), not input_domain={input_domain!r}"
             )
         preds: tuple[Callable[[Any], Any], ...] = tuple(queries)
         k = len(preds)
@@ -359,9 +359,13 @@ def make_workload_error(
         )
     check_space(input_domain, input_metric)
     k = input_domain.size
-    if isinstance(reference, (str, bytes, Mapping)) or not isinstance(reference, (Sequence, np.ndarray)):
+    if (
+        isinstance(reference, (str, bytes, Mapping))
+        or not isinstance(reference, (Sequence, np.ndarray))
+        or (isinstance(reference, np.ndarray) and reference.ndim != 1)
+    ):
         raise InvalidParameter(f"reference={_short(reference)} must be a list of {k} integers")
-    ref = list(reference)
+    ref = reference.tolist() if isinstance(reference, np.ndarray) else list(reference)
     if len(ref) != k or not all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in ref):
         raise InvalidParameter(
             f"reference={_short(reference)} must be a list of {k} integers (round a float estimate first)"
