@@ -278,3 +278,15 @@ def test_bad_inputs_are_refused_clearly(call: Callable[[], Any], error: type[Exc
     with pytest.raises(error, match=None) as info:
         call()
     assert text in str(info.value)
+
+
+def test_spread_is_exact_by_blocks_and_bounded_beyond_the_exact_limit() -> None:
+    rng = np.random.default_rng(3)
+    matrix = rng.integers(0, 2, size=(14, 700))
+    cats = dp.VectorDomain(dp.CategoricalDomain(list(range(700))))
+    w = dp.t.make_workload(cats, CHG, matrix)
+    diffs = (matrix[:, :, None] != matrix[:, None, :]).sum(axis=0)
+    assert w.map(1) == int(diffs.max())  # exact over 700 columns, in blocks of 256
+    wide = np.array([[(j >> i) & 1 for j in range(1 << 13)] for i in range(13)])  # 8192 distinct columns
+    big = dp.t.make_workload(dp.VectorDomain(dp.CategoricalDomain(list(range(1 << 13)))), CHG, wide)
+    assert big.map(1) == 13  # min(2c, k): here also the truth (column 0 vs column 2**13 − 1)

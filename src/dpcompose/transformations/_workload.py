@@ -105,14 +105,34 @@ class _Sensitivity:
         return Fraction(d_in * self.top)
 
 
+EXACT_SPREAD_COLUMNS = 1 << 12
+"""Up to this many distinct columns, ``s`` (the largest symmetric difference of two columns) is computed
+exactly, by blocks of the columns' Gram matrix; beyond, the upper bound ``min(2c, k)`` is used."""
+
+
 def _matrix_figures(matrix: Counts) -> tuple[int, int, int]:
-    """``(c, s, max A)`` of a 0/1 matrix (see the module docstring), exactly, with integer arithmetic."""
+    """``(c, s, max A)`` of a 0/1 matrix (see the module docstring), with integer arithmetic.
+
+    ``c`` and ``max A`` are exact. ``s = max_{j,l} (c_j + c_l − 2·a_j·a_l)`` is computed over the distinct
+    columns (a repeated column adds no pair), exactly when there are at most :data:`EXACT_SPREAD_COLUMNS`
+    of them, in blocks of 256 columns against all; otherwise the bound ``min(2c, k)`` (every term is at
+    most ``c_j + c_l ≤ 2c`` and at most ``k``, the number of queries) — an upper bound, never less.
+    """
     if matrix.size == 0:
         return 0, 0, 0
     columns = matrix.sum(axis=0)
-    gram = matrix.T @ matrix
-    spread = columns[:, None] + columns[None, :] - 2 * gram
-    return int(columns.max()), int(spread.max()), int(matrix.max())
+    c, k = int(columns.max()), matrix.shape[0]
+    distinct = np.unique(matrix, axis=1)
+    u = distinct.shape[1]
+    if u > EXACT_SPREAD_COLUMNS:
+        return c, min(2 * c, k), int(matrix.max())
+    sums = distinct.sum(axis=0)
+    spread = 0
+    for start in range(0, u, 256):
+        block = distinct[:, start : start + 256]
+        gram = block.T @ distinct
+        spread = max(spread, int((sums[start : start + 256, None] + sums[None, :] - 2 * gram).max()))
+    return c, spread, int(matrix.max())
 
 
 def _query_matrix(queries: object, m: int) -> Counts:
@@ -213,7 +233,8 @@ def make_workload(
 
     ``√`` is reported as a rational upper bound within 2**-64 (exact for perfect squares). For predicates
     over a non-categorical domain nothing is known of the records, so ``c = s = k`` (one record may
-    satisfy every query, another none).
+    satisfy every query, another none). ``s`` is exact for matrices of at most 4,096 distinct columns;
+    beyond, the upper bound ``min(2c, k)`` is used (the exact farthest pair would take quadratic time).
 
     Chain ``make_laplace`` after ``metric=L1Distance()``, ``make_gaussian`` after ``L2Distance()`` and
     ``make_report_noisy_max`` after ``LInfDistance()`` (for errors against a public estimate, put
