@@ -95,13 +95,38 @@ def _value(record: Any, key: Hashable) -> Any:
     raise LookupError(key)
 
 
-def _code(domain: CategoricalDomain, record: Any, key: Hashable) -> int:
-    """The category position of the record's value in column ``key``; -1 if missing or undeclared."""
-    try:
-        value = _value(record, key)
-        return domain.index(value) if domain.member(value) else -1
-    except Exception:  # a missing column or an odd value: the record adds to no cell of this column's tables
-        return -1
+_PLAIN = (int, str, bool, bytes, type(None))
+"""Types whose equality is the standard, reflexive one: a dict hit of the same type is the category."""
+
+
+class _ColumnCoder:
+    """The category position of a record's value in one column, or -1 (missing or undeclared), exactly as
+    :meth:`CategoricalDomain.index` (same type, equal), through one dict lookup for plain values."""
+
+    def __init__(self, domain: CategoricalDomain, key: Hashable) -> None:
+        self.domain = domain
+        self.key = key
+        self.lookup = {c: (i, type(c)) for i, c in enumerate(domain.categories)}
+        self.int_key = isinstance(key, int)
+
+    def code(self, record: Any) -> int:
+        try:
+            kind = type(record)
+            value = (
+                record[self.key]
+                if kind is dict or (self.int_key and kind is tuple)
+                else _value(record, self.key)
+            )
+            hit = self.lookup.get(value)
+            if hit is None or type(value) is not hit[1]:
+                return -1
+            if hit[1] in _PLAIN:
+                return hit[0]
+            return hit[0] if self.domain.member(value) and self.domain.index(value) == hit[0] else -1
+        except (
+            Exception
+        ):  # a missing column or an odd value: the record adds to no cell of this column's tables
+            return -1
 
 
 def _shape(marginal: Marginal, domains: Mapping[Hashable, CategoricalDomain]) -> tuple[int, ...]:
@@ -203,15 +228,14 @@ def make_marginals(
     if sum(sizes) > MAX_CELLS:
         raise InvalidParameter(f"columns: the marginals have {sum(sizes)} cells: at most 2**22 are supported")
     keys = sorted(domains, key=repr)
+    coders = {key: _ColumnCoder(domains[key], key) for key in keys}
     t = len(marginals)
     w = sum(2 if size >= 2 else 1 for size in sizes)
     per = w if isinstance(input_metric, ChangeOneDistance) else t
 
     def run(data: Any) -> Counts:
         values = data.tolist() if isinstance(data, np.ndarray) else data
-        codes = {
-            key: np.fromiter((_code(domains[key], r, key) for r in values), dtype=np.intp) for key in keys
-        }
+        codes = {key: np.fromiter(map(coders[key].code, values), dtype=np.intp) for key in keys}
         parts = []
         for marginal, shape, size in zip(marginals, shapes, sizes, strict=True):
             columns_codes = [codes[key] for key in marginal]
