@@ -533,6 +533,50 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "t.make_workload": Case(
+        dp.t.make_workload,
+        lambda: {
+            "input_domain": dp.VectorDomain(dp.CategoricalDomain(["a", "b"])),
+            "input_metric": dp.SymmetricDistance(),
+            "queries": [[1, 0], [1, 1]],
+            "metric": dp.L1Distance(),
+        },
+        _MAP1,
+    ),
+    "t.make_workload[predicates]": Case(
+        dp.t.make_workload,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.ChangeOneDistance(),
+            "queries": [bool, callable],
+            "metric": dp.L2Distance(),
+        },
+        _MAP1,
+    ),
+    "t.make_workload_error": Case(
+        dp.t.make_workload_error,
+        lambda: {
+            "input_domain": dp.VectorDomain(INTS, size=2),
+            "input_metric": dp.LInfDistance(),
+            "reference": [1, -2],
+        },
+        _MAP1,
+    ),
+    "t.make_marginals": Case(
+        dp.t.make_marginals,
+        lambda: {
+            "input_domain": ROWS,
+            "input_metric": dp.SymmetricDistance(),
+            "columns": [(0,), (0, 1)],
+            "categories": {0: [0, 1], 1: ["a", "b"]},
+            "metric": dp.L2Distance(),
+        },
+        _MAP1,
+    ),
+    "t.marginal_tables": Case(
+        dp.t.marginal_tables,
+        lambda: {"release": [1, 2, 3], "columns": [("a",)], "categories": {"a": ["x", "y", "z"]}},
+    ),
     "t.make_count_by": Case(
         dp.t.make_count_by, lambda: {"input_domain": INT_DATA, "input_metric": dp.SymmetricDistance()}, _MAP1
     ),
@@ -881,7 +925,11 @@ CASES: dict[str, Case] = {
     "make_subsample": Case(
         dp.make_subsample,
         lambda: {
-            "m": _count_then_lap(), "rate": 0.5, "method": "poisson", "dataset_size": None, "rng": None,
+            "m": _count_then_lap(),
+            "rate": 0.5,
+            "method": "poisson",
+            "dataset_size": None,
+            "rng": None,
             "accounting": "auto",
         },
         _MAP1,
@@ -889,7 +937,11 @@ CASES: dict[str, Case] = {
     "make_subsample[renyi]": Case(
         dp.make_subsample,
         lambda: {
-            "m": _count_then_gauss(), "rate": 0.01, "method": "poisson", "dataset_size": None, "rng": None,
+            "m": _count_then_gauss(),
+            "rate": 0.01,
+            "method": "poisson",
+            "dataset_size": None,
+            "rng": None,
             "accounting": "renyi",
         },
         _MAP1,
@@ -939,7 +991,11 @@ CASES: dict[str, Case] = {
     "accounting.calibrate_loss": Case(
         dp.accounting.calibrate_loss,
         lambda: {
-            "make_loss": _laplace_loss, "epsilon": 0.5, "delta": 1e-6, "bounds": (1.0, 8.0), "start": 2.0,
+            "make_loss": _laplace_loss,
+            "epsilon": 0.5,
+            "delta": 1e-6,
+            "bounds": (1.0, 8.0),
+            "start": 2.0,
             "rtol": 0.01,
         },
         _numbers,
@@ -957,8 +1013,13 @@ CASES: dict[str, Case] = {
     "accounting.PLDAccountant.get_noise_multiplier": Case(
         lambda **kw: dp.accounting.PLDAccountant().get_noise_multiplier(**kw),
         lambda: {
-            "target_epsilon": 2.0, "target_delta": 1e-5, "sample_rate": 0.5, "epochs": None, "steps": 10,
-            "sampling": "poisson", "rtol": 0.01,
+            "target_epsilon": 2.0,
+            "target_delta": 1e-5,
+            "sample_rate": 0.5,
+            "epochs": None,
+            "steps": 10,
+            "sampling": "poisson",
+            "rtol": 0.01,
         },
         _numbers,
         covers=dp.accounting.PLDAccountant.get_noise_multiplier,
@@ -1195,15 +1256,24 @@ CASES: dict[str, Case] = {
     "accounting.pld_subsampled_gaussian": Case(
         dp.accounting.pld_subsampled_gaussian,
         lambda: {
-            "sigma": 1.0, "rate": 0.01, "sensitivity": 1, "sampling": "poisson", "step_bits": 8,
-            "tail": 1e-18, "width": 12.0,
+            "sigma": 1.0,
+            "rate": 0.01,
+            "sensitivity": 1,
+            "sampling": "poisson",
+            "step_bits": 8,
+            "tail": 1e-18,
+            "width": 12.0,
         },
         lambda r: r.epsilon_bounds(1e-5),
     ),
     "accounting.pld_subsampled_laplace": Case(
         dp.accounting.pld_subsampled_laplace,
         lambda: {
-            "scale": 2.0, "rate": 0.05, "sensitivity": 1, "sampling": "poisson", "step_bits": 8,
+            "scale": 2.0,
+            "rate": 0.05,
+            "sensitivity": 1,
+            "sampling": "poisson",
+            "step_bits": 8,
             "tail": 1e-18,
         },
         lambda r: r.epsilon_bounds(1e-5),
@@ -1211,14 +1281,23 @@ CASES: dict[str, Case] = {
     "accounting.pld_subsampled_discrete_laplace": Case(
         dp.accounting.pld_subsampled_discrete_laplace,
         lambda: {
-            "sensitivity": 2, "scale": 4.0, "rate": 0.1, "sampling": "poisson", "step_bits": 8, "tail": 1e-18,
+            "sensitivity": 2,
+            "scale": 4.0,
+            "rate": 0.1,
+            "sampling": "poisson",
+            "step_bits": 8,
+            "tail": 1e-18,
         },
         lambda r: r.epsilon_bounds(1e-5),
     ),
     "accounting.pld_subsampled_discrete_gaussian": Case(
         dp.accounting.pld_subsampled_discrete_gaussian,
         lambda: {
-            "sensitivity": 2, "sigma": 3.0, "rate": 0.1, "sampling": "without_replacement", "step_bits": 8,
+            "sensitivity": 2,
+            "sigma": 3.0,
+            "rate": 0.1,
+            "sampling": "without_replacement",
+            "step_bits": 8,
             "tail": 1e-18,
         },
         lambda r: r.epsilon_bounds(1e-5),
@@ -1234,33 +1313,41 @@ CASES: dict[str, Case] = {
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.discrete_laplace": Case(
-        dp.accounting.PrivacyLoss.discrete_laplace, lambda: {"sensitivity": 2, "scale": 4.0},
+        dp.accounting.PrivacyLoss.discrete_laplace,
+        lambda: {"sensitivity": 2, "scale": 4.0},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.discrete_gaussian": Case(
-        dp.accounting.PrivacyLoss.discrete_gaussian, lambda: {"sensitivity": 2, "sigma": 3.0},
+        dp.accounting.PrivacyLoss.discrete_gaussian,
+        lambda: {"sensitivity": 2, "sigma": 3.0},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.laplace": Case(
-        dp.accounting.PrivacyLoss.laplace, lambda: {"sensitivity": 1, "scale": 10.0},
+        dp.accounting.PrivacyLoss.laplace,
+        lambda: {"sensitivity": 1, "scale": 10.0},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.gaussian": Case(
-        dp.accounting.PrivacyLoss.gaussian, lambda: {"sensitivity": 1, "sigma": 2.0},
+        dp.accounting.PrivacyLoss.gaussian,
+        lambda: {"sensitivity": 1, "sigma": 2.0},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.randomized_response": Case(
-        dp.accounting.PrivacyLoss.randomized_response, lambda: {"epsilon": 1.0, "k": 3},
+        dp.accounting.PrivacyLoss.randomized_response,
+        lambda: {"epsilon": 1.0, "k": 3},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.approx": Case(
-        dp.accounting.PrivacyLoss.approx, lambda: {"epsilon": 1.0, "delta": 1e-7},
+        dp.accounting.PrivacyLoss.approx,
+        lambda: {"epsilon": 1.0, "delta": 1e-7},
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.PrivacyLoss.subsampled": Case(
         dp.accounting.PrivacyLoss.subsampled,
         lambda: {
-            "child": dp.accounting.PrivacyLoss.discrete_gaussian(2, 3.0), "rate": 0.1, "sampling": "poisson",
+            "child": dp.accounting.PrivacyLoss.discrete_gaussian(2, 3.0),
+            "rate": 0.1,
+            "sampling": "poisson",
         },
         lambda r: r.epsilon_bounds(1e-6),
     ),
@@ -1617,12 +1704,15 @@ def test_known_escapes_are_still_escapes(name: str, param: str) -> None:
 # --- the privacy unit: every row-level constructor refuses a user-level metric (issue 15) --------------
 
 _ROW_LEVEL = (dp.SymmetricDistance, dp.ChangeOneDistance)
+#: ``dp.t`` callables that take no dataset of rows: the user-level step itself, a map between answer
+#: vectors (L1/L2/L∞) and a reshaping helper.
+_NOT_ROW_LEVEL = {"make_bound_contributions", "make_workload_error", "marginal_tables"}
 
 
 def _row_level_cases() -> list[str]:
     """Every ``dp.t`` constructor (walked from ``__all__``) and every ``dp.m`` constructor whose valid base
     arguments take a dataset under a row-level metric."""
-    names = [f"t.{name}" for name in dp.t.__all__ if name != "make_bound_contributions"]
+    names = [f"t.{name}" for name in dp.t.__all__ if name not in _NOT_ROW_LEVEL]
     names += [
         name
         for name, case in CASES.items()

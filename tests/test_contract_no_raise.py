@@ -160,6 +160,35 @@ CASES: dict[str, list[Case]] = {
         ("float", lambda: dp.t.make_count_by(FLOATS_NAN, SYM), []),
         ("bool", lambda: dp.t.make_count_by(BOOLS, SYM), []),
     ],
+    "make_workload": [
+        ("matrix", lambda: dp.t.make_workload(dp.VectorDomain(CATEGORIES), SYM, [[1, 0, 1], [1, 1, 1]]), []),
+        (
+            "predicates on categories",
+            lambda: dp.t.make_workload(
+                dp.VectorDomain(CATEGORIES), CHG, [lambda c: c + 1 > 0, lambda c: len(c) == 2], metric=L2
+            ),
+            [],
+        ),
+        (
+            "predicates on ints",
+            lambda: dp.t.make_workload(INTS, SYM, [lambda x: 2**64 // x > 3, lambda x: x % 2], metric=L2),
+            [],
+        ),
+        ("predicates on rows", lambda: dp.t.make_workload(TUPLES, CHG, [lambda r: r[1] == 1]), []),
+    ],
+    "make_workload_error": [
+        ("ints", lambda: dp.t.make_workload_error(INT_SCORES, L1, [0, -(2**70), 2**63 - 1]), []),
+    ],
+    "make_marginals": [
+        ("tuples", lambda: dp.t.make_marginals(TUPLES, SYM, [(0,), (0, 2)], {0: [0, 1], 2: [2, 1]}), []),
+        (
+            "dicts",
+            lambda: dp.t.make_marginals(
+                DICTS, CHG, [("a", 0), ("b",)], {"a": [0, "x", None], 0: [1, 2], "b": [""]}, metric=L2
+            ),
+            [],
+        ),
+    ],
     "make_partition": [
         ("mod", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: r % 3, keys=[0, 1, 2]), []),
         ("failing by", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: 1 // (r % 3), keys=[0, 1]), []),

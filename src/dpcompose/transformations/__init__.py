@@ -6,6 +6,7 @@ from dpcompose.transformations._clamp import make_clamp
 from dpcompose.transformations._contributions import make_bound_contributions
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._count_by import make_count_by, make_count_by_categories
+from dpcompose.transformations._marginals import make_marginals, marginal_tables
 from dpcompose.transformations._partition import make_partition
 from dpcompose.transformations._quantile import make_quantile_score_candidates
 from dpcompose.transformations._rows import (
@@ -19,6 +20,7 @@ from dpcompose.transformations._rows import (
 from dpcompose.transformations._stats import make_mean, make_resize, make_variance
 from dpcompose.transformations._sum import make_sum
 from dpcompose.transformations._vectors import make_clip_l1, make_clip_l2, make_vector_sum
+from dpcompose.transformations._workload import make_workload, make_workload_error
 
 __all__ = [
     "make_bound_contributions",
@@ -32,6 +34,7 @@ __all__ = [
     "make_drop_null",
     "make_impute_constant",
     "make_map_rows",
+    "make_marginals",
     "make_mean",
     "make_partition",
     "make_quantile_score_candidates",
@@ -41,4 +44,7 @@ __all__ = [
     "make_sum",
     "make_variance",
     "make_vector_sum",
+    "make_workload",
+    "make_workload_error",
+    "marginal_tables",
 ]
