@@ -744,7 +744,7 @@ def make_privacy_filter(
         4
         >>> _ = q(lap); _ = q(lap); _ = q(lap)
         >>> q.remaining()
-        {'epsilon': Fraction(1, 4), 'delta': Fraction(0, 1)}
+        {'epsilon': 0.25, 'delta': 0}
         >>> q(dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=2.0))
         Traceback (most recent call last):
         ...
