@@ -149,7 +149,8 @@ def vector_discrete_gaussian_loss(shift: Fraction, sigma: Fraction, dims: int) -
     τ is chosen for each η in :data:`RIPPLE_TARGETS` (least first) as the least τ² on the grid 2**-10 with
     2π²σ*² ≥ ln(4·dims/η) + 1; the first whose μ′ is within a factor 1 + :data:`MAX_INFLATION` of D/s
     is returned (at the secure float grid's s ≥ 2**20 that is the first, and μ′/μ − 1 < 1e-11). None
-    where none is (s below about 47 grid units): there the mechanism reports no pair.
+    where none is (s below about 35–55 grid units, rising with the number of moved coordinates): there the
+    mechanism reports no pair.
 
     Source: :func:`vector_gaussian_bound` (the theorem and its proof).
     """

@@ -451,7 +451,8 @@ def make_subsample(
                 f"make_subsample: m ({m.node.label()}) is {measure!r} without a dominating pair; its "
                 "subsampled Rényi curve is proven here for Poisson subsampling only: use method='poisson', "
                 "or a mechanism that reports its pair (a discrete Gaussian vector reports one only when its "
-                "noise is at least about 47 of its own units, σ ≥ 47 for integer data)"
+                "noise is at least about 35–55 of its own units, depending on how many coordinates move: "
+                "σ ≳ 40 for integer data)"
             )
         out_measure = RenyiDP()
         renyi_map = _renyi_map(m, measure, q)
@@ -469,7 +470,8 @@ def make_subsample(
                 f"make_subsample: m's output measure {measure!r} has no amplification bound here, and m "
                 f"({m.node.label()}) reports no dominating pair of one mechanism at d_in={child_d} "
                 "(privacy_loss), whose subsampled pair would give one (a discrete Gaussian vector reports "
-                "one only when its noise is at least about 47 of its own units, σ ≥ 47 for integer data: "
+                "one only when its noise is at least about 35–55 of its own units, depending on how many "
+                "coordinates move (σ ≳ 40 for integer data): "
                 "below that the proven pair, vector_gaussian_bound, is too loose and is not offered); "
                 "convert m first (e.g. make_zcdp_to_approx) or use a mechanism that reports its pair"
             )

@@ -247,7 +247,7 @@ def make_discrete_gaussian(
     Dominating pair (``privacy_loss``): for a number, the discrete Gaussian with shift ⌊d_in⌋; for a
     vector, ``compose([gaussian(μ′, 1), approx(0, η)])`` with μ′ ≤ (d_in/σ)(1 + 2**-10) and η ≤ 2**-64
     (:func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound`), or None where σ is too small
-    for that (below about 47).
+    for that (below about 35–55, rising with the number of moved coordinates).
 
     Source: Canonne, Kamath, Steinke 2020, Theorem 4 (univariate: ½(Δ/σ)²-zCDP) and Theorem 14
     (multivariate, independent coordinates: ½‖Δ‖₂²/σ²-zCDP); sampler: Algorithm 3; vector pair:

@@ -164,7 +164,7 @@ def grid_gaussian(
     ``compose([gaussian(μ′, 1), approx(0, η)])`` of
     :func:`~dpcompose.accounting._vector_pairs.vector_gaussian_bound`, proven there for every integer
     shift of L2 norm ≤ Δ_g: μ′ = Δ_g·√(σ_g² + τ²)/σ_g², within a factor 1 + 1e-11 of Δ_g/σ_g on this grid,
-    and η ≤ 2**-100 (for integer data on a grid so fine that σ_g is below about 47 units, no pair: None).
+    and η ≤ 2**-100 (for integer data on a grid so fine that σ_g is below about 35–55 units, no pair: None).
 
     With ``rng=`` (seeded fast path, NOT private): plain float Gaussian noise from the caller's numpy
     Generator; the map then reports the idealised ρ = (d_in/σ)²/2.
