@@ -15,16 +15,27 @@ Calmon, Kosut, Sankar, "The saddle-point method in differential privacy" (ICML 2
 δ(ε) reads are the bulk of c, and the FFT's error ‖Δc‖₁ (the same bound as in ``_compose_many``), untilted
 by e^{Λ − θJ} ≤ e^{Λ − θJ₀} for every J ≥ J₀ (θ ≥ 0), is relative to δ:
 
-    δ(ε) ≤ (1 + R)·Σ_{J₀ ≤ J ≤ S} w_Jc_Je^{Λ−θJ} + m_∞ + e^{Λ−θJ₀}(E_in + (1 + R)‖Δc‖₂·σ)
+    δ(ε) ≤ (1 + R)·Σ_{J₀ ≤ J ≤ S} w_Jc_Je^{Λ−θJ} + m_∞ + E + e^{Λ−θJ₀}(E_t + (1 + R)‖Δc‖₂·σ)
            + e^{Λ−θ·max(J₀, T+1)}·(1 + R)·τ_top,
 
 with J₀ the first lattice index above ε, S the composite's largest finite index (δ = m_∞ for J₀ > S),
 w_J = 1 − e^{ε − Jh}, R the entrywise relative error of the float tilting (products of kᵢ factors within
-1 ± relᵢ), E_in the tilted ℓ₁ error the children's own ``err`` carry in, ‖Δc‖₂ the FFT's error in 2-norm,
+1 ± relᵢ), m_∞ the stored composite's mass at +∞, E the untilted ℓ₁ error the children's own ``err``
+carry in (:func:`dpcompose.accounting._pld.fourier.totals`), E_t the tilted ℓ₁ error of the tilted
+entries that underflowed (each within 2**-1064 absolutely), ‖Δc‖₂ the FFT's error in 2-norm,
 σ = min(√n, (1 − e^{−2θ})^{−1/2}) its Cauchy–Schwarz weight against e^{−θJ} (n the entries from J₀ on),
 and τ_top a Chernoff bound on the tilted mass above the window's top T (as in ``_compose_many``, on the
 tilted sides). Mass below the window's bottom B
-has loss below ε for every ε ≥ B·h, where it adds nothing to δ(ε); below B·h this bound is not used. The
+has loss below ε for every ε ≥ B·h, where it adds nothing to δ(ε); below B·h this bound is not used.
+
+The carried error E: the children's valid vectors vᵢ (finite masses and the mass at +∞) lie within ℓ₁
+``errᵢ`` of the stored ones x̂ᵢ, so the composite V of the valid ones lies within ℓ₁
+E = Π(‖x̂ᵢ‖₁ + errᵢ)^{kᵢ} − Π‖x̂ᵢ‖₁^{kᵢ} of the composite X of the stored ones (telescoping and Young's
+inequality on the lattice with +∞ adjoined). As 0 ≤ w_J ≤ 1, δ_V(ε) = Σ_J w_JV_J + V_∞ ≤ δ_X(ε) + ‖V − X‖₁
+≤ δ_X(ε) + E for every ε: one untilted E covers the finite masses and the mass at +∞ together, as in
+the untilted composite (``compose_many``). (A tilted bound on the finite masses' part, each child's
+error weighed at its top index, could only be added to E, which the mass at +∞ needs anyway; for a child
+that is itself a long composite, whose top lies far above the ε asked, that term reaches 10⁶ times δ.) The
 tilted mass outside the window wraps around the cyclic convolution as extra non-negative mass (only
 raising the bound). The product of dominating pairs dominates the composition (Zhu–Dong–Wang 2022, Thm
 10), so the bound holds for the mechanisms the sides describe, exactly as the untilted one does.
@@ -112,10 +123,11 @@ LD_TOL = 1e-10  # an FFT error bound below this share of the tilted total (≈ 1
 class Tilted:
     """The tilted composite: ``masses[i]`` ≈ c_J at J = offset + i, with m_J = c_J·e^{Λ − θJ} (module doc).
 
-    ``inf`` bounds the composite's mass at +∞ (from above); ``err`` bounds the tilted ℓ₁ error E_in the
-    children carry in (their own ``err``), ``err2`` the 2-norm of the FFT's error ‖Δc‖₂ (Higham 2002, Thm
-    24.2; the ℓ₁ bound of ``_compose_many`` is √N times it), and ``rel`` the entrywise relative error of
-    the float tilting: the exact composite is at most (c + Δc)(1 + rel) + E_in; ``top_mass`` bounds the
+    ``inf`` bounds the composite's mass at +∞ plus the ℓ₁ error E the children carry in (their own
+    ``err``; module doc), ``err`` the tilted ℓ₁ error E_t of the float tilting's entries that underflowed,
+    ``err2`` the 2-norm of the FFT's error ‖Δc‖₂ (Higham 2002, Thm 24.2; the ℓ₁ bound of ``_compose_many``
+    is √N times it), and ``rel`` the entrywise relative error of the float tilting: the exact composite of
+    the stored vectors is at most (c + Δc)(1 + rel) + E_t; ``top_mass`` bounds the
     tilted mass above index ``top_at`` − 1; ``lam_err`` bounds |Λ − fl(Λ)|.
 
     Underflow: an ``exp`` result in the subnormal range is within 2**9 units of 2**-1074, below 2**-1064 in
@@ -344,7 +356,8 @@ def tilt(
     inf, err_unt, zero = totals(items, True)
     if zero:
         return None
-    p = _TiltedVectors.of([(sd.masses, sd.offset, sd.err, k) for sd, k in items], theta)
+    # the children's own err is carried untilted, in ``inf_up`` (module doc): not tilted here
+    p = _TiltedVectors.of([(sd.masses, sd.offset, 0.0, k) for sd, k in items], theta)
     if p is None:
         return None
     tilted = [(Side(off, xt, 0.0, 0.0), k) for xt, off, k in p.vectors]
@@ -354,8 +367,8 @@ def tilt(
     b_lo, b_hi, size, top_b = _fit(b_lo, b_hi, top_b, base, full_len, theta, p.mean, p.var, target)
     check_window(size, grid.bits, len(items))
     c, fft2 = _compose_tilted(p, base, b_lo, size)
-    inf_up = few_ulps_up(inf + err_unt)
-    err_in = few_ulps_up(p.err_in)
+    inf_up = few_ulps_up(inf + err_unt)  # (m_∞ + E: module doc)
+    err_in = few_ulps_up(p.err_in)  # (only the tilting's underflow: the children's err is in inf_up)
     top = base + full_len - 1
     return Tilted(
         theta, b_lo, c, p.lam, p.lam_err, inf_up, err_in, fft2, p.rel_r, top_b, b_hi + 1, grid, top
