@@ -66,6 +66,7 @@ from dpcompose.accounting._pld.floats import (
     gamma_up,
     libm_err,
     libm_up,
+    norm1_up,
     pad_up,
     rounding_err,
     rounding_rel,
@@ -503,9 +504,14 @@ class TiltedLower:
     δ(ε) ≥ Σ_{J≥Jᵢ}(P(J) − e^{ε−Jh}N(J))₊ for any start Jᵢ (a restriction of the lumped pair to fewer
     outcomes, as in ``PLD.delta_lumped``); with P ≥ p/(1 + rel) − |Δp|, N ≤ (n + |Δn|)(1 + rel) and
     (·)₊ 1-Lipschitz, the errors cost at most Σ_{J≥Jᵢ} e^{Λ_P−θJ}|Δp_J| + Σ_{J≥Jᵢ} e^{Λ_N−θJ+ε−Jh}|Δn_J|
-    (Δ: the FFT's error, in 2-norm, and the ℓ₁ error E_in of each side's children, ``err_p`` / ``err_n``),
-    bounded as on the upper side (ℓ₁ parts at the largest weight, the FFT's 2-norm by Cauchy–Schwarz
-    against the weights). The tilted P mass outside a Chernoff window wraps into it (an error, counted in
+    (Δ: the FFT's error, in 2-norm, and the tilting's underflow, ``err_p`` / ``err_n``), bounded as on the
+    upper side (ℓ₁ parts at the largest weight, the FFT's 2-norm by Cauchy–Schwarz against the weights).
+    The children's own ℓ₁ errors enter untilted, as on the upper side (module doc): the composite of the
+    valid P vectors (finite and +∞) lies within ℓ₁ E_P of that of the stored ones, so the P part of the
+    bound, +∞ included, falls by at most E_P, which ``inf`` (the stored mass at +∞ less E_P, possibly
+    negative) subtracts once; the composite of the valid N vectors lies within ℓ₁ E_N (``err_n_unt``) of the
+    stored one, so Σ_{J≥Jᵢ} e^{ε−Jh}|ΔN_J| ≤ e^{ε−Jᵢh}·E_N (Young and telescoping, as in ``totals``).
+    The tilted P mass outside a Chernoff window wraps into it (an error, counted in
     ``err_p`` at the largest weight); below a bottom cut higher, it lands at the top with untilted weight
     e^{−θN} (``wrap``); N's wrapped mass only raises N (safe). Arrays start at label ``start_j`` (below it
     the factors could overflow; those labels are dropped, which is again a restriction)."""
@@ -531,6 +537,7 @@ class TiltedLower:
     grid: Grid
     reach: FloatArray  # the untilted P mass from each label on (float: only chooses which labels to sum)
     drift: float  # g = ln(ΣN/ΣP) of the composite (uncertified: only chooses the first label summed)
+    err_n_unt: float  # E_N: the ℓ₁ error the children's nq_err carry into the N composite (untilted)
 
     def delta_lo(self, eps: float) -> float:
         """A certified lower bound on δ(ε) (0 where nothing is certified)."""
@@ -597,6 +604,11 @@ class TiltedLower:
         penalty = self.wp[i0:n] * (self.err_p + self.err_p2 * sp) + roundings_up(fn, 2) * (
             self.err_n + self.err_n2 * sn
         )
+        if self.err_n_unt > 0:  # e^{ε − Jᵢh}·E_N, the exponent's rounding and exp padded as for fn
+            pad_u = math.expm1(rounding_err(2, abs(eps) + far)) * 1.01 + libm_err(1)
+            with np.errstate(over="ignore"):
+                gu = np.exp(eps - self.pos[i0:n]) * (1 + pad_u)
+            penalty = penalty + roundings_up(gu * self.err_n_unt, 4)
         value = suffix - penalty * (1 + 1e-12)
         k = int(np.argmax(value))
         total = float(value[k]) if value[k] > 0 else 0.0
@@ -618,8 +630,9 @@ def tilt_lower(
     inf, err_unt, zero = totals(items, False)
     if zero:
         return None
-    pv = _TiltedVectors.of([(np.maximum(sd.masses, 0.0), sd.offset, sd.err, k) for sd, k in items], theta)
-    nv = _TiltedVectors.of([(sd.nq, sd.offset, sd.nq_err, k) for sd, k in items if sd.nq is not None], theta)
+    # the children's own err and nq_err are carried untilted (TiltedLower): not tilted here
+    pv = _TiltedVectors.of([(np.maximum(sd.masses, 0.0), sd.offset, 0.0, k) for sd, k in items], theta)
+    nv = _TiltedVectors.of([(sd.nq, sd.offset, 0.0, k) for sd, k in items if sd.nq is not None], theta)
     if pv is None or nv is None:
         return None
     tilted = [(Side(off, xt, 0.0, 0.0), k) for xt, off, k in pv.vectors]
@@ -664,8 +677,28 @@ def tilt_lower(
         theta, b_lo, size, b_lo + first, idx * h, p_lo, wp, cn, arg_n0, nv.lam_err, amax_n0, nv.rel_r,
         few_ulps_up(pv.err_in + (top_b + bot_b) * (1 + pv.rel_r)), p2, few_ulps_up(nv.err_in),
         few_ulps_up(n2 * (1 + nv.rel_r)),
-        wrap, max(0.0, inf - err_unt), grid, np.cumsum(p_lo[::-1])[::-1], _drift(items),
+        wrap, inf - err_unt, grid, np.cumsum(p_lo[::-1])[::-1], _drift(items), _nq_err_in(items),
     )
+
+
+def _nq_err_in(items: list[tuple[Side, int]]) -> float:
+    """E_N: the ℓ₁ error the children's ``nq_err`` carry into the composite of their N vectors,
+    Π(‖nᵢ‖₁ + errᵢ)^{kᵢ} − Π‖nᵢ‖₁^{kᵢ} (telescoping, Young's inequality; as ``compose_many``), +∞ where it
+    overflows."""
+    log_n = log_ne = 0.0
+    for sd, k in items:
+        if sd.nq is None:
+            continue
+        n1 = norm1_up(sd.nq)
+        if not n1 > 0:  # (a stored zero vector: the composite is 0 if it is exact, else not bounded here)
+            return 0.0 if sd.nq_err == 0 else math.inf
+        log_n += k * math.log(n1)
+        log_ne += k * math.log1p(sd.nq_err / n1)
+    if log_ne == 0.0:
+        return 0.0
+    if log_n > 700 or log_ne > 700:
+        return math.inf
+    return few_ulps_up(math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12))
 
 
 def _drift(items: list[tuple[Side, int]]) -> float:
