@@ -533,7 +533,7 @@ class TiltedLower:
     err_n: float
     err_n2: float
     wrap: float
-    inf: float
+    inf: float  # the stored mass at +∞ less E_P (one rounding: in delta_lo's final rounding term)
     grid: Grid
     reach: FloatArray  # the untilted P mass from each label on (float: only chooses which labels to sum)
     drift: float  # g = ln(ΣN/ΣP) of the composite (uncertified: only chooses the first label summed)
@@ -613,7 +613,7 @@ class TiltedLower:
         k = int(np.argmax(value))
         total = float(value[k]) if value[k] > 0 else 0.0
         v = total - e_sum - self.wrap + self.inf
-        v -= rounding_err(4, abs(total) + float(suffix[0]) + self.inf + self.wrap)
+        v -= rounding_err(4, abs(total) + float(suffix[0]) + abs(self.inf) + self.wrap)
         return max(0.0, math.nextafter(v, -math.inf)) if math.isfinite(v) else 0.0
 
 
