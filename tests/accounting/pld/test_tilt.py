@@ -506,3 +506,41 @@ def test_a_composite_being_read_is_not_evicted(monkeypatch: pytest.MonkeyPatch) 
     b.epsilon(1e-12)  # (a new composite) t is not in use any more: evicted
     assert not any(x is t for x in ra.cache.values())
     assert not concurrency_mod.HELD.pinned
+
+
+def test_children_that_are_long_composites_are_read_from_the_tilt_alone() -> None:
+    """A composition of children that are themselves long composites (each with a carried ℓ₁ error ~1e-12)
+    tilted each child's error and weighed it at the child's top index (ε ≈ 22 for 100 × Laplace(10)), far
+    above the answer (7.56): the tilted error terms were 36 % of δ and more, every tilted reading was poor,
+    and the untilted composite was built and read as well (issue 34, the heterogeneous mix). The children's
+    error is carried untilted, once (the tilt module's doc): the tilt alone certifies a tighter answer."""
+    from dpcompose.accounting import compose_plds, pld_gaussian
+    from dpcompose.accounting._pld import distribution as distribution_mod
+    from dpcompose.accounting._pld import fourier as fourier_mod
+
+    pld = compose_plds([
+        pld_laplace(1, 10, step_bits=10).self_compose(100), pld_gaussian(1, 1, step_bits=10),
+        pld_subsampled_gaussian(1, 0.01, step_bits=10).self_compose(1000),
+    ])
+    recipe = pld.recipe
+    assert recipe is not None
+    assert sum(sd.err > 0 for sd, _ in recipe.items) == 2  # (the two composites carry an error)
+    built: list[int] = []
+    compose_many = fourier_mod.compose_many
+
+    def spy(items: list[tuple[side_mod.Side, int]], upper: bool, *rest: float) -> side_mod.Side:
+        built.append(len(items))
+        return compose_many(items, upper, *rest)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp_:
+        mp_.setattr(distribution_mod, "compose_many", spy)
+        e = float(pld.epsilon(1e-6))
+        assert 3 not in built  # no untilted composite of the three children
+        assert e < 7.5626930  # (with the untilted side read as well: 7.5626933)
+        tilts = [t for t in recipe.cache.values() if t is not None]
+        assert tilts and all(t.error_terms(e) < 1e-3 * 1e-6 for t in tilts)
+        # the lower end likewise: the children's err (and nq_err) tilted made the tilted lumped pair's
+        # penalty 2e4, it certified nothing, and the untilted lower side was built and read
+        lo, hi = pld.epsilon_bounds(1e-6)
+        assert 3 not in built
+    assert 7.5619110 < lo <= e == hi  # (with the untilted lower side: 7.5619105)

@@ -15,16 +15,27 @@ Calmon, Kosut, Sankar, "The saddle-point method in differential privacy" (ICML 2
 δ(ε) reads are the bulk of c, and the FFT's error ‖Δc‖₁ (the same bound as in ``_compose_many``), untilted
 by e^{Λ − θJ} ≤ e^{Λ − θJ₀} for every J ≥ J₀ (θ ≥ 0), is relative to δ:
 
-    δ(ε) ≤ (1 + R)·Σ_{J₀ ≤ J ≤ S} w_Jc_Je^{Λ−θJ} + m_∞ + e^{Λ−θJ₀}(E_in + (1 + R)‖Δc‖₂·σ)
+    δ(ε) ≤ (1 + R)·Σ_{J₀ ≤ J ≤ S} w_Jc_Je^{Λ−θJ} + m_∞ + E + e^{Λ−θJ₀}(E_t + (1 + R)‖Δc‖₂·σ)
            + e^{Λ−θ·max(J₀, T+1)}·(1 + R)·τ_top,
 
 with J₀ the first lattice index above ε, S the composite's largest finite index (δ = m_∞ for J₀ > S),
 w_J = 1 − e^{ε − Jh}, R the entrywise relative error of the float tilting (products of kᵢ factors within
-1 ± relᵢ), E_in the tilted ℓ₁ error the children's own ``err`` carry in, ‖Δc‖₂ the FFT's error in 2-norm,
+1 ± relᵢ), m_∞ the stored composite's mass at +∞, E the untilted ℓ₁ error the children's own ``err``
+carry in (:func:`dpcompose.accounting._pld.fourier.totals`), E_t the tilted ℓ₁ error of the tilted
+entries that underflowed (each within 2**-1064 absolutely), ‖Δc‖₂ the FFT's error in 2-norm,
 σ = min(√n, (1 − e^{−2θ})^{−1/2}) its Cauchy–Schwarz weight against e^{−θJ} (n the entries from J₀ on),
 and τ_top a Chernoff bound on the tilted mass above the window's top T (as in ``_compose_many``, on the
 tilted sides). Mass below the window's bottom B
-has loss below ε for every ε ≥ B·h, where it adds nothing to δ(ε); below B·h this bound is not used. The
+has loss below ε for every ε ≥ B·h, where it adds nothing to δ(ε); below B·h this bound is not used.
+
+The carried error E: the children's valid vectors vᵢ (finite masses and the mass at +∞) lie within ℓ₁
+``errᵢ`` of the stored ones x̂ᵢ, so the composite V of the valid ones lies within ℓ₁
+E = Π(‖x̂ᵢ‖₁ + errᵢ)^{kᵢ} − Π‖x̂ᵢ‖₁^{kᵢ} of the composite X of the stored ones (telescoping and Young's
+inequality on the lattice with +∞ adjoined). As 0 ≤ w_J ≤ 1, δ_V(ε) = Σ_J w_JV_J + V_∞ ≤ δ_X(ε) + ‖V − X‖₁
+≤ δ_X(ε) + E for every ε: one untilted E covers the finite masses and the mass at +∞ together, as in
+the untilted composite (``compose_many``). (A tilted bound on the finite masses' part, each child's
+error weighed at its top index, could only be added to E, which the mass at +∞ needs anyway; for a child
+that is itself a long composite, whose top lies far above the ε asked, that term reaches 10⁶ times δ.) The
 tilted mass outside the window wraps around the cyclic convolution as extra non-negative mass (only
 raising the bound). The product of dominating pairs dominates the composition (Zhu–Dong–Wang 2022, Thm
 10), so the bound holds for the mechanisms the sides describe, exactly as the untilted one does.
@@ -55,6 +66,7 @@ from dpcompose.accounting._pld.floats import (
     gamma_up,
     libm_err,
     libm_up,
+    norm1_up,
     pad_up,
     rounding_err,
     rounding_rel,
@@ -112,10 +124,11 @@ LD_TOL = 1e-10  # an FFT error bound below this share of the tilted total (≈ 1
 class Tilted:
     """The tilted composite: ``masses[i]`` ≈ c_J at J = offset + i, with m_J = c_J·e^{Λ − θJ} (module doc).
 
-    ``inf`` bounds the composite's mass at +∞ (from above); ``err`` bounds the tilted ℓ₁ error E_in the
-    children carry in (their own ``err``), ``err2`` the 2-norm of the FFT's error ‖Δc‖₂ (Higham 2002, Thm
-    24.2; the ℓ₁ bound of ``_compose_many`` is √N times it), and ``rel`` the entrywise relative error of
-    the float tilting: the exact composite is at most (c + Δc)(1 + rel) + E_in; ``top_mass`` bounds the
+    ``inf`` bounds the composite's mass at +∞ plus the ℓ₁ error E the children carry in (their own
+    ``err``; module doc), ``err`` the tilted ℓ₁ error E_t of the float tilting's entries that underflowed,
+    ``err2`` the 2-norm of the FFT's error ‖Δc‖₂ (Higham 2002, Thm 24.2; the ℓ₁ bound of ``_compose_many``
+    is √N times it), and ``rel`` the entrywise relative error of the float tilting: the exact composite of
+    the stored vectors is at most (c + Δc)(1 + rel) + E_t; ``top_mass`` bounds the
     tilted mass above index ``top_at`` − 1; ``lam_err`` bounds |Λ − fl(Λ)|.
 
     Underflow: an ``exp`` result in the subnormal range is within 2**9 units of 2**-1074, below 2**-1064 in
@@ -344,7 +357,8 @@ def tilt(
     inf, err_unt, zero = totals(items, True)
     if zero:
         return None
-    p = _TiltedVectors.of([(sd.masses, sd.offset, sd.err, k) for sd, k in items], theta)
+    # the children's own err is carried untilted, in ``inf_up`` (module doc): not tilted here
+    p = _TiltedVectors.of([(sd.masses, sd.offset, 0.0, k) for sd, k in items], theta)
     if p is None:
         return None
     tilted = [(Side(off, xt, 0.0, 0.0), k) for xt, off, k in p.vectors]
@@ -354,8 +368,8 @@ def tilt(
     b_lo, b_hi, size, top_b = _fit(b_lo, b_hi, top_b, base, full_len, theta, p.mean, p.var, target)
     check_window(size, grid.bits, len(items))
     c, fft2 = _compose_tilted(p, base, b_lo, size)
-    inf_up = few_ulps_up(inf + err_unt)
-    err_in = few_ulps_up(p.err_in)
+    inf_up = few_ulps_up(inf + err_unt)  # (m_∞ + E: module doc)
+    err_in = few_ulps_up(p.err_in)  # (only the tilting's underflow: the children's err is in inf_up)
     top = base + full_len - 1
     return Tilted(
         theta, b_lo, c, p.lam, p.lam_err, inf_up, err_in, fft2, p.rel_r, top_b, b_hi + 1, grid, top
@@ -490,9 +504,14 @@ class TiltedLower:
     δ(ε) ≥ Σ_{J≥Jᵢ}(P(J) − e^{ε−Jh}N(J))₊ for any start Jᵢ (a restriction of the lumped pair to fewer
     outcomes, as in ``PLD.delta_lumped``); with P ≥ p/(1 + rel) − |Δp|, N ≤ (n + |Δn|)(1 + rel) and
     (·)₊ 1-Lipschitz, the errors cost at most Σ_{J≥Jᵢ} e^{Λ_P−θJ}|Δp_J| + Σ_{J≥Jᵢ} e^{Λ_N−θJ+ε−Jh}|Δn_J|
-    (Δ: the FFT's error, in 2-norm, and the ℓ₁ error E_in of each side's children, ``err_p`` / ``err_n``),
-    bounded as on the upper side (ℓ₁ parts at the largest weight, the FFT's 2-norm by Cauchy–Schwarz
-    against the weights). The tilted P mass outside a Chernoff window wraps into it (an error, counted in
+    (Δ: the FFT's error, in 2-norm, and the tilting's underflow, ``err_p`` / ``err_n``), bounded as on the
+    upper side (ℓ₁ parts at the largest weight, the FFT's 2-norm by Cauchy–Schwarz against the weights).
+    The children's own ℓ₁ errors enter untilted, as on the upper side (module doc): the composite of the
+    valid P vectors (finite and +∞) lies within ℓ₁ E_P of that of the stored ones, so the P part of the
+    bound, +∞ included, falls by at most E_P, which ``inf`` (the stored mass at +∞ less E_P, possibly
+    negative) subtracts once; the composite of the valid N vectors lies within ℓ₁ E_N (``err_n_unt``) of the
+    stored one, so Σ_{J≥Jᵢ} e^{ε−Jh}|ΔN_J| ≤ e^{ε−Jᵢh}·E_N (Young and telescoping, as in ``totals``).
+    The tilted P mass outside a Chernoff window wraps into it (an error, counted in
     ``err_p`` at the largest weight); below a bottom cut higher, it lands at the top with untilted weight
     e^{−θN} (``wrap``); N's wrapped mass only raises N (safe). Arrays start at label ``start_j`` (below it
     the factors could overflow; those labels are dropped, which is again a restriction)."""
@@ -514,10 +533,11 @@ class TiltedLower:
     err_n: float
     err_n2: float
     wrap: float
-    inf: float
+    inf: float  # the stored mass at +∞ less E_P (one rounding: in delta_lo's final rounding term)
     grid: Grid
     reach: FloatArray  # the untilted P mass from each label on (float: only chooses which labels to sum)
     drift: float  # g = ln(ΣN/ΣP) of the composite (uncertified: only chooses the first label summed)
+    err_n_unt: float  # E_N: the ℓ₁ error the children's nq_err carry into the N composite (untilted)
 
     def delta_lo(self, eps: float) -> float:
         """A certified lower bound on δ(ε) (0 where nothing is certified)."""
@@ -584,11 +604,16 @@ class TiltedLower:
         penalty = self.wp[i0:n] * (self.err_p + self.err_p2 * sp) + roundings_up(fn, 2) * (
             self.err_n + self.err_n2 * sn
         )
+        if self.err_n_unt > 0:  # e^{ε − Jᵢh}·E_N, the exponent's rounding and exp padded as for fn
+            pad_u = math.expm1(rounding_err(2, abs(eps) + far)) * 1.01 + libm_err(1)
+            with np.errstate(over="ignore"):
+                gu = np.exp(eps - self.pos[i0:n]) * (1 + pad_u)
+            penalty = penalty + roundings_up(gu * self.err_n_unt, 4)
         value = suffix - penalty * (1 + 1e-12)
         k = int(np.argmax(value))
         total = float(value[k]) if value[k] > 0 else 0.0
         v = total - e_sum - self.wrap + self.inf
-        v -= rounding_err(4, abs(total) + float(suffix[0]) + self.inf + self.wrap)
+        v -= rounding_err(4, abs(total) + float(suffix[0]) + abs(self.inf) + self.wrap)
         return max(0.0, math.nextafter(v, -math.inf)) if math.isfinite(v) else 0.0
 
 
@@ -605,8 +630,9 @@ def tilt_lower(
     inf, err_unt, zero = totals(items, False)
     if zero:
         return None
-    pv = _TiltedVectors.of([(np.maximum(sd.masses, 0.0), sd.offset, sd.err, k) for sd, k in items], theta)
-    nv = _TiltedVectors.of([(sd.nq, sd.offset, sd.nq_err, k) for sd, k in items if sd.nq is not None], theta)
+    # the children's own err and nq_err are carried untilted (TiltedLower): not tilted here
+    pv = _TiltedVectors.of([(np.maximum(sd.masses, 0.0), sd.offset, 0.0, k) for sd, k in items], theta)
+    nv = _TiltedVectors.of([(sd.nq, sd.offset, 0.0, k) for sd, k in items if sd.nq is not None], theta)
     if pv is None or nv is None:
         return None
     tilted = [(Side(off, xt, 0.0, 0.0), k) for xt, off, k in pv.vectors]
@@ -651,8 +677,28 @@ def tilt_lower(
         theta, b_lo, size, b_lo + first, idx * h, p_lo, wp, cn, arg_n0, nv.lam_err, amax_n0, nv.rel_r,
         few_ulps_up(pv.err_in + (top_b + bot_b) * (1 + pv.rel_r)), p2, few_ulps_up(nv.err_in),
         few_ulps_up(n2 * (1 + nv.rel_r)),
-        wrap, max(0.0, inf - err_unt), grid, np.cumsum(p_lo[::-1])[::-1], _drift(items),
+        wrap, inf - err_unt, grid, np.cumsum(p_lo[::-1])[::-1], _drift(items), _nq_err_in(items),
     )
+
+
+def _nq_err_in(items: list[tuple[Side, int]]) -> float:
+    """E_N: the ℓ₁ error the children's ``nq_err`` carry into the composite of their N vectors,
+    Π(‖nᵢ‖₁ + errᵢ)^{kᵢ} − Π‖nᵢ‖₁^{kᵢ} (telescoping, Young's inequality; as ``compose_many``), +∞ where it
+    overflows."""
+    log_n = log_ne = 0.0
+    for sd, k in items:
+        if sd.nq is None:
+            continue
+        n1 = norm1_up(sd.nq)
+        if not n1 > 0:  # (a stored zero vector: the composite is 0 if it is exact, else not bounded here)
+            return 0.0 if sd.nq_err == 0 else math.inf
+        log_n += k * math.log(n1)
+        log_ne += k * math.log1p(sd.nq_err / n1)
+    if log_ne == 0.0:
+        return 0.0
+    if log_n > 700 or log_ne > 700:
+        return math.inf
+    return few_ulps_up(math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12))
 
 
 def _drift(items: list[tuple[Side, int]]) -> float:
