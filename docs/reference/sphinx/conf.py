@@ -66,7 +66,8 @@ nitpicky = True
 # No network in CI, so no intersphinx inventories: references into the standard library and the two
 # third-party packages that appear in signatures (numpy, scipy) cannot be linked and are shown as plain
 # names. Only these modules are exempt; every reference into dpcompose must resolve (see resolve_public).
-EXTERNAL_MODULES = ["abc", "collections", "enum", "fractions", "math", "numbers", "os", "pathlib", "secrets",
+EXTERNAL_MODULES = ["abc", "collections", "decimal", "enum", "fractions", "math", "numbers", "os", "pathlib",
+                    "secrets",
                     "sqlite3", "threading", "types", "typing", "numpy", "scipy"]
 nitpick_ignore_regex = [(r"py:.*", rf"{mod}(\..*)?") for mod in EXTERNAL_MODULES]
 # TableQuery's signature names the engine's internal Plan as a string: its module imports Context only for

@@ -374,8 +374,8 @@ class TableQuery:
         ``.statistics``: per mean and variance, the half-width at most (half the width) of the certified
         interval :meth:`intervals` will give for a key of ``n`` rows, for each ``n`` in ``rows``, on an
         event of probability ``>= 1 - alpha`` and whatever the values are — a union bound over the
-        statistic's noisy vectors, each given ``alpha/c``, and the clamp (:mod:`dpcompose.tables.
-        _intervals` states the proof).
+        statistic's noisy vectors, each given ``alpha/c``, and the clamp (the module
+        ``dpcompose.tables._intervals`` states the proof).
 
         Args:
             alpha: the level, in (0, 1).
@@ -458,11 +458,11 @@ class TableQuery:
           and ``(1 − q)·n + s* + x_rank_slack`` above it (``s*``: the best candidate's
           ``|(1 − q)L − qG|``), a statement in ranks.
 
-        Means and variances use the union bound over their noisy vectors (:mod:`dpcompose.tables.
-        _intervals` states the proofs); the statements hold for each statistic and key on its own, not for
-        all at once. With unknown keys (``keys=None``) they hold for a key's release and coverage together
-        (the probability that a key is released with its truth outside is at most ``alpha``), not
-        conditionally on the key being released.
+        Means and variances use the union bound over their noisy vectors (the module
+        ``dpcompose.tables._intervals`` states the proofs); the statements hold for each statistic and key on
+        its own, not for all at once. With unknown keys (``keys=None``) they hold for a key's release and
+        coverage together (the probability that a key is released with its truth outside is at most
+        ``alpha``), not conditionally on the key being released.
 
         Raises:
             InvalidParameter: ``result`` is not a frame this query released, or a bad ``alpha``.
