@@ -125,8 +125,11 @@ class TableQuery:
         kinds: dict[str, str],
         share: int | None = None,
         selection: str = "laplace",
+        steps: tuple[tuple[Any, ...], ...] = (),
     ) -> None:
         self._ctx = ctx
+        self.context = ctx  # the Context it is charged to
+        self.steps = steps  # the builder calls before agg (what dp.to_json stores, with aggs and budget)
         self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
