@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
+import datetime
 import inspect
 import json
 import re
@@ -94,6 +95,7 @@ _CARRIERS: dict[str, type] = {
     "tuple": tuple,
     "list": list,
     "dict": dict,
+    "date": datetime.date,  # a table column's dtype
 }
 _CARRIER_NAMES = {v: k for k, v in _CARRIERS.items()}
 _NUMPY_DTYPES = frozenset(
