@@ -16,6 +16,7 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables import count, count_distinct, mean, quantile, sum, variance
+from dpcompose.tables._expr import Expr, typed
 
 SECRET = "zq-secret-name"
 FRAME = pl.DataFrame(
@@ -195,7 +196,7 @@ def _aggs(root: Any) -> list[Any]:
 
 
 def _set_unit(root: Any, max_rows: int) -> None:
-    ctx = dict((k, v) for k, v in root["table_query"]["context"]["dict"])
+    ctx = dict(root["table_query"]["context"]["dict"])
     ctx["privacy_unit"]["kwargs"]["max_rows"] = max_rows
     root["table_query"]["context"]["dict"] = [[k, v] for k, v in ctx.items()]
 
@@ -277,3 +278,8 @@ def test_data_must_be_passed_for_table_files_only() -> None:
         dp.from_json(text, data=FRAME.drop("income"))
     with pytest.raises(dp.SerializationError, match="ledger= is for a new Context"):
         dp.from_json(text, data=_ctx(), ledger=dp.MemoryLedger())
+
+
+def test_typed_refuses_an_operation_it_does_not_know() -> None:
+    with pytest.raises(dp.InvalidParameter, match="'exec' is not an operation"):
+        typed(Expr("exec", (dp.col("age"),)), {"age": "int"}, "predicate")
