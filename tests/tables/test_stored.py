@@ -259,9 +259,7 @@ def test_a_user_written_part_in_a_table_file_is_refused_without_allow_unverified
         "args": [],
         "kwargs": {"function": {"function": "tests.stored.identity"}, "name": "sneaky"},
     }
-    text = _tampered(
-        dp.to_json(QUERIES["explicit budget"]()), lambda r: _steps(r).append(["filter", part])
-    )
+    text = _tampered(dp.to_json(QUERIES["explicit budget"]()), lambda r: _steps(r).append(["filter", part]))
     with pytest.raises(dp.UnverifiedPartError, match="sneaky"):
         dp.from_json(text, data=FRAME)
     with pytest.raises(dp.SerializationError):  # trusted or not, it is not a table expression
