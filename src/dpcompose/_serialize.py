@@ -31,6 +31,11 @@ user-written parts, naming each, before it builds anything, unless the loader pa
 without that flag, so a pickled user-written part is refused when it is loaded: pickle carries no act
 of trust (see docs/serialization.md).
 
+A table query or ``dp.Context`` is stored as named fields, ``{"table_query": {...}}`` or
+``{"table_context": {...}}`` (a :class:`StoredKind` its package registers): its configuration and plan,
+never its data or spending. :func:`from_json` rebuilds it against the ``data`` (and ``ledger``) the
+loader passes, through the public builders (:mod:`dpcompose.tables._stored`).
+
 Examples:
     >>> import dpcompose as dp
     >>> ages = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 120)))

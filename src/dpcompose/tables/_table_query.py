@@ -114,6 +114,9 @@ class TableQuery:
     with its sensitivity per unit and its noise, a :class:`ReleasedVector`) and ``.quantiles`` (per
     quantile: the aggregate, its first threshold count in the plan, its L∞ sensitivity per unit, its
     noisy-min selection and that selection's scale).
+
+    ``.context`` is the Context it is charged to and ``.steps`` the builder calls before ``agg``: with
+    ``.aggs`` and ``.budget`` they are what ``dp.to_json`` stores (:mod:`dpcompose.tables._stored`).
     """
 
     def __init__(
