@@ -1028,7 +1028,14 @@ CASES: dict[str, Case] = {
     # --- serialization ------------------------------------------------------------------------------
     "to_json": Case(dp.to_json, lambda: {"obj": _count_then_lap(), "drop_rng": False}, str),
     "from_json": Case(
-        dp.from_json, lambda: {"text": dp.to_json(_count_then_lap()), "allow_unverified": False}, _MAP1
+        dp.from_json,
+        lambda: {
+            "text": dp.to_json(_count_then_lap()),
+            "allow_unverified": False,
+            "data": None,
+            "ledger": None,
+        },
+        _MAP1,
     ),
     "register_function": Case(
         dp.register_function, lambda: {"name": "tests.test_bad_inputs.abs", "function": abs}

@@ -46,10 +46,10 @@ NOT_STORED = {
     "Measurement": "built by constructors (refused when called directly outside dpcompose)",
     "Transformation": "built by constructors (refused when called directly outside dpcompose)",
     "Queryable": "live state (answers, budget spent)",
-    "Context": "holds the data and a live budget (state); store its queries' parts instead",
-    "unit_of": "returns a PrivacyUnit, an argument of Context (which is not stored)",
+    "Context": "holds the data: its configuration round-trips in tests/tables/test_stored.py",
+    "unit_of": "returns a PrivacyUnit, stored inside a Context (tests/tables/test_stored.py)",
     "Column": "a part of a FrameDomain: round-tripped inside the FrameDomain sample",
-    "col": "returns a query expression, used inside a Context (which is not stored)",
+    "col": "returns a query expression, stored inside a table query (tests/tables/test_stored.py)",
     "RenyiCurve": "a privacy quantity holding a function (a map's output), not a constructor call",
 }
 

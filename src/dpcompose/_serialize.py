@@ -31,6 +31,11 @@ user-written parts, naming each, before it builds anything, unless the loader pa
 without that flag, so a pickled user-written part is refused when it is loaded: pickle carries no act
 of trust (see docs/serialization.md).
 
+A table query or ``dp.Context`` is stored as named fields, ``{"table_query": {...}}`` or
+``{"table_context": {...}}`` (a :class:`StoredKind` its package registers): its configuration and plan,
+never its data or spending. :func:`from_json` rebuilds it against the ``data`` (and ``ledger``) the
+loader passes, through the public builders (:mod:`dpcompose.tables._stored`).
+
 Examples:
     >>> import dpcompose as dp
     >>> ages = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 120)))
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
+import datetime
 import inspect
 import json
 import re
@@ -66,9 +72,17 @@ from dpcompose.core._measures import Measure
 from dpcompose.core._metrics import Metric
 from dpcompose.core._queryable import Queryable
 from dpcompose.core._recipe import RECORDED, Call, Chain
-from dpcompose.errors import DPError, InvalidParameter, SerializationError, UnverifiedPartError
+from dpcompose.errors import (
+    DomainMismatch,
+    DPError,
+    InvalidParameter,
+    SerializationError,
+    UnverifiedPartError,
+)
 
-__all__ = ["FORMAT_VERSION", "from_json", "register_function", "to_json"]
+__all__ = [
+    "FORMAT_VERSION", "StoredKind", "from_json", "register_function", "register_stored_kind", "to_json",
+]  # fmt: skip
 
 #: The version of the file format this library writes. A file whose major version is higher is refused;
 #: a higher minor version is read (a minor version only adds tags, and an unknown tag is refused).
@@ -86,6 +100,7 @@ _CARRIERS: dict[str, type] = {
     "tuple": tuple,
     "list": list,
     "dict": dict,
+    "date": datetime.date,  # a table column's dtype
 }
 _CARRIER_NAMES = {v: k for k, v in _CARRIERS.items()}
 _NUMPY_DTYPES = frozenset(
@@ -165,6 +180,44 @@ def register_function(name: str, function: Callable[..., Any]) -> None:
         _function_names[id(function)] = (name, function)
 
 
+@dataclasses.dataclass(frozen=True)
+class StoredKind:
+    """An object stored as named fields rather than as one constructor call (a table query, a Context).
+
+    ``write(obj)`` gives the fields (plain values and library objects, stored as every value is);
+    ``read(fields, data, ledger)`` rebuilds the object from the decoded fields against the ``data`` and
+    ``ledger`` the loader passes to :func:`from_json` (the file holds neither). The file's root is
+    ``{tag: {field: value, ...}}`` with exactly ``fields``.
+    """
+
+    tag: str
+    cls: type
+    fields: tuple[str, ...]
+    write: Callable[[Any], dict[str, Any]]
+    read: Callable[[dict[str, Any], Any, Any], Any]
+
+
+_kinds: dict[str, StoredKind] = {}
+
+
+def register_stored_kind(kind: StoredKind) -> None:
+    """Let :func:`to_json` / :func:`from_json` store objects of ``kind.cls`` under ``kind.tag``.
+
+    Called by the library's own packages when they are imported (the table queries and Contexts of
+    :mod:`dpcompose.tables`); a file cannot add a kind.
+
+    Raises:
+        InvalidParameter: the tag is a value tag or is already taken by another class.
+    """
+    if kind.tag in _TAGS:
+        raise InvalidParameter(f"tag={kind.tag!r} is a value tag")
+    with _lock:
+        current = _kinds.get(kind.tag)
+        if current is not None and current.cls is not kind.cls:
+            raise InvalidParameter(f"tag={kind.tag!r} is already registered for {current.cls.__name__}")
+        _kinds[kind.tag] = kind
+
+
 def _library_constructors() -> dict[str, Callable[..., Any]]:
     """Every constructor a file may call, by its public name (built once, from the ``__all__`` lists)."""
     with _lock:
@@ -207,13 +260,15 @@ def _public_name(obj: object) -> str | None:
 
 
 def to_json(obj: object, *, drop_rng: bool = False) -> str:
-    """The JSON text that rebuilds ``obj``: a domain, metric, measure, transformation or measurement.
+    """The JSON text that rebuilds ``obj``: a domain, metric, measure, transformation or measurement, or
+    a table query or ``dp.Context`` (their configuration and plan, never their data or spending).
 
     The text records the library constructor calls that built ``obj`` (see the module docstring), so
     :func:`from_json` rebuilds an object with the same domains, metrics and maps.
 
     Args:
-        obj: a library object built with public constructors and ``>>``.
+        obj: a library object built with public constructors and ``>>``, a built table query
+            (``ctx.query()...agg(...)``) or a ``dp.Context``.
         drop_rng: a mechanism built with ``rng=`` (a seeded generator, for tests) cannot be stored: its
             state is not a constructor argument. With ``drop_rng=True`` such arguments are stored as
             ``None``, so the loaded mechanism draws from the library's default secure source.
@@ -254,12 +309,20 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
     """
     if not isinstance(drop_rng, bool):
         raise InvalidParameter(f"drop_rng={drop_rng!r} must be a bool")
-    if not isinstance(obj, (Domain, Metric, Measure, Transformation, Measurement)):
+    _library_constructors()  # imports every library package, so that each registered its stored kinds
+    kind = next((k for k in _kinds.values() if isinstance(obj, k.cls)), None)
+    if kind is None and not isinstance(obj, (Domain, Metric, Measure, Transformation, Measurement)):
         raise SerializationError(
-            f"obj={_short(obj)} is not a domain, metric, measure, transformation or measurement"
+            f"obj={_short(obj)} is not a domain, metric, measure, transformation or measurement, "
+            "nor a table query or dp.Context"
         )
     try:
-        root = _Writer(drop_rng).value(obj, "root")
+        if kind is not None:
+            writer = _Writer(drop_rng)
+            fields = kind.write(obj)
+            root = {kind.tag: {f: writer.value(fields[f], f"root.{kind.tag}.{f}") for f in kind.fields}}
+        else:
+            root = _Writer(drop_rng).value(obj, "root")
     except RecursionError:
         raise SerializationError("obj is nested too deeply to store") from None
     return json.dumps({"dpcompose": FORMAT_VERSION, "library": __version__, "root": root}, indent=2)
@@ -427,7 +490,9 @@ class _Writer:
 # Reading
 
 
-def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
+def from_json(
+    text: str | bytes, *, allow_unverified: bool = False, data: Any = None, ledger: Any = None
+) -> Any:
     """Rebuild the object that :func:`to_json` wrote, by calling the library constructors it records.
 
     Only public library constructors are called (never code from the file); user functions are looked
@@ -442,9 +507,14 @@ def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
         text: the JSON text (``str``, or UTF-8 ``bytes``).
         allow_unverified: ``True`` to build the user-written parts of the file, after you have reviewed
             them: your statement, as with ``trusted=True`` when building one, that their maps are proven.
+        data: for a stored table query or ``dp.Context`` (and only for those): the frame it runs on (a
+            file never holds data), or, for a table query, a ``dp.Context`` with the stored schema, unit
+            and measure to build the query in.
+        ledger: for a stored ``dp.Context`` (or a query loaded with a frame): the ledger of its privacy
+            filter (a file never holds spending).
 
     Returns:
-        The domain, metric, measure, transformation or measurement.
+        The domain, metric, measure, transformation or measurement; a table query or ``dp.Context``.
 
     Raises:
         UnverifiedPartError: the file builds user-written parts and ``allow_unverified`` is not
@@ -454,7 +524,8 @@ def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
             incompatible (future) format version; it names a constructor or function that is unknown
             here; or a constructor refuses the stored arguments (a tampered file). The message says
             where in the file.
-        InvalidParameter: ``allow_unverified`` is not a bool.
+        InvalidParameter: ``allow_unverified`` is not a bool; ``data`` is missing for a table file or
+            given for another file.
 
     Examples:
         >>> import dpcompose as dp
@@ -504,10 +575,20 @@ def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
         )
     if major < _MAJOR:
         raise SerializationError(f"the file has format version {version}, which this library does not read")
+    _library_constructors()  # imports every library package, so that each registered its stored kinds
+    raw = doc["root"]
+    kind = _kinds.get(next(iter(raw))) if isinstance(raw, dict) and len(raw) == 1 else None
+    if kind is None and (data is not None or ledger is not None):
+        raise InvalidParameter(
+            "data= and ledger= are for a stored table query or dp.Context; this file stores neither: "
+            "load it with dp.from_json(text)"
+        )
     try:
         if not allow_unverified:
-            _refuse_user_parts(doc["root"])
-        root = _Reader().value(doc["root"], "root")
+            _refuse_user_parts(raw)
+        if kind is not None:
+            return _read_kind(kind, raw[kind.tag], data, ledger)
+        root = _Reader().value(raw, "root")
     except RecursionError:
         raise SerializationError("the file is nested too deeply") from None
     if not isinstance(root, (Domain, Metric, Measure, Transformation, Measurement)):
@@ -515,6 +596,26 @@ def from_json(text: str | bytes, *, allow_unverified: bool = False) -> Any:
             f"root: {_short(root)} is not a domain, metric, measure, transformation or measurement"
         )
     return root
+
+
+def _read_kind(kind: StoredKind, body: Any, data: Any, ledger: Any) -> Any:
+    where = f"root.{kind.tag}"
+    if not isinstance(body, dict) or set(body) != set(kind.fields):
+        raise SerializationError(f"{where}: must be an object with the keys {', '.join(kind.fields)}")
+    if data is None:
+        raise InvalidParameter(
+            f"data=None: the file stores a {kind.tag.replace('_', ' ')} (its plan, never its data): pass "
+            "the frame it runs on, dp.from_json(text, data=frame)"
+        )
+    reader = _Reader()
+    fields = {f: reader.value(body[f], f"{where}.{f}") for f in kind.fields}
+    try:
+        return kind.read(fields, data, ledger)
+    except (SerializationError, DomainMismatch):  # DomainMismatch: the loader's frame is not of the schema
+        raise
+    except DPError as exc:
+        what = kind.tag.replace("_", " ")
+        raise SerializationError(f"{where}: the stored {what} is refused: {exc}") from exc
 
 
 _USER_KINDS: dict[object, str] = {

@@ -148,6 +148,8 @@ class Context:
         self.measure = measure
         budget: Any = measure.parse(privacy_loss, "privacy_loss")
         _check_positive(budget, privacy_loss, "privacy_loss")
+        self.privacy_loss = privacy_loss  # the total budget as given (dp.to_json stores it)
+        self.split: tuple[str, Any]  # ("even", n) or ("weights", [w, ...]): the split as given, checked
         if (split_evenly_over is None) == (split_by_weights is None):
             raise InvalidParameter("split_evenly_over= or split_by_weights= (exactly one) must be given")
         if split_evenly_over is not None:
@@ -160,6 +162,7 @@ class Context:
             if n == 0:
                 raise InvalidParameter("split_evenly_over=0 must be at least 1")
             self.shares = BudgetShares.even(measure, budget, n)
+            self.split = ("even", n)
         else:
             if isinstance(split_by_weights, (str, bytes)) or not isinstance(split_by_weights, Sequence):
                 raise InvalidParameter(f"split_by_weights={split_by_weights!r} must be a list of weights")
@@ -176,6 +179,7 @@ class Context:
             if not weights:
                 raise InvalidParameter("split_by_weights=[] must list at least one weight")
             self.shares = BudgetShares.weighted(measure, budget, weights)
+            self.split = ("weights", weights)
         self.kinds = {n: c.kind for n, c in domain.columns}
         filt = make_privacy_filter(domain, self.metric, measure, d_in=1, d_out=privacy_loss, ledger=ledger)
         self._queryable = filt(data)  # checks the data's schema (no scan)

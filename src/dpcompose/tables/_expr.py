@@ -37,7 +37,9 @@ import numpy as np
 
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
-__all__ = ["ARITH", "DATE_PARTS", "FLOAT_OPS", "Expr", "col", "columns_of", "literal_kind", "typed"]
+__all__ = [
+    "ARITH", "DATE_PARTS", "FLOAT_OPS", "Expr", "check_tree", "col", "columns_of", "literal_kind", "typed",
+]  # fmt: skip
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 ARITH = ("+", "-", "*", "/")
@@ -382,8 +384,47 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
         if not (isinstance(pattern, Expr) and pattern.op == "lit" and isinstance(pattern.args[0], str)):
             raise InvalidParameter(f"{what}: {_text(e)} needs a literal string pattern")
         return Expr(op, (t, pattern)), "bool"
-    t, _ = typed(args[0], kinds, what)  # is_null
+    if op != "is_null":
+        raise InvalidParameter(f"{what}: {op!r} is not an operation of table expressions")
+    t, _ = typed(args[0], kinds, what)
     return Expr(op, (t,)), "bool"
+
+
+_ONE = ("neg", "abs", "round", "not", "is_null", "len_chars", *DATE_PARTS)  # ops of one expression
+_TWO = (*_CMP, *ARITH, "and", "or", *_STR_TESTS)  # ops of two expressions
+
+
+def check_tree(e: object, what: str) -> None:
+    """Refuse (InvalidParameter naming ``what``) a tree that no builder makes: an unknown operation, the
+    wrong number or kind of operands. For trees read from a file (``dp.from_json``); :func:`typed` then
+    checks it against the schema."""
+    if not isinstance(e, Expr):
+        raise InvalidParameter(f"{what}: {e!r} is not an expression")
+    op, args = e.op, e.args
+    if not isinstance(args, tuple):
+        raise InvalidParameter(f"{what}: the operands of {op!r} must be a tuple, not {args!r}")
+    exprs: tuple[Any, ...] = ()
+    if op == "col":
+        ok = len(args) == 1 and isinstance(args[0], str) and bool(args[0])
+    elif op == "lit":
+        ok = len(args) == 1 and (args[0] is None or isinstance(args[0], (bool, int, float, str)))
+    elif op == "null":
+        ok = len(args) == 1 and args[0] in (*_KINDS, "str", "date")
+    elif op in _ONE or op in _TWO or op == "when":
+        n = 1 if op in _ONE else 2 if op in _TWO else 3
+        ok, exprs = len(args) == n, args
+    elif op == "is_in":
+        ok = len(args) == 2 and isinstance(args[1], tuple)
+        exprs = args[:1]
+    elif op == "cast":
+        ok = len(args) in (2, 3) and all(k in _KINDS for k in args[1:])
+        exprs = args[:1]
+    else:
+        raise InvalidParameter(f"{what}: {op!r} is not an operation of table expressions")
+    if not ok:
+        raise InvalidParameter(f"{what}: the operands {args!r} do not fit the operation {op!r}")
+    for part in exprs:
+        check_tree(part, what)
 
 
 def columns_of(e: Expr | None) -> set[str]:

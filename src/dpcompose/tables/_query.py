@@ -41,8 +41,10 @@ class Query:
         visible: tuple[str, ...] | None = None,
         share: int | None = None,
         selection: str = "laplace",
+        steps: tuple[tuple[Any, ...], ...] = (),
     ) -> None:
         self._ctx, self._budget, self._predicate = ctx, budget, predicate
+        self._steps = steps  # the builder calls so far, as stored by dp.to_json (dpcompose.tables._stored)
         self._share = share
         self._selection = selection  # how keys=None selects the keys (dpcompose.tables._selection)
         self._by, self._keys = by, keys
@@ -51,7 +53,7 @@ class Query:
     def _copy(self, **changes: Any) -> Query:
         fields: dict[str, Any] = {
             "predicate": self._predicate, "by": self._by, "keys": self._keys, "derived": self._derived,
-            "visible": self._visible, "selection": self._selection,
+            "visible": self._visible, "selection": self._selection, "steps": self._steps,
         }  # fmt: skip
         fields.update(changes)
         return Query(self._ctx, self._budget, share=self._share, **fields)
@@ -90,7 +92,7 @@ class Query:
         for name in columns:
             self._column(name, "select")
         # only the view narrows: every derived column is still computed, as a kept one may read a dropped one
-        return self._copy(visible=tuple(columns))
+        return self._copy(visible=tuple(columns), steps=(*self._steps, ("select", list(columns))))
 
     def with_column(
         self, name: str, expr: Any, *, bounds: tuple[float, float], fill: float | None = None
@@ -118,7 +120,8 @@ class Query:
         if name in taken:
             raise InvalidParameter(f"name={name!r} is already a column; pick a new name")
         check_column_name(name, "name", taken)
-        expr, kind = _expr.typed(from_polars(expr, "expr"), self._kinds(), "expr")
+        given = from_polars(expr, "expr")
+        expr, kind = _expr.typed(given, self._kinds(), "expr")
         if kind not in ("int", "float"):
             raise InvalidParameter(f"expr={expr!r} must be numeric, not a {kind}")
         if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
@@ -133,7 +136,10 @@ class Query:
         default = min(max(0.0, lo), hi)
         column = Column(float, bounds=(lo, hi), nullable=True, fill=default if fill is None else fill)
         visible = None if self._visible is None else (*self._visible, name)
-        return self._copy(derived=(*self._derived, (name, expr, column)), visible=visible)
+        step = ("with_column", name, given, [lo, hi], fill)
+        return self._copy(
+            derived=(*self._derived, (name, expr, column)), visible=visible, steps=(*self._steps, step)
+        )
 
     def with_columns(
         self, *exprs: Any, bounds: Any = None, **columns: tuple[Any, tuple[float, float]]
@@ -178,11 +184,12 @@ class Query:
     def filter(self, predicate: Any) -> Query:
         """Keep the rows where ``predicate`` (a Polars or ``dp.col`` expression of the offered subset,
         :mod:`dpcompose.tables._from_polars`) is true, checked against the schema now."""
-        predicate, kind = _expr.typed(from_polars(predicate, "predicate"), self._kinds(), "predicate")
+        given = from_polars(predicate, "predicate")
+        predicate, kind = _expr.typed(given, self._kinds(), "predicate")
         if kind != "bool":
             raise InvalidParameter(f"predicate={predicate!r} must be a boolean expression")
         combined = predicate if self._predicate is None else self._predicate & predicate
-        return self._copy(predicate=combined)
+        return self._copy(predicate=combined, steps=(*self._steps, ("filter", given)))
 
     def group_by(self, *by: str, keys: Sequence[Any] | None = None, selection: str = "laplace") -> Query:
         """Group by the columns ``by`` with the public list ``keys`` (a value per key for one column, a
@@ -210,7 +217,8 @@ class Query:
                     f"by={name!r} is a {col.kind} column; group by int, str or bool columns"
                 )
         if keys is None:  # unknown keys: selected privately at release (partition selection)
-            return self._copy(by=tuple(by), keys=None, selection=selection)
+            step: tuple[Any, ...] = ("group_by", list(by), None, selection)
+            return self._copy(by=tuple(by), keys=None, selection=selection, steps=(*self._steps, step))
         if selection != "laplace":
             raise InvalidParameter(
                 f"selection={selection!r} chooses how unknown keys are selected: pass keys=None, or leave "
@@ -236,7 +244,9 @@ class Query:
             rows.append(tuple(clean))
         if len(set(rows)) != len(rows):
             raise InvalidParameter(f"keys={keys!r} must be distinct")
-        return self._copy(by=tuple(by), keys=tuple(rows))
+        stored = [r[0] for r in rows] if len(by) == 1 else list(rows)
+        step = ("group_by", list(by), stored, selection)
+        return self._copy(by=tuple(by), keys=tuple(rows), steps=(*self._steps, step))
 
     def agg(self, *aggs: Any) -> TableQuery:
         """The aggregates to release (``count()``, ``sum(c)``, ``mean(c)``, ``variance(c)``,
@@ -311,4 +321,6 @@ class Query:
             below=tuple(below),
             derived=tuple((name, expr) for name, expr, _ in self._derived),
         )
-        return TableQuery(ctx, plan, tuple(aggs), self._budget, self._kinds(), self._share, self._selection)
+        return TableQuery(
+            ctx, plan, tuple(aggs), self._budget, self._kinds(), self._share, self._selection, self._steps
+        )

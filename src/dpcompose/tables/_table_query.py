@@ -114,6 +114,9 @@ class TableQuery:
     with its sensitivity per unit and its noise, a :class:`ReleasedVector`) and ``.quantiles`` (per
     quantile: the aggregate, its first threshold count in the plan, its L∞ sensitivity per unit, its
     noisy-min selection and that selection's scale).
+
+    ``.context`` is the Context it is charged to and ``.steps`` the builder calls before ``agg``: with
+    ``.aggs`` and ``.budget`` they are what ``dp.to_json`` stores (:mod:`dpcompose.tables._stored`).
     """
 
     def __init__(
@@ -125,8 +128,11 @@ class TableQuery:
         kinds: dict[str, str],
         share: int | None = None,
         selection: str = "laplace",
+        steps: tuple[tuple[Any, ...], ...] = (),
     ) -> None:
         self._ctx = ctx
+        self.context = ctx  # the Context it is charged to
+        self.steps = steps  # the builder calls before agg (what dp.to_json stores, with aggs and budget)
         self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
