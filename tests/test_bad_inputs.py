@@ -968,6 +968,15 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "make_private_selection": Case(
+        dp.make_private_selection,
+        lambda: {
+            "candidates": [dp.make_postprocess(_count_then_lap(), lambda x: (x, x))] * 2,
+            "stop_probability": 0.5,
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "make_postprocess": Case(dp.make_postprocess, lambda: {"m": _lap(), "function": round}, _MAP1),
     "wrap_queryable": Case(
         dp.wrap_queryable, lambda: {"inner": _Echo(), "query_map": abs, "answer_map": abs}

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import dpcompose as dp
@@ -232,3 +234,15 @@ def test_three_epsilon_bounds_the_exact_output_law_of_a_binary_candidate() -> No
     rr = dp.m.make_randomized_response(dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), 1.0)
     cand = dp.make_postprocess(rr, lambda b: (b, b))
     assert dp.make_private_selection([cand], 0.01).map(1) >= Fraction(3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.lists(st.integers(-(2**70), 2**70), max_size=20))
+def test_no_in_domain_dataset_makes_it_raise(data: list[int]) -> None:
+    """The contract of tests/test_contract_no_raise.py (which enumerates dp.t and dp.m) for this
+    combinator: any member of the input domain, including a numpy array, gives a release."""
+    sel = dp.make_private_selection([_scored(1), _scored(3)], Fraction(1, 3), rng=SeededSource(0))
+    small = [x for x in data if abs(x) < 2**62]
+    for value in (data, np.array(small, dtype=np.int64)):
+        index, score, output = sel(value)
+        assert index in (0, 1) and score in (-1, -3) and isinstance(output, int)
