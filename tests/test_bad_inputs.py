@@ -181,6 +181,12 @@ def _count_then_gauss() -> dp.Measurement[Any, Any, Any, Any]:
     return count >> dp.m.make_gaussian(count.output_domain, count.output_metric, scale=2.0)
 
 
+def score_and_value(x: Any) -> tuple[Any, Any]:
+    """A private selection candidate's post-processing: the release as its own score (registered by
+    name in tests/test_serialize.py, so the candidates serialize)."""
+    return (x, x)
+
+
 class _Echo(dp.Queryable[Any, Any]):
     def _answer(self, query: Any) -> Any:
         return query
@@ -964,6 +970,15 @@ CASES: dict[str, Case] = {
             "rate": 0.01,
             "method": "poisson",
             "dataset_size": None,
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "make_private_selection": Case(
+        dp.make_private_selection,
+        lambda: {
+            "candidates": [dp.make_postprocess(_count_then_lap(), score_and_value)] * 2,
+            "stop_probability": 0.5,
             "rng": None,
         },
         _MAP1,

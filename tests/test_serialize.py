@@ -28,7 +28,11 @@ import dpcompose as dp
 import test_bad_inputs as registry
 
 #: User functions the registry's base arguments use: registered by name, as a user would.
-for _name, _fn in (("tests.test_bad_inputs.abs", abs), ("builtins.round", round)):
+for _name, _fn in (
+    ("tests.test_bad_inputs.abs", abs),
+    ("builtins.round", round),
+    ("tests.test_bad_inputs.score_and_value", registry.score_and_value),
+):
     dp.register_function(_name, _fn)
 
 NOT_STORED = {

@@ -24,6 +24,7 @@ from dpcompose.combinators._filter import make_privacy_filter
 from dpcompose.combinators._ledger import LedgerError, LedgerLocked, MemoryLedger, SQLiteLedger
 from dpcompose.combinators._odometer import make_odometer
 from dpcompose.combinators._parallel import make_parallel
+from dpcompose.combinators._select import make_private_selection
 from dpcompose.combinators._subsample import make_subsample
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "make_parallel",
     "make_postprocess",
     "make_privacy_filter",
+    "make_private_selection",
     "make_pure_to_approx",
     "make_pure_to_profile",
     "make_pure_to_renyi",
