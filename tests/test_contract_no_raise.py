@@ -179,6 +179,11 @@ CASES: dict[str, list[Case]] = {
     "make_workload_error": [
         ("ints", lambda: dp.t.make_workload_error(INT_SCORES, L1, [0, -(2**70), 2**63 - 1]), []),
     ],
+    "make_b_ary_tree": [
+        ("binary L1", lambda: dp.t.make_b_ary_tree(INT_SCORES, L1), []),
+        ("ternary L2", lambda: dp.t.make_b_ary_tree(INT_SCORES, L1, branching=3, metric=L2), []),
+        ("one step", lambda: dp.t.make_b_ary_tree(dp.VectorDomain(INT, size=1), L1), []),
+    ],
     "make_marginals": [
         ("tuples", lambda: dp.t.make_marginals(TUPLES, SYM, [(0,), (0, 2)], {0: [0, 1], 2: [2, 1]}), []),
         (
