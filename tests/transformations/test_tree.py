@@ -82,11 +82,16 @@ def test_sensitivity_is_the_brute_force_maximum(length: int, b: int, data: st.Da
     assert int((diff * diff).sum()) <= t2.map(d) ** 2
 
 
-def test_huge_values_saturate_and_stay_inside_the_domain() -> None:
+def test_huge_values_are_clamped_and_stay_inside_the_domain() -> None:
+    """Steps are clamped to ±2**62/P (here P = 4): every node sum fits int64, and the sensitivity holds."""
     tree = dp.t.make_b_ary_tree(steps(3), L1)
     out = tree([2**70, -(2**70), 5])
     assert out.dtype == np.int64
-    assert out.tolist() == [5, 0, 5, 2**63 - 1, -(2**63), 5, 0]
+    assert out.tolist() == [5, 0, 5, 2**60, -(2**60), 5, 0]
+    big = tree([2**62, 2**62, 2**62])
+    assert big.tolist() == [3 * 2**60, 2**61, 2**60, 2**60, 2**60, 2**60, 0]
+    moved = tree([2**62, 2**62, 2**62 + 1]) - big  # a change of 1 beyond the clamp moves nothing
+    assert not moved.any()
 
 
 @pytest.mark.parametrize("b", [2, 3, 4])

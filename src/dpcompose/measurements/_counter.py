@@ -11,8 +11,9 @@ asked, is a post-processing of the full noisy tree ``W·x + Z`` (``Z`` independe
 has L1 sensitivity ``d·L`` for input distance ``d`` (``L = ⌈log₂T⌉ + 1``; the proof is in
 :mod:`dpcompose.transformations._tree`), so the loss is that of the discrete Laplace mechanism at
 sensitivity ``d·L``: ``ε = d·L/scale`` (Ghosh–Roughgarden–Sundararajan 2009). It is charged in full when
-the counter is created; the steps are asked afterwards for free. Node sums are saturated to the int64 range
-before the noise (1-Lipschitz per node, so the sensitivity holds for every member of the domain).
+the counter is created; the steps are asked afterwards for free. Each step's count is clamped to
+``±⌊2**62/P⌋`` first, as in the tree (1-Lipschitz per step, so the sensitivity holds for every member of
+the domain).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._laplace import make_laplace
-from dpcompose.transformations._tree import INT64_MAX, INT64_MIN, MAX_LEAVES, tree_shape
+from dpcompose.transformations._tree import MAX_LEAVES, clamped_steps, tree_shape
 
 __all__ = ["make_online_counter"]
 
@@ -48,10 +49,9 @@ class OnlineCounter(Queryable[int, int]):
 
     def __init__(self, data: Any, length: int, noise: Any) -> None:
         super().__init__(name="online counter")
-        values = data.tolist() if isinstance(data, np.ndarray) else list(data)
-        self._values = [int(v) for v in values]
         self._length = length
         self._padded, self._levels = tree_shape(length)
+        self._values = clamped_steps(data, self._padded)
         self._noise = noise
         self._nodes: dict[tuple[int, int], int] = {}
         self._answers: list[int] = []
@@ -65,7 +65,7 @@ class OnlineCounter(Queryable[int, int]):
         if key not in self._nodes:
             size = self._padded >> level
             total = sum(self._values[index * size : (index + 1) * size])
-            self._nodes[key] = int(self._noise(min(max(total, INT64_MIN), INT64_MAX)))
+            self._nodes[key] = int(self._noise(total))
         return self._nodes[key]
 
     def _answer(self, query: int) -> int:

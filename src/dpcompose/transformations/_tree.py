@@ -12,8 +12,9 @@ Sensitivity (proof). The tree is the linear map ``W`` whose column ``w_t`` is th
 ``W·v = Σ_t v_t·w_t``, so by the triangle inequality ``‖W·v‖₁ ≤ Σ|v_t|·L ≤ d·L`` and
 ``‖W·v‖₂ ≤ Σ|v_t|·√L ≤ d·√L``. Both are attained by ``v = d·e_0`` (one person changing one step by
 ``d``), so they are the exact sensitivities. Event-level privacy with per-event contribution ``c`` (each
-person adds at most ``c`` to one step) is ``d_in = c``. Node sums are saturated to the int64 range,
-which is 1-Lipschitz per coordinate, so the figures hold for every member of the domain.
+person adds at most ``c`` to one step) is ``d_in = c``. Each step's count is first clamped to ``±⌊2**62/P⌋``
+(so no node sum overflows int64, whatever the data, by the same vectorised steps); clamping is 1-Lipschitz
+per coordinate, so it never increases the L1 distance and the figures hold for every member of the domain.
 
 Source: Dwork, Naor, Pitassi, Rothblum 2010, "Differential privacy under continual observation", §4;
 Chan, Shi, Song 2011, "Private and continual release of statistics" (ACM TISSEC 14(3)), §3.4, the binary
@@ -46,7 +47,6 @@ from dpcompose.transformations._workload import L1_DEFAULT, sqrt_up
 
 __all__ = ["make_b_ary_tree", "tree_running_counts"]
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_LEAVES = 1 << 24
 """The largest stream length T accepted (the tree has fewer than 2**26 nodes)."""
 
@@ -75,27 +75,24 @@ def _levels_int64(leaves: Ints, branching: int) -> list[Ints]:
     return levels[::-1]
 
 
-def _levels_exact(leaves: list[int], branching: int) -> list[Ints]:
-    """Level sums with Python integers, each saturated to the int64 range afterwards."""
-    level = leaves
-    levels = [level]
-    while len(level) > 1:
-        level = [sum(level[i : i + branching]) for i in range(0, len(level), branching)]
-        levels.append(level)
-    return [np.array([min(max(v, INT64_MIN), INT64_MAX) for v in lv], dtype=np.int64) for lv in levels[::-1]]
+def clamp_bound(padded: int) -> int:
+    """Each step's count is clamped to ``±⌊2**62/P⌋`` so that no node sum leaves the int64 range."""
+    return (1 << 62) // padded
+
+
+def clamped_steps(data: Any, padded: int) -> list[int]:
+    """``data`` as Python ints, each clamped to ``±clamp_bound(P)`` — the same steps for every datum."""
+    values = data.tolist() if isinstance(data, np.ndarray) else list(data)
+    bound = clamp_bound(padded)
+    return [min(max(int(v), -bound), bound) for v in values]
 
 
 def tree_sums(data: Any, length: int, branching: int) -> Ints:
-    """The heap-ordered node sums of ``data`` (``length`` integers), saturated to int64."""
+    """The heap-ordered node sums of ``data`` (``length`` integers, clamped by :func:`clamped_steps`)."""
     padded, _ = tree_shape(length, branching)
-    values = data.tolist() if isinstance(data, np.ndarray) else list(data)
-    ints = [int(v) for v in values]
-    bound = (1 << 62) // padded
-    if all(-bound <= v <= bound for v in ints):
-        leaves = np.zeros(padded, dtype=np.int64)
-        leaves[: len(ints)] = ints
-        return np.concatenate(_levels_int64(leaves, branching))
-    return np.concatenate(_levels_exact(ints + [0] * (padded - len(ints)), branching))
+    leaves = np.zeros(padded, dtype=np.int64)
+    leaves[:length] = clamped_steps(data, padded)
+    return np.concatenate(_levels_int64(leaves, branching))
 
 
 class _TreeMap:
@@ -147,9 +144,9 @@ def make_b_ary_tree(
     With ``b = branching`` (2: the binary tree of dyadic intervals), ``T`` is padded with zero steps to
     ``P = b**⌈log_b T⌉`` leaves and level ``j`` holds the ``b**j`` sums over the intervals
     ``[i·P/b**j, (i+1)·P/b**j)``. The output is the node sums level by level from the root (heap order,
-    ``(b·P − 1)/(b − 1)`` nodes, leaves last), an int64 vector saturated to the int64 range. Add noise
-    (``make_laplace`` after ``metric=L1Distance()``, ``make_gaussian`` after ``L2Distance()``) and
-    post-process with :func:`tree_running_counts` to get all ``T`` running counts.
+    ``(b·P − 1)/(b − 1)`` nodes, leaves last), an int64 vector (each step's count clamped to
+    ``±⌊2**62/P⌋`` first). Add noise (``make_laplace`` after ``metric=L1Distance()``, ``make_gaussian``
+    after ``L2Distance()``) and post-process with :func:`tree_running_counts` to get all ``T`` running counts.
 
     Stability (exact; proof in the module docstring, which holds for any ``b`` as each step lies in one
     node per level): with ``L = ⌈log_b T⌉ + 1`` levels, input distance ``d`` maps to ``d·L`` in
