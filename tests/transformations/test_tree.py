@@ -185,3 +185,13 @@ def test_bad_inputs() -> None:
         dp.t.tree_running_counts([1, 2, 3], 2, branching=2.0)
     with pytest.raises(InvalidParameter, match="consistent"):
         dp.t.tree_running_counts([1, 2, 3], 2, consistent="yes")
+
+
+def test_l2_tree_chains_into_the_gaussian_mechanism() -> None:
+    """metric=L2Distance(): ρ = (√L/scale)²/2, with √L rounded up, never below the exact value."""
+    tree = dp.t.make_b_ary_tree(steps(1024), L1, branching=4, metric=L2)  # L = 6 levels
+    noisy = tree >> dp.m.make_gaussian(tree.output_domain, tree.output_metric, scale=5.0)
+    rho = noisy.map(1)
+    assert rho >= Fraction(6, 2 * 25) and rho - Fraction(6, 50) < Fraction(1, 2**55)
+    out = dp.t.tree_running_counts(noisy(np.ones(1024, dtype=np.int64)), 1024, branching=4)
+    assert out.shape == (1024,) and np.isfinite(out).all()
