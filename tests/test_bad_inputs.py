@@ -493,6 +493,16 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "m.make_online_counter": Case(
+        dp.m.make_online_counter,
+        lambda: {
+            "input_domain": dp.VectorDomain(INTS, size=5),
+            "input_metric": dp.L1Distance(),
+            "scale": 2.0,
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "m.make_interactive_laplace": Case(
         dp.m.make_interactive_laplace,
         lambda: {
@@ -578,6 +588,25 @@ CASES: dict[str, Case] = {
             "metric": dp.L2Distance(),
         },
         _MAP1,
+    ),
+    "t.make_b_ary_tree": Case(
+        dp.t.make_b_ary_tree,
+        lambda: {
+            "input_domain": dp.VectorDomain(INTS, size=5),
+            "input_metric": dp.L1Distance(),
+            "branching": 2,
+            "metric": dp.L2Distance(),
+        },
+        _MAP1,
+    ),
+    "t.tree_running_counts": Case(
+        dp.t.tree_running_counts,
+        lambda: {
+            "release": [10.5, 3.0, 7.5, 1.0, 2.0, 3.0, 4.5],
+            "length": 4,
+            "branching": 2,
+            "consistent": True,
+        },
     ),
     "t.marginal_tables": Case(
         dp.t.marginal_tables,
@@ -1728,7 +1757,13 @@ def test_known_escapes_are_still_escapes(name: str, param: str) -> None:
 _ROW_LEVEL = (dp.SymmetricDistance, dp.ChangeOneDistance)
 #: ``dp.t`` callables that take no dataset of rows: the user-level step itself, a map between answer
 #: vectors (L1/L2/L∞) and a reshaping helper.
-_NOT_ROW_LEVEL = {"make_bound_contributions", "make_workload_error", "marginal_tables"}
+_NOT_ROW_LEVEL = {
+    "make_bound_contributions",
+    "make_workload_error",
+    "marginal_tables",
+    "make_b_ary_tree",
+    "tree_running_counts",
+}
 
 
 def _row_level_cases() -> list[str]:

@@ -179,6 +179,11 @@ CASES: dict[str, list[Case]] = {
     "make_workload_error": [
         ("ints", lambda: dp.t.make_workload_error(INT_SCORES, L1, [0, -(2**70), 2**63 - 1]), []),
     ],
+    "make_b_ary_tree": [
+        ("binary L1", lambda: dp.t.make_b_ary_tree(INT_SCORES, L1), []),
+        ("ternary L2", lambda: dp.t.make_b_ary_tree(INT_SCORES, L1, branching=3, metric=L2), []),
+        ("one step", lambda: dp.t.make_b_ary_tree(dp.VectorDomain(INT, size=1), L1), []),
+    ],
     "make_marginals": [
         ("tuples", lambda: dp.t.make_marginals(TUPLES, SYM, [(0,), (0, 2)], {0: [0, 1], 2: [2, 1]}), []),
         (
@@ -488,6 +493,18 @@ CASES: dict[str, list[Case]] = {
             "ints",
             lambda: dp.m.make_interactive_laplace(INTS, SYM, scale=2.0, max_queries=3),
             [_count_query, _sum_query],
+        ),
+    ],
+    "make_online_counter": [
+        (
+            "three steps",
+            lambda: dp.m.make_online_counter(INT_SCORES, L1, scale=2.0),
+            [lambda _: 0, lambda _: 1, lambda _: 1, lambda _: 2],
+        ),
+        (
+            "one step",
+            lambda: dp.m.make_online_counter(dp.VectorDomain(INT, size=1), L1, scale=0.5),
+            [lambda _: 0],
         ),
     ],
 }

@@ -41,6 +41,7 @@ NOT_STORED = {
     "wrap_queryable": "returns a live queryable (state)",
     "partition_threshold": "returns an int (a helper, not a constructor)",
     "marginal_tables": "returns a dict of arrays (a post-processing helper, not a constructor)",
+    "tree_running_counts": "returns an array (a post-processing helper, not a constructor)",
     "scale_for": "returns a float (a planning helper, not a constructor)",
     "make_user_measurement": "user functions: round-tripped below once registered",
     "make_user_transformation": "user functions: round-tripped below once registered",

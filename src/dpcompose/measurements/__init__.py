@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dpcompose.measurements._counter import make_online_counter
 from dpcompose.measurements._discrete import make_discrete_gaussian, make_discrete_laplace
 from dpcompose.measurements._gaussian import make_gaussian
 from dpcompose.measurements._interactive import make_interactive_laplace, make_sparse_vector
@@ -28,6 +29,7 @@ __all__ = [
     "make_laplace",
     "make_laplace_threshold",
     "make_noisy_top_k",
+    "make_online_counter",
     "make_private_quantile",
     "make_randomized_response",
     "make_randomized_response_approx",

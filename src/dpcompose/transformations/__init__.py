@@ -19,10 +19,12 @@ from dpcompose.transformations._rows import (
 )
 from dpcompose.transformations._stats import make_mean, make_resize, make_variance
 from dpcompose.transformations._sum import make_sum
+from dpcompose.transformations._tree import make_b_ary_tree, tree_running_counts
 from dpcompose.transformations._vectors import make_clip_l1, make_clip_l2, make_vector_sum
 from dpcompose.transformations._workload import make_workload, make_workload_error
 
 __all__ = [
+    "make_b_ary_tree",
     "make_bound_contributions",
     "make_clamp",
     "make_clip_l1",
@@ -47,4 +49,5 @@ __all__ = [
     "make_workload",
     "make_workload_error",
     "marginal_tables",
+    "tree_running_counts",
 ]
