@@ -27,19 +27,16 @@ from dpcompose.core import (
     AbsoluteDistance,
     AtomDomain,
     Domain,
-    L1Distance,
     Measurement,
     Metric,
     Node,
     PureDP,
     Queryable,
-    VectorDomain,
 )
-from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
-from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._laplace import make_laplace
-from dpcompose.transformations._tree import MAX_LEAVES, clamped_steps, tree_shape
+from dpcompose.transformations._tree import MAX_LEAVES, check_step_counts, clamped_steps, tree_shape
 
 __all__ = ["make_online_counter"]
 
@@ -133,22 +130,7 @@ def make_online_counter(
         >>> [type(q(t)).__name__ for t in range(3)]
         ['int', 'int', 'int']
     """
-    check_space(input_domain, input_metric)
-    if not isinstance(input_metric, L1Distance):
-        raise DomainMismatch(
-            f"input_metric={input_metric!r} must be L1Distance(): the per-step counts differ by at most d in "
-            "total between neighbours (d = c for one event of weight at most c)"
-        )
-    if not (
-        isinstance(input_domain, VectorDomain)
-        and isinstance(input_domain.element_domain, AtomDomain)
-        and input_domain.element_domain.carrier is int
-        and input_domain.size is not None
-    ):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size=T): one count per step"
-        )
-    length = input_domain.size
+    length = check_step_counts(input_domain, input_metric)
     if not 1 <= length <= MAX_LEAVES:
         raise InvalidParameter(f"input_domain has size {length}: the stream length must be 1 … 2**24")
     noise = make_laplace(AtomDomain(int), AbsoluteDistance(), scale, rng=rng)

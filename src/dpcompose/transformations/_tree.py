@@ -135,6 +135,31 @@ def tree_size(padded: int, branching: int) -> int:
     return (branching * padded - 1) // (branching - 1)
 
 
+
+def check_step_counts(input_domain: Domain, input_metric: Metric) -> int:
+    """The stream length T of one count per step, ``VectorDomain(AtomDomain(int), size=T)`` under
+    ``L1Distance``; anything else is refused.
+
+    Raises:
+        DomainMismatch: another domain or metric (the message says which is expected).
+    """
+    check_space(input_domain, input_metric)
+    if not isinstance(input_metric, L1Distance):
+        raise DomainMismatch(
+            f"input_metric={input_metric!r} must be L1Distance(): the per-step counts differ by at most d in "
+            "total between neighbours (d = c for one event of weight at most c)"
+        )
+    if not (
+        isinstance(input_domain, VectorDomain)
+        and isinstance(input_domain.element_domain, AtomDomain)
+        and input_domain.element_domain.carrier is int
+        and input_domain.size is not None
+    ):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size=T): one count per step"
+        )
+    return int(input_domain.size)
+
 @recorded
 def make_b_ary_tree(
     input_domain: Domain, input_metric: Metric, *, branching: int = 2, metric: Metric = L1_DEFAULT
@@ -179,27 +204,12 @@ def make_b_ary_tree(
         >>> dp.t.make_b_ary_tree(steps, dp.L1Distance(), branching=4)([1, 2, 3, 4]).tolist()
         [10, 1, 2, 3, 4]
     """
-    check_space(input_domain, input_metric)
-    if not isinstance(input_metric, L1Distance):
-        raise DomainMismatch(
-            f"input_metric={input_metric!r} must be L1Distance(): the per-step counts differ by at most d in "
-            "total between neighbours (d = c for one event of weight at most c)"
-        )
-    if not (
-        isinstance(input_domain, VectorDomain)
-        and isinstance(input_domain.element_domain, AtomDomain)
-        and input_domain.element_domain.carrier is int
-        and input_domain.size is not None
-    ):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size=T): one count per step"
-        )
+    length = check_step_counts(input_domain, input_metric)
     if not isinstance(metric, (L1Distance, L2Distance)) or type(metric)() != metric:
         raise InvalidParameter(
             f"metric={_short(metric)} must be L1Distance() (Laplace) or L2Distance() (Gaussian)"
         )
     b = check_branching(branching)
-    length = input_domain.size
     if not 1 <= length <= MAX_LEAVES:
         raise InvalidParameter(f"input_domain has size {length}: the stream length must be 1 … 2**24")
     padded, levels = tree_shape(length, b)
