@@ -290,3 +290,15 @@ def test_spread_is_exact_by_blocks_and_bounded_beyond_the_exact_limit() -> None:
     wide = np.array([[(j >> i) & 1 for j in range(1 << 13)] for i in range(13)])  # 8192 distinct columns
     big = dp.t.make_workload(dp.VectorDomain(dp.CategoricalDomain(list(range(1 << 13)))), CHG, wide)
     assert big.map(1) == 13  # min(2c, k): here also the truth (column 0 vs column 2**13 − 1)
+
+
+def test_the_error_of_monotone_answers_is_not_monotone() -> None:
+    """|v − r| turned a monotonic L∞ input into errors moving both ways ([4, 5] → [5, 6] against [5, 5]:
+    errors [1, 0] → [0, 1]), yet kept LInfDistance(monotonic=True): report noisy max then reported ε = 1
+    where the truth is 2."""
+    answers = dp.VectorDomain(dp.AtomDomain(int), size=2)
+    err = dp.t.make_workload_error(answers, dp.LInfDistance(monotonic=True), [5, 5])
+    assert err.output_metric == dp.LInfDistance()
+    assert err([4, 5]).tolist() == [1, 0] and err([5, 6]).tolist() == [0, 1]
+    pick = err >> dp.m.make_report_noisy_max(err.output_domain, err.output_metric, scale=1.0)
+    assert pick.map(1) == 2

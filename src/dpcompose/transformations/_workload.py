@@ -409,11 +409,14 @@ def make_workload_error(
             [min(abs(int(v) - r), INT64_MAX) for v, r in zip(values, ref_ints, strict=True)], dtype=np.int64
         )
 
+    # |v − r| is 1-Lipschitz per coordinate, but not monotone: two answers moving up can move their errors
+    # in opposite directions (errors [1, 0] → [0, 1]), so a monotonic L∞ input gives a plain L∞ output
+    output_metric = LInfDistance() if isinstance(input_metric, LInfDistance) else input_metric
     return Transformation(
         input_domain,
         VectorDomain(AtomDomain(int), size=k),
         input_metric,
-        input_metric,
+        output_metric,
         run,
         lambda d_in: d_in,
         node=Node("workload_error", params=(("k", str(k)),), source="Hardt–Ligett–McSherry 2012"),
