@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -189,3 +190,18 @@ def test_epsilon_never_below_the_composed_pair(sigmas: list[float], q: float) ->
 
 def test_no_torch_import() -> None:
     assert "torch" not in sys.modules and "opacus" not in sys.modules
+
+
+def test_exact_rates_and_multipliers_are_rounded_to_the_safe_side() -> None:
+    """A Fraction rate was rounded to the nearest double (1/3 → 0.333…33 < 1/3) and σ likewise (it may
+    round up): the accounted step could be more private than the one that ran. Rate 1 (full batch) was
+    refused."""
+    acc = PLDAccountant()
+    acc.step(noise_multiplier=Fraction(1, 3), sample_rate=Fraction(1, 3))
+    ((sigma, q, n),) = acc.history
+    assert Fraction(q) >= Fraction(1, 3) and Fraction(sigma) <= Fraction(1, 3) and n == 1
+    full = PLDAccountant()
+    full.step(noise_multiplier=1.0, sample_rate=1.0)
+    assert full.history == [(1.0, 1.0, 1)]
+    with pytest.raises(InvalidParameter, match="sample_rate"):
+        full.step(noise_multiplier=1.0, sample_rate=1.5)

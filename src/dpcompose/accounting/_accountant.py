@@ -21,9 +21,14 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from dpcompose._validation import check_finite_positive, check_positive_int, check_probability
+from dpcompose._validation import (
+    check_finite_nonnegative,
+    check_finite_positive,
+    check_positive_int,
+    check_probability,
+)
 from dpcompose.accounting._calibrate import calibrate_loss
-from dpcompose.accounting._exact import exact, float_up
+from dpcompose.accounting._exact import exact, float_down, float_up
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
@@ -67,12 +72,22 @@ def _step_pair(noise_multiplier: float, sample_rate: float, sampling: str) -> Pr
     return PrivacyLoss.subsampled(PrivacyLoss.gaussian(shift, noise_multiplier), sample_rate, sampling)
 
 
+def _read_rate(sample_rate: object) -> float:
+    """The rate as a double on the safe side: an exact value between doubles (a Fraction) is rounded up
+    (a larger rate never lowers ε)."""
+    value = exact(check_finite_nonnegative(sample_rate, "sample_rate"), "sample_rate")
+    if value > 1:
+        raise InvalidParameter(f"sample_rate={sample_rate!r} must lie in [0, 1]")
+    return min(1.0, float_up(value))
+
+
 def _read_step(noise_multiplier: object, sample_rate: object) -> tuple[float, float]:
-    sigma = float(exact(check_finite_positive(noise_multiplier, "noise_multiplier"), "noise_multiplier"))
-    q = float(exact(check_probability(sample_rate, "sample_rate"), "sample_rate"))
+    """σ rounded down and q rounded up to doubles: the accounted step is never less private than the one
+    that ran."""
+    sigma = float_down(exact(check_finite_positive(noise_multiplier, "noise_multiplier"), "noise_multiplier"))
     if sigma <= 0:  # (a positive number below the smallest double)
         raise InvalidParameter(f"noise_multiplier={noise_multiplier!r} must be a positive double")
-    return sigma, q
+    return sigma, _read_rate(sample_rate)
 
 
 def _composed(groups: Mapping[tuple[float, float], int], sampling: str) -> PrivacyLoss:
@@ -255,7 +270,7 @@ class PLDAccountant:
             UnsupportedComposition: ``sampling="shuffle"``.
         """
         how = _check_sampling(sampling)
-        q = float(exact(check_probability(sample_rate, "sample_rate"), "sample_rate"))
+        q = _read_rate(sample_rate)
         if (steps is None) == (epochs is None):
             raise InvalidParameter(
                 f"steps={steps!r}, epochs={epochs!r}: give exactly one (epochs are read as int(epochs / q) "
@@ -273,8 +288,9 @@ class PLDAccountant:
             raise InvalidParameter(
                 f"steps={t!r} must be at most {MAX_STEPS} (epochs are read as int(epochs / q) steps)"
             )
-        eps = float(exact(check_finite_positive(target_epsilon, "target_epsilon"), "target_epsilon"))
-        dlt = float(exact(check_probability(target_delta, "target_delta"), "target_delta"))
+        # (targets rounded down: the σ found meets a target at most the one asked for)
+        eps = float_down(exact(check_finite_positive(target_epsilon, "target_epsilon"), "target_epsilon"))
+        dlt = float_down(exact(check_probability(target_delta, "target_delta"), "target_delta"))
         if not 0 < dlt < 1:
             raise InvalidParameter(
                 f"target_delta={target_delta!r} must be in (0, 1): Gaussian steps have δ > 0"
