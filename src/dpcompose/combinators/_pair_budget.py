@@ -33,9 +33,8 @@ from dpcompose.combinators._policy import child_losses
 from dpcompose.core import Measurement
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["DOMINANCE_RULE", "PairSchedule", "domination_gap", "offered_pair", "repeated"]
+__all__ = ["PairSchedule", "domination_gap", "offered_pair", "repeated"]
 
-DOMINANCE_RULE = "same family and neighbouring relation, parameters ordered (see domination_gap)"
 
 _NOISE = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _PURE = ("laplace", "discrete_laplace", "randomized_response")  # pairs of ε-DP mechanisms: their ε below
