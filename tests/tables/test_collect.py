@@ -104,9 +104,11 @@ def results(draw: st.DrawFn) -> tuple[Plan, list[str], Any]:
     for _ in found:
         n = draw(st.sampled_from([0, 1, 2, MAX_COUNT]) | st.integers(0, MAX_COUNT))  # 0: skipped
         columns["__dp_n"].append(n)
-        for i in range(n_sums):  # any totals of per-row halves hi in [0, 2**16], lo in [0, 2**16)
-            columns[f"__dp_hi{i}"].append(draw(st.integers(0, n * 2**16) | st.sampled_from([0, n * 2**16])))
-            columns[f"__dp_lo{i}"].append(draw(st.integers(0, n * (2**16 - 1)) | st.just(0)))
+        for i in range(n_sums):  # totals an engine can report: per row u = hi·2**16 + lo in [0, 2**32]
+            hi = draw(st.integers(0, n * 2**16) | st.sampled_from([0, n * 2**16]))
+            full = max(0, hi - n * (2**16 - 1))  # rows that must have hi = 2**16, so lo = 0 (u = 2**32)
+            columns[f"__dp_hi{i}"].append(hi)
+            columns[f"__dp_lo{i}"].append(draw(st.integers(0, (n - full) * (2**16 - 1)) | st.just(0)))
         for name in names[1 + 2 * n_sums :]:
             columns[name].append(draw(st.integers(0, n)))
         if n == 0:  # skipped whatever it holds: an empty total's sums may be null (Spark), or anything
