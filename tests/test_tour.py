@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import builtins
+import inspect
 from typing import Any
 
 import pytest
 
 import dpcompose as dp
+import dpcompose._tour
 from dpcompose._tour import run_tour
 
 
@@ -39,7 +41,17 @@ def test_the_tour_uses_the_catalogue_mean_and_points_to_recipes_and_tables(
     assert run_tour() == 0
     out = capsys.readouterr().out
     assert "make_mean" in out and "resize" in out
-    assert "recipes" in out and "tables" in out.split("Next:")[1]
+    after = out.split("Next:")[1]
+    assert "docs/recipes.md" in after and "docs/tables.md" in after
+
+
+def test_the_tour_builds_its_steps_from_the_catalogue() -> None:
+    """No hand-built Transformation or Measurement (or make_user_*) where a catalogue constructor does the
+    step: the monitors' filtered counts are make_subset_by >> make_count."""
+    source = inspect.getsource(dpcompose._tour)
+    for raw in ("dp.Transformation(", "dp.Measurement(", "make_user_"):
+        assert raw not in source, raw
+    assert "make_subset_by" in source
 
 
 def test_the_tour_shows_tables_with_polars_and_says_how_to_get_them_without(

@@ -39,13 +39,13 @@ def _tables_tour(people: dict[str, list[Any]]) -> None:
     ctx = dp.Context(frame, schema, privacy_loss=1.0, measure=dp.PureDP(), split_evenly_over=2)
     query = (
         ctx.query()
-        .filter(dp.col("age") >= 18)
+        .filter(pl.col("age") >= 18)
         .group_by("region", keys=["north", "south", "east", "west", "centre"])
-        .agg(dp.tables.count(), dp.tables.mean("age"))
+        .agg(pl.len(), pl.col("age").mean())  # Polars expressions, noised: dp.tables.count(), mean("age")
     )
     _say("6. Tables: a dp.Context over a Polars frame, half of ε = 1 per query, one person per row:")
-    _say("   ctx.query().filter(dp.col('age') >= 18).group_by('region', keys=[...])")
-    _say("      .agg(count(), mean('age'))")
+    _say("   ctx.query().filter(pl.col('age') >= 18).group_by('region', keys=[...])")
+    _say("      .agg(pl.len(), pl.col('age').mean())   (Polars expressions; every aggregate is noised)")
     for line in str(query.summarize()).splitlines():
         _say("   " + line)
     result = query.release()
@@ -133,15 +133,9 @@ def run_tour() -> int:
         _say(f"   {'n ' + region:<12} {true:>10} {noisy:>12}")
 
     def region_count_where(region: str, column: int, value: object) -> dp.Transformation[Any, Any, Any, Any]:
-        """Records of one region with ``record[column] == value``: a 1-stable count query."""
-        return dp.Transformation(
-            rows_domain,
-            dp.AtomDomain(int),
-            sym,
-            dp.AbsoluteDistance(),
-            lambda data: sum(1 for r in data if r[1] == region and r[column] == value),
-            dp.accounting.exact,
-        )
+        """Records of one region with ``record[column] == value``: make_subset_by >> make_count (1-stable)."""
+        keep = dp.t.make_subset_by(rows_domain, sym, lambda r: r[1] == region and r[column] == value)
+        return keep >> dp.t.make_count(keep.output_domain, keep.output_metric)
 
     q_a, q_b = monitors(rows)
     smokers: list[str] = []
@@ -168,8 +162,7 @@ def run_tour() -> int:
     _say()
     _tables_tour(people)
     _say()
-    _say(
-        "Next: docs/index.md, then recipes (count, sum, mean, histograms, quantiles), tables, concepts,"
-    )
-    _say("measurements, combinators, accounting, adaptive, verification, security.")
+    _say("Next: docs/index.md, then docs/recipes.md (count, sum, mean, histograms, quantiles),")
+    _say("docs/tables.md (dp.Context over Polars and Spark frames), then concepts, measurements,")
+    _say("combinators, accounting, adaptive, verification and security (docs/<name>.md).")
     return 0

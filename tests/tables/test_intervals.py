@@ -9,6 +9,7 @@ count of covered runs must reach the ``1e-6`` quantile of Binomial(RUNS, 1 − �
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -257,3 +258,53 @@ def test_intervals_of_an_empty_release_and_of_one_key() -> None:
         0 <= iv["age_variance_lo"][0] <= 50 <= iv["age_variance_hi"][0] <= 100**2 / 2 * (1 + 1e-9)
     )  # outward
     assert q.summarize(rows=np.array([10, 100])).rows_per_key == (10, 100)
+
+
+def _dgauss_tail(sigma: Fraction, a: int) -> Any:
+    """``P(|Z| > a)`` for the discrete Gaussian with ``σ² = sigma²``: mpmath sums to ``±(a + 40σ + 40)``
+    (the terms left out are below ``e**-800``)."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(40):
+        s2 = mpmath.mpf(sigma.numerator) ** 2 / mpmath.mpf(sigma.denominator) ** 2
+        top = a + 40 * math.ceil(sigma) + 40
+
+        def f(z: int) -> Any:
+            return mpmath.exp(-mpmath.mpf(z * z) / (2 * s2))
+
+        total = 1 + 2 * mpmath.fsum(f(z) for z in range(1, top + 1))
+        return 2 * mpmath.fsum(f(z) for z in range(a + 1, top + 1)) / total
+
+
+@pytest.mark.parametrize(
+    "sigma", [Fraction(1, 2), Fraction(3), Fraction(4669, 1000), Fraction(10), Fraction(75)]
+)
+@pytest.mark.parametrize("alpha", [0.05, split_alpha(0.05, 3), 1e-6])
+def test_the_gaussian_half_width_is_the_least_certified_one(sigma: Fraction, alpha: float) -> None:
+    """A zCDP table's half-width is the accuracy module's for the discrete Gaussian that runs (σ² = scale²):
+    valid (the exact tail at ``a`` is at most α) and the least such ``a`` (the exact tail at ``a − 1`` is
+    above α). The σ-sub-Gaussian bound ``⌈σ√(2 ln(2/α))⌉`` gives 28 for σ = 10 at α = 0.05, not 20."""
+    a = component_half_width(sigma, True, alpha)
+    assert a == dp.accuracy.discrete_gaussian_scale_to_accuracy(sigma, alpha)
+    assert _dgauss_tail(sigma, a) <= alpha
+    assert a == 0 or _dgauss_tail(sigma, a - 1) > alpha
+    if (sigma, alpha) == (Fraction(10), 0.05):
+        assert a == 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [Fraction(1, 2), Fraction(4669, 1000), Fraction(10), Fraction(2000)])
+@pytest.mark.parametrize("alpha", [0.05, 0.01])
+def test_the_gaussian_half_width_covers_the_sampler_by_simulation(sigma: Fraction, alpha: float) -> None:
+    """Draws of ``make_discrete_gaussian`` (seeded) leave ``[−a, a]`` in at most the ``1 − 1e-6`` quantile
+    of Binomial(N, α) draws; at ``a − 1`` (narrower) they leave it more often than α allows (the check can
+    fail), except where the two tails are too close to tell apart at this N."""
+    n = 400_000
+    a = component_half_width(sigma, True, alpha)
+    noise = dp.m.make_discrete_gaussian(
+        dp.VectorDomain(dp.AtomDomain(int)), dp.L2Distance(), sigma, rng=np.random.default_rng(int(sigma * 7))
+    )
+    z = np.abs(noise(np.zeros(n, dtype=np.int64)))
+    allowed = binom.ppf(1 - 1e-6, n, alpha)
+    assert int((z > a).sum()) <= allowed
+    if float(_dgauss_tail(sigma, a - 1)) > 1.05 * alpha:
+        assert int((z > a - 1).sum()) > binom.ppf(1e-6, n, alpha)

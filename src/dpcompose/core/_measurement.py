@@ -291,11 +291,13 @@ def make_user_measurement(
     Examples:
         >>> import dpcompose as dp
         >>> from fractions import Fraction
-        >>> m = dp.make_user_measurement(
-        ...     dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(), lambda x: x, lambda d: Fraction(0),
-        ...     trusted=True, name="my_release")
+        >>> m = dp.make_user_measurement(  # a release that reads nothing of x: ε = 0 at every d_in
+        ...     dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(), lambda x: "schema v2",
+        ...     lambda d: Fraction(0), trusted=True, name="my_release")
         >>> m
         Measurement(my_release [UNVERIFIED]: AtomDomain(int), AbsoluteDistance() -> PureDP())
+        >>> m(41), m.map(3)
+        ('schema v2', Fraction(0, 1))
         >>> bad = dp.make_user_measurement(dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(),
         ...     lambda x: x, lambda d: -d, trusted=True)
         >>> bad.map(1)
@@ -350,11 +352,12 @@ def make_user_transformation(
 
     Examples:
         >>> import dpcompose as dp
-        >>> rows = dp.VectorDomain(dp.AtomDomain(int))
-        >>> double = dp.make_user_transformation(rows, rows, dp.SymmetricDistance(), dp.SymmetricDistance(),
-        ...     lambda xs: [2 * x for x in xs], lambda d: d, trusted=True, name="double")
-        >>> double([1, 2]), double.map(3)
-        ([2, 4], 3)
+        >>> ages = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 120)))
+        >>> oldest = dp.make_user_transformation(  # two maxima in [0, 120] are at most 120 apart
+        ...     ages, dp.AtomDomain(int), dp.SymmetricDistance(), dp.AbsoluteDistance(),
+        ...     lambda xs: max(xs, default=0), lambda d: 120 if d else 0, trusted=True, name="oldest")
+        >>> oldest([31, 87, 45]), oldest.map(0), oldest.map(3)
+        (87, Fraction(0, 1), Fraction(120, 1))
     """
     _check_trusted(trusted, "transformation")
     _check_callable(function, "function")

@@ -32,8 +32,8 @@ The float arithmetic is padded outward by a relative ``2**-40`` of the magnitude
 the few roundings each step makes).
 
 Source: the union bound (Boole's inequality); Popoviciu 1935 (variance of a bounded variable); the noise
-tails are :mod:`dpcompose.accuracy`'s (discrete Laplace, exact) and Canonne–Kamath–Steinke 2020 Cor. 9
-(the discrete Gaussian is σ-sub-Gaussian).
+tails are :mod:`dpcompose.accuracy`'s (discrete Laplace: exact; discrete Gaussian (Canonne–Kamath–Steinke
+2020): its exact tail bounded by sums and integrals rounded outward).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.accounting._exact import log_up, next_down, sqrt_up
-from dpcompose.accuracy import discrete_laplace_scale_to_accuracy
+from dpcompose.accounting._exact import next_down
+from dpcompose.accuracy import discrete_gaussian_scale_to_accuracy, discrete_laplace_scale_to_accuracy
 from dpcompose.tables._engine import SumSpec
 from dpcompose.tables._fixed import grid_bound
 
@@ -72,19 +72,22 @@ def split_alpha(alpha: float, parts: int) -> float:
 def component_half_width(scale: Fraction, gaussian: bool, alpha: float) -> int:
     """An integer ``a`` with ``P(|Z| > a) <= alpha`` for the noise ``Z`` of one released vector entry.
 
-    Discrete Laplace of scale ``t``: the exact least such ``a`` (:func:`~dpcompose.accuracy.
-    discrete_laplace_scale_to_accuracy`). Discrete Gaussian of scale ``σ``: it is σ-sub-Gaussian
-    (Canonne–Kamath–Steinke 2020, Cor. 9), so ``P(|Z| >= x) <= 2·exp(−x²/(2σ²))`` and ``a = ⌈σ·√(2 ln(2/α))⌉``
-    (rounded up) suffices.
+    The least ``a`` that :mod:`dpcompose.accuracy` certifies for the sampler that runs: discrete Laplace of
+    scale ``t`` (:func:`~dpcompose.accuracy.discrete_laplace_scale_to_accuracy`, the exact tail) or
+    discrete Gaussian with ``σ² = scale²`` (:func:`~dpcompose.accuracy.discrete_gaussian_scale_to_accuracy`:
+    the exact tail ``2·Σ_{z>a} f(z) / Σ_z f(z)``, ``f(z) = e^{−z²/(2σ²)}``, bounded above by explicit
+    sums and integrals rounded outward).
+
+    Source: Ghosh–Roughgarden–Sundararajan 2009 (the discrete Laplace tail); Canonne–Kamath–Steinke 2020
+    (the discrete Gaussian; its sum/integral tail bounds are proven in :mod:`dpcompose.accuracy`).
 
     Examples:
         >>> component_half_width(Fraction(2), False, 0.05), component_half_width(Fraction(10), True, 0.05)
-        (6, 28)
+        (6, 20)
     """
-    if not gaussian:
-        return discrete_laplace_scale_to_accuracy(scale, alpha)
-    bound = sqrt_up(scale * scale * 2 * Fraction(log_up(Fraction(2) / Fraction(alpha))))
-    return math.ceil(bound)
+    if gaussian:
+        return discrete_gaussian_scale_to_accuracy(scale, alpha)
+    return discrete_laplace_scale_to_accuracy(scale, alpha)
 
 
 def _exact_grid(spec: SumSpec) -> bool:

@@ -370,11 +370,13 @@ class TableQuery:
         ``x_count_distinct``, and each quantile by its result column: a count's or a sum's interval is its
         release ± ``a`` (a sum's is for the values on the column's grid ``2**k``, within ``n·2**k/2`` of the
         clamped values' sum). Discrete Laplace with scale t: ``P(|Z| > a) = 2·p**(a+1)/(1+p)``,
-        ``p = e**(-1/t)`` (exact). Discrete Gaussian: σ-sub-Gaussian (Canonne–Kamath–Steinke 2020, Cor. 9),
-        so ``a = ⌈σ·√(2 ln(2/alpha))⌉`` is an upper bound. A quantile's row is in records: with probability
-        ``>= 1 - alpha`` (a union bound over its ``m`` candidates' noises) the chosen candidate ``c`` has
-        ``|(1 − q)·L(c) − q·G(c)|`` within that many records of the best candidate's (``L``, ``G``: the
-        values below and above ``c``), so at most ``q·n + s* + a`` values lie below it and
+        ``p = e**(-1/t)`` (exact). Discrete Gaussian with σ: the least ``a`` at which an upper bound (by
+        sums and integrals) on the exact tail ``2·Σ_{z>a} f(z) / Σ_z f(z)``, ``f(z) = e**(-z²/(2σ²))``
+        (Canonne–Kamath–Steinke 2020), is at most ``alpha``
+        (:func:`dpcompose.accuracy.discrete_gaussian_scale_to_accuracy`). A quantile's row is in records:
+        with probability ``>= 1 - alpha`` (a union bound over its ``m`` candidates' noises) the chosen
+        candidate ``c`` has ``|(1 − q)·L(c) − q·G(c)|`` within that many records of the best candidate's
+        (``L``, ``G``: the values below and above ``c``), so at most ``q·n + s* + a`` values lie below it and
         ``(1 − q)·n + s* + a`` above (``s*`` the best candidate's score).
 
         ``.statistics``: per mean and variance, the half-width at most (half the width) of the certified
