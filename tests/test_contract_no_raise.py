@@ -194,6 +194,40 @@ CASES: dict[str, list[Case]] = {
             [],
         ),
     ],
+    "make_groupwise": [
+        (
+            "keys, sum",
+            lambda: dp.t.make_groupwise(
+                TUPLES, SYM, _tuple_sum(), by=0, keys=[0, "a", None], bounds=(-5, 5), metric=L1
+            ),
+            [],
+        ),
+        (
+            "buckets, change one, failing function",
+            lambda: dp.t.make_groupwise(
+                TUPLES,
+                CHG,
+                lambda part: 1.0 / (len(part) - 2),
+                by=lambda r: r[0],
+                buckets=4,
+                bounds=(-1.0, 1.0),
+            ),
+            [],
+        ),
+        (
+            "user level, resized mean",
+            lambda: dp.t.make_groupwise(
+                TUPLES,
+                dp.SymmetricIdDistance(0),
+                _tuple_mean(),
+                by=0,
+                buckets=3,
+                bounds=(0.0, 1.0),
+                metric=L2,
+            ),
+            [],
+        ),
+    ],
     "make_partition": [
         ("mod", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: r % 3, keys=[0, 1, 2]), []),
         ("failing by", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: 1 // (r % 3), keys=[0, 1]), []),
@@ -508,6 +542,21 @@ CASES: dict[str, list[Case]] = {
         ),
     ],
 }
+
+
+def _tuple_sum() -> Any:
+    """Column 1 of tuple rows as an int in [-2, 2] (0 when missing or not an int), summed."""
+    col = dp.t.make_select_column(TUPLES, SYM, 1, dp.AtomDomain(int), 0)
+    clamped = col >> dp.t.make_clamp(col.output_domain, SYM, (-2, 2))
+    return clamped >> dp.t.make_sum(clamped.output_domain, SYM)
+
+
+def _tuple_mean() -> Any:
+    """Column 1 of tuple rows as a float in [0, 1], resized to 3 rows (pad 0.5), averaged."""
+    col = dp.t.make_select_column(TUPLES, SYM, 1, dp.AtomDomain(float), 0.5)
+    clamped = col >> dp.t.make_clamp(col.output_domain, SYM, (0.0, 1.0))
+    sized = clamped >> dp.t.make_resize(clamped.output_domain, SYM, size=3, constant=0.5)
+    return sized >> dp.t.make_mean(sized.output_domain, SYM)
 
 
 def test_every_public_constructor_has_a_contract_case() -> None:

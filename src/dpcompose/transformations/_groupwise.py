@@ -42,7 +42,7 @@ from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 from dpcompose.transformations._contributions import column_class, row_encoding, safe_class
 
-__all__ = ["BUCKET_PERSON", "TABLE_LIMIT", "bucket_of", "make_groupwise", "worst_spread"]
+__all__ = ["BUCKET_PERSON", "MAX_BUCKETS", "TABLE_LIMIT", "bucket_of", "make_groupwise", "worst_spread"]
 
 BUCKET_PERSON = b"dpc.groupwise.v1"
 """The BLAKE2b personalisation of the bucket hash (public: it fixes the hash, it keeps nothing secret)."""
@@ -50,6 +50,9 @@ BUCKET_PERSON = b"dpc.groupwise.v1"
 TABLE_LIMIT = 2**15
 """The most rows changed (``T`` below) for which the map tabulates the statistic's stability map; beyond
 it the map uses the range bound, which is valid for every ``T`` (see :func:`make_groupwise`)."""
+
+MAX_BUCKETS = 2**20
+"""The most hashed buckets (the output holds one value per bucket)."""
 
 _DP_LIMIT = 2**22
 """The most additions the exact dynamic programme of :func:`worst_spread` may spend (parts × T²)."""
@@ -159,6 +162,8 @@ class _HashParts(_Parts):
 
     def __init__(self, buckets: object) -> None:
         self.count = check_positive_int(buckets, "buckets")
+        if self.count > MAX_BUCKETS:
+            raise InvalidParameter(f"buckets={_short(buckets)} must be at most 2**20 (one value per bucket)")
         self.label = ("buckets", str(self.count))
 
     def index(self, key_class: bytes) -> int | None:
@@ -174,34 +179,77 @@ def _parts(keys: object, buckets: object) -> _Parts:
     return _KeyParts(keys) if keys is not None else _HashParts(buckets)
 
 
-def _key_reader(by: object, input_metric: Metric) -> Callable[[Any], bytes | None]:
-    """The identity class of a record's key (None: the record goes to no part). Never raises."""
-    if isinstance(input_metric, SymmetricIdDistance) and (
-        isinstance(by, bool) or not isinstance(by, (int, str)) or by != input_metric.id_key
-    ):
-        raise InvalidParameter(
-            f"by={_short(by)} must be the identifier column {input_metric.id_key!r} of {input_metric!r}: "
-            "only a partition by the identifier puts all of a person's rows in one part"
-        )
-    if isinstance(by, (int, str)) and not isinstance(by, bool):
-        column = by
+_PLAIN_KEYS = (int, str)
+"""Key types whose identity class is a function of ``(type, value)`` as a dict compares them: a key of
+exactly one of these types is routed once per distinct value and remembered for the rest of the run."""
 
-        def read_column(record: Any) -> bytes | None:
-            return column_class(record, column)
 
-        return read_column
-    if callable(by):
-        key_of: Callable[[Any], Hashable] = by
+class _Router:
+    """Sends each record to its part (or none), by the identity class of its key. Never raises."""
 
-        def read_key(record: Any) -> bytes | None:
-            try:
-                value = key_of(record)
-            except Exception:  # a record's own failure sends it to no part; nothing escapes
-                return None
-            return safe_class(value)
+    def __init__(self, by: object, input_metric: Metric, parts: _Parts) -> None:
+        if isinstance(input_metric, SymmetricIdDistance) and (
+            isinstance(by, bool) or not isinstance(by, (int, str)) or by != input_metric.id_key
+        ):
+            raise InvalidParameter(
+                f"by={_short(by)} must be the identifier column {input_metric.id_key!r} of {input_metric!r}: "
+                "only a partition by the identifier puts all of a person's rows in one part"
+            )
+        self.parts = parts
+        if isinstance(by, (int, str)) and not isinstance(by, bool):
+            self.column: int | str | None = by
+            self.key_of: Callable[[Any], Any] | None = None
+        elif callable(by):
+            self.column, self.key_of = None, by
+        else:
+            raise InvalidParameter(
+                f"by={_short(by)} must be a column index, a column name or a function of a record"
+            )
 
-        return read_key
-    raise InvalidParameter(f"by={_short(by)} must be a column index, a column name or a function of a record")
+    def _slow(self, record: Any) -> int | None:
+        if self.column is not None:
+            return self.parts.index(column_class(record, self.column))
+        assert self.key_of is not None
+        try:
+            value = self.key_of(record)
+        except Exception:  # a record's own failure sends it to no part; nothing escapes
+            return None
+        return self.parts.index(safe_class(value))
+
+    def split(self, data: Any, k: int) -> list[list[Any]]:
+        """The k parts of ``data``, each in input order. A key of a plain type (exactly ``int`` or
+        ``str``) read from a plain record (exactly a tuple, list or dict, where ``record[column]`` is
+        what :func:`column_class` reads) is routed once per distinct value; every other record by its
+        class. Both give the same part."""
+        groups: list[list[Any]] = [[] for _ in range(k)]
+        memo: dict[tuple[type, Any], int | None] = {}
+        column, key_of = self.column, self.key_of
+        for record in data:
+            value: Any = None
+            if key_of is not None:
+                try:
+                    value = key_of(record)
+                except Exception:  # a record's own failure sends it to no part; nothing escapes
+                    continue
+            elif type(record) in (tuple, list, dict):
+                try:
+                    value = record[column]
+                except Exception:  # no such column: the class "missing", by the slow path
+                    value = None
+            kind = type(value)
+            if kind in _PLAIN_KEYS:
+                key = (kind, value)
+                if key in memo:
+                    i = memo[key]
+                else:
+                    i = memo[key] = self.parts.index(safe_class(value))
+            elif key_of is not None:
+                i = self.parts.index(safe_class(value))
+            else:
+                i = self._slow(record)
+            if i is not None:
+                groups[i].append(record)
+        return groups
 
 
 class _Range:
@@ -436,7 +484,7 @@ def make_groupwise(
         check_dataset_metric(input_metric)
     assert isinstance(input_domain, VectorDomain)
     parts = _parts(keys, buckets)
-    key_class = _key_reader(by, input_metric)
+    router = _Router(by, input_metric, parts)
     part_domain = VectorDomain(input_domain.element_domain)
     plan: _Statistic
     if isinstance(statistic, Transformation):
@@ -465,14 +513,8 @@ def make_groupwise(
     dtype = np.int64 if span.carrier is int else np.float64
 
     def run(data: Any) -> Any:
-        groups: list[list[Any]] = [[] for _ in range(k)]
-        for record in data:
-            c = key_class(record)
-            i = None if c is None else parts.index(c)
-            if i is not None:
-                groups[i].append(record)
         values = []
-        for group in groups:
+        for group in router.split(data, k):
             try:
                 value = plan.value(group)
             except Exception:  # the statistic's failure is the defined value lo; nothing escapes
