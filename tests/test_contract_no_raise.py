@@ -215,6 +215,20 @@ CASES: dict[str, list[Case]] = {
             [],
         ),
         (
+            "vector: histograms per part",
+            lambda: dp.t.make_groupwise(
+                TUPLES,
+                SYM,
+                dp.t.make_map_rows(TUPLES, SYM, len, dp.AtomDomain(int), 0)
+                >> dp.t.make_count_by_categories(dp.VectorDomain(dp.AtomDomain(int)), SYM, [0, 1, 2]),
+                by=lambda r: r[0],
+                buckets=3,
+                bounds=(0, 5),
+                metric=L1,
+            ),
+            [],
+        ),
+        (
             "user level, resized mean",
             lambda: dp.t.make_groupwise(
                 TUPLES,

@@ -178,6 +178,49 @@ def test_user_level_map_bounds_brute_force(
     assert got <= Fraction(t.map(d_in)) * (1 + Fraction(1, 10**9))
 
 
+WORDS = dp.VectorDomain(dp.AtomDomain(str))
+words = st.lists(st.sampled_from(["ax", "ay", "bx", "by", "cz", "a", "b"]), max_size=8)
+
+
+@settings(max_examples=25, deadline=None)
+@given(base=words, extra=words, drop=st.integers(0, 3), norm=st.sampled_from([1, 2]), flat=st.booleans())
+def test_vector_statistic_map_bounds_brute_force(
+    base: list[str], extra: list[str], drop: int, norm: int, flat: bool
+) -> None:
+    hist = dp.t.make_count_by_categories(WORDS, SYM, ["ax", "ay", "bx"], norm=norm)  # 4 counts per part
+    metric = hist.output_metric if flat else dp.ChangeOneDistance()
+    t = dp.t.make_groupwise(WORDS, SYM, hist, by=lambda w: w[0], buckets=2, bounds=(0, 3), metric=metric)
+    neighbour = base[drop:] + extra
+    a, b = t(base), t(neighbour)
+    assert a.shape == ((8,) if flat else (2, 4))
+    if flat:
+        diff = np.abs(a - b).astype(float)
+        got = float(diff.sum()) if norm == 1 else float(np.sqrt((diff * diff).sum()))
+    else:
+        got = float(np.any(a != b, axis=1).sum())
+    assert got <= float(t.map(min(drop, len(base)) + len(extra))) * (1 + 1e-12)
+
+
+def test_vector_statistic_parts_and_range() -> None:
+    hist = dp.t.make_count_by_categories(WORDS, SYM, ["ax", "ay", "bx"])  # L1, one record moves 1
+    t = dp.t.make_groupwise(
+        WORDS, SYM, hist, by=lambda w: w[0], keys=["a", "b"], bounds=(0, 2), metric=dp.L1Distance()
+    )
+    assert t(["ax", "ax", "ax", "ay", "bx", "zz"]).tolist() == [2, 1, 0, 0, 0, 0, 1, 0]  # clamped to 2
+    assert t.map(1) == 1 and t.map(5) == 5 and t.map(100) == 16  # 2 parts × 4 counts × 2
+    user_rows = dp.VectorDomain(dp.AtomDomain(tuple))
+    sel = dp.t.make_select_column(user_rows, SYM, 1, dp.AtomDomain(str), "")
+    user_hist = sel >> dp.t.make_count_by_categories(sel.output_domain, SYM, ["x", "y"], norm=2)
+    u = dp.t.make_groupwise(
+        user_rows, USER, user_hist, by=0, buckets=3, bounds=(0, 4), metric=dp.L2Distance()
+    )
+    assert 12 <= u.map(3) <= 12 * (1 + 1e-12)  # √3 parts · √3 counts · 4
+    with pytest.raises(InvalidParameter, match="own L2Distance"):
+        dp.t.make_groupwise(
+            user_rows, USER, user_hist, by=0, buckets=3, bounds=(0, 4), metric=dp.L1Distance()
+        )
+
+
 def test_maps_are_exact_where_attained() -> None:
     stat = int_sum(0, 3)  # one record moves a part by at most 3
     kw: dict[str, Any] = {"by": 0, "buckets": 4, "bounds": (0, 5)}
@@ -280,9 +323,15 @@ def test_bad_statistics_and_domains_are_refused() -> None:
     sized = dp.t.make_mean(dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 1)), size=3), SYM)
     with pytest.raises(DomainMismatch, match="input_domain"):
         dp.t.make_groupwise(ints, SYM, sized, by=lambda r: r, buckets=2, bounds=(0, 1))
-    counts = dp.t.make_select_column(ROWS, SYM, 1, dp.AtomDomain(int), 0)  # a vector, not a number
-    with pytest.raises(DomainMismatch, match="output_domain"):
+    counts = dp.t.make_select_column(ROWS, SYM, 1, dp.AtomDomain(int), 0)  # rows, not a number
+    with pytest.raises(DomainMismatch, match="output_metric"):
         dp.t.make_groupwise(ROWS, SYM, counts, by=0, buckets=2, bounds=(0, 1))
+    strings = dp.t.make_map_rows(ROWS, SYM, str, dp.AtomDomain(str), "")
+    counted = strings >> dp.t.make_count_by_categories(strings.output_domain, SYM, ["a"])
+    unsized = dp.t.make_groupwise(ROWS, SYM, counted, by=0, buckets=2, bounds=(0, 1))  # a sized vector: fine
+    assert unsized.output_domain == dp.VectorDomain(
+        dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 1)), size=2), size=2
+    )
     change = dp.t.make_count(ROWS, CHG)
     with pytest.raises(DomainMismatch, match="SymmetricDistance"):
         dp.t.make_groupwise(ROWS, SYM, change, by=0, buckets=2, bounds=(0, 1))

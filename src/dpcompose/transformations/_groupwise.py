@@ -253,15 +253,17 @@ class _Router:
 
 
 class _Range:
-    """The per-part value's bounds [lo, hi] (outward to the carrier) and the clamp onto them."""
+    """A part's value: one number or a vector of ``size`` numbers, each within [lo, hi] (outward to the
+    carrier), and the clamp onto them."""
 
-    def __init__(self, carrier: type, bounds: object) -> None:
+    def __init__(self, carrier: type, bounds: object, size: int | None = None) -> None:
         if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
             raise InvalidParameter(f"bounds={_short(bounds)} must be a pair (lo, hi)")
         lo, hi = exact(bounds[0], "bounds[0]"), exact(bounds[1], "bounds[1]")
         if lo > hi:
             raise InvalidParameter(f"bounds={_short(bounds)} must satisfy lo <= hi")
         self.carrier = carrier
+        self.size = size
         if carrier is int:
             lo_i, hi_i = math.ceil(lo), math.floor(hi)
             if lo_i > hi_i or not (lo_i >= -_INT64 - 1 and hi_i <= _INT64):
@@ -277,9 +279,21 @@ class _Range:
                 raise InvalidParameter(f"bounds={_short(bounds)} must lie within the float range")
             self.lo, self.hi = lo_f, hi_f
             self.width = Fraction(hi_f) - Fraction(lo_f)
+        self.dtype = np.int64 if carrier is int else np.float64
 
     def clamp(self, value: Any) -> Any:
-        """The value onto [lo, hi]; a value that is not a number (or NaN) is ``lo``. Never raises."""
+        """The value onto [lo, hi] (each coordinate of a vector); a value that is not a number (or NaN),
+        and a vector of another shape, is ``lo`` (every coordinate). Never raises."""
+        if self.size is not None:
+            try:
+                arr = np.asarray(value, dtype=self.dtype)
+            except Exception:  # not numbers: the defined fallback
+                arr = None
+            if arr is None or arr.shape != (self.size,):
+                return np.full(self.size, self.lo, dtype=self.dtype)
+            if self.carrier is float:
+                arr = np.where(np.isnan(arr), self.lo, arr)
+            return np.clip(arr, self.lo, self.hi)
         try:
             v = int(value) if self.carrier is int else float(value)
         except Exception:  # not a number: the defined fallback
@@ -288,7 +302,7 @@ class _Range:
             return self.lo
         return min(max(v, self.lo), self.hi)
 
-    def domain(self) -> AtomDomain:
+    def atom(self) -> AtomDomain:
         return AtomDomain(self.carrier, bounds=(self.lo, self.hi))
 
 
@@ -298,12 +312,27 @@ class _Statistic:
 
     span: _Range
     trust_map: bool
+    norm: type[Metric]  # the metric a part's change is measured in (the statistic's output metric)
 
     def value(self, part: list[Any]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def stat_map(self, rows: int) -> Fraction:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def part_range(self) -> Fraction:
+        """The most a part's clamped value can move, in ``norm``: w = hi − lo for a number or in L∞,
+        m·w in L1, √m·w (rounded up) in L2, for a vector of m coordinates each moving at most w. Tight:
+        lo everywhere against hi everywhere."""
+        m, w = self.span.size, self.span.width
+        if m is None or self.norm is LInfDistance:
+            return w
+        if self.norm is L1Distance:
+            return m * w
+        return sqrt_up_q(m * w * w)
+
+
+_VECTOR_NORMS = (L1Distance, L2Distance, LInfDistance)
 
 
 class _TransformationStatistic(_Statistic):
@@ -318,31 +347,37 @@ class _TransformationStatistic(_Statistic):
                 f"statistic's input_metric={statistic.input_metric!r} must be SymmetricDistance(): a part "
                 "gains and loses records"
             )
-        out = statistic.output_domain
+        out, out_metric = statistic.output_domain, statistic.output_metric
+        size: int | None = None
+        if isinstance(out, VectorDomain) and out.size is not None and isinstance(out_metric, _VECTOR_NORMS):
+            size, out = out.size, out.element_domain
+        elif not isinstance(out_metric, AbsoluteDistance):
+            raise DomainMismatch(
+                f"statistic's output_metric={out_metric!r} must be AbsoluteDistance() (a number per part) or "
+                "L1Distance()/L2Distance()/LInfDistance() on a sized vector"
+            )
         if not (isinstance(out, AtomDomain) and out.carrier in (int, float)):
             raise DomainMismatch(
-                f"statistic's output_domain={out!r} must be AtomDomain(int) or AtomDomain(float): one number "
-                "per part"
-            )
-        if not isinstance(statistic.output_metric, AbsoluteDistance):
-            raise DomainMismatch(
-                f"statistic's output_metric={statistic.output_metric!r} must be AbsoluteDistance()"
+                f"statistic's output_domain={statistic.output_domain!r} must be AtomDomain(int|float) or a "
+                "sized VectorDomain of them: one number or one vector per part"
             )
         if bounds is None and out.bounds is None:
             raise DomainMismatch(
-                f"statistic's output_domain={out!r} has no bounds: pass bounds=(lo, hi), the range every "
-                "part's value is clamped to"
+                f"statistic's output_domain={statistic.output_domain!r} has no bounds: pass bounds=(lo, hi), "
+                "the range every part's value (each coordinate) is clamped to"
             )
-        self.span = _Range(out.carrier, out.bounds if bounds is None else bounds)
+        self.span = _Range(out.carrier, out.bounds if bounds is None else bounds, size)
         # an output domain that admits NaN has no stability for NaN outputs: the range alone bounds a part
         self.trust_map = not out.nan
+        self.norm = type(out_metric)
         self.statistic = statistic
 
     def value(self, part: list[Any]) -> Any:
         return self.statistic.function(part)  # a part's records are in the domain: no check needed
 
     def stat_map(self, rows: int) -> Fraction:
-        return AbsoluteDistance().validate(self.statistic.map(rows), "statistic.map")
+        d: Fraction = self.statistic.output_metric.validate(self.statistic.map(rows), "statistic.map")
+        return d
 
 
 class _FunctionStatistic(_Statistic):
@@ -360,6 +395,7 @@ class _FunctionStatistic(_Statistic):
         )
         self.span = _Range(int if ints else float, bounds)
         self.trust_map = False
+        self.norm = AbsoluteDistance
         self.function = function
 
     def value(self, part: list[Any]) -> Any:
@@ -368,6 +404,27 @@ class _FunctionStatistic(_Statistic):
 
     def stat_map(self, rows: int) -> Fraction:  # pragma: no cover - trust_map is False
         return self.span.width
+
+
+def _output_metric(metric: object, plan: _Statistic) -> Metric:
+    """The output metric: changed parts (default), or a norm — any of L∞/L1/L2 for numbers, the
+    statistic's own norm for vectors (a part's change is known in that norm only)."""
+    out: object = ChangeOneDistance() if metric is None else metric
+    if isinstance(out, LInfDistance) and out.monotonic:
+        raise InvalidParameter(
+            "metric=LInfDistance(monotonic=True) does not hold: the parts' values can move in different "
+            "directions; use LInfDistance()"
+        )
+    if plan.span.size is None:
+        allowed: tuple[type[Metric], ...] = (ChangeOneDistance, *_VECTOR_NORMS)
+        names = "ChangeOneDistance(), LInfDistance(), L1Distance() or L2Distance()"
+    else:
+        allowed = (ChangeOneDistance, plan.norm)
+        names = f"ChangeOneDistance() or the statistic's own {plan.norm.__name__}()"
+    if type(out) not in allowed:
+        raise InvalidParameter(f"metric={_short(metric)} must be {names}")
+    assert isinstance(out, Metric)
+    return out
 
 
 @recorded
@@ -399,6 +456,10 @@ def make_groupwise(
     on their order (records that encoding cannot tell apart, objects of unknown types, keep their input
     order). A function must depend on its argument alone (no state shared between calls).
 
+    A transformation statistic may also return a vector of m numbers (a sized ``VectorDomain`` under
+    ``L1Distance``, ``L2Distance`` or ``LInfDistance``: a histogram, a clipped vector sum): then each
+    coordinate is clamped to ``bounds``, and a part's change is measured in the statistic's norm.
+
     Each part's value is the statistic of the part, clamped to ``bounds`` (default: the bounds of the
     statistic's output domain; a function needs them, and its values are ints when both bounds are ints,
     floats otherwise). An **empty part** is passed to the statistic like any other: its value is the
@@ -406,11 +467,15 @@ def make_groupwise(
     gives that constant). A part on which the statistic raises or returns NaN or a non-number gets
     ``lo``. So the transformation never raises on data in its domain.
 
-    Stability (proof). Let the parts' values be vᵢ = clamp(s(Pᵢ)), R = hi − lo (after rounding the bounds
-    outward to the carrier), and g(j) = min(s.map(j), R) for j ≥ 1, g(0) = 0: two parts whose records
-    are j apart in ``SymmetricDistance`` have values at most g(j) apart, since clamping is 1-Lipschitz
-    and maps into an interval of width R. (A transformation statistic must take a part of any size under
-    ``SymmetricDistance``; when its output domain admits NaN, and for a function, g(j) = R.)
+    Stability (proof). Let the parts' values be vᵢ = clamp(s(Pᵢ)), w = hi − lo (after rounding the bounds
+    outward to the carrier), R the most a clamped value can move (w for a number; for a vector of m
+    coordinates in the statistic's norm: w in L∞, m·w in L1, √m·w rounded up in L2 — lo everywhere against
+    hi everywhere), and g(j) = min(s.map(j), R) for j ≥ 1, g(0) = 0: two parts whose records are j apart
+    in ``SymmetricDistance`` have values at most g(j) apart, since clamping (coordinate by coordinate) is
+    1-Lipschitz in every one of these norms and maps into a box of diameter R; min(s.map(j), R) is the
+    largest norm in the intersection of that ball and the box, so it is tight given s.map and R. (A
+    transformation statistic must take a part of any size under ``SymmetricDistance``; when its output
+    domain admits NaN, and for a function, g(j) = R.)
 
     * Row level. Adding or removing one record changes exactly one part by one record (the record's part
       is a function of the record alone), so datasets ``d_in`` apart in ``SymmetricDistance`` give parts
@@ -424,12 +489,17 @@ def make_groupwise(
     The output distance, by ``metric``:
 
     * ``ChangeOneDistance()`` (default; the number of changed parts, for median of means, votes and any
-      consumer of a sized dataset of k values): min(T, k) (user level: min(d_in, k)); 0 when R = 0.
+      consumer of a sized dataset of k values — or of k vectors): min(T, k) (user level: min(d_in, k));
+      0 when w = 0.
     * ``LInfDistance()``: max over 1 ≤ j ≤ T of g(j) (user level: R).
     * ``L1Distance()``: the most Σ g(jᵢ) over allocations with Σ jᵢ ≤ T (:func:`worst_spread`; user level:
       min(d_in, k)·R).
     * ``L2Distance()``: the square root (rounded up to a rational) of the most Σ g(jᵢ)² over the same
-      allocations (user level: √min(d_in, k)·R).
+      allocations (user level: √min(d_in, k)·R, rounded up).
+
+    For numbers any of the four applies; for vectors, ``ChangeOneDistance()`` or the statistic's own norm
+    (the k vectors are then concatenated, part by part, into one vector of k·m: its L1 distance is the
+    sum of the parts', its squared L2 distance the sum of their squares, its L∞ distance their maximum).
 
     Each is attained by some allocation of the changed rows (given only s.map and R), so none is loose
     beyond those two facts. For T above ``TABLE_LIMIT`` rows the statistic's map is not tabulated and
@@ -441,18 +511,21 @@ def make_groupwise(
             (then ``by`` must be ``id_key``).
         statistic: a library ``Transformation`` from ``VectorDomain(element)`` (the input's element
             domain, no size) under ``SymmetricDistance()`` to a number (``AtomDomain(int|float)``,
-            ``AbsoluteDistance()``), or a function of a part's records (a list) returning a number.
+            ``AbsoluteDistance()``) or to a sized vector of numbers (``L1Distance()``, ``L2Distance()`` or
+            ``LInfDistance()``), or a function of a part's records (a list) returning a number.
         by: the key's column (an index or a name) or a function of a record.
         keys: the declared keys, one part each (give this or ``buckets``).
         buckets: the number k of hashed buckets (give this or ``keys``).
         bounds: ``(lo, hi)``, the range of a part's value; needed when the statistic's output domain has
             none.
         metric: the output metric: ``ChangeOneDistance()`` (default), ``LInfDistance()``,
-            ``L1Distance()`` or ``L2Distance()``.
+            ``L1Distance()`` or ``L2Distance()`` (for a vector statistic: the statistic's own).
 
     Returns:
         A transformation onto ``VectorDomain(AtomDomain(carrier, bounds=(lo, hi)), size=k)`` (a numpy
-        ``float64`` or ``int64`` array of the k part values, in part order).
+        ``float64`` or ``int64`` array of the k part values, in part order). For a vector statistic of m
+        coordinates: a (k, m) array in ``VectorDomain(VectorDomain(atom, size=m), size=k)`` under
+        ``ChangeOneDistance``, else the k·m values concatenated.
 
     Raises:
         DomainMismatch: a domain or metric that does not fit (named), a statistic that does not take an
@@ -496,21 +569,14 @@ def make_groupwise(
             f"statistic={_short(statistic)} must be a Transformation or a function of a part's records"
         )
     span = plan.span
-    out_metric: Metric = ChangeOneDistance() if metric is None else metric
-    if isinstance(out_metric, LInfDistance) and out_metric.monotonic:
-        raise InvalidParameter(
-            "metric=LInfDistance(monotonic=True) does not hold: the parts' values can move in different "
-            "directions; use LInfDistance()"
-        )
-    if not isinstance(out_metric, (ChangeOneDistance, LInfDistance, L1Distance, L2Distance)):
-        raise InvalidParameter(
-            f"metric={_short(metric)} must be ChangeOneDistance(), LInfDistance(), L1Distance() or "
-            "L2Distance()"
-        )
+    out_metric = _output_metric(metric, plan)
     k = parts.count
     width = span.width
     factor = 2 if isinstance(input_metric, ChangeOneDistance) else 1
-    dtype = np.int64 if span.carrier is int else np.float64
+    dtype = span.dtype
+    vector = span.size is not None
+    flat = vector and not isinstance(out_metric, ChangeOneDistance)
+    part_range = plan.part_range()
 
     def run(data: Any) -> Any:
         values = []
@@ -520,13 +586,16 @@ def make_groupwise(
             except Exception:  # the statistic's failure is the defined value lo; nothing escapes
                 value = span.lo
             values.append(span.clamp(value))
+        if vector:
+            out = np.stack(values).astype(dtype, copy=False) if values else np.empty((0, 0), dtype=dtype)
+            return out.reshape(-1) if flat else out
         return np.asarray(values, dtype=dtype)
 
     def per_part(total: int) -> list[Fraction] | None:
         """g(0), …, g(total), or None when g ≡ R is used (user level, a NaN domain, T too large)."""
         if user_level or not plan.trust_map or total > TABLE_LIMIT:
             return None
-        return [Fraction(0), *(min(plan.stat_map(j), width) for j in range(1, total + 1))]
+        return [Fraction(0), *(min(plan.stat_map(j), part_range) for j in range(1, total + 1))]
 
     def stability(d_in: int) -> Any:
         total = d_in if user_level else factor * d_in
@@ -536,17 +605,23 @@ def make_groupwise(
         g = per_part(total)
         if isinstance(out_metric, LInfDistance):
             if g is None:
-                return width if touched else Fraction(0)
+                return part_range if touched else Fraction(0)
             return max(g)
         if isinstance(out_metric, L1Distance):
-            return touched * width if g is None else worst_spread(g, k)
+            return touched * part_range if g is None else worst_spread(g, k)
         if g is None:
-            return sqrt_up_q(touched * width * width)
+            return sqrt_up_q(touched * part_range * part_range)
         return sqrt_up_q(worst_spread([x * x for x in g], k))
 
+    if not vector:
+        output_domain = VectorDomain(span.atom(), size=k)
+    elif flat:
+        output_domain = VectorDomain(span.atom(), size=k * (span.size or 0))
+    else:
+        output_domain = VectorDomain(VectorDomain(span.atom(), size=span.size), size=k)
     return Transformation(
         input_domain,
-        VectorDomain(span.domain(), size=k),
+        output_domain,
         input_metric,
         out_metric,
         run,
