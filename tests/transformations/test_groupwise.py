@@ -341,3 +341,19 @@ def test_bad_statistics_and_domains_are_refused() -> None:
         dp.t.make_groupwise(ROWS, USER, int_sum(), by=lambda r: r[0], buckets=2, bounds=(0, 1))
     with pytest.raises(DomainMismatch):
         dp.t.make_groupwise(ints, USER, int_sum(), by=0, buckets=2, bounds=(0, 1))
+
+
+def test_a_refused_groupwise_query_spends_nothing() -> None:
+    """The refusal happens while the query is built, before the budget is touched; the recipe then runs
+    under the filter and is charged the library's map."""
+    budget = dp.make_privacy_filter(ROWS, USER, dp.PureDP(), d_in=1, d_out=1.0)
+    q = budget([("ann", 0.5), ("bob", 0.7)])
+    with pytest.raises(InvalidParameter, match="identifier column"):
+        q(dp.t.make_groupwise(ROWS, USER, float_mean(), by=1, buckets=4, bounds=(0.0, 1.0)))
+    assert q.remaining() == {"epsilon": 1, "delta": 0}
+    parts = dp.t.make_groupwise(ROWS, USER, float_mean(), by=0, buckets=4, bounds=(0.0, 1.0))
+    median = parts >> dp.m.make_private_quantile(
+        parts.output_domain, parts.output_metric, [0.0, 0.5, 1.0], 0.5, 4.0
+    )
+    assert q(median) in (0.0, 0.5, 1.0)
+    assert q.remaining() == {"epsilon": Fraction(1, 2), "delta": 0}
