@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -103,6 +104,14 @@ def test_function_statistic_sees_the_multiset() -> None:
 
 # --- stability against brute force ---------------------------------------------------------------------
 
+FEW, MANY = 12, 1000  # hypothesis examples: the default run (cheap), the slow run (thorough)
+
+
+def _property(strategies: dict[str, Any], body: Callable[..., None], examples: int) -> Any:
+    """``body`` as a hypothesis test drawing its arguments from ``strategies``, ``examples`` times."""
+    return settings(max_examples=examples, deadline=None)(given(**strategies)(body))
+
+
 METRICS = [dp.ChangeOneDistance(), dp.LInfDistance(), dp.L1Distance(), dp.L2Distance()]
 
 
@@ -120,17 +129,16 @@ def distance(metric: Any, a: np.ndarray, b: np.ndarray) -> Fraction:
 records = st.tuples(st.sampled_from(["a", "b", "c", 1, 2.0]), st.integers(-2, 5))
 
 
-@settings(max_examples=30, deadline=None)
-@given(
-    base=st.lists(records, max_size=8),
-    extra=st.lists(records, min_size=1, max_size=3),
-    drop=st.integers(0, 3),
-    metric=st.sampled_from(METRICS),
-    kind=st.sampled_from(["keys", "buckets"]),
-)
-def test_row_level_map_bounds_brute_force(
-    base: list[Any], extra: list[Any], drop: int, metric: Any, kind: str
-) -> None:
+ROW_LEVEL: dict[str, st.SearchStrategy[Any]] = {
+    "base": st.lists(records, max_size=8),
+    "extra": st.lists(records, min_size=1, max_size=3),
+    "drop": st.integers(0, 3),
+    "metric": st.sampled_from(METRICS),
+    "kind": st.sampled_from(["keys", "buckets"]),
+}
+
+
+def _row_level(base: list[Any], extra: list[Any], drop: int, metric: Any, kind: str) -> None:
     where = {"keys": ["a", "b", 1]} if kind == "keys" else {"buckets": 2}
     t = dp.t.make_groupwise(ROWS, SYM, int_sum(), by=0, bounds=(0, 7), metric=metric, **where)
     kept = base[drop:]
@@ -141,13 +149,18 @@ def test_row_level_map_bounds_brute_force(
     assert got <= bound * (1 + Fraction(1, 10**9))
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    base=st.lists(records, min_size=1, max_size=8),
-    changes=st.lists(st.tuples(st.integers(0, 7), records), min_size=1, max_size=3),
-    metric=st.sampled_from(METRICS),
-)
-def test_change_one_map_bounds_brute_force(base: list[Any], changes: list[Any], metric: Any) -> None:
+test_row_level_map_bounds_brute_force = _property(ROW_LEVEL, _row_level, FEW)
+test_row_level_map_bounds_brute_force_thorough = pytest.mark.slow(_property(ROW_LEVEL, _row_level, MANY))
+
+
+CHANGE_ONE: dict[str, st.SearchStrategy[Any]] = {
+    "base": st.lists(records, min_size=1, max_size=8),
+    "changes": st.lists(st.tuples(st.integers(0, 7), records), min_size=1, max_size=3),
+    "metric": st.sampled_from(METRICS),
+}
+
+
+def _change_one(base: list[Any], changes: list[Any], metric: Any) -> None:
     t = dp.t.make_groupwise(ROWS, CHG, int_sum(), by=0, buckets=3, bounds=(0, 7), metric=metric)
     changed = list(base)
     positions = set()
@@ -158,16 +171,19 @@ def test_change_one_map_bounds_brute_force(base: list[Any], changes: list[Any], 
     assert got <= Fraction(t.map(len(positions))) * (1 + Fraction(1, 10**9))
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    base=st.lists(st.tuples(st.sampled_from(["u", "v", "w", "x", 3]), st.integers(0, 9)), max_size=10),
-    person=st.sampled_from(["u", "v", "w", "x", 3, "new"]),
-    rows=st.lists(st.integers(0, 9), max_size=5),
-    metric=st.sampled_from(METRICS),
-)
-def test_user_level_map_bounds_brute_force(
-    base: list[Any], person: Any, rows: list[int], metric: Any
-) -> None:
+test_change_one_map_bounds_brute_force = _property(CHANGE_ONE, _change_one, FEW)
+test_change_one_map_bounds_brute_force_thorough = pytest.mark.slow(_property(CHANGE_ONE, _change_one, MANY))
+
+
+USER_LEVEL: dict[str, st.SearchStrategy[Any]] = {
+    "base": st.lists(st.tuples(st.sampled_from(["u", "v", "w", "x", 3]), st.integers(0, 9)), max_size=10),
+    "person": st.sampled_from(["u", "v", "w", "x", 3, "new"]),
+    "rows": st.lists(st.integers(0, 9), max_size=5),
+    "metric": st.sampled_from(METRICS),
+}
+
+
+def _user_level(base: list[Any], person: Any, rows: list[int], metric: Any) -> None:
     t = dp.t.make_groupwise(ROWS, USER, int_sum(0, 9), by=0, buckets=3, bounds=(0, 20), metric=metric)
     others = [r for r in base if r[0] != person]
     mine = [(person, v) for v in rows]
@@ -178,15 +194,24 @@ def test_user_level_map_bounds_brute_force(
     assert got <= Fraction(t.map(d_in)) * (1 + Fraction(1, 10**9))
 
 
+test_user_level_map_bounds_brute_force = _property(USER_LEVEL, _user_level, FEW)
+test_user_level_map_bounds_brute_force_thorough = pytest.mark.slow(_property(USER_LEVEL, _user_level, MANY))
+
+
 WORDS = dp.VectorDomain(dp.AtomDomain(str))
 words = st.lists(st.sampled_from(["ax", "ay", "bx", "by", "cz", "a", "b"]), max_size=8)
 
 
-@settings(max_examples=25, deadline=None)
-@given(base=words, extra=words, drop=st.integers(0, 3), norm=st.sampled_from([1, 2]), flat=st.booleans())
-def test_vector_statistic_map_bounds_brute_force(
-    base: list[str], extra: list[str], drop: int, norm: int, flat: bool
-) -> None:
+VECTOR: dict[str, st.SearchStrategy[Any]] = {
+    "base": words,
+    "extra": words,
+    "drop": st.integers(0, 3),
+    "norm": st.sampled_from([1, 2]),
+    "flat": st.booleans(),
+}
+
+
+def _vector(base: list[str], extra: list[str], drop: int, norm: int, flat: bool) -> None:
     hist = dp.t.make_count_by_categories(WORDS, SYM, ["ax", "ay", "bx"], norm=norm)  # 4 counts per part
     metric = hist.output_metric if flat else dp.ChangeOneDistance()
     t = dp.t.make_groupwise(WORDS, SYM, hist, by=lambda w: w[0], buckets=2, bounds=(0, 3), metric=metric)
@@ -199,6 +224,10 @@ def test_vector_statistic_map_bounds_brute_force(
     else:
         got = float(np.any(a != b, axis=1).sum())
     assert got <= float(t.map(min(drop, len(base)) + len(extra))) * (1 + 1e-12)
+
+
+test_vector_statistic_map_bounds_brute_force = _property(VECTOR, _vector, FEW)
+test_vector_statistic_map_bounds_brute_force_thorough = pytest.mark.slow(_property(VECTOR, _vector, MANY))
 
 
 def test_vector_statistic_parts_and_range() -> None:
