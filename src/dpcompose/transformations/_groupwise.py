@@ -534,9 +534,9 @@ def make_groupwise(
             a positive integer; ``by`` not a column or function (or not the identifier column at user
             level); bad ``bounds``.
 
-    Source: subsample-and-aggregate, Nissim, Raskhodnikova, Smith 2007 ("Smooth sensitivity and
-    sampling in private data analysis", §4: disjoint blocks, each record in one block); disjoint parts as
-    in McSherry 2009 (PINQ, §4.4); the bounds above are proven here.
+    Source: sample and aggregate, Nissim, Raskhodnikova, Smith 2007 ("Smooth sensitivity and sampling in
+    private data analysis", STOC: disjoint blocks, each record in one block, a robust aggregate of the
+    blocks' outputs); disjoint parts as in McSherry 2009 (PINQ, §4.4); the bounds above are proven here.
 
     Examples:
         >>> import dpcompose as dp
@@ -642,7 +642,7 @@ def _node(
     receives. Otherwise its map is not used (a part moves by at most the range): it is named in the
     parameters (a function by its name)."""
     params = (parts.label, ("bounds", f"({span.lo}, {span.hi})"), ("metric", repr(out_metric)))
-    source = "Nissim–Raskhodnikova–Smith 2007 §4 (subsample and aggregate); bounds proven in make_groupwise"
+    source = "Nissim–Raskhodnikova–Smith 2007 (sample and aggregate); bounds proven in make_groupwise"
     if user_level or not isinstance(statistic, Transformation):
         name = (
             statistic.node.label()
