@@ -670,6 +670,20 @@ CASES: dict[str, Case] = {
         lambda: {"input_domain": ROWS, "input_metric": dp.SymmetricDistance(), "by": 0, "keys": ["a", "b"]},
         _MAP1,
     ),
+    "t.make_groupwise": Case(
+        dp.t.make_groupwise,
+        lambda: {
+            "input_domain": ROWS,
+            "input_metric": dp.SymmetricDistance(),
+            "statistic": dp.t.make_count(ROWS, dp.SymmetricDistance()),
+            "by": 0,
+            "keys": None,
+            "buckets": 3,
+            "bounds": (0, 10),
+            "metric": dp.L1Distance(),
+        },
+        _MAP1,
+    ),
     "t.make_sum": Case(
         dp.t.make_sum,
         lambda: {"input_domain": FLOAT_DATA, "input_metric": dp.SymmetricDistance(), "max_size": 10},
@@ -1759,6 +1773,7 @@ _ROW_LEVEL = (dp.SymmetricDistance, dp.ChangeOneDistance)
 #: vectors (L1/L2/L∞) and a reshaping helper.
 _NOT_ROW_LEVEL = {
     "make_bound_contributions",
+    "make_groupwise",  # takes the user-level metric too (tests/transformations/test_groupwise.py)
     "make_workload_error",
     "marginal_tables",
     "make_b_ary_tree",

@@ -194,6 +194,47 @@ CASES: dict[str, list[Case]] = {
             [],
         ),
     ],
+    "make_groupwise": [
+        (
+            "keys, change one, failing function",
+            lambda: dp.t.make_groupwise(
+                TUPLES,
+                CHG,
+                lambda part: 1.0 / (len(part) - 2),
+                by=lambda r: r[0],
+                keys=[0, "a", None],
+                bounds=(-1.0, 1.0),
+            ),
+            [],
+        ),
+        (
+            "vector: histograms per part",
+            lambda: dp.t.make_groupwise(
+                TUPLES,
+                SYM,
+                dp.t.make_map_rows(TUPLES, SYM, len, dp.AtomDomain(int), 0)
+                >> dp.t.make_count_by_categories(dp.VectorDomain(dp.AtomDomain(int)), SYM, [0, 1, 2]),
+                by=lambda r: r[0],
+                buckets=3,
+                bounds=(0, 5),
+                metric=L1,
+            ),
+            [],
+        ),
+        (
+            "user level, resized mean",
+            lambda: dp.t.make_groupwise(
+                TUPLES,
+                dp.SymmetricIdDistance(0),
+                _tuple_mean(),
+                by=0,
+                buckets=3,
+                bounds=(0.0, 1.0),
+                metric=L2,
+            ),
+            [],
+        ),
+    ],
     "make_partition": [
         ("mod", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: r % 3, keys=[0, 1, 2]), []),
         ("failing by", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: 1 // (r % 3), keys=[0, 1]), []),
@@ -508,6 +549,14 @@ CASES: dict[str, list[Case]] = {
         ),
     ],
 }
+
+
+def _tuple_mean() -> Any:
+    """Column 1 of tuple rows as a float in [0, 1], resized to 3 rows (pad 0.5), averaged."""
+    col = dp.t.make_select_column(TUPLES, SYM, 1, dp.AtomDomain(float), 0.5)
+    clamped = col >> dp.t.make_clamp(col.output_domain, SYM, (0.0, 1.0))
+    sized = clamped >> dp.t.make_resize(clamped.output_domain, SYM, size=3, constant=0.5)
+    return sized >> dp.t.make_mean(sized.output_domain, SYM)
 
 
 def test_every_public_constructor_has_a_contract_case() -> None:

@@ -7,6 +7,7 @@ from dpcompose.transformations._contributions import make_bound_contributions
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._count_by import make_count_by, make_count_by_categories
 from dpcompose.transformations._marginals import make_marginals, marginal_tables
+from dpcompose.transformations._groupwise import make_groupwise
 from dpcompose.transformations._partition import make_partition
 from dpcompose.transformations._quantile import make_quantile_score_candidates
 from dpcompose.transformations._rows import (
@@ -34,6 +35,7 @@ __all__ = [
     "make_count_by_categories",
     "make_count_distinct",
     "make_drop_null",
+    "make_groupwise",
     "make_impute_constant",
     "make_map_rows",
     "make_marginals",

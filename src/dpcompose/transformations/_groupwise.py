@@ -1,0 +1,659 @@
+"""Groupwise statistics: partition the records, apply one statistic per part, release one value per part.
+
+The building block of subsample-and-aggregate (Nissim, Raskhodnikova, Smith 2007), median of means and
+PATE-style voting (Papernot et al. 2017): the records are split into ``k`` disjoint parts by a declared key
+or by a fixed hash of a column (a user identifier, so that one person's rows all land in one part), a
+bounded statistic is computed on each part, and the vector of the ``k`` values is released with the
+stability the partition gives: a neighbouring dataset changes only a few parts, each by at most the
+statistic's range (or by the statistic's own stability, if smaller).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Hashable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpcompose._validation import check_positive_int
+from dpcompose._validation import short_repr as _short
+from dpcompose.accounting import exact, float_down, float_up
+from dpcompose.accounting._exact import sqrt_up_q
+from dpcompose.core import (
+    AbsoluteDistance,
+    AtomDomain,
+    ChangeOneDistance,
+    Domain,
+    L1Distance,
+    L2Distance,
+    LInfDistance,
+    Metric,
+    Node,
+    SymmetricDistance,
+    Transformation,
+    VectorDomain,
+)
+from dpcompose.core._metrics import SymmetricIdDistance, check_space
+from dpcompose.core._recipe import recorded
+from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.transformations._clamp import check_dataset_metric
+from dpcompose.transformations._contributions import column_class, row_encoding, safe_class
+
+__all__ = ["BUCKET_PERSON", "MAX_BUCKETS", "TABLE_LIMIT", "bucket_of", "make_groupwise", "worst_spread"]
+
+BUCKET_PERSON = b"dpc.groupwise.v1"
+"""The BLAKE2b personalisation of the bucket hash (public: it fixes the hash, it keeps nothing secret)."""
+
+TABLE_LIMIT = 2**15
+"""The most rows changed (``T`` below) for which the map tabulates the statistic's stability map; beyond
+it the map uses the range bound, which is valid for every ``T`` (see :func:`make_groupwise`)."""
+
+MAX_BUCKETS = 2**20
+"""The most hashed buckets (the output holds one value per bucket)."""
+
+_DP_LIMIT = 2**22
+"""The most additions the exact dynamic programme of :func:`worst_spread` may spend (parts × T²)."""
+
+_INT64 = 2**63 - 1
+
+
+def bucket_of(value_class: bytes, buckets: int) -> int:
+    """The hashed bucket of a value, from its identity class (the bytes of
+    :func:`~dpcompose.transformations._contributions.safe_class`): ``⌊h·k / 2**64⌋`` with ``h`` the first 8
+    bytes, little-endian, of ``blake2b(value_class, digest_size=16, person=BUCKET_PERSON)``.
+
+    Fixed and data-independent: a function of the value alone. Values that ``SymmetricIdDistance`` counts
+    as one identifier (``1``, ``1.0``, ``numpy.int64(1)``) have one class, so one bucket.
+
+    Examples:
+        >>> from dpcompose.transformations._contributions import safe_class
+        >>> bucket_of(safe_class(1), 4) == bucket_of(safe_class(1.0), 4)
+        True
+        >>> 0 <= bucket_of(safe_class("ann"), 3) < 3
+        True
+    """
+    h = int.from_bytes(
+        hashlib.blake2b(value_class, digest_size=16, person=BUCKET_PERSON).digest()[:8], "little"
+    )
+    return (h * buckets) >> 64
+
+
+def worst_spread(g: Sequence[Fraction], parts: int) -> Fraction:
+    """max of Σᵢ g(jᵢ) over at most ``parts`` parts with Σ jᵢ ≤ T (``T = len(g) - 1``, ``g[0] = 0``): the
+    worst total change when T changed rows fall into ``parts`` parts that share the per-part bound g.
+
+    * g convex on {0, …, T}: g(T) (all rows in one part): g(j) ≤ (j/T)·g(T), so Σ g(jᵢ) ≤ g(T).
+    * g concave: the sum of the T largest positive marginals, spread level by level over the parts (every
+      part has the same non-increasing marginals g(m) − g(m−1), so taking level m in up to ``parts`` parts
+      before level m + 1 is a valid allocation and an exchange argument shows nothing beats it).
+    * otherwise: an exact dynamic programme over min(parts, T) parts, O(min(parts, T)·T²) additions; when
+      that exceeds 2**22, the valid bound min(parts, T)·max g.
+
+    Examples:
+        >>> from fractions import Fraction as F
+        >>> worst_spread([F(0), F(1), F(1), F(1)], 2)  # capped: spreading is worst, but only 2 parts
+        Fraction(2, 1)
+        >>> worst_spread([F(0), F(1), F(4), F(9)], 3)  # convex: all in one part
+        Fraction(9, 1)
+        >>> worst_spread([F(0), F(2), F(2), F(5)], 2)  # neither: 5 (one part) beats 2 + 2
+        Fraction(5, 1)
+    """
+    total = len(g) - 1
+    if total <= 0 or parts <= 0:
+        return Fraction(0)
+    diffs = [g[j + 1] - 2 * g[j] + g[j - 1] for j in range(1, total)]
+    if all(d >= 0 for d in diffs):
+        return max(Fraction(0), g[total])
+    if all(d <= 0 for d in diffs):
+        acc, left = Fraction(0), total
+        for m in range(1, total + 1):
+            gain = g[m] - g[m - 1]
+            if gain <= 0 or left == 0:
+                break
+            take = min(parts, left)
+            acc += gain * take
+            left -= take
+        return acc
+    used = min(parts, total)
+    if used * total * total > _DP_LIMIT:
+        return used * max(Fraction(0), *g)
+    best = [Fraction(0)] * (total + 1)  # best[s]: the most with rows ≤ s over the parts so far
+    for _ in range(used):
+        best = [max([best[s], *(best[s - j] + g[j] for j in range(1, s + 1))]) for s in range(total + 1)]
+    return best[total]
+
+
+class _Parts:
+    """Which part a record belongs to: a variant per kind of partition (declared keys, hashed buckets)."""
+
+    count: int
+    label: tuple[str, str]
+
+    def index(self, key_class: bytes) -> int | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _KeyParts(_Parts):
+    """Part i holds the records whose key has the class of ``keys[i]``; other keys go to no part."""
+
+    def __init__(self, keys: object) -> None:
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+            raise InvalidParameter(f"keys={_short(keys)} must be a list or tuple of the declared keys")
+        classes = [safe_class(k) for k in keys]
+        if not classes:
+            raise InvalidParameter("keys=[] must not be empty: declare at least one key")
+        self.lookup = {c: i for i, c in enumerate(classes)}
+        if len(self.lookup) != len(classes):
+            raise InvalidParameter(
+                f"keys={_short(keys)} must be distinct (compared by value: 1 and 1.0 are one)"
+            )
+        self.count = len(classes)
+        self.label = ("keys", str(self.count))
+
+    def index(self, key_class: bytes) -> int | None:
+        return self.lookup.get(key_class)
+
+
+class _HashParts(_Parts):
+    """Part i holds the records whose key hashes to bucket i (:func:`bucket_of`)."""
+
+    def __init__(self, buckets: object) -> None:
+        self.count = check_positive_int(buckets, "buckets")
+        if self.count > MAX_BUCKETS:
+            raise InvalidParameter(f"buckets={_short(buckets)} must be at most 2**20 (one value per bucket)")
+        self.label = ("buckets", str(self.count))
+
+    def index(self, key_class: bytes) -> int | None:
+        return bucket_of(key_class, self.count)
+
+
+def _parts(keys: object, buckets: object) -> _Parts:
+    if (keys is None) == (buckets is None):
+        raise InvalidParameter(
+            "give exactly one of keys= (the declared keys, one part each) or buckets= (the number of "
+            f"hashed buckets); got keys={_short(keys)}, buckets={_short(buckets)}"
+        )
+    return _KeyParts(keys) if keys is not None else _HashParts(buckets)
+
+
+_PLAIN_KEYS = (int, str)
+"""Key types whose identity class is a function of ``(type, value)`` as a dict compares them: a key of
+exactly one of these types is routed once per distinct value and remembered for the rest of the run."""
+
+
+class _Router:
+    """Sends each record to its part (or none), by the identity class of its key. Never raises."""
+
+    def __init__(self, by: object, input_metric: Metric, parts: _Parts) -> None:
+        if isinstance(input_metric, SymmetricIdDistance) and (
+            isinstance(by, bool) or not isinstance(by, (int, str)) or by != input_metric.id_key
+        ):
+            raise InvalidParameter(
+                f"by={_short(by)} must be the identifier column {input_metric.id_key!r} of {input_metric!r}: "
+                "only a partition by the identifier puts all of a person's rows in one part"
+            )
+        self.parts = parts
+        if isinstance(by, (int, str)) and not isinstance(by, bool):
+            self.column: int | str | None = by
+            self.key_of: Callable[[Any], Any] | None = None
+        elif callable(by):
+            self.column, self.key_of = None, by
+        else:
+            raise InvalidParameter(
+                f"by={_short(by)} must be a column index, a column name or a function of a record"
+            )
+
+    def _slow(self, record: Any) -> int | None:
+        if self.column is not None:
+            return self.parts.index(column_class(record, self.column))
+        assert self.key_of is not None
+        try:
+            value = self.key_of(record)
+        except Exception:  # a record's own failure sends it to no part; nothing escapes
+            return None
+        return self.parts.index(safe_class(value))
+
+    def split(self, data: Any, k: int) -> list[list[Any]]:
+        """The k parts of ``data``, each in input order. A key of a plain type (exactly ``int`` or
+        ``str``) read from a plain record (exactly a tuple, list or dict, where ``record[column]`` is
+        what :func:`column_class` reads) is routed once per distinct value; every other record by its
+        class. Both give the same part."""
+        groups: list[list[Any]] = [[] for _ in range(k)]
+        memo: dict[tuple[type, Any], int | None] = {}
+        column, key_of = self.column, self.key_of
+        for record in data:
+            value: Any = None
+            if key_of is not None:
+                try:
+                    value = key_of(record)
+                except Exception:  # a record's own failure sends it to no part; nothing escapes
+                    continue
+            elif type(record) in (tuple, list, dict):
+                try:
+                    value = record[column]
+                except Exception:  # no such column: the class "missing", by the slow path
+                    value = None
+            kind = type(value)
+            if kind in _PLAIN_KEYS:
+                key = (kind, value)
+                if key in memo:
+                    i = memo[key]
+                else:
+                    i = memo[key] = self.parts.index(safe_class(value))
+            elif key_of is not None:
+                i = self.parts.index(safe_class(value))
+            else:
+                i = self._slow(record)
+            if i is not None:
+                groups[i].append(record)
+        return groups
+
+
+class _Range:
+    """A part's value: one number or a vector of ``size`` numbers, each within [lo, hi] (outward to the
+    carrier), and the clamp onto them."""
+
+    def __init__(self, carrier: type, bounds: object, size: int | None = None) -> None:
+        if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+            raise InvalidParameter(f"bounds={_short(bounds)} must be a pair (lo, hi)")
+        lo, hi = exact(bounds[0], "bounds[0]"), exact(bounds[1], "bounds[1]")
+        if lo > hi:
+            raise InvalidParameter(f"bounds={_short(bounds)} must satisfy lo <= hi")
+        self.carrier = carrier
+        self.size = size
+        if carrier is int:
+            lo_i, hi_i = math.ceil(lo), math.floor(hi)
+            if lo_i > hi_i or not (lo_i >= -_INT64 - 1 and hi_i <= _INT64):
+                raise InvalidParameter(
+                    f"bounds={_short(bounds)} must contain an integer and lie within int64 for integer parts"
+                )
+            self.lo: Any = lo_i
+            self.hi: Any = hi_i
+            self.width = Fraction(hi_i - lo_i)
+        else:
+            lo_f, hi_f = float_down(lo), float_up(hi)
+            if math.isinf(lo_f) or math.isinf(hi_f):
+                raise InvalidParameter(f"bounds={_short(bounds)} must lie within the float range")
+            self.lo, self.hi = lo_f, hi_f
+            self.width = Fraction(hi_f) - Fraction(lo_f)
+        self.dtype = np.int64 if carrier is int else np.float64
+
+    def clamp(self, value: Any) -> Any:
+        """The value onto [lo, hi] (each coordinate of a vector); a value that is not a number (or NaN),
+        and a vector of another shape, is ``lo`` (every coordinate). Never raises."""
+        if self.size is not None:
+            try:
+                arr = np.asarray(value, dtype=self.dtype)
+            except Exception:  # not numbers: the defined fallback
+                arr = None
+            if arr is None or arr.shape != (self.size,):
+                return np.full(self.size, self.lo, dtype=self.dtype)
+            if self.carrier is float:
+                arr = np.where(np.isnan(arr), self.lo, arr)
+            return np.clip(arr, self.lo, self.hi)
+        try:
+            v = int(value) if self.carrier is int else float(value)
+        except Exception:  # not a number: the defined fallback
+            return self.lo
+        if v != v:
+            return self.lo
+        return min(max(v, self.lo), self.hi)
+
+    def atom(self) -> AtomDomain:
+        return AtomDomain(self.carrier, bounds=(self.lo, self.hi))
+
+
+class _Statistic:
+    """What is computed on a part: a library transformation (its map may bound a part's change) or a plain
+    function (only the range bounds it)."""
+
+    span: _Range
+    trust_map: bool
+    norm: type[Metric]  # the metric a part's change is measured in (the statistic's output metric)
+
+    def value(self, part: list[Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def stat_map(self, rows: int) -> Fraction:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def part_range(self) -> Fraction:
+        """The most a part's clamped value can move, in ``norm``: w = hi − lo for a number or in L∞,
+        m·w in L1, √m·w (rounded up) in L2, for a vector of m coordinates each moving at most w. Tight:
+        lo everywhere against hi everywhere."""
+        m, w = self.span.size, self.span.width
+        if m is None or self.norm is LInfDistance:
+            return w
+        if self.norm is L1Distance:
+            return m * w
+        return sqrt_up_q(m * w * w)
+
+
+_VECTOR_NORMS = (L1Distance, L2Distance, LInfDistance)
+
+
+class _TransformationStatistic(_Statistic):
+    def __init__(self, statistic: Transformation[Any, Any, Any, Any], part_domain: Domain, bounds: object):
+        if statistic.input_domain != part_domain:
+            raise DomainMismatch(
+                f"statistic's input_domain={statistic.input_domain!r} must be {part_domain!r}: a part holds "
+                "records of the input, any number of them (resize inside the statistic if it needs a size)"
+            )
+        if not isinstance(statistic.input_metric, SymmetricDistance):
+            raise DomainMismatch(
+                f"statistic's input_metric={statistic.input_metric!r} must be SymmetricDistance(): a part "
+                "gains and loses records"
+            )
+        out, out_metric = statistic.output_domain, statistic.output_metric
+        size: int | None = None
+        if isinstance(out, VectorDomain) and out.size is not None and isinstance(out_metric, _VECTOR_NORMS):
+            size, out = out.size, out.element_domain
+        elif not isinstance(out_metric, AbsoluteDistance):
+            raise DomainMismatch(
+                f"statistic's output_metric={out_metric!r} must be AbsoluteDistance() (a number per part) or "
+                "L1Distance()/L2Distance()/LInfDistance() on a sized vector"
+            )
+        if not (isinstance(out, AtomDomain) and out.carrier in (int, float)):
+            raise DomainMismatch(
+                f"statistic's output_domain={statistic.output_domain!r} must be AtomDomain(int|float) or a "
+                "sized VectorDomain of them: one number or one vector per part"
+            )
+        if bounds is None and out.bounds is None:
+            raise DomainMismatch(
+                f"statistic's output_domain={statistic.output_domain!r} has no bounds: pass bounds=(lo, hi), "
+                "the range every part's value (each coordinate) is clamped to"
+            )
+        self.span = _Range(out.carrier, out.bounds if bounds is None else bounds, size)
+        # an output domain that admits NaN has no stability for NaN outputs: the range alone bounds a part
+        self.trust_map = not out.nan
+        self.norm = type(out_metric)
+        self.statistic = statistic
+
+    def value(self, part: list[Any]) -> Any:
+        return self.statistic.function(part)  # a part's records are in the domain: no check needed
+
+    def stat_map(self, rows: int) -> Fraction:
+        d: Fraction = self.statistic.output_metric.validate(self.statistic.map(rows), "statistic.map")
+        return d
+
+
+class _FunctionStatistic(_Statistic):
+    """A plain function of a part's records, given them in a canonical order (sorted by their exact
+    encoding), so that its value depends on the part's multiset of records only."""
+
+    def __init__(self, function: Callable[[list[Any]], Any], bounds: object) -> None:
+        if bounds is None:
+            raise InvalidParameter(
+                "bounds=None: a statistic given as a function needs bounds=(lo, hi), the range every part's "
+                "value is clamped to (ints for integer values, e.g. a vote)"
+            )
+        ints = isinstance(bounds, (tuple, list)) and all(
+            isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) for b in bounds
+        )
+        self.span = _Range(int if ints else float, bounds)
+        self.trust_map = False
+        self.norm = AbsoluteDistance
+        self.function = function
+
+    def value(self, part: list[Any]) -> Any:
+        keyed = sorted(((row_encoding(r)[0], i) for i, r in enumerate(part)))
+        return self.function([part[i] for _, i in keyed])
+
+    def stat_map(self, rows: int) -> Fraction:  # pragma: no cover - trust_map is False
+        return self.span.width
+
+
+def _output_metric(metric: object, plan: _Statistic) -> Metric:
+    """The output metric: changed parts (default), or a norm — any of L∞/L1/L2 for numbers, the
+    statistic's own norm for vectors (a part's change is known in that norm only)."""
+    out: object = ChangeOneDistance() if metric is None else metric
+    if isinstance(out, LInfDistance) and out.monotonic:
+        raise InvalidParameter(
+            "metric=LInfDistance(monotonic=True) does not hold: the parts' values can move in different "
+            "directions; use LInfDistance()"
+        )
+    if plan.span.size is None:
+        allowed: tuple[type[Metric], ...] = (ChangeOneDistance, *_VECTOR_NORMS)
+        names = "ChangeOneDistance(), LInfDistance(), L1Distance() or L2Distance()"
+    else:
+        allowed = (ChangeOneDistance, plan.norm)
+        names = f"ChangeOneDistance() or the statistic's own {plan.norm.__name__}()"
+    if type(out) not in allowed:
+        raise InvalidParameter(f"metric={_short(metric)} must be {names}")
+    assert isinstance(out, Metric)
+    return out
+
+
+@recorded
+def make_groupwise(
+    input_domain: Domain,
+    input_metric: Metric,
+    statistic: Transformation[Any, Any, Any, Any] | Callable[[list[Any]], Any],
+    by: int | str | Callable[[Any], Hashable],
+    *,
+    keys: Sequence[Hashable] | None = None,
+    buckets: int | None = None,
+    bounds: tuple[Any, Any] | None = None,
+    metric: Metric | None = None,
+) -> Transformation[Any, Any, int, Any]:
+    """Split the records into k disjoint parts and release ``statistic`` of each part: a vector of k values.
+
+    The parts: with ``keys=[…]``, part i holds the records whose key (``record[by]``, or ``by(record)``)
+    equals ``keys[i]`` (compared by value, under the rule of ``SymmetricIdDistance``: ``1``, ``1.0`` and
+    ``numpy.int64(1)`` are one key, ``True`` is not ``1``); records with another key go to no part. With
+    ``buckets=k``, part i holds the records whose key hashes to i (:func:`bucket_of`: BLAKE2b of the key's
+    identity class, fixed and data-independent, so the parts are a function of each record alone; a key
+    column a record lacks is the key "missing", which hashes like any other). A ``by`` function that
+    raises sends its record to no part. The number and order of the parts are public.
+
+    The statistic is either a library ``Transformation`` (its stability map may bound a part's change
+    below the range) or a plain function of a part's records (a teacher model, a vote): then only the
+    range bounds a part's change, and the records are handed over sorted by their exact encoding (the
+    one ``make_bound_contributions`` uses), so the value depends on the part's multiset of records, not
+    on their order (records that encoding cannot tell apart, objects of unknown types, keep their input
+    order). A function must depend on its argument alone (no state shared between calls).
+
+    A transformation statistic may also return a vector of m numbers (a sized ``VectorDomain`` under
+    ``L1Distance``, ``L2Distance`` or ``LInfDistance``: a histogram, a clipped vector sum): then each
+    coordinate is clamped to ``bounds``, and a part's change is measured in the statistic's norm.
+
+    Each part's value is the statistic of the part, clamped to ``bounds`` (default: the bounds of the
+    statistic's output domain; a function needs them, and its values are ints when both bounds are ints,
+    floats otherwise). An **empty part** is passed to the statistic like any other: its value is the
+    statistic of ``[]``, clamped (``make_resize`` pads an empty part with its constant, so a resized mean
+    gives that constant). A part on which the statistic raises or returns NaN or a non-number gets
+    ``lo``. So the transformation never raises on data in its domain.
+
+    Stability (proof). Let the parts' values be vᵢ = clamp(s(Pᵢ)), w = hi − lo (after rounding the bounds
+    outward to the carrier), R the most a clamped value can move (w for a number; for a vector of m
+    coordinates in the statistic's norm: w in L∞, m·w in L1, √m·w rounded up in L2 — lo everywhere against
+    hi everywhere), and g(j) = min(s.map(j), R) for j ≥ 1, g(0) = 0: two parts whose records are j apart
+    in ``SymmetricDistance`` have values at most g(j) apart, since clamping (coordinate by coordinate) is
+    1-Lipschitz in every one of these norms and maps into a box of diameter R; min(s.map(j), R) is the
+    largest norm in the intersection of that ball and the box, so it is tight given s.map and R. (A
+    transformation statistic must take a part of any size under ``SymmetricDistance``; when its output
+    domain admits NaN, and for a function, g(j) = R.)
+
+    * Row level. Adding or removing one record changes exactly one part by one record (the record's part
+      is a function of the record alone), so datasets ``d_in`` apart in ``SymmetricDistance`` give parts
+      whose distances jᵢ sum to at most T = d_in; one changed record removes a record from one part and
+      adds one to another (or the same), so under ``ChangeOneDistance`` T = 2·d_in. At most min(T, k)
+      parts change.
+    * User level (``SymmetricIdDistance``, ``by`` its identifier column): a person's rows all have the
+      identifier's class, so all lie in one part; ``d_in`` people changed touch at most min(d_in, k) parts.
+      A person's rows are unbounded, so each touched part moves by at most R (g ≡ R).
+
+    The output distance, by ``metric``:
+
+    * ``ChangeOneDistance()`` (default; the number of changed parts, for median of means, votes and any
+      consumer of a sized dataset of k values — or of k vectors): min(T, k) (user level: min(d_in, k));
+      0 when w = 0.
+    * ``LInfDistance()``: max over 1 ≤ j ≤ T of g(j) (user level: R).
+    * ``L1Distance()``: the most Σ g(jᵢ) over allocations with Σ jᵢ ≤ T (:func:`worst_spread`; user level:
+      min(d_in, k)·R).
+    * ``L2Distance()``: the square root (rounded up to a rational) of the most Σ g(jᵢ)² over the same
+      allocations (user level: √min(d_in, k)·R, rounded up).
+
+    For numbers any of the four applies; for vectors, ``ChangeOneDistance()`` or the statistic's own norm
+    (the k vectors are then concatenated, part by part, into one vector of k·m: its L1 distance is the
+    sum of the parts', its squared L2 distance the sum of their squares, its L∞ distance their maximum).
+
+    Each is attained by some allocation of the changed rows (given only s.map and R), so none is loose
+    beyond those two facts. For T above ``TABLE_LIMIT`` rows the statistic's map is not tabulated and
+    g ≡ R is used (valid for every T).
+
+    Args:
+        input_domain: a ``VectorDomain`` of records.
+        input_metric: ``SymmetricDistance()``, ``ChangeOneDistance()`` or ``SymmetricIdDistance(id_key)``
+            (then ``by`` must be ``id_key``).
+        statistic: a library ``Transformation`` from ``VectorDomain(element)`` (the input's element
+            domain, no size) under ``SymmetricDistance()`` to a number (``AtomDomain(int|float)``,
+            ``AbsoluteDistance()``) or to a sized vector of numbers (``L1Distance()``, ``L2Distance()`` or
+            ``LInfDistance()``), or a function of a part's records (a list) returning a number.
+        by: the key's column (an index or a name) or a function of a record.
+        keys: the declared keys, one part each (give this or ``buckets``).
+        buckets: the number k of hashed buckets (give this or ``keys``).
+        bounds: ``(lo, hi)``, the range of a part's value; needed when the statistic's output domain has
+            none.
+        metric: the output metric: ``ChangeOneDistance()`` (default), ``LInfDistance()``,
+            ``L1Distance()`` or ``L2Distance()`` (for a vector statistic: the statistic's own).
+
+    Returns:
+        A transformation onto ``VectorDomain(AtomDomain(carrier, bounds=(lo, hi)), size=k)`` (a numpy
+        ``float64`` or ``int64`` array of the k part values, in part order). For a vector statistic of m
+        coordinates: a (k, m) array in ``VectorDomain(VectorDomain(atom, size=m), size=k)`` under
+        ``ChangeOneDistance``, else the k·m values concatenated.
+
+    Raises:
+        DomainMismatch: a domain or metric that does not fit (named), a statistic that does not take an
+            unsized part under ``SymmetricDistance`` or does not return a number, no bounds.
+        InvalidParameter: both or neither of ``keys``/``buckets``; keys empty or repeated; ``buckets`` not
+            a positive integer; ``by`` not a column or function (or not the identifier column at user
+            level); bad ``bounds``.
+
+    Source: sample and aggregate, Nissim, Raskhodnikova, Smith 2007 ("Smooth sensitivity and sampling in
+    private data analysis", STOC: disjoint blocks, each record in one block, a robust aggregate of the
+    blocks' outputs); disjoint parts as in McSherry 2009 (PINQ, §4.4); the bounds above are proven here.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> rows = dp.VectorDomain(dp.AtomDomain(tuple))                   # (user, value)
+        >>> value = dp.t.make_select_column(rows, dp.SymmetricDistance(), 1, dp.AtomDomain(int), 0)
+        >>> total = value >> dp.t.make_clamp(value.output_domain, value.output_metric, (0, 10))
+        >>> total = total >> dp.t.make_sum(total.output_domain, total.output_metric)
+        >>> parts = dp.t.make_groupwise(rows, dp.SymmetricIdDistance(0), total, by=0, buckets=3,
+        ...                             bounds=(0, 30), metric=dp.L1Distance())
+        >>> parts([("ann", 4), ("bob", 20), ("ann", 9)]).tolist()   # ann's part, bob's (clamped to 10)
+        [0, 13, 10]
+        >>> parts.map(1), parts.map(5)                 # one person: one part, at most the range 30
+        (Fraction(30, 1), Fraction(90, 1))
+    """
+    check_space(input_domain, input_metric, allow_identifiers=True)
+    user_level = isinstance(input_metric, SymmetricIdDistance)
+    if not user_level:
+        check_dataset_metric(input_metric)
+    assert isinstance(input_domain, VectorDomain)
+    parts = _parts(keys, buckets)
+    router = _Router(by, input_metric, parts)
+    part_domain = VectorDomain(input_domain.element_domain)
+    plan: _Statistic
+    if isinstance(statistic, Transformation):
+        plan = _TransformationStatistic(statistic, part_domain, bounds)
+    elif callable(statistic):
+        plan = _FunctionStatistic(statistic, bounds)
+    else:
+        raise InvalidParameter(
+            f"statistic={_short(statistic)} must be a Transformation or a function of a part's records"
+        )
+    span = plan.span
+    out_metric = _output_metric(metric, plan)
+    k = parts.count
+    width = span.width
+    factor = 2 if isinstance(input_metric, ChangeOneDistance) else 1
+    dtype = span.dtype
+    vector = span.size is not None
+    flat = vector and not isinstance(out_metric, ChangeOneDistance)
+    part_range = plan.part_range()
+
+    def run(data: Any) -> Any:
+        values = []
+        for group in router.split(data, k):
+            try:
+                value = plan.value(group)
+            except Exception:  # the statistic's failure is the defined value lo; nothing escapes
+                value = span.lo
+            values.append(span.clamp(value))
+        if vector:
+            out = np.stack(values).astype(dtype, copy=False) if values else np.empty((0, 0), dtype=dtype)
+            return out.reshape(-1) if flat else out
+        return np.asarray(values, dtype=dtype)
+
+    def per_part(total: int) -> list[Fraction] | None:
+        """g(0), …, g(total), or None when g ≡ R is used (user level, a NaN domain, T too large)."""
+        if user_level or not plan.trust_map or total > TABLE_LIMIT:
+            return None
+        return [Fraction(0), *(min(plan.stat_map(j), part_range) for j in range(1, total + 1))]
+
+    def stability(d_in: int) -> Any:
+        total = d_in if user_level else factor * d_in
+        touched = min(total, k)
+        if isinstance(out_metric, ChangeOneDistance):
+            return 0 if width == 0 else touched
+        g = per_part(total)
+        if isinstance(out_metric, LInfDistance):
+            if g is None:
+                return part_range if touched else Fraction(0)
+            return max(g)
+        if isinstance(out_metric, L1Distance):
+            return touched * part_range if g is None else worst_spread(g, k)
+        if g is None:
+            return sqrt_up_q(touched * part_range * part_range)
+        return sqrt_up_q(worst_spread([x * x for x in g], k))
+
+    if not vector:
+        output_domain = VectorDomain(span.atom(), size=k)
+    elif flat:
+        output_domain = VectorDomain(span.atom(), size=k * (span.size or 0))
+    else:
+        output_domain = VectorDomain(VectorDomain(span.atom(), size=span.size), size=k)
+    return Transformation(
+        input_domain,
+        output_domain,
+        input_metric,
+        out_metric,
+        run,
+        stability,
+        node=_node(parts, span, out_metric, statistic, user_level, factor),
+    )
+
+
+def _node(
+    parts: _Parts,
+    span: _Range,
+    out_metric: Metric,
+    statistic: object,
+    user_level: bool,
+    factor: int,
+) -> Node:
+    """A transformation statistic at row level is a child, shown at the T = factor·d_in rows its map
+    receives. Otherwise its map is not used (a part moves by at most the range): it is named in the
+    parameters (a function by its name)."""
+    params = (parts.label, ("bounds", f"({span.lo}, {span.hi})"), ("metric", repr(out_metric)))
+    source = "Nissim–Raskhodnikova–Smith 2007 (sample and aggregate); bounds proven in make_groupwise"
+    if user_level or not isinstance(statistic, Transformation):
+        name = (
+            statistic.node.label()
+            if isinstance(statistic, Transformation)
+            else str(getattr(statistic, "__name__", type(statistic).__name__))
+        )
+        return Node("groupwise", params=(*params, ("per_part", "range"), ("statistic", name)), source=source)
+    return Node(
+        "groupwise",
+        params=params,
+        source=source,
+        children=(statistic,),
+        child_inputs=lambda d_in: (factor * d_in,),
+    )
