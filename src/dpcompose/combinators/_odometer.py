@@ -36,8 +36,8 @@ ODOMETER_SOURCE = (
     "for the view up to the moment of reading"
 )
 RENYI_ODOMETER_SOURCE = (
-    "Rényi odometer: Feldman–Zrnic 2021 (arXiv 2008.11193) Thm 4.3's supermartingale made time-uniform by "
-    "Ville's inequality, δ split over the orders (proved in dpcompose.accounting._renyi_odometer)"
+    "Rényi odometer: Feldman–Zrnic 2021 (arXiv 2008.11193) Thm 4.3's supermartingale at a stopping time, "
+    "Balle et al. 2020 Thm 21's bound, δ split over the orders (proved in accounting._renyi_odometer)"
 )
 
 
@@ -207,11 +207,12 @@ def make_odometer(
       Rényi filter charges it: RenyiDP, ZCDP as αρ, PureDP as min(ε, αε²/2), and a query of another
       measure — a Poisson-subsampled step — the curve of its dominating pair at ``d_in``; a ZCDP odometer
       takes ZCDP and PureDP queries), and ``privacy_loss()`` is (ε, δ) with
-      ``ε = min_α S(α) + ln(|A|/δ)/(α − 1)``, S(α) the running sums and A the orders. The sums are *not*
-      read as a Rényi or zCDP guarantee (no theorem covers that at a data-dependent time, Lécuyer 2021);
-      the theorem proved in :mod:`dpcompose.accounting._renyi_odometer` (Feldman–Zrnic 2021 Thm 4.3's
-      supermartingale, Ville's inequality, δ split over the orders) makes the reading valid at every
-      moment. δ is fixed here, before any query: a δ picked after seeing answers would not be covered.
+      ``ε = min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` — S(α) the running sums, A the
+      orders: the Balle et al. 2020 Thm 21 conversion at δ/|A|. The sums are *not* read as a Rényi or
+      zCDP guarantee (no theorem covers that at a data-dependent time, Lécuyer 2021); the theorem proved
+      in :mod:`dpcompose.accounting._renyi_odometer` (Feldman–Zrnic 2021 Thm 4.3's supermartingale at a
+      stopping time, δ split over the orders) makes the reading valid at every moment.
+      δ is fixed here, before any query: a δ picked after seeing answers would not be covered.
       An earlier interactive answer closes when the odometer answers a later query (as in the Rényi
       filter).
 
@@ -239,8 +240,8 @@ def make_odometer(
     adaptively chosen parameters), read for the view truncated at the moment ``privacy_loss()`` is read —
     the sense in which OpenDP also uses it (the v2 correction concerns untruncated views); Haney,
     Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901) Alg. 6 (concurrent). Rényi/zCDP:
-    the theorem of :mod:`dpcompose.accounting._renyi_odometer` (proved there; Feldman–Zrnic 2021 Thm 4.3,
-    Ville 1939).
+    the theorem of :mod:`dpcompose.accounting._renyi_odometer` (proved there from Feldman–Zrnic 2021
+    Thm 4.3 and Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21).
 
     Examples:
         >>> import dpcompose as dp
@@ -259,8 +260,8 @@ def make_odometer(
         >>> z = zodo(2.0)
         >>> _ = z(dp.m.make_gaussian(floats, abs_, scale=2.0))   # ρ = 1/8
         >>> eps, delta = z.privacy_loss()
-        >>> dp.accounting.format_up(eps, 3), delta   # min over α of αρ + ln(3/δ)/(α − 1): α = 8
-        ('3.14', Fraction(1, 1000000))
+        >>> dp.accounting.format_up(eps, 3), delta   # α = 8: 8ρ + ln(7/8) + (ln(3/δ) − ln 8)/7
+        ('2.7', Fraction(1, 1000000))
     """
     d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
     accountant = _accountant(output_measure, d_in_exact, delta, orders)
