@@ -286,7 +286,10 @@ def make_odometer(
 
     params: tuple[tuple[str, str], ...] = (("d_in", str(d_in_exact)),)
     if isinstance(accountant, _RenyiOdometerAccountant):
-        params += (("delta", str(accountant.delta)), ("orders", ",".join(map(str, accountant.orders))))
+        params += (
+            ("delta", str(accountant.delta)),
+            ("orders", ",".join(map(_order_text, accountant.orders))),
+        )
     return Measurement(
         input_domain,
         input_metric,
