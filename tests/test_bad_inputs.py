@@ -939,6 +939,20 @@ CASES: dict[str, Case] = {
             "output_measure": dp.PureDP(),
             "d_in": 1,
             "ledger": None,
+            "delta": None,
+            "orders": None,
+        },
+    ),
+    "make_odometer[renyi]": Case(
+        dp.make_odometer,
+        lambda: {
+            "input_domain": INT_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "output_measure": dp.RenyiDP(),
+            "d_in": 1,
+            "ledger": None,
+            "delta": 1e-6,
+            "orders": [2, 8, 32],
         },
     ),
     "make_parallel": Case(
@@ -1422,6 +1436,11 @@ CASES: dict[str, Case] = {
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.pure_to_zcdp": Case(dp.accounting.pure_to_zcdp, lambda: {"epsilon": 0.5}, _numbers),
+    "accounting.renyi_odometer_epsilon": Case(
+        dp.accounting.renyi_odometer_epsilon,
+        lambda: {"orders": [2, 8, 32], "sums": [1.0, 4.0, 16.0], "delta": 1e-6},
+        _numbers,
+    ),
     "accounting.renyi_to_approx": Case(
         dp.accounting.renyi_to_approx,
         lambda: {"alphas": [2, 8, 32], "epsilons": [1.0, 4.0, 16.0], "delta": 1e-6},
@@ -1622,6 +1641,7 @@ FORMER_ESCAPES: list[tuple[str, str, Any]] = [
     ("m.make_randomized_response_approx", "input_domain", math.nan),
     ("m.make_randomized_response_approx", "input_metric", math.nan),
     ("make_odometer", "input_metric", math.nan),
+    ("make_odometer[renyi]", "input_metric", math.nan),
     ("make_privacy_filter", "input_metric", math.nan),
     ("make_privacy_filter", "rule", math.nan),
     ("make_privacy_filter", "rule", None),

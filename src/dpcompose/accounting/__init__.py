@@ -62,6 +62,7 @@ from dpcompose.accounting._pld import (
 )
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
 from dpcompose.accounting._rdp import subsampled_gaussian_renyi, subsampled_renyi, subsampled_zcdp_to_renyi
+from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -123,6 +124,7 @@ __all__ = [
     "pld_subsampled_gaussian",
     "pld_subsampled_laplace",
     "pure_to_zcdp",
+    "renyi_odometer_epsilon",
     "renyi_to_approx",
     "rruv_filter_epsilon",
     "shown_down",

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpcompose.accounting._filters import Cost, settle
+from dpcompose._validation import check_probability
+from dpcompose.accounting._display import Shown, shown_up
+from dpcompose.accounting._exact import decimal
+from dpcompose.accounting._filters import (
+    DEFAULT_ORDERS,
+    Cost,
+    check_orders,
+    settle,
+    zcdp_cost_to_renyi,
+)
+from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon
 from dpcompose.combinators._filter import (
     Accountant,
     AccountantQueryable,
@@ -13,9 +25,9 @@ from dpcompose.combinators._filter import (
     check_accountant_args,
 )
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
-from dpcompose.core import ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP
+from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, RenyiDP
 from dpcompose.core._recipe import recorded
-from dpcompose.errors import UnsupportedComposition
+from dpcompose.errors import InvalidParameter, UnsupportedComposition
 
 __all__ = ["OdometerQueryable", "make_odometer"]
 
@@ -23,19 +35,38 @@ ODOMETER_SOURCE = (
     "Rogers–Roth–Ullman–Vadhan 2016 (arXiv 1605.08294v1) Lemma 3.5 (basic composition, fully adaptive), "
     "for the view up to the moment of reading"
 )
+RENYI_ODOMETER_SOURCE = (
+    "Rényi odometer: Feldman–Zrnic 2021 (arXiv 2008.11193) Thm 4.3's supermartingale at a stopping time, "
+    "Balle et al. 2020 Thm 21's bound, δ split over the orders (proved in accounting._renyi_odometer)"
+)
+
+
+def _order_text(alpha: Fraction) -> str:
+    """An order as the decimal it is when it has a short one (``1.25``), else as a fraction."""
+    shown = format(float(alpha), "g")
+    return shown if Fraction(shown) == alpha else str(alpha)
 
 
 class _OdometerAccountant(Accountant):
-    kind = "odometer"
+    """An odometer's bookkeeping: how a charge changes the entry, and what the entry reads as."""
 
+    kind = "odometer"
+    #: the measure of the reading (``privacy_loss()``)
+    reading_measure: Measure[Any]
+
+    @abstractmethod
+    def reading(self, entry: LedgerEntry) -> Any:
+        """The privacy loss so far, in ``reading_measure``."""
+
+    @abstractmethod
+    def spent(self, entry: LedgerEntry) -> dict[str, Fraction]:
+        """The running sums of the entry, by name."""
+
+
+class _BasicOdometerAccountant(_OdometerAccountant):
     def __init__(self, measure: Measure[Any], d_in: Any) -> None:
-        if not isinstance(measure, (PureDP, ApproxDP)):
-            raise UnsupportedComposition(
-                f"no odometer for {measure!r} here: the basic odometer is proven for PureDP and ApproxDP. "
-                "A zCDP/Rényi sum reported at a data-dependent time is not a valid guarantee by itself "
-                "(Lécuyer 2021); use make_privacy_filter with a ρ budget instead"
-            )
         self.measure = measure
+        self.reading_measure = measure
         self.sequential = False
         self.spec = f"{measure!r} d_in={d_in} odometer=basic"
 
@@ -44,21 +75,111 @@ class _OdometerAccountant(Accountant):
         new = (settle(eps + cost[0]), settle(delta + cost[1]))
         return entry.replace(rule="basic", state=new, queries=entry.queries + 1)
 
+    def spent(self, entry: LedgerEntry) -> dict[str, Fraction]:
+        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
+        return {"epsilon": eps, "delta": delta}
+
+    def reading(self, entry: LedgerEntry) -> Any:
+        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
+        return (eps, delta) if isinstance(self.measure, ApproxDP) else eps
+
+
+class _RenyiOdometerAccountant(_OdometerAccountant):
+    """Running sums S(α) of the queries' Rényi curves at fixed orders; read as (ε, δ) at a δ fixed in
+    advance by :func:`~dpcompose.accounting._renyi_odometer.renyi_odometer_epsilon`."""
+
+    def __init__(
+        self, measure: Measure[Any], d_in: Any, delta: Fraction, orders: tuple[Fraction, ...]
+    ) -> None:
+        self.measure = measure  # RenyiDP or ZCDP: which queries are accepted (as a filter of it would)
+        self.reading_measure = ApproxDP()
+        self.sequential = True  # as the Rényi filter: no concurrent Rényi theorem is cited here
+        self.delta = delta
+        self.orders = orders
+        shown = ",".join(str(a) for a in orders)
+        self.spec = f"{measure!r} d_in={d_in} odometer=renyi delta={delta} orders={shown}"
+
+    def renyi_cost(self, cost: Cost) -> Cost:
+        """A query's cost as Rényi values at the orders (a zCDP odometer's costs are ``(ρ, 0)``)."""
+        if isinstance(self.measure, ZCDP):
+            return zcdp_cost_to_renyi(cost[0], self.orders)
+        return cost
+
+    def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
+        values = self.renyi_cost(cost)
+        if len(values) != len(self.orders):  # (query_cost gives one value per order; a guard, not a path)
+            raise InvalidParameter(f"query {label}: a Rényi cost needs {len(self.orders)} values")
+        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        if len(state) != len(self.orders):
+            raise LedgerError(f"ledger state has {len(state)} sums for {len(self.orders)} orders")
+        new = tuple(settle(s + c) for s, c in zip(state, values, strict=True))
+        return entry.replace(rule="renyi-odometer", state=new, queries=entry.queries + 1)
+
+    def spent(self, entry: LedgerEntry) -> dict[str, Fraction]:
+        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        return {f"alpha={_order_text(a)}": s for a, s in zip(self.orders, state, strict=True)}
+
+    def reading(self, entry: LedgerEntry) -> tuple[Fraction, Fraction]:
+        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        return renyi_odometer_epsilon(self.orders, state, self.delta), self.delta
+
 
 class OdometerQueryable(AccountantQueryable):
     """The live queryable of :func:`make_odometer`."""
 
+    _accountant: _OdometerAccountant
+
     def _status(self) -> str:
         try:
-            return f"privacy loss {self._accountant.measure.display(self.privacy_loss())}"
+            return f"privacy loss {self._accountant.reading_measure.display(self.privacy_loss())}"
         except LedgerError as exc:
             return f"ledger unusable: {exc}"
 
     def privacy_loss(self) -> Any:
-        """The privacy loss so far: ε (PureDP) or (ε, δ) (ApproxDP), summed over every charged query."""
-        entry = self._entry()
-        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
-        return (eps, delta) if isinstance(self._accountant.measure, ApproxDP) else eps
+        """The privacy loss so far, valid at this moment however it was chosen.
+
+        ε (PureDP) or (ε, δ) (ApproxDP), summed over every charged query; for a RenyiDP or ZCDP odometer
+        the (ε, δ) bound of the Rényi odometer theorem at the ``delta`` fixed at construction (ε rounded
+        up, the exact Fraction)."""
+        return self._accountant.reading(self._entry())
+
+    def spent(self) -> dict[str, Shown]:
+        """The running sums: ``{'epsilon': …, 'delta': …}`` (PureDP, ApproxDP) or the Rényi sums S(α) by
+        order (``{'alpha=2': …}``; RenyiDP, ZCDP). Shown rounded up (``.exact`` is the Fraction).
+
+        A Rényi sum is *not* by itself a guarantee (read :meth:`privacy_loss`): reading it as an RDP or zCDP
+        bound at a time chosen from the answers is exactly what no theorem allows (Lécuyer 2021)."""
+        return {name: shown_up(v) for name, v in self._accountant.spent(self._entry()).items()}
+
+
+def _accountant(
+    measure: Measure[Any], d_in: Any, delta: Any, orders: Sequence[float | Fraction] | None
+) -> _OdometerAccountant:
+    if isinstance(measure, (PureDP, ApproxDP)):
+        for name, value in (("delta", delta), ("orders", orders)):
+            if value is not None:
+                raise InvalidParameter(
+                    f"{name}={value!r} applies to a RenyiDP or ZCDP odometer only; a {measure!r} odometer "
+                    f"reads the basic-composition total: drop {name}="
+                )
+        return _BasicOdometerAccountant(measure, d_in)
+    if not isinstance(measure, (RenyiDP, ZCDP)):
+        raise UnsupportedComposition(
+            f"no odometer for {measure!r} here: odometers exist for PureDP, ApproxDP, and RenyiDP or ZCDP "
+            "with delta= (read as (ε, δ))"
+        )
+    if delta is None:
+        raise UnsupportedComposition(
+            f"a {measure!r} odometer needs delta=: a zCDP/Rényi sum read at a data-dependent time is not a "
+            "valid guarantee by itself (Lécuyer 2021); this odometer reads (ε, δ) at a δ fixed in advance, "
+            "e.g. delta=1e-6 (or use make_privacy_filter with a budget fixed in advance)"
+        )
+    check_probability(delta, "delta")
+    dq = decimal(delta, "delta")
+    if dq == 0:
+        raise InvalidParameter(f"delta={delta!r} must be positive: the Rényi odometer reads (ε, δ > 0)")
+    alphas = check_orders(DEFAULT_ORDERS if orders is None else orders)
+    return _RenyiOdometerAccountant(measure, d_in, dq, alphas)
 
 
 @recorded
@@ -68,15 +189,32 @@ def make_odometer(
     output_measure: Measure[Any],
     d_in: Any,
     ledger: Ledger | None = None,
+    *,
+    delta: float | Fraction | None = None,
+    orders: Sequence[float | Fraction] | None = None,
 ) -> AnyMeasurement:
     """A privacy odometer: answers every query and reports ``privacy_loss()`` so far.
 
-    Unlike a filter it has no budget and never refuses a well-formed query; ``privacy_loss()`` is the
-    basic-composition total (Σεᵢ, or (Σεᵢ, Σδᵢ)) of the queries charged so far. It is valid when the
-    queries and their parameters are chosen adaptively *and* at whatever moment the analyst decides to
-    stop and read it: for pure DP the privacy loss is bounded by Σεᵢ surely; for approximate DP basic
-    composition is a valid odometer (cited below). Interleaved queries to interactive answers are covered
-    by Haney et al. 2023 (odometers extend to concurrent composition).
+    Unlike a filter it has no budget and never refuses a well-formed query. ``privacy_loss()`` is valid
+    when the queries and their parameters are chosen adaptively *and* at whatever moment the analyst
+    decides to stop and read it:
+
+    * PureDP / ApproxDP: the basic-composition total (Σεᵢ, or (Σεᵢ, Σδᵢ)) of the queries charged so far:
+      for pure DP the privacy loss is bounded by Σεᵢ surely; for approximate DP basic composition is a
+      valid odometer (cited below). Interleaved queries to interactive answers are covered by Haney et al.
+      2023 (odometers extend to concurrent composition).
+    * RenyiDP / ZCDP (``delta`` required): each query is charged its Rényi curve at ``orders`` (as the
+      Rényi filter charges it: RenyiDP, ZCDP as αρ, PureDP as min(ε, αε²/2), and a query of another
+      measure — a Poisson-subsampled step — the curve of its dominating pair at ``d_in``; a ZCDP odometer
+      takes ZCDP and PureDP queries), and ``privacy_loss()`` is (ε, δ) with
+      ``ε = min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` — S(α) the running sums, A the
+      orders: the Balle et al. 2020 Thm 21 conversion at δ/|A|. The sums are *not* read as a Rényi or
+      zCDP guarantee (no theorem covers that at a data-dependent time, Lécuyer 2021); the theorem proved
+      in :mod:`dpcompose.accounting._renyi_odometer` (Feldman–Zrnic 2021 Thm 4.3's supermartingale at a
+      stopping time, δ split over the orders) makes the reading valid at every moment.
+      δ is fixed here, before any query: a δ picked after seeing answers would not be covered.
+      An earlier interactive answer closes when the odometer answers a later query (as in the Rényi
+      filter).
 
     The measurement has no a-priori privacy bound: its ``map`` raises :class:`UnsupportedComposition`;
     read ``privacy_loss()`` on the queryable instead.
@@ -84,17 +222,26 @@ def make_odometer(
     Args:
         input_domain: the data's domain.
         input_metric: its metric.
-        output_measure: ``PureDP()`` or ``ApproxDP()``.
-        d_in: the input distance; each query is charged its ``map(d_in)``.
+        output_measure: ``PureDP()``, ``ApproxDP()``, ``RenyiDP()`` or ``ZCDP()``.
+        d_in: the input distance; each query is charged its ``map(d_in)`` (or its pair's Rényi curve).
         ledger: where spending is kept (in memory by default; :class:`SQLiteLedger` to persist it).
+        delta: RenyiDP/ZCDP only, required: the δ ∈ (0, 1) of every reading, read as the decimal it
+            prints as.
+        orders: RenyiDP/ZCDP only: the Rényi orders (each > 1) of the sums, fixed in advance (default
+            :data:`~dpcompose.accounting._filters.DEFAULT_ORDERS`, 18 orders 1.25 … 256). More orders cost
+            ln(|A|) in the reading; a non-integer order of a subsampled step is read at the next integer.
 
     Raises:
-        UnsupportedComposition: a measure with no odometer here (zCDP, Rényi).
+        UnsupportedComposition: a measure with no odometer here, or RenyiDP/ZCDP without ``delta``.
+        InvalidParameter: a bad ``d_in``, ``delta`` outside (0, 1), an order ≤ 1 or repeated, or ``delta``
+            / ``orders`` for a PureDP or ApproxDP odometer.
 
     Source: Rogers, Roth, Ullman, Vadhan 2016 (arXiv 1605.08294v1) Lemma 3.5 (basic composition with
     adaptively chosen parameters), read for the view truncated at the moment ``privacy_loss()`` is read —
     the sense in which OpenDP also uses it (the v2 correction concerns untruncated views); Haney,
-    Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901) Alg. 6 (concurrent).
+    Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901) Alg. 6 (concurrent). Rényi/zCDP:
+    the theorem of :mod:`dpcompose.accounting._renyi_odometer` (proved there from Feldman–Zrnic 2021
+    Thm 4.3 and Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21).
 
     Examples:
         >>> import dpcompose as dp
@@ -105,9 +252,20 @@ def make_odometer(
         >>> _ = q(dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=5.0))
         >>> q.privacy_loss()
         (Fraction(3, 10), Fraction(0, 1))
+
+        A zCDP odometer reads (ε, δ) at the δ given here:
+
+        >>> abs_ = dp.AbsoluteDistance()
+        >>> zodo = dp.make_odometer(floats, abs_, dp.ZCDP(), d_in=1, delta=1e-6, orders=[2, 8, 32])
+        >>> z = zodo(2.0)
+        >>> _ = z(dp.m.make_gaussian(floats, abs_, scale=2.0))   # ρ = 1/8
+        >>> eps, delta = z.privacy_loss()
+        >>> dp.accounting.format_up(eps, 3), delta   # α = 8: 8ρ + ln(7/8) + (ln(3/δ) − ln 8)/7
+        ('2.7', Fraction(1, 1000000))
     """
     d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
-    accountant = _OdometerAccountant(output_measure, d_in_exact)
+    accountant = _accountant(output_measure, d_in_exact, delta, orders)
+    renyi = isinstance(accountant, _RenyiOdometerAccountant)
 
     def run(data: Any) -> OdometerQueryable:
         return OdometerQueryable(
@@ -126,6 +284,12 @@ def make_odometer(
             "make_privacy_filter for a budget fixed in advance"
         )
 
+    params: tuple[tuple[str, str], ...] = (("d_in", str(d_in_exact)),)
+    if isinstance(accountant, _RenyiOdometerAccountant):
+        params += (
+            ("delta", str(accountant.delta)),
+            ("orders", ",".join(map(_order_text, accountant.orders))),
+        )
     return Measurement(
         input_domain,
         input_metric,
@@ -135,9 +299,11 @@ def make_odometer(
         interactive=True,
         node=Node(
             "odometer",
-            params=(("d_in", str(d_in_exact)),),
-            source=ODOMETER_SOURCE,
-            theorem="privacy odometer (basic composition, fully adaptive)",
-            interaction="fully adaptive, concurrent children",
+            params=params,
+            source=RENYI_ODOMETER_SOURCE if renyi else ODOMETER_SOURCE,
+            theorem="privacy odometer ("
+            + ("Rényi, (ε, δ) reading" if renyi else "basic composition")
+            + ", fully adaptive)",
+            interaction="fully adaptive" + ("" if accountant.sequential else ", concurrent children"),
         ),
     )
