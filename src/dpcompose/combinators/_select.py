@@ -43,7 +43,7 @@ from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedCompos
 from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.measurements._sampling import randbelow, sample_bernoulli
 
-__all__ = ["make_private_selection", "selection_epsilon"]
+__all__ = ["better_score", "make_private_selection", "ranked_run", "selection_epsilon"]
 
 #: The factor on the candidates' ε for a geometric number of runs (Liu–Talwar 2019, Section 3;
 #: Papernot–Steinke 2022, Corollary 3 with η = 1: (2 + η)ε).
@@ -64,7 +64,7 @@ def selection_epsilon(epsilon: Fraction) -> Fraction:
     return FACTOR * Fraction(epsilon)
 
 
-def _ranked(result: Any) -> tuple[float | Fraction, Any]:
+def ranked_run(result: Any) -> tuple[float | Fraction, Any]:
     """A run's output as ``(score, output)`` for ranking: a pair whose score is a real number (not NaN,
     not a bool) keeps it; anything else — a malformed output, a NaN score — ranks as ``-inf`` with output
     ``None``. A deterministic function of the run's output only (post-processing), so it never raises."""
@@ -86,7 +86,7 @@ def _ranked(result: Any) -> tuple[float | Fraction, Any]:
     return -math.inf, None
 
 
-def _better(score: float | Fraction, best: float | Fraction) -> bool:
+def better_score(score: float | Fraction, best: float | Fraction) -> bool:
     """``score > best`` exactly (a float and a Fraction compare exactly in Python; ±inf as floats)."""
     return bool(score > best)
 
@@ -196,8 +196,8 @@ def make_private_selection(
         best: tuple[int, float | Fraction, Any] | None = None
         while True:
             j = randbelow(k, source)
-            score, output = _ranked(children[j].function(data))
-            if best is None or _better(score, best[1]):
+            score, output = ranked_run(children[j].function(data))
+            if best is None or better_score(score, best[1]):
                 best = (j, score, output)
             if sample_bernoulli(gamma, source):
                 return best
