@@ -19,8 +19,11 @@ bounded through the tails ``u = P[Q(x) > y]``, ``u' = P[Q(x') > y]`` with a seco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
+from dpcompose._validation import check_same_length
+from dpcompose.accounting._common import as_sequence, nonnegative, positive
 from dpcompose.accounting._exact import (
     Number,
     exact,
@@ -43,11 +46,11 @@ __all__ = [
 
 def _check_eta_gamma(eta: Number, gamma: Number) -> tuple[Fraction, Fraction]:
     e = exact(eta, "eta")
-    g = exact(gamma, "stop_probability")
+    g = exact(gamma, "gamma")
     if not e > -1:
         raise InvalidParameter(f"eta={eta!r} must be greater than −1 (0: logarithmic, 1: geometric)")
     if not 0 < g < 1:
-        raise InvalidParameter(f"stop_probability={gamma!r} must lie strictly between 0 and 1")
+        raise InvalidParameter(f"gamma={gamma!r} (the stop probability) must lie strictly between 0 and 1")
     return e, g
 
 
@@ -70,17 +73,21 @@ def tnb_log_mean_up(eta: Number, gamma: Number) -> Fraction:
         2.302585092994...
     """
     e, g = _check_eta_gamma(eta, gamma)
-    log_g_up = Fraction(log_up(g))  # ln γ < 0, rounded up (towards 0)
+    # ln γ < 0 rounded up (towards 0); ln γ ≤ γ − 1 keeps it negative when γ is within rounding of 1.
+    log_g_up = min(Fraction(log_up(g)), g - 1)
     if e == 0:
-        denom = g * Fraction(-log_g_up)  # γ ln(1/γ), rounded down
-        mean = (1 - g) / denom
+        mean = (1 - g) / (g * -log_g_up)  # γ ln(1/γ) rounded down
     elif e > 0:
-        # 1 − γ^η = −expm1(η ln γ): a lower bound comes from an upper bound on expm1 at an upper t.
-        lower = Fraction(-expm1_up(e * log_g_up))
+        # 1 − γ^η = 1 − e^t with t = η ln γ < 0; at the upper t it is smallest. Two lower bounds:
+        # −expm1 rounded, and −t/(1 − t) (from e^(−t) ≥ 1 − t), which stays positive for tiny η.
+        t = e * log_g_up
+        lower = max(Fraction(-expm1_up(t)), -t / (1 - t))
         mean = e * (1 - g) / (g * lower)
     else:
-        # η < 0: η/(1 − γ^η) = |η| / expm1(η ln γ), with η ln γ > 0 bounded below.
-        lower = Fraction(expm1_down(e * log_g_up))
+        # η < 0: η/(1 − γ^η) = |η| / (e^t − 1) with t = η ln γ > 0, smallest at the upper ln γ;
+        # e^t − 1 ≥ t keeps the bound positive.
+        t = e * log_g_up
+        lower = max(Fraction(expm1_down(t)), t)
         mean = -e * (1 - g) / (g * lower)
     return Fraction(log_up(mean))
 
@@ -134,7 +141,7 @@ def selection_renyi_tnb(
     return eps + hat + (1 + e) * log_inv_g / lam_hat + tnb_log_mean_up(e, g) / (lam - 1)
 
 
-def renyi_delta_at(epsilon_hat: Number, alphas: list[Fraction], epsilons: list[Fraction]) -> Fraction:
+def renyi_delta_at(epsilon_hat: Number, alphas: Sequence[Number], epsilons: Sequence[Number]) -> Fraction:
     """The least δ̂, over the given orders, with which an RDP curve implies ``(ε̂, δ̂)``-DP; rounded up, ≤ 1.
 
     ``δ̂ = min_α exp((α − 1)(r(α) − ε̂ + ln(1 − 1/α)) − ln α)``: the conversion of Balle, Barthe, Gaboardi,
@@ -144,10 +151,14 @@ def renyi_delta_at(epsilon_hat: Number, alphas: list[Fraction], epsilons: list[F
         >>> float(renyi_delta_at(1, [Fraction(2)], [Fraction(0)])) < 0.1
         True
     """
-    eh = exact(epsilon_hat, "epsilon_hat")
+    eh = nonnegative(epsilon_hat, "epsilon_hat")
+    a_seq = as_sequence(alphas, "alphas")
+    e_seq = as_sequence(epsilons, "epsilons")
+    check_same_length(a_seq, "alphas", e_seq, "epsilons")
     best = Fraction(1)
-    for a, r in zip(alphas, epsilons, strict=True):
-        alpha = _order(a, "alphas[i]")
+    for i, (a, e) in enumerate(zip(a_seq, e_seq, strict=True)):
+        alpha = _order(positive(a, f"alphas[{i}]"), f"alphas[{i}]")
+        r = nonnegative(e, f"epsilons[{i}]")
         expo = (alpha - 1) * (r - eh + Fraction(log_up(1 - 1 / alpha))) - Fraction(log_down(alpha))
         if expo < 0:
             best = min(best, Fraction(exp_up(expo)))
