@@ -7,7 +7,8 @@ uniformly at random (Liu–Talwar 2019, "Private selection from private candidat
 arXiv:1811.07971, Section 3, the random-stopping algorithm that releases the best of the runs; the same
 3ε is Papernot–Steinke 2022, "Hyperparameter tuning with Rényi differential privacy", ICLR;
 arXiv:2110.03620v2, Corollary 3 with η = 1: a truncated negative binomial ``K`` with η = 1 is geometric,
-and the tuned mechanism is ``((2 + η)ε, 0)``-DP).
+and the tuned mechanism is ``((2 + η)ε, 0)``-DP — their Theorem 2 as both Rényi orders grow).
+Candidates with a zCDP or Rényi bound: :func:`~dpcompose.make_private_selection_renyi`.
 
 Examples:
     >>> import dpcompose as dp
@@ -136,8 +137,9 @@ def make_private_selection(
         InvalidParameter: no candidates, a candidate that is not a measurement, or ``stop_probability``
             outside ``(0, 1]``.
         DomainMismatch: candidates with different input domains or metrics.
-        UnsupportedComposition: a candidate that is not ``PureDP`` (no pure bound proven for it here:
-            convert it, or use a pure mechanism) or is interactive.
+        UnsupportedComposition: a candidate that is not ``PureDP`` (a zCDP or Rényi-DP one: use
+            :func:`~dpcompose.make_private_selection_renyi`; an (ε, δ)-only one is not covered) or is
+            interactive.
 
     Source: Liu–Talwar 2019 (STOC; arXiv:1811.07971), Section 3 (random stopping, best of the runs: 3ε);
     Papernot–Steinke 2022 (ICLR; arXiv:2110.03620v2), Corollary 3 (η = 1) and their hypotheses (§3.3):
@@ -175,8 +177,9 @@ def make_private_selection(
         if not isinstance(child.output_measure, PureDP):
             raise UnsupportedComposition(
                 f"make_private_selection: candidates[{i}] ({child.node.label()}) is "
-                f"{child.output_measure!r}; the 3ε theorem used here is for PureDP candidates (convert "
-                "it to a pure mechanism, e.g. Laplace noise)"
+                f"{child.output_measure!r}; the 3ε theorem used here is for PureDP candidates (a ZCDP "
+                "or RenyiDP candidate: use make_private_selection_renyi; otherwise use a pure mechanism, "
+                "e.g. Laplace noise)"
             )
         if child.interactive:
             raise UnsupportedComposition(
