@@ -41,8 +41,9 @@ def sample_truncated_negative_binomial(eta: Fraction, gamma: Fraction, source: R
             while True:
                 if sample_bernoulli(gamma, source):
                     return k
-                if not sample_bernoulli((k + eta) / (k + 1), source):
-                    break  # rejected: start again
+                keep = (k + eta) / (k + 1)
+                if keep < 1 and not sample_bernoulli(keep, source):
+                    break  # rejected: start again (η = 1 keeps every k: no coin)
                 k += 1
     while True:
         k, successes = 0, 0
