@@ -96,7 +96,7 @@ def _best_law(law: list[Fraction], pgf: Any) -> list[mpmath.mpf]:
     return [g[0], *(g[i + 1] - g[i] for i in range(len(law)))]
 
 
-ORDERS = [Fraction(3, 2), Fraction(2), Fraction(3), Fraction(4), Fraction(8), Fraction(16), Fraction(64)]
+ORDERS = [Fraction(3, 2), Fraction(2), Fraction(4), Fraction(16), Fraction(64)]
 
 
 @pytest.mark.parametrize(
@@ -184,7 +184,7 @@ def _check_tnb_formula(
     assert _mp(tnb_log_mean_up(eta, gamma)) >= mpmath.log(mean)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(**TNB_ARGS)
 def test_tnb_formula_matches_theorem_2_in_mpmath(**kw: Fraction) -> None:
     _check_tnb_formula(**kw)
@@ -235,7 +235,7 @@ def _check_poisson_formula(lam: Fraction, eps: Fraction, delta: Fraction, mu: Fr
     assert _mp(got) >= _mp(eps) + m * _mp(delta) + mpmath.log(m) / l1
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(**POISSON_ARGS)
 def test_poisson_formula_matches_in_mpmath(**kw: Fraction) -> None:
     _check_poisson_formula(**kw)
