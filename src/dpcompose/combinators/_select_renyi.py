@@ -113,7 +113,7 @@ class TruncatedNegativeBinomialRuns:
             eps = candidate(lam)
             return min(selection_renyi_tnb(lam, eps, a, e, eta, gamma) for a, e in hats)
 
-        return RenyiCurve(at, f"PS22 Thm 2 (η={eta}, γ={gamma}, ln E[K] ≤ {float(log_mean):.4g})")
+        return RenyiCurve(at, f"PS22 Thm 2 (η={float(eta):g}, γ={float(gamma):g}, ln E[K] ≤ {float(log_mean):.4g})")
 
     def label(self) -> str:
         return f"truncated negative binomial (η={self.eta}, γ={self.stop_probability})"
@@ -152,7 +152,7 @@ class PoissonRuns:
             delta_hat = renyi_delta_at(eps_hat, orders, values)
             return selection_renyi_poisson(lam, candidate(lam), delta_hat, mu)
 
-        return RenyiCurve(at, f"PS22 Poisson theorem (μ={mu})")
+        return RenyiCurve(at, f"PS22 Thm 6, K = 0 kept (μ={float(mu):g})")
 
     def label(self) -> str:
         return f"Poisson (μ={self.mean})"
