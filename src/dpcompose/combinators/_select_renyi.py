@@ -113,7 +113,9 @@ class TruncatedNegativeBinomialRuns:
             eps = candidate(lam)
             return min(selection_renyi_tnb(lam, eps, a, e, eta, gamma) for a, e in hats)
 
-        return RenyiCurve(at, f"PS22 Thm 2 (η={float(eta):g}, γ={float(gamma):g}, ln E[K] ≤ {float(log_mean):.4g})")
+        return RenyiCurve(
+            at, f"PS22 Thm 2 (η={float(eta):g}, γ={float(gamma):g}, ln E[K] ≤ {float(log_mean):.4g})"
+        )
 
     def label(self) -> str:
         return f"truncated negative binomial (η={self.eta}, γ={self.stop_probability})"
