@@ -1040,6 +1040,28 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "make_private_selection_renyi[tnb]": Case(
+        dp.make_private_selection_renyi,
+        lambda: {
+            "candidates": [dp.make_postprocess(_count_then_gauss(), score_and_value)] * 2,
+            "runs": dp.TruncatedNegativeBinomialRuns(0, 0.5),
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "make_private_selection_renyi[poisson]": Case(
+        dp.make_private_selection_renyi,
+        lambda: {
+            "candidates": [dp.make_postprocess(_count_then_gauss(), score_and_value)],
+            "runs": dp.PoissonRuns(2),
+            "rng": None,
+        },
+        _MAP1,
+    ),
+    "TruncatedNegativeBinomialRuns": Case(
+        dp.TruncatedNegativeBinomialRuns, lambda: {"eta": 0.5, "stop_probability": 0.25}
+    ),
+    "PoissonRuns": Case(dp.PoissonRuns, lambda: {"mean": 3}),
     "make_postprocess": Case(dp.make_postprocess, lambda: {"m": _lap(), "function": round}, _MAP1),
     "wrap_queryable": Case(
         dp.wrap_queryable, lambda: {"inner": _Echo(), "query_map": abs, "answer_map": abs}
@@ -1444,6 +1466,28 @@ CASES: dict[str, Case] = {
     "accounting.renyi_to_approx": Case(
         dp.accounting.renyi_to_approx,
         lambda: {"alphas": [2, 8, 32], "epsilons": [1.0, 4.0, 16.0], "delta": 1e-6},
+        _numbers,
+    ),
+    "accounting.selection_renyi_tnb": Case(
+        dp.accounting.selection_renyi_tnb,
+        lambda: {"alpha": 4, "epsilon": 0.5, "alpha_hat": 8, "epsilon_hat": 1.0, "eta": 0.5, "gamma": 0.1},
+        _numbers,
+    ),
+    "accounting.selection_renyi_poisson": Case(
+        dp.accounting.selection_renyi_poisson,
+        lambda: {"alpha": 4, "epsilon": 0.5, "delta_hat": 1e-3, "mu": 3},
+        _numbers,
+    ),
+    "accounting.tnb_log_mean_up": Case(
+        dp.accounting.tnb_log_mean_up, lambda: {"eta": 0.5, "gamma": 0.1}, _numbers
+    ),
+    "accounting.renyi_delta_at": Case(
+        dp.accounting.renyi_delta_at,
+        lambda: {
+            "epsilon_hat": 0.5,
+            "alphas": [Fraction(2), Fraction(8)],
+            "epsilons": [Fraction(1, 4), Fraction(1)],
+        },
         _numbers,
     ),
     "accounting.subsampled_renyi": Case(

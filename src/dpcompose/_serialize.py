@@ -243,8 +243,8 @@ def _is_constructor(obj: object, package: str) -> bool:
         return True
     if not isinstance(obj, type) or inspect.isabstract(obj):
         return False
-    if package in ("accounting", "tables") and dataclasses.is_dataclass(obj):
-        return True  # parameter records (RenyiCurve, a table's Column)
+    if package in ("accounting", "tables", "combinators") and dataclasses.is_dataclass(obj):
+        return True  # parameter records (RenyiCurve, a table's Column, a selection's law of runs)
     if package == "accounting":
         return False
     return issubclass(obj, (Domain, Metric, Measure)) and obj not in (Domain, Metric, Measure)

@@ -63,6 +63,12 @@ from dpcompose.accounting._pld import (
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
 from dpcompose.accounting._rdp import subsampled_gaussian_renyi, subsampled_renyi, subsampled_zcdp_to_renyi
 from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon
+from dpcompose.accounting._selection import (
+    renyi_delta_at,
+    selection_renyi_poisson,
+    selection_renyi_tnb,
+    tnb_log_mean_up,
+)
 from dpcompose.accounting._zcdp import (
     group_zcdp,
     pure_to_zcdp,
@@ -124,14 +130,18 @@ __all__ = [
     "pld_subsampled_gaussian",
     "pld_subsampled_laplace",
     "pure_to_zcdp",
+    "renyi_delta_at",
     "renyi_odometer_epsilon",
     "renyi_to_approx",
     "rruv_filter_epsilon",
+    "selection_renyi_poisson",
+    "selection_renyi_tnb",
     "shown_down",
     "shown_up",
     "subsampled_gaussian_renyi",
     "subsampled_renyi",
     "subsampled_zcdp_to_renyi",
+    "tnb_log_mean_up",
     "whitehouse_filter_epsilon",
     "zcdp_budget",
     "zcdp_compose",

@@ -25,13 +25,20 @@ from dpcompose.combinators._ledger import LedgerError, LedgerLocked, MemoryLedge
 from dpcompose.combinators._odometer import make_odometer
 from dpcompose.combinators._parallel import make_parallel
 from dpcompose.combinators._select import make_private_selection
+from dpcompose.combinators._select_renyi import (
+    PoissonRuns,
+    TruncatedNegativeBinomialRuns,
+    make_private_selection_renyi,
+)
 from dpcompose.combinators._subsample import make_subsample
 
 __all__ = [
     "LedgerError",
     "LedgerLocked",
     "MemoryLedger",
+    "PoissonRuns",
     "SQLiteLedger",
+    "TruncatedNegativeBinomialRuns",
     "make_adaptive_concurrent",
     "make_adaptive_sequential",
     "make_approx_to_profile",
@@ -44,6 +51,7 @@ __all__ = [
     "make_postprocess",
     "make_privacy_filter",
     "make_private_selection",
+    "make_private_selection_renyi",
     "make_pure_to_approx",
     "make_pure_to_profile",
     "make_pure_to_renyi",

@@ -7,7 +7,8 @@ uniformly at random (Liu–Talwar 2019, "Private selection from private candidat
 arXiv:1811.07971, Section 3, the random-stopping algorithm that releases the best of the runs; the same
 3ε is Papernot–Steinke 2022, "Hyperparameter tuning with Rényi differential privacy", ICLR;
 arXiv:2110.03620v2, Corollary 3 with η = 1: a truncated negative binomial ``K`` with η = 1 is geometric,
-and the tuned mechanism is ``((2 + η)ε, 0)``-DP).
+and the tuned mechanism is ``((2 + η)ε, 0)``-DP — their Theorem 2 as both Rényi orders grow).
+Candidates with a zCDP or Rényi bound: :func:`~dpcompose.make_private_selection_renyi`.
 
 Examples:
     >>> import dpcompose as dp
@@ -43,7 +44,7 @@ from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedCompos
 from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.measurements._sampling import randbelow, sample_bernoulli
 
-__all__ = ["make_private_selection", "selection_epsilon"]
+__all__ = ["better_score", "make_private_selection", "ranked_run", "selection_epsilon"]
 
 #: The factor on the candidates' ε for a geometric number of runs (Liu–Talwar 2019, Section 3;
 #: Papernot–Steinke 2022, Corollary 3 with η = 1: (2 + η)ε).
@@ -64,7 +65,7 @@ def selection_epsilon(epsilon: Fraction) -> Fraction:
     return FACTOR * Fraction(epsilon)
 
 
-def _ranked(result: Any) -> tuple[float | Fraction, Any]:
+def ranked_run(result: Any) -> tuple[float | Fraction, Any]:
     """A run's output as ``(score, output)`` for ranking: a pair whose score is a real number (not NaN,
     not a bool) keeps it; anything else — a malformed output, a NaN score — ranks as ``-inf`` with output
     ``None``. A deterministic function of the run's output only (post-processing), so it never raises."""
@@ -86,7 +87,7 @@ def _ranked(result: Any) -> tuple[float | Fraction, Any]:
     return -math.inf, None
 
 
-def _better(score: float | Fraction, best: float | Fraction) -> bool:
+def better_score(score: float | Fraction, best: float | Fraction) -> bool:
     """``score > best`` exactly (a float and a Fraction compare exactly in Python; ±inf as floats)."""
     return bool(score > best)
 
@@ -136,8 +137,9 @@ def make_private_selection(
         InvalidParameter: no candidates, a candidate that is not a measurement, or ``stop_probability``
             outside ``(0, 1]``.
         DomainMismatch: candidates with different input domains or metrics.
-        UnsupportedComposition: a candidate that is not ``PureDP`` (no pure bound proven for it here:
-            convert it, or use a pure mechanism) or is interactive.
+        UnsupportedComposition: a candidate that is not ``PureDP`` (a zCDP or Rényi-DP one: use
+            :func:`~dpcompose.make_private_selection_renyi`; an (ε, δ)-only one is not covered) or is
+            interactive.
 
     Source: Liu–Talwar 2019 (STOC; arXiv:1811.07971), Section 3 (random stopping, best of the runs: 3ε);
     Papernot–Steinke 2022 (ICLR; arXiv:2110.03620v2), Corollary 3 (η = 1) and their hypotheses (§3.3):
@@ -175,8 +177,9 @@ def make_private_selection(
         if not isinstance(child.output_measure, PureDP):
             raise UnsupportedComposition(
                 f"make_private_selection: candidates[{i}] ({child.node.label()}) is "
-                f"{child.output_measure!r}; the 3ε theorem used here is for PureDP candidates (convert "
-                "it to a pure mechanism, e.g. Laplace noise)"
+                f"{child.output_measure!r}; the 3ε theorem used here is for PureDP candidates (a ZCDP "
+                "or RenyiDP candidate: use make_private_selection_renyi; otherwise use a pure mechanism, "
+                "e.g. Laplace noise)"
             )
         if child.interactive:
             raise UnsupportedComposition(
@@ -196,8 +199,8 @@ def make_private_selection(
         best: tuple[int, float | Fraction, Any] | None = None
         while True:
             j = randbelow(k, source)
-            score, output = _ranked(children[j].function(data))
-            if best is None or _better(score, best[1]):
+            score, output = ranked_run(children[j].function(data))
+            if best is None or better_score(score, best[1]):
                 best = (j, score, output)
             if sample_bernoulli(gamma, source):
                 return best
