@@ -33,25 +33,15 @@ from dpcompose.combinators._policy import child_losses
 from dpcompose.core import Measurement
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["PairSchedule", "domination_gap", "offered_pair", "repeated"]
+__all__ = ["PairSchedule", "domination_gap", "offered_pair"]
 
 
 _NOISE = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _PURE = ("laplace", "discrete_laplace", "randomized_response")  # pairs of ε-DP mechanisms: their ε below
 _MAX_DISTINCT = 256  # the most distinct parts matched between two compositions
-
-
-def repeated(pair: PrivacyLoss, count: int) -> PrivacyLoss:
-    """``count`` compositions of ``pair`` (equal to ``PrivacyLoss.compose([pair] * count)``, in O(parts))."""
-    if count == 1:
-        return pair
-    parts = pair.parts if pair.kind == "composed" else ((pair, 1),)
-    return PrivacyLoss("composed", (), tuple((p, n * count) for p, n in parts))
-
-
-
 _MOST_STEPS = 1 << 44
 """The most steps of one declared pair: the PLD engine composes at most 2**44 copies of one PLD."""
+
 
 class PairSchedule(Sequence[PrivacyLoss]):
     """The declared pairs of an adaptive compositor, one per step: a tuple of pairs, or one pair repeated
@@ -76,7 +66,7 @@ class PairSchedule(Sequence[PrivacyLoss]):
     def total(self) -> PrivacyLoss:
         """The product of the declared pairs (raises UnsupportedComposition where they mix samplings)."""
         if self._one is not None:
-            return repeated(self._one, self._steps)
+            return self._one.times(self._steps)
         assert self._pairs is not None
         return PrivacyLoss.compose(self._pairs)
 
