@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     Domain,
@@ -43,7 +44,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
-from dpcompose.transformations._workload import L1_DEFAULT, sqrt_up
+from dpcompose.transformations._workload import L1_DEFAULT
 
 __all__ = ["make_b_ary_tree", "tree_running_counts"]
 
@@ -108,8 +109,8 @@ class _TreeMap:
             raise InvalidParameter(f"d_in={d_in!r} must be non-negative")
         if not self.l2:
             return d * self.levels
-        # d·√L ≤ ⌈√(d_num²·L)⌉ / d_den, with sqrt_up rounding √ upward
-        return sqrt_up(d.numerator**2 * self.levels) / d.denominator
+        # d·√L ≤ ⌈√(d_num²·L)⌉ / d_den, with sqrt_up_dyadic rounding √ upward
+        return sqrt_up_dyadic(d.numerator**2 * self.levels, 64) / d.denominator
 
 
 MAX_BRANCHING = 1 << 10

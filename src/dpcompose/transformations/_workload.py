@@ -27,7 +27,6 @@ one unit out of and one unit into each table (see that function for the exact fi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -36,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     CategoricalDomain,
@@ -62,14 +62,6 @@ L1_DEFAULT = L1Distance()
 MAX_CELLS = 1 << 22
 """The most categories × queries (workload matrix entries) or marginal cells accepted: the matrix and
 its column Gram matrix are held in memory."""
-
-
-def sqrt_up(n: int) -> Fraction:
-    """The least multiple of 2**-64 at or above √n (exactly √n when ``n`` is a perfect square)."""
-    root = math.isqrt(n)
-    if root * root == n:
-        return Fraction(root)
-    return Fraction(math.isqrt(n << 128) + 1, 1 << 64)
 
 
 def check_output_metric(metric: object) -> Metric:
@@ -101,7 +93,7 @@ class _Sensitivity:
         if isinstance(self.metric, L1Distance):
             return Fraction(d_in * self.per)
         if isinstance(self.metric, L2Distance):
-            return sqrt_up(d_in * d_in * self.per)
+            return sqrt_up_dyadic(d_in * d_in * self.per, 64)
         return Fraction(d_in * self.top)
 
 
