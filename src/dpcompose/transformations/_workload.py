@@ -64,6 +64,26 @@ MAX_CELLS = 1 << 22
 its column Gram matrix are held in memory."""
 
 
+def int_vector_size(input_domain: Domain, size_name: str, meaning: str) -> int:
+    """The size of ``input_domain`` if it is ``VectorDomain(AtomDomain(int), size=…)`` with a size.
+
+    Raises:
+        DomainMismatch: any other domain; the message names the size ``size_name`` and says what the
+            vector holds (``meaning``).
+    """
+    if not (
+        isinstance(input_domain, VectorDomain)
+        and isinstance(input_domain.element_domain, AtomDomain)
+        and input_domain.element_domain.carrier is int
+        and input_domain.size is not None
+    ):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size={size_name}): "
+            + meaning
+        )
+    return int(input_domain.size)
+
+
 def check_output_metric(metric: object) -> Metric:
     """``metric`` if it is ``L1Distance()``, ``L2Distance()`` or ``LInfDistance()``; InvalidParameter else."""
     if isinstance(metric, (L1Distance, L2Distance)):
@@ -370,18 +390,8 @@ def make_workload_error(
         raise DomainMismatch(
             f"input_metric={input_metric!r} must be L1Distance(), L2Distance() or LInfDistance()"
         )
-    if not (
-        isinstance(input_domain, VectorDomain)
-        and isinstance(input_domain.element_domain, AtomDomain)
-        and input_domain.element_domain.carrier is int
-        and input_domain.size is not None
-    ):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size=k): the workload's "
-            "answers"
-        )
+    k = int_vector_size(input_domain, "k", "the workload's answers")
     check_space(input_domain, input_metric)
-    k = input_domain.size
     if (
         isinstance(reference, (str, bytes, Mapping))
         or not isinstance(reference, (Sequence, np.ndarray))
