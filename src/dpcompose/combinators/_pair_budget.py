@@ -29,9 +29,10 @@ from fractions import Fraction
 from typing import Any
 
 from dpcompose.accounting import PrivacyLoss
+from dpcompose.combinators._map_errors import map_errors
 from dpcompose.combinators._policy import child_losses
 from dpcompose.core import Measurement
-from dpcompose.errors import DPError, InvalidParameter
+from dpcompose.errors import InvalidParameter
 
 __all__ = ["PairSchedule", "domination_gap", "offered_pair"]
 
@@ -126,18 +127,12 @@ def offered_pair(query: Measurement[Any, Any, Any, Any], d_in: Any) -> PrivacyLo
         InvalidParameter: the query's loss hook or map raised something other than a DPError.
     """
     label = query.node.label()
-    try:
+    with map_errors(label):
         pair = query.loss(d_in) if query.loss is not None else None
         if pair is None:
             d_out = query.privacy_map(d_in)
             d_out = query.output_measure.check_cost(d_out, f"query {label}'s cost at d_in={d_in}")
             pair = child_losses([query.output_measure], [d_out], [None])[0]
-    except DPError:
-        raise
-    except Exception as exc:
-        raise InvalidParameter(
-            f"query {label}: its privacy map raised {type(exc).__name__}: {exc}; nothing was run or spent"
-        ) from exc
     if pair is not None and not isinstance(pair, PrivacyLoss):
         raise InvalidParameter(f"query {label}: its loss hook returned {pair!r}, not a PrivacyLoss")
     return pair
