@@ -152,9 +152,9 @@ def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
     # ρ is rounded up and δ down to 41 significant bits (at most 2⁻⁴⁰ relative), each rounding
     # non-decreasing in its input (_round_bits), so inputs within one grid cell give the same answer. Across
     # cells monotonicity is not proven: the bound at a fixed α is increasing in ρ, but α is a float
-    # optimiser's, and only its noise being below the change between neighbouring cells (≥ 2⁻⁴¹ relative)
-    # keeps a larger ρ from converting to a smaller ε. Callers must not rely on it: a search over ρ keeps
-    # only values it has converted (zcdp_budget).
+    # optimiser's, and only its noise staying below the bound's rise between neighbouring cells (ρ moves by
+    # at least 2⁻⁴¹ relative) keeps a larger ρ from converting to a smaller ε. Callers must not rely on it:
+    # a search over ρ keeps only values it has converted (zcdp_budget).
     r = _round_bits(r, up=True)
     d = _round_bits(d, up=False)
     log_inv = Fraction(-log_down(d))
