@@ -47,6 +47,28 @@ def test_zcdp_to_approx_monotone(rho: float, delta: float, factor: float) -> Non
     assert acc.zcdp_to_approx(rho, delta / factor) >= acc.zcdp_to_approx(rho, delta)
 
 
+def test_zcdp_to_approx_monotone_just_below_a_float() -> None:
+    """A ρ a hair below ``zcdp_budget``'s (a float) converts to no more than it: the rounding of ρ and δ to
+    a grid is non-decreasing whatever the denominators (a ρ with a 3 in its denominator once rounded to a
+    coarser grid and converted to ε + 2e-13)."""
+    d = Fraction(5, 10**7)
+    rho = acc.zcdp_budget(1, d)
+    at = acc.zcdp_to_approx(rho, d)
+    assert at <= 1
+    for den in (3, 7, 1000003):
+        below = rho * (1 - Fraction(1, den * 2**52))
+        assert acc.zcdp_to_approx(below, d) <= at
+        assert acc.zcdp_to_approx(rho, d * (1 - Fraction(1, den * 2**60))) >= at
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 2**60), st.integers(1, 2**60), st.integers(1, 2**20), delta_st)
+def test_zcdp_to_approx_monotone_in_rational_rho(num: int, den: int, step: int, delta: float) -> None:
+    """Neighbouring rationals of unrelated denominators (ρ and ρ·(1 + step/2**50))."""
+    rho = Fraction(num, den)
+    assert acc.zcdp_to_approx(rho, delta) <= acc.zcdp_to_approx(rho * (1 + Fraction(step, 2**50)), delta)
+
+
 @settings(max_examples=25)
 @given(rho_st, st.floats(min_value=0.0, max_value=200.0))
 def test_zcdp_delta_against_mpmath(rho: float, eps: float) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import re
 import threading
 from fractions import Fraction
 from typing import Any
@@ -409,3 +410,28 @@ def test_a_query_made_from_inside_another_querys_pricing_is_refused() -> None:
         assert q.budgets_used == 0 and not inner
         q(lap)  # the step is still open
         assert q.budgets_used == 1
+
+
+
+@pytest.mark.parametrize("hook", ["loss", "privacy_map"])
+def test_a_query_whose_map_raises_is_refused_by_name_and_spends_nothing(hook: str) -> None:
+    """A loss hook (read against pair budgets: offered_pair) or a map (read against budgets in the measure's
+    units: priced_cost) that raises something other than a DPError: InvalidParameter naming the query."""
+    rr = dp.m.make_randomized_response(CATS, DISCRETE, epsilon=1.0)
+    bad = dp.m.make_randomized_response(CATS, DISCRETE, epsilon=1.0)
+
+    def boom(d_in: Any) -> Any:
+        raise ZeroDivisionError("boom")
+
+    object.__setattr__(bad, hook, boom)
+    if hook == "loss":
+        pair = rr.privacy_loss(1)
+        q = dp.make_adaptive_sequential(CATS, DISCRETE, dp.ProfileDP(), 1, pair, steps=2)(1)
+    else:
+        q = dp.make_adaptive_sequential(CATS, DISCRETE, dp.PureDP(), 1, [1.0, 1.0])(1)
+    said = f"query {bad.node.label()}: its privacy map raised ZeroDivisionError: boom; nothing was run"
+    with pytest.raises(dp.InvalidParameter, match=re.escape(said)):
+        q(bad)
+    assert q.budgets_used == 0
+    q(rr)
+    assert q.budgets_used == 1

@@ -264,3 +264,25 @@ def test_a_user_transformation_before_a_subsampled_zcdp_child_is_refused() -> No
     both = dp.make_fix_delta(dp.make_sequential(step, comp >> step), 1e-2)
     with pytest.raises(dp.UnsupportedComposition, match="user-written"):
         both.map(1)
+
+
+
+def test_the_subsampled_pair_is_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pair-budget compositor asks ``loss`` every step: m's pair is read and subsampled once, and the
+    same pair comes back."""
+    g = _gauss_count(4.0)
+    reads: list[Any] = []
+    own = dp.Measurement.privacy_loss
+
+    def counted(self: Any, d_in: Any) -> Any:
+        if self is g:
+            reads.append(d_in)
+        return own(self, d_in)
+
+    monkeypatch.setattr(dp.Measurement, "privacy_loss", counted)
+    sub = dp.make_subsample(g, 0.05)
+    pairs = [sub.privacy_loss(1) for _ in range(3)]
+    assert pairs[0] == PrivacyLoss.subsampled(own(g, 1), Fraction(0.05))  # type: ignore[arg-type]
+    assert pairs[1] is pairs[0] and pairs[2] is pairs[0]
+    assert sub.map(1) == PrivacyProfile.from_loss(pairs[0])
+    assert reads == [1]

@@ -74,6 +74,7 @@ __all__ = [
     "next_up",
     "sqrt_down",
     "sqrt_up",
+    "sqrt_up_dyadic",
     "sqrt_up_q",
 ]
 
@@ -312,6 +313,20 @@ def sqrt_up_q(x: Number) -> Fraction:
         return Fraction(f)
     q = Fraction(x)
     return Fraction(math.isqrt(-(-q.numerator // q.denominator)) + 1)
+
+
+def sqrt_up_dyadic(n: int, bits: int) -> Fraction:
+    """The least multiple of 2**-``bits`` at or above √n, for integers n ≥ 0 and ``bits`` ≥ 0: exactly √n
+    where n is a perfect square, else within 2**-``bits`` above it. Integer arithmetic only:
+    ⌈√n·2^b⌉ = ⌈√(n·4^b)⌉ = isqrt(n·4^b − 1) + 1 for n ≥ 1 (isqrt(m − 1) < k ⟺ m ≤ k²).
+
+    Examples:
+        >>> sqrt_up_dyadic(9, 64), sqrt_up_dyadic(2, 4)
+        (Fraction(3, 1), Fraction(23, 16))
+    """
+    if n == 0:
+        return Fraction(0)
+    return Fraction(math.isqrt((n << (2 * bits)) - 1) + 1, 1 << bits)
 
 
 def sqrt_down(x: Number) -> float:

@@ -101,10 +101,19 @@ def _optimise_alpha(f: Callable[[float], float], lo: float, hi: float) -> float:
 _MODERATE = (1e-150, 1e150)  # ρ, ε in this range keep the float objectives of the α search finite
 
 
-def _round_bits(q: Fraction, up: bool, bits: int = 40) -> Fraction:
-    """``q > 0`` rounded to ``bits`` significant binary digits, up or down."""
-    e = q.numerator.bit_length() - q.denominator.bit_length()  # 2**(e-1) < q < 2**(e+1)
-    scale = Fraction(2) ** (bits - e)
+def _round_bits(q: Fraction, up: bool, bits: int = 41) -> Fraction:
+    """``q > 0`` rounded to ``bits`` significant binary digits, up or down: to the grid 2**(E + 1 − bits)
+    of its binade 2**E ≤ q < 2**(E + 1).
+
+    Non-decreasing in q. Within a binade it is rounding to one grid. For q₁ < q₂ in binades E₁ < E₂, the
+    bounds 2**E₁ and 2**(E₁ + 1) are points of q₁'s grid, so q₁ rounds to at most 2**(E₁ + 1) ≤ 2**E₂, and
+    q₂ rounds to at least 2**E₂.
+    """
+    n, d = q.numerator, q.denominator
+    e = n.bit_length() - d.bit_length()  # 2**(e-1) < q < 2**(e+1)
+    if (n << max(0, -e)) < (d << max(0, e)):  # q < 2**e: the binade is e − 1
+        e -= 1
+    scale = Fraction(2) ** (bits - 1 - e)
     scaled = q * scale
     n = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
     return Fraction(n) / scale
@@ -140,9 +149,12 @@ def zcdp_to_approx(rho: Number, delta: Number) -> Fraction:
         return ZERO
     if d == 0:
         raise InvalidParameter(f"delta={delta!r} must be positive: ρ-zCDP with ρ > 0 gives no (ε, 0) bound")
-    # Monotone by construction: ρ is rounded up and δ down to 40 significant bits (costing at most
-    # 2⁻⁴⁰ relative), so inputs closer than that give the same answer, and the numerical optimum over α
-    # (whose noise is far below the change between grid points) cannot make the map non-monotone.
+    # ρ is rounded up and δ down to 41 significant bits (at most 2⁻⁴⁰ relative), each rounding
+    # non-decreasing in its input (_round_bits), so inputs within one grid cell give the same answer. Across
+    # cells monotonicity is not proven: the bound at a fixed α is increasing in ρ, but α is a float
+    # optimiser's, and only its noise staying below the bound's rise between neighbouring cells (ρ moves by
+    # at least 2⁻⁴¹ relative) keeps a larger ρ from converting to a smaller ε. Callers must not rely on it:
+    # a search over ρ keeps only values it has converted (zcdp_budget).
     r = _round_bits(r, up=True)
     d = _round_bits(d, up=False)
     log_inv = Fraction(-log_down(d))

@@ -8,6 +8,7 @@ from typing import Any
 
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.accounting._display import format_down
+from dpcompose.combinators._map_errors import map_errors
 from dpcompose.combinators._pair_budget import PairSchedule, domination_gap, offered_pair
 from dpcompose.core import (
     ZCDP,
@@ -24,7 +25,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space
 from dpcompose.core._queryable import created_queryables
 from dpcompose.core._recipe import recorded
-from dpcompose.errors import BudgetExceeded, DomainMismatch, DPError, InvalidParameter
+from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 
 __all__ = [
     "check_query",
@@ -58,14 +59,8 @@ def priced_cost(query: Measurement[Any, Any, Any, Any], d_in: Any) -> Any:
     :class:`DPError` — is refused with :class:`InvalidParameter` before anything is charged or run.
     """
     label = query.node.label()
-    try:
+    with map_errors(label):
         d = query.map(d_in)
-    except DPError:
-        raise
-    except Exception as exc:
-        raise InvalidParameter(
-            f"query {label}: its privacy map raised {type(exc).__name__}: {exc}; nothing was run or spent"
-        ) from exc
     return query.output_measure.check_cost(d, f"query {label}'s cost at d_in={d_in}")
 
 

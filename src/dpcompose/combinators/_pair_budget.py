@@ -29,29 +29,20 @@ from fractions import Fraction
 from typing import Any
 
 from dpcompose.accounting import PrivacyLoss
+from dpcompose.combinators._map_errors import map_errors
 from dpcompose.combinators._policy import child_losses
 from dpcompose.core import Measurement
-from dpcompose.errors import DPError, InvalidParameter
+from dpcompose.errors import InvalidParameter
 
-__all__ = ["PairSchedule", "domination_gap", "offered_pair", "repeated"]
+__all__ = ["PairSchedule", "domination_gap", "offered_pair"]
 
 
 _NOISE = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _PURE = ("laplace", "discrete_laplace", "randomized_response")  # pairs of ε-DP mechanisms: their ε below
 _MAX_DISTINCT = 256  # the most distinct parts matched between two compositions
-
-
-def repeated(pair: PrivacyLoss, count: int) -> PrivacyLoss:
-    """``count`` compositions of ``pair`` (equal to ``PrivacyLoss.compose([pair] * count)``, in O(parts))."""
-    if count == 1:
-        return pair
-    parts = pair.parts if pair.kind == "composed" else ((pair, 1),)
-    return PrivacyLoss("composed", (), tuple((p, n * count) for p, n in parts))
-
-
-
 _MOST_STEPS = 1 << 44
 """The most steps of one declared pair: the PLD engine composes at most 2**44 copies of one PLD."""
+
 
 class PairSchedule(Sequence[PrivacyLoss]):
     """The declared pairs of an adaptive compositor, one per step: a tuple of pairs, or one pair repeated
@@ -76,7 +67,7 @@ class PairSchedule(Sequence[PrivacyLoss]):
     def total(self) -> PrivacyLoss:
         """The product of the declared pairs (raises UnsupportedComposition where they mix samplings)."""
         if self._one is not None:
-            return repeated(self._one, self._steps)
+            return self._one.times(self._steps)
         assert self._pairs is not None
         return PrivacyLoss.compose(self._pairs)
 
@@ -136,18 +127,12 @@ def offered_pair(query: Measurement[Any, Any, Any, Any], d_in: Any) -> PrivacyLo
         InvalidParameter: the query's loss hook or map raised something other than a DPError.
     """
     label = query.node.label()
-    try:
+    with map_errors(label):
         pair = query.loss(d_in) if query.loss is not None else None
         if pair is None:
             d_out = query.privacy_map(d_in)
             d_out = query.output_measure.check_cost(d_out, f"query {label}'s cost at d_in={d_in}")
             pair = child_losses([query.output_measure], [d_out], [None])[0]
-    except DPError:
-        raise
-    except Exception as exc:
-        raise InvalidParameter(
-            f"query {label}: its privacy map raised {type(exc).__name__}: {exc}; nothing was run or spent"
-        ) from exc
     if pair is not None and not isinstance(pair, PrivacyLoss):
         raise InvalidParameter(f"query {label}: its loss hook returned {pair!r}, not a PrivacyLoss")
     return pair

@@ -422,6 +422,7 @@ def make_subsample(
     sampling = "poisson" if method == "poisson" else "without_replacement"
     pair_source = "; pair: Zhu–Dong–Wang 2022 " + ("Thm 11" if method == "poisson" else "Prop. 30")
 
+    @functools.cache  # (m's pair is a function of child_d only; raising calls are not kept)
     def child_pair() -> PrivacyLoss | None:
         """m's dominating pair for one step (one record added/removed, resp. substituted), or, for a pure
         or (ε, δ) m without one (or with a composed one), RR_(ε,δ) of its guarantee at one step (KOV 2015
@@ -434,6 +435,12 @@ def make_subsample(
         if isinstance(measure, ApproxDP):
             return PrivacyLoss.approx(*m.map(child_d))
         return None
+
+    @functools.cache
+    def subsampled_pair() -> PrivacyLoss | None:
+        """The subsampled pair of :func:`child_pair` (one step's pair of the result), built once."""
+        pair = child_pair()
+        return None if pair is None else PrivacyLoss.subsampled(pair, q, sampling)
 
     if isinstance(measure, (PureDP, ApproxDP)):
         out_measure: Any = measure
@@ -488,9 +495,9 @@ def make_subsample(
                     "gives a privacy profile for several records from it (group privacy of a profile is "
                     "not implemented)"
                 )
-            pair = child_pair()
+            pair = subsampled_pair()
             assert pair is not None  # checked at construction; m's pair is a function of d_in only
-            return PrivacyProfile.from_loss(PrivacyLoss.subsampled(pair, q, sampling))
+            return PrivacyProfile.from_loss(pair)
 
         theorem_source = "Zhu–Dong–Wang 2022 " + (
             "Thm 11 (Poisson, add/remove)"
@@ -506,8 +513,7 @@ def make_subsample(
         steps = int(d_in)
         if steps == 0:
             return PrivacyLoss.approx(0, 0)
-        pair = child_pair() if steps == 1 else None
-        return None if pair is None else PrivacyLoss.subsampled(pair, q, sampling)
+        return subsampled_pair() if steps == 1 else None
 
     def child_inputs(d_in: Any) -> tuple[Any, ...]:
         return (child_d if d_in else 0,)

@@ -84,10 +84,10 @@ class GaussianSelection:
     @classmethod
     def of(cls, budget: tuple[Fraction, Fraction]) -> GaussianSelection:
         """Split ``(ε, δ)``: ``δ/2`` each, ``ρ = zcdp_budget(ε, δ/2)·(1 − 2⁻²⁰)`` (so that
-        ``zcdp_to_approx(ρ, δ/2) ≤ ε``, Canonne–Kamath–Steinke 2020 Cor 13). The margin: the conversion's
-        numerical optimum over its order α differs by about 10⁻¹³ (relative) between nearby ρ, so a ρ just
-        below ``zcdp_budget``'s can convert to just above ε; 2⁻²⁰ of ρ moves ε by far more than that.
-        :meth:`check` verifies the built query's cost against the budget all the same."""
+        ``zcdp_to_approx(ρ, δ/2) ≤ ε``, Canonne–Kamath–Steinke 2020 Cor 13). The margin: the conversion is
+        not proven monotone in ρ (its order α is a float optimiser's), so ρ is kept 2⁻²⁰ below the one
+        ``zcdp_budget`` converted, far more than the optimiser's noise can move ε. :meth:`check` verifies
+        the built query's cost against the budget all the same."""
         eps, delta = Fraction(budget[0]), Fraction(budget[1])
         half = delta / 2
         rho = zcdp_budget(eps, half) * (1 - _MARGIN)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -113,13 +114,6 @@ def _check_bool(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidParameter(f"{name}={_short(value)} must be True or False")
     return bool(value)
-
-
-def _sqrt2_up(d: int) -> Fraction:
-    """A rational upper bound on √2·d, within 2**-64 (d = 0 gives 0)."""
-    if d == 0:
-        return Fraction(0)
-    return Fraction(math.isqrt((2 * d * d) << 128) + 1, 1 << 64)
 
 
 def _numpy_can_hold(category: Any, carrier: type) -> bool:
@@ -299,7 +293,7 @@ def make_count_by_categories(
     def stability(d_in: int) -> Fraction:
         if not change_one or buckets == 1:
             return Fraction(d_in)
-        return Fraction(2 * d_in) if norm == 1 else _sqrt2_up(d_in)
+        return Fraction(2 * d_in) if norm == 1 else sqrt_up_dyadic(2 * d_in * d_in, 64)
 
     output_metric = L1Distance() if norm == 1 else L2Distance()
     return Transformation(

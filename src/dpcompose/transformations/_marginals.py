@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     CategoricalDomain,
@@ -26,7 +27,7 @@ from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._workload import L1_DEFAULT, MAX_CELLS, check_output_metric, sqrt_up
+from dpcompose.transformations._workload import L1_DEFAULT, MAX_CELLS, check_output_metric
 
 __all__ = ["make_marginals", "marginal_tables"]
 
@@ -250,7 +251,7 @@ def make_marginals(
         if isinstance(out_metric, L1Distance):
             return Fraction(d_in * per)
         if isinstance(out_metric, L2Distance):
-            return sqrt_up(d_in * d_in * per)
+            return sqrt_up_dyadic(d_in * d_in * per, 64)
         return Fraction(d_in)
 
     return Transformation(

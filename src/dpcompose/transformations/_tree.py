@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     Domain,
@@ -43,7 +44,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
-from dpcompose.transformations._workload import L1_DEFAULT, sqrt_up
+from dpcompose.transformations._workload import L1_DEFAULT, int_vector_size
 
 __all__ = ["make_b_ary_tree", "tree_running_counts"]
 
@@ -108,8 +109,8 @@ class _TreeMap:
             raise InvalidParameter(f"d_in={d_in!r} must be non-negative")
         if not self.l2:
             return d * self.levels
-        # d·√L ≤ ⌈√(d_num²·L)⌉ / d_den, with sqrt_up rounding √ upward
-        return sqrt_up(d.numerator**2 * self.levels) / d.denominator
+        # d·√L ≤ ⌈√(d_num²·L)⌉ / d_den, with sqrt_up_dyadic rounding √ upward
+        return sqrt_up_dyadic(d.numerator**2 * self.levels, 64) / d.denominator
 
 
 MAX_BRANCHING = 1 << 10
@@ -135,7 +136,6 @@ def tree_size(padded: int, branching: int) -> int:
     return (branching * padded - 1) // (branching - 1)
 
 
-
 def check_step_counts(input_domain: Domain, input_metric: Metric) -> int:
     """The stream length T of one count per step, ``VectorDomain(AtomDomain(int), size=T)`` under
     ``L1Distance``; anything else is refused.
@@ -149,16 +149,8 @@ def check_step_counts(input_domain: Domain, input_metric: Metric) -> int:
             f"input_metric={input_metric!r} must be L1Distance(): the per-step counts differ by at most d in "
             "total between neighbours (d = c for one event of weight at most c)"
         )
-    if not (
-        isinstance(input_domain, VectorDomain)
-        and isinstance(input_domain.element_domain, AtomDomain)
-        and input_domain.element_domain.carrier is int
-        and input_domain.size is not None
-    ):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size=T): one count per step"
-        )
-    return int(input_domain.size)
+    return int_vector_size(input_domain, "T", "one count per step")
+
 
 @recorded
 def make_b_ary_tree(

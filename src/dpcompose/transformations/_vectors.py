@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting import float_up
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -276,11 +277,6 @@ make_clip_l2.__doc__ = (
 )
 
 
-def _sqrt_up(d: int) -> Fraction:
-    """A rational >= √d (exact when d is a perfect square): ``(isqrt(d·2**40 − 1) + 1)/2**20``."""
-    return Fraction(math.isqrt(d * (1 << 40) - 1) + 1, 1 << 20)
-
-
 @recorded
 def make_vector_sum(
     input_domain: Domain, input_metric: Metric, *, max_size: int | None = None
@@ -350,7 +346,7 @@ def make_vector_sum(
             "max_size or the norm"
         )
     ulp = Fraction(math.ulp(largest))
-    slack = d * ulp if p == 1 else _sqrt_up(d) * ulp
+    slack = d * ulp if p == 1 else sqrt_up_dyadic(d, 20) * ulp
     per_row = 2 * c if isinstance(input_metric, ChangeOneDistance) else c
     saturation = int(Fraction(largest) * SUM_SCALE)
 

@@ -27,7 +27,6 @@ one unit out of and one unit into each table (see that function for the exact fi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -36,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import short_repr as _short
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     CategoricalDomain,
@@ -64,12 +64,24 @@ MAX_CELLS = 1 << 22
 its column Gram matrix are held in memory."""
 
 
-def sqrt_up(n: int) -> Fraction:
-    """The least multiple of 2**-64 at or above √n (exactly √n when ``n`` is a perfect square)."""
-    root = math.isqrt(n)
-    if root * root == n:
-        return Fraction(root)
-    return Fraction(math.isqrt(n << 128) + 1, 1 << 64)
+def int_vector_size(input_domain: Domain, size_name: str, meaning: str) -> int:
+    """The size of ``input_domain`` if it is ``VectorDomain(AtomDomain(int), size=…)`` with a size.
+
+    Raises:
+        DomainMismatch: any other domain; the message names the size ``size_name`` and says what the
+            vector holds (``meaning``).
+    """
+    if not (
+        isinstance(input_domain, VectorDomain)
+        and isinstance(input_domain.element_domain, AtomDomain)
+        and input_domain.element_domain.carrier is int
+        and input_domain.size is not None
+    ):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size={size_name}): "
+            + meaning
+        )
+    return int(input_domain.size)
 
 
 def check_output_metric(metric: object) -> Metric:
@@ -101,7 +113,7 @@ class _Sensitivity:
         if isinstance(self.metric, L1Distance):
             return Fraction(d_in * self.per)
         if isinstance(self.metric, L2Distance):
-            return sqrt_up(d_in * d_in * self.per)
+            return sqrt_up_dyadic(d_in * d_in * self.per, 64)
         return Fraction(d_in * self.top)
 
 
@@ -378,18 +390,8 @@ def make_workload_error(
         raise DomainMismatch(
             f"input_metric={input_metric!r} must be L1Distance(), L2Distance() or LInfDistance()"
         )
-    if not (
-        isinstance(input_domain, VectorDomain)
-        and isinstance(input_domain.element_domain, AtomDomain)
-        and input_domain.element_domain.carrier is int
-        and input_domain.size is not None
-    ):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r} must be VectorDomain(AtomDomain(int), size=k): the workload's "
-            "answers"
-        )
+    k = int_vector_size(input_domain, "k", "the workload's answers")
     check_space(input_domain, input_metric)
-    k = input_domain.size
     if (
         isinstance(reference, (str, bytes, Mapping))
         or not isinstance(reference, (Sequence, np.ndarray))
