@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections import namedtuple
+from collections import Counter, namedtuple
 from collections.abc import Callable
+from datetime import date
 from fractions import Fraction
 from typing import Any
 
@@ -15,8 +16,9 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.measurements._random import SeededSource
 from dpcompose.transformations._contributions import safe_class
-from dpcompose.transformations._groupwise import bucket_of, worst_spread
+from dpcompose.transformations._groupwise import bucket_of, canonical_order, worst_spread
 
 ROWS = dp.VectorDomain(dp.AtomDomain(tuple))  # (key, value)
 SYM = dp.SymmetricDistance()
@@ -100,6 +102,40 @@ def test_function_statistic_sees_the_multiset() -> None:
 
     t = dp.t.make_groupwise(ROWS, SYM, first, by=0, keys=["a"], bounds=(0, 9))
     assert t([("a", 5), ("a", 2)]).tolist() == t([("a", 2), ("a", 5)]).tolist()
+
+
+def test_function_statistic_sees_ties_it_cannot_order_in_random_order() -> None:
+    """Records the encoding cannot tell apart (dates, user objects) are shuffled, not left in input
+    order: the distribution of what the function sees does not depend on the order of the dataset."""
+    rows = ROWS
+
+    def first(part: list[Any]) -> int:
+        return part[0][1].month if part else 0
+
+    x = [("u", date(2020, 1, 1)), ("u", date(2020, 5, 1)), ("v", date(2020, 2, 1)), ("v", date(2020, 9, 1))]
+    for order in (x, x[::-1]):
+        t = dp.t.make_groupwise(rows, SYM, first, by=0, keys=["u", "v"], bounds=(0, 12), rng=SeededSource(3))
+        seen = Counter(tuple(t(order).tolist()) for _ in range(200))
+        assert set(seen) == {(1, 2), (1, 9), (5, 2), (5, 9)}  # each 1/4
+        assert all(25 <= c <= 75 for c in seen.values()), seen  # binomial(200, 1/4): ±4 sd
+    ordered = canonical_order([("b", 2), ("a", 1), ("b", 1), ("a", 1)], SeededSource(0))
+    assert ordered == [("a", 1), ("a", 1), ("b", 1), ("b", 2)]  # equal values: no visible shuffle
+
+
+def test_function_statistic_cannot_change_the_callers_records() -> None:
+    lists = dp.VectorDomain(dp.AtomDomain(list))
+
+    def grab(part: list[Any]) -> int:
+        for record in part:
+            record.append(0)
+            record[1] = 99
+        part.clear()
+        return 1
+
+    data = [["a", 1], ["b", 2], ["a", 3]]
+    t = dp.t.make_groupwise(lists, SYM, grab, by=0, buckets=2, bounds=(0, 5))
+    t(data)
+    assert data == [["a", 1], ["b", 2], ["a", 3]]
 
 
 # --- stability against brute force ---------------------------------------------------------------------
@@ -327,6 +363,11 @@ def test_vote_recipe_is_the_library_map() -> None:
         ({"keys": []}, InvalidParameter, "must not be empty"),
         ({"keys": ["a", "a"]}, InvalidParameter, "distinct"),
         ({"keys": [1, 1.0]}, InvalidParameter, "distinct"),
+        ({"keys": ["a", date(2020, 1, 1)]}, InvalidParameter, r"keys\[1\]=.*date.*not compared by value"),
+        ({"keys": [1j]}, InvalidParameter, "not compared by value"),
+        ({"keys": [type("S", (str,), {})("a")]}, InvalidParameter, "not compared by value"),
+        ({"keys": [object()]}, InvalidParameter, "not compared by value"),
+        ({"buckets": 2, "rng": 7}, InvalidParameter, "rng="),
         ({"buckets": 0}, InvalidParameter, "buckets"),
         ({"buckets": 2, "by": 2.5}, InvalidParameter, "by="),
         ({"buckets": 2, "bounds": (3, 1)}, InvalidParameter, "lo <= hi"),
