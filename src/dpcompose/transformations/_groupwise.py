@@ -59,7 +59,10 @@ MAX_BUCKETS = 2**20
 """The most hashed buckets (the output holds one value per bucket)."""
 
 _DP_LIMIT = 2**22
-"""The most additions the exact dynamic programme of :func:`worst_spread` may spend (parts × T²)."""
+"""The most additions the dynamic programme of :func:`worst_spread` may spend (parts × T²)."""
+
+_DP_BITS = 62
+"""The dynamic programme adds int64 numpy vectors: every partial sum stays below 2**_DP_BITS."""
 
 _INT64 = 2**63 - 1
 
@@ -93,8 +96,11 @@ def worst_spread(g: Sequence[Fraction], parts: int) -> Fraction:
     * g concave: the sum of the T largest positive marginals, spread level by level over the parts (every
       part has the same non-increasing marginals g(m) − g(m−1), so taking level m in up to ``parts`` parts
       before level m + 1 is a valid allocation and an exchange argument shows nothing beats it).
-    * otherwise: an exact dynamic programme over min(parts, T) parts, O(min(parts, T)·T²) additions; when
-      that exceeds 2**22, the valid bound min(parts, T)·max g.
+    * otherwise: a dynamic programme over min(parts, T) parts, O(min(parts, T)·T²) additions on int64
+      vectors (:func:`_spread_programme`): exact when g over a common denominator fits, else on g rounded
+      up to a multiple of 2**-s (never below the truth, above it by less than min(parts, T)²·max g·2**-60,
+      at most 2**-44 of max g, as min(parts, T)³ ≤ 2**22); when the additions exceed 2**22, the valid
+      bound min(parts, T)·max g.
 
     Examples:
         >>> from fractions import Fraction as F
@@ -122,12 +128,39 @@ def worst_spread(g: Sequence[Fraction], parts: int) -> Fraction:
             left -= take
         return acc
     used = min(parts, total)
+    top = max(Fraction(0), *g)
     if used * total * total > _DP_LIMIT:
-        return used * max(Fraction(0), *g)
-    best = [Fraction(0)] * (total + 1)  # best[s]: the most with rows ≤ s over the parts so far
+        return used * top
+    if top == 0:
+        return Fraction(0)
+    return _spread_programme([max(Fraction(0), x) for x in g], used, top)
+
+
+def _spread_programme(g: list[Fraction], used: int, top: Fraction) -> Fraction:
+    """max Σ g(jᵢ) over ``used`` parts with Σ jᵢ ≤ T, for g ≥ 0 with maximum ``top`` > 0.
+
+    g is scaled to integers G(j) = ⌈g(j)·D⌉: D the common denominator when ``used``·max G stays below
+    2**62 (then G = g·D exactly and the answer is exact), else D = 2**s with 2**60 < used·top·D < 2**61
+    (then G/D ≥ g, so the answer, the maximum of sums of G over D, is at least the true maximum, and
+    exceeds it by less than used/D < used²·top·2**-60). best[s], the most over the parts so far with at
+    most s rows, is non-decreasing in s; one more part gives max(best[s], max_j best[s−j] + G(j)), one
+    int64 vector maximum per j. Every entry is a sum of at most ``used`` values of G, so below 2**62.
+    """
+    total = len(g) - 1
+    denominator = math.lcm(*(x.denominator for x in g))
+    if used * math.ceil(top * denominator) >= 2**_DP_BITS:
+        # D = 2**shift with x/2 < D < x for x = 2**61/(used·top): used·⌈top·D⌉ < 2**61 + used < 2**62
+        x = Fraction(2 ** (_DP_BITS - 1), used) / top
+        shift = x.numerator.bit_length() - x.denominator.bit_length() - 1
+        denominator = 2**shift if shift >= 0 else Fraction(1, 2**-shift)
+    scaled = np.array([math.ceil(x * denominator) for x in g], dtype=np.int64)
+    best = np.zeros(total + 1, dtype=np.int64)
     for _ in range(used):
-        best = [max([best[s], *(best[s - j] + g[j] for j in range(1, s + 1))]) for s in range(total + 1)]
-    return best[total]
+        step = best.copy()
+        for j in range(1, total + 1):
+            np.maximum(step[j:], best[: total + 1 - j] + scaled[j], out=step[j:])
+        best = step
+    return Fraction(int(best[total])) / denominator
 
 
 class _Parts:
