@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter, namedtuple
 from collections.abc import Callable
 from datetime import date
@@ -320,6 +321,28 @@ def test_worst_spread_matches_enumeration() -> None:
         total, parts = int(rng.integers(1, 6)), int(rng.integers(1, 4))
         g = [Fraction(0)] + [Fraction(int(v)) for v in rng.integers(0, 6, size=total)]
         assert worst_spread(g, parts) == best_allocation(g, parts, total)
+
+
+def test_worst_spread_with_large_denominators_is_fast_and_never_below_the_truth() -> None:
+    """g of rationals whose common denominator does not fit int64: the programme rounds g up, so its
+    answer is at least the exact maximum and above it by less than parts²·max g·2**-60."""
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        total, parts = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        g = [Fraction(0)] + [
+            Fraction(int(rng.integers(1, 2**62)), int(rng.integers(2**40, 2**62)) | 1) for _ in range(total)
+        ]
+        got, truth = worst_spread(g, parts), best_allocation(g, parts, total)
+        assert truth <= got <= truth + Fraction(min(parts, total) ** 2) * max(g) / 2**60
+    small = [Fraction(0), Fraction(1, 3), Fraction(1, 3), Fraction(5, 7)]  # fits: exact
+    assert worst_spread(small, 2) == best_allocation(small, 2, 3) == Fraction(5, 7)
+    assert worst_spread(small, 3) == best_allocation(small, 3, 3) == 1
+    wide = [Fraction(0)] + [
+        Fraction(int(v), (int(v) % 97) * 2**50 + 1) for v in rng.integers(1, 2**40, size=256)
+    ]
+    start = time.perf_counter()
+    worst_spread(wide, 16)  # a general g, T = 256, 16 parts: 2**20 additions (Fractions: ~10 s)
+    assert time.perf_counter() - start < 3.0
 
 
 # --- recipes -------------------------------------------------------------------------------------------

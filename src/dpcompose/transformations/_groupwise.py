@@ -140,7 +140,7 @@ def _spread_programme(g: list[Fraction], used: int, top: Fraction) -> Fraction:
     """max Σ g(jᵢ) over ``used`` parts with Σ jᵢ ≤ T, for g ≥ 0 with maximum ``top`` > 0.
 
     g is scaled to integers G(j) = ⌈g(j)·D⌉: D the common denominator when ``used``·max G stays below
-    2**62 (then G = g·D exactly and the answer is exact), else D = 2**s with 2**60 < used·top·D < 2**61
+    2**62 (then G = g·D exactly and the answer is exact), else D = 2**s with 2**60 ≤ used·top·D < 2**61
     (then G/D ≥ g, so the answer, the maximum of sums of G over D, is at least the true maximum, and
     exceeds it by less than used/D < used²·top·2**-60). best[s], the most over the parts so far with at
     most s rows, is non-decreasing in s; one more part gives max(best[s], max_j best[s−j] + G(j)), one
@@ -149,9 +149,11 @@ def _spread_programme(g: list[Fraction], used: int, top: Fraction) -> Fraction:
     total = len(g) - 1
     denominator = math.lcm(*(x.denominator for x in g))
     if used * math.ceil(top * denominator) >= 2**_DP_BITS:
-        # D = 2**shift with x/2 < D < x for x = 2**61/(used·top): used·⌈top·D⌉ < 2**61 + used < 2**62
+        # D = 2**shift with x/2 ≤ D < x for x = 2**61/(used·top): used·⌈top·D⌉ < 2**61 + used < 2**62
         x = Fraction(2 ** (_DP_BITS - 1), used) / top
-        shift = x.numerator.bit_length() - x.denominator.bit_length() - 1
+        shift = x.numerator.bit_length() - x.denominator.bit_length()  # ⌊log2 x⌋ or one more
+        if Fraction(2) ** shift >= x:
+            shift -= 1
         denominator = 2**shift if shift >= 0 else Fraction(1, 2**-shift)
     scaled = np.array([math.ceil(x * denominator) for x in g], dtype=np.int64)
     best = np.zeros(total + 1, dtype=np.int64)
