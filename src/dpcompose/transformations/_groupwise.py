@@ -147,15 +147,15 @@ def _spread_programme(g: list[Fraction], used: int, top: Fraction) -> Fraction:
     int64 vector maximum per j. Every entry is a sum of at most ``used`` values of G, so below 2**62.
     """
     total = len(g) - 1
-    denominator = math.lcm(*(x.denominator for x in g))
+    denominator = Fraction(math.lcm(*(v.denominator for v in g)))
     if used * math.ceil(top * denominator) >= 2**_DP_BITS:
         # D = 2**shift with x/2 ≤ D < x for x = 2**61/(used·top): used·⌈top·D⌉ < 2**61 + used < 2**62
         x = Fraction(2 ** (_DP_BITS - 1), used) / top
         shift = x.numerator.bit_length() - x.denominator.bit_length()  # ⌊log2 x⌋ or one more
         if Fraction(2) ** shift >= x:
             shift -= 1
-        denominator = 2**shift if shift >= 0 else Fraction(1, 2**-shift)
-    scaled = np.array([math.ceil(x * denominator) for x in g], dtype=np.int64)
+        denominator = Fraction(2) ** shift
+    scaled = np.array([math.ceil(v * denominator) for v in g], dtype=np.int64)
     best = np.zeros(total + 1, dtype=np.int64)
     for _ in range(used):
         step = best.copy()
