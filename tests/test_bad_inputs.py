@@ -681,6 +681,7 @@ CASES: dict[str, Case] = {
             "buckets": 3,
             "bounds": (0, 10),
             "metric": dp.L1Distance(),
+            "rng": None,
         },
         _MAP1,
     ),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections import namedtuple
+import time
+from collections import Counter, namedtuple
 from collections.abc import Callable
+from datetime import date
 from fractions import Fraction
 from typing import Any
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.measurements._random import SeededSource
 from dpcompose.transformations._contributions import safe_class
 from dpcompose.transformations._groupwise import bucket_of, worst_spread
 
@@ -100,6 +103,42 @@ def test_function_statistic_sees_the_multiset() -> None:
 
     t = dp.t.make_groupwise(ROWS, SYM, first, by=0, keys=["a"], bounds=(0, 9))
     assert t([("a", 5), ("a", 2)]).tolist() == t([("a", 2), ("a", 5)]).tolist()
+
+
+def test_function_statistic_sees_ties_it_cannot_order_in_random_order() -> None:
+    """Records the encoding cannot tell apart (dates, user objects) are shuffled, not left in input
+    order: the distribution of what the function sees does not depend on the order of the dataset."""
+    rows = ROWS
+
+    def first(part: list[Any]) -> int:
+        return part[0][1].month if part else 0
+
+    x = [("u", date(2020, 1, 1)), ("u", date(2020, 5, 1)), ("v", date(2020, 2, 1)), ("v", date(2020, 9, 1))]
+    t = dp.t.make_groupwise(rows, SYM, first, by=0, keys=["u", "v"], bounds=(0, 12))  # the secure source
+    for order in (x, x[::-1]):
+        seen = Counter(tuple(t(order).tolist()) for _ in range(120))
+        assert set(seen) == {(1, 2), (1, 9), (5, 2), (5, 9)}  # each 1/4, whatever the input order
+        assert all(8 <= c <= 52 for c in seen.values()), seen  # binomial(120, 1/4): ±4.7 sd
+    seeded = dp.t.make_groupwise(rows, SYM, first, by=0, keys=["u", "v"], bounds=(0, 12), rng=SeededSource(3))
+    runs = [seeded(x).tolist() for _ in range(8)]
+    again = dp.t.make_groupwise(rows, SYM, first, by=0, keys=["u", "v"], bounds=(0, 12), rng=SeededSource(3))
+    assert [again(x).tolist() for _ in range(8)] == runs  # reproducible with a seeded source
+
+
+def test_function_statistic_cannot_change_the_callers_records() -> None:
+    lists = dp.VectorDomain(dp.AtomDomain(list))
+
+    def grab(part: list[Any]) -> int:
+        for record in part:
+            record.append(0)
+            record[1] = 99
+        part.clear()
+        return 1
+
+    data = [["a", 1], ["b", 2], ["a", 3]]
+    t = dp.t.make_groupwise(lists, SYM, grab, by=0, buckets=2, bounds=(0, 5))
+    t(data)
+    assert data == [["a", 1], ["b", 2], ["a", 3]]
 
 
 # --- stability against brute force ---------------------------------------------------------------------
@@ -284,6 +323,28 @@ def test_worst_spread_matches_enumeration() -> None:
         assert worst_spread(g, parts) == best_allocation(g, parts, total)
 
 
+def test_worst_spread_with_large_denominators_is_fast_and_never_below_the_truth() -> None:
+    """g of rationals whose common denominator does not fit int64: the programme rounds g up, so its
+    answer is at least the exact maximum and above it by less than parts²·max g·2**-60."""
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        total, parts = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        g = [Fraction(0)] + [
+            Fraction(int(rng.integers(1, 2**62)), int(rng.integers(2**40, 2**62)) | 1) for _ in range(total)
+        ]
+        got, truth = worst_spread(g, parts), best_allocation(g, parts, total)
+        assert truth <= got <= truth + Fraction(min(parts, total) ** 2) * max(g) / 2**60
+    small = [Fraction(0), Fraction(1, 3), Fraction(1, 3), Fraction(5, 7)]  # fits: exact
+    assert worst_spread(small, 2) == best_allocation(small, 2, 3) == Fraction(5, 7)
+    assert worst_spread(small, 3) == best_allocation(small, 3, 3) == 1
+    wide = [Fraction(0)] + [
+        Fraction(int(v), (int(v) % 97) * 2**50 + 1) for v in rng.integers(1, 2**40, size=256)
+    ]
+    start = time.perf_counter()
+    worst_spread(wide, 16)  # a general g, T = 256, 16 parts: 2**20 additions (Fractions: ~10 s)
+    assert time.perf_counter() - start < 3.0
+
+
 # --- recipes -------------------------------------------------------------------------------------------
 
 
@@ -327,6 +388,11 @@ def test_vote_recipe_is_the_library_map() -> None:
         ({"keys": []}, InvalidParameter, "must not be empty"),
         ({"keys": ["a", "a"]}, InvalidParameter, "distinct"),
         ({"keys": [1, 1.0]}, InvalidParameter, "distinct"),
+        ({"keys": ["a", date(2020, 1, 1)]}, InvalidParameter, r"keys\[1\]=.*date.*not compared by value"),
+        ({"keys": [1j]}, InvalidParameter, "not compared by value"),
+        ({"keys": [type("S", (str,), {})("a")]}, InvalidParameter, "not compared by value"),
+        ({"keys": [object()]}, InvalidParameter, "not compared by value"),
+        ({"buckets": 2, "rng": 7}, InvalidParameter, "rng="),
         ({"buckets": 0}, InvalidParameter, "buckets"),
         ({"buckets": 2, "by": 2.5}, InvalidParameter, "by="),
         ({"buckets": 2, "bounds": (3, 1)}, InvalidParameter, "lo <= hi"),

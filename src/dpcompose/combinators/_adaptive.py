@@ -238,7 +238,7 @@ def _make_adaptive(
     delta: Any = None,
 ) -> Measurement[Any, Any, Any, Any]:
     kind = "sequential" if sequential else "concurrent"
-    check_space(input_domain, input_metric, allow_identifiers=True)  # generic over the metric
+    check_space(input_domain, input_metric, allow_identifiers=True, allow_tables=True)  # generic
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
     d_in_exact = input_metric.validate(d_in)

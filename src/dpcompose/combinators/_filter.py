@@ -319,7 +319,7 @@ def check_accountant_args(
     input_domain: Domain, input_metric: Metric, output_measure: object, d_in: Any, ledger: object
 ) -> Any:
     """Validate the arguments a filter and an odometer share; returns ``d_in`` as the metric reads it."""
-    check_space(input_domain, input_metric, allow_identifiers=True)  # generic over the metric
+    check_space(input_domain, input_metric, allow_identifiers=True, allow_tables=True)  # generic
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
     d_in_exact = input_metric.validate(d_in)

@@ -64,6 +64,7 @@ from dpcompose.core import (
     SymmetricDistance,
     VectorDomain,
 )
+from dpcompose.core._metrics import refuse_table_domain
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 from dpcompose.measurements._random import (
@@ -363,6 +364,7 @@ def make_subsample(
         raise DomainMismatch(
             f"make_subsample: m's input_domain={domain!r} must be a VectorDomain (a dataset)"
         )
+    refuse_table_domain(domain, "m.input_domain")  # the sample picks records by position
     source = caller_or_secure_source(rng)
 
     function: Callable[[Any], Any]

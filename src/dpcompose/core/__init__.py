@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, MapDomain, VectorDomain
+from dpcompose.core._domains import (
+    AtomDomain,
+    CategoricalDomain,
+    Domain,
+    MapDomain,
+    TableDomain,
+    VectorDomain,
+)
 from dpcompose.core._measurement import (
     Measurement,
     Transformation,
@@ -65,6 +72,7 @@ __all__ = [
     "RenyiDP",
     "SymmetricDistance",
     "SymmetricIdDistance",
+    "TableDomain",
     "Transformation",
     "VectorDomain",
     "make_user_measurement",

@@ -23,7 +23,7 @@ from dpcompose._validation import short_repr as _short
 from dpcompose.accounting import float_down, float_up
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
-__all__ = ["AtomDomain", "CategoricalDomain", "Domain", "MapDomain", "VectorDomain"]
+__all__ = ["AtomDomain", "CategoricalDomain", "Domain", "MapDomain", "TableDomain", "VectorDomain"]
 
 _NUMERIC = (int, float, Fraction)
 
@@ -355,6 +355,19 @@ class VectorDomain(Domain):
     def __repr__(self) -> str:
         size = "" if self.size is None else f", size={self.size}"
         return f"VectorDomain({self.element_domain!r}{size})"
+
+
+class TableDomain(VectorDomain):
+    """A :class:`VectorDomain` whose members are engine tables (a Polars, pandas or Spark DataFrame), not
+    Python sequences of records: iterating one walks its columns, indexing it does not give a record.
+
+    The base of ``dp.FrameDomain``. :func:`~dpcompose.core._metrics.check_space` refuses it for every
+    constructor that walks records, so that a constructor which would read a table's columns as its rows
+    never accepts one; only the generic records (``Transformation``, ``Measurement``) and the combinators
+    generic over their input take it.
+    """
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -50,7 +50,7 @@ D3 = TypeVar("D3")
 
 def _check_pair(domain: Domain, metric: Metric, side: str) -> None:
     """The ``{side}_domain``/``{side}_metric`` pair of a record, named as the parameters are."""
-    check_space(domain, metric, f"{side}_domain", f"{side}_metric", allow_identifiers=True)
+    check_space(domain, metric, f"{side}_domain", f"{side}_metric", allow_identifiers=True, allow_tables=True)
 
 
 def _check_measure(measure: object) -> None:

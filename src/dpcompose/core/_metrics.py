@@ -26,7 +26,14 @@ import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, read_real
 from dpcompose.accounting import decimal, exact
-from dpcompose.core._domains import AtomDomain, CategoricalDomain, Domain, MapDomain, VectorDomain
+from dpcompose.core._domains import (
+    AtomDomain,
+    CategoricalDomain,
+    Domain,
+    MapDomain,
+    TableDomain,
+    VectorDomain,
+)
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = [
@@ -43,6 +50,7 @@ __all__ = [
     "SymmetricIdDistance",
     "check_space",
     "refuse_identifier_metric",
+    "refuse_table_domain",
 ]
 
 
@@ -71,6 +79,7 @@ def check_space(
     metric_name: str = "input_metric",
     *,
     allow_identifiers: bool = False,
+    allow_tables: bool = False,
 ) -> None:
     """The one check of a (domain, metric) pair a constructor receives: ``domain`` is a :class:`Domain`,
     ``metric`` a :class:`Metric` that measures it; :class:`DomainMismatch` naming the parameter otherwise.
@@ -79,6 +88,11 @@ def check_space(
     with a message that names ``make_bound_contributions``: a constructor whose map counts records must
     not receive a distance that counts people. Only the constructors that are generic over the metric
     (``Transformation``/``Measurement`` records, accountants, ``make_bound_contributions``) allow it.
+
+    A table domain (:class:`~dpcompose.core.TableDomain`, i.e. ``dp.FrameDomain``) is refused unless
+    ``allow_tables`` is true: its members are DataFrames, and a constructor that walks records
+    (``for record in data``) would walk a DataFrame's columns instead. Only the generic records and
+    combinators, which never look inside the data, allow it.
 
     Examples:
         >>> import dpcompose as dp
@@ -94,7 +108,30 @@ def check_space(
         raise DomainMismatch(f"{metric_name}={metric!r} must be a Metric")
     if not allow_identifiers:
         refuse_identifier_metric(metric, metric_name)
+    if not allow_tables:
+        refuse_table_domain(domain, domain_name)
     metric.check_domain(domain, domain_name)
+
+
+def refuse_table_domain(domain: object, domain_name: str = "input_domain") -> None:
+    """Raise :class:`DomainMismatch` if ``domain`` is a table domain (``dp.FrameDomain``): the caller walks
+    the records of a Python sequence, and iterating a DataFrame yields its columns, not its rows.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> refuse_table_domain(dp.VectorDomain(dp.AtomDomain(int)))
+        >>> refuse_table_domain(dp.FrameDomain({"x": dp.Column(int)}))
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.DomainMismatch: input_domain=FrameDomain({'x': Column(int)}) is a table domain ...
+    """
+    if isinstance(domain, TableDomain):
+        raise DomainMismatch(
+            f"{domain_name}={domain!r} is a table domain ({type(domain).__name__}): this constructor walks "
+            "the records of a Python sequence, and iterating a DataFrame walks its columns, not its rows; "
+            "query a table through dp.Context, or pass its rows as a list (frame.rows() or "
+            "frame.iter_rows(named=True)) with a dp.VectorDomain"
+        )
 
 
 def refuse_identifier_metric(metric: object, metric_name: str = "input_metric") -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcompose.core import AtomDomain, Domain, VectorDomain
+from dpcompose.core import AtomDomain, Domain, TableDomain
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.tables._engines import engine_for
 
@@ -230,7 +230,7 @@ class RowDomain(Domain):
         return f"RowDomain({dict(self.columns)!r})"
 
 
-class FrameDomain(VectorDomain):
+class FrameDomain(TableDomain):
     """Tables (Polars DataFrame/LazyFrame, pandas DataFrame, Spark DataFrame) with the declared columns and
     types.
 

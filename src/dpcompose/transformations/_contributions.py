@@ -35,7 +35,9 @@ HASH_KEY = b"dpcompose.make_bound_contributions.v1"
 
 _MAX_DEPTH = 64  # deeper values (or cyclic ones) are encoded as opaque / the class "other"
 _MISSING = b"\x00missing"
-_OTHER = b"\x00other"
+OTHER_CLASS = b"\x00other"
+"""The class of a value that is not compared by value (a type the rule does not know, a value nested too
+deep, a cyclic one): every such value has this one class."""
 _NAN = b"\x00nan"
 
 
@@ -140,7 +142,7 @@ def _class_of(value: Any, depth: int = 0) -> bytes:
             frame(b"P", _class_of(k, depth + 1) + _class_of(v, depth + 1)) for k, v in value.items()
         )
         return frame(b"M", b"".join(pairs))
-    return _OTHER
+    return OTHER_CLASS
 
 
 def safe_class(value: Any) -> bytes:
@@ -149,7 +151,7 @@ def safe_class(value: Any) -> bytes:
     try:
         return _class_of(value)
     except Exception:  # too deep, cyclic, or an odd container (a failing iterator): "other", never raised
-        return _OTHER
+        return OTHER_CLASS
 
 
 def _read_column(record: Any, key: int | str) -> Any:

@@ -15,6 +15,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._metrics import refuse_table_domain
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch
 from dpcompose.transformations._clamp import check_dataset_metric
@@ -38,6 +39,7 @@ def make_count(input_domain: Domain, input_metric: Metric) -> Transformation[Any
         (2, Fraction(3, 1))
     """
     check_dataset_metric(input_metric)
+    refuse_table_domain(input_domain)
     if not isinstance(input_domain, VectorDomain):
         raise DomainMismatch(f"input_domain={input_domain!r} must be a VectorDomain")
     change_one = isinstance(input_metric, ChangeOneDistance)

@@ -10,7 +10,9 @@ statistic's range (or by the statistic's own stability, if smaller).
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import itertools
 import math
 from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
@@ -39,8 +41,10 @@ from dpcompose.core import (
 from dpcompose.core._metrics import SymmetricIdDistance, check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._contributions import column_class, row_encoding, safe_class
+from dpcompose.transformations._contributions import OTHER_CLASS, column_class, row_encoding, safe_class
+from dpcompose.transformations._stats import random_selection
 
 __all__ = ["BUCKET_PERSON", "MAX_BUCKETS", "TABLE_LIMIT", "bucket_of", "make_groupwise", "worst_spread"]
 
@@ -55,7 +59,10 @@ MAX_BUCKETS = 2**20
 """The most hashed buckets (the output holds one value per bucket)."""
 
 _DP_LIMIT = 2**22
-"""The most additions the exact dynamic programme of :func:`worst_spread` may spend (parts × T²)."""
+"""The most additions the dynamic programme of :func:`worst_spread` may spend (parts × T²)."""
+
+_DP_BITS = 62
+"""The dynamic programme adds int64 numpy vectors: every partial sum stays below 2**_DP_BITS."""
 
 _INT64 = 2**63 - 1
 
@@ -89,8 +96,11 @@ def worst_spread(g: Sequence[Fraction], parts: int) -> Fraction:
     * g concave: the sum of the T largest positive marginals, spread level by level over the parts (every
       part has the same non-increasing marginals g(m) − g(m−1), so taking level m in up to ``parts`` parts
       before level m + 1 is a valid allocation and an exchange argument shows nothing beats it).
-    * otherwise: an exact dynamic programme over min(parts, T) parts, O(min(parts, T)·T²) additions; when
-      that exceeds 2**22, the valid bound min(parts, T)·max g.
+    * otherwise: a dynamic programme over min(parts, T) parts, O(min(parts, T)·T²) additions on int64
+      vectors (:func:`_spread_programme`): exact when g over a common denominator fits, else on g rounded
+      up to a multiple of 2**-s (never below the truth, above it by less than min(parts, T)²·max g·2**-60,
+      at most 2**-44 of max g, as min(parts, T)³ ≤ 2**22); when the additions exceed 2**22, the valid
+      bound min(parts, T)·max g.
 
     Examples:
         >>> from fractions import Fraction as F
@@ -118,12 +128,41 @@ def worst_spread(g: Sequence[Fraction], parts: int) -> Fraction:
             left -= take
         return acc
     used = min(parts, total)
+    top = max(Fraction(0), *g)
     if used * total * total > _DP_LIMIT:
-        return used * max(Fraction(0), *g)
-    best = [Fraction(0)] * (total + 1)  # best[s]: the most with rows ≤ s over the parts so far
+        return used * top
+    if top == 0:
+        return Fraction(0)
+    return _spread_programme([max(Fraction(0), x) for x in g], used, top)
+
+
+def _spread_programme(g: list[Fraction], used: int, top: Fraction) -> Fraction:
+    """max Σ g(jᵢ) over ``used`` parts with Σ jᵢ ≤ T, for g ≥ 0 with maximum ``top`` > 0.
+
+    g is scaled to integers G(j) = ⌈g(j)·D⌉: D the common denominator when ``used``·max G stays below
+    2**62 (then G = g·D exactly and the answer is exact), else D = 2**s with 2**60 ≤ used·top·D < 2**61
+    (then G/D ≥ g, so the answer, the maximum of sums of G over D, is at least the true maximum, and
+    exceeds it by less than used/D < used²·top·2**-60). best[s], the most over the parts so far with at
+    most s rows, is non-decreasing in s; one more part gives max(best[s], max_j best[s−j] + G(j)), one
+    int64 vector maximum per j. Every entry is a sum of at most ``used`` values of G, so below 2**62.
+    """
+    total = len(g) - 1
+    denominator = Fraction(math.lcm(*(v.denominator for v in g)))
+    if used * math.ceil(top * denominator) >= 2**_DP_BITS:
+        # D = 2**shift with x/2 ≤ D < x for x = 2**61/(used·top): used·⌈top·D⌉ < 2**61 + used < 2**62
+        x = Fraction(2 ** (_DP_BITS - 1), used) / top
+        shift = x.numerator.bit_length() - x.denominator.bit_length()  # ⌊log2 x⌋ or one more
+        if Fraction(2) ** shift >= x:
+            shift -= 1
+        denominator = Fraction(2) ** shift
+    scaled = np.array([math.ceil(v * denominator) for v in g], dtype=np.int64)
+    best = np.zeros(total + 1, dtype=np.int64)
     for _ in range(used):
-        best = [max([best[s], *(best[s - j] + g[j] for j in range(1, s + 1))]) for s in range(total + 1)]
-    return best[total]
+        step = best.copy()
+        for j in range(1, total + 1):
+            np.maximum(step[j:], best[: total + 1 - j] + scaled[j], out=step[j:])
+        best = step
+    return Fraction(int(best[total])) / denominator
 
 
 class _Parts:
@@ -145,6 +184,15 @@ class _KeyParts(_Parts):
         classes = [safe_class(k) for k in keys]
         if not classes:
             raise InvalidParameter("keys=[] must not be empty: declare at least one key")
+        for i, (key, key_class) in enumerate(zip(keys, classes, strict=True)):
+            if key_class == OTHER_CLASS:
+                raise InvalidParameter(
+                    f"keys[{i}]={_short(key)} is a {type(key).__name__}, which is not compared by value "
+                    "(every value of such a type would be one key): declare keys of None, bool, int, "
+                    "float, str, bytes, Fraction, Decimal, UUID or numpy scalars (or tuples, lists, sets, "
+                    "dicts of them), and turn other keys into one of these in by "
+                    "(e.g. by=lambda r: r[0].isoformat() for a date)"
+                )
         self.lookup = {c: i for i, c in enumerate(classes)}
         if len(self.lookup) != len(classes):
             raise InvalidParameter(
@@ -380,11 +428,38 @@ class _TransformationStatistic(_Statistic):
         return d
 
 
-class _FunctionStatistic(_Statistic):
-    """A plain function of a part's records, given them in a canonical order (sorted by their exact
-    encoding), so that its value depends on the part's multiset of records only."""
+def canonical_order(records: list[Any], source: RandomSource) -> list[Any]:
+    """The records sorted by their exact encoding (:func:`row_encoding`), each run of records with one
+    encoding in uniformly random order (drawn from ``source``): a sequence whose distribution depends on
+    the multiset of ``records`` only, not on their order.
 
-    def __init__(self, function: Callable[[list[Any]], Any], bounds: object) -> None:
+    Proof. The encoding is a function of the record, so the runs, and the multiset of records in each,
+    are functions of the multiset. Without ties the sequence is that function. With ties, a uniform
+    permutation of the records (:func:`~dpcompose.transformations._stats.random_selection`) is sorted
+    stably by encoding: the records of a run keep their relative order in the permutation, which is
+    uniform whatever the input order, so the sequence is a uniformly random arrangement of each run's
+    multiset, run after run, and the input order has no influence. (Records the encoding tells apart
+    never tie; records it cannot, values of unknown types or nested too deep, are shuffled.)
+
+    Examples:
+        >>> from dpcompose.measurements._random import SeededSource
+        >>> canonical_order([("b", 2), ("a", 1), ("b", 1)], SeededSource(0))
+        [('a', 1), ('b', 1), ('b', 2)]
+    """
+    codes = [row_encoding(r)[0] for r in records]
+    order = sorted(range(len(records)), key=codes.__getitem__)
+    if any(codes[a] == codes[b] for a, b in itertools.pairwise(order)):
+        shuffled = random_selection(len(records), len(records), source).tolist()
+        order = sorted(shuffled, key=codes.__getitem__)  # stable: each run keeps the uniform order
+    return [records[i] for i in order]
+
+
+class _FunctionStatistic(_Statistic):
+    """A plain function of a part's records, given a copy of them in a canonical order
+    (:func:`canonical_order`), so that its value's distribution depends on the part's multiset of records
+    only and it cannot change the caller's records."""
+
+    def __init__(self, function: Callable[[list[Any]], Any], bounds: object, source: RandomSource) -> None:
         if bounds is None:
             raise InvalidParameter(
                 "bounds=None: a statistic given as a function needs bounds=(lo, hi), the range every part's "
@@ -397,10 +472,10 @@ class _FunctionStatistic(_Statistic):
         self.trust_map = False
         self.norm = AbsoluteDistance
         self.function = function
+        self.source = source
 
     def value(self, part: list[Any]) -> Any:
-        keyed = sorted(((row_encoding(r)[0], i) for i, r in enumerate(part)))
-        return self.function([part[i] for _, i in keyed])
+        return self.function(copy.deepcopy(canonical_order(part, self.source)))
 
     def stat_map(self, rows: int) -> Fraction:  # pragma: no cover - trust_map is False
         return self.span.width
@@ -438,23 +513,32 @@ def make_groupwise(
     buckets: int | None = None,
     bounds: tuple[Any, Any] | None = None,
     metric: Metric | None = None,
+    rng: np.random.Generator | RandomSource | None = None,
 ) -> Transformation[Any, Any, int, Any]:
     """Split the records into k disjoint parts and release ``statistic`` of each part: a vector of k values.
 
     The parts: with ``keys=[…]``, part i holds the records whose key (``record[by]``, or ``by(record)``)
     equals ``keys[i]`` (compared by value, under the rule of ``SymmetricIdDistance``: ``1``, ``1.0`` and
-    ``numpy.int64(1)`` are one key, ``True`` is not ``1``); records with another key go to no part. With
-    ``buckets=k``, part i holds the records whose key hashes to i (:func:`bucket_of`: BLAKE2b of the key's
-    identity class, fixed and data-independent, so the parts are a function of each record alone; a key
-    column a record lacks is the key "missing", which hashes like any other). A ``by`` function that
-    raises sends its record to no part. The number and order of the parts are public.
+    ``numpy.int64(1)`` are one key, ``True`` is not ``1``); records with another key go to no part. A
+    declared key must be of a type compared by value (a ``date``, a ``complex``, a user object or a
+    ``str`` subclass is refused: all such values share one class). With ``buckets=k``, part i holds the
+    records whose key hashes to i (:func:`bucket_of`: BLAKE2b of the key's identity class, fixed and
+    data-independent, so the parts are a function of each record alone; a key column a record lacks is
+    the key "missing", and all keys of types not compared by value are the key "other": each hashes like
+    any other). A ``by`` function that raises sends its record to no part. ``by`` must be a deterministic
+    function of the record alone (no state shared between records, no randomness): the proofs below need
+    each record's part to be a function of that record; the library cannot check it. The number and order
+    of the parts are public.
 
     The statistic is either a library ``Transformation`` (its stability map may bound a part's change
     below the range) or a plain function of a part's records (a teacher model, a vote): then only the
-    range bounds a part's change, and the records are handed over sorted by their exact encoding (the
-    one ``make_bound_contributions`` uses), so the value depends on the part's multiset of records, not
-    on their order (records that encoding cannot tell apart, objects of unknown types, keep their input
-    order). A function must depend on its argument alone (no state shared between calls).
+    range bounds a part's change. A function gets a deep copy of the part's records (it cannot change the
+    caller's data; a record that cannot be copied makes its part's value ``lo``), sorted by their exact
+    encoding (the one ``make_bound_contributions`` uses), with each run of records that encoding cannot
+    tell apart (equal values; values of unknown types, such as dates or user objects; values nested too
+    deep) in uniformly random order, drawn from ``rng``: so the distribution of what it sees depends on
+    the part's multiset of records only, never on their order (:func:`canonical_order`). A function must
+    depend on its argument alone (no state shared between calls).
 
     A transformation statistic may also return a vector of m numbers (a sized ``VectorDomain`` under
     ``L1Distance``, ``L2Distance`` or ``LInfDistance``: a histogram, a clipped vector sum): then each
@@ -476,6 +560,17 @@ def make_groupwise(
     largest norm in the intersection of that ball and the box, so it is tight given s.map and R. (A
     transformation statistic must take a part of any size under ``SymmetricDistance``; when its output
     domain admits NaN, and for a function, g(j) = R.)
+
+    A function statistic makes the transformation randomized (the shuffle of tied records). The bounds
+    below then hold for a coupling: a part whose multiset of records is the same in both datasets has
+    the same distribution of values in both (:func:`canonical_order`), so its draws are coupled to be
+    equal; the parts are shuffled independently, so the coupled outputs differ only in the changed parts,
+    each by at most R, and are within the stated distance with probability 1. A measurement after it
+    then keeps its guarantee: its output on each dataset is the mixture over the coupled pairs, and the
+    divergences that define every measure here (hockey-stick, Rényi) are jointly convex or jointly
+    quasi-convex, so the mixture is no further apart than the worst coupled pair (van Erven and
+    Harremoës 2014, "Rényi divergence and Kullback–Leibler divergence", IEEE Trans. Inf. Theory, Thm 13;
+    the coupling argument of OpenDP's ``make_resize``).
 
     * Row level. Adding or removing one record changes exactly one part by one record (the record's part
       is a function of the record alone), so datasets ``d_in`` apart in ``SymmetricDistance`` give parts
@@ -520,6 +615,9 @@ def make_groupwise(
             none.
         metric: the output metric: ``ChangeOneDistance()`` (default), ``LInfDistance()``,
             ``L1Distance()`` or ``L2Distance()`` (for a vector statistic: the statistic's own).
+        rng: the source of the shuffle of tied records for a function statistic: a numpy ``Generator`` or
+            ``RandomSource`` for reproducible runs only (NOT private). Default (``None``): the operating
+            system's secure source.
 
     Returns:
         A transformation onto ``VectorDomain(AtomDomain(carrier, bounds=(lo, hi)), size=k)`` (a numpy
@@ -530,9 +628,9 @@ def make_groupwise(
     Raises:
         DomainMismatch: a domain or metric that does not fit (named), a statistic that does not take an
             unsized part under ``SymmetricDistance`` or does not return a number, no bounds.
-        InvalidParameter: both or neither of ``keys``/``buckets``; keys empty or repeated; ``buckets`` not
-            a positive integer; ``by`` not a column or function (or not the identifier column at user
-            level); bad ``bounds``.
+        InvalidParameter: both or neither of ``keys``/``buckets``; keys empty, repeated or of a type not
+            compared by value; ``buckets`` not a positive integer; ``by`` not a column or function (or not
+            the identifier column at user level); bad ``bounds``; ``rng`` not a generator or random source.
 
     Source: sample and aggregate, Nissim, Raskhodnikova, Smith 2007 ("Smooth sensitivity and sampling in
     private data analysis", STOC: disjoint blocks, each record in one block, a robust aggregate of the
@@ -559,11 +657,12 @@ def make_groupwise(
     parts = _parts(keys, buckets)
     router = _Router(by, input_metric, parts)
     part_domain = VectorDomain(input_domain.element_domain)
+    source = caller_or_secure_source(rng)
     plan: _Statistic
     if isinstance(statistic, Transformation):
         plan = _TransformationStatistic(statistic, part_domain, bounds)
     elif callable(statistic):
-        plan = _FunctionStatistic(statistic, bounds)
+        plan = _FunctionStatistic(statistic, bounds, source)
     else:
         raise InvalidParameter(
             f"statistic={_short(statistic)} must be a Transformation or a function of a part's records"

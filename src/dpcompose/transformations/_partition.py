@@ -14,6 +14,7 @@ from dpcompose.core import (
     Transformation,
     VectorDomain,
 )
+from dpcompose.core._metrics import refuse_table_domain
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
@@ -56,6 +57,7 @@ def make_partition(
         1
     """
     check_dataset_metric(input_metric)
+    refuse_table_domain(input_domain)
     if not isinstance(input_domain, VectorDomain):
         raise DomainMismatch(f"input_domain={input_domain!r} must be a VectorDomain of records")
     try:
