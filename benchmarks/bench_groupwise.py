@@ -18,12 +18,14 @@ Run: ``PYTHONPATH=src /work/venv-opendp/bin/python benchmarks/bench_groupwise.py
 from __future__ import annotations
 
 import time
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import opendp.prelude as odp
 
 import dpcompose as dp
+from dpcompose.transformations._groupwise import worst_spread
 
 odp.enable_features("contrib")
 
@@ -107,6 +109,14 @@ def main() -> None:
     print(f"{'whole release, median s':34}{np.median(t_dp):12.3f}{np.median(t_np) + np.median(t_od):16.4f}")
     print(f"{'RMSE vs true mean (minutes)':34}{rmse(err_dp):12.3f}{rmse(err_od):16.3f}")
     print(f"{'checked end to end':34}{'yes':>12}{'no (step by hand)':>18}")
+    # the stability map's dynamic programme on a general g with large denominators (T = 256, 16 parts)
+    rng = np.random.default_rng(2)
+    wide = [Fraction(0)] + [
+        Fraction(int(v), (int(v) % 97) * 2**50 + 1) for v in rng.integers(1, 2**40, size=256)
+    ]
+    t = time.perf_counter()
+    worst_spread(wide, 16)
+    print(f"{'worst_spread(T = 256, 16 parts), s':34}{time.perf_counter() - t:12.3f}")
 
 
 if __name__ == "__main__":

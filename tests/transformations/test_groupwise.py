@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter, namedtuple
 from collections.abc import Callable
 from datetime import date
@@ -340,9 +339,9 @@ def test_worst_spread_with_large_denominators_is_fast_and_never_below_the_truth(
     wide = [Fraction(0)] + [
         Fraction(int(v), (int(v) % 97) * 2**50 + 1) for v in rng.integers(1, 2**40, size=256)
     ]
-    start = time.perf_counter()
-    worst_spread(wide, 16)  # a general g, T = 256, 16 parts: 2**20 additions (Fractions: ~10 s)
-    assert time.perf_counter() - start < 3.0
+    got = worst_spread(wide, 16)  # a general g, T = 256, 16 parts (its time: benchmarks/bench_groupwise.py)
+    even = 16 * wide[16]  # 16 changes in each of the 16 parts: one feasible spread
+    assert max(wide[256], even) <= got <= 16 * max(wide) * (1 + Fraction(1, 2**40))
 
 
 # --- recipes -------------------------------------------------------------------------------------------
