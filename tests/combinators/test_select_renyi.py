@@ -418,3 +418,15 @@ def test_bad_input_is_refused_by_name_and_runs_nothing() -> None:
     with pytest.raises(dp.DomainMismatch, match=r"candidates\[1\]"):
         dp.make_private_selection_renyi([ok, other], runs)
     assert calls == []
+
+
+def test_extreme_laws_and_orders_give_a_curve_not_an_exception() -> None:
+    """γ so small that |η|·ln(1/γ) passes a double's exp range, and λ so large that ln(λ/(λ − 1)) rounds
+    below 0: the maps still return a (valid, outward) number."""
+    run = _tiny_candidate()
+    tnb = dp.make_private_selection_renyi(
+        run, dp.TruncatedNegativeBinomialRuns(Fraction(-9, 10), Fraction(1, 10**400))
+    )
+    assert tnb.map(1)(2) > 0
+    poisson = dp.make_private_selection_renyi(run, dp.PoissonRuns(3))
+    assert poisson.map(1)(2**53) > 0

@@ -85,9 +85,10 @@ def tnb_log_mean_up(eta: Number, gamma: Number) -> Fraction:
         mean = e * (1 - g) / (g * lower)
     else:
         # η < 0: η/(1 − γ^η) = |η| / (e^t − 1) with t = η ln γ > 0, smallest at the upper ln γ;
-        # e^t − 1 ≥ t keeps the bound positive.
+        # e^t − 1 ≥ t keeps the bound positive; e^t − 1 grows with t, so past 700 (where a double
+        # overflows) e^700 − 1 is a lower bound too.
         t = e * log_g_up
-        lower = max(Fraction(expm1_down(t)), t)
+        lower = max(Fraction(expm1_down(min(t, Fraction(700)))), t)
         mean = -e * (1 - g) / (g * lower)
     return Fraction(log_up(mean))
 

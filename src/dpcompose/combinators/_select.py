@@ -107,8 +107,10 @@ def make_private_selection(
     probability ``γ = stop_probability`` — repeating until it stops, so the number of runs ``K`` is
     geometric on ``{1, 2, …}`` with ``P(K = n) = γ(1 − γ)^(n−1)`` (mean ``1/γ``). It releases
     ``(j, score, output)`` of the highest-scoring run (the first one on ties); ``K`` and every other run
-    stay hidden. Every draw (``j``, the stopping coin) is exact (:func:`randbelow`,
-    :func:`sample_bernoulli`; ``γ`` read as its exact binary value) from the secure source by default.
+    are not released — but the release takes about ``K`` runs' time, and the guarantee assumes ``K`` is
+    hidden: run it where its duration cannot be observed (``docs/security.md``). Every draw (``j``, the
+    stopping coin) is exact (:func:`randbelow`, :func:`sample_bernoulli`; ``γ`` read as its exact binary
+    value) from the secure source by default.
 
     A run whose output is not a pair with a real, non-NaN score ranks lowest (score ``-inf``, output
     ``None``): a function of that run's output alone, so it is post-processing and is never raised. If

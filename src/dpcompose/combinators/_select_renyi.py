@@ -150,7 +150,8 @@ class PoissonRuns:
 
         def at(alpha: Any) -> Fraction:
             lam = exact(alpha, "alpha")
-            eps_hat = Fraction(log_down(lam / (lam - 1)))  # e^ε̂ ≤ 1 + 1/(λ − 1)
+            # e^ε̂ ≤ 1 + 1/(λ − 1); ε̂ = 0 meets it too (log_down may round below 0 at huge λ)
+            eps_hat = max(Fraction(0), Fraction(log_down(lam / (lam - 1))))
             delta_hat = renyi_delta_at(eps_hat, orders, values)
             return selection_renyi_poisson(lam, candidate(lam), delta_hat, mu)
 
@@ -203,9 +204,12 @@ def make_private_selection_renyi(
     Each candidate releases a ``(score, output)`` pair (higher is better). The result draws ``K`` from
     ``runs`` (exactly), then ``K`` times picks a candidate index ``j`` uniformly at random and runs it, and
     releases ``(j, score, output)`` of the highest-scoring run (the first on ties); ``K`` and the other runs
-    stay hidden. With :class:`PoissonRuns`, ``K = 0`` releases ``None``. A run whose output is not a pair
-    with a real, non-NaN score ranks lowest (post-processing, never raised), as in
-    :func:`~dpcompose.make_private_selection`.
+    are not released — but the release takes about ``K`` runs' time, and the guarantee assumes ``K`` is
+    hidden: run it where its duration cannot be observed (``docs/security.md``). With :class:`PoissonRuns`,
+    ``K = 0`` releases ``None``. A run whose output is not a pair with a real, non-NaN score ranks lowest
+    (post-processing, never raised), as in :func:`~dpcompose.make_private_selection`. A candidate that
+    raises breaks its own contract (a measurement never raises on data in its domain); the exception
+    propagates, and its traceback holds the unreleased runs: keep candidates total.
 
     Privacy map: ``d_in ↦`` the curve ``λ ↦ ε'(λ)`` where ``ε(α) = max_j ε_j(α)`` is the largest candidate
     curve at ``d_in`` (``αρ`` for a ρ-zCDP candidate):
