@@ -35,14 +35,14 @@ def test_a_monitor_that_halts_is_not_asked_again(
     assert "north above, south (halted), east (halted)" in out
 
 
-def test_the_tour_uses_the_catalogue_mean_and_points_to_recipes_and_tables(
+def test_the_tour_uses_the_catalogue_mean_and_points_to_recipes_algorithms_and_tables(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert run_tour() == 0
     out = capsys.readouterr().out
     assert "make_mean" in out and "resize" in out
     after = out.split("Next:")[1]
-    assert "docs/recipes.md" in after and "docs/tables.md" in after
+    assert "docs/recipes.md" in after and "docs/algorithms.md" in after and "docs/tables.md" in after
 
 
 def test_the_tour_builds_its_steps_from_the_catalogue() -> None:

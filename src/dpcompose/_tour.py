@@ -163,6 +163,7 @@ def run_tour() -> int:
     _tables_tour(people)
     _say()
     _say("Next: docs/index.md, then docs/recipes.md (count, sum, mean, histograms, quantiles),")
+    _say("docs/algorithms.md (k-means, median of means, private selection, running counts, MWEM),")
     _say("docs/tables.md (dp.Context over Polars and Spark frames), then concepts, measurements,")
     _say("combinators, accounting, adaptive, verification and security (docs/<name>.md).")
     return 0
