@@ -10,6 +10,7 @@ charged before the query runs.
 from __future__ import annotations
 
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -363,6 +364,40 @@ class Accountant(ABC):
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         """The entry after charging ``cost``; raises :class:`BudgetExceeded` (changing nothing) if refused."""
 
+    def cost(self, query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
+        """The query's cost as :meth:`charge` reads it, and as text (:func:`query_cost` by default)."""
+        return query_cost(self.measure, query, d_in, self.orders)
+
+
+class LedgerOrder:
+    """What makes a sequential accountant sequential *per ledger*: every queryable charging one
+    :class:`MemoryLedger` shares one of these, so answering through any of them closes the interactive
+    answers opened through any other (two queryables of one filter on a shared ledger cannot keep two
+    zCDP children open and interleave them). ``lock`` orders charge, closing and answering as one step."""
+
+    __slots__ = ("children", "lock")
+
+    def __init__(self, reason: str) -> None:
+        self.lock = threading.RLock()
+        self.children = SpawnedChildren(True, reason)
+
+
+_ORDERS: weakref.WeakKeyDictionary[Ledger, LedgerOrder] = weakref.WeakKeyDictionary()
+_ORDERS_LOCK = threading.Lock()
+
+
+def ledger_order(ledger: Ledger, kind: str) -> LedgerOrder:
+    """The one :class:`LedgerOrder` of ``ledger`` (made on first use)."""
+    with _ORDERS_LOCK:
+        order = _ORDERS.get(ledger)
+        if order is None:
+            order = LedgerOrder(
+                f"a later query was made to a {kind} on the same ledger (sequential for zCDP, Rényi and "
+                "Gaussian DP)"
+            )
+            _ORDERS[ledger] = order
+        return order
+
 
 class AccountantQueryable(Queryable[AnyMeasurement, Any]):
     """Shared machinery of filters and odometers: validate, charge the ledger, then run the query."""
@@ -384,19 +419,45 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         self._domain, self._metric, self._d_in = domain, metric, d_in
         self._accountant = accountant
         self._ledger = ledger
-        self._children = SpawnedChildren(
-            accountant.sequential,
-            f"a later query was made to the {accountant.kind} (sequential for zCDP and Rényi)",
-        )
+        # Sequential (zCDP, Rényi, Gaussian DP): children are closed per ledger, not per queryable. A
+        # MemoryLedger lives in this process, so every queryable on it shares one LedgerOrder; a file ledger
+        # may be charged from other processes, whose children nothing here can close, so on it a
+        # sequential accountant refuses interactive queries (and closes at once anything a query opened).
+        self._order: LedgerOrder | None = None
+        self._no_children = accountant.sequential and not isinstance(ledger, MemoryLedger)
+        if accountant.sequential and isinstance(ledger, MemoryLedger):
+            self._order = ledger_order(ledger, accountant.kind)
+            self._children = self._order.children
+        else:
+            self._children = SpawnedChildren(
+                accountant.sequential,
+                f"a later query was made to the {accountant.kind} (sequential for zCDP and Rényi)",
+            )
         ledger.bind(accountant.kind, f"domain={domain!r} metric={metric!r} {accountant.spec}")
 
     def _answer(self, query: AnyMeasurement) -> Any:
         query = check_query(query, self._domain, self._metric, self._accountant.kind)
-        cost, requested = query_cost(self._accountant.measure, query, self._d_in, self._accountant.orders)
+        cost, requested = self._accountant.cost(query, self._d_in)
         label = query.node.label()
+        if self._no_children and query.interactive:
+            raise UnsupportedComposition(
+                f"query {label} is interactive; a {self._accountant.measure!r} {self._accountant.kind} is "
+                "sequential, and on an SQLiteLedger (charged from other processes too) it cannot close an "
+                "interactive answer when another process queries; use a MemoryLedger, or ask the "
+                "interactive query's questions as separate queries; nothing was run or spent"
+            )
+        if self._order is None:
+            return self._charge_and_run(query, cost, requested, label)
+        with self._order.lock:  # charge, close the ledger's open children, answer: one step per ledger
+            return self._charge_and_run(query, cost, requested, label)
+
+    def _charge_and_run(self, query: AnyMeasurement, cost: Cost, requested: str, label: str) -> Any:
         # Charged durably before anything is released; a refusal raises inside the transaction.
         self._ledger.charge(lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label)))
-        return run_query(query, self._data, self._children)
+        answer = run_query(query, self._data, self._children)
+        if self._no_children:
+            self._children.before_answer()  # a query not flagged interactive that opened one anyway
+        return answer
 
     def _entry(self) -> LedgerEntry:
         with self._lock:
