@@ -375,7 +375,9 @@ def worst_gap(reader: Any, delta: Fraction) -> Any:
 
 @pytest.mark.parametrize("reading", [renyi_odometer_epsilon, renyi_stopping_epsilon])
 @pytest.mark.parametrize("delta", [Fraction(1, 5), Fraction(1, 100)])
-def test_no_event_below_a_reading_breaks_the_guarantee_exact_enumeration(delta: Fraction, reading: Any) -> None:
+def test_no_event_below_a_reading_breaks_the_guarantee_exact_enumeration(
+    delta: Fraction, reading: Any
+) -> None:
     orders = tuple(Fraction(a) for a in ENUM_ORDERS)
     assert worst_gap(lambda sums, d: reading(orders, sums, d), delta) <= mp(delta)
 
@@ -383,26 +385,24 @@ def test_no_event_below_a_reading_breaks_the_guarantee_exact_enumeration(delta: 
 def loss_escape(reader: Any, delta: Fraction) -> Any:
     """The largest, over the two directions, P_x(some Lₙ > readingₙ) for the analyst of :func:`worst_gap`:
     the probability that the privacy loss ever passes the reading (an odometer allows at most δ)."""
-    worst = mpmath.mpf(0)
-    for d in (0, 1):  # d = 0: x is the bit 1 (loss ln P₁/P₀); d = 1: the other way round
-        escaped = [mpmath.mpf(0)]
 
-        def walk(prob: tuple[Any, Any], sums: list[Fraction], ones: int, depth: int, last: int) -> None:
-            if depth > 0 and mpmath.log(prob[d] / prob[1 - d]) > mp(reader(sums, delta)):
-                escaped[0] += prob[d]
-                return
-            if ones >= 3 or depth == 6:
-                return
-            eps = mpmath.mpf(2) if last == 1 else mpmath.mpf(1) / 2
-            p = mpmath.exp(eps) / (1 + mpmath.exp(eps))
-            new_sums = [s + up(rr_renyi(eps, a)) for s, a in zip(sums, ENUM_ORDERS, strict=True)]
-            for bit in (0, 1):
-                px, py = (p, 1 - p) if bit == 1 else (1 - p, p)
-                walk((prob[0] * px, prob[1] * py), new_sums, ones + bit, depth + 1, bit)
+    def escaped(d: int, prob: tuple[Any, Any], sums: list[Fraction], ones: int, depth: int, last: int) -> Any:
+        # d = 0: x is the bit 1 (the loss is ln P₁/P₀); d = 1: the other way round
+        if depth > 0 and mpmath.log(prob[d] / prob[1 - d]) > mp(reader(sums, delta)):
+            return prob[d]
+        if ones >= 3 or depth == 6:
+            return mpmath.mpf(0)
+        eps = mpmath.mpf(2) if last == 1 else mpmath.mpf(1) / 2
+        p = mpmath.exp(eps) / (1 + mpmath.exp(eps))
+        new_sums = [s + up(rr_renyi(eps, a)) for s, a in zip(sums, ENUM_ORDERS, strict=True)]
+        total = mpmath.mpf(0)
+        for bit in (0, 1):
+            px, py = (p, 1 - p) if bit == 1 else (1 - p, p)
+            total += escaped(d, (prob[0] * px, prob[1] * py), new_sums, ones + bit, depth + 1, bit)
+        return total
 
-        walk((mpmath.mpf(1), mpmath.mpf(1)), [Fraction(0)] * len(ENUM_ORDERS), 0, 0, 0)
-        worst = max(worst, escaped[0])
-    return worst
+    start = (mpmath.mpf(1), mpmath.mpf(1))
+    return max(escaped(d, start, [Fraction(0)] * len(ENUM_ORDERS), 0, 0, 0) for d in (0, 1))
 
 
 @pytest.mark.parametrize("delta", [Fraction(1, 5), Fraction(1, 100)])
@@ -446,7 +446,8 @@ def test_250_randomized_responses_loss_stays_below_the_reading_with_probability_
         q(rr)
         eps, _ = q.privacy_loss()
         alive = [
-            (alive[k] * (1 - p) if k < n else 0.0) + (alive[k - 1] * p if k > 0 else 0.0) for k in range(n + 1)
+            (alive[k] * (1 - p) if k < n else 0.0) + (alive[k - 1] * p if k > 0 else 0.0)
+            for k in range(n + 1)
         ]
         for k in range(n + 1):
             if 3 * (2 * k - n) > eps:
@@ -519,7 +520,9 @@ def test_a_renyi_accountant_on_an_sqlite_ledger_refuses_interactive_queries(tmp_
         assert q.queries_charged == 0
         q.ledger.close()
     # a query not flagged interactive that opens a queryable anyway: it is closed before it is returned
-    sneaky = dp.make_user_measurement(INTS, SYM, dp.ZCDP(), inner.function, lambda d: Fraction(1, 4) * d, trusted=True)
+    sneaky = dp.make_user_measurement(
+        INTS, SYM, dp.ZCDP(), inner.function, lambda d: Fraction(1, 4) * d, trusted=True
+    )
     q = odometer(dp.ZCDP(), ledger=dp.SQLiteLedger(tmp_path / "s.db", "s"))(np.arange(10))
     child = q(sneaky)
     assert child.closed and q.queries_charged == 1
