@@ -766,8 +766,10 @@ def make_privacy_filter(
 
     ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may
     be queried interleaved for PureDP/ApproxDP (Haney et al. 2023 extend every valid filter to concurrent
-    composition); for ZCDP and RenyiDP an earlier interactive answer closes when the filter answers a
-    later query (no concurrent Rényi filter theorem is cited here).
+    composition); for ZCDP, RenyiDP and Gaussian DP interaction is sequential per ledger: an earlier
+    interactive answer closes when the filter — or another queryable on the same :class:`MemoryLedger` —
+    answers a later query (no concurrent Rényi filter theorem is cited here), and on an
+    :class:`SQLiteLedger`, which other processes may charge, interactive queries are refused.
 
     Args:
         input_domain: the data's domain.

@@ -241,14 +241,18 @@ def make_odometer(
       Rényi filter charges it: RenyiDP, ZCDP as αρ, PureDP as min(ε, αε²/2), and a query of another
       measure — a Poisson-subsampled step — the curve of its dominating pair at ``d_in``; a ZCDP odometer
       takes ZCDP and PureDP queries), and ``privacy_loss()`` is (ε, δ) with
-      ``ε = min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` — S(α) the running sums, A the
-      orders: the Balle et al. 2020 Thm 21 conversion at δ/|A|. The sums are *not* read as a Rényi or
-      zCDP guarantee (no theorem covers that at a data-dependent time, Lécuyer 2021); the theorem proved
-      in :mod:`dpcompose.accounting._renyi_odometer` (Feldman–Zrnic 2021 Thm 4.3's supermartingale at a
-      stopping time, δ split over the orders) makes the reading valid at every moment.
-      δ is fixed here, before any query: a δ picked after seeing answers would not be covered.
-      An earlier interactive answer closes when the odometer answers a later query (as in the Rényi
-      filter).
+      ``ε = min_α S(α) + ln(|A|/δ)/(α − 1)`` — S(α) the running sums, A the orders: with probability
+      ≥ 1 − δ the privacy loss stays at most the reading at every moment (Theorem 1 of
+      :mod:`dpcompose.accounting._renyi_odometer`: Feldman–Zrnic 2021 Thm 4.3's supermartingale, Ville's
+      inequality, δ split over the orders). ``stopping_epsilon()`` is the tighter
+      ``min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` (Balle et al. 2020 Thm 21 at δ/|A|),
+      valid for the decision to stop — stopping before it passes any ε̂ is an (ε̂, δ) filter (Theorem 2
+      there) — but not a bound on the loss. The sums are *not* read as a Rényi or zCDP guarantee (no
+      theorem covers that at a data-dependent time, Lécuyer 2021). δ is fixed here, before any query: a
+      δ picked after seeing answers would not be covered. Interaction is sequential per ledger: an
+      earlier interactive answer closes when the odometer — or another queryable on the same
+      :class:`MemoryLedger` — answers a later query; on an :class:`SQLiteLedger` (which other processes
+      may charge) interactive queries are refused.
 
     The measurement has no a-priori privacy bound: its ``map`` raises :class:`UnsupportedComposition`;
     read ``privacy_loss()`` on the queryable instead.
@@ -274,8 +278,8 @@ def make_odometer(
     adaptively chosen parameters), read for the view truncated at the moment ``privacy_loss()`` is read —
     the sense in which OpenDP also uses it (the v2 correction concerns untruncated views); Haney,
     Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901) Alg. 6 (concurrent). Rényi/zCDP:
-    the theorem of :mod:`dpcompose.accounting._renyi_odometer` (proved there from Feldman–Zrnic 2021
-    Thm 4.3 and Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21).
+    the theorems of :mod:`dpcompose.accounting._renyi_odometer` (proved there from Feldman–Zrnic 2021
+    Thm 4.3, Ville's inequality and Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21).
 
     Examples:
         >>> import dpcompose as dp
@@ -294,8 +298,10 @@ def make_odometer(
         >>> z = zodo(2.0)
         >>> _ = z(dp.m.make_gaussian(floats, abs_, scale=2.0))   # ρ = 1/8
         >>> eps, delta = z.privacy_loss()
-        >>> dp.accounting.format_up(eps, 3), delta   # α = 8: 8ρ + ln(7/8) + (ln(3/δ) − ln 8)/7
-        ('2.7', Fraction(1, 1000000))
+        >>> dp.accounting.format_up(eps, 3), delta   # α = 8: 8ρ + ln(3/δ)/7
+        ('3.14', Fraction(1, 1000000))
+        >>> dp.accounting.format_up(z.stopping_epsilon(), 3)   # for stopping only: + ln(7/8) − ln 8/7
+        '2.7'
     """
     d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
     accountant = _accountant(output_measure, d_in_exact, delta, orders)
