@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -369,34 +369,82 @@ class Accountant(ABC):
         return query_cost(self.measure, query, d_in, self.orders)
 
 
-class LedgerOrder:
-    """What makes a sequential accountant sequential *per ledger*: every queryable charging one
-    :class:`MemoryLedger` shares one of these, so answering through any of them closes the interactive
-    answers opened through any other (two queryables of one filter on a shared ledger cannot keep two
-    zCDP children open and interleave them). ``lock`` orders charge, closing and answering as one step."""
+class Interaction:
+    """How the interactive answers of an accountant's queryables may be queried: concurrently (the default:
+    nothing is closed). Subclasses make it sequential; :func:`interaction_for` picks one."""
 
-    __slots__ = ("children", "lock")
+    def __init__(self, reason: str = "") -> None:
+        self.children = SpawnedChildren(False, reason)
+
+    def check(self, query: AnyMeasurement, label: str, who: str) -> None:
+        """Refuse ``query`` before anything is charged (the default refuses nothing)."""
+
+    def answer(self, charge: Callable[[], object], query: AnyMeasurement, data: Any) -> Any:
+        """Charge, then run the query, closing or remembering the answers it opens."""
+        charge()
+        return run_query(query, data, self.children)
+
+
+class LedgerSequential(Interaction):
+    """Sequential *per ledger*: every queryable charging one :class:`MemoryLedger` shares one of these, so
+    answering through any of them closes the interactive answers opened through any other (two queryables
+    of one filter on a shared ledger cannot keep two zCDP children open and interleave them). The lock
+    makes charge, closing and answering one step per ledger."""
 
     def __init__(self, reason: str) -> None:
         self.lock = threading.RLock()
         self.children = SpawnedChildren(True, reason)
 
+    def answer(self, charge: Callable[[], object], query: AnyMeasurement, data: Any) -> Any:
+        with self.lock:
+            return super().answer(charge, query, data)
 
-_ORDERS: weakref.WeakKeyDictionary[Ledger, LedgerOrder] = weakref.WeakKeyDictionary()
-_ORDERS_LOCK = threading.Lock()
 
+class NoInteractiveAnswers(Interaction):
+    """Sequential on a ledger other processes may charge (an :class:`SQLiteLedger`), where no process can
+    close another's answers: interactive queries are refused, and anything a query opens anyway (one not
+    flagged interactive) is closed before it is returned."""
 
-def ledger_order(ledger: Ledger, kind: str) -> LedgerOrder:
-    """The one :class:`LedgerOrder` of ``ledger`` (made on first use)."""
-    with _ORDERS_LOCK:
-        order = _ORDERS.get(ledger)
-        if order is None:
-            order = LedgerOrder(
-                f"a later query was made to a {kind} on the same ledger (sequential for zCDP, Rényi and "
-                "Gaussian DP)"
+    def __init__(self, reason: str) -> None:
+        self.children = SpawnedChildren(True, reason)
+
+    def check(self, query: AnyMeasurement, label: str, who: str) -> None:
+        if query.interactive:
+            raise UnsupportedComposition(
+                f"query {label} is interactive; a {who} is sequential, and on an SQLiteLedger (charged from "
+                "other processes too) it cannot close an interactive answer when another process queries; "
+                "use a MemoryLedger, or ask the interactive query's questions as separate queries; nothing "
+                "was run or spent"
             )
-            _ORDERS[ledger] = order
-        return order
+
+    def answer(self, charge: Callable[[], object], query: AnyMeasurement, data: Any) -> Any:
+        answer = super().answer(charge, query, data)
+        self.children.before_answer()  # closes what this query opened
+        return answer
+
+
+_SHARED: weakref.WeakKeyDictionary[Ledger, LedgerSequential] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def interaction_for(accountant: Accountant, ledger: Ledger) -> Interaction:
+    """The :class:`Interaction` of a queryable of ``accountant`` on ``ledger``: concurrent for (ε, δ)
+    accountants (Haney et al. 2023); for sequential ones (zCDP, Rényi, Gaussian DP) the one
+    :class:`LedgerSequential` of a :class:`MemoryLedger`, or :class:`NoInteractiveAnswers` on a file
+    ledger."""
+    if not accountant.sequential:
+        return Interaction()
+    reason = (
+        f"a later query was made to a {accountant.kind} on the same ledger (sequential for zCDP, Rényi and "
+        "Gaussian DP)"
+    )
+    if not isinstance(ledger, MemoryLedger):
+        return NoInteractiveAnswers(reason)
+    with _SHARED_LOCK:
+        shared = _SHARED.get(ledger)
+        if shared is None:
+            shared = _SHARED[ledger] = LedgerSequential(reason)
+        return shared
 
 
 class AccountantQueryable(Queryable[AnyMeasurement, Any]):
@@ -419,45 +467,23 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         self._domain, self._metric, self._d_in = domain, metric, d_in
         self._accountant = accountant
         self._ledger = ledger
-        # Sequential (zCDP, Rényi, Gaussian DP): children are closed per ledger, not per queryable. A
-        # MemoryLedger lives in this process, so every queryable on it shares one LedgerOrder; a file ledger
-        # may be charged from other processes, whose children nothing here can close, so on it a
-        # sequential accountant refuses interactive queries (and closes at once anything a query opened).
-        self._order: LedgerOrder | None = None
-        self._no_children = accountant.sequential and not isinstance(ledger, MemoryLedger)
-        if accountant.sequential and isinstance(ledger, MemoryLedger):
-            self._order = ledger_order(ledger, accountant.kind)
-            self._children = self._order.children
-        else:
-            self._children = SpawnedChildren(
-                accountant.sequential,
-                f"a later query was made to the {accountant.kind} (sequential for zCDP and Rényi)",
-            )
+        # sequential accountants close children per ledger, not per queryable (see interaction_for)
+        self._interaction = interaction_for(accountant, ledger)
         ledger.bind(accountant.kind, f"domain={domain!r} metric={metric!r} {accountant.spec}")
 
     def _answer(self, query: AnyMeasurement) -> Any:
         query = check_query(query, self._domain, self._metric, self._accountant.kind)
         cost, requested = self._accountant.cost(query, self._d_in)
         label = query.node.label()
-        if self._no_children and query.interactive:
-            raise UnsupportedComposition(
-                f"query {label} is interactive; a {self._accountant.measure!r} {self._accountant.kind} is "
-                "sequential, and on an SQLiteLedger (charged from other processes too) it cannot close an "
-                "interactive answer when another process queries; use a MemoryLedger, or ask the "
-                "interactive query's questions as separate queries; nothing was run or spent"
-            )
-        if self._order is None:
-            return self._charge_and_run(query, cost, requested, label)
-        with self._order.lock:  # charge, close the ledger's open children, answer: one step per ledger
-            return self._charge_and_run(query, cost, requested, label)
+        self._interaction.check(query, label, f"{self._accountant.measure!r} {self._accountant.kind}")
 
-    def _charge_and_run(self, query: AnyMeasurement, cost: Cost, requested: str, label: str) -> Any:
-        # Charged durably before anything is released; a refusal raises inside the transaction.
-        self._ledger.charge(lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label)))
-        answer = run_query(query, self._data, self._children)
-        if self._no_children:
-            self._children.before_answer()  # a query not flagged interactive that opened one anyway
-        return answer
+        def charge() -> LedgerEntry:
+            # Charged durably before anything is released; a refusal raises inside the transaction.
+            return self._ledger.charge(
+                lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label))
+            )
+
+        return self._interaction.answer(charge, query, self._data)
 
     def _entry(self) -> LedgerEntry:
         with self._lock:
