@@ -7,16 +7,19 @@ else 4), δ fixed in advance. Printed, at a few moments:
   Σρ; read at δ by the zCDP conversion (Canonne–Kamath–Steinke 2020) that number is what a *filter* with
   that ρ fixed in advance would certify — not a bound covered by a theorem when the moment of reading (or
   the budget) is chosen from the answers (Lécuyer 2021);
-* dpcompose's ZCDP odometer (``delta=`` fixed in advance): a reading valid whenever it is taken;
+* dpcompose's ZCDP odometer (``delta=`` fixed in advance): ``privacy_loss()``, with probability ≥ 1 − δ a
+  bound on the privacy loss at every moment (Ville's inequality), and ``stopping_epsilon()``, the tighter
+  figure valid only for the decision to stop (stopping before it passes ε̂ is an (ε̂, δ) filter);
 * the filter route: how many of the same adaptive queries a zCDP filter with a budget fixed in advance
   (the largest ρ converting to the target ε at δ) admits, against the odometer stopped just before its
-  reading would pass the same target.
+  stopping ε would pass the same target.
 
 Workload B (DP-SGD): T Poisson-subsampled Gaussian steps (q = 0.01), σ ∈ {1, 2} chosen from each answer,
-δ = 1e-5: dpcompose's Rényi odometer reading against the Rényi-filter conversion of the same sums at the
-full δ (valid only for a budget fixed in advance) and the certified PLD of the σ sequence that ran (valid
-only had that sequence been fixed in advance). OpenDP 0.16 has no subsampled-Gaussian measurement with a
-Rényi or zCDP map to put in its odometer, so there is no peer column there.
+δ = 1e-5: dpcompose's Rényi odometer readings (loss bound, stopping ε) against the Rényi-filter
+conversion of the same sums at the full δ (valid only for a budget fixed in advance) and the certified PLD
+of the σ sequence that ran (valid only had that sequence been fixed in advance). OpenDP 0.16 has no
+subsampled-Gaussian measurement with a Rényi or zCDP map to put in its odometer, so there is no peer
+column there.
 
 Per-query times of both odometers are printed too. Run: ``PYTHONPATH=src python
 benchmarks/bench_renyi_odometer.py [--steps 1000]`` (``pip install opendp`` for the peer).
@@ -32,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import dpcompose as dp
-from dpcompose.accounting import renyi_to_approx, zcdp_budget, zcdp_to_approx
+from dpcompose.accounting import renyi_stopping_epsilon, renyi_to_approx, zcdp_budget, zcdp_to_approx
 from dpcompose.accounting._filters import DEFAULT_ORDERS
 
 
@@ -57,7 +60,8 @@ def opendp_zcdp(sigmas: list[float], reads: list[int]) -> tuple[dict[int, float]
 
 
 def ours_zcdp(steps: int, reads: list[int], delta: float) -> tuple[dict[int, Any], float, list[float]]:
-    """dpcompose's zCDP odometer, σ chosen from each answer: (ε, Σρ) at each read, s per query, the σs."""
+    """dpcompose's zCDP odometer, σ chosen from each answer: (loss-bound ε, stopping ε, Σρ) at each read, s
+    per query, the σs."""
     floats, ab = dp.AtomDomain(float), dp.AbsoluteDistance()
     q = dp.make_odometer(floats, ab, dp.ZCDP(), 1, delta=delta)(1.0)
     rng = np.random.default_rng(1)
@@ -70,7 +74,7 @@ def ours_zcdp(steps: int, reads: list[int], delta: float) -> tuple[dict[int, Any
         answer = q(gauss[sigma])
         elapsed += time.perf_counter() - t0
         if t in reads:
-            out[t] = (q.privacy_loss()[0], q.spent()["alpha=2"].exact / 2)  # (ε, Σρ)
+            out[t] = (q.privacy_loss()[0], q.stopping_epsilon(), q.spent()["alpha=2"].exact / 2)
     return out, elapsed / steps, sigmas
 
 
@@ -84,7 +88,7 @@ def sigma_for(answer: float) -> float:
 
 def admitted_by_target(target: float, delta: float, seed: int = 3) -> tuple[int, int]:
     """Queries admitted before the target (ε, δ) is reached: a zCDP filter with ρ fixed in advance, and the
-    odometer stopped just before its reading would pass the target (same adaptive σ rule, same seed, so
+    odometer stopped just before its stopping ε would pass the target (same adaptive σ rule, same seed, so
     both see the same answers as long as both run)."""
     floats, ab = dp.AtomDomain(float), dp.AbsoluteDistance()
 
@@ -106,7 +110,7 @@ def admitted_by_target(target: float, delta: float, seed: int = 3) -> tuple[int,
     while True:  # the odometer as a filter: stop before the reading after the next query passes the target
         rho = 1 / (2 * Fraction(sigma_for(answer)) ** 2)
         sums = [s.exact + a * rho for a, s in zip(orders, oq.spent().values(), strict=True)]
-        if dp.accounting.renyi_odometer_epsilon(orders, sums, Fraction(delta)) > Fraction(target):
+        if renyi_stopping_epsilon(orders, sums, Fraction(delta)) > Fraction(target):
             break
         answer = oq(g[sigma_for(answer)])
         n_odo += 1
@@ -143,7 +147,7 @@ def ours_sgd(steps: int, reads: list[int], delta: float) -> tuple[dict[int, tupl
             sums = [s.exact for s in q.spent().values()]
             filt = renyi_to_approx(orders, sums, Fraction(delta))
             pld = static_pld_epsilon(ran, delta)
-            out[t] = (eps, filt, pld)
+            out[t] = (eps, q.stopping_epsilon(), filt, pld)
     return out, elapsed / steps
 
 
@@ -181,11 +185,11 @@ def main() -> None:
     ours, ours_t, sigmas = ours_zcdp(steps, reads, delta)
     peer = opendp_zcdp(sigmas, reads)
     print("   (OpenDP replays the σ sequence dpcompose's run chose, so Σρ is the same)")
-    print(f"{'t':>6} {'OpenDP Σρ':>10} {'Σρ→ε (CKS)':>11} {'dpcompose odometer ε':>21}")
+    print(f"{'t':>6} {'OpenDP Σρ':>10} {'Σρ→ε (CKS)':>11} {'dpcompose loss ε':>17} {'stopping ε':>11}")
     for t in reads:
-        eps, rho = ours[t]
+        eps, stop, rho = ours[t]
         p = f"{peer[0][t]:10.4f} {float(zcdp_to_approx(peer[0][t], delta)):11.4f}" if peer else f"{'n/a':>22}"
-        print(f"{t:>6} {p} {float(eps):21.4f}   (our Σρ {float(rho):.4f})")
+        print(f"{t:>6} {p} {float(eps):17.4f} {float(stop):11.4f}   (our Σρ {float(rho):.4f})")
     if peer:
         print(f"per query: OpenDP {peer[1] * 1e6:.1f} µs, dpcompose {ours_t * 1e6:.1f} µs")
     else:
@@ -205,10 +209,10 @@ def main() -> None:
     )
     sgd, sgd_t = ours_sgd(steps, reads, 1e-5)
     print("   (OpenDP 0.16: no subsampled-Gaussian step with a Rényi/zCDP map, so no peer column)")
-    print(f"{'t':>6} {'odometer ε':>11} {'filter conv.':>13} {'static PLD':>11}")
+    print(f"{'t':>6} {'loss ε':>9} {'stopping ε':>11} {'filter conv.':>13} {'static PLD':>11}")
     for t in reads:
-        eps, filt, pld = sgd[t]
-        print(f"{t:>6} {float(eps):11.4f} {float(filt):13.4f} {pld:11.4f}")
+        eps, stop, filt, pld = sgd[t]
+        print(f"{t:>6} {float(eps):9.4f} {float(stop):11.4f} {float(filt):13.4f} {pld:11.4f}")
     print(
         f"per step: odometer {sgd_t * 1e6:.1f} µs, Rényi filter {renyi_filter_time(steps) * 1e6:.1f} µs "
         "(charge + subsample + noise)"

@@ -1464,6 +1464,11 @@ CASES: dict[str, Case] = {
         lambda: {"orders": [2, 8, 32], "sums": [1.0, 4.0, 16.0], "delta": 1e-6},
         _numbers,
     ),
+    "accounting.renyi_stopping_epsilon": Case(
+        dp.accounting.renyi_stopping_epsilon,
+        lambda: {"orders": [2, 8, 32], "sums": [1.0, 4.0, 16.0], "delta": 1e-6},
+        _numbers,
+    ),
     "accounting.renyi_to_approx": Case(
         dp.accounting.renyi_to_approx,
         lambda: {"alphas": [2, 8, 32], "epsilons": [1.0, 4.0, 16.0], "delta": 1e-6},

@@ -1,5 +1,6 @@
-"""The Rényi and zCDP odometers: the (ε, δ) reading against the theorem recomputed in mpmath for adaptive
-sequences, refusals that spend nothing, the cost of adaptivity, ledgers and threads."""
+"""The Rényi and zCDP odometers: both readings (the loss bound and the stopping ε) against their theorems
+recomputed in mpmath for adaptive sequences, the loss bound against exact loss distributions, refusals that
+spend nothing, the cost of adaptivity, ledgers, threads and sequential children per ledger."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting import renyi_to_approx
-from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon
+from dpcompose.accounting._filters import DEFAULT_ORDERS
+from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon, renyi_stopping_epsilon
 
 INTS = dp.VectorDomain(dp.AtomDomain(int))
 SYM = dp.SymmetricDistance()
@@ -84,8 +86,15 @@ def laplace_rdp(alpha: int, scale: Any) -> Any:
 
 
 def theorem_epsilon(curves: list[list[Any]], orders: tuple[int, ...], delta: Fraction) -> Any:
-    """min_α Σᵢ cᵢ(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1), in mpmath (the theorem of
-    accounting._renyi_odometer: Balle et al. 2020 Thm 21 at δ/|A|)."""
+    """min_α Σᵢ cᵢ(α) + ln(|A|/δ)/(α − 1), in mpmath (Theorem 1 of accounting._renyi_odometer: Ville's
+    inequality at δ/|A|, the loss bound ``privacy_loss()`` reads)."""
+    log_term = mpmath.log(mpmath.mpf(len(orders)) * delta.denominator / delta.numerator)
+    return min(mpmath.fsum(c[k] for c in curves) + log_term / (a - 1) for k, a in enumerate(orders))
+
+
+def stopping_theorem_epsilon(curves: list[list[Any]], orders: tuple[int, ...], delta: Fraction) -> Any:
+    """min_α Σᵢ cᵢ(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1), in mpmath (Theorem 2 of
+    accounting._renyi_odometer: Balle et al. 2020 Thm 21 at δ/|A|, ``stopping_epsilon()``)."""
     log_term = mpmath.log(mpmath.mpf(len(orders)) * delta.denominator / delta.numerator)
     return min(
         mpmath.fsum(c[k] for c in curves)
@@ -129,13 +138,14 @@ def check_adaptive_run(steps: list[tuple[str, float, float, float]], read_every:
         curves.append(exact)
         if (i + 1) % read_every == 0 or i == len(steps) - 1:
             eps, delta = q.privacy_loss()
-            assert delta == DELTA
-            assert mp(eps) >= theorem_epsilon(curves, ORDERS, DELTA)
-            # and no looser than the theorem on the curves the library charged, bar outward rounding
-            charged = [[mp(s.exact)] for s in q.spent().values()]
-            sums = [c[0] for c in charged]
-            ref = theorem_epsilon([sums], ORDERS, DELTA)
-            assert ref <= mp(eps) <= ref * (1 + mpmath.mpf(2) ** -40)
+            stop = q.stopping_epsilon()
+            assert delta == DELTA and stop <= eps
+            sums = [mp(s.exact) for s in q.spent().values()]
+            for got, theorem in ((eps, theorem_epsilon), (stop, stopping_theorem_epsilon)):
+                assert mp(got) >= theorem(curves, ORDERS, DELTA)
+                # and no looser than the theorem on the curves the library charged, bar outward rounding
+                ref = theorem([sums], ORDERS, DELTA)
+                assert ref <= mp(got) <= ref * (1 + mpmath.mpf(2) ** -40)
     assert spy.runs == len(steps) == q.queries_charged
 
 
@@ -166,8 +176,10 @@ def test_the_odometer_pays_for_adaptivity_over_the_filter_conversion() -> None:
         q(sgd_step(spy, 1.0, 0.05, i))
     sums = [s.exact for s in q.spent().values()]
     eps, _ = q.privacy_loss()
-    assert renyi_to_approx(ORDERS, sums, DELTA) < eps
-    assert eps == renyi_to_approx(ORDERS, sums, DELTA / len(ORDERS))
+    stop = q.stopping_epsilon()
+    assert renyi_to_approx(ORDERS, sums, DELTA) < stop < eps
+    assert stop == renyi_to_approx(ORDERS, sums, DELTA / len(ORDERS))
+    assert stop == renyi_stopping_epsilon(tuple(Fraction(a) for a in ORDERS), tuple(sums), DELTA)
     assert eps == renyi_odometer_epsilon(tuple(Fraction(a) for a in ORDERS), tuple(sums), DELTA)
 
 
@@ -184,11 +196,13 @@ def test_nothing_charged_reads_zero_and_status_shows_the_reading() -> None:
 def test_zcdp_odometer_reads_alpha_rho_and_refuses_subsampled_steps() -> None:
     spy = Spy()
     q = odometer(dp.ZCDP())(np.arange(10))
-    q(gaussian(spy, 2.0, 0))  # ρ = 1/8
-    q(laplace(spy, 2.0, 1))  # ε = 1/2 as ρ = ε²/2 = 1/8
-    assert q.spent()["alpha=8"] == 8 * Fraction(1, 4)
+    q(gaussian(spy, 2.0, 0))  # ρ = 1/8: α/8
+    q(laplace(spy, 2.0, 1))  # ε = 1/2: min(ε, αε²/2) = min(1/2, α/8) at each order
+    assert q.spent()["alpha=2"] == Fraction(2, 8) + Fraction(2, 8)
+    assert q.spent()["alpha=8"] == 1 + Fraction(1, 2)
     eps, _ = q.privacy_loss()
-    expect = theorem_epsilon([[mpmath.mpf(a) / 4 for a in ORDERS]], ORDERS, DELTA)
+    curve = [[mpmath.mpf(a) / 8 + min(mpmath.mpf(1) / 2, mpmath.mpf(a) / 8) for a in ORDERS]]
+    expect = theorem_epsilon(curve, ORDERS, DELTA)
     assert expect <= mp(eps) <= expect * (1 + mpmath.mpf(2) ** -40)
     runs, charged = spy.runs, q.queries_charged
     with pytest.raises(dp.DomainMismatch, match="ZCDP"):
@@ -359,12 +373,157 @@ def worst_gap(reader: Any, delta: Fraction) -> Any:
     return worst
 
 
+@pytest.mark.parametrize("reading", [renyi_odometer_epsilon, renyi_stopping_epsilon])
 @pytest.mark.parametrize("delta", [Fraction(1, 5), Fraction(1, 100)])
-def test_no_event_below_a_reading_breaks_the_guarantee_exact_enumeration(delta: Fraction) -> None:
+def test_no_event_below_a_reading_breaks_the_guarantee_exact_enumeration(
+    delta: Fraction, reading: Any
+) -> None:
     orders = tuple(Fraction(a) for a in ENUM_ORDERS)
-    assert worst_gap(lambda sums, d: renyi_odometer_epsilon(orders, sums, d), delta) <= mp(delta)
+    assert worst_gap(lambda sums, d: reading(orders, sums, d), delta) <= mp(delta)
+
+
+def loss_escape(reader: Any, delta: Fraction) -> Any:
+    """The largest, over the two directions, P_x(some Lₙ > readingₙ) for the analyst of :func:`worst_gap`:
+    the probability that the privacy loss ever passes the reading (an odometer allows at most δ)."""
+
+    def escaped(d: int, prob: tuple[Any, Any], sums: list[Fraction], ones: int, depth: int, last: int) -> Any:
+        # d = 0: x is the bit 1 (the loss is ln P₁/P₀); d = 1: the other way round
+        if depth > 0 and mpmath.log(prob[d] / prob[1 - d]) > mp(reader(sums, delta)):
+            return prob[d]
+        if ones >= 3 or depth == 6:
+            return mpmath.mpf(0)
+        eps = mpmath.mpf(2) if last == 1 else mpmath.mpf(1) / 2
+        p = mpmath.exp(eps) / (1 + mpmath.exp(eps))
+        new_sums = [s + up(rr_renyi(eps, a)) for s, a in zip(sums, ENUM_ORDERS, strict=True)]
+        total = mpmath.mpf(0)
+        for bit in (0, 1):
+            px, py = (p, 1 - p) if bit == 1 else (1 - p, p)
+            total += escaped(d, (prob[0] * px, prob[1] * py), new_sums, ones + bit, depth + 1, bit)
+        return total
+
+    start = (mpmath.mpf(1), mpmath.mpf(1))
+    return max(escaped(d, start, [Fraction(0)] * len(ENUM_ORDERS), 0, 0, 0) for d in (0, 1))
+
+
+@pytest.mark.parametrize("delta", [Fraction(1, 5), Fraction(1, 100)])
+def test_the_loss_stays_below_the_reading_at_every_time_exact_enumeration(delta: Fraction) -> None:
+    orders = tuple(Fraction(a) for a in ENUM_ORDERS)
+    assert loss_escape(lambda sums, d: renyi_odometer_epsilon(orders, sums, d), delta) <= mp(delta)
 
 
 def test_the_enumeration_has_teeth() -> None:
     # reading the Rényi sums themselves as ε (the trap) breaks the guarantee on the same runs (0.196 > 0.01)
     assert worst_gap(lambda sums, d: min(sums), Fraction(1, 100)) > Fraction(1, 100)
+
+
+def test_the_loss_enumeration_has_teeth() -> None:
+    # the stopping reading is not a loss bound on the same runs
+    orders = tuple(Fraction(a) for a in ENUM_ORDERS)
+    delta = Fraction(1, 5)
+    assert loss_escape(lambda sums, d: renyi_stopping_epsilon(orders, sums, d), delta) > delta
+
+
+# --- the loss bound against exact loss distributions (the reproducers of the stopping reading) -----------
+
+
+def test_250_randomized_responses_loss_stays_below_the_reading_with_probability_1_minus_delta() -> None:
+    # 250 randomized responses with ε₀ = 3, each charged its exact Rényi curve (rounded up) at the default
+    # orders, δ = 1e-6, read after every step. The loss is Lₙ = 3(2k − n) with k ~ Bin(n, p) the truthful
+    # answers; P_x(some Lₙ > readingₙ) is computed exactly along the paths.
+    eps0, delta, steps = mpmath.mpf(3), Fraction(1, 10**6), 250
+    # (each value rounded up to a multiple of 2⁻⁴⁰: short Fractions keep 500 readings fast)
+    table = {
+        a: Fraction(int(mpmath.ceil(rr_renyi(eps0, mpmath.mpf(a.numerator) / a.denominator) * 2**40)), 2**40)
+        for a in DEFAULT_ORDERS
+    }
+    curve = dp.RenyiCurve(lambda a: table[Fraction(a)], "RR(ε=3)")
+    rr = dp.make_user_measurement(INTS, SYM, dp.RenyiDP(), len, lambda d: curve, trusted=True)
+    p = float(mpmath.exp(eps0) / (1 + mpmath.exp(eps0)))  # (floats: the masses compared are ≥ 1e-7)
+    q = dp.make_odometer(INTS, SYM, dp.RenyiDP(), 1, delta=delta)(np.arange(3))
+    alive = [1.0]  # by k, the mass of paths whose loss has not passed the reading yet
+    escaped = 0.0
+    for n in range(1, steps + 1):
+        q(rr)
+        eps, _ = q.privacy_loss()
+        alive = [
+            (alive[k] * (1 - p) if k < n else 0.0) + (alive[k - 1] * p if k > 0 else 0.0)
+            for k in range(n + 1)
+        ]
+        for k in range(n + 1):
+            if 3 * (2 * k - n) > eps:
+                escaped += alive[k]
+                alive[k] = 0.0
+    assert escaped <= delta
+    # the stopping reading, 749.99 after 250 steps, is no loss bound: L = 750 with probability p²⁵⁰ = 5.3e-6
+    assert q.stopping_epsilon() < 750 and p**250 > 5 * delta
+
+
+@pytest.mark.parametrize(("delta", "orders"), [(0.5, None), (1e-6, [2, 10**9])])
+def test_one_pure_query_reads_at_least_its_epsilon(delta: float, orders: Any) -> None:
+    # one ε = 1 query may be randomized response, whose loss is 1 with probability e/(1 + e) = 0.73 > δ:
+    # the reading must be ≥ 1 (the stopping reading is 0.972, resp. 0.99999999)
+    pure = dp.make_user_measurement(INTS, SYM, dp.PureDP(), len, lambda d: Fraction(d), trusted=True)
+    q = dp.make_odometer(INTS, SYM, dp.RenyiDP(), 1, delta=delta, orders=orders)(np.arange(3))
+    q(pure)
+    assert q.privacy_loss()[0] >= 1 > q.stopping_epsilon()
+
+
+def test_zcdp_odometer_charges_pure_queries_as_the_renyi_odometer_does() -> None:
+    pure = dp.make_user_measurement(INTS, SYM, dp.PureDP(), len, lambda d: Fraction(d), trusted=True)
+    readings = []
+    for measure in (dp.ZCDP(), dp.RenyiDP()):
+        q = dp.make_odometer(INTS, SYM, measure, 1, delta=1e-6)(np.arange(3))
+        for _ in range(3):
+            q(pure)
+        readings.append((q.privacy_loss(), q.stopping_epsilon()))
+    assert readings[0] == readings[1]
+    assert 3 < readings[0][0][0] < 3.07  # charged 3αε²/2 at every order it read 10.82
+
+
+def test_stopping_epsilon_is_for_renyi_odometers_only() -> None:
+    q = dp.make_odometer(INTS, SYM, dp.PureDP(), 1)(np.arange(3))
+    with pytest.raises(dp.UnsupportedComposition, match="stopping_epsilon"):
+        q.stopping_epsilon()
+
+
+# --- sequential children per ledger ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["odometer", "filter"])
+def test_two_queryables_on_one_memory_ledger_cannot_interleave_zcdp_children(kind: str) -> None:
+    ledger = dp.MemoryLedger()
+    if kind == "odometer":
+        parent = dp.make_odometer(INTS, SYM, dp.ZCDP(), 1, ledger=ledger, delta=1e-6)
+    else:
+        parent = dp.make_privacy_filter(INTS, SYM, dp.ZCDP(), 1, 1.0, ledger=ledger)
+    inner = dp.make_privacy_filter(INTS, SYM, dp.ZCDP(), 1, 0.25)
+    q1, q2 = parent(np.arange(10)), parent(np.arange(10))
+    first = q1(inner)
+    second = q2(inner)
+    count = dp.t.make_count(INTS, SYM)
+    step = count >> dp.m.make_gaussian(count.output_domain, count.output_metric, 4.0)
+    second(step)
+    with pytest.raises(dp.SequentialityError, match="same ledger"):
+        first(step)
+    second(step)  # the latest child stays open
+
+
+def test_a_renyi_accountant_on_an_sqlite_ledger_refuses_interactive_queries(tmp_path: Path) -> None:
+    inner = dp.make_privacy_filter(INTS, SYM, dp.ZCDP(), 1, 0.25)
+    for parent in (
+        odometer(dp.ZCDP(), ledger=dp.SQLiteLedger(tmp_path / "o.db", "o")),
+        dp.make_privacy_filter(INTS, SYM, dp.ZCDP(), 1, 1.0, ledger=dp.SQLiteLedger(tmp_path / "f.db", "f")),
+    ):
+        q = parent(np.arange(10))
+        with pytest.raises(dp.UnsupportedComposition, match="interactive.*nothing was run or spent"):
+            q(inner)
+        assert q.queries_charged == 0
+        q.ledger.close()
+    # a query not flagged interactive that opens a queryable anyway: it is closed before it is returned
+    sneaky = dp.make_user_measurement(
+        INTS, SYM, dp.ZCDP(), inner.function, lambda d: Fraction(1, 4) * d, trusted=True
+    )
+    q = odometer(dp.ZCDP(), ledger=dp.SQLiteLedger(tmp_path / "s.db", "s"))(np.arange(10))
+    child = q(sneaky)
+    assert child.closed and q.queries_charged == 1
+    q.ledger.close()

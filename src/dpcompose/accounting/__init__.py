@@ -62,7 +62,7 @@ from dpcompose.accounting._pld import (
 )
 from dpcompose.accounting._profile import PrivacyProfile, gaussian_profile
 from dpcompose.accounting._rdp import subsampled_gaussian_renyi, subsampled_renyi, subsampled_zcdp_to_renyi
-from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon
+from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon, renyi_stopping_epsilon
 from dpcompose.accounting._selection import (
     renyi_delta_at,
     selection_renyi_poisson,
@@ -132,6 +132,7 @@ __all__ = [
     "pure_to_zcdp",
     "renyi_delta_at",
     "renyi_odometer_epsilon",
+    "renyi_stopping_epsilon",
     "renyi_to_approx",
     "rruv_filter_epsilon",
     "selection_renyi_poisson",

@@ -10,8 +10,9 @@ charged before the query runs.
 from __future__ import annotations
 
 import threading
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -363,6 +364,88 @@ class Accountant(ABC):
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         """The entry after charging ``cost``; raises :class:`BudgetExceeded` (changing nothing) if refused."""
 
+    def cost(self, query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
+        """The query's cost as :meth:`charge` reads it, and as text (:func:`query_cost` by default)."""
+        return query_cost(self.measure, query, d_in, self.orders)
+
+
+class Interaction:
+    """How the interactive answers of an accountant's queryables may be queried: concurrently (the default:
+    nothing is closed). Subclasses make it sequential; :func:`interaction_for` picks one."""
+
+    def __init__(self, reason: str = "") -> None:
+        self.children = SpawnedChildren(False, reason)
+
+    def check(self, query: AnyMeasurement, label: str, who: str) -> None:
+        """Refuse ``query`` before anything is charged (the default refuses nothing)."""
+
+    def answer(self, charge: Callable[[], object], query: AnyMeasurement, data: Any) -> Any:
+        """Charge, then run the query, closing or remembering the answers it opens."""
+        charge()
+        return run_query(query, data, self.children)
+
+
+class LedgerSequential(Interaction):
+    """Sequential *per ledger*: every queryable charging one :class:`MemoryLedger` shares one of these, so
+    answering through any of them closes the interactive answers opened through any other (two queryables
+    of one filter on a shared ledger cannot keep two zCDP children open and interleave them). The lock
+    makes charge, closing and answering one step per ledger."""
+
+    def __init__(self, reason: str) -> None:
+        self.lock = threading.RLock()
+        self.children = SpawnedChildren(True, reason)
+
+    def answer(self, charge: Callable[[], object], query: AnyMeasurement, data: Any) -> Any:
+        with self.lock:
+            return super().answer(charge, query, data)
+
+
+class NoInteractiveAnswers(Interaction):
+    """Sequential on a ledger other processes may charge (an :class:`SQLiteLedger`), where no process can
+    close another's answers: interactive queries are refused, and anything a query opens anyway (one not
+    flagged interactive) is closed before it is returned."""
+
+    def __init__(self, reason: str) -> None:
+        self.children = SpawnedChildren(True, reason)
+
+    def check(self, query: AnyMeasurement, label: str, who: str) -> None:
+        if query.interactive:
+            raise UnsupportedComposition(
+                f"query {label} is interactive; a {who} is sequential, and on an SQLiteLedger (charged from "
+                "other processes too) it cannot close an interactive answer when another process queries; "
+                "use a MemoryLedger, or ask the interactive query's questions as separate queries; nothing "
+                "was run or spent"
+            )
+
+    def answer(self, charge: Callable[[], object], query: AnyMeasurement, data: Any) -> Any:
+        answer = super().answer(charge, query, data)
+        self.children.before_answer()  # closes what this query opened
+        return answer
+
+
+_SHARED: weakref.WeakKeyDictionary[Ledger, LedgerSequential] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def interaction_for(accountant: Accountant, ledger: Ledger) -> Interaction:
+    """The :class:`Interaction` of a queryable of ``accountant`` on ``ledger``: concurrent for (ε, δ)
+    accountants (Haney et al. 2023); for sequential ones (zCDP, Rényi, Gaussian DP) the one
+    :class:`LedgerSequential` of a :class:`MemoryLedger`, or :class:`NoInteractiveAnswers` on a file
+    ledger."""
+    if not accountant.sequential:
+        return Interaction()
+    reason = (
+        f"a later query was made to a {accountant.kind} on the same ledger (sequential for zCDP, Rényi and "
+        "Gaussian DP)"
+    )
+    if not isinstance(ledger, MemoryLedger):
+        return NoInteractiveAnswers(reason)
+    with _SHARED_LOCK:
+        shared = _SHARED.get(ledger)
+        if shared is None:
+            shared = _SHARED[ledger] = LedgerSequential(reason)
+        return shared
+
 
 class AccountantQueryable(Queryable[AnyMeasurement, Any]):
     """Shared machinery of filters and odometers: validate, charge the ledger, then run the query."""
@@ -384,19 +467,23 @@ class AccountantQueryable(Queryable[AnyMeasurement, Any]):
         self._domain, self._metric, self._d_in = domain, metric, d_in
         self._accountant = accountant
         self._ledger = ledger
-        self._children = SpawnedChildren(
-            accountant.sequential,
-            f"a later query was made to the {accountant.kind} (sequential for zCDP and Rényi)",
-        )
+        # sequential accountants close children per ledger, not per queryable (see interaction_for)
+        self._interaction = interaction_for(accountant, ledger)
         ledger.bind(accountant.kind, f"domain={domain!r} metric={metric!r} {accountant.spec}")
 
     def _answer(self, query: AnyMeasurement) -> Any:
         query = check_query(query, self._domain, self._metric, self._accountant.kind)
-        cost, requested = query_cost(self._accountant.measure, query, self._d_in, self._accountant.orders)
+        cost, requested = self._accountant.cost(query, self._d_in)
         label = query.node.label()
-        # Charged durably before anything is released; a refusal raises inside the transaction.
-        self._ledger.charge(lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label)))
-        return run_query(query, self._data, self._children)
+        self._interaction.check(query, label, f"{self._accountant.measure!r} {self._accountant.kind}")
+
+        def charge() -> LedgerEntry:
+            # Charged durably before anything is released; a refusal raises inside the transaction.
+            return self._ledger.charge(
+                lambda e: spend_only_grows(e, self._accountant.charge(e, cost, requested, label))
+            )
+
+        return self._interaction.answer(charge, query, self._data)
 
     def _entry(self) -> LedgerEntry:
         with self._lock:
@@ -705,8 +792,10 @@ def make_privacy_filter(
 
     ε-DP queries are accepted by ApproxDP and ZCDP filters (as (ε, 0) and ε²/2). Interactive answers may
     be queried interleaved for PureDP/ApproxDP (Haney et al. 2023 extend every valid filter to concurrent
-    composition); for ZCDP and RenyiDP an earlier interactive answer closes when the filter answers a
-    later query (no concurrent Rényi filter theorem is cited here).
+    composition); for ZCDP, RenyiDP and Gaussian DP interaction is sequential per ledger: an earlier
+    interactive answer closes when the filter — or another queryable on the same :class:`MemoryLedger` —
+    answers a later query (no concurrent Rényi filter theorem is cited here), and on an
+    :class:`SQLiteLedger`, which other processes may charge, interactive queries are refused.
 
     Args:
         input_domain: the data's domain.

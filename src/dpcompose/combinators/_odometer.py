@@ -17,12 +17,13 @@ from dpcompose.accounting._filters import (
     settle,
     zcdp_cost_to_renyi,
 )
-from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon
+from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon, renyi_stopping_epsilon
 from dpcompose.combinators._filter import (
     Accountant,
     AccountantQueryable,
     AnyMeasurement,
     check_accountant_args,
+    query_cost,
 )
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, RenyiDP
@@ -36,8 +37,8 @@ ODOMETER_SOURCE = (
     "for the view up to the moment of reading"
 )
 RENYI_ODOMETER_SOURCE = (
-    "Rényi odometer: Feldman–Zrnic 2021 (arXiv 2008.11193) Thm 4.3's supermartingale at a stopping time, "
-    "Balle et al. 2020 Thm 21's bound, δ split over the orders (proved in accounting._renyi_odometer)"
+    "Rényi odometer: Feldman–Zrnic 2021 (arXiv 2008.11193) Thm 4.3's supermartingale, Ville's inequality, "
+    "δ split over the orders (proved in accounting._renyi_odometer, Theorem 1)"
 )
 
 
@@ -86,7 +87,8 @@ class _BasicOdometerAccountant(_OdometerAccountant):
 
 class _RenyiOdometerAccountant(_OdometerAccountant):
     """Running sums S(α) of the queries' Rényi curves at fixed orders; read as (ε, δ) at a δ fixed in
-    advance by :func:`~dpcompose.accounting._renyi_odometer.renyi_odometer_epsilon`."""
+    advance by :func:`~dpcompose.accounting.renyi_odometer_epsilon` (a bound on the loss) and
+    :func:`~dpcompose.accounting.renyi_stopping_epsilon` (for the decision to stop)."""
 
     def __init__(
         self, measure: Measure[Any], d_in: Any, delta: Fraction, orders: tuple[Fraction, ...]
@@ -99,14 +101,19 @@ class _RenyiOdometerAccountant(_OdometerAccountant):
         shown = ",".join(str(a) for a in orders)
         self.spec = f"{measure!r} d_in={d_in} odometer=renyi delta={delta} orders={shown}"
 
-    def renyi_cost(self, cost: Cost) -> Cost:
-        """A query's cost as Rényi values at the orders (a zCDP odometer's costs are ``(ρ, 0)``)."""
-        if isinstance(self.measure, ZCDP):
-            return zcdp_cost_to_renyi(cost[0], self.orders)
-        return cost
+    def cost(self, query: AnyMeasurement, d_in: Any) -> tuple[Cost, str]:
+        """The query's Rényi values at the orders. A zCDP odometer takes ZCDP queries (αρ) and PureDP ones
+        (min(ε, αε²/2) at each order, as the Rényi filter charges them: D_α ≤ ε for ε-DP and
+        ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016 Prop. 1.4), and refuses every other measure by name."""
+        if not isinstance(self.measure, ZCDP):
+            return query_cost(self.measure, query, d_in, self.orders)
+        if isinstance(query.output_measure, PureDP):
+            return query_cost(RenyiDP(), query, d_in, self.orders)
+        (rho, _), text = query_cost(self.measure, query, d_in)
+        return zcdp_cost_to_renyi(rho, self.orders), text
 
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
-        values = self.renyi_cost(cost)
+        values = cost
         if len(values) != len(self.orders):  # (query_cost gives one value per order; a guard, not a path)
             raise InvalidParameter(f"query {label}: a Rényi cost needs {len(self.orders)} values")
         state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
@@ -119,9 +126,14 @@ class _RenyiOdometerAccountant(_OdometerAccountant):
         state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
         return {f"alpha={_order_text(a)}": s for a, s in zip(self.orders, state, strict=True)}
 
+    def sums(self, entry: LedgerEntry) -> tuple[Fraction, ...]:
+        return entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+
     def reading(self, entry: LedgerEntry) -> tuple[Fraction, Fraction]:
-        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
-        return renyi_odometer_epsilon(self.orders, state, self.delta), self.delta
+        return renyi_odometer_epsilon(self.orders, self.sums(entry), self.delta), self.delta
+
+    def stopping(self, entry: LedgerEntry) -> Fraction:
+        return renyi_stopping_epsilon(self.orders, self.sums(entry), self.delta)
 
 
 class OdometerQueryable(AccountantQueryable):
@@ -139,9 +151,31 @@ class OdometerQueryable(AccountantQueryable):
         """The privacy loss so far, valid at this moment however it was chosen.
 
         ε (PureDP) or (ε, δ) (ApproxDP), summed over every charged query; for a RenyiDP or ZCDP odometer
-        the (ε, δ) bound of the Rényi odometer theorem at the ``delta`` fixed at construction (ε rounded
-        up, the exact Fraction)."""
+        (ε, δ) at the ``delta`` fixed at construction, ``ε = min_α S(α) + ln(|A|/δ)/(α − 1)`` (rounded up,
+        the exact Fraction): with probability ≥ 1 − δ the privacy loss stays at most the reading at every
+        moment (Theorem 1 of :mod:`dpcompose.accounting._renyi_odometer`)."""
         return self._accountant.reading(self._entry())
+
+    def stopping_epsilon(self) -> Fraction:
+        """RenyiDP/ZCDP odometers: the tighter ε valid for the decision to stop, *not* a bound on the loss.
+
+        ``min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` at the odometer's δ (rounded up): for
+        any ε̂ fixed in advance, stopping before this passes ε̂ is an (ε̂, δ) filter (every event of the
+        view up to a moment it reads ≤ ε̂ has P_x(E) ≤ e^ε̂ P_x′(E) + δ; Theorem 2 of
+        :mod:`dpcompose.accounting._renyi_odometer`). The privacy loss itself may exceed it with
+        probability above δ: report :meth:`privacy_loss` as what was spent.
+
+        Raises:
+            UnsupportedComposition: a PureDP or ApproxDP odometer (its ``privacy_loss()`` is already exact
+                basic composition).
+        """
+        accountant = self._accountant
+        if not isinstance(accountant, _RenyiOdometerAccountant):
+            raise UnsupportedComposition(
+                "stopping_epsilon() is a RenyiDP/ZCDP odometer's reading; this odometer's privacy_loss() is "
+                "the basic-composition total, valid both as a bound and for stopping"
+            )
+        return accountant.stopping(self._entry())
 
     def spent(self) -> dict[str, Shown]:
         """The running sums: ``{'epsilon': …, 'delta': …}`` (PureDP, ApproxDP) or the Rényi sums S(α) by
@@ -207,14 +241,18 @@ def make_odometer(
       Rényi filter charges it: RenyiDP, ZCDP as αρ, PureDP as min(ε, αε²/2), and a query of another
       measure — a Poisson-subsampled step — the curve of its dominating pair at ``d_in``; a ZCDP odometer
       takes ZCDP and PureDP queries), and ``privacy_loss()`` is (ε, δ) with
-      ``ε = min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` — S(α) the running sums, A the
-      orders: the Balle et al. 2020 Thm 21 conversion at δ/|A|. The sums are *not* read as a Rényi or
-      zCDP guarantee (no theorem covers that at a data-dependent time, Lécuyer 2021); the theorem proved
-      in :mod:`dpcompose.accounting._renyi_odometer` (Feldman–Zrnic 2021 Thm 4.3's supermartingale at a
-      stopping time, δ split over the orders) makes the reading valid at every moment.
-      δ is fixed here, before any query: a δ picked after seeing answers would not be covered.
-      An earlier interactive answer closes when the odometer answers a later query (as in the Rényi
-      filter).
+      ``ε = min_α S(α) + ln(|A|/δ)/(α − 1)`` — S(α) the running sums, A the orders: with probability
+      ≥ 1 − δ the privacy loss stays at most the reading at every moment (Theorem 1 of
+      :mod:`dpcompose.accounting._renyi_odometer`: Feldman–Zrnic 2021 Thm 4.3's supermartingale, Ville's
+      inequality, δ split over the orders). ``stopping_epsilon()`` is the tighter
+      ``min_α S(α) + ln((α − 1)/α) + (ln(|A|/δ) − ln α)/(α − 1)`` (Balle et al. 2020 Thm 21 at δ/|A|),
+      valid for the decision to stop — stopping before it passes any ε̂ is an (ε̂, δ) filter (Theorem 2
+      there) — but not a bound on the loss. The sums are *not* read as a Rényi or zCDP guarantee (no
+      theorem covers that at a data-dependent time, Lécuyer 2021). δ is fixed here, before any query: a
+      δ picked after seeing answers would not be covered. Interaction is sequential per ledger: an
+      earlier interactive answer closes when the odometer — or another queryable on the same
+      :class:`MemoryLedger` — answers a later query; on an :class:`SQLiteLedger` (which other processes
+      may charge) interactive queries are refused.
 
     The measurement has no a-priori privacy bound: its ``map`` raises :class:`UnsupportedComposition`;
     read ``privacy_loss()`` on the queryable instead.
@@ -240,8 +278,8 @@ def make_odometer(
     adaptively chosen parameters), read for the view truncated at the moment ``privacy_loss()`` is read —
     the sense in which OpenDP also uses it (the v2 correction concerns untruncated views); Haney,
     Shoemate, Tian, Vadhan, Vyrros, Xu, Zhang 2023 (CCS; arXiv 2309.05901) Alg. 6 (concurrent). Rényi/zCDP:
-    the theorem of :mod:`dpcompose.accounting._renyi_odometer` (proved there from Feldman–Zrnic 2021
-    Thm 4.3 and Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21).
+    the theorems of :mod:`dpcompose.accounting._renyi_odometer` (proved there from Feldman–Zrnic 2021
+    Thm 4.3, Ville's inequality and Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21).
 
     Examples:
         >>> import dpcompose as dp
@@ -260,8 +298,10 @@ def make_odometer(
         >>> z = zodo(2.0)
         >>> _ = z(dp.m.make_gaussian(floats, abs_, scale=2.0))   # ρ = 1/8
         >>> eps, delta = z.privacy_loss()
-        >>> dp.accounting.format_up(eps, 3), delta   # α = 8: 8ρ + ln(7/8) + (ln(3/δ) − ln 8)/7
-        ('2.7', Fraction(1, 1000000))
+        >>> dp.accounting.format_up(eps, 3), delta   # α = 8: 8ρ + ln(3/δ)/7
+        ('3.14', Fraction(1, 1000000))
+        >>> dp.accounting.format_up(z.stopping_epsilon(), 3)   # for stopping only: + ln(7/8) − ln 8/7
+        '2.7'
     """
     d_in_exact = check_accountant_args(input_domain, input_metric, output_measure, d_in, ledger)
     accountant = _accountant(output_measure, d_in_exact, delta, orders)
