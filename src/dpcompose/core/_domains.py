@@ -441,6 +441,8 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
                 return False
             if element.bounds is None and np.isinf(value).any():
                 return False
+    elif value.dtype.names is not None and element.bounds is None and issubclass(tuple, element.carrier):
+        return True  # a structured array's rows are tuples (what ``tolist`` gives): all members
     else:
         return all(element.member(v) for v in value.tolist())
     if element.bounds is not None and value.size:
