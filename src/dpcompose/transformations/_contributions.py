@@ -335,7 +335,7 @@ def make_bound_contributions(
     max_rows: int,
     max_groups: int | None = None,
     by: int | str | None = None,
-) -> Transformation[Any, list[Any], int, int]:
+) -> Transformation[Any, Any, int, int]:
     """Keep at most ``max_rows`` rows per identifier — the step from people to rows.
 
     The input is measured in identifiers (``SymmetricIdDistance(id_key)``: neighbours differ in all the
@@ -365,7 +365,9 @@ def make_bound_contributions(
        (big-endian) of ``H_row(e)``. ``K`` is a function of ``e`` (which names every type, so it decides
        whether the row is plain). Of each identifier's (identifier and group's) rows the ``max_rows``
        with the smallest ``(K, e)`` are kept.
-    4. The kept rows are output in their input order, as a list.
+    4. The kept rows are output in their input order: as a list, or as a numpy structured array of the
+       input's dtype when the input is one (with bool, int, float and str fields; other structured
+       arrays give a list of their rows as tuples).
 
     ``H_row`` and ``H_group`` are BLAKE2b with a 16-byte digest, the key
     ``b"dpcompose.make_bound_contributions.v1"`` and the personalisation ``b"row"`` / ``b"group"``. The
@@ -376,7 +378,8 @@ def make_bound_contributions(
     ``None``), or a numpy structured array of bool, int, float and str fields, is handled a column at a
     time in numpy (identifiers grouped and rows keyed and sorted as arrays; a row's encoding ``e`` is
     built only for the rare key ties across a cut between different rows); other records row by row.
-    Both give the rows the rule above keeps. With ``by``, the group keys are computed once per distinct
+    Both give the rows the rule above keeps (a structured array's row ``r`` read as ``r.item()``). With
+    ``by``, the group keys are computed once per distinct
     (identifier, group) pair in Python.
 
     Rows with equal encodings are equal values, so which of them is kept does not matter — except for a
@@ -471,7 +474,7 @@ def make_bound_contributions(
     factor = rows_limit * groups_limit
     element = input_domain.element_domain
 
-    def run(data: Any) -> list[Any]:
+    def run(data: Any) -> Any:
         rows: Any = data if isinstance(data, (list, np.ndarray)) else list(data)
         columns = plain_columns(rows) if len(rows) >= COLUMNS_FROM else None
         if columns is None:
@@ -480,8 +483,8 @@ def make_bound_contributions(
             keep = kept_row_by_row(rows, key, group_key, rows_limit, groups_limit)
         else:
             keep = kept_by_columns(rows, columns, key, group_key, rows_limit, groups_limit)
-        if isinstance(rows, np.ndarray):
-            kept: list[Any] = rows[keep].tolist()
+        if isinstance(rows, np.ndarray):  # a structured array (the column path): its kept rows
+            kept: Any = rows[keep]
             return kept
         return list(itertools.compress(rows, keep.tolist()))
 
@@ -570,7 +573,13 @@ def kept_row_by_row(
         (unit_codes.setdefault(units[i], len(unit_codes)) for i in positions), np.int64, len(positions)
     )
     keys = np.fromiter((_row_key(rows[i]) for i in positions), np.uint64, len(positions))
-    mark = select_smallest(codes, keys, rows_limit, lambda j: row_encoding(rows[positions[j]]))
+    mark = select_smallest(
+        codes,
+        keys,
+        rows_limit,
+        lambda j: row_encoding(rows[positions[j]]),
+        lambda j: _row_key(rows[positions[j]]),
+    )
     keep = np.zeros(n, dtype=bool)
     keep[index[mark]] = True
     return keep
@@ -628,8 +637,14 @@ def kept_by_columns(
         else:
             units = classes(key)[0]
         keys = column_keys(columns)
-        same = same_rows_of(columns)
-        return select_smallest(units, keys, rows_limit, lambda i: row_encoding(_row(rows, i)), same)
+        return select_smallest(
+            units,
+            keys,
+            rows_limit,
+            lambda i: row_encoding(_row(rows, i)),
+            lambda i: _row_key(_row(rows, i)),
+            same_rows_of(columns),
+        )
     ids, id_labels = classes(key)
     groups, group_labels = classes(group_key)
     pair_code = ids * len(group_labels) + groups
@@ -655,6 +670,7 @@ def kept_by_columns(
         keys,
         rows_limit,
         lambda j: row_encoding(_row(rows, int(index[j]))),
+        lambda j: _row_key(_row(rows, int(index[j]))),
         same_rows_of(alive_columns),
     )
     keep = np.zeros(n, dtype=bool)

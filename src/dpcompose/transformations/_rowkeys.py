@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.transformations._hash import NULL_CODE, ROW_SEED, row_keys, string_code, value_codes
+from dpcompose.transformations._hash import (
+    NULL_CODE,
+    ROW_SEED,
+    SPLITMIX_GAMMA,
+    splitmix64_inplace,
+    string_code,
+    value_codes,
+)
 
 __all__ = ["column_keys", "plain_columns", "plain_row_key", "same_rows_of", "select_smallest"]
 
@@ -151,8 +158,15 @@ def plain_columns(data: Any) -> list[tuple[np.ndarray[Any, Any], np.ndarray[Any,
 
 
 def column_keys(columns: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None]]) -> U64:
-    """The key ``K`` of every row from its plain columns (as :func:`plain_row_key` row by row)."""
-    return row_keys([value_codes(values, nulls) for values, nulls in columns])
+    """The key ``K`` of every row from its plain columns (as :func:`plain_row_key` row by row), one
+    column's codes in memory at a time."""
+    acc = np.full(len(columns[0][0]), ROW_SEED, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for values, nulls in columns:
+            acc ^= value_codes(values, nulls)
+            acc += SPLITMIX_GAMMA
+            splitmix64_inplace(acc)
+    return acc
 
 
 def same_rows_of(
@@ -179,7 +193,10 @@ def same_rows_of(
 
 
 _COMPOSITE_UNIT_BITS = 40
-"""Units spanning at most ``2**40`` codes are sorted with the key in one uint64 (unit in the top bits)."""
+"""Int units spanning at most ``2**40`` values are used as they are; others are numbered first."""
+
+_BLOCK = 1 << 18
+"""Sorted neighbours are compared this many at a time (no sorted copy of the n sort keys)."""
 
 
 def _unit_codes(units: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], int]:
@@ -190,10 +207,38 @@ def _unit_codes(units: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], int]
         lo, hi = units.min(), units.max()
         span = int(hi) - int(lo)
         if span < 1 << _COMPOSITE_UNIT_BITS:
-            shifted = units - lo  # no overflow: the span fits
-            return shifted.astype(np.uint64, copy=False), span.bit_length()
+            shifted = units.astype(np.int64 if units.dtype.kind == "i" else np.uint64)  # a copy
+            shifted -= shifted.dtype.type(lo)  # no overflow: the span fits; now non-negative
+            return shifted.view(np.uint64), span.bit_length()
     uniques, inverse = np.unique(units, return_inverse=True)
     return inverse.reshape(-1).astype(np.uint64), max(len(uniques) - 1, 0).bit_length()
+
+
+def _neighbours(
+    sortable: U64, order: np.ndarray[Any, Any], bits: int
+) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], np.ndarray[Any, np.dtype[np.bool_]]]:
+    """For the items in sorted order ``sortable[order]``: whether each starts a new unit (its top ``bits``
+    bits differ from the previous item's) and whether it ties with the previous item (equal sort keys);
+    a block at a time."""
+    n = len(order)
+    fresh = np.empty(n, dtype=bool)
+    tied = np.empty(n, dtype=bool)
+    unit_step = np.uint64(1 << (64 - bits)) if bits else None
+    last = None
+    for begin in range(0, n, _BLOCK):
+        block = sortable[order[begin : begin + _BLOCK]]
+        previous = np.empty_like(block)
+        previous[1:] = block[:-1]
+        previous[0] = block[0] if last is None else last
+        last = block[-1]
+        previous ^= block
+        if unit_step is None:
+            fresh[begin : begin + len(block)] = False
+        else:
+            np.greater_equal(previous, unit_step, out=fresh[begin : begin + len(block)])
+        np.equal(previous, 0, out=tied[begin : begin + len(block)])
+    fresh[0], tied[0] = True, False
+    return fresh, tied
 
 
 def select_smallest(
@@ -201,45 +246,39 @@ def select_smallest(
     keys: U64,
     limit: int,
     label: Callable[[int], tuple[bytes, bool]],
+    key_of: Callable[[int], int],
     same_rows: Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]] | None = None,
 ) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Within each unit, mark the ``limit`` items with the smallest ``(key, label)``.
 
-    ``units`` are codes (equal codes: one unit; ints, bools or any sortable dtype); ``label(i)`` is item
-    ``i``'s canonical encoding and whether it is opaque. Items are sorted by unit and key with numpy; only a
-    run of items that tie there across the cut of their unit (holding both the ``limit``-th and the next
-    item) is re-ordered by ``(key, label)`` in Python. ``same_rows(a, b)``, if given, tells (vectorised)
-    whether items ``a[j]`` and ``b[j]`` are the same value (equal labels, not opaque): a run of one value
-    is left as it is. Items with equal labels are interchangeable, except opaque ones: an opaque label
-    with copies on both sides of the cut is dropped whole. Keys are a function of the labels (the caller
-    guarantees it), so every copy of a label sits in the same run.
+    ``units`` are codes (equal codes: one unit; ints, bools or any sortable dtype); ``keys`` the items'
+    keys, **overwritten** (the sort reuses the buffer); ``key_of(i)`` gives item ``i``'s key again and
+    ``label(i)`` its canonical encoding and whether it is opaque. Items are sorted by unit and key with
+    numpy; only a run of items that tie there across the cut of their unit (holding both the ``limit``-th
+    and the next item) is re-ordered by ``(key, label)`` in Python. ``same_rows(a, b)``, if given, tells
+    (vectorised) whether items ``a[j]`` and ``b[j]`` are the same value (equal labels, not opaque): a run
+    of one value is left as it is. Items with equal labels are interchangeable, except opaque ones: an
+    opaque label with copies on both sides of the cut is dropped whole. Keys are a function of the labels
+    (the caller guarantees it), so every copy of a label sits in the same run.
     """
     n = len(keys)
     mark = np.zeros(n, dtype=bool)
     if n == 0:
         return mark
     codes, bits = _unit_codes(units)
-    if bits <= _COMPOSITE_UNIT_BITS:
-        # (unit, key) as one uint64: the unit above the key's top 64 - bits bits (an order-preserving
-        # truncation of the key; ties it creates are runs, settled below by the full key)
-        sortable = keys >> np.uint64(bits) if bits else keys.copy()
-        if bits:
-            codes <<= np.uint64(64 - bits)
-            sortable |= codes
-        del codes
-        order = np.argsort(sortable)
-        sorted_sortable = sortable[order]
-        del sortable
-        sorted_units = sorted_sortable >> np.uint64(64 - bits) if bits else np.zeros(n, dtype=np.uint64)
-    else:  # pragma: no cover - more than 2**40 units: more rows than memory holds
-        order = np.lexsort((keys, codes))
-        sorted_units = codes[order]
-        sorted_sortable = keys[order]
-    fresh = np.empty(n, dtype=bool)
-    fresh[0] = True
-    np.not_equal(sorted_units[1:], sorted_units[:-1], out=fresh[1:])
-    del sorted_units
-    rank = np.arange(n, dtype=np.int64)
+    # (unit, key) as one uint64: the unit above the key's top 64 - bits bits (an order-preserving
+    # truncation of the key; ties it creates are runs, settled below by the full key). bits <= 40: a
+    # unit code is below the number of items or spans at most 2**40 values (_unit_codes).
+    sortable = keys
+    if bits:
+        sortable >>= np.uint64(bits)
+        codes <<= np.uint64(64 - bits)
+        sortable |= codes
+    del codes, keys
+    order = np.argsort(sortable)
+    fresh, tied = _neighbours(sortable, order, bits)
+    del sortable
+    rank = np.arange(n, dtype=np.int32 if n < 1 << 31 else np.int64)
     start = rank.copy()
     start[~fresh] = 0
     np.maximum.accumulate(start, out=start)
@@ -250,13 +289,9 @@ def select_smallest(
     del rank
     if cuts.size == 0:
         return mark
-    cuts = cuts[sorted_sortable[cuts] == sorted_sortable[cuts - 1]]  # a run straddles the cut
+    cuts = cuts[tied[cuts]]  # a run straddles the cut
     if cuts.size == 0:
         return mark
-    tied = np.empty(n, dtype=bool)  # item p ties with item p - 1 (same unit and sort key)
-    tied[0] = False
-    np.equal(sorted_sortable[1:], sorted_sortable[:-1], out=tied[1:])
-    tied &= ~fresh
     run_start = np.where(tied, 0, np.arange(n))
     np.maximum.accumulate(run_start, out=run_start)
     if same_rows is not None:  # leave runs of one value alone
@@ -269,7 +304,7 @@ def select_smallest(
         end = cut + 1
         while end < n and tied[end]:
             end += 1
-        _settle(mark, order[start:end].tolist(), cut - start, keys, label)
+        _settle(mark, order[start:end].tolist(), cut - start, key_of, label)
     return mark
 
 
@@ -277,12 +312,12 @@ def _settle(
     mark: np.ndarray[Any, np.dtype[np.bool_]],
     members: list[int],
     room: int,
-    keys: U64,
+    key_of: Callable[[int], int],
     label: Callable[[int], tuple[bytes, bool]],
 ) -> None:
     """Re-decide a run of tied items straddling a cut: of ``members``, the ``room`` with the smallest
     ``(key, label)`` are marked (an opaque label at the cut dropped whole); in place."""
-    ranked = sorted(((int(keys[i]), *label(i), i) for i in members), key=lambda t: (t[0], t[1]))
+    ranked = sorted(((key_of(i), *label(i), i) for i in members), key=lambda t: (t[0], t[1]))
     kept = ranked[:room]
     boundary = ranked[room]
     if kept and kept[-1][1] == boundary[1] and boundary[2]:
