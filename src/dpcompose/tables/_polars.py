@@ -152,7 +152,8 @@ def to_polars(e: Expr) -> Any:
 
 
 def series_codes(series: Any) -> npt.NDArray[np.uint64]:
-    """The specified 64-bit code of every value of a Polars Series (:mod:`dpcompose.transformations._hash`)."""
+    """The specified 64-bit code of every value of a Polars Series
+    (:mod:`dpcompose.transformations._hash`)."""
     import polars as pl
 
     if series.dtype == pl.String:  # hashed once per distinct value, mapped back by Polars

@@ -306,8 +306,8 @@ def splitmix_columns(s: SelectSteps, xs: list[Any]) -> list[Any]:
 
 
 def string_code_udf() -> Any:
-    """The Spark UDF of a string's code (:func:`~dpcompose.transformations._hash.string_code` as a signed bigint;
-    null for null), shipped to the executors by value: it needs only ``hashlib`` there."""
+    """The Spark UDF of a string's code (:func:`~dpcompose.transformations._hash.string_code` as a signed
+    bigint; null for null), shipped to the executors by value: it needs only ``hashlib`` there."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
