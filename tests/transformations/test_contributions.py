@@ -576,8 +576,11 @@ def test_large_odd_inputs_fall_back_row_by_row() -> None:
     huge = [(i % 7, 2**64 + i) for i in range(n)]  # ints beyond 64 bits: keyed by BLAKE2b
     ragged = [(i % 7, i)[: 1 + i % 2] for i in range(n)]
     odd = np.zeros(n, dtype=[("id", "i8"), ("b", "S2")])  # a bytes field
+    t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2)
     for rows in (mixed, huge, ragged, odd):
         assert rk.plain_columns(rows) is None
-        t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2)
         listed = rows.tolist() if isinstance(rows, np.ndarray) else rows
-        assert _bag(t(rows)) == _reference(listed, 0, 2)
+        out = t(rows)
+        assert _bag(out.tolist() if isinstance(rows, np.ndarray) else out) == _reference(listed, 0, 2)
+    small = np.zeros(5, dtype=[("id", "i8"), ("x", "f8")])  # row by row (few rows): still an array
+    assert t(small).dtype == small.dtype and len(t(small)) == 2

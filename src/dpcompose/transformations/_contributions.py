@@ -366,8 +366,7 @@ def make_bound_contributions(
        whether the row is plain). Of each identifier's (identifier and group's) rows the ``max_rows``
        with the smallest ``(K, e)`` are kept.
     4. The kept rows are output in their input order: as a list, or as a numpy structured array of the
-       input's dtype when the input is one (with bool, int, float and str fields; other structured
-       arrays give a list of their rows as tuples).
+       input's dtype when the input is one (its rows read as tuples by the rule above).
 
     ``H_row`` and ``H_group`` are BLAKE2b with a 16-byte digest, the key
     ``b"dpcompose.make_bound_contributions.v1"`` and the personalisation ``b"row"`` / ``b"group"``. The
@@ -476,6 +475,7 @@ def make_bound_contributions(
 
     def run(data: Any) -> Any:
         rows: Any = data if isinstance(data, (list, np.ndarray)) else list(data)
+        table = rows if isinstance(rows, np.ndarray) and rows.dtype.names else None
         columns = plain_columns(rows) if len(rows) >= COLUMNS_FROM else None
         if columns is None:
             if isinstance(rows, np.ndarray):
@@ -483,9 +483,8 @@ def make_bound_contributions(
             keep = kept_row_by_row(rows, key, group_key, rows_limit, groups_limit)
         else:
             keep = kept_by_columns(rows, columns, key, group_key, rows_limit, groups_limit)
-        if isinstance(rows, np.ndarray):  # a structured array (the column path): its kept rows
-            kept: Any = rows[keep]
-            return kept
+        if table is not None:  # a structured array: its kept rows, whichever path chose them
+            return table[keep]
         return list(itertools.compress(rows, keep.tolist()))
 
     params: tuple[tuple[str, str], ...] = (("id_key", repr(key)), ("max_rows", str(rows_limit)))
