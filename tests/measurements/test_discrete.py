@@ -227,7 +227,7 @@ def test_discrete_bad_inputs() -> None:
         make_discrete_laplace(INT, dp.L1Distance(), 1)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     st.lists(
         st.integers(-(2**62), 2**62)

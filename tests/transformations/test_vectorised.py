@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -169,6 +169,7 @@ def _window_chunks(draw: Any) -> np.ndarray[Any, Any]:
     return array[np.isfinite(array)]
 
 
+@settings(max_examples=50, deadline=None)
 @given(_window_chunks(), st.sampled_from([1, 3, 1 << 16]))
 def test_exact_float_total_in_and_out_of_the_window(values: np.ndarray[Any, Any], chunk: int) -> None:
     """The window (aligned integer halves) and the tail (exponent bins) give the exact total together."""
