@@ -87,3 +87,13 @@ def test_metric_domain_pairs_are_checked() -> None:
         dp.SymmetricDistance().check_domain(dp.AtomDomain(int))
     with pytest.raises(dp.DomainMismatch, match="numeric"):
         dp.L2Distance().check_domain(dp.VectorDomain(dp.AtomDomain(str)))
+
+
+def test_structured_arrays_are_vectors_of_tuples() -> None:
+    """A structured array's rows are tuples (``tolist``): members of a vector of tuple atoms, decided
+    without a loop; a vector of lists is still checked row by row (and refuses them)."""
+
+    table = np.zeros(4, dtype=[("id", "i8"), ("x", "f8")])
+    assert dp.VectorDomain(dp.AtomDomain(tuple)).member(table)
+    assert not dp.VectorDomain(dp.AtomDomain(list)).member(table)
+    assert not dp.VectorDomain(dp.AtomDomain(tuple), size=3).member(table)

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 import dpcompose as dp
 from dpcompose.measurements._discrete import (
+    INT_SATURATION,
     Grid,
     grid_points,
     grid_sensitivity,
     make_discrete_gaussian,
     make_discrete_laplace,
     release_on_grid,
+    saturate_ints,
 )
 
 INT = dp.AtomDomain(int)
@@ -222,3 +225,23 @@ def test_discrete_bad_inputs() -> None:
         make_discrete_gaussian(dp.VectorDomain(INT), dp.L1Distance(), 1)
     with pytest.raises(dp.DomainMismatch):
         make_discrete_laplace(INT, dp.L1Distance(), 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.integers(-(2**62), 2**62)
+        | st.sampled_from(
+            [2**63 - 1, -(2**63), 2**63, 2**64, -(2**70), True, np.int64(-7), np.uint64(2**64 - 1)]
+        ),
+        max_size=12,
+    )
+)
+def test_saturate_ints_of_a_list_is_the_value_by_value_clamp(values: list[Any]) -> None:
+    """A list of ints is converted in one numpy call when every value fits int64, else value by value:
+    the same clamped int64 array either way (tuples too)."""
+    lim = INT_SATURATION
+    expected = [min(max(int(v), -lim), lim) for v in values]
+    for data in (values, tuple(values)):
+        out = saturate_ints(data, True)
+        assert out.dtype == np.int64 and out.tolist() == expected

@@ -17,7 +17,7 @@ import pytest
 import dpcompose as dp
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, key_order
 from dpcompose.tables._fixed import square_spec, sum_spec
-from dpcompose.tables._hash import NULL_CODE, row_keys, string_code, value_codes
+from dpcompose.transformations._hash import NULL_CODE, row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
 
 pl = pytest.importorskip("polars")
@@ -448,7 +448,7 @@ def test_spark_is_independent_of_partitioning_and_ansi_mode(spark: Any) -> None:
 @spark_warnings
 def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
     """SplitMix64 in limb arithmetic and the float/string codes against numpy, on edge values."""
-    from dpcompose.tables._hash import splitmix64
+    from dpcompose.transformations._hash import splitmix64
     from dpcompose.tables._spark import (
         SelectSteps,
         row_key_column,

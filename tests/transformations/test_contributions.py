@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.transformations import _contributions as bc
+from dpcompose.transformations import _rowkeys as rk
+from dpcompose.transformations._hash import NULL_CODE, ROW_SEED, row_keys, value_codes
 
 TUPLES = dp.VectorDomain(dp.AtomDomain(tuple))
 DICTS = dp.VectorDomain(dp.AtomDomain(dict))
@@ -42,8 +44,38 @@ def _distance(a: Iterable[Any], b: Iterable[Any]) -> int:
     return sum(((x - y) + (y - x)).values())
 
 
+def _plain_key(row: Any) -> int | None:
+    """``K`` of a plain row by the tables' hash (:mod:`dpcompose.transformations._hash`), a value at a time
+    through its numpy functions; ``None`` for a row that is not plain."""
+    if type(row) is not tuple and type(row) is not list:
+        return None
+    codes = []
+    for v in row:
+        if v is None:
+            codes.append(np.array([NULL_CODE], dtype=np.uint64))
+        elif type(v) is int and -(2**63) <= v < 2**64:
+            codes.append(value_codes(np.array([v], dtype=np.int64 if v < 2**63 else np.uint64)))
+        elif type(v) in (bool, float):
+            codes.append(value_codes(np.array([v])))
+        elif type(v) is str:
+            codes.append(value_codes(np.array([v], dtype=object)))
+        else:
+            return None
+    return int(row_keys(codes)[0]) if codes else int(ROW_SEED)
+
+
+def _row_key(row: Any, e: bytes) -> int:
+    key = _plain_key(row)
+    return int.from_bytes(bc.digest(e, b"row")[:8], "big") if key is None else key
+
+
 def _reference(
-    rows: list[Any], id_key: Any, max_rows: int, max_groups: int | None = None, by: Any = None
+    rows: list[Any],
+    id_key: Any,
+    max_rows: int,
+    max_groups: int | None = None,
+    by: Any = None,
+    row_key: Any = _row_key,
 ) -> Counter[bytes]:
     """The documented rule, written plainly (sorting full keys in Python), as a multiset of rows."""
     by_unit: dict[Any, list[Any]] = {}
@@ -56,9 +88,7 @@ def _reference(
             groups_of.setdefault(bc.column_class(r, id_key), set()).add(bc.column_class(r, by))
         kept: set[tuple[bytes, bytes]] = set()
         for u, gs in groups_of.items():
-            ranked = sorted(
-                gs, key=lambda g: (bc.digest(bc.frame(b"u", u) + bc.frame(b"g", g), b"group"), g)
-            )
+            ranked = sorted(gs, key=lambda g: (bc.digest(bc.frame(b"u", u) + bc.frame(b"g", g), b"group"), g))
             kept |= {(u, g) for g in ranked[:max_groups]}
         for r in rows:
             pair = (bc.column_class(r, id_key), bc.column_class(r, by))
@@ -67,7 +97,10 @@ def _reference(
     out: Counter[bytes] = Counter()
     for unit_rows in by_unit.values():
         keyed = sorted(
-            ((bc.digest(e, b"row"), e, opaque) for e, opaque in map(bc.row_encoding, unit_rows)),
+            (
+                (row_key(r, e), e, opaque)
+                for r, (e, opaque) in zip(unit_rows, map(bc.row_encoding, unit_rows), strict=True)
+            ),
             key=lambda t: (t[0], t[1]),
         )
         chosen = keyed[:max_rows]
@@ -128,9 +161,7 @@ def test_identifiers_are_compared_by_value() -> None:
     assert bc.safe_class([1, [2.0]]) == bc.safe_class([1.0, [2]])  # unhashable, by parts
     assert bc.safe_class({"a": 1, "b": 2}) == bc.safe_class({"b": 2.0, "a": 1})
     assert (
-        bc.safe_class(uuid.UUID(int=5))
-        == bc.safe_class(uuid.UUID(int=5))
-        != bc.safe_class(uuid.UUID(int=6))
+        bc.safe_class(uuid.UUID(int=5)) == bc.safe_class(uuid.UUID(int=5)) != bc.safe_class(uuid.UUID(int=6))
     )
     assert bc.safe_class(Decimal("1e5000")) == bc.safe_class(Decimal("10e4999"))
     # any other type is the one identifier "other"; a missing column is the one identifier "missing"
@@ -370,15 +401,24 @@ def test_namedtuples_lists_and_numpy_input() -> None:
 
 
 def test_hash_collisions_fall_back_to_the_full_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With every digest equal, rows are ordered by their encodings: the rule still holds exactly."""
+    """With every key equal, rows are ordered by their encodings: the rule still holds exactly, on the
+    row-by-row path (the BLAKE2b digests) and the column path (the tables' hash)."""
     monkeypatch.setattr(bc, "digest", lambda data, person: b"\x00" * 16)
+    monkeypatch.setattr(bc, "group_digest", lambda data: b"\x00" * 16)
+    monkeypatch.setattr(bc, "plain_row_key", lambda row: 0 if _plain_key(row) is not None else None)
+    monkeypatch.setattr(bc, "column_keys", lambda columns: np.zeros(len(columns[0][0]), dtype=np.uint64))
     t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2, 2, by=1)
-    rows = [(u, g, v) for u in range(3) for g in "abc" for v in range(3)] * 2
-    out = t(rows)
-    assert _bag(out) == _reference(rows, 0, 2, 2, 1)
+    rows = [(u, g, v) for u in range(3) for g in "abc" for v in (0.0, -0.0, 1.5, math.nan)] * 2
+    expected = _reference(rows, 0, 2, 2, 1, row_key=lambda r, e: 0)
+    assert _bag(t(rows)) == expected
+    assert _bag(t([*rows, (0, "a", "mixed")][:-1])) == expected
+    plain = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 3)
+    assert _bag(plain(rows)) == _reference(rows, 0, 3, row_key=lambda r, e: 0)
+    odd = [(*r, Decimal(1)) if i % 2 else r for i, r in enumerate(rows)]  # row by row: some not plain
+    assert _bag(plain(odd)) == _reference(odd, 0, 3, row_key=lambda r, e: 0)
     rng = np.random.default_rng(1)
     for _ in range(5):
-        assert _bag(t([rows[i] for i in rng.permutation(len(rows))])) == _bag(out)
+        assert _bag(t([rows[i] for i in rng.permutation(len(rows))])) == expected
 
 
 ids = st.one_of(
@@ -435,3 +475,112 @@ def test_pipeline_with_user_level_measurements() -> None:
         dp.m.make_sparse_vector(
             DICTS, dp.SymmetricIdDistance("user"), threshold=3.0, scale=2.0, max_positive=1
         )
+
+
+# --- the column-at-a-time path ----------------------------------------------------------------------
+
+_PLAIN_VALUES = {
+    "int": st.integers(-3, 3) | st.sampled_from([2**63 - 1, -(2**63), 2**63, 2**64 - 1]),
+    "float": st.sampled_from([0.0, -0.0, 1.5, -2.0, math.inf, math.nan, float.fromhex("0x1.8p-1074")]),
+    "str": st.sampled_from(["", "a", "b", "a\x00", "é"]),
+    "bool": st.booleans(),
+}
+
+
+@st.composite
+def _plain_tables(draw: Any) -> list[Any]:
+    """Equal-length rows whose columns each hold one plain type (and maybe ``None``)."""
+    kinds = draw(st.lists(st.sampled_from(sorted(_PLAIN_VALUES)), min_size=1, max_size=3))
+    nullable = [draw(st.booleans()) for _ in kinds]
+    cells = [
+        _PLAIN_VALUES[k] | st.none() if null else _PLAIN_VALUES[k]
+        for k, null in zip(kinds, nullable, strict=True)
+    ]
+    shape = draw(st.sampled_from([tuple, list]))
+    rows = draw(st.lists(st.tuples(*cells), max_size=40))
+    return [shape(r) for r in rows]
+
+
+def _kept(rows: list[Any], mask: Any) -> Counter[bytes]:
+    return _bag(r for r, keep in zip(rows, mask.tolist(), strict=True) if keep)
+
+
+def _columns_and_rows_agree(rows: list[Any], max_rows: int, grouping: Any, keys: tuple[Any, ...]) -> None:
+    max_groups, by = grouping
+    width = len(rows[0]) if rows else 0
+    columns = rk.plain_columns(rows)
+    if not rows:
+        assert columns is None  # (and ints both below 0 and at or above 2**63 fit no numpy int column)
+    if by is not None and not -width <= by < width:
+        by = 0
+    for key in keys:  # a missing column (5, "id") is one class for every row
+        slow = bc.kept_row_by_row(rows, key, by, max_rows, max_groups or 1)
+        assert _kept(rows, slow) == _reference(rows, key, max_rows, max_groups, by)
+        if columns is not None:
+            fast = bc.kept_by_columns(rows, columns, key, by, max_rows, max_groups or 1)
+            assert _kept(rows, fast) == _kept(rows, slow)
+    for row in rows:
+        assert rk.plain_row_key(row) == _plain_key(row)
+    if columns is not None:
+        assert rk.column_keys(columns).tolist() == [_plain_key(r) for r in rows]
+
+
+_GROUPINGS = st.sampled_from([(None, None), (1, 1), (2, 1), (1, -1)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(_plain_tables(), st.integers(1, 3), _GROUPINGS)
+def test_columns_and_rows_keep_the_same_rows(rows: list[Any], max_rows: int, grouping: Any) -> None:
+    _columns_and_rows_agree(rows, max_rows, grouping, (0, 5))
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None)
+@given(_plain_tables(), st.integers(1, 3), _GROUPINGS)
+def test_columns_and_rows_keep_the_same_rows_thoroughly(
+    rows: list[Any], max_rows: int, grouping: Any
+) -> None:
+    _columns_and_rows_agree(rows, max_rows, grouping, (0, -1, 5, "id"))
+
+
+def test_large_inputs_run_a_column_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    n = bc.COLUMNS_FROM + 100
+    rng = np.random.default_rng(3)
+    ids, values = rng.integers(0, 300, n), rng.integers(0, 5, n)  # many ties across the cut
+    rows = list(zip(ids.tolist(), values.tolist(), strict=True))
+    t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 3)
+    g = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2, 2, by=1)
+    expected, grouped = _reference(rows, 0, 3), _reference(rows, 0, 2, 2, 1)
+    structured = np.zeros(n, dtype=[("id", "i8"), ("v", "u1")])
+    structured["id"], structured["v"] = ids, values
+    assert TUPLES.member(structured)
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("the row-by-row path ran")
+
+    monkeypatch.setattr(bc, "kept_row_by_row", refuse)
+    out = t(rows)
+    assert _bag(out) == expected
+    remaining = iter(rows)
+    assert all(r in remaining for r in out), "the kept rows in their input order"
+    kept = t(structured)
+    assert kept.dtype == structured.dtype and kept.tolist() == out, "a structured array of the same rows"
+    assert TUPLES.member(kept)
+    assert _bag(g(rows)) == grouped
+    assert _bag(g(structured).tolist()) == grouped
+
+
+def test_odd_inputs_are_keyed_row_by_row() -> None:
+    n = 60  # (plain_columns does not look at the size; run() asks it from COLUMNS_FROM rows on)
+    mixed = [(i % 7, i if i % 3 else str(i)) for i in range(n)]  # a column of two types
+    huge = [(i % 7, 2**64 + i) for i in range(n)]  # ints beyond 64 bits: keyed by BLAKE2b
+    ragged = [(i % 7, i)[: 1 + i % 2] for i in range(n)]
+    odd = np.zeros(n, dtype=[("id", "i8"), ("b", "S2")])  # a bytes field
+    t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 2)
+    for rows in (mixed, huge, ragged, odd):
+        assert rk.plain_columns(rows) is None
+        listed = rows.tolist() if isinstance(rows, np.ndarray) else rows
+        out = t(rows)
+        assert _bag(out.tolist() if isinstance(rows, np.ndarray) else out) == _reference(listed, 0, 2)
+    small = np.zeros(5, dtype=[("id", "i8"), ("x", "f8")])  # row by row (few rows): still an array
+    assert t(small).dtype == small.dtype and len(t(small)) == 2

@@ -448,3 +448,18 @@ def test_dp_mean_pipeline() -> None:
     assert isinstance(released, float) and math.isfinite(released)
     var = dp.t.make_variance(resize.output_domain, resize.output_metric)
     assert (clamp >> resize >> var).map(1) == var.map(2)
+
+
+def test_variance_squares_in_blocks_as_in_one_array() -> None:
+    """Past one block of squares the variance is still fl(Σ fl(fl(x − m)²) / (n − ddof)), the sum exact."""
+    n = (1 << 18) + 3
+    values = np.random.default_rng(5).uniform(0.0, 1.0, n)
+    values[-1] = 1e-300  # a tiny square in the last block
+    var = dp.t.make_variance(
+        dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=n), dp.ChangeOneDistance()
+    )
+    mean = min(max(float(exact_fraction_sum(values) / n), 0.0), 1.0)
+    with np.errstate(all="ignore"):
+        deviations = values - mean
+        squares = deviations * deviations
+    assert var(values) == float(exact_fraction_sum(squares) / (n - 1))

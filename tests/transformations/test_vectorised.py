@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -150,6 +150,37 @@ def test_exact_float_sum_across_chunks_and_folds(monkeypatch: pytest.MonkeyPatch
     values = rng.normal(size=101) * np.exp2(rng.integers(-1070, 1000, 101))
     expected = float(sum((Fraction(v) for v in values.tolist()), Fraction(0)))
     assert exact_float_sum(values, 1 << 2200) == expected == math.fsum(values.tolist())
+
+
+@st.composite
+def _window_chunks(draw: Any) -> np.ndarray[Any, Any]:
+    """Values whose exponents sit at, just inside and just outside a chunk's window (16 below its top),
+    with full 53-bit mantissas, both signs, subnormals and zeros."""
+    top = draw(st.integers(-1074, 1023))
+    offsets = st.sampled_from([0, 1, 15, 16, 17, 18, 40, 60, 2000])
+    values = []
+    for _ in range(draw(st.integers(1, 24))):
+        mantissa = draw(st.integers(2**52, 2**53 - 1)) * draw(st.sampled_from([1, -1]))
+        exponent = max(top - draw(offsets), -1074 - 52)
+        values.append(math.ldexp(mantissa, exponent - 52) if exponent + 52 > -1126 else 0.0)
+    values += draw(st.lists(st.sampled_from([0.0, -0.0, 5e-324, -(2.0**-1060)]), max_size=3))
+    with np.errstate(over="ignore"):
+        array = np.array(values, dtype=np.float64)
+    return array[np.isfinite(array)]
+
+
+@settings(max_examples=50, deadline=None)
+@given(_window_chunks(), st.sampled_from([1, 3, 1 << 16]))
+def test_exact_float_total_in_and_out_of_the_window(values: np.ndarray[Any, Any], chunk: int) -> None:
+    """The window (aligned integer halves) and the tail (exponent bins) give the exact total together."""
+    total = _sum.exact_float_total(values)
+    assert Fraction(total, _sum.SUM_SCALE) == sum((Fraction(v) for v in values.tolist()), Fraction(0))
+    original = _sum.FLOAT_CHUNK
+    try:
+        _sum.FLOAT_CHUNK = chunk
+        assert _sum.exact_float_total(values) == total
+    finally:
+        _sum.FLOAT_CHUNK = original
 
 
 def test_float_sum_accepts_every_member_representation() -> None:

@@ -448,19 +448,24 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
             with np.errstate(over="ignore", invalid="ignore"):
                 if not bool(np.all((value.astype(np.float64) == value) | np.isnan(value))):
                     return False
+        nan = None
         if kind == "f":
             nan = np.isnan(value)
-            if nan.any() and not element.nan:
+            if not nan.any():
+                nan = None
+            elif not element.nan:
                 return False
             if element.bounds is None and np.isinf(value).any():
                 return False
+    elif value.dtype.names is not None and element.bounds is None and issubclass(tuple, element.carrier):
+        return True  # a structured array's rows are tuples (what ``tolist`` gives): all members
     else:
         return all(element.member(v) for v in value.tolist())
     if element.bounds is not None and value.size:
         lo, hi = element.bounds
         if kind == "f":  # compare exactly: numpy would round a bound that is not a float to the nearest one
             lo, hi = float_up(lo), float_down(hi)
-        finite = value[~np.isnan(value)] if kind == "f" else value
+        finite = value if nan is None else value[~nan]
         if finite.size and (finite.min() < lo or finite.max() > hi):
             return False
     return True

@@ -535,6 +535,15 @@ def saturate_ints(data: Any, vector: bool) -> IntArray:
     if isinstance(data, np.ndarray) and data.dtype.kind == "i":
         clipped: IntArray = np.clip(data.astype(np.int64), -lim, lim)
         return clipped
+    if isinstance(data, (list, tuple)):
+        try:  # every value fits int64 (the common case): one conversion, then clip
+            fitted = np.array(data, dtype=np.int64)
+        except (OverflowError, TypeError, ValueError):  # some value beyond int64: one by one below
+            pass
+        else:
+            if fitted.ndim == 1:
+                clipped_list: IntArray = np.clip(fitted, -lim, lim, out=fitted)
+                return clipped_list
     return np.fromiter((min(max(int(v), -lim), lim) for v in data), dtype=np.int64, count=len(data))
 
 

@@ -7,8 +7,8 @@ engine returns. An engine only has to compute those aggregates, with these primi
 * ``schema(data)``: column name -> ``"int" | "float" | "str" | "bool"`` (or another name for any other
   type), from metadata only;
 * ``aggregate(data, plan)``: run the plan — select, filter, keep known keys, cap groups per identifier,
-  cap rows per identifier (the hash of :mod:`dpcompose.tables._hash`), clamp with the NaN/null policy,
-  convert to the fixed-point grid, group and aggregate — and collect the exact counts and integer sums
+  cap rows per identifier (the hash of :mod:`dpcompose.transformations._hash`), clamp with the NaN/null
+  policy, convert to the fixed-point grid, group and aggregate — and collect the exact counts and integer sums
   per key to numpy int64 arrays, as :class:`Aggregates`: aligned with the plan's keys when they are
   known, or, for unknown keys (``plan.keys is None``), for every key present after the caps, in the order
   of :func:`key_order` (by value), so the result does not depend on the engine or the partitioning.

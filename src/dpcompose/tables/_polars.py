@@ -21,7 +21,7 @@ import numpy.typing as npt
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
-from dpcompose.tables._hash import NULL_CODE, row_keys, value_codes
+from dpcompose.transformations._hash import NULL_CODE, row_keys, value_codes
 
 __all__ = ["PolarsEngine", "collect_frame", "is_polars_data", "series_codes"]
 
@@ -152,7 +152,8 @@ def to_polars(e: Expr) -> Any:
 
 
 def series_codes(series: Any) -> npt.NDArray[np.uint64]:
-    """The specified 64-bit code of every value of a Polars Series (:mod:`dpcompose.tables._hash`)."""
+    """The specified 64-bit code of every value of a Polars Series
+    (:mod:`dpcompose.transformations._hash`)."""
     import polars as pl
 
     if series.dtype == pl.String:  # hashed once per distinct value, mapped back by Polars

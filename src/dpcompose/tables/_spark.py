@@ -1,7 +1,7 @@
 """The Spark engine: the :class:`~dpcompose.tables._engine.Plan` on a ``pyspark.sql.DataFrame``, bit-identical
 to the Polars engine. Imported only when a Spark DataFrame is seen, so ``import dpcompose`` needs no Spark.
 
-How the specified hash (:mod:`dpcompose.tables._hash`) runs inside Spark:
+How the specified hash (:mod:`dpcompose.transformations._hash`) runs inside Spark:
 
 * int and bool values: their int64 bit pattern, then SplitMix64 written in Spark SQL ``bigint``
   operations. The two wrapping steps (``+`` and ``*`` modulo ``2**64``) are built from 16- and 32-bit
@@ -38,7 +38,7 @@ from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
-from dpcompose.tables._hash import (
+from dpcompose.transformations._hash import (
     NULL_CODE,
     ROW_SEED,
     SPLITMIX_GAMMA,
@@ -296,7 +296,7 @@ def _xorshift(c: Any, r: int) -> Any:
 
 
 def splitmix_columns(s: SelectSteps, xs: list[Any]) -> list[Any]:
-    """SplitMix64's output function (the spec of :mod:`dpcompose.tables._hash`) on each expression of
+    """SplitMix64's output function (the spec of :mod:`dpcompose.transformations._hash`) on each expression of
     ``xs`` (each used twice, so keep them small), in three ``select``s; the last xorshift is returned
     unmaterialised, for the next step to use."""
     z0 = s.step([_add(x, int(SPLITMIX_GAMMA)) for x in xs])
@@ -306,8 +306,8 @@ def splitmix_columns(s: SelectSteps, xs: list[Any]) -> list[Any]:
 
 
 def string_code_udf() -> Any:
-    """The Spark UDF of a string's code (:func:`~dpcompose.tables._hash.string_code` as a signed bigint;
-    null for null), shipped to the executors by value: it needs only ``hashlib`` there."""
+    """The Spark UDF of a string's code (:func:`~dpcompose.transformations._hash.string_code` as a signed
+    bigint; null for null), shipped to the executors by value: it needs only ``hashlib`` there."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 

@@ -6,13 +6,14 @@ with ``by``, at most ``max_groups`` groups per person and ``max_rows`` rows per 
 that every row-level transformation can follow, with ``d_out = d_in · max_rows`` (or
 ``d_in · max_groups · max_rows``).
 
-Which rows are kept is decided by a specified keyed hash, never by the order of the rows, so the result
+Which rows are kept is decided by specified hashes, never by the order of the rows, so the result
 is a function of the *multiset* of rows (see :func:`make_bound_contributions` for the exact rule).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import struct
 import uuid
 from collections.abc import Mapping
@@ -27,11 +28,22 @@ from dpcompose.core import Domain, Metric, Node, SymmetricDistance, Transformati
 from dpcompose.core._metrics import SymmetricIdDistance, check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
+from dpcompose.transformations._rowkeys import (
+    column_keys,
+    plain_columns,
+    plain_row_key,
+    same_rows_of,
+    select_smallest,
+)
 
-__all__ = ["make_bound_contributions"]
+__all__ = ["COLUMNS_FROM", "group_digest", "kept_by_columns", "kept_row_by_row", "make_bound_contributions"]
 
 HASH_KEY = b"dpcompose.make_bound_contributions.v1"
 """The blake2b key of the row and group hashes (public: it only makes the choice look random)."""
+
+COLUMNS_FROM = 1024
+"""Datasets of at least this many rows are tried a column at a time (below, numpy's per-call costs exceed
+the row-by-row work; both paths keep the same rows)."""
 
 _MAX_DEPTH = 64  # deeper values (or cyclic ones) are encoded as opaque / the class "other"
 _MISSING = b"\x00missing"
@@ -259,9 +271,7 @@ class _Encoding:
             if np.isinf(value):
                 return sign + b"inf"
             numerator, denominator = value.as_integer_ratio()
-            return (
-                sign + frame(b"n", _int_bytes(int(numerator))) + frame(b"d", _int_bytes(int(denominator)))
-            )
+            return sign + frame(b"n", _int_bytes(int(numerator))) + frame(b"d", _int_bytes(int(denominator)))
         if isinstance(value, np.complexfloating):
             return self.numpy_payload(value.real) + self.numpy_payload(value.imag)
         if isinstance(value, (np.integer, np.bool_)):
@@ -327,7 +337,7 @@ def make_bound_contributions(
     max_rows: int,
     max_groups: int | None = None,
     by: int | str | None = None,
-) -> Transformation[Any, list[Any], int, int]:
+) -> Transformation[Any, Any, int, int]:
     """Keep at most ``max_rows`` rows per identifier — the step from people to rows.
 
     The input is measured in identifiers (``SymmetricIdDistance(id_key)``: neighbours differ in all the
@@ -350,14 +360,28 @@ def make_bound_contributions(
        (UTF-8), ``bytes``, ``Fraction``, ``Decimal`` by its text, ``complex``, ``UUID``, numpy scalars
        with their dtype's name (floats by their big-endian bits), tuples and lists element by element,
        sets and mappings sorted by their elements' encodings, a subclass tagged with its module and
-       name; and the key ``H_row(e)``. Of each identifier's (identifier and group's) rows the
-       ``max_rows`` with the smallest ``(key, e)`` are kept.
-    4. The kept rows are output in their input order, as a list.
+       name; and the key ``K(e)``: for a *plain* row — a ``tuple`` or ``list`` whose fields are all
+       ``None``, ``bool``, ``float``, ``str`` or ``int`` in ``[-2**63, 2**64)`` (exact types) — the tables'
+       specified 64-bit row hash over its fields in order (:mod:`dpcompose.transformations._hash`: an
+       int by its bits modulo ``2**64``, ``None`` as null), for any other row the first 8 bytes
+       (big-endian) of ``H_row(e)``. ``K`` is a function of ``e`` (which names every type, so it decides
+       whether the row is plain). Of each identifier's (identifier and group's) rows the ``max_rows``
+       with the smallest ``(K, e)`` are kept.
+    4. The kept rows are output in their input order: as a list, or as a numpy structured array of the
+       input's dtype when the input is one (its rows read as tuples by the rule above).
 
     ``H_row`` and ``H_group`` are BLAKE2b with a 16-byte digest, the key
     ``b"dpcompose.make_bound_contributions.v1"`` and the personalisation ``b"row"`` / ``b"group"``. The
-    hash is public: it only spreads the choice pseudo-randomly over each identifier's rows (rather than,
-    say, keeping the smallest values); privacy does not rest on it being secret.
+    hashes are public: they only spread the choice pseudo-randomly over each identifier's rows (rather
+    than, say, keeping the smallest values); privacy does not rest on them being secret.
+
+    Speed: a list of tuples (or lists) of one length whose columns each hold one plain type (and
+    ``None``), or a numpy structured array of bool, int, float and str fields, is handled a column at a
+    time in numpy (identifiers grouped and rows keyed and sorted as arrays; a row's encoding ``e`` is
+    built only for the rare key ties across a cut between different rows); other records row by row.
+    Both give the rows the rule above keeps (a structured array's row ``r`` read as ``r.item()``). With
+    ``by``, the group keys are computed once per distinct
+    (identifier, group) pair in Python.
 
     Rows with equal encodings are equal values, so which of them is kept does not matter — except for a
     value of a type the encoding does not know (a user object: only its type's name is encoded). If
@@ -366,7 +390,8 @@ def make_bound_contributions(
 
     Stability (proof). Let ``k = max_rows`` (``k = max_groups · max_rows`` with ``by``). Steps 1–3 decide
     the rows kept of identifier ``u`` from the multiset ``x_u`` of ``u``'s rows alone (the keys are
-    functions of the values; equal keys are interchangeable, or dropped together) and keep at most ``k``
+    functions of the encodings, ties are ordered by the encoding, and equal encodings are
+    interchangeable, or dropped together) and keep at most ``k``
     of them. If ``x'`` is ``x`` plus (or minus) all the rows of one identifier ``u``, every other
     identifier's kept rows are the same multiset in both outputs, and ``u`` has at most ``k`` kept rows in
     one output and none in the other: the outputs are at most ``k`` apart in ``SymmetricDistance``. A
@@ -450,39 +475,19 @@ def make_bound_contributions(
     factor = rows_limit * groups_limit
     element = input_domain.element_domain
 
-    def run(data: Any) -> list[Any]:
-        rows: list[Any] = data.tolist() if isinstance(data, np.ndarray) else list(data)
-        n = len(rows)
-        ids = [column_class(r, key) for r in rows]
-        if group_key is None:
-            units = ids
-            alive = np.ones(n, dtype=bool)
+    def run(data: Any) -> Any:
+        rows: Any = data if isinstance(data, (list, np.ndarray)) else list(data)
+        table = rows if isinstance(rows, np.ndarray) and rows.dtype.names else None
+        columns = plain_columns(rows) if len(rows) >= COLUMNS_FROM else None
+        if columns is None:
+            if isinstance(rows, np.ndarray):
+                rows = rows.tolist()
+            keep = kept_row_by_row(rows, key, group_key, rows_limit, groups_limit)
         else:
-            groups = [column_class(r, group_key) for r in rows]
-            pairs: dict[tuple[bytes, bytes], int] = {}
-            pair_of = np.fromiter(
-                (pairs.setdefault(p, len(pairs)) for p in zip(ids, groups, strict=True)), np.int64, n
-            )
-            pair_list = list(pairs)
-            id_codes: dict[bytes, int] = {}
-            owner = np.fromiter((id_codes.setdefault(u, len(id_codes)) for u, _ in pair_list), np.int64)
-            digests = [digest(frame(b"u", u) + frame(b"g", g), b"group") for u, g in pair_list]
-            kept_pairs = _select(owner, digests, [g for _, g in pair_list], groups_limit)
-            alive = kept_pairs[pair_of] if n else np.zeros(0, dtype=bool)
-            units = [frame(b"u", u) + frame(b"g", g) for u, g in zip(ids, groups, strict=True)]
-        index = np.flatnonzero(alive).tolist()
-        unit_codes: dict[bytes, int] = {}
-        codes = np.fromiter(
-            (unit_codes.setdefault(units[i], len(unit_codes)) for i in index), np.int64, len(index)
-        )
-        encoded = [row_encoding(rows[i]) for i in index]
-        labels = [e for e, _ in encoded]
-        digests = [digest(e, b"row") for e in labels]
-        mark = _select(codes, digests, labels, rows_limit)
-        _drop_opaque_straddles(mark, codes, labels, [o for _, o in encoded], rows_limit)
-        keep = np.zeros(n, dtype=bool)
-        keep[np.asarray(index, dtype=np.int64)[mark]] = True
-        return [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
+            keep = kept_by_columns(rows, columns, key, group_key, rows_limit, groups_limit)
+        if table is not None:  # a structured array: its kept rows, whichever path chose them
+            return table[keep]
+        return list(itertools.compress(rows, keep.tolist()))
 
     params: tuple[tuple[str, str], ...] = (("id_key", repr(key)), ("max_rows", str(rows_limit)))
     if group_key is not None:
@@ -502,23 +507,179 @@ def make_bound_contributions(
     )
 
 
-def _drop_opaque_straddles(
-    mark: np.ndarray[Any, np.dtype[np.bool_]],
-    codes: np.ndarray[Any, np.dtype[np.int64]],
-    labels: list[bytes],
-    opaque: list[bool],
+def _row_key(row: Any) -> int:
+    """The key ``K`` of any row: the tables' hash of a plain row, else the first 8 bytes of ``H_row(e)``."""
+    key = plain_row_key(row)
+    if key is None:
+        key = int.from_bytes(digest(row_encoding(row)[0], b"row")[:8], "big")
+    return key
+
+
+_GROUP_HASH = hashlib.blake2b(digest_size=16, key=HASH_KEY, person=b"group")
+"""``H_group`` with its key block absorbed: a copy of it hashes a pair (as :func:`digest`, cheaper)."""
+
+
+def group_digest(framed_pair: bytes) -> bytes:
+    """``H_group(framed_pair)``: the same bytes as ``digest(framed_pair, b"group")``."""
+    h = _GROUP_HASH.copy()
+    h.update(framed_pair)
+    return h.digest()
+
+
+def _kept_groups(
+    framed_ids: list[bytes],
+    framed_groups: list[bytes],
+    group_labels: list[bytes],
+    owner: np.ndarray[Any, Any],
     limit: int,
-) -> None:
-    """Unmark every copy of an opaque encoding that is marked in one place and not in another within the
-    same unit (see ``make_bound_contributions``); in place. Only units with more than ``limit`` rows and
-    an opaque row can be affected, so the common case costs one scan of ``opaque``."""
-    if not any(opaque):
-        return
-    seen: dict[tuple[int, bytes], list[int]] = {}
-    for i, (code, label, is_opaque) in enumerate(zip(codes.tolist(), labels, opaque, strict=True)):
-        if is_opaque:
-            seen.setdefault((code, label), []).append(i)
-    for members in seen.values():
-        flags = {bool(mark[i]) for i in members}
-        if len(flags) == 2:
-            mark[members] = False
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Of the pairs (identifier class, group class), given as ``frame("u", c(u))`` and ``frame("g", c(g))``
+    with ``c(g)`` in ``group_labels`` and owned by the identifier codes ``owner``, the ``limit`` per
+    identifier with the smallest ``(H_group(frame("u", c(u)) + frame("g", c(g))), c(g))``."""
+    digests = [group_digest(u + g) for u, g in zip(framed_ids, framed_groups, strict=True)]
+    return _select(owner, digests, group_labels, limit)
+
+
+def kept_row_by_row(
+    rows: list[Any], key: int | str, group_key: int | str | None, rows_limit: int, groups_limit: int
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """The rows kept (a mask), computed row by row: any records."""
+    n = len(rows)
+    ids = [column_class(r, key) for r in rows]
+    if group_key is None:
+        units = ids
+        alive = np.ones(n, dtype=bool)
+    else:
+        groups = [column_class(r, group_key) for r in rows]
+        pairs: dict[tuple[bytes, bytes], int] = {}
+        pair_of = np.fromiter(
+            (pairs.setdefault(p, len(pairs)) for p in zip(ids, groups, strict=True)), np.int64, n
+        )
+        pair_list = list(pairs)
+        id_codes: dict[bytes, int] = {}
+        owner = np.fromiter((id_codes.setdefault(u, len(id_codes)) for u, _ in pair_list), np.int64)
+        kept_pairs = _kept_groups(
+            [frame(b"u", u) for u, _ in pair_list],
+            [frame(b"g", g) for _, g in pair_list],
+            [g for _, g in pair_list],
+            owner,
+            groups_limit,
+        )
+        alive = kept_pairs[pair_of] if n else np.zeros(0, dtype=bool)
+        units = [frame(b"u", u) + frame(b"g", g) for u, g in zip(ids, groups, strict=True)]
+    index = np.flatnonzero(alive)
+    positions = index.tolist()
+    unit_codes: dict[bytes, int] = {}
+    codes = np.fromiter(
+        (unit_codes.setdefault(units[i], len(unit_codes)) for i in positions), np.int64, len(positions)
+    )
+    keys = np.fromiter((_row_key(rows[i]) for i in positions), np.uint64, len(positions))
+    mark = select_smallest(
+        codes,
+        keys,
+        rows_limit,
+        lambda j: row_encoding(rows[positions[j]]),
+        lambda j: _row_key(rows[positions[j]]),
+    )
+    keep = np.zeros(n, dtype=bool)
+    keep[index[mark]] = True
+    return keep
+
+
+def _class_codes(
+    values: np.ndarray[Any, Any], nulls: np.ndarray[Any, Any] | None
+) -> tuple[np.ndarray[Any, np.dtype[np.int64]], list[bytes]]:
+    """Dense codes of the identifier (group) classes of a plain column, and each code's class bytes."""
+    if values.dtype.kind == "f":
+        canonical = np.where(values == 0.0, 0.0, values.astype(np.float64))  # -0.0 and 0.0: one class
+        canonical[np.isnan(canonical)] = np.nan  # every NaN: one class
+        uniques, inverse = np.unique(canonical.view(np.uint64), return_inverse=True)
+        distinct: list[Any] = uniques.view(np.float64).tolist()
+    elif values.dtype.kind == "O":
+        table: dict[Any, int] = {}
+        present = values.tolist()
+        if nulls is not None:
+            present = [None if null else v for v, null in zip(present, nulls.tolist(), strict=True)]
+        inverse = np.fromiter((table.setdefault(v, len(table)) for v in present), np.int64, len(present))
+        return inverse, [safe_class(v) for v in table]
+    else:
+        uniques, inverse = np.unique(values, return_inverse=True)
+        distinct = uniques.tolist()
+    labels = [safe_class(v) for v in distinct]
+    inverse = inverse.astype(np.int64, copy=False).reshape(-1)
+    if nulls is not None and nulls.any():
+        inverse[nulls] = len(labels)
+        labels.append(safe_class(None))
+    return inverse, labels
+
+
+def kept_by_columns(
+    rows: Any,
+    columns: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] | None]],
+    key: int | str,
+    group_key: int | str | None,
+    rows_limit: int,
+    groups_limit: int,
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """The rows kept (a mask), computed a column at a time: plain rows (see :func:`plain_columns`). The
+    same rule as :func:`kept_row_by_row`, so the same mask."""
+    n = len(rows)
+    width = len(columns)
+
+    def classes(column_key: int | str) -> tuple[np.ndarray[Any, np.dtype[np.int64]], list[bytes]]:
+        if isinstance(column_key, int) and -width <= column_key < width:
+            return _class_codes(*columns[column_key])
+        return np.zeros(n, dtype=np.int64), [_MISSING]  # no such column in any row: one class
+
+    if group_key is None:
+        values, nulls = columns[key] if isinstance(key, int) and -width <= key < width else (None, None)
+        if values is not None and nulls is None and values.dtype.kind in "iub":
+            units: np.ndarray[Any, Any] = values  # ints and bools: equal values, equal classes
+        else:
+            units = classes(key)[0]
+        keys = column_keys(columns)
+        return select_smallest(
+            units,
+            keys,
+            rows_limit,
+            lambda i: row_encoding(_row(rows, i)),
+            lambda i: _row_key(_row(rows, i)),
+            same_rows_of(columns),
+        )
+    ids, id_labels = classes(key)
+    groups, group_labels = classes(group_key)
+    pair_code = ids * len(group_labels) + groups
+    pairs, pair_of = np.unique(pair_code, return_inverse=True)
+    pair_of = pair_of.reshape(-1)
+    owner = pairs // len(group_labels)
+    group_of = (pairs % len(group_labels)).tolist()
+    framed_ids = [frame(b"u", u) for u in id_labels]
+    framed_groups = [frame(b"g", g) for g in group_labels]
+    kept_pairs = _kept_groups(
+        [framed_ids[u] for u in owner.tolist()],
+        [framed_groups[g] for g in group_of],
+        [group_labels[g] for g in group_of],
+        owner,
+        groups_limit,
+    )
+    alive = kept_pairs[pair_of]
+    index = np.flatnonzero(alive)
+    alive_columns = [(v[index], None if m is None else m[index]) for v, m in columns]
+    keys = column_keys(alive_columns)
+    mark = select_smallest(
+        pair_of[index],
+        keys,
+        rows_limit,
+        lambda j: row_encoding(_row(rows, int(index[j]))),
+        lambda j: _row_key(_row(rows, int(index[j]))),
+        same_rows_of(alive_columns),
+    )
+    keep = np.zeros(n, dtype=bool)
+    keep[index[mark]] = True
+    return keep
+
+
+def _row(rows: Any, i: int) -> Any:
+    """Row ``i`` as the row-by-row path sees it (a structured array's row as a tuple)."""
+    row = rows[i]
+    return row.item() if isinstance(row, np.void) else row

@@ -117,6 +117,10 @@ def _int64_values(data: Any) -> npt.NDArray[np.int64] | None:
         return None
 
 
+_SQUARES_BLOCK = 1 << 18
+"""make_variance squares the deviations this many at a time into one reused buffer (no array of n squares)."""
+
+
 def _float_values(data: Any) -> npt.NDArray[np.float64]:
     """Float data as a float64 array (exact: a float domain admits only values that are float64s)."""
     return np.asarray(data, dtype=np.float64)
@@ -540,10 +544,16 @@ def make_variance(
         def run(data: Any) -> float:
             values = _float_values(data)
             mean = min(max(float(exact_fraction_sum(values) / n), lo_f), hi_f)
+            total = 0  # Σ fl(fl(x - mean)²) exactly, in units of 2**-1127, a block at a time
+            block = np.empty(min(values.size, _SQUARES_BLOCK), dtype=np.float64)
             with np.errstate(all="ignore"):  # underflow of tiny squares is within the bound
-                deviations = values - mean
-                squares = deviations * deviations
-            return min(max(float(exact_fraction_sum(squares) / k), 0.0), v_max_f)  # one rounding
+                for start in range(0, values.size, _SQUARES_BLOCK):
+                    part = values[start : start + _SQUARES_BLOCK]
+                    squares = block[: part.size]
+                    np.subtract(part, mean, out=squares)
+                    squares *= squares
+                    total += exact_float_total(squares)
+            return min(max(float(Fraction(total, 1 << 1127) / k), 0.0), v_max_f)  # one rounding
 
     else:
         int64_ok = big <= _INT64_MAX

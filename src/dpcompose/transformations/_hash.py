@@ -56,6 +56,7 @@ __all__ = [
     "SPLITMIX_M2",
     "row_keys",
     "splitmix64",
+    "splitmix64_inplace",
     "string_code",
     "value_codes",
 ]
@@ -81,13 +82,23 @@ _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 
 
 def splitmix64(x: U64) -> U64:
-    """SplitMix64's output function, vectorised, modulo 2**64 (a bijection of uint64)."""
+    """SplitMix64's output function, vectorised, modulo 2**64 (a bijection of uint64); a new array."""
+    return splitmix64_inplace(np.add(x, SPLITMIX_GAMMA, dtype=np.uint64))
+
+
+def splitmix64_inplace(z: U64) -> U64:
+    """``splitmix64(z - SPLITMIX_GAMMA)`` computed in ``z`` itself (``z`` already holds ``x + γ``), with
+    one temporary: the steps after the increment of :func:`splitmix64`."""
     with np.errstate(over="ignore"):
-        z = x + SPLITMIX_GAMMA
-        z = (z ^ (z >> np.uint64(30))) * SPLITMIX_M1
-        z = (z ^ (z >> np.uint64(27))) * SPLITMIX_M2
-    out: U64 = z ^ (z >> np.uint64(31))
-    return out
+        t = np.right_shift(z, np.uint64(30))
+        z ^= t
+        z *= SPLITMIX_M1
+        np.right_shift(z, np.uint64(27), out=t)
+        z ^= t
+        z *= SPLITMIX_M2
+        np.right_shift(z, np.uint64(31), out=t)
+        z ^= t
+    return z
 
 
 def string_code(s: str) -> int:
@@ -112,7 +123,10 @@ def value_codes(values: npt.NDArray[Any], nulls: npt.NDArray[np.bool_] | None = 
     if kind == "b":
         codes = splitmix64(values.astype(np.uint64))
     elif kind in "iu":
-        codes = splitmix64(values.astype(np.int64).view(np.uint64))
+        codes = values.astype(np.int64).view(np.uint64)  # a copy, hashed in place
+        with np.errstate(over="ignore"):
+            codes += SPLITMIX_GAMMA
+        splitmix64_inplace(codes)
     elif kind == "f":
         f = values.astype(np.float64)
         f = np.where(f == 0.0, 0.0, f)  # -0.0 -> 0.0
@@ -153,6 +167,9 @@ def row_keys(columns: Sequence[U64]) -> U64:
     """
     n = len(columns[0]) if columns else 0
     acc = np.full(n, ROW_SEED, dtype=np.uint64)
-    for codes in columns:
-        acc = splitmix64(acc ^ codes)
+    with np.errstate(over="ignore"):
+        for codes in columns:
+            acc ^= codes
+            acc += SPLITMIX_GAMMA
+            splitmix64_inplace(acc)
     return acc
