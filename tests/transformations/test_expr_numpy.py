@@ -94,7 +94,9 @@ def frames(draw: st.DrawFn) -> tuple[dict[str, Column], pl.DataFrame]:
         arr = np.array(values, dtype=dtype)
         columns[name] = Column(arr, np.array(nulls) if any(nulls) else None)
         pl_dtype = {"float": pl.Float64, "int": pl.Int64, "bool": pl.Boolean}[kind]
-        series.append(pl.Series(name, [None if z else v for v, z in zip(values, nulls)], dtype=pl_dtype))
+        series.append(
+            pl.Series(name, [None if z else v for v, z in zip(values, nulls, strict=True)], dtype=pl_dtype)
+        )
     return columns, pl.DataFrame(series)
 
 
@@ -106,7 +108,7 @@ def _same(ours: Column, theirs: pl.Series, zero_sign: bool = True) -> None:
     values = np.broadcast_to(ours.values, (n,))
     null = np.zeros(n, bool) if ours.null is None else np.broadcast_to(ours.null, (n,))
     assert null.tolist() == theirs.is_null().to_list()
-    for v, z, t in zip(values.tolist(), null.tolist(), theirs.to_list()):
+    for v, z, t in zip(values.tolist(), null.tolist(), theirs.to_list(), strict=True):
         if z:
             continue
         if isinstance(t, float):
@@ -163,7 +165,7 @@ def _random_numeric(rng: random.Random, depth: int) -> Expr:
         r = rng.random()
         if r < 0.6:
             return col(rng.choice("fgij"))
-        v: Any = rng.choice(FLOATS + [0.5, 2.5]) if r < 0.85 else rng.choice(INTS[:7])
+        v: Any = rng.choice([*FLOATS, 0.5, 2.5]) if r < 0.85 else rng.choice(INTS[:7])
         return Expr("lit", (v,))
     if pick <= 4:
         op, right = rng.choice("+-*/"), _random_numeric(rng, depth - 1)
@@ -218,7 +220,9 @@ def _random_data(
         dtype = {"float": np.float64, "int": np.int64, "bool": np.bool_}[kind]
         columns[name] = Column(np.array(values, dtype=dtype), np.array(nulls) if any(nulls) else None)
         pl_dtype = {"float": pl.Float64, "int": pl.Int64, "bool": pl.Boolean}[kind]
-        series.append(pl.Series(name, [None if z else v for v, z in zip(values, nulls)], dtype=pl_dtype))
+        series.append(
+            pl.Series(name, [None if z else v for v, z in zip(values, nulls, strict=True)], dtype=pl_dtype)
+        )
     return columns, pl.DataFrame(series)
 
 
