@@ -89,7 +89,7 @@ def test_int_columns_and_dp_col() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"exprs": pl.col("zz")}, dp.InvalidParameter, "not in the schema"),
+        ({"exprs": pl.col("zz")}, dp.InvalidParameter, "not among columns"),
         ({"exprs": pl.col("a").map_elements(abs)}, dp.DomainMismatch, "not a plain Polars|not offered"),
         ({"exprs": pl.col("a").sum()}, dp.DomainMismatch, "not offered"),
         ({"exprs": pl.col("a").shift(1)}, dp.DomainMismatch, "not offered"),

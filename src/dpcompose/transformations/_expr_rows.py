@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose._validation import check_finite
 from dpcompose._validation import short_repr as _short
 from dpcompose.accounting import float_down, float_up
 from dpcompose.core import AtomDomain, Domain, Metric, Node, NormBallDomain, Transformation, VectorDomain
@@ -22,7 +24,7 @@ from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._expr import Expr, typed
+from dpcompose.transformations._expr import Expr, columns_of, typed
 from dpcompose.transformations._expr_numpy import Bound, Column, bound_of, evaluate
 from dpcompose.transformations._from_polars import from_polars
 
@@ -80,6 +82,14 @@ def _names(columns: object) -> tuple[str, ...]:
     if not names or not all(isinstance(c, str) and c for c in names) or len(set(names)) != len(names):
         raise InvalidParameter(f"columns={_short(columns)} must be distinct non-empty strings")
     return names
+
+
+def _fill(fill: object) -> float:
+    value = check_finite(fill, "fill")
+    out = float(value)
+    if Fraction(out) != Fraction(value):
+        raise InvalidParameter(f"fill={_short(fill)} must be a float (a number a double holds exactly)")
+    return out + 0.0
 
 
 def _output(b: Bound, fill: float | None) -> AtomDomain:
@@ -152,7 +162,8 @@ def make_map_exprs(
         exprs: one expression (the output is 1-d, ``VectorDomain(AtomDomain(float, ...))``) or a list of
             k (the output is an ``(n, k)`` array, ``VectorDomain(VectorDomain(AtomDomain(float, ...),
             size=k))``, whose atom is the hull of the k columns' domains).
-        fill: a finite float output in place of null, NaN and ±inf (default: NaN).
+        fill: a finite float output in place of null, NaN and ±inf (default: NaN); an int or other
+            number that a double holds exactly is read as that double.
 
     Raises:
         DomainMismatch: the domain or metric is not one of the above; an expression outside the language
@@ -178,11 +189,7 @@ def make_map_exprs(
     check_dataset_metric(input_metric)
     names = _names(columns)
     atom, width, start = _input(input_domain, names)
-    if fill is not None and (
-        isinstance(fill, bool) or not isinstance(fill, (int, float)) or not math.isfinite(fill)
-    ):
-        raise InvalidParameter(f"fill={_short(fill)} must be a finite float")
-    filled = None if fill is None else float(fill)
+    filled = None if fill is None else _fill(fill)
     many = isinstance(exprs, (list, tuple))
     given = list(exprs) if many else [exprs]
     if not given:
@@ -190,7 +197,13 @@ def make_map_exprs(
     kinds = dict.fromkeys(names, start.kind)
     trees: list[Expr] = []
     for e in given:
-        tree, kind = typed(from_polars(e, "exprs"), kinds, "exprs")
+        neutral = from_polars(e, "exprs")
+        unknown = columns_of(neutral) - set(names) if isinstance(neutral, Expr) else set()
+        if unknown:
+            raise InvalidParameter(
+                f"exprs: {e} reads {', '.join(sorted(map(repr, unknown)))}, not among columns={list(names)!r}"
+            )
+        tree, kind = typed(neutral, kinds, "exprs")
         if kind not in ("int", "float", "bool"):
             raise InvalidParameter(f"exprs: {e} is a {kind}; a row map outputs numbers (or booleans as 0/1)")
         trees.append(tree)
