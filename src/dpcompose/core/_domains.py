@@ -437,7 +437,8 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
                     return False
         if kind == "f":
             nan = np.isnan(value)
-            if nan.any() and not element.nan:
+            has_nan = bool(nan.any())
+            if has_nan and not element.nan:
                 return False
             if element.bounds is None and np.isinf(value).any():
                 return False
@@ -447,7 +448,7 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
         lo, hi = element.bounds
         if kind == "f":  # compare exactly: numpy would round a bound that is not a float to the nearest one
             lo, hi = float_up(lo), float_down(hi)
-        finite = value[~np.isnan(value)] if kind == "f" else value
+        finite = value[~nan] if kind == "f" and has_nan else value  # no copy without a NaN
         if finite.size and (finite.min() < lo or finite.max() > hi):
             return False
     return True
