@@ -42,9 +42,10 @@ __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp"]
 
 Floats = npt.NDArray[np.float64]
 
-BLOCK_ROWS = 1 << 16
+BLOCK_ROWS = 1 << 17
 """Rows per block product: every partial sum of a block's ``QᵀQ`` is an integer of magnitude at most
-``BLOCK_ROWS·2**(2·GRID_BITS) = 2**52``, so the float product is exact whatever the summation order."""
+``BLOCK_ROWS·2**(2·GRID_BITS) = 2**53`` (a double), so the float product is exact whatever the summation
+order."""
 
 GRID_BITS = 18
 """Grid values (integers) are at most ``2**GRID_BITS`` in magnitude: each entry is rounded to
@@ -105,12 +106,12 @@ def make_sscp(
     grid vector ``q·2**-k`` is within ``√d·2**-(k+1)`` of ``x``, so its squared norm is at most
     ``s = (c + √d·2**-(k+1))²`` (+1 with the intercept, which is exact), the bound used above in place of
     ``c²``. Blocks of :data:`BLOCK_ROWS` rows are multiplied (``QᵀQ``, BLAS, any summation order) with every
-    partial sum an integer below ``2**53``, hence exactly, and the blocks are added in Python integers: the
-    sum of the grid rows' outer products is exact. Each entry is then clamped to ``[−L, L]`` (L the least
-    float >= N·s for the size bound N: no entry of N rows exceeds it, and a larger dataset is computed and
-    clamped, never refused) and rounded once to the nearest float, which moves it by at most ``ulp(L)/2``;
-    the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for d_in > 0, as
-    :func:`make_vector_sum` does. So d_out = d_in·s (``SymmetricDistance``) or d_in·√2·s
+    partial sum an integer of magnitude at most ``2**53``, hence exactly, and the blocks are added in Python
+    integers: the sum of the grid rows' outer products is exact. Each entry is then clamped to ``[−L, L]`` (L
+    the least float >= N·s for the size bound N: no entry of N rows exceeds it, and a larger dataset is
+    computed and clamped, never refused) and rounded once to the nearest float, which moves it by at most
+    ``ulp(L)/2``; the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for d_in >
+    0, as :func:`make_vector_sum` does. So d_out = d_in·s (``SymmetricDistance``) or d_in·√2·s
     (``ChangeOneDistance``, √2 rounded up), plus that slack. The grid costs a relative ``2**-18`` of c per
     entry at most, far below the noise of any useful ε.
 
@@ -180,15 +181,16 @@ def make_sscp(
     def run(data: Any) -> Floats:
         x = rows_array(data, d)
         total = [0] * (width * width)
+        work = np.empty((min(BLOCK_ROWS, x.shape[0]), width))  # reused: a fresh block each time page-faults
         for start in range(0, x.shape[0], BLOCK_ROWS):
             block = x[start : start + BLOCK_ROWS]
-            q = np.empty((block.shape[0], width))
+            q = work[: block.shape[0]]
             with np.errstate(under="ignore"):
                 np.multiply(block, scale, out=q[:, :d])
             np.rint(q[:, :d], out=q[:, :d])
             if intercept:
                 q[:, d] = scale
-            product = (q.T @ q).astype(np.int64)  # exact integers below 2**53
+            product = (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
             total = [a + b for a, b in zip(total, product.ravel().tolist(), strict=True)]
         clamped = [max(-cap, min(cap, v)) for v in total]
         if k >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
