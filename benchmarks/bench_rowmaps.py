@@ -11,7 +11,7 @@ runs of the libraries interleaved).
   ``VectorDomain(VectorDomain(AtomDomain(float, bounds=(-1/√d, 1/√d)), size=d))`` (the input check is a
   min/max/NaN scan), and the whole call on ``VectorDomain(NormBallDomain(size=d, norm=1))`` (the check
   decides every row's norm exactly). ``numpy X.T @ X`` is the floor. The last column compares the
-  results (the grid rounds entries to ``2**-18·c``).
+  results (the grid rounds entries to ``2**-20·c``).
 * **row map**: the same map of three float columns, ``[clip(2a + b, -1, 1), clip(|c|, 0, 1),
   when(a > b, a − b, 0)]``, as ``dp.t.make_map_exprs`` (table expressions, vectorised) and as
   ``dp.t.make_map_rows`` with the Python function of one row (today's way), whole calls, on ``--map-rows``

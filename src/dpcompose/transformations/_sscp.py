@@ -42,14 +42,18 @@ __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp"]
 
 Floats = npt.NDArray[np.float64]
 
-BLOCK_ROWS = 1 << 17
-"""Rows per block product: every partial sum of a block's ``QᵀQ`` is an integer of magnitude at most
-``BLOCK_ROWS·2**(2·GRID_BITS) = 2**53`` (a double), so the float product is exact whatever the summation
-order."""
+BLOCK_ROWS = 1 << 13
+"""Rows per block product (a block and its work space stay in a core's cache): every partial sum of a
+block's ``QᵀQ`` is an integer of magnitude at most ``BLOCK_ROWS·2**(2·GRID_BITS) = 2**53`` (a double), so
+the float product is exact whatever the summation order."""
 
-GRID_BITS = 18
+GRID_BITS = 20
 """Grid values (integers) are at most ``2**GRID_BITS`` in magnitude: each entry is rounded to
-``c·2**-18`` or finer (c the norm bound)."""
+``c·2**-20`` or finer (c the norm bound)."""
+
+_FLUSH = 1023
+"""Blocks added in int64 before the running sums move to Python integers: 1023 block sums of magnitude at
+most 2**53 stay below 2**63."""
 
 _ROOT2_UP = Fraction(1414213563, 10**9)  # > √2
 _MAX_COLUMNS = 1 << 10
@@ -102,17 +106,17 @@ def make_sscp(
     ``(x, 1)``, of squared norm at most ``c² + 1``.
 
     Float rounding is covered by computing on a grid, exactly. Each row is scaled by ``2**k`` (exact) and
-    rounded to integers ``q`` with ``|qᵢ| <= 2**18`` (``k`` fixed by c alone, never by the data); the row's
+    rounded to integers ``q`` with ``|qᵢ| <= 2**20`` (``k`` fixed by c alone, never by the data); the row's
     grid vector ``q·2**-k`` is within ``√d·2**-(k+1)`` of ``x``, so its squared norm is at most
     ``s = (c + √d·2**-(k+1))²`` (+1 with the intercept, which is exact), the bound used above in place of
     ``c²``. Blocks of :data:`BLOCK_ROWS` rows are multiplied (``QᵀQ``, BLAS, any summation order) with every
-    partial sum an integer of magnitude at most ``2**53``, hence exactly, and the blocks are added in Python
-    integers: the sum of the grid rows' outer products is exact. Each entry is then clamped to ``[−L, L]`` (L
-    the least float >= N·s for the size bound N: no entry of N rows exceeds it, and a larger dataset is
-    computed and clamped, never refused) and rounded once to the nearest float, which moves it by at most
-    ``ulp(L)/2``; the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for d_in >
-    0, as :func:`make_vector_sum` does. So d_out = d_in·s (``SymmetricDistance``) or d_in·√2·s
-    (``ChangeOneDistance``, √2 rounded up), plus that slack. The grid costs a relative ``2**-18`` of c per
+    partial sum an integer of magnitude at most ``2**53``, hence exactly, and the blocks are added in int64
+    and Python integers: the sum of the grid rows' outer products is exact. Each entry is then clamped to
+    ``[−L, L]`` (L the least float >= N·s for the size bound N: no entry of N rows exceeds it, and a larger
+    dataset is computed and clamped, never refused) and rounded once to the nearest float, which moves it by
+    at most ``ulp(L)/2``; the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for
+    d_in > 0, as :func:`make_vector_sum` does. So d_out = d_in·s (``SymmetricDistance``) or d_in·√2·s
+    (``ChangeOneDistance``, √2 rounded up), plus that slack. The grid costs a relative ``2**-20`` of c per
     entry at most, far below the noise of any useful ε.
 
     Args:
@@ -145,7 +149,7 @@ def make_sscp(
         >>> sscp(np.array([[1.0, 0.5], [-1.0, 0.25]])).reshape(3, 3).tolist()
         [[2.0, 0.25, 0.0], [0.25, 0.3125, 0.75], [0.0, 0.75, 2.0]]
         >>> round(float(sscp.map(1)), 6)  # (√2)² + 1, and the grid's and the rounding's slack
-        3.000015
+        3.000004
     """
     check_dataset_metric(input_metric)
     check_space(input_domain, input_metric)
@@ -181,17 +185,21 @@ def make_sscp(
     def run(data: Any) -> Floats:
         x = rows_array(data, d)
         total = [0] * (width * width)
+        running = np.zeros((width, width), dtype=np.int64)
         work = np.empty((min(BLOCK_ROWS, x.shape[0]), width))  # reused: a fresh block each time page-faults
-        for start in range(0, x.shape[0], BLOCK_ROWS):
+        if intercept:
+            work[:, d] = scale
+        for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
             block = x[start : start + BLOCK_ROWS]
             q = work[: block.shape[0]]
             with np.errstate(under="ignore"):
                 np.multiply(block, scale, out=q[:, :d])
             np.rint(q[:, :d], out=q[:, :d])
-            if intercept:
-                q[:, d] = scale
-            product = (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
-            total = [a + b for a, b in zip(total, product.ravel().tolist(), strict=True)]
+            running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
+            if number % _FLUSH == 0:
+                total = [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
+                running[...] = 0
+        total = [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
         clamped = [max(-cap, min(cap, v)) for v in total]
         if k >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
             return np.array([v / (1 << (2 * k)) for v in clamped])
