@@ -435,6 +435,12 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
             with np.errstate(over="ignore", invalid="ignore"):
                 if not bool(np.all((value.astype(np.float64) == value) | np.isnan(value))):
                     return False
+        if kind == "f" and value.size:
+            low, high = value.min(), value.max()  # NaN propagates: both are numbers iff no entry is NaN
+            if not (np.isnan(low) or np.isnan(high)):  # two passes decide it (the same answer as below)
+                if element.bounds is None:
+                    return bool(np.isfinite(low) and np.isfinite(high))
+                return bool(float_up(element.bounds[0]) <= low and high <= float_down(element.bounds[1]))
         if kind == "f":
             nan = np.isnan(value)
             has_nan = bool(nan.any())
