@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import dpcompose as dp
+from dpcompose.core._norm_domain import exact_norm_within
 from dpcompose.tables._polars import to_polars
 from dpcompose.transformations._expr import typed
 from dpcompose.transformations._from_polars import from_polars
@@ -201,3 +202,34 @@ def test_regression_by_sufficient_statistics_end_to_end() -> None:
     order = [0, 1, 3]  # x1, x2, intercept; y is column 2
     beta = np.linalg.solve(v[np.ix_(order, order)], v[order, 2])
     np.testing.assert_allclose(beta, [0.5, -0.25, 0.1], atol=0.02)
+
+
+def _exactly_within(row: np.ndarray, p: int, bound: float) -> bool:
+    if not np.isfinite(row).all():
+        return False
+    values = [Fraction(v) for v in row.tolist()]
+    total = sum(abs(v) for v in values) if p == 1 else sum(v * v for v in values)
+    return total <= (Fraction(bound) if p == 1 else Fraction(bound) ** 2)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("bound", [1.0, 3.7, 2.0**-399, 2.0**399, 1e-200, 1e200])
+def test_norm_ball_membership_of_mixed_rows_is_exact(p: int, bound: float) -> None:
+    """One array mixing rows the plain sums decide, rows near the sphere and tiny rows (then non-finite
+    ones): each row's answer is the exact rational one."""
+    rng = np.random.default_rng(p)
+    d = 4
+    x = rng.normal(size=(100, d))
+    norms = np.abs(x).sum(axis=1) if p == 1 else np.sqrt(np.square(x).sum(axis=1))
+    offsets = rng.choice(
+        [-(2.0**-20), -(2.0**-27), -(2.0**-50), 0.0, 2.0**-52, 2.0**-27, 0.5, -0.5], size=100
+    )
+    with np.errstate(over="ignore", under="ignore"):
+        x = x * (bound / norms * (1 + offsets))[:, None]
+    x[::25] *= 2.0**-600  # tiny rows: left to the scaled path
+    expected = [_exactly_within(r, p, bound) for r in x]
+    got = exact_norm_within(x, p, bound)
+    assert got.tolist() == expected
+    assert 0 < got.sum() < len(got)
+    x[7, 1], x[8, 0] = math.nan, math.inf  # a non-finite entry anywhere: every row by scaled norms
+    assert exact_norm_within(x, p, bound).tolist() == expected[:7] + [False, False] + expected[9:]
