@@ -236,11 +236,6 @@ CASES: dict[str, list[Case]] = {
             [],
         ),
         (
-            "float column, fill",
-            lambda: dp.t.make_map_exprs(FLOATS_NAN, SYM, ["x"], dp.col("x") * 1e300, fill=0.0),
-            [],
-        ),
-        (
             "int rows",
             lambda: dp.t.make_map_exprs(
                 dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(int, bounds=(-(2**63), 2**63 - 1)), size=2)),
@@ -400,14 +395,6 @@ CASES: dict[str, list[Case]] = {
                 dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e-250, 1e-250)), size=2)),
                 CHG,
                 max_size=3,
-            ),
-            [],
-        ),
-        (
-            "clipped rows",
-            lambda: (
-                dp.t.make_clip_l2(_rows(3, nan=True), SYM, 2.0)
-                >> dp.t.make_sscp(dp.VectorDomain(dp.NormBallDomain(size=3, norm=2.0)), SYM, max_size=4)
             ),
             [],
         ),

@@ -256,12 +256,12 @@ def _many(seed: int, count: int, rows: int, depth: int, pools: dict[str, list[An
 
 
 def test_random_expressions_match_polars() -> None:
-    _many(seed=0, count=200, rows=200, depth=4)
+    _many(seed=0, count=150, rows=150, depth=4)
 
 
 def test_random_expressions_on_bounded_columns() -> None:
     """Finite, lopsided columns: the interval analysis has bounds to derive (and to get wrong)."""
-    _many(seed=1, count=250, rows=40, depth=3, pools=BOUNDED)
+    _many(seed=1, count=150, rows=40, depth=3, pools=BOUNDED)
 
 
 @pytest.mark.slow
@@ -270,7 +270,7 @@ def test_random_expressions_match_polars_thoroughly(seed: int) -> None:
     _many(seed=seed, count=500, rows=500, depth=5)
 
 
-@settings(max_examples=8)
+@settings(max_examples=4)
 @given(st.one_of(numeric, boolean), frames())
 def test_expressions_match_polars(e: Expr, data: tuple[dict[str, Column], pl.DataFrame]) -> None:
     _check(e, data)
