@@ -82,8 +82,9 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
     )
     if theirs is not None:
         print(f"  max |OpenDP - X.T@X| = {np.abs(np.asarray(theirs(x)) - exact).max():.2e}")
-    print(f"  sensitivity (add/remove one row): dpcompose {float(ours_box.map(1))!r}, OpenDP (map(1) of its SSCP) "
-          f"{theirs.map(1) if theirs is not None else '-'} (a row count: the norm is applied by its noise step)")  # fmt: skip
+    peer_map = theirs.map(1) if theirs is not None else "-"
+    print(f"  sensitivity (one row added or removed): ours {float(ours_box.map(1))!r}, OpenDP {peer_map}")
+    print("  (OpenDP's SSCP map is a row count: the norm is applied by the noise step after it)")
 
 
 def bench_row_map(n: int, repeats: int) -> None:

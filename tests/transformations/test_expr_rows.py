@@ -232,4 +232,4 @@ def test_norm_ball_membership_of_mixed_rows_is_exact(p: int, bound: float) -> No
     assert got.tolist() == expected
     assert 0 < got.sum() < len(got)
     x[7, 1], x[8, 0] = math.nan, math.inf  # a non-finite entry anywhere: every row by scaled norms
-    assert exact_norm_within(x, p, bound).tolist() == expected[:7] + [False, False] + expected[9:]
+    assert exact_norm_within(x, p, bound).tolist() == [*expected[:7], False, False, *expected[9:]]
