@@ -131,7 +131,12 @@ def _check(e: Expr, data: tuple[dict[str, Column], pl.DataFrame]) -> None:
     columns, frame = data
     tree, _ = typed(e, KINDS, "expr")
     assume(not _reciprocal(tree))
-    theirs = frame.select(to_polars(tree).alias("out")).get_column("out")
+    theirs = (
+        frame.with_columns(to_polars(tree).alias("out")).get_column("out")
+        if not columns_of(tree)
+        else (frame.select(to_polars(tree).alias("out")).get_column("out"))
+    )
+    assume(len(theirs) == len(frame))  # Polars 2.1 takes some `lit == when(...)` trees for scalars (_many)
     ours = evaluate(tree, columns)
     _same(ours, theirs, zero_sign=False)
     _within(tree, columns, ours)
