@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dpcompose.errors import InvalidParameter
@@ -127,10 +127,14 @@ def _reciprocal(e: Expr) -> bool:
     return any(_reciprocal(a) for a in e.args if isinstance(a, Expr))
 
 
+def _size(e: Expr) -> int:
+    return 1 + sum(_size(a) for a in e.args if isinstance(a, Expr))
+
+
 def _check(e: Expr, data: tuple[dict[str, Column], pl.DataFrame]) -> None:
     columns, frame = data
     tree, _ = typed(e, KINDS, "expr")
-    assume(not _reciprocal(tree))
+    assume(not _reciprocal(tree) and _size(tree) <= 300)  # nested clips triple a tree: keep examples small
     theirs = (
         frame.with_columns(to_polars(tree).alias("out")).get_column("out")
         if not columns_of(tree)
@@ -282,7 +286,7 @@ def test_expressions_match_polars(e: Expr, data: tuple[dict[str, Column], pl.Dat
 
 
 @pytest.mark.slow
-@settings(max_examples=3000)
+@settings(max_examples=1500, suppress_health_check=list(HealthCheck))
 @given(st.one_of(numeric, boolean), frames())
 def test_expressions_match_polars_thoroughly(e: Expr, data: tuple[dict[str, Column], pl.DataFrame]) -> None:
     _check(e, data)
