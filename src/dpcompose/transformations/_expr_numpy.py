@@ -32,7 +32,7 @@ expression ``is_null`` tests, so ``clip(lo, hi)`` (translated to two ``when``) g
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,14 +104,43 @@ def _as_float(v: Array) -> Array:
     return v.astype(np.float64, copy=False)
 
 
+class _Interner:
+    """Small integer ids of trees by structure (equal subtrees, equal ids), computed once per node."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[int, int] = {}
+        self._by_shape: dict[tuple[Any, ...], int] = {}
+        self._nodes: list[Expr] = []  # kept alive, so that no id() is reused during one evaluation
+
+    def __call__(self, e: Expr) -> int:
+        found = self._by_node.get(id(e))
+        if found is not None:
+            return found
+        shape = (e.op, tuple(self(a) if isinstance(a, Expr) else (type(a).__name__, repr(a)) for a in e.args))
+        k = self._by_shape.setdefault(shape, len(self._by_shape))
+        self._by_node[id(e)] = k
+        self._nodes.append(e)
+        return k
+
+
 def evaluate(e: Expr, columns: Mapping[str, Column]) -> Column:
     """The column of the typed expression ``e`` (:func:`~dpcompose.transformations._expr.typed`) over
     ``columns``; never raises on data (module docstring: the meaning of each operation)."""
+    memo: dict[int, Column] = {}
+    ids = _Interner()
+
+    def sub(x: Expr) -> Column:
+        k = ids(x)
+        found = memo.get(k)
+        if found is None:  # a subtree met again (clip repeats its operand) is computed once
+            found = memo[k] = _eval(x, columns, sub)
+        return found
+
     with np.errstate(all="ignore"):
-        return _eval(e, columns)
+        return sub(e)
 
 
-def _eval(e: Expr, columns: Mapping[str, Column]) -> Column:
+def _eval(e: Expr, columns: Mapping[str, Column], sub: Callable[[Expr], Column]) -> Column:
     op, args = e.op, e.args
     if op == "col":
         return columns[args[0]]
@@ -122,33 +151,33 @@ def _eval(e: Expr, columns: Mapping[str, Column]) -> Column:
     if op == "null":
         return Column(np.zeros((), dtype=_DTYPES[args[0]]), np.ones((), dtype=bool))
     if op in _CMP:
-        a, b = _eval(args[0], columns), _eval(args[1], columns)
+        a, b = sub(args[0]), sub(args[1])
         return Column(_compare(op, a.values, b.values), _or(a.null, b.null))
     if op in ("and", "or"):
-        (at, af), (bt, bf) = _truth(_eval(args[0], columns)), _truth(_eval(args[1], columns))
+        (at, af), (bt, bf) = _truth(sub(args[0])), _truth(sub(args[1]))
         true, false = (at & bt, af | bf) if op == "and" else (at | bt, af & bf)
         return Column(true, ~(true | false))
     if op == "not":
-        a = _eval(args[0], columns)
+        a = sub(args[0])
         return Column(~a.values, a.null)
     if op == "is_null":
-        a = _eval(args[0], columns)
+        a = sub(args[0])
         return Column(np.zeros(a.values.shape, dtype=bool) if a.null is None else a.null.copy())
     if op == "is_in":
-        a = _eval(args[0], columns)
+        a = sub(args[0])
         hit = np.zeros(a.values.shape, dtype=bool)
         for v in args[1]:
-            hit = hit | _compare("==", a.values, _eval(Expr("lit", (v,)), columns).values)
+            hit = hit | _compare("==", a.values, sub(Expr("lit", (v,))).values)
         return Column(hit if a.null is None else hit & ~a.null)
     if op in ARITH:
-        a, b = _eval(args[0], columns), _eval(args[1], columns)
+        a, b = sub(args[0]), sub(args[1])
         x, y = _as_float(a.values), _as_float(b.values)
         null = _or(a.null, b.null)
         if op == "/":
             return Column(x / y, _or(null, y == 0))
         return Column(x + y if op == "+" else x - y if op == "-" else x * y, null)
     if op in ("neg", "abs", "round"):
-        a = _eval(args[0], columns)
+        a = sub(args[0])
         x = _as_float(a.values)
         if op == "neg":
             return Column(-x, a.null)
@@ -157,7 +186,7 @@ def _eval(e: Expr, columns: Mapping[str, Column]) -> Column:
         r = np.round(x)  # half to even
         return Column(np.where(r == 0, 0.0, r), a.null)
     if op == "cast":
-        a = _eval(args[0], columns)
+        a = sub(args[0])
         src, to = args[1], args[2]
         if to == "float":
             return Column(_as_float(a.values), a.null)
@@ -169,8 +198,8 @@ def _eval(e: Expr, columns: Mapping[str, Column]) -> Column:
         fits = (x >= -_INT64_LIMIT) & (x < _INT64_LIMIT)  # false for NaN
         return Column(np.where(fits, np.trunc(x), 0.0).astype(np.int64), _or(a.null, ~fits))
     if op == "when":
-        cond = _eval(args[0], columns)
-        a, b = _eval(args[1], columns), _eval(args[2], columns)
+        cond = sub(args[0])
+        a, b = sub(args[1]), sub(args[2])
         true, _ = _truth(cond)
         values = np.where(true, a.values, b.values)
         if a.null is None and b.null is None:
