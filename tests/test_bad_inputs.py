@@ -706,6 +706,17 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "t.make_map_exprs": Case(
+        dp.t.make_map_exprs,
+        lambda: {
+            "input_domain": ROW_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "columns": ["a", "b", "c"],
+            "exprs": [dp.col("a") + dp.col("b"), dp.col("c") > 0],
+            "fill": None,
+        },
+        _MAP1,
+    ),
     "t.make_select_column": Case(
         dp.t.make_select_column,
         lambda: {
@@ -821,6 +832,16 @@ CASES: dict[str, Case] = {
     "t.make_vector_sum": Case(
         dp.t.make_vector_sum,
         lambda: {"input_domain": BALL_DATA, "input_metric": dp.SymmetricDistance(), "max_size": 10},
+        _MAP1,
+    ),
+    "t.make_sscp": Case(
+        dp.t.make_sscp,
+        lambda: {
+            "input_domain": BALL_DATA,
+            "input_metric": dp.SymmetricDistance(),
+            "intercept": True,
+            "max_size": 10,
+        },
         _MAP1,
     ),
     # --- combinators --------------------------------------------------------------------------------

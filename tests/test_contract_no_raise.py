@@ -261,6 +261,32 @@ CASES: dict[str, list[Case]] = {
         ("bounded", lambda: dp.t.make_subset_by(BOUNDED_INTS, SYM, lambda x: 2**64 // x > 3), []),
         ("rows", lambda: dp.t.make_subset_by(TUPLES, CHG, lambda r: r[1] == 1), []),
     ],
+    "make_map_exprs": [
+        (
+            "float rows with NaN",
+            lambda: dp.t.make_map_exprs(
+                _rows(2, nan=True),
+                CHG,
+                ["a", "b"],
+                [
+                    dp.col("a") / dp.col("b"),
+                    (dp.col("a") * dp.col("b") - 1e308).abs(),
+                    (dp.col("a") > dp.col("b")) | (dp.col("b") == 0.0),
+                ],
+            ),
+            [],
+        ),
+        (
+            "int rows",
+            lambda: dp.t.make_map_exprs(
+                dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(int, bounds=(-(2**63), 2**63 - 1)), size=2)),
+                SYM,
+                ["i", "j"],
+                [dp.col("i") - dp.col("j"), dp.col("i") / dp.col("j"), dp.col("i").is_in([0, 2**62])],
+            ),
+            [],
+        ),
+    ],
     "make_map_rows": [
         (
             "float",
@@ -392,6 +418,27 @@ CASES: dict[str, list[Case]] = {
     "make_clip_l1": [
         (f"d={d} norm={c}", (lambda d=d, c=c: dp.t.make_clip_l1(_rows(d), SYM, c)), [])
         for d, c in ((1, 1.0), (3, 2.0**-900), (2, 1.7976931348623157e308))
+    ],
+    "make_sscp": [
+        (
+            "bounded rows, intercept, oversize",
+            lambda: dp.t.make_sscp(
+                dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e150, 1e150)), size=3)),
+                SYM,
+                intercept=True,
+                max_size=5,
+            ),
+            [],
+        ),
+        (
+            "tiny rows",
+            lambda: dp.t.make_sscp(
+                dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, bounds=(-1e-250, 1e-250)), size=2)),
+                CHG,
+                max_size=3,
+            ),
+            [],
+        ),
     ],
     "make_clip_l2": [
         (f"d={d} norm={c}", (lambda d=d, c=c: dp.t.make_clip_l2(_rows(d, nan=True), CHG, c)), [])

@@ -208,7 +208,7 @@ def test_quantile_candidates_must_be_one_dimensional(candidates: Any) -> None:
     assert ctx.remaining()["epsilon"] == 1
 
 
-OFFERED: dict[str, Callable[[], Any]] = {  # null for a zero divisor on every engine (tables/_expr)
+OFFERED: dict[str, Callable[[], Any]] = {  # null for a zero divisor on every engine (transformations/_expr)
     "col / col": lambda: dp.col("a") / dp.col("b"),
     "col / 2": lambda: dp.col("a") / 2,
     "2 / col": lambda: 2 / dp.col("a"),

@@ -17,8 +17,8 @@ import pytest
 import dpcompose as dp
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, key_order
 from dpcompose.tables._fixed import square_spec, sum_spec
-from dpcompose.transformations._hash import NULL_CODE, row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
+from dpcompose.transformations._hash import NULL_CODE, row_keys, string_code, value_codes
 
 pl = pytest.importorskip("polars")
 
@@ -448,7 +448,6 @@ def test_spark_is_independent_of_partitioning_and_ansi_mode(spark: Any) -> None:
 @spark_warnings
 def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
     """SplitMix64 in limb arithmetic and the float/string codes against numpy, on edge values."""
-    from dpcompose.transformations._hash import splitmix64
     from dpcompose.tables._spark import (
         SelectSteps,
         row_key_column,
@@ -456,6 +455,7 @@ def test_spark_hash_is_the_specified_hash(spark: Any) -> None:
         splitmix_columns,
         string_code_table,
     )
+    from dpcompose.transformations._hash import splitmix64
 
     rng = np.random.default_rng(3)
     ints = [0, 1, -1, 2**63 - 1, -(2**63), 2**32 - 1, 2**32, 2**31, -(2**31) - 1]

@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 import dpcompose as dp
-from dpcompose.tables._expr import typed
-from dpcompose.tables._from_polars import from_polars, from_tree
 from dpcompose.tables._polars import to_polars
+from dpcompose.transformations._expr import typed
+from dpcompose.transformations._from_polars import from_polars, from_tree
 
 NAN, INF = float("nan"), float("inf")
 ROWS: dict[str, list[Any]] = {

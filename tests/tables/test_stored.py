@@ -16,7 +16,7 @@ import pytest
 
 import dpcompose as dp
 from dpcompose.tables import count, count_distinct, mean, quantile, sum, variance
-from dpcompose.tables._expr import Expr, typed
+from dpcompose.transformations._expr import Expr, typed
 
 SECRET = "zq-secret-name"
 FRAME = pl.DataFrame(

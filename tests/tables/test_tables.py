@@ -15,8 +15,8 @@ import pytest
 import dpcompose as dp
 from dpcompose.tables._engine import Plan
 from dpcompose.tables._fixed import grid_bound, sum_spec
-from dpcompose.transformations._hash import row_keys, string_code, value_codes
 from dpcompose.tables._polars import PolarsEngine
+from dpcompose.transformations._hash import row_keys, string_code, value_codes
 
 pl = pytest.importorskip("polars")
 
@@ -336,8 +336,8 @@ def test_import_does_not_load_polars() -> None:
 
 
 def test_engine_codes_follow_the_specified_hash() -> None:
-    from dpcompose.transformations._hash import NULL_CODE
     from dpcompose.tables._polars import series_codes
+    from dpcompose.transformations._hash import NULL_CODE
 
     strings = pl.Series(["b", None, "a", "b", "é"])
     expected = [string_code("b"), int(NULL_CODE), string_code("a"), string_code("b"), string_code("é")]
@@ -523,8 +523,8 @@ def test_with_column_and_select() -> None:
 def test_string_codes_keep_trailing_nuls_and_do_not_pad() -> None:
     """The specified code of a string is that of the exact str: "a\\x00" is not "a" (numpy's fixed-width
     str dtype drops trailing NULs), and one long string does not make every other one as long."""
-    from dpcompose.transformations._hash import NULL_CODE
     from dpcompose.tables._polars import series_codes
+    from dpcompose.transformations._hash import NULL_CODE
 
     series = pl.Series("s", ["a", "a\x00", None, "x" * 100_000, "a"])
     assert series_codes(series).tolist() == [string_code("a"), string_code("a\x00"), int(NULL_CODE),

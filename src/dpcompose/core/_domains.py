@@ -449,6 +449,12 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
                 if not bool(np.all((value.astype(np.float64) == value) | np.isnan(value))):
                     return False
         nan = None
+        if kind == "f" and value.size:
+            low, high = value.min(), value.max()  # NaN propagates: both are numbers iff no entry is NaN
+            if not (np.isnan(low) or np.isnan(high)):  # two passes decide it (the same answer as below)
+                if element.bounds is None:
+                    return bool(np.isfinite(low) and np.isfinite(high))
+                return bool(float_up(element.bounds[0]) <= low and high <= float_down(element.bounds[1]))
         if kind == "f":
             nan = np.isnan(value)
             if not nan.any():
@@ -465,7 +471,7 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
         lo, hi = element.bounds
         if kind == "f":  # compare exactly: numpy would round a bound that is not a float to the nearest one
             lo, hi = float_up(lo), float_down(hi)
-        finite = value if nan is None else value[~nan]
+        finite = value if nan is None else value[~nan]  # no copy without a NaN
         if finite.size and (finite.min() < lo or finite.max() > hi):
             return False
     return True

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive, check_positive_int
-from dpcompose.accounting import exact, float_down
+from dpcompose.accounting import exact, float_down, float_up
 from dpcompose.core._domains import AtomDomain, VectorDomain
 from dpcompose.errors import InvalidParameter
 
@@ -163,17 +163,65 @@ def certainly_beyond(
     return (s > 0) & (s >= _threshold(bound, e, 1.0 + margin))
 
 
+_PLAIN_LIMIT = 2.0**400
+"""Rows of entries at most this in magnitude, with bounds in ``[2**-400, 2**400]``, are first tried with
+plain float sums (:func:`_plain_decisions`): no square overflows, and no threshold is subnormal."""
+
+
+def _plain_decisions(
+    rows: FloatRows, p: int, bound: float
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Rows certainly inside and certainly beyond the ball, from ``s = Σ xᵢ²`` (p = 2) or ``Σ |xᵢ|``
+    (p = 1) in plain floats; for entries of magnitude at most 2**400 (the caller checks) and ``bound`` in
+    ``[2**-400, 2**400]``.
+
+    Error bound: each term is exact (``|xᵢ|``) or rounded once (``xᵢ²``: relative u, or absolute 2**-1075
+    when subnormal); their sum in any order (BLAS, pairwise, SIMD, FMA) adds a relative γ_(d−1) (Higham
+    2002, §4.2). With d <= 2**20, ``|s − S| <= 2**-33·S + 2**-1054`` for the exact S (``‖x‖²`` or
+    ``‖x‖₁``). Only rows with ``s >= 2**-790`` are decided, where the absolute term is below 2**-263·S, so
+    ``|s − S| <= 2**-32·S``. Against ``T`` (``bound²`` rounded down, or up, to a float, or ``bound``): a row
+    is inside if ``s <= fl(T_down·(1 − 2**-30))``, so ``S <= s/(1 − 2**-32) < T_down <= bound^p``; beyond if
+    ``s >= fl(T_up·(1 + 2**-30))``, so ``S > T_up``. Every threshold is a normal float (``bound^p`` lies in
+    ``[2**-800, 2**800]``), so each is rounded with relative error u, far inside the margin.
+    """
+    if p == 2:
+        s = np.einsum("ij,ij->i", rows, rows)
+        target = Fraction(bound) ** 2
+        low, high = float_down(target), float_up(target)
+    else:
+        s = np.abs(rows).sum(axis=1)
+        low = high = bound
+    decided = s >= 2.0**-790
+    inside = decided & (s <= low * (1.0 - 2.0**-30))
+    beyond = decided & (s >= high * (1.0 + 2.0**-30))
+    return inside, beyond
+
+
 def exact_norm_within(rows: FloatRows, p: int, bound: float) -> npt.NDArray[np.bool_]:
     """Per row of finite floats: whether ``‖row‖_p <= bound`` exactly (NaN or ±inf entries: ``False``).
 
-    Vectorised for every row the float estimate settles; rows within a relative 2**-25 of the bound are
-    decided with exact rationals.
+    Vectorised for every row the float estimate settles (plain sums where magnitudes allow,
+    :func:`_plain_decisions`, else scaled norms); rows within a relative 2**-25 of the bound are decided
+    with exact rationals.
 
     Examples:
         >>> rows = np.array([[0.6, 0.8], [0.0, 1.0], [3.0, 4.0], [1.0, 1e-300], [np.nan, 0.0]])
         >>> exact_norm_within(rows, 2, 1.0).tolist()
         [False, True, False, False, False]
     """
+    if rows.size and 2.0**-400 <= bound <= _PLAIN_LIMIT:
+        top, bottom = rows.max(), rows.min()  # NaN propagates: both are numbers iff no entry is NaN
+        if bottom >= -_PLAIN_LIMIT and top <= _PLAIN_LIMIT:  # false for NaN and ±inf
+            inside, beyond = _plain_decisions(rows, p, bound)
+            rest = ~(inside | beyond)
+            if rest.any():  # near the bound, or tiny: decided below, as every row was before
+                inside[rest] = _scaled_norm_within(rows[rest], p, bound)
+            return inside
+    return _scaled_norm_within(rows, p, bound)
+
+
+def _scaled_norm_within(rows: FloatRows, p: int, bound: float) -> npt.NDArray[np.bool_]:
+    """:func:`exact_norm_within` by scaled norms (any finite magnitude); exact rationals near the bound."""
     out = np.zeros(rows.shape[0], dtype=bool)
     finite = np.asarray(np.isfinite(rows).all(axis=1), dtype=bool)
     clean = np.where(finite[:, None], rows, 0.0)

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dpcompose.tables import _stored  # noqa: F401  (registers table queries and Contexts with dp.to_json)
 from dpcompose.tables._agg import Agg, count, count_distinct, mean, quantile, sum, variance
 from dpcompose.tables._context import Context, PrivacyUnit, unit_of
-from dpcompose.tables._expr import Expr, col
 from dpcompose.tables._query import Query
 from dpcompose.tables._schema import Column, FrameDomain
 from dpcompose.tables._table_query import Summary, TableQuery
+from dpcompose.transformations._expr import Expr, col
 
 __all__ = [
     "Agg",

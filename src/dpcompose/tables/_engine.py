@@ -105,7 +105,7 @@ class Plan:
 
     Attributes:
         columns: the declared columns the query reads, in schema order (row keys hash them in this order).
-        predicate: a filter expression tree (:mod:`dpcompose.tables._expr`) or None.
+        predicate: a filter expression tree (:mod:`dpcompose.transformations._expr`) or None.
         by: the group-by columns (empty: one total).
         keys: the known keys, each a tuple of values (one per ``by`` column); ``((),)`` when ``by`` is empty;
             None for unknown keys: every key present in the filtered, capped data (with ``by`` empty,

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
+from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
 from dpcompose.transformations._hash import NULL_CODE, row_keys, value_codes
 
 __all__ = ["PolarsEngine", "collect_frame", "is_polars_data", "series_codes"]
@@ -71,7 +71,8 @@ _INT64_LIMIT = 9223372036854775808.0  # 2**63: a double cast to int64 is null ou
 
 
 def _cast(x: Any, src: str, to: str) -> Any:
-    """The plan's cast (:mod:`dpcompose.tables._expr`): never raises, null where a value has no int64."""
+    """The plan's cast (:mod:`dpcompose.transformations._expr`): never raises, null where a value has no
+    int64."""
     import polars as pl
 
     if to == "float":
@@ -85,11 +86,12 @@ def _cast(x: Any, src: str, to: str) -> Any:
 
 
 def to_polars(e: Expr) -> Any:
-    """The Polars expression for an engine-neutral one (already :func:`~dpcompose.tables._expr.typed`)."""
+    """The Polars expression for an engine-neutral one (already
+    :func:`~dpcompose.transformations._expr.typed`)."""
     import polars as pl
 
     op = e.op
-    if op in ARITH:  # on doubles, as every engine does (see dpcompose.tables._expr)
+    if op in ARITH:  # on doubles, as every engine does (see dpcompose.transformations._expr)
         a, b = (to_polars(x).cast(pl.Float64) for x in e.args)
         if op == "/":
             return a / pl.when(b != 0).then(b)  # null for a zero (or null) divisor

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpcompose.errors import InvalidParameter
-from dpcompose.tables import _expr
 from dpcompose.tables._agg import Agg, below_specs
 from dpcompose.tables._engine import BelowSpec, Plan, SumSpec
 from dpcompose.tables._fixed import square_spec, sum_spec, unit_exponent
-from dpcompose.tables._from_polars import agg_from_polars, from_polars, is_polars_expr, output_name
+from dpcompose.tables._from_polars import agg_from_polars
 from dpcompose.tables._schema import Column, check_column_name
 from dpcompose.tables._selection import read_selection
 from dpcompose.tables._table_query import TableQuery
+from dpcompose.transformations import _expr
+from dpcompose.transformations._from_polars import from_polars, is_polars_expr, output_name
 
 if TYPE_CHECKING:  # annotations only: the Context module imports this one
     from dpcompose.tables._context import Context
@@ -98,10 +99,10 @@ class Query:
         self, name: str, expr: Any, *, bounds: tuple[float, float], fill: float | None = None
     ) -> Query:
         """A new float column computed row by row from ``expr`` (a numeric Polars or ``dp.col`` expression
-        of the offered subset, :mod:`dpcompose.tables._from_polars`; on IEEE doubles in every engine), with
-        declared ``bounds`` (the clamp its sums, means and quantiles apply) and ``fill`` (what a null or NaN
-        result stands for; default: 0 clamped into the bounds). A row-wise map: one person's rows stay their
-        rows, so every map is unchanged.
+        of the offered subset, :mod:`dpcompose.transformations._from_polars`; on IEEE doubles in every
+        engine), with declared ``bounds`` (the clamp its sums, means and quantiles apply) and ``fill``
+        (what a null or NaN result stands for; default: 0 clamped into the bounds). A row-wise map: one
+        person's rows stay their rows, so every map is unchanged.
 
         Examples:
             >>> import dpcompose as dp
@@ -183,7 +184,7 @@ class Query:
 
     def filter(self, predicate: Any) -> Query:
         """Keep the rows where ``predicate`` (a Polars or ``dp.col`` expression of the offered subset,
-        :mod:`dpcompose.tables._from_polars`) is true, checked against the schema now."""
+        :mod:`dpcompose.transformations._from_polars`) is true, checked against the schema now."""
         given = from_polars(predicate, "predicate")
         predicate, kind = _expr.typed(given, self._kinds(), "predicate")
         if kind != "bool":

@@ -37,7 +37,7 @@ from typing import Any
 from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.tables._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
+from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
 from dpcompose.transformations._hash import (
     NULL_CODE,
     ROW_SEED,
@@ -157,8 +157,8 @@ _SPARK_TYPES = {"int": "bigint", "float": "double", "str": "string", "bool": "bo
 
 
 def _cast(x: Any, src: str, to: str) -> Any:
-    """The plan's cast (:mod:`dpcompose.tables._expr`), as the Polars engine computes it; never raises, also
-    with ``spark.sql.ansi.enabled`` (a double outside int64 is null before Spark casts it)."""
+    """The plan's cast (:mod:`dpcompose.transformations._expr`), as the Polars engine computes it; never
+    raises, also with ``spark.sql.ansi.enabled`` (a double outside int64 is null before Spark casts it)."""
     from pyspark.sql import functions as F
 
     if to == "float":
@@ -172,13 +172,14 @@ def _cast(x: Any, src: str, to: str) -> Any:
 
 
 def to_spark(e: Expr) -> Any:
-    """The Spark Column for an engine-neutral expression (already :func:`~dpcompose.tables._expr.typed`;
-    Spark's null and NaN semantics are those of :mod:`dpcompose.tables._expr`: null propagates, NaN equals
-    NaN and is above every other float)."""
+    """The Spark Column for an engine-neutral expression (already
+    :func:`~dpcompose.transformations._expr.typed`; Spark's null and NaN semantics are those of
+    :mod:`dpcompose.transformations._expr`: null propagates, NaN equals NaN and is above every other
+    float)."""
     from pyspark.sql import functions as F
 
     op = e.op
-    if op in ARITH:  # on doubles, as every engine does (see dpcompose.tables._expr)
+    if op in ARITH:  # on doubles, as every engine does (see dpcompose.transformations._expr)
         a, b = (to_spark(x).cast("double") for x in e.args)
         if op == "/":  # a zero divisor becomes null first: no division by zero, also in ANSI mode
             return a / F.when(b != F.lit(0.0), b)

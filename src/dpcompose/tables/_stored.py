@@ -13,7 +13,8 @@ A file stores configuration, never data or spending:
 Loading replays the builder calls through the public builders, so every check a query gets when it is
 written by hand runs again (schema, kinds, bounds, keys, aggregates), and the rebuilt query has the same
 plan and the same privacy map. Expression trees and aggregates read from the file are checked for shape
-first (:func:`~dpcompose.tables._expr.check_tree`), and the unit of privacy is rebuilt by ``unit_of``.
+first (:func:`~dpcompose.transformations._expr.check_tree`), and the unit of privacy is rebuilt by
+``unit_of``.
 Nothing in a table file is user-written code, so ``allow_unverified`` has nothing to allow here.
 """
 
@@ -28,10 +29,10 @@ from dpcompose.core import Measure
 from dpcompose.errors import DPError, InvalidParameter, SerializationError
 from dpcompose.tables import _agg
 from dpcompose.tables._context import Context, PrivacyUnit, unit_of
-from dpcompose.tables._expr import check_tree
 from dpcompose.tables._query import Query
 from dpcompose.tables._schema import FrameDomain
 from dpcompose.tables._table_query import TableQuery
+from dpcompose.transformations._expr import check_tree
 
 __all__ = ["CONTEXT_FIELDS", "QUERY_FIELDS", "read_context", "read_query"]
 

@@ -6,8 +6,9 @@ from dpcompose.transformations._clamp import make_clamp
 from dpcompose.transformations._contributions import make_bound_contributions
 from dpcompose.transformations._count import make_count
 from dpcompose.transformations._count_by import make_count_by, make_count_by_categories
-from dpcompose.transformations._marginals import make_marginals, marginal_tables
+from dpcompose.transformations._expr_rows import make_map_exprs
 from dpcompose.transformations._groupwise import make_groupwise
+from dpcompose.transformations._marginals import make_marginals, marginal_tables
 from dpcompose.transformations._partition import make_partition
 from dpcompose.transformations._quantile import make_quantile_score_candidates
 from dpcompose.transformations._rows import (
@@ -18,6 +19,7 @@ from dpcompose.transformations._rows import (
     make_select_column,
     make_subset_by,
 )
+from dpcompose.transformations._sscp import make_sscp
 from dpcompose.transformations._stats import make_mean, make_resize, make_variance
 from dpcompose.transformations._sum import make_sum
 from dpcompose.transformations._tree import make_b_ary_tree, tree_running_counts
@@ -37,6 +39,7 @@ __all__ = [
     "make_drop_null",
     "make_groupwise",
     "make_impute_constant",
+    "make_map_exprs",
     "make_map_rows",
     "make_marginals",
     "make_mean",
@@ -44,6 +47,7 @@ __all__ = [
     "make_quantile_score_candidates",
     "make_resize",
     "make_select_column",
+    "make_sscp",
     "make_subset_by",
     "make_sum",
     "make_variance",

@@ -1,9 +1,9 @@
 """A small engine-neutral expression language for filters and derived columns: ``col``, comparisons, ``&``,
 ``|``, ``~``, ``is_in``, ``is_null``, ``+``, ``-``, ``*``, ``/``, unary ``-`` and ``abs`` on numbers, and —
-reached from Polars expressions (:mod:`dpcompose.tables._from_polars`) — ``cast``, ``round``, ``clip``,
-``when/then/otherwise`` and the string tests ``starts_with``, ``contains``, ``len_chars``. Expressions are
-plain trees, checked against the schema when a query is built (unknown column, comparing a string with a
-number, a non-boolean filter) and translated to each engine.
+reached from Polars expressions (:mod:`dpcompose.transformations._from_polars`) — ``cast``, ``round``,
+``clip``, ``when/then/otherwise`` and the string tests ``starts_with``, ``contains``, ``len_chars``.
+Expressions are plain trees, checked against the schema when a query is built (unknown column, comparing a
+string with a number, a non-boolean filter) and translated to each engine.
 
 Semantics (the same in every engine): a comparison involving null is null, and a filter drops rows whose
 predicate is null; ``is_in`` is false for null; NaN compares as Polars does (NaN equals NaN and is

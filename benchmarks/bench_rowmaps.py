@@ -1,0 +1,135 @@
+"""Array-at-a-time row maps and the SSCP, dpcompose beside OpenDP 0.16, plain numpy and Polars, in one run.
+
+Run: ``PYTHONPATH=src /work/venv-opendp/bin/python benchmarks/bench_rowmaps.py`` (``--rows`` and
+``--map-rows`` pick the sizes, ``--repeats`` the number of timed runs; each figure is the best of them, the
+runs of the libraries interleaved).
+
+* **SSCP** on an ``(n, d)`` float64 array whose rows have L2 norm <= 1 (uniform entries scaled by
+  ``1/√d``): OpenDP's ``make_np_sscp`` (``opendp.extras.numpy``; ``arg.T @ arg`` under
+  ``idealized-numerics``, no domain check on the call) beside ``dp.t.make_sscp`` timed three ways: its
+  function alone (the computation: grid rounding and exact block products), the whole call on
+  ``VectorDomain(VectorDomain(AtomDomain(float, bounds=(-1/√d, 1/√d)), size=d))`` (the input check is a
+  min/max/NaN scan), and the whole call on ``VectorDomain(NormBallDomain(size=d, norm=1))`` (the check
+  decides every row's norm exactly). ``numpy X.T @ X`` is the floor. The last column compares the
+  results (the grid rounds entries to ``2**-20·c``).
+* **row map**: the same map of three float columns, ``[clip(2a + b, -1, 1), clip(|c|, 0, 1),
+  when(a > b, a − b, 0)]``, as ``dp.t.make_map_exprs`` (table expressions, vectorised) and as
+  ``dp.t.make_map_rows`` with the Python function of one row (today's way), whole calls, on ``--map-rows``
+  rows; Polars evaluating the same expressions on a DataFrame for reference. The outputs are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+import dpcompose as dp
+
+
+def _best(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    best = dict.fromkeys(fns, math.inf)
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def bench_sscp(n: int, d: int, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1.0, 1.0, size=(n, d)) / math.sqrt(d)
+    a = 1.0 / math.sqrt(d)
+    boxed = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, bounds=(-a, a)), size=d))
+    ball = dp.VectorDomain(dp.NormBallDomain(size=d, norm=1.0))
+    ours_box = dp.t.make_sscp(boxed, dp.SymmetricDistance(), max_size=n)
+    ours_ball = dp.t.make_sscp(ball, dp.SymmetricDistance(), max_size=n)
+    fns: dict[str, Callable[[], Any]] = {
+        "numpy X.T @ X": lambda: x.T @ x,
+        "dpcompose make_sscp: function": lambda: ours_box.function(x),
+        "dpcompose make_sscp: call, entry bounds": lambda: ours_box(x),
+        "dpcompose make_sscp: call, norm ball": lambda: ours_ball(x),
+    }
+    try:
+        import opendp.prelude as odp
+        from opendp.extras.numpy import array2_domain
+        from opendp.extras.numpy._make_np_sscp import make_np_sscp
+
+        odp.enable_features("contrib", "honest-but-curious", "idealized-numerics")
+        theirs = make_np_sscp(
+            array2_domain(norm=1.0, p=2, num_columns=d, T=float, nan=False), odp.symmetric_distance()
+        )
+        fns["OpenDP make_np_sscp: call"] = lambda: theirs(x)
+    except ImportError:
+        theirs = None
+        print("(OpenDP is not installed: run with /work/venv-opendp/bin/python)")
+    times = _best(fns, repeats)
+    exact = x.T @ x
+    ours = ours_box(x).reshape(d, d)
+    print(f"\nSSCP of a ({n} x {d}) float64 array, rows of L2 norm <= 1 (best of {repeats})")
+    peer = times.get("OpenDP make_np_sscp: call")
+    for name, t in times.items():
+        ratio = f"{t / peer:6.2f}x OpenDP" if peer else ""
+        print(f"  {name:42s} {t * 1e3:9.1f} ms  {ratio}")
+    print(
+        f"  max |ours - X.T@X| = {np.abs(ours - exact).max():.2e} (entries up to {np.abs(exact).max():.3g})"
+    )
+    if theirs is not None:
+        print(f"  max |OpenDP - X.T@X| = {np.abs(np.asarray(theirs(x)) - exact).max():.2e}")
+    peer_map = theirs.map(1) if theirs is not None else "-"
+    print(f"  sensitivity (one row added or removed): ours {float(ours_box.map(1))!r}, OpenDP {peer_map}")
+    print("  (OpenDP's SSCP map is a row count: the norm is applied by the noise step after it)")
+
+
+def bench_row_map(n: int, repeats: int) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(scale=2.0, size=(n, 3))
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=3))
+    a, b, c = pl.col("a"), pl.col("b"), pl.col("c")
+    exprs = [(2 * a + b).clip(-1.0, 1.0), c.abs().clip(0.0, 1.0), pl.when(a > b).then(a - b).otherwise(0.0)]
+    vectorised = dp.t.make_map_exprs(rows, dp.SymmetricDistance(), ["a", "b", "c"], exprs)
+
+    def one_row(r: Any) -> list[float]:
+        u, v, w = r
+        return [min(max(2 * u + v, -1.0), 1.0), min(abs(w), 1.0), u - v if u > v else 0.0]
+
+    element = dp.VectorDomain(dp.AtomDomain(float), size=3)
+    per_row = dp.t.make_map_rows(rows, dp.SymmetricDistance(), one_row, element, default=[0.0, 0.0, 0.0])
+    frame = pl.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2]})
+    times = _best(
+        {
+            "dpcompose make_map_rows (Python per row)": lambda: per_row(x),
+            "dpcompose make_map_exprs (vectorised)": lambda: vectorised(x),
+            "Polars select (reference)": lambda: frame.select(exprs),
+        },
+        repeats,
+    )
+    same = np.array_equal(vectorised(x), np.asarray(per_row(x)))
+    print(f"\nRow map of ({n} x 3) float64 rows (best of {repeats}); outputs equal: {same}")
+    slow = times["dpcompose make_map_rows (Python per row)"]
+    for name, t in times.items():
+        print(f"  {name:42s} {t * 1e3:9.1f} ms  {slow / t:8.1f}x faster than make_map_rows")
+    print(f"  output domain: {vectorised.output_domain!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--columns", type=int, default=10)
+    parser.add_argument("--map-rows", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    bench_sscp(args.rows, args.columns, args.repeats)
+    bench_row_map(args.map_rows, max(2, args.repeats // 2))
+
+
+if __name__ == "__main__":
+    main()
