@@ -420,6 +420,15 @@ def _exact_float_ints(value: np.ndarray) -> bool:
     return bool(np.all(small | coarse | fits))
 
 
+def _all_finite(value: np.ndarray) -> bool:
+    """Whether a float array holds no NaN and no ±inf: its least and greatest entries are finite (numpy's
+    min and max return NaN if any entry is NaN). Two reading passes, no temporary array."""
+    if value.size == 0:
+        return True
+    with np.errstate(invalid="ignore"):
+        return bool(np.isfinite(value.min()) and np.isfinite(value.max()))
+
+
 def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
     """Vectorised membership for numpy arrays of numbers."""
     kind = value.dtype.kind
@@ -435,9 +444,8 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
             with np.errstate(over="ignore", invalid="ignore"):
                 if not bool(np.all((value.astype(np.float64) == value) | np.isnan(value))):
                     return False
-        if kind == "f":
-            nan = np.isnan(value)
-            if nan.any() and not element.nan:
+        if kind == "f" and not _all_finite(value):
+            if np.isnan(value).any() and not element.nan:
                 return False
             if element.bounds is None and np.isinf(value).any():
                 return False
