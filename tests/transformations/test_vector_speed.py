@@ -167,6 +167,23 @@ def test_fast_clip_is_row_wise_at_every_alignment() -> None:
         assert len(results) == 1, d
 
 
+def test_clip_gives_a_row_the_same_result_in_every_dataset() -> None:
+    """Equal rows clip to equal bits whatever the array they are in: its size, its position, its layout
+    (C or Fortran order, a strided view), and a list."""
+    rng = np.random.default_rng(6)
+    for d in (1, 2, 5, 33, 300):
+        rows_domain = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=d))
+        clip = dp.t.make_clip_l2(rows_domain, SYM, 1.0)
+        x = rng.standard_normal((9, d)) * rng.choice([1e-3, 1.0, 1e3], size=(9, d)) * 3.0 / math.sqrt(d)
+        want = clip(x)
+        assert np.array_equal(clip(np.asfortranarray(x)), want)
+        assert np.array_equal(clip(np.repeat(x, 2, axis=0)[::2]), want)  # a strided view
+        assert np.array_equal(clip(x.tolist()), want)
+        for i in range(9):
+            assert np.array_equal(clip(x[i : i + 1]), want[i : i + 1])
+            assert np.array_equal(clip(np.asfortranarray(np.vstack([x[i], x[0]])))[0], want[i])
+
+
 # --- the float sum ---------------------------------------------------------------------------------------
 
 

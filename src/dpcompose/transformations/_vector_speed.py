@@ -176,9 +176,11 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
        ‖out‖ <= (1 + u)·h·‖x‖ + √d·2**-1075 <= (1 + u)³(1 + 2**-30)(1 − 2**-20)·bound + 2**-1065
        < (1 − 2**-21)·bound + 2**-1065 < bound, as bound >= 2**-479.
 
-    Each row's result is a function of that row alone: the same float operations in the same order for
-    every row of a given length (a test checks it at every memory alignment). Time: two passes over the
-    data, and the flagged rows' own path.
+    Each row's result is a function of that row alone, for C-ordered ``rows`` (the caller makes them so:
+    numpy's einsum may sum a row of a column-major array in another order, and the clip must give equal
+    rows equal results in any two datasets): the same float operations in the same order for every row of
+    a given length (a test checks it at every memory alignment, in arrays of every size and layout). Time:
+    two passes over the data, and the flagged rows' own path.
     """
     n, d = rows.shape
     out: FloatRows = np.empty((n, d), dtype=np.float64)
