@@ -4,6 +4,7 @@ ball, rows are clipped on their own at every memory alignment, the float sum's m
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 import time
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
+import dpcompose.transformations._vector_speed as speed_module
 from dpcompose.accounting._exact import gamma_q
 from dpcompose.transformations._column_sums import column_sums
 from dpcompose.transformations._sum import SUM_SCALE
@@ -136,7 +138,7 @@ def _check_fast_clip(rows: list[list[float]], bound: float) -> None:
             assert _square_norm(row) <= Fraction(bound) ** 2
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @_FAST_CLIP_CASES
 def test_fast_clip_exact_norms_by_hypothesis(rows: list[list[float]], bound: float) -> None:
     _check_fast_clip(rows, bound)
@@ -326,3 +328,17 @@ def test_clip_and_sum_are_near_plain_numpy() -> None:
 def test_clip_and_sum_within_twice_plain_numpy(n: int, d: int) -> None:
     ours, theirs = _speed_ratio(n, d, 5)
     assert ours <= 2 * theirs, (ours, theirs)
+
+
+@pytest.mark.parametrize(
+    ("value", "on"), [("0", False), ("off", False), (" No ", False), ("1", True), ("", True)]
+)
+def test_the_environment_variable_sets_the_switch(monkeypatch: Any, value: str, on: bool) -> None:
+    monkeypatch.setenv(speed_module.SPEEDUPS_ENV, value)
+    try:
+        importlib.reload(speed_module)  # (the variable is read once, at import)
+        assert vector_speedups_on() is on  # (the function imported before reads the same module state)
+    finally:
+        monkeypatch.delenv(speed_module.SPEEDUPS_ENV)
+        importlib.reload(speed_module)
+    assert vector_speedups_on()
