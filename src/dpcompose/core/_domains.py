@@ -423,9 +423,9 @@ def _exact_float_ints(value: np.ndarray) -> bool:
 def _all_finite(value: np.ndarray) -> bool:
     """Whether a float array holds no NaN and no ±inf, in one reading pass and without a temporary array:
     a finite float sum, in any order, means every entry is finite (a NaN or ±inf entry makes every partial
-    sum containing it NaN or ±inf, and those stay so); where the sum is not finite (such an entry, or finite entries whose
-    sum overflows), the least and greatest entries decide (numpy's min and max return NaN if any entry is
-    NaN): two more passes."""
+    sum containing it NaN or ±inf, and those stay so); where the sum is not finite (such an entry, or
+    finite entries whose sum overflows), the least and greatest entries decide (numpy's min and max return
+    NaN if any entry is NaN): two more passes."""
     if value.size == 0:
         return True
     with np.errstate(over="ignore", invalid="ignore"):
