@@ -203,8 +203,8 @@ def test_tree_depth_and_float_sums() -> None:
         assert (np.abs(other - exact) <= bound + 0.5 * np.spacing(np.abs(exact))).all()
 
 
-def _rows(p: int) -> st.SearchStrategy[list[float]]:
-    """Rows of norm <= 1 in dimension 2, with huge, tiny, mixed-sign and cancelling entries."""
+def _rows(p: int, scale: float) -> st.SearchStrategy[list[float]]:
+    """Rows of norm <= ``scale`` in dimension 2, with large, tiny, mixed-sign and cancelling entries."""
     values = st.one_of(
         st.sampled_from([1.0, -1.0, 0.5, -0.5, 2.0**-53, -(2.0**-53), 1e-300, 5e-324, 0.0, 0.7, -0.7]),
         st.floats(-1.0, 1.0),
@@ -212,28 +212,36 @@ def _rows(p: int) -> st.SearchStrategy[list[float]]:
 
     def fit(row: list[float]) -> list[float]:
         norm = math.fsum(abs(v) for v in row) if p == 1 else math.sqrt(math.fsum(v * v for v in row))
-        return row if norm <= 0.999 else [v / (norm * 1.001) for v in row]
+        fitted = row if norm <= 0.999 else [v / (norm * 1.001) for v in row]
+        return [v * scale for v in fitted]
 
     return st.lists(values, min_size=2, max_size=2).map(fit)
 
 
 @pytest.mark.parametrize(
-    ("p", "examples"),
+    ("p", "scale", "examples"),
     [
-        (1, 10),
-        (2, 10),
-        pytest.param(1, 500, marks=pytest.mark.slow),
-        pytest.param(2, 500, marks=pytest.mark.slow),
+        (1, 1.0, 10),
+        (2, 1.0, 10),
+        (2, 1e300, 4),  # huge rows (the sum's partial sums near the float range)
+        (1, 2.0**-900, 4),  # tiny rows: subnormal entries and sums
+        pytest.param(1, 1.0, 500, marks=pytest.mark.slow),
+        pytest.param(2, 1.0, 500, marks=pytest.mark.slow),
+        pytest.param(2, 1e300, 200, marks=pytest.mark.slow),
+        pytest.param(2, 2.0**-900, 200, marks=pytest.mark.slow),
     ],
 )
-def test_float_sum_map_covers_neighbours_by_hypothesis(p: int, examples: int) -> None:
-    ball = dp.NormBallDomain(size=2, norm=1.0, p=p)
+def test_float_sum_map_covers_neighbours_by_hypothesis(p: int, scale: float, examples: int) -> None:
+    ball = dp.NormBallDomain(size=2, norm=scale, p=p)
     add = dp.t.make_vector_sum(dp.VectorDomain(ball), SYM, max_size=200)
     change = dp.t.make_vector_sum(dp.VectorDomain(ball), CHG, max_size=200)
     power = 1 if p == 1 else 2
+    assert add.map(0) > 0  # the float sum is used (its term is in the map)
+
+    rows = _rows(p, scale)
 
     @settings(max_examples=examples, deadline=None)
-    @given(st.lists(_rows(p), min_size=0, max_size=199), _rows(p), st.randoms(use_true_random=False))
+    @given(st.lists(rows, min_size=0, max_size=199), rows, st.randoms(use_true_random=False))
     def check(data: list[list[float]], extra: list[float], rnd: Any) -> None:
         data = [r for r in data if ball.member(r)]
         if not ball.member(extra):
