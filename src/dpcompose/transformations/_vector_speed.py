@@ -32,10 +32,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose.accounting._exact import gamma_q
 from dpcompose.core._norm_domain import MARGIN
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "SPEEDUPS_ENV",
     "fast_clip_l2",
     "float_column_sums",
+    "float_sum_gamma",
     "tree_depth",
     "vector_speedups",
     "vector_speedups_on",
@@ -94,6 +97,16 @@ def tree_depth(n: int) -> int:
         depth += min(FANOUT, m) - 1
         m = -(-m // FANOUT)
     return depth
+
+
+def float_sum_gamma(n: int) -> Fraction:
+    """γ_t = t·u/(1 − t·u) exactly, for t = ``tree_depth(n)``: each column sum of :func:`float_column_sums`
+    on at most n rows is within γ_t·Σᵢ|xᵢⱼ| of its exact sum (non-decreasing in n, as t is).
+
+    Source: Higham 2002, Accuracy and Stability of Numerical Algorithms (2nd ed.), Lemma 3.1 and §4.2
+    (:func:`~dpcompose.accounting._exact.gamma_q`).
+    """
+    return gamma_q(tree_depth(n))
 
 
 def float_column_sums(rows: FloatRows, largest: float) -> FloatRows:

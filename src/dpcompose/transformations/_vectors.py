@@ -22,7 +22,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting import float_up
-from dpcompose.accounting._exact import gamma_q
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -47,7 +46,7 @@ from dpcompose.transformations._vector_speed import (
     LEAST_BOUND,
     fast_clip_l2,
     float_column_sums,
-    tree_depth,
+    float_sum_gamma,
     vector_speedups_on,
 )
 
@@ -97,6 +96,9 @@ def rows_array(data: Any, d: int) -> FloatRows:
         out[i] = np.asarray(list(row), dtype=np.float64) if not isinstance(row, np.ndarray) else row
     return out
 
+
+FLOAT_SUM_SLACK = Fraction(1, 2**16)
+"""The most the float sum may add to a vector sum's map, relative to the row norm c (else: the exact sum)."""
 
 CHUNK_ENTRIES = 1 << 21
 """Rows are clipped in blocks of about this many entries (16 MiB of float64): the temporaries of the norms
@@ -302,10 +304,6 @@ make_clip_l2.__doc__ = (
 )
 
 
-FLOAT_SUM_SLACK = Fraction(1, 2**16)
-"""The most the float sum may add to a vector sum's map, relative to the row norm c (else: the exact sum)."""
-
-
 def _sqrt_up(d: int) -> Fraction:
     """A rational >= √d (exact when d is a perfect square): ``(isqrt(d·2**40 − 1) + 1)/2**20``."""
     return Fraction(math.isqrt(d * (1 << 40) - 1) + 1, 1 << 20)
@@ -401,7 +399,7 @@ def make_vector_sum(
     slack = d * ulp if p == 1 else _sqrt_up(d) * ulp
     per_row = 2 * c if isinstance(input_metric, ChangeOneDistance) else c
     saturation = int(Fraction(largest) * SUM_SCALE)
-    gamma = gamma_q(tree_depth(limit))
+    gamma = float_sum_gamma(limit)
     fast = (
         limit > FANOUT
         and 2 * gamma * limit <= FLOAT_SUM_SLACK
