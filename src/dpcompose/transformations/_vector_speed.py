@@ -15,9 +15,10 @@ imported; also ``false``, ``off`` or ``no``), or :func:`vector_speedups` for a b
 the clip then rescales every row (:func:`~dpcompose.transformations._vectors.clip_rows`) and the sum is the
 exact one, rounded once (:func:`~dpcompose.transformations._column_sums.column_sums`). The maps are the same
 either way (the sum's stability map covers both computations, proven in ``make_vector_sum``); the released
-vectors differ in their last bits, each within its proven bound. With the switch off no step's time depends
-on a row's magnitude (only on NaN rows and on the columns the exact sum cannot settle in its fast pass); with
-it on, see docs/security.md.
+vectors differ in their last bits, each within its proven bound. With the switch off no step of the clip or
+the sum takes time that depends on a row's magnitude (only NaN rows and the columns the exact sum cannot
+settle in its fast pass take more); with it on, rows the fast clip leaves to the rescaling path do (see
+docs/security.md).
 
 Examples:
     >>> import numpy as np
