@@ -3,8 +3,9 @@
 The fast paths (used by :func:`~dpcompose.transformations.make_clip_l2` and
 :func:`~dpcompose.transformations.make_vector_sum`):
 
-* :func:`fast_clip_l2`: each row's squared norm read in one pass (``einsum``, no rescaling by a power of
-  two), then one multiplication of every row by its scale factor (1.0 for a row kept as it is). Rows the
+* :func:`fast_clip_l2`: each row's squared norm read in one pass (elementwise squares, then numpy's
+  pairwise sum of each row; no rescaling by a power of two), then one multiplication of every row by its
+  scale factor (1.0 for a row kept as it is), block by block of rows. Rows the
   pass cannot certify (a NaN, a norm beyond about 2**511, or a bound below 2**-479) are left to the
   rescaling path, :func:`~dpcompose.transformations._vectors.clip_rows`.
 * :func:`float_column_sums`: the column sums in floating point, added up in a tree of fan-out
@@ -42,11 +43,13 @@ from dpcompose.accounting._exact import gamma_q
 from dpcompose.core._norm_domain import MARGIN
 
 __all__ = [
+    "BLOCK_ENTRIES",
     "FANOUT",
     "SPEEDUPS_ENV",
     "fast_clip_l2",
     "float_column_sums",
     "float_sum_gamma",
+    "row_square_sums",
     "tree_depth",
     "vector_speedups",
     "vector_speedups_on",
@@ -158,27 +161,66 @@ HEADROOM = 2.0**960
 factor is then a normal float."""
 
 
-def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[np.bool_]]:
-    """``(out, rest)``: each row of the (n, d) array ``rows`` (finite or NaN entries; d <= 2**20) scaled
-    into the L2 ball of radius ``bound`` (a float), except the rows flagged in ``rest``, which the caller
-    must clip itself (their rows of ``out`` are left as they came in): all of them if ``bound`` is below
-    :data:`LEAST_BOUND`.
+BLOCK_ENTRIES = 2**15
+"""The fast clip works on blocks of about this many entries (at least one row), each still in the cache for
+its second pass: 256 KiB of input and as much output."""
 
-    Method: ``q = einsum('ij,ij->i', x, x)`` (each row's float sum of squares), ``s = fl(√q)``. A row with
-    ``q <= 2**-960`` or ``s <= fl(bound·(1 − 2**-20))`` is kept unchanged; a row with
-    finite ``s <= bound·2**960`` is multiplied by ``h = fl(fl(bound/s)·(1 − 2**-20))``; every other row
-    (q NaN or +∞, or s beyond that) is flagged. The kept rows are multiplied by 1.0 (exact), so the output
-    is one multiplication ``x·h[:, None]``.
+
+def row_square_sums(rows: FloatRows, scratch: FloatRows) -> FloatRows:
+    """Each row's float sum of squares: the squares written into the C-ordered ``scratch`` (same shape as
+    ``rows``), then summed by numpy's pairwise sum along each row, in an order that depends on the row's
+    length only (the proof is in :func:`fast_clip_l2`)."""
+    np.multiply(rows, rows, out=scratch)
+    q: FloatRows = np.add.reduce(scratch, axis=1)
+    return q
+
+
+def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[np.bool_]]:
+    """``(out, rest)``: each row of the (n, d) array ``rows`` (finite or NaN entries, any layout; d <= 2**20)
+    scaled into the L2 ball of radius ``bound`` (a float), except the rows flagged in ``rest``, which the
+    caller must clip itself (their rows of ``out`` are left as they came in): all of them if ``bound`` is
+    below :data:`LEAST_BOUND`.
+
+    Method, block by block of rows (:data:`BLOCK_ENTRIES`): the squares ``fl(xᵢ·xᵢ)`` are written into the
+    block of ``out`` (``np.multiply``, C-ordered), ``q = np.add.reduce(block, axis=1)`` (each row's float
+    sum of squares, see below), ``s = fl(√q)``. A row with ``q <= 2**-960`` or ``s <= fl(bound·(1 − 2**-20))``
+    is kept unchanged; a row with finite ``s <= bound·2**960`` is multiplied by
+    ``h = fl(fl(bound/s)·(1 − 2**-20))``; every other row (q NaN or +∞, or s beyond that) is flagged. The kept
+    rows are multiplied by 1.0 (exact), so the block's output is one multiplication ``x·h[:, None]``.
+
+    Each row's q is a function of that row's values and length alone (the clip's stability and the sum's
+    map need equal rows to clip to equal bits in any two datasets, wherever they sit in memory):
+
+    * each square is one elementwise IEEE multiplication (correctly rounded, whatever SIMD lanes or memory
+      alignment numpy uses), and the squares of a row land in one contiguous row of ``out``, 8 bytes apart;
+    * numpy's float64 add reduction over the last axis of a C-ordered array calls its inner loop with the
+      whole row: numpy/_core/src/umath/reduction.c, ``PyUFunc_ReduceWrapper``, iterates with
+      ``NPY_ITER_EXTERNAL_LOOP | NPY_ITER_BUFFERED | NPY_ITER_GROWINNER``; no operand needs a buffer (float64
+      in and out, aligned), the reduced axis cannot be coalesced with the row axis (the output's stride is
+      0 along one and 8 along the other), so the inner loop is the row (checked by a test against a
+      transcription of the sum below, at buffer sizes from 16 to 8192 and rows longer than both);
+    * that inner loop, ``DOUBLE_add`` in numpy/_core/src/umath/loops_arithm_fp.dispatch.c.src, takes its
+      reduce branch (input 0 and output the same pointer, stride 0) and adds
+      ``DOUBLE_pairwise_sum(row, d, 8)`` to the initial value (0.0, an exact addition for a sum of squares);
+    * ``DOUBLE_pairwise_sum`` (numpy/_core/src/umath/loops_utils.h.src) is plain C on doubles whose order
+      depends only on n: fewer than 8 terms added left to right from −0.0; up to 128 terms in 8 running
+      sums (terms i ≡ k mod 8, from i = 8 to the last multiple of 8) combined as
+      ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the remaining terms left to right; more terms
+      split at n2 = ⌊n/2⌋ − (⌊n/2⌋ mod 8) and the two halves' sums added. No alignment peeling and no
+      reassociation (numpy is not built with fast-math; the 8 running sums are written out in C).
+
+    ``tests/transformations/test_vector_speed.py`` checks q against that order transcribed in Python floats
+    and checks equal rows' bits at many alignments, positions, dataset sizes and layouts.
 
     Proof that every output row has exact norm ``‖out‖ <= bound`` (u = 2**-53, d <= 2**20):
 
-    1. The computed q. Whatever order and whether or not a fused multiply-add is used, q is built from the
-       d exact squares by at most 2d − 1 float operations, each returning its exact result times (1 + δ),
-       |δ| <= u, plus an absolute error of at most 2**-1075 where the result is subnormal (Higham 2002,
-       §2.1, the model with gradual underflow; no overflow when q is finite, every partial result being
-       at most q(1 + γ_d) for non-negative terms). Each square passes through at most d such roundings, so
-       |q − ‖x‖²| <= γ_d·‖x‖² + 2d·2**-1075·(1 + γ_d) (Higham 2002, §3.1, eq. 3.5, any order), with
-       γ_d <= 2**-32.9 and 2d·2**-1075·(1 + γ_d) < 2**-1053. Hence ‖x‖² <= (q + 2**-1053)/(1 − γ_d).
+    1. The computed q. Whatever the order and whether or not a fused multiply-add is used, q is built from
+       the d exact squares by at most 2d − 1 float operations, each returning its exact result times
+       (1 + δ), |δ| <= u, plus an absolute error of at most 2**-1075 where the result is subnormal (Higham
+       2002, §2.1, the model with gradual underflow; no overflow when q is finite, every partial result
+       being at most q(1 + γ_d) for non-negative terms). Each square passes through at most d such
+       roundings, so |q − ‖x‖²| <= γ_d·‖x‖² + 2d·2**-1075·(1 + γ_d) (Higham 2002, §3.1, eq. 3.5, any order),
+       with γ_d <= 2**-32.9 and 2d·2**-1075·(1 + γ_d) < 2**-1053. Hence ‖x‖² <= (q + 2**-1053)/(1 − γ_d).
     2. Kept tiny rows: q <= 2**-960 gives ‖x‖² < 2**-959.9, so ‖x‖ < 2**-479 <= bound.
     3. Other rows: q > 2**-960, so ‖x‖² <= q(1 + 2**-93)/(1 − γ_d) and, as s >= √q/(1 + u) (the square root
        is correctly rounded), ‖x‖ <= s·(1 + u)·√((1 + 2**-93)/(1 − γ_d)) <= s·(1 + 2**-30): the bound
@@ -190,23 +232,24 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
        ‖out‖ <= (1 + u)·h·‖x‖ + √d·2**-1075 <= (1 + u)³(1 + 2**-30)(1 − 2**-20)·bound + 2**-1065
        < (1 − 2**-21)·bound + 2**-1065 < bound, as bound >= 2**-479.
 
-    Each row's result is a function of that row alone, for C-ordered ``rows`` (the caller makes them so:
-    numpy's einsum may sum a row of a column-major array in another order, and the clip must give equal
-    rows equal results in any two datasets): the same float operations in the same order for every row of
-    a given length (a test checks it at every memory alignment, in arrays of every size and layout). Time:
-    two passes over the data, and the flagged rows' own path.
+    Time: two passes over each block (the second from the cache), and the flagged rows' own path.
     """
     n, d = rows.shape
     out: FloatRows = np.empty((n, d), dtype=np.float64)
     if not bound >= LEAST_BOUND:  # (outside the proof: every row is the caller's)
         out[...] = rows
         return out, np.ones(n, dtype=bool)
+    rest = np.zeros(n, dtype=bool)
+    step = max(1, BLOCK_ENTRIES // max(d, 1))
     with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
-        q = np.einsum("ij,ij->i", rows, rows)
-        s = np.sqrt(q)
-        keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
-        scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
-        h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
-        h *= np.where(scaled, 1.0 - MARGIN, 1.0)
-        np.multiply(rows, h[:, None], out=out)
-    return out, ~(keep | scaled)
+        for start in range(0, n, step):
+            x, o = rows[start : start + step], out[start : start + step]
+            q = row_square_sums(x, o)
+            s = np.sqrt(q)
+            keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
+            scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
+            h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
+            h *= np.where(scaled, 1.0 - MARGIN, 1.0)
+            np.multiply(x, h[:, None], out=o)
+            rest[start : start + step] = ~(keep | scaled)
+    return out, rest

@@ -201,7 +201,6 @@ def _make_clip(
         x = rows_array(data, d)
         if not (fast and vector_speedups_on()):
             return clip_rows(x, p, bound)
-        x = np.ascontiguousarray(x)  # (one layout: each row's norm is then read by the same float steps)
         out, rest = fast_clip_l2(x, bound)
         if rest.any():  # NaN rows, norms beyond about 2**511: rescaled (their count shows in the time)
             out[rest] = clip_rows(x[rest], p, bound)
