@@ -207,7 +207,8 @@ def test_row_square_sums_follow_numpy_pairwise_order_whole_rows() -> None:
                 n = 3 if d > 1000 else 9
                 x = rng.standard_normal((n, d)) * rng.choice([1e-8, 1.0, 1e8], size=(n, d))
                 for layout in (x, np.asfortranarray(x)):
-                    q = row_square_sums(layout, np.empty((n, d)))
+                    q = np.empty(n)
+                    row_square_sums(layout, np.empty((n, d)), q)
                     squares = (x * x).tolist()
                     assert q.tolist() == [0.0 + _numpy_pairwise_sum(r, 0, d) for r in squares], (bufsize, d)
     finally:

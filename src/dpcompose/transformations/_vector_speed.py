@@ -162,17 +162,16 @@ factor is then a normal float."""
 
 
 BLOCK_ENTRIES = 2**15
-"""The fast clip works on blocks of about this many entries (at least one row), each still in the cache for
-its second pass: 256 KiB of input and as much output."""
+"""The fast clip squares blocks of about this many entries (at least one row) and sums them while they are
+in the cache (256 KiB)."""
 
 
-def row_square_sums(rows: FloatRows, scratch: FloatRows) -> FloatRows:
-    """Each row's float sum of squares: the squares written into the C-ordered ``scratch`` (same shape as
-    ``rows``), then summed by numpy's pairwise sum along each row, in an order that depends on the row's
-    length only (the proof is in :func:`fast_clip_l2`)."""
+def row_square_sums(rows: FloatRows, scratch: FloatRows, sums: FloatRows) -> None:
+    """Each row's float sum of squares into ``sums`` (1-D): the squares written into the C-ordered
+    ``scratch`` (same shape as ``rows``), then summed by numpy's pairwise sum along each row, in an order
+    that depends on the row's length only (the proof is in :func:`fast_clip_l2`)."""
     np.multiply(rows, rows, out=scratch)
-    q: FloatRows = np.add.reduce(scratch, axis=1)
-    return q
+    np.add.reduce(scratch, axis=1, out=sums)
 
 
 def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[np.bool_]]:
@@ -181,12 +180,13 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
     caller must clip itself (their rows of ``out`` are left as they came in): all of them if ``bound`` is
     below :data:`LEAST_BOUND`.
 
-    Method, block by block of rows (:data:`BLOCK_ENTRIES`): the squares ``fl(xᵢ·xᵢ)`` are written into the
-    block of ``out`` (``np.multiply``, C-ordered), ``q = np.add.reduce(block, axis=1)`` (each row's float
-    sum of squares, see below), ``s = fl(√q)``. A row with ``q <= 2**-960`` or ``s <= fl(bound·(1 − 2**-20))``
-    is kept unchanged; a row with finite ``s <= bound·2**960`` is multiplied by
-    ``h = fl(fl(bound/s)·(1 − 2**-20))``; every other row (q NaN or +∞, or s beyond that) is flagged. The kept
-    rows are multiplied by 1.0 (exact), so the block's output is one multiplication ``x·h[:, None]``.
+    Method: block by block of rows (:data:`BLOCK_ENTRIES`), the squares ``fl(xᵢ·xᵢ)`` are written into the
+    block of ``out`` (``np.multiply``; ``out`` is C-ordered) and summed from the cache,
+    ``q = np.add.reduce(block, axis=1)`` (each row's float sum of squares, see below); then ``s = fl(√q)``.
+    A row with ``q <= 2**-960`` or ``s <= fl(bound·(1 − 2**-20))`` is kept unchanged; a row with finite
+    ``s <= bound·2**960`` is multiplied by ``h = fl(fl(bound/s)·(1 − 2**-20))``; every other row (q NaN or
+    +∞, or s beyond that) is flagged. The kept rows are multiplied by 1.0 (exact), so the output is one
+    multiplication ``x·h[:, None]``.
 
     Each row's q is a function of that row's values and length alone (the clip's stability and the sum's
     map need equal rows to clip to equal bits in any two datasets, wherever they sit in memory):
@@ -196,9 +196,10 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
     * numpy's float64 add reduction over the last axis of a C-ordered array calls its inner loop with the
       whole row: numpy/_core/src/umath/reduction.c, ``PyUFunc_ReduceWrapper``, iterates with
       ``NPY_ITER_EXTERNAL_LOOP | NPY_ITER_BUFFERED | NPY_ITER_GROWINNER``; no operand needs a buffer (float64
-      in and out, aligned), the reduced axis cannot be coalesced with the row axis (the output's stride is
-      0 along one and 8 along the other), so the inner loop is the row (checked by a test against a
-      transcription of the sum below, at buffer sizes from 16 to 8192 and rows longer than both);
+      in and out, aligned) and the reduced axis cannot be coalesced with the row axis (the output's stride
+      is 0 along one and 8 along the other), so the inner loop is the row. This step rests on reading the
+      iterator's flags, not its buffering code line by line; a test pins it: q equals the sum below
+      transcribed in Python floats, at buffer sizes 16 and 8192, for rows longer than both;
     * that inner loop, ``DOUBLE_add`` in numpy/_core/src/umath/loops_arithm_fp.dispatch.c.src, takes its
       reduce branch (input 0 and output the same pointer, stride 0) and adds
       ``DOUBLE_pairwise_sum(row, d, 8)`` to the initial value (0.0, an exact addition for a sum of squares);
@@ -232,24 +233,23 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
        ‖out‖ <= (1 + u)·h·‖x‖ + √d·2**-1075 <= (1 + u)³(1 + 2**-30)(1 − 2**-20)·bound + 2**-1065
        < (1 − 2**-21)·bound + 2**-1065 < bound, as bound >= 2**-479.
 
-    Time: two passes over each block (the second from the cache), and the flagged rows' own path.
+    Time: two passes over the data (the sums read the squares from the cache), and the flagged rows' own
+    path.
     """
     n, d = rows.shape
     out: FloatRows = np.empty((n, d), dtype=np.float64)
     if not bound >= LEAST_BOUND:  # (outside the proof: every row is the caller's)
         out[...] = rows
         return out, np.ones(n, dtype=bool)
-    rest = np.zeros(n, dtype=bool)
+    q = np.empty(n)
     step = max(1, BLOCK_ENTRIES // max(d, 1))
     with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
         for start in range(0, n, step):
-            x, o = rows[start : start + step], out[start : start + step]
-            q = row_square_sums(x, o)
-            s = np.sqrt(q)
-            keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
-            scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
-            h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
-            h *= np.where(scaled, 1.0 - MARGIN, 1.0)
-            np.multiply(x, h[:, None], out=o)
-            rest[start : start + step] = ~(keep | scaled)
-    return out, rest
+            row_square_sums(rows[start : start + step], out[start : start + step], q[start : start + step])
+        s = np.sqrt(q)
+        keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
+        scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
+        h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
+        h *= np.where(scaled, 1.0 - MARGIN, 1.0)
+        np.multiply(rows, h[:, None], out=out)
+    return out, ~(keep | scaled)
