@@ -162,8 +162,8 @@ factor is then a normal float."""
 
 
 BLOCK_ENTRIES = 2**15
-"""The fast clip squares blocks of about this many entries (at least one row) and sums them while they are
-in the cache (256 KiB)."""
+"""The fast clip squares blocks of about this many entries (at least one row) into a scratch block (256 KiB)
+and sums them while they are in the cache."""
 
 
 def row_square_sums(rows: FloatRows, scratch: FloatRows, sums: FloatRows) -> None:
@@ -180,9 +180,9 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
     caller must clip itself (their rows of ``out`` are left as they came in): all of them if ``bound`` is
     below :data:`LEAST_BOUND`.
 
-    Method: block by block of rows (:data:`BLOCK_ENTRIES`), the squares ``fl(xᵢ·xᵢ)`` are written into the
-    block of ``out`` (``np.multiply``; ``out`` is C-ordered) and summed from the cache,
-    ``q = np.add.reduce(block, axis=1)`` (each row's float sum of squares, see below); then ``s = fl(√q)``.
+    Method: block by block of rows (:data:`BLOCK_ENTRIES`), the squares ``fl(xᵢ·xᵢ)`` are written into a
+    C-ordered scratch block (``np.multiply``) and summed while in the cache,
+    ``q = np.add.reduce(scratch, axis=1)`` (each row's float sum of squares, see below); then ``s = fl(√q)``.
     A row with ``q <= 2**-960`` or ``s <= fl(bound·(1 − 2**-20))`` is kept unchanged; a row with finite
     ``s <= bound·2**960`` is multiplied by ``h = fl(fl(bound/s)·(1 − 2**-20))``; every other row (q NaN or
     +∞, or s beyond that) is flagged. The kept rows are multiplied by 1.0 (exact), so the output is one
@@ -192,7 +192,7 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
     map need equal rows to clip to equal bits in any two datasets, wherever they sit in memory):
 
     * each square is one elementwise IEEE multiplication (correctly rounded, whatever SIMD lanes or memory
-      alignment numpy uses), and the squares of a row land in one contiguous row of ``out``, 8 bytes apart;
+      alignment numpy uses), and the squares of a row land in one contiguous row of the scratch block;
     * numpy's float64 add reduction over the last axis of a C-ordered array calls its inner loop with the
       whole row: numpy/_core/src/umath/reduction.c, ``PyUFunc_ReduceWrapper``, iterates with
       ``NPY_ITER_EXTERNAL_LOOP | NPY_ITER_BUFFERED | NPY_ITER_GROWINNER``; no operand needs a buffer (float64
@@ -243,9 +243,11 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
         return out, np.ones(n, dtype=bool)
     q = np.empty(n)
     step = max(1, BLOCK_ENTRIES // max(d, 1))
+    scratch = np.empty((min(step, n), d))
     with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
         for start in range(0, n, step):
-            row_square_sums(rows[start : start + step], out[start : start + step], q[start : start + step])
+            block = rows[start : start + step]
+            row_square_sums(block, scratch[: len(block)], q[start : start + step])
         s = np.sqrt(q)
         keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
         scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
