@@ -14,9 +14,12 @@ Rows:
 * ``mix``: ``PrivacyLoss.compose`` of 100 × Laplace(b = 10), 100 × Gaussian(σ = 10) and 1,000 × the
   subsampled Gaussian above, ε at δ = 1e-6 (the upper end, as a privacy map reads it, then the certified
   interval), beside dp_accounting's PLD of the same mechanisms.
-* ``clip+sum n×d``: ``make_clip_l2(norm=1) >> make_vector_sum`` on a float array, beside plain numpy
-  (``np.einsum`` row norms, one scaling multiply, ``sum(axis=0)``); 10,000 × 100,000 (an 8 GB input) only
-  with ``--big``.
+* ``clip+sum n×d``: ``make_clip_l2(norm=1) >> make_vector_sum(max_size=10**7)`` on a float array, beside
+  plain numpy (``np.einsum`` row norms, one scaling multiply, ``sum(axis=0)``), timed alternately in one
+  process; ``exact`` is the same chain with the speed switch off (``DPCOMPOSE_VECTOR_SPEEDUPS=0``: the
+  rescaling clip and the exact sum), ``map − 1`` what the sum's rounding adds to the map at d_in = 1.
+  10,000 × 100,000 (an 8 GB input; 16 GB at the peak) only with ``--big``; ``--sizes 10000x50000``
+  picks other sizes.
 
 Each number is the best of ``--repeats`` runs, each in a fresh process for the accounting rows (both
 libraries cache nothing across processes; the first import and the lazy scipy imports are paid before the
@@ -110,12 +113,20 @@ def one_mix_peer() -> dict[str, float]:
     return {"map": time.perf_counter() - t0, "eps": float(eps)}
 
 
-def clip_sum(src: str, n: int, d: int, repeats: int) -> dict[str, float]:
+def clip_sum(src: str, n: int, d: int, repeats: int, exact: bool = True) -> dict[str, float]:
+    import contextlib
+
     import numpy as np
 
     dp = _ours(src)
+    vector_speedups: Any = None
+    with contextlib.suppress(ImportError):  # (a checkout without the switch, ``--src``: one path only)
+        from dpcompose.transformations._vector_speed import vector_speedups
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((n, d)) * (2.0 / math.sqrt(d))  # about 9 rows in 10 are clipped
+    x = np.empty((n, d))
+    for start in range(0, n, 1000):  # (in blocks: no second full-size array)
+        x[start : start + 1000] = rng.standard_normal((min(1000, n - start), d))
+    x *= 2.0 / math.sqrt(d)  # about 9 rows in 10 are clipped
     rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=d))
     clip = dp.t.make_clip_l2(rows, dp.SymmetricDistance(), norm=1.0)
     total = clip >> dp.t.make_vector_sum(clip.output_domain, clip.output_metric, max_size=10**7)
@@ -124,9 +135,13 @@ def clip_sum(src: str, n: int, d: int, repeats: int) -> dict[str, float]:
         norms = np.sqrt(np.einsum("ij,ij->i", x, x))
         return (x * np.minimum(1.0, 1.0 / norms)[:, None]).sum(axis=0)
 
+    def switch(on: bool) -> Any:
+        return vector_speedups(on) if vector_speedups is not None else contextlib.nullcontext()
+
     total(x[:4])
     plain(x[:4])
-    ours = theirs = math.inf
+    ours = theirs = slow = math.inf
+    a = b = c = None
     for _ in range(repeats):
         t0 = time.perf_counter()
         a = total(x)
@@ -134,7 +149,21 @@ def clip_sum(src: str, n: int, d: int, repeats: int) -> dict[str, float]:
         b = plain(x)
         t2 = time.perf_counter()
         ours, theirs = min(ours, t1 - t0), min(theirs, t2 - t1)
-    return {"ours": ours, "numpy": theirs, "diff": float(np.max(np.abs(a - b)))}
+        del b
+        if exact and vector_speedups is not None:
+            with switch(False):
+                t3 = time.perf_counter()
+                c = total(x)
+                slow = min(slow, time.perf_counter() - t3)
+    b = plain(x)
+    return {
+        "ours": ours,
+        "numpy": theirs,
+        "exact": slow,
+        "diff": float(np.max(np.abs(a - b))),
+        "exact_diff": float(np.max(np.abs(a - c))) if c is not None else math.nan,
+        "slack": float(total.map(1)) - 1.0,
+    }
 
 
 def _child(args: list[str]) -> dict[str, float]:
@@ -167,6 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--src", default=str(HERE.parents[1] / "src"))
     parser.add_argument("--big", action="store_true", help="also clip+sum on 10,000 × 100,000 (8 GB input)")
+    parser.add_argument("--sizes", nargs="*", default=None, help="clip+sum sizes, NxD")
+    parser.add_argument("--clip-only", action="store_true", help="only the clip+sum rows")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -180,6 +211,24 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(result))
         return
     src = ["--src", args.src]
+    if not args.clip_only:
+        _accounting_rows(args, src)
+    print(f"\n{'clip+sum n × d':22} {'ours':>10} {'numpy':>9} {'ratio':>7} {'exact':>9} {'ex/numpy':>8} "
+          f"{'max |diff|':>10} {'|fast−exact|':>12} {'map − 1':>9}")
+    sizes = [(100_000, 100), (2_000, 10_000)] if args.quick else [(100_000, 100), (10_000, 10_000)]
+    if args.sizes:
+        sizes = [(int(a), int(b)) for a, b in (s.lower().split("x") for s in args.sizes)]
+    if args.big:
+        sizes.append((10_000, 100_000))
+    for n, d in sizes:
+        big = n * d > 4 * 10**8
+        r = clip_sum(args.src, n, d, args.repeats if not big else 1, exact=not big)
+        print(f"{format(n, ',') + ' × ' + format(d, ','):22} {r['ours']:10.3f} {r['numpy']:9.3f} "
+              f"{r['ours'] / r['numpy']:7.2f} {r['exact']:9.3f} {r['exact'] / r['numpy']:8.2f} "
+              f"{r['diff']:10.2e} {r['exact_diff']:12.2e} {r['slack']:9.2e}")
+
+
+def _accounting_rows(args: Any, src: list[str]) -> None:
     steps = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
     print(f"{'case':22} {'ours build':>10} {'ours map':>9} {'dp_acc':>8} {'map/dp':>7} {'ours ε':>12} "
           f"{'dp_acc ε':>12}")
@@ -198,14 +247,6 @@ def main(argv: list[str] | None = None) -> None:
           f"{ours['eps']:12.7f} {pe:12.7f}")
     print(f"{'mix (interval)':22} {'':10} {ours['bounds']:9.3f} {'':8} {'':7} "
           f"[{ours['lower']:.7f}, {ours['eps']:.7f}]")
-    print(f"\n{'clip+sum n × d':22} {'ours':>10} {'numpy':>9} {'ratio':>7} {'max |diff|':>10}")
-    sizes = [(100_000, 100), (2_000, 10_000)] if args.quick else [(100_000, 100), (10_000, 10_000)]
-    if args.big:
-        sizes.append((10_000, 100_000))
-    for n, d in sizes:
-        r = clip_sum(args.src, n, d, args.repeats if n * d <= 10**8 else 1)
-        print(f"{format(n, ',') + ' × ' + format(d, ','):22} {r['ours']:10.3f} {r['numpy']:9.3f} "
-              f"{r['ours'] / r['numpy']:7.2f} {r['diff']:10.2e}")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ __all__ = [
     "float_down",
     "float_up",
     "fraction_up",
+    "gamma_q",
     "log1p_down",
     "log1p_up",
     "log_down",
@@ -354,5 +355,25 @@ def exact_sum(values: Iterable[Fraction]) -> Fraction:
 
 
 U = 2.0**-53
+
+
+def gamma_q(n: int) -> Fraction:
+    """γₙ = n·u/(1 − n·u) exactly, u = 2**-53 (the unit round-off of binary64), for 0 <= n < 2**52.
+
+    γₙ bounds the relative error of n roundings, |∏(1 + δᵢ)^{±1} − 1| <= γₙ for |δᵢ| <= u, and so the error
+    of any float sum of m terms in which each term takes part in at most n additions:
+    |fl(Σxᵢ) − Σxᵢ| <= γₙ·Σ|xᵢ| (no overflow; an addition whose result underflows is exact).
+
+    Source: Higham 2002, Accuracy and Stability of Numerical Algorithms (2nd ed.), Lemma 3.1, and §4.2
+    (eq. 4.3–4.4: every summation order is a binary tree of additions).
+
+    Examples:
+        >>> gamma_q(1) == Fraction(1, 2**53 - 1)
+        True
+    """
+    if not 0 <= n < 1 << 52:
+        raise InvalidParameter(f"n={n!r} must be an integer in [0, 2**52)")
+    return Fraction(n, (1 << 53) - n)
+
 
 EXP_REL = 2.0**-44  # assumed relative accuracy of numpy exp / expm1 (2**9·u, 2**8 ulps at worst), padded

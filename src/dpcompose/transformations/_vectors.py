@@ -14,6 +14,7 @@ Examples:
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -41,6 +42,14 @@ from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 from dpcompose.transformations._column_sums import column_sums
 from dpcompose.transformations._sum import SUM_SCALE, size_bound
+from dpcompose.transformations._vector_speed import (
+    FANOUT,
+    LEAST_BOUND,
+    fast_clip_l2,
+    float_column_sums,
+    float_sum_gamma,
+    vector_speedups_on,
+)
 
 __all__ = ["make_clip_l1", "make_clip_l2", "make_vector_sum"]
 
@@ -88,6 +97,9 @@ def rows_array(data: Any, d: int) -> FloatRows:
         out[i] = np.asarray(list(row), dtype=np.float64) if not isinstance(row, np.ndarray) else row
     return out
 
+
+FLOAT_SUM_SLACK = Fraction(1, 2**16)
+"""The most the float sum may add to a vector sum's map, relative to the row norm c (else: the exact sum)."""
 
 CHUNK_ENTRIES = 1 << 21
 """Rows are clipped in blocks of about this many entries (16 MiB of float64): the temporaries of the norms
@@ -184,8 +196,16 @@ def _make_clip(
     ball = NormBallDomain(size=d, norm=norm, p=p)
     bound = ball.norm
 
+    fast = p == 2 and bound >= LEAST_BOUND
+
     def run(data: Any) -> FloatRows:
-        return clip_rows(rows_array(data, d), p, bound)
+        x = rows_array(data, d)
+        if not (fast and vector_speedups_on()):
+            return clip_rows(x, p, bound)
+        out, rest = fast_clip_l2(x, bound)
+        if rest.any():  # NaN rows, norms beyond about 2**511: rescaled (their count shows in the time)
+            out[rest] = clip_rows(x[rest], p, bound)
+        return out
 
     return Transformation(
         input_domain,
@@ -212,6 +232,13 @@ _CLIP_DOC = """Scale each row (a float vector of fixed size d) so its exact L{p}
     ``NormBallDomain(size=d, norm=c, p={p})`` states the bound that holds exactly. A row containing NaN
     (when the domain admits it) becomes the zero vector, never an exception. Vectorised: a 2-d numpy array
     of shape (n, d) is processed without a per-row Python loop; a list of rows is converted once.
+
+    For p = 2 (and ``norm`` >= 2**-479), each row's norm is read in one pass without rescaling and each row
+    is multiplied once by its scale factor (1 for a row kept): proven in
+    :func:`~dpcompose.transformations._vector_speed.fast_clip_l2`, with the same 2**-20 margin; the rows that
+    proof does not cover (a NaN, a norm beyond about 2**511) are scaled by the rescaling path of
+    :func:`~dpcompose.transformations._vectors.clip_rows`, as is every row when the speed switch
+    (``DPCOMPOSE_VECTOR_SPEEDUPS=0``) is off.
 
     Stability: the map acts on each row alone, so adding, removing or changing k rows of the input adds,
     removes or changes at most k rows of the output: d_out = d_in under ``SymmetricDistance`` and
@@ -291,15 +318,31 @@ def make_vector_sum(
     <= 2c). So d_out = d_in·c (``SymmetricDistance``) or 2·d_in·c (``ChangeOneDistance``), plus the
     rounding slack below.
 
-    Each coordinate is summed exactly (:func:`~dpcompose.transformations._column_sums.column_sums`,
-    vectorised over the rows and the columns), clamped to ``[-L, L]`` and rounded once to the nearest float,
-    as in :func:`~dpcompose.transformations.make_sum`. ``L`` is the least float >= n·c for a bound n on the
-    number of rows (the domain's ``size`` or ``max_size=``): no coordinate of n rows exceeds n·c, so the
-    clamp changes nothing for them, and a larger dataset is summed and clamped, never refused (an exception
-    would reveal its size). Clamping each coordinate is 1-Lipschitz in every p-norm; rounding to nearest at
-    magnitudes <= L moves each coordinate by at most ``ulp(L)/2``, so two outputs are further apart than
-    their exact clamped sums by at most ``d·ulp(L)`` in L1 and ``√d·ulp(L)`` in L2 (a rational upper bound
-    of √d is used). That slack is added to the map for d_in > 0.
+    The sum is computed in floating point (:func:`~dpcompose.transformations._vector_speed.float_column_sums`:
+    a tree of numpy sums of fan-out 64, each coordinate clamped to ``[-L, L]``), where ``L`` is the least
+    float >= n·c for the bound n on the number of rows (the domain's ``size`` or ``max_size=``). Its rounding
+    is part of the map. Each entry takes part in at most t = ``tree_depth(n)`` additions (about
+    63·log₆₄ n), so coordinate j is off its exact sum Sⱼ by at most γ_t·Σᵢ|xᵢⱼ| (Higham 2002, §4.2, eq. 4.4
+    and Lemma 3.1; every summation order is a binary tree of additions; Casacuberta et al. 2022 apply the
+    same bound to DP sums). The error vector e then has ‖e‖_p <= γ_t·‖Σᵢ|xᵢ|‖_p <= γ_t·Σᵢ‖xᵢ‖_p <= γ_t·n·c
+    (Minkowski), for p = 1 and p = 2. The clamp is a projection onto a box that holds every exact sum of at
+    most n rows, so it moves no output further from the other's than before (non-expansive). Two datasets
+    of at most n rows therefore give outputs at most ‖S − S'‖_p + 2·γ_t·n·c apart — also at d_in = 0, as
+    a reordering of the rows changes the float sum's last bits, so that term is in the map at every d_in.
+
+    The float sum is used only where that term is small, 2·γ_t·n <= 2**-16 (n up to about 2·10⁸ rows),
+    where n > 64 (for fewer rows the exact sum costs little and keeps the map tighter) and where
+    (1 + γ_t)·L is a float (no partial sum can overflow); the term is in the map exactly when it is used.
+    A dataset of more than n rows (never refused: an exception would reveal its size), and every dataset
+    when the speed switch is off (:mod:`~dpcompose.transformations._vector_speed`) or when the float sum is
+    not used, is summed exactly (:func:`~dpcompose.transformations._column_sums.column_sums`), clamped to
+    ``[-L, L]`` and rounded once to the nearest float, as in :func:`~dpcompose.transformations.make_sum`: no
+    coordinate of n rows exceeds n·c, so the clamp changes nothing for them; rounding to nearest at
+    magnitudes <= L moves each coordinate by at most ``ulp(L)/2``, so two such outputs are further apart
+    than their exact clamped sums by at most ``d·ulp(L)`` in L1 and ``√d·ulp(L)`` in L2 (a rational upper
+    bound of √d is used), added to the map for d_in > 0. A float sum of at most n rows against an exact one
+    of more: ‖S − clamp(S')‖ <= ‖S − S'‖ (S lies in the box), plus γ_t·n·c and half that slack, so the map
+    covers every pairing of the two computations.
 
     Args:
         input_domain: ``VectorDomain(NormBallDomain(size=d, norm=c, p=1|2))``, optionally sized.
@@ -316,16 +359,18 @@ def make_vector_sum(
             range.
 
     Source: Dwork–Roth 2014 §3.3 and App. A (L1 / L2 sensitivity of sums of norm-bounded vectors);
-    rounding slack per Casacuberta et al. 2022, as in ``make_sum``.
+    rounding slack per Casacuberta et al. 2022 ("Widespread underestimation of sensitivity in differentially
+    private libraries and how to fix it", CCS 2022), as in ``make_sum``; float summation error: Higham 2002,
+    Accuracy and Stability of Numerical Algorithms (2nd ed.), §4.2 and Lemma 3.1.
 
     Examples:
         >>> import dpcompose as dp
-        >>> rows = dp.VectorDomain(dp.NormBallDomain(size=2, norm=1.0, p=2), size=3)
-        >>> s = dp.t.make_vector_sum(rows, dp.SymmetricDistance())
+        >>> rows = dp.VectorDomain(dp.NormBallDomain(size=2, norm=1.0, p=2))
+        >>> s = dp.t.make_vector_sum(rows, dp.SymmetricDistance(), max_size=1000)
         >>> s([[0.5, 0.5], [0.0, -1.0], [0.25, 0.0]]).tolist()
         [0.75, -0.5]
-        >>> s.output_metric, float(s.map(1))
-        (L2Distance(), 1.0000000000000007)
+        >>> s.output_metric, float(s.map(1)), float(s.map(0))
+        (L2Distance(), 1.0000000000174802, 1.731947918415259e-11)
     """
     check_dataset_metric(input_metric)
     check_space(input_domain, input_metric)
@@ -349,12 +394,22 @@ def make_vector_sum(
     slack = d * ulp if p == 1 else sqrt_up_dyadic(d, 20) * ulp
     per_row = 2 * c if isinstance(input_metric, ChangeOneDistance) else c
     saturation = int(Fraction(largest) * SUM_SCALE)
+    gamma = float_sum_gamma(limit)
+    fast = (
+        limit > FANOUT
+        and 2 * gamma * limit <= FLOAT_SUM_SLACK
+        and float_up(Fraction(largest) * (1 + gamma)) < sys.float_info.max  # no partial sum overflows
+    )
+    float_error = 2 * gamma * limit * c if fast else Fraction(0)  # two datasets' rounding, any d_in
 
     def run(data: Any) -> npt.NDArray[np.float64]:
-        return column_sums(rows_array(data, d), saturation)
+        x = rows_array(data, d)
+        if fast and x.shape[0] <= limit and vector_speedups_on():
+            return float_column_sums(x, largest)
+        return column_sums(x, saturation)
 
     def stability(d_in: int) -> Fraction:
-        return d_in * per_row + (slack if d_in > 0 else 0)
+        return d_in * per_row + (slack if d_in > 0 else 0) + float_error
 
     params = [("norm", repr(ball.norm)), ("p", str(p))]
     if max_size is not None:
