@@ -436,6 +436,7 @@ def _exact_float_ints(value: np.ndarray) -> bool:
 def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
     """Vectorised membership for numpy arrays of numbers."""
     kind = value.dtype.kind
+    nan: np.ndarray | None = None  # the NaN mask of a float array holding a NaN
     if element.carrier is int:
         if kind not in "iu":
             return False
@@ -448,7 +449,6 @@ def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
             with np.errstate(over="ignore", invalid="ignore"):
                 if not bool(np.all((value.astype(np.float64) == value) | np.isnan(value))):
                     return False
-        nan = None
         if kind == "f" and value.size:
             low, high = value.min(), value.max()  # NaN propagates: both are numbers iff no entry is NaN
             if not (np.isnan(low) or np.isnan(high)):  # two passes decide it (the same answer as below)
