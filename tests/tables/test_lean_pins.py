@@ -181,6 +181,15 @@ def test_polars_release_is_pinned(name: str, monkeypatch: pytest.MonkeyPatch) ->
     check(name, frame(), monkeypatch)
 
 
+@pytest.mark.parametrize("name", ["known", "str_id", "zcdp"])
+def test_lazy_and_pandas_releases_are_pinned(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LazyFrame is evaluated once, filtered (an eager frame is read in place with masks): same bits."""
+    check(name, frame().lazy(), monkeypatch)
+    if name == "known":
+        pytest.importorskip("pandas")
+        check(name, frame().to_pandas(), monkeypatch)
+
+
 @pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
 def test_spark_release_is_pinned(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     df = spark.createDataFrame(frame().rows(), schema=SPARK_SCHEMA)

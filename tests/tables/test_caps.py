@@ -1,0 +1,64 @@
+"""The caps by sorting (dpcompose.tables._caps) against a brute-force reference: the row cap keeps per
+identifier the rows with the smallest keys, the group cap the rows of the groups with the smallest keys,
+and never more than the cap, also when keys collide (keys drawn from a tiny range, so most do)."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from dpcompose.tables._caps import first_groups_per_identifier, first_per_identifier
+
+
+def _draw(seed: int, n: int, key_range: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, 6, n)
+    nulls = rng.random(n) < 0.2  # a second identity array: (code, null) pairs, as for a nullable column
+    groups = rng.integers(0, 5, n).astype(np.uint32)
+    keys = rng.integers(0, key_range, n, dtype=np.uint64, endpoint=True)
+    return ids, nulls, groups, keys
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_row_cap_is_the_smallest_keys_per_identifier(seed: int) -> None:
+    ids, nulls, _, keys = _draw(seed, 300, 2**64 - 1 if seed % 2 else 6)
+    limit = 1 + seed % 4
+    keep = first_per_identifier([ids, nulls], keys, limit)
+    rows: dict[tuple[int, bool], list[int]] = defaultdict(list)
+    for i, who in enumerate(zip(ids.tolist(), nulls.tolist(), strict=True)):
+        rows[who].append(i)
+    for members in rows.values():
+        kept = [i for i in members if keep[i]]
+        assert len(kept) == min(limit, len(members))
+        cut = sorted(int(keys[i]) for i in members)[: len(kept)]
+        assert sorted(int(keys[i]) for i in kept) == cut  # ties: any of the equal keys, never a larger one
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_group_cap_keeps_whole_groups_with_the_smallest_keys(seed: int) -> None:
+    ids, nulls, groups, _ = _draw(seed, 300, 0)
+    rng = random.Random(seed)
+    collide = seed % 2 == 0  # group keys from a tiny range: distinct groups of one identifier share keys
+    gkey = {(i, g): rng.randrange(3 if collide else 2**64) for i in range(6) for g in range(5)}
+    keys = np.array([gkey[(i, g)] for i, g in zip(ids.tolist(), groups.tolist(), strict=True)], np.uint64)
+    limit = 1 + seed % 3
+    keep = first_groups_per_identifier([ids, nulls], [groups], keys, limit)
+    by_id: dict[tuple[int, bool], dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for r, (i, n, g) in enumerate(zip(ids.tolist(), nulls.tolist(), groups.tolist(), strict=True)):
+        by_id[(i, n)][g].append(r)
+    for who, found in by_id.items():
+        kept = {g for g, rows in found.items() if keep[rows[0]]}
+        for g, rows in found.items():
+            assert all(keep[r] == (g in kept) for r in rows)  # whole groups
+        assert len(kept) == min(limit, len(found))  # never more than the cap, also with collisions
+        order = sorted(gkey[(who[0], g)] for g in found)
+        assert sorted(gkey[(who[0], g)] for g in kept) == order[: len(kept)]
+
+
+def test_empty() -> None:
+    empty = np.zeros(0, dtype=np.uint64)
+    assert first_per_identifier([empty], empty, 3).tolist() == []
+    assert first_groups_per_identifier([empty], [empty], empty, 3).tolist() == []
