@@ -164,11 +164,13 @@ PINS: dict[str, tuple[str, str, list[tuple[Any, ...]]]] = {
 }
 
 
-def check(name: str, df: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def check(name: str, df: Any, monkeypatch: pytest.MonkeyPatch, release: bool = True) -> None:
     q = queries()[name](df)
     want_digest, want_map, want_rows = PINS[name]
     assert digest(run_job(engine_for(df), df, q.plan)) == want_digest
     assert map_digest(q) == want_map
+    if not release:  # the noise is drawn on the driver from these aggregates: the same on every engine
+        return
     r = random.Random(7)
     monkeypatch.setattr(secrets, "randbelow", r.randrange)  # the samplers' secure sources, seeded
     monkeypatch.setattr(secrets, "randbits", r.getrandbits)
@@ -192,6 +194,7 @@ def test_lazy_and_pandas_releases_are_pinned(name: str, monkeypatch: pytest.Monk
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
 def test_spark_release_is_pinned(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    df = spark.createDataFrame(frame().rows(), schema=SPARK_SCHEMA)
+    df = spark.createDataFrame(frame().rows(), schema=SPARK_SCHEMA).repartition(3).cache()
     for name in sorted(queries()):
-        check(name, df.repartition(3), monkeypatch)
+        check(name, df, monkeypatch, release=name == "known")
+    df.unpersist()
