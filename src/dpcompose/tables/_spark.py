@@ -588,7 +588,7 @@ class SparkEngine:
             keys += s.step([fold_key(s, [codes[c] for c in plan.group_pair])], keep=True)
         if plan.max_rows is not None:
             keys += s.step([fold_key(s, [codes[c] for c in plan.columns])], keep=True)
-        df = s.df
+        df = s.df.select(*[F.col(c) for c in original], *keys)  # the code columns are not shuffled
         if max_groups is not None:
             w = Window.partitionBy(plan.id).orderBy(keys[0], *[F.col(c) for c in plan.group_pair[1:]])
             df = df.withColumn("__dp_g", F.dense_rank().over(w)).filter(F.col("__dp_g") <= max_groups)
