@@ -4,12 +4,17 @@ and never more than the cap, also when keys collide (keys drawn from a tiny rang
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import dpcompose
 from dpcompose.tables._caps import first_groups_per_identifier, first_per_identifier
 
 
@@ -62,3 +67,44 @@ def test_empty() -> None:
     empty = np.zeros(0, dtype=np.uint64)
     assert first_per_identifier([empty], empty, 3).tolist() == []
     assert first_groups_per_identifier([empty], [empty], empty, 3).tolist() == []
+
+
+MEMORY_PROBE = """
+import gc, sys, numpy as np, polars as pl, dpcompose as dp
+def make(n):
+    rng = np.random.default_rng(12345)
+    keys = np.array([f"S{i:02d}" for i in range(50)])
+    return pl.DataFrame({"user": rng.integers(0, n // 5, n), "state": keys[rng.integers(0, 50, n)],
+                         "x": rng.uniform(0.0, 100.0, n)})
+def run(df):
+    schema = dp.FrameDomain({"user": dp.Column(int), "state": dp.Column(str),
+                             "x": dp.Column(float, bounds=(0.0, 100.0))})
+    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4),
+                     privacy_loss=1.0, split_evenly_over=1)
+    t = dp.tables
+    keys = [f"S{i:02d}" for i in range(50)]
+    return ctx.query().group_by("state", keys=keys).agg(t.count(), t.sum("x"), t.mean("x")).release()
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+run(make(1000))
+df = make(1_000_000)
+gc.collect()
+open("/proc/self/clear_refs", "w").write("5")
+base = rss()
+run(df)
+peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+print((peak - base) / (df.estimated_size() / 2**20))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the peak RSS")
+def test_query_peak_memory_is_within_four_frames() -> None:
+    """Issue 35 item 7: a capped group-by query's peak RSS above the loaded frame is at most 4× the frame
+    (10**6 rows, 2·10**5 users; benchmarks/bench_tables_lean.py measures it beside OpenDP)."""
+    src = str(Path(dpcompose.__file__).resolve().parents[1])  # the dpcompose under test, not an installed one
+    env = {**os.environ, "PYTHONPATH": src}
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_PROBE], capture_output=True, text=True, check=True, env=env
+    )
+    assert float(out.stdout.strip().splitlines()[-1]) <= 4.0
