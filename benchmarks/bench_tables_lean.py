@@ -158,10 +158,10 @@ def spark_one(n: int, repeat: int) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     users = max(1, n // 5)
     ids = spark.range(n)
+    state = F.lpad(F.pmod(F.xxhash64(F.col("id"), F.lit(2)), F.lit(50)).cast("string"), 2, "0")
     df = ids.select(
         F.pmod(F.xxhash64(F.col("id"), F.lit(1)), F.lit(users)).alias("user"),
-        F.concat(F.lit("S"), F.lpad(F.pmod(F.xxhash64(F.col("id"), F.lit(2)), F.lit(50)).cast("string"), 2, "0"))
-        .alias("state"),
+        F.concat(F.lit("S"), state).alias("state"),
         (F.pmod(F.xxhash64(F.col("id"), F.lit(3)), F.lit(1 << 24)) * F.lit(100.0 / (1 << 24))).alias("x"),
     ).cache()
     assert df.count() == n
