@@ -18,15 +18,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose.tables._caps import first_groups_per_identifier, first_per_identifier
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
 from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
-from dpcompose.transformations._hash import NULL_CODE, row_keys, value_codes
+from dpcompose.transformations._hash import NULL_CODE, ROW_SEED, fold_row_key, value_codes
 
-__all__ = ["PolarsEngine", "collect_frame", "is_polars_data", "series_codes"]
+__all__ = [
+    "PolarsEngine",
+    "codes_and_identity",
+    "collect_frame",
+    "in_known_keys",
+    "is_polars_data",
+    "series_codes",
+]
 
-_KEY = "__dp_key"
-_GKEY = "__dp_gkey"
 _INDEX = "__dp_index"
 
 
@@ -156,14 +162,26 @@ def to_polars(e: Expr) -> Any:
 def series_codes(series: Any) -> npt.NDArray[np.uint64]:
     """The specified 64-bit code of every value of a Polars Series
     (:mod:`dpcompose.transformations._hash`)."""
+    return codes_and_identity(series)[0]
+
+
+def codes_and_identity(series: Any) -> tuple[npt.NDArray[np.uint64], list[npt.NDArray[Any]]]:
+    """A Series' codes (:func:`series_codes`) and its identity (:mod:`dpcompose.tables._caps`): for a
+    string column, one index per distinct value (null: the number of distinct values), else the codes and,
+    when there are nulls, the null mask."""
     import polars as pl
 
-    if series.dtype == pl.String:  # hashed once per distinct value, mapped back by Polars
-        distinct = series.drop_nulls().unique()
-        table = pl.Series(value_codes(distinct.to_numpy().astype(object)), dtype=pl.UInt64)
-        mapped = series.replace_strict(distinct, table, return_dtype=pl.UInt64)
-        out: npt.NDArray[np.uint64] = mapped.fill_null(int(NULL_CODE)).to_numpy().astype(np.uint64)
-        return out
+    if series.dtype == pl.String:  # hashed once per distinct value, mapped back through its index
+        distinct = series.drop_nulls().unique().sort()
+        n = len(distinct)
+        # every value is among the sorted distinct ones: its binary-search position is its index (a
+        # search allocates only the result, where a hash join or replace allocates ten times the column)
+        index = distinct.search_sorted(series).to_numpy().astype(np.uint32, copy=False)
+        nulls = series.is_null().to_numpy()
+        if nulls.any():
+            index = np.where(nulls, np.uint32(n), index)
+        table = np.append(value_codes(distinct.to_numpy().astype(object)), NULL_CODE).astype(np.uint64)
+        return table[index], [index]
     nulls = series.is_null().to_numpy()
     if series.dtype == pl.Boolean:
         values = series.fill_null(False).to_numpy()
@@ -171,7 +189,11 @@ def series_codes(series: Any) -> npt.NDArray[np.uint64]:
         values = series.cast(pl.Float64).fill_null(0.0).to_numpy()
     else:
         values = series.cast(pl.Int64).fill_null(0).to_numpy()
-    return value_codes(values, nulls if nulls.any() else None)
+    if not nulls.any():
+        codes = value_codes(values)
+        return codes, [codes]
+    codes = value_codes(values, nulls)
+    return codes, [codes, nulls]
 
 
 def _grid_expr(spec: SumSpec) -> Any:
@@ -256,6 +278,74 @@ def _alive() -> str | None:
     return None
 
 
+def _valid_rows(df: Any, plan: Plan) -> npt.NDArray[np.bool_] | None:
+    """The rows of ``df`` that pass the filter and are in the known keys (None: every row), as a mask."""
+
+    valid = None
+    if plan.predicate is not None:  # a null predicate drops the row, as a filter does
+        valid = df.select(to_polars(plan.predicate).fill_null(False)).to_series().to_numpy()
+    if plan.by and plan.keys is not None:
+        known = df.select(in_known_keys(plan, df.schema)).to_series().to_numpy()
+        valid = known if valid is None else valid & known
+    return valid
+
+
+def in_known_keys(plan: Plan, schema: Any) -> Any:
+    """Whether a row's ``by`` values are one of the plan's known keys (nulls equal), as a Polars
+    expression: the rows a semi-join with the keys keeps, without the join's copy of the frame."""
+    import polars as pl
+
+    keys = _keys_frame(plan, schema)
+    if len(plan.by) == 1:
+        return pl.col(plan.by[0]).is_in(keys.to_series().implode(), nulls_equal=True)
+    listed = keys.select(pl.struct(list(plan.by))).to_series().implode()
+    return pl.struct(list(plan.by)).is_in(listed, nulls_equal=True)
+
+
+def _kept(df: Any, plan: Plan, valid: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.bool_]:
+    """The rows the caps keep (:mod:`dpcompose.tables._caps`) among the ``valid`` rows (None: all): the
+    ``max_groups`` groups per identifier with the smallest keys ``row_keys([h(id), h(by_1), …])`` over
+    :attr:`Plan.group_pair`, then among their rows the ``max_rows`` rows per identifier with the smallest
+    row keys over ``plan.columns``. Rows that are not valid form identifiers of their own (the validity is
+    part of the identity) and are dropped at the end. Row keys are folded in one column at a time, so the
+    frame's codes are never all held at once."""
+    assert plan.id is not None
+    n = df.height
+    codes: dict[str, npt.NDArray[np.uint64]] = {}
+    identity: dict[str, list[npt.NDArray[Any]]] = {}
+
+    def read(name: str) -> npt.NDArray[np.uint64]:
+        if name not in codes:
+            codes[name], identity[name] = codes_and_identity(df.get_column(name))
+            if name == plan.id and valid is not None:
+                identity[name] = [valid, *identity[name]]
+        return codes[name]
+
+    keep: npt.NDArray[np.bool_] | None = None
+    if plan.max_groups is not None and plan.by:
+        pair = plan.group_pair
+        gkey = np.full(n, ROW_SEED, dtype=np.uint64)
+        for c in pair:
+            fold_row_key(gkey, read(c))
+        groups = [a for c in pair[1:] for a in identity[c]]
+        keep = first_groups_per_identifier(identity[plan.id], groups, gkey, plan.max_groups)
+        del gkey, groups
+    if plan.max_rows is None:
+        assert keep is not None
+        return keep if valid is None else keep & valid
+    key = np.full(n, ROW_SEED, dtype=np.uint64)
+    for c in plan.columns:
+        fold_row_key(key, read(c) if c in codes or c == plan.id else series_codes(df.get_column(c)))
+    ident = identity[plan.id]
+    if keep is None:
+        keep = first_per_identifier(ident, key, plan.max_rows)
+    else:  # the rows the group cap dropped form identifiers of their own, dropped again below
+        keep &= first_per_identifier([keep, *ident], key, plan.max_rows)
+    if valid is not None:
+        keep &= valid
+    return keep
+
+
 class PolarsEngine:
     """The Polars implementation of :class:`~dpcompose.tables._engine.Engine`."""
 
@@ -293,22 +383,22 @@ class PolarsEngine:
         for name, e in plan.derived:  # derived columns (row-wise, in order: one may read an earlier one),
             # before the filter that may read them; always double, as declared (a bare int column too)
             lf = lf.with_columns(to_polars(e).cast(pl.Float64).alias(name))
-        if plan.predicate is not None:
-            lf = lf.filter(to_polars(plan.predicate))
         by = list(plan.by)
-        if by and plan.keys is not None:
-            keys = _keys_frame(plan, lf.collect_schema())
-            lf = lf.join(keys.lazy(), on=by, how="semi", nulls_equal=True)
-        if plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None):
+        capped = plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None)
+        if capped and isinstance(data, pl.DataFrame):
+            # an eager frame's own columns are read in place (the projection shares their buffers): the
+            # filter and the known keys become a mask, and the capped frame is never copied whole
             df = lf.collect()
-            if plan.max_groups is not None and by:
-                df = self._cap_groups(df, plan.group_pair, plan.max_groups)
-            if plan.max_rows is not None:
-                df = df.with_columns(
-                    pl.Series(_KEY, row_keys([series_codes(df.get_column(c)) for c in plan.columns]))
-                )
-                df = df.filter(pl.col(_KEY).rank("ordinal").over(plan.id) <= plan.max_rows)
-            lf = df.lazy()
+            keep = _kept(df, plan, _valid_rows(df, plan))
+            lf = df.lazy().filter(pl.Series(keep))
+        else:
+            if plan.predicate is not None:
+                lf = lf.filter(to_polars(plan.predicate))
+            if by and plan.keys is not None:
+                lf = lf.filter(in_known_keys(plan, lf.collect_schema()))
+            if capped:  # a lazy plan is evaluated once, filtered: its rows are read once
+                df = lf.collect()
+                lf = df.lazy().filter(pl.Series(_kept(df, plan, None)))
         aggs = [pl.len().cast(pl.Int64).alias("__dp_n")]
         for i, spec in enumerate(plan.sums):
             u = _grid_expr(spec) + (1 << 31)
@@ -320,22 +410,6 @@ class PolarsEngine:
             v = _policy_values(b)
             hit = v < b.value if b.strict else v <= b.value
             aggs.append(hit.cast(pl.Int64).sum().alias(f"__dp_b{i}"))
-        out = lf.group_by(by).agg(aggs).collect() if by else lf.select(aggs).collect()
+        # the streaming engine aggregates in batches (exact integer sums: the same totals in any order)
+        out = (lf.group_by(by).agg(aggs) if by else lf.select(aggs)).collect(engine="streaming")
         return collect_frame(out, plan)
-
-    @staticmethod
-    def _cap_groups(df: Any, pair: tuple[str, ...], max_groups: int) -> Any:
-        """Keep, per identifier, the rows of its ``max_groups`` groups with the smallest keys
-        ``row_keys([h(id), h(by_1), …])`` over ``pair`` (:attr:`Plan.group_pair`). Ranks are ordinal
-        (distinct), so never more than ``max_groups`` groups are kept; only a 64-bit collision between two
-        groups of one identifier (probability about ``2**-64`` per pair) would let row order choose between
-        them."""
-        import polars as pl
-
-        id_col = pair[0]
-        pairs = df.select(list(pair)).unique()
-        gkey = row_keys([series_codes(pairs.get_column(c)) for c in pair])
-        pairs = pairs.with_columns(pl.Series(_GKEY, gkey))
-        # ordinal ranks are distinct, so exactly min(G, groups) groups per identifier are kept
-        keep = pairs.filter(pl.col(_GKEY).rank("ordinal").over(id_col) <= max_groups).select(list(pair))
-        return df.join(keep, on=list(pair), how="semi", nulls_equal=True)

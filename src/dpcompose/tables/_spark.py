@@ -4,10 +4,12 @@ to the Polars engine. Imported only when a Spark DataFrame is seen, so ``import 
 How the specified hash (:mod:`dpcompose.transformations._hash`) runs inside Spark:
 
 * int and bool values: their int64 bit pattern, then SplitMix64 written in Spark SQL ``bigint``
-  operations. The two wrapping steps (``+`` and ``*`` modulo ``2**64``) are built from 16- and 32-bit
-  limbs whose partial products stay below ``2**50``, so no operation overflows and the result is the same
-  with ``spark.sql.ansi.enabled`` on (where a wrapping ``bigint`` product raises) or off. Everything
-  else is ``^``, ``&``, ``|``, ``shiftleft`` and ``shiftrightunsigned``, which never overflow.
+  operations. The two wrapping steps (``+`` and ``*`` modulo ``2**64``) are one native operation where
+  Spark's ``bigint`` arithmetic wraps (``spark.sql.ansi.enabled`` off, read from the expressions Spark
+  builds: :func:`wrapping_arithmetic`), else built from 16- and 32-bit limbs whose partial products stay
+  below ``2**50``, so no operation overflows where a wrapping ``bigint`` product raises (ANSI mode); the
+  bits are the same either way. Everything else is ``^``, ``&``, ``|``, ``shiftleft`` and
+  ``shiftrightunsigned``, which never overflow.
 * float values: the IEEE-754 bit pattern by ``java.lang.Double.doubleToLongBits`` (via Spark's
   ``reflect``), which maps every NaN to ``0x7FF8000000000000`` as the spec does; ``-0.0`` is read as
   ``0.0`` first.
@@ -53,13 +55,17 @@ __all__ = [
     "SparkEngine",
     "SparkUnavailable",
     "check_java",
+    "code_columns",
+    "fold_key",
     "is_spark_data",
     "local_session",
     "row_key_column",
     "signed_int64",
     "splitmix_columns",
+    "string_code_frame",
     "string_code_table",
     "string_code_udf",
+    "wrapping_arithmetic",
 ]
 
 _M32 = 0xFFFFFFFF
@@ -247,6 +253,7 @@ class SelectSteps:
 
     def __init__(self, df: Any) -> None:
         self.df, self.base, self.n = df, list(df.columns), 0
+        self.wraps = wrapping_arithmetic()  # bigint + and * wrap here: SplitMix64 in native operations
 
     def step(self, exprs: list[Any], keep: bool = False) -> list[Any]:
         """Materialise ``exprs`` (dropping the previous step's columns, unless kept); references to the new
@@ -262,22 +269,43 @@ class SelectSteps:
         return [F.col(n) for n in names]
 
 
-def _add(c: Any, g: int) -> Any:
-    """``c + g`` modulo ``2**64`` (``c`` a bigint column reference, ``g`` an unsigned 64-bit constant), in
-    32-bit limbs: no intermediate reaches ``2**34``."""
+def wrapping_arithmetic() -> bool:
+    """Whether the ``bigint`` ``+`` and ``*`` that PySpark builds now wrap modulo ``2**64`` (Spark's legacy
+    evaluation, ``spark.sql.ansi.enabled`` off), read from the evaluation mode bound into a probe of each:
+    Spark binds it when it builds an expression, so expressions built next in this thread wrap too, even
+    if the setting changes before their job runs. Anything unexpected (another Spark version's
+    internals) answers False, and the limb arithmetic that never overflows is used."""
     from pyspark.sql import functions as F
 
+    try:
+        probes = (F.lit(1) + F.lit(1), F.lit(1) * F.lit(1))
+        return all(str(p._jc.expr().evalMode().toString()) == "LEGACY" for p in probes)
+    except Exception:  # no evalMode on this version, or a Spark Connect column: the safe path
+        return False
+
+
+def _add(c: Any, g: int, wraps: bool = False) -> Any:
+    """``c + g`` modulo ``2**64`` (``c`` a bigint column reference, ``g`` an unsigned 64-bit constant): one
+    addition when ``wraps`` (:func:`wrapping_arithmetic`), else in 32-bit limbs: no intermediate reaches
+    ``2**34``."""
+    from pyspark.sql import functions as F
+
+    if wraps:
+        return c + F.lit(signed_int64(g))
     lo = c.bitwiseAND(F.lit(_M32)) + F.lit(g & _M32)
     hi = (F.shiftrightunsigned(c, 32) + F.lit(g >> 32) + F.shiftright(lo, 32)).bitwiseAND(F.lit(_M32))
     return F.shiftleft(hi, 32).bitwiseOR(lo.bitwiseAND(F.lit(_M32)))
 
 
-def _mul(x: Any, m: int) -> Any:
-    """``x * m`` modulo ``2**64``: with ``x = a·2**32 + b`` and ``m = c·2**32 + d`` the low word is that of
-    ``b·d`` and the high word is ``hi(b·d) + a·d + b·c`` modulo ``2**32``; ``d`` and ``c`` are split into
-    16-bit halves so every partial product is below ``2**48`` and every sum below ``2**51``."""
+def _mul(x: Any, m: int, wraps: bool = False) -> Any:
+    """``x * m`` modulo ``2**64``: one product when ``wraps`` (:func:`wrapping_arithmetic`), else with
+    ``x = a·2**32 + b`` and ``m = c·2**32 + d`` the low word is that of ``b·d`` and the high word is
+    ``hi(b·d) + a·d + b·c`` modulo ``2**32``; ``d`` and ``c`` are split into 16-bit halves so every partial
+    product is below ``2**48`` and every sum below ``2**51``."""
     from pyspark.sql import functions as F
 
+    if wraps:
+        return x * F.lit(signed_int64(m))
     c, d = m >> 32, m & _M32
     d1, d0, c1, c0 = d >> 16, d & _M16, c >> 16, c & _M16
     a = F.shiftrightunsigned(x, 32)
@@ -300,9 +328,10 @@ def splitmix_columns(s: SelectSteps, xs: list[Any]) -> list[Any]:
     """SplitMix64's output function (the spec of :mod:`dpcompose.transformations._hash`) on each expression of
     ``xs`` (each used twice, so keep them small), in three ``select``s; the last xorshift is returned
     unmaterialised, for the next step to use."""
-    z0 = s.step([_add(x, int(SPLITMIX_GAMMA)) for x in xs])
-    z2 = s.step([_mul(_xorshift(z, 30), int(SPLITMIX_M1)) for z in z0])
-    z4 = s.step([_mul(_xorshift(z, 27), int(SPLITMIX_M2)) for z in z2])
+    w = s.wraps
+    z0 = s.step([_add(x, int(SPLITMIX_GAMMA), w) for x in xs])
+    z2 = s.step([_mul(_xorshift(z, 30), int(SPLITMIX_M1), w) for z in z0])
+    z4 = s.step([_mul(_xorshift(z, 27), int(SPLITMIX_M2), w) for z in z2])
     return [_xorshift(z, 31) for z in z4]
 
 
@@ -349,17 +378,21 @@ def string_code_table(df: Any, name: str) -> Any:
     either way far less than a Python call per row. Coding the values of the unfiltered column covers every
     value a filtered, capped subset holds."""
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     distinct = df.select(F.col(name).alias("__dp_sv")).where(F.col("__dp_sv").isNotNull()).distinct()
     few = distinct.limit(FEW_STRINGS + 1).collect()
     if len(few) <= FEW_STRINGS:
-        schema = T.StructType(
-            [T.StructField("__dp_sv", T.StringType()), T.StructField("__dp_sc", T.LongType())]
-        )
-        table = [(r[0], signed_int64(string_code(r[0]))) for r in few]
-        return F.broadcast(df.sparkSession.createDataFrame(table, schema))
+        return string_code_frame(df.sparkSession, [r[0] for r in few])
     return distinct.select(F.col("__dp_sv"), string_code_udf()(F.col("__dp_sv")).alias("__dp_sc"))
+
+
+def string_code_frame(spark: Any, values: list[str]) -> Any:
+    """The broadcast frame ``(__dp_sv, __dp_sc)`` of ``values`` (public strings, coded on the driver)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField("__dp_sv", T.StringType()), T.StructField("__dp_sc", T.LongType())])
+    return F.broadcast(spark.createDataFrame([(v, signed_int64(string_code(v))) for v in values], schema))
 
 
 def row_key_column(
@@ -371,6 +404,20 @@ def row_key_column(
     from pyspark.sql import functions as F
 
     original = list(df.columns)
+    s, codes = code_columns(df, columns, kinds, tables)
+    key = fold_key(s, [codes[c] for c in columns])
+    return s.df.select(*[F.col(c) for c in original], key.alias(out))
+
+
+def code_columns(
+    df: Any, columns: list[str], kinds: Mapping[str, str], tables: Mapping[str, Any]
+) -> tuple[SelectSteps, dict[str, Any]]:
+    """The specified code of each of ``columns`` (:mod:`dpcompose.transformations._hash`, as a signed
+    bigint), as materialised columns carried through every later step of the returned :class:`SelectSteps`, and
+    references to them. ``tables``: for each string column, its :func:`string_code_table` frame (joined
+    once)."""
+    from pyspark.sql import functions as F
+
     strings = {c: f"__dp_sc{i}" for i, c in enumerate(columns) if kinds[c] == "str"}
     for c, code_col in strings.items():
         table = tables[c].select(F.col("__dp_sv").alias(f"{code_col}_v"), F.col("__dp_sc").alias(code_col))
@@ -384,11 +431,19 @@ def row_key_column(
     for c in columns:
         code = F.col(strings[c]) if c in strings else mixed[c]
         codes.append(F.when(F.col(c).isNull(), null).otherwise(code))
-    codes = s.step(codes, keep=True)
+    return s, dict(zip(columns, s.step(codes, keep=True), strict=True))
+
+
+def fold_key(s: SelectSteps, codes: list[Any]) -> Any:
+    """The key ``acc = splitmix64(acc ^ code)`` from :data:`~dpcompose.transformations._hash.ROW_SEED` over
+    the code columns ``codes`` (in order), as ``key ^ 2**63`` (its signed order is the key's unsigned order);
+    unmaterialised, for the caller's next step."""
+    from pyspark.sql import functions as F
+
     acc: Any = F.lit(signed_int64(int(ROW_SEED)))
     for code in codes:
         acc = splitmix_columns(s, [acc.bitwiseXOR(code)])[0]
-    return s.df.select(*[F.col(c) for c in original], acc.bitwiseXOR(F.lit(_SIGN)).alias(out))
+    return acc.bitwiseXOR(F.lit(_SIGN))
 
 
 def _grid_col(spec: SumSpec) -> Any:
@@ -473,7 +528,6 @@ class SparkEngine:
         return alive
 
     def aggregate(self, data: Any, plan: Plan) -> Aggregates:
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         kinds = self.schema(data)
@@ -487,26 +541,12 @@ class SparkEngine:
             df = df.filter(to_spark(plan.predicate))
         by = list(plan.by)
         capped = plan.id is not None and (plan.max_rows is not None or plan.max_groups is not None)
-        tables = {c: string_code_table(df, c) for c in plan.columns if capped and kinds[c] == "str"}
         if by and plan.keys is not None:
             keys = F.broadcast(self._keys_frame(data.sparkSession, plan, df.schema))  # public, small
             cond = [df[c].eqNullSafe(keys[f"__dp_k_{c}"]) for c in by]
             df = df.join(keys, on=cond, how="left_semi")
-        if plan.id is not None and plan.max_groups is not None and by:
-            gcols = list(plan.group_pair)
-            pairs = df.select(*gcols).distinct()
-            pairs = row_key_column(pairs, gcols, kinds, "__dp_gkey", tables)
-            w = Window.partitionBy(plan.id).orderBy(F.col("__dp_gkey"))
-            keep = pairs.withColumn("__dp_r", F.row_number().over(w)).filter(
-                F.col("__dp_r") <= plan.max_groups
-            )
-            keep = keep.select(*[F.col(c).alias(f"__dp_k_{c}") for c in gcols])
-            cond = [df[c].eqNullSafe(keep[f"__dp_k_{c}"]) for c in gcols]
-            df = df.join(keep, on=cond, how="left_semi")
-        if plan.id is not None and plan.max_rows is not None:
-            df = row_key_column(df, list(plan.columns), kinds, "__dp_key", tables)
-            w = Window.partitionBy(plan.id).orderBy(F.col("__dp_key"))
-            df = df.withColumn("__dp_r", F.row_number().over(w)).filter(F.col("__dp_r") <= plan.max_rows)
+        if capped:
+            df = self._capped(df, plan, kinds)
         aggs = [F.count(F.lit(1)).alias("__dp_n")]
         for i, spec in enumerate(plan.sums):
             u = _grid_col(spec) + F.lit(1 << 31)  # in [0, 2**32]
@@ -519,6 +559,44 @@ class SparkEngine:
             hit = v < F.lit(b.value) if b.strict else v <= F.lit(b.value)
             aggs.append(F.sum(hit.cast("bigint")).alias(f"__dp_b{i}"))
         return collect_rows(df.groupBy(*by).agg(*aggs).collect(), plan)
+
+    @staticmethod
+    def _capped(df: Any, plan: Plan, kinds: Mapping[str, str]) -> Any:
+        """``df`` after the caps, in one window partitioned by the identifier: the rows of the
+        identifier's ``max_groups`` groups with the smallest group keys (``dense_rank`` by the key, then by
+        the group's values: distinct groups get distinct ranks, so a 64-bit collision never lets more
+        than ``max_groups`` through), then its ``max_rows`` rows with the smallest row keys
+        (``row_number``; equal keys are identical rows). Both keys are computed once per row, over one set
+        of code columns; the second window reuses the first one's partitioning (no second shuffle)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        assert plan.id is not None
+        original = list(df.columns)
+        tables: dict[str, Any] = {}
+        for c in plan.columns:
+            if kinds[c] != "str":
+                continue
+            if c in plan.by and plan.keys is not None:  # the rows hold only the keys' values: no job
+                values = sorted({k[plan.by.index(c)] for k in plan.keys} - {None})
+                tables[c] = string_code_frame(df.sparkSession, values)
+            else:
+                tables[c] = string_code_table(df, c)
+        s, codes = code_columns(df, list(plan.columns), kinds, tables)
+        max_groups = plan.max_groups if plan.by else None  # without a group-by, no group cap
+        keys = []  # each materialised before the next is folded (a fold's steps drop unkept columns)
+        if max_groups is not None:
+            keys += s.step([fold_key(s, [codes[c] for c in plan.group_pair])], keep=True)
+        if plan.max_rows is not None:
+            keys += s.step([fold_key(s, [codes[c] for c in plan.columns])], keep=True)
+        df = s.df.select(*[F.col(c) for c in original], *keys)  # the code columns are not shuffled
+        if max_groups is not None:
+            w = Window.partitionBy(plan.id).orderBy(keys[0], *[F.col(c) for c in plan.group_pair[1:]])
+            df = df.withColumn("__dp_g", F.dense_rank().over(w)).filter(F.col("__dp_g") <= max_groups)
+        if plan.max_rows is not None:
+            w = Window.partitionBy(plan.id).orderBy(keys[-1])
+            df = df.withColumn("__dp_r", F.row_number().over(w)).filter(F.col("__dp_r") <= plan.max_rows)
+        return df.select(*[F.col(c) for c in original])
 
     @staticmethod
     def _keys_frame(spark: Any, plan: Plan, schema: Any) -> Any:

@@ -27,8 +27,7 @@ import numpy.typing as npt
 from dpcompose.transformations._hash import (
     NULL_CODE,
     ROW_SEED,
-    SPLITMIX_GAMMA,
-    splitmix64_inplace,
+    fold_row_key,
     string_code,
     value_codes,
 )
@@ -161,11 +160,8 @@ def column_keys(columns: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any] |
     """The key ``K`` of every row from its plain columns (as :func:`plain_row_key` row by row), one
     column's codes in memory at a time."""
     acc = np.full(len(columns[0][0]), ROW_SEED, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for values, nulls in columns:
-            acc ^= value_codes(values, nulls)
-            acc += SPLITMIX_GAMMA
-            splitmix64_inplace(acc)
+    for values, nulls in columns:
+        fold_row_key(acc, value_codes(values, nulls))
     return acc
 
 
