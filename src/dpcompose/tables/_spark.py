@@ -413,8 +413,8 @@ def code_columns(
     df: Any, columns: list[str], kinds: Mapping[str, str], tables: Mapping[str, Any]
 ) -> tuple[SelectSteps, dict[str, Any]]:
     """The specified code of each of ``columns`` (:mod:`dpcompose.transformations._hash`, as a signed
-    bigint), as materialised columns carried through every later step of the returned :class:`SelectSteps`, and
-    references to them. ``tables``: for each string column, its :func:`string_code_table` frame (joined
+    bigint), as materialised columns carried through every later step of the returned
+    :class:`SelectSteps`, and references to them. ``tables``: for each string column, its :func:`string_code_table` frame (joined
     once)."""
     from pyspark.sql import functions as F
 
