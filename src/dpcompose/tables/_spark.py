@@ -414,8 +414,8 @@ def code_columns(
 ) -> tuple[SelectSteps, dict[str, Any]]:
     """The specified code of each of ``columns`` (:mod:`dpcompose.transformations._hash`, as a signed
     bigint), as materialised columns carried through every later step of the returned
-    :class:`SelectSteps`, and references to them. ``tables``: for each string column, its :func:`string_code_table` frame (joined
-    once)."""
+    :class:`SelectSteps`, and references to them. ``tables``: for each string column, its
+    :func:`string_code_table` frame (joined once)."""
     from pyspark.sql import functions as F
 
     strings = {c: f"__dp_sc{i}" for i, c in enumerate(columns) if kinds[c] == "str"}
