@@ -140,6 +140,34 @@ def _cells(shape: tuple[int, ...]) -> int:
     return size
 
 
+class _TableCounter:
+    """Each marginal's flat cell counts of a dataset (records coded once per column)."""
+
+    def __init__(
+        self,
+        marginals: tuple[Marginal, ...],
+        domains: Mapping[Hashable, CategoricalDomain],
+        shapes: Sequence[tuple[int, ...]],
+    ) -> None:
+        self.marginals = marginals
+        self.shapes = list(shapes)
+        self.keys = sorted({key for marginal in marginals for key in marginal}, key=repr)
+        self.coders = {key: _ColumnCoder(domains[key], key) for key in self.keys}
+
+    def tables(self, data: Any) -> list[Counts]:
+        values = data.tolist() if isinstance(data, np.ndarray) else data
+        codes = {key: np.fromiter(map(self.coders[key].code, values), dtype=np.intp) for key in self.keys}
+        parts = []
+        for marginal, shape in zip(self.marginals, self.shapes, strict=True):
+            columns_codes = [codes[key] for key in marginal]
+            valid = np.ones(len(columns_codes[0]), dtype=bool)
+            for c in columns_codes:
+                valid &= c >= 0
+            flat = np.ravel_multi_index(tuple(c[valid] for c in columns_codes), shape)
+            parts.append(np.bincount(flat, minlength=_cells(shape)).astype(np.int64))
+        return parts
+
+
 @recorded
 def make_marginals(
     input_domain: Domain,
@@ -227,24 +255,13 @@ def make_marginals(
     sizes = [_cells(shape) for shape in shapes]
     if sum(sizes) > MAX_CELLS:
         raise InvalidParameter(f"columns: the marginals have {sum(sizes)} cells: at most 2**22 are supported")
-    keys = sorted(domains, key=repr)
-    coders = {key: _ColumnCoder(domains[key], key) for key in keys}
+    counter = _TableCounter(marginals, domains, shapes)
     t = len(marginals)
     w = sum(2 if size >= 2 else 1 for size in sizes)
     per = w if isinstance(input_metric, ChangeOneDistance) else t
 
     def run(data: Any) -> Counts:
-        values = data.tolist() if isinstance(data, np.ndarray) else data
-        codes = {key: np.fromiter(map(coders[key].code, values), dtype=np.intp) for key in keys}
-        parts = []
-        for marginal, shape, size in zip(marginals, shapes, sizes, strict=True):
-            columns_codes = [codes[key] for key in marginal]
-            valid = np.ones(len(columns_codes[0]), dtype=bool)
-            for c in columns_codes:
-                valid &= c >= 0
-            flat = np.ravel_multi_index(tuple(c[valid] for c in columns_codes), shape)
-            parts.append(np.bincount(flat, minlength=size).astype(np.int64))
-        return np.concatenate(parts)
+        return np.concatenate(counter.tables(data))
 
     def stability(d_in: int) -> Fraction:
         if isinstance(out_metric, L1Distance):
