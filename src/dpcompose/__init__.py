@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dpcompose import (
     accounting,
+    algorithms,
     accuracy,
     analysis,
     combinators,

@@ -30,8 +30,8 @@ from dpcompose.transformations._workload import make_workload, make_workload_err
 
 __all__ = [
     "make_b_ary_tree",
-    "make_category_codes",
     "make_bound_contributions",
+    "make_category_codes",
     "make_clamp",
     "make_clip_l1",
     "make_clip_l2",
