@@ -250,7 +250,7 @@ def make_aim(
     d_in: int = 1,
     rounds: int | None = None,
     measure_split: float = 0.9,
-    iterations: int = 300,
+    iterations: int = 200,
 ) -> Measurement[Any, MarginalModel, int, Fraction]:
     """AIM: a synthetic-data model of categorical records, fitted to marginals chosen adaptively for a
     workload, ρ-zCDP at ``d_in`` (McKenna–Mullins–Sheldon–Miklau 2022, Alg. 1).
@@ -281,7 +281,7 @@ def make_aim(
         d_in: the neighbouring distance the budget is for.
         rounds: the planned number of rounds ``T`` (default 16 × the number of columns).
         measure_split: the share of each round's budget spent on measuring (α; the rest selects).
-        iterations: the most mirror-descent steps of each refit.
+        iterations: the most L-BFGS iterations of each refit.
 
     Raises:
         InvalidParameter: malformed categories, workload or parameters; a joint table over 2**22 cells;

@@ -5,16 +5,15 @@ Post-processing only: everything here reads released noisy marginals and public 
 The model is the maximum-entropy family of Private-PGM (McKenna–Sheldon–Miklau 2019): the joint
 distribution ``p ∝ exp(Σ_C θ_C)`` with one log-potential table per measured clique ``C``. It is stored as
 the dense joint table (``p`` over the product of all columns' categories, at most :data:`MAX_MODEL_CELLS`
-cells), which makes every marginal an exact sum, and is fitted by entropic mirror descent on the
-Gaussian-likelihood loss ``L(p) = Σᵢ ‖n·Mᵢp − yᵢ‖² / (2σᵢ²)``: ``log p ← log p − η·∇L(p)``, renormalised.
-Each gradient is a sum of the measured cliques' tables broadcast back over the joint, so the iterates stay
-in the product-of-cliques family (McKenna et al. 2019 §4: mirror descent on the marginal polytope).
+cells), which makes every marginal an exact sum; the potentials are fitted to the Gaussian-likelihood loss
+``L(p) = Σᵢ ‖n·Mᵢp − yᵢ‖² / (2σᵢ²)`` by L-BFGS (:func:`fit_model`). Private-PGM itself uses a junction
+tree, which scales to large domains; the dense table is the small-domain version of the same model.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +50,8 @@ class MarginalModel:
         log_p: the joint log-probabilities (normalised), of shape ``(len(categories[c]) for c in columns)``.
         total: the number of records the model stands for.
         measurements: the noisy marginals it was fitted to.
+        potentials: the log-potential table of each largest measured clique (keyed by axis positions):
+            ``log_p`` is their broadcast sum, normalised (a warm start for the next fit).
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class MarginalModel:
         log_p: FloatArray,
         total: float,
         measurements: Sequence[NoisyMarginal] = (),
+        potentials: Mapping[tuple[int, ...], FloatArray] | None = None,
     ) -> None:
         self.columns: tuple[Hashable, ...] = tuple(columns)
         self.categories = {c: tuple(categories[c]) for c in self.columns}
@@ -67,6 +69,7 @@ class MarginalModel:
         self.log_p = log_p
         self.total = float(total)
         self.measurements: tuple[NoisyMarginal, ...] = tuple(measurements)
+        self.potentials: dict[tuple[int, ...], FloatArray] = dict(potentials or {})
         self._axis = {c: i for i, c in enumerate(self.columns)}
 
     @classmethod
@@ -153,28 +156,87 @@ def _marginal(p: FloatArray, axes: Sequence[int]) -> FloatArray:
     return np.transpose(table, [kept.index(a) for a in axes])
 
 
+def lbfgs(
+    f: Callable[[FloatArray], tuple[float, FloatArray]],
+    x: FloatArray,
+    iterations: int,
+    tolerance: float,
+    memory: int = 10,
+) -> FloatArray:
+    """Minimise a smooth ``f`` (returning its value and gradient) from ``x`` by L-BFGS with a backtracking
+    (Armijo) line search; stop after ``iterations`` steps, or when a step improves ``f`` by less than
+    ``tolerance`` times its value.
+
+    Source: Liu–Nocedal 1989; Nocedal–Wright 2006 Alg. 7.4 (the two-loop recursion) and Alg. 3.1.
+    """
+    value, grad = f(x)
+    history: list[tuple[FloatArray, FloatArray, float]] = []
+    for _ in range(iterations):
+        q = grad.copy()
+        alphas = []
+        for s_k, y_k, rho_k in reversed(history):
+            a = rho_k * float(s_k @ q)
+            alphas.append(a)
+            q -= a * y_k
+        if history:
+            s_k, y_k, _ = history[-1]
+            q *= float(s_k @ y_k) / float(y_k @ y_k)
+        else:
+            q *= 1.0 / max(float(np.abs(grad).max()), 1e-300)
+        for (s_k, y_k, rho_k), a in zip(history, reversed(alphas), strict=True):
+            q += (a - rho_k * float(y_k @ q)) * s_k
+        direction = -q
+        slope = float(grad @ direction)
+        if slope >= 0:  # not a descent direction: restart from the gradient
+            history.clear()
+            direction = -grad / max(float(np.abs(grad).max()), 1e-300)
+            slope = float(grad @ direction)
+        if slope == 0:
+            break
+        step = 1.0
+        while True:
+            candidate = x + step * direction
+            new_value, new_grad = f(candidate)
+            if new_value <= value + 1e-4 * step * slope or step < 1e-20:
+                break
+            step /= 2
+        s_new, y_new = candidate - x, new_grad - grad
+        curvature = float(s_new @ y_new)
+        if curvature > 1e-12 * float(np.sqrt((s_new @ s_new) * (y_new @ y_new))):
+            history.append((s_new, y_new, 1.0 / curvature))
+            if len(history) > memory:
+                history.pop(0)
+        improved = value - new_value
+        x, value, grad = candidate, new_value, new_grad
+        if improved <= tolerance * max(abs(value), 1e-300):
+            break
+    return x
+
+
 def fit_model(
     model: MarginalModel,
     measured: Sequence[NoisyMarginal],
     *,
-    iterations: int = 500,
-    tolerance: float = 1e-7,
+    iterations: int = 200,
+    tolerance: float = 1e-10,
 ) -> MarginalModel:
-    """The model fitted to the noisy marginals by entropic mirror descent, warm-started at ``model``.
+    """The model fitted to the noisy marginals, warm-started at ``model``'s potentials.
 
-    The total is the inverse-variance-weighted mean of the measurements' noisy sums (at least 1). The step
-    size starts at ``1/Σᵢ(n/σᵢ)²`` (the loss is that smooth in L1: the iteration never increases it) and is
-    doubled after each accepted step and halved until the loss does not increase (Armijo backtracking).
+    The model is ``p ∝ exp(Σ_T φ_T)`` with one log-potential table ``φ_T`` per largest measured clique
+    ``T`` (a clique inside another adds no freedom); the potentials minimise the Gaussian-likelihood loss
+    ``L = Σᵢ ‖n·Mᵢp − yᵢ‖² / (2σᵢ²)`` by L-BFGS (the gradient in ``φ_T`` is the ``T``-marginal of
+    ``p·(G − E_p[G])`` with ``G = ∇_p L``). The total ``n`` is the inverse-variance-weighted mean of the
+    measurements' noisy sums (at least 1).
 
     Args:
         model: the starting point (its columns and categories are the model's).
         measured: the noisy marginals.
-        iterations: the most mirror-descent steps.
-        tolerance: stop when a step improves the loss by less than this fraction.
+        iterations: the most L-BFGS iterations.
+        tolerance: stop when an iteration improves the loss by less than this fraction.
 
-    Source: McKenna–Sheldon–Miklau 2019 (Private-PGM, §4: mirror descent over the marginal polytope);
-    Beck–Teboulle 2003 (entropic mirror descent). Post-processing: no privacy cost (Dwork–Roth 2014 Prop.
-    2.1).
+    Source: McKenna–Sheldon–Miklau 2019 (Private-PGM: the graphical model over the measured cliques, fitted
+    to noisy marginals by the Gaussian likelihood); Liu–Nocedal 1989 (L-BFGS). Post-processing: no privacy
+    cost (Dwork–Roth 2014 Prop. 2.1).
     """
     if not measured:
         return model
@@ -193,46 +255,56 @@ def fit_model(
     total = max(
         1.0, sum(float(np.sum(y)) * w for y, w in grouped.values()) / sum(w for _, w in grouped.values())
     )
-    # each clique is read from (and pushes its gradient through) a largest measured clique containing it:
-    # one pass over the joint per largest clique
+    # each clique is read from (and pushes its gradient through) a largest measured clique containing it,
+    # which also holds the only potential: one pass over the joint per largest clique
     cliques = list(grouped)
     tops = [c for c in cliques if not any(set(c) < set(o) for o in cliques)]
     home = {c: next(t for t in tops if set(c) <= set(t)) for c in cliques}
+    shapes = [tuple(model.shape[a] for a in top) for top in tops]
+    sizes = [math.prod(shape) for shape in shapes]
+    start = [np.zeros(shape) for shape in shapes]
+    for axes, table in model.potentials.items():  # warm start: each old potential folded into its top
+        where = next((i for i, t in enumerate(tops) if set(axes) <= set(t)), None)
+        if where is not None:
+            start[where] = start[where] + _expand(table, axes, tops[where])
 
-    def loss_and_grad(log_p: FloatArray) -> tuple[float, FloatArray]:
-        p = np.exp(log_p)
+    def unpack(x: FloatArray) -> list[FloatArray]:
+        out, at = [], 0
+        for shape, size in zip(shapes, sizes, strict=True):
+            out.append(x[at : at + size].reshape(shape))
+            at += size
+        return out
+
+    def log_joint(phis: list[FloatArray]) -> FloatArray:
+        theta = np.zeros(model.shape)
+        for top, phi in zip(tops, phis, strict=True):
+            theta += _expand(phi, top, range(ndim))
+        peak = float(np.max(theta))
+        return theta - (peak + math.log(float(np.sum(np.exp(theta - peak)))))
+
+    def loss_and_grad(x: FloatArray) -> tuple[float, FloatArray]:
+        p = np.exp(log_joint(unpack(x)))
         loss = 0.0
-        grad = np.zeros_like(p)
+        big = np.zeros(model.shape)
+        marginals = []
         for top in tops:
-            mu = total * _marginal(p, top)
+            mu = _marginal(p, top)
+            marginals.append(mu)
             g = np.zeros_like(mu)
             for c in cliques:
-                if home[c] != top:
-                    continue
-                y, w = grouped[c]
-                diff = _reduce(mu, top, c) - y
-                loss += 0.5 * w * float(np.sum(diff * diff))
-                g = g + _expand(w * total * diff, c, top)
-            grad += _expand(g, top, range(ndim))
-        return loss, grad
+                if home[c] == top:
+                    y, w = grouped[c]
+                    diff = total * _reduce(mu, top, c) - y
+                    loss += 0.5 * w * float(np.sum(diff * diff))
+                    g = g + _expand(w * total * diff, c, top)
+            big += _expand(g, top, range(ndim))
+        weighted = p * big
+        mean = float(np.sum(weighted))
+        grads = [_marginal(weighted, top) - mean * mu for top, mu in zip(tops, marginals, strict=True)]
+        return loss, np.concatenate([g.reshape(-1) for g in grads])
 
-    def normalise(log_p: FloatArray) -> FloatArray:
-        top = float(np.max(log_p))
-        return log_p - (top + math.log(float(np.sum(np.exp(log_p - top)))))
-
-    log_p = model.log_p
-    step = 1.0 / sum(total * total * w for _, w in grouped.values())
-    loss, grad = loss_and_grad(log_p)
-    for _ in range(iterations):
-        while True:
-            candidate = normalise(log_p - step * grad)
-            new_loss, new_grad = loss_and_grad(candidate)
-            if new_loss <= loss or step < 1e-300:
-                break
-            step /= 2
-        improved = loss - new_loss
-        log_p, loss, grad = candidate, new_loss, new_grad
-        step *= 2
-        if improved <= tolerance * max(loss, 1e-300):
-            break
-    return MarginalModel(model.columns, model.categories, log_p, total, measured)
+    x = lbfgs(loss_and_grad, np.concatenate([s.reshape(-1) for s in start]), iterations, tolerance)
+    phis = unpack(x)
+    potentials = dict(zip(tops, phis, strict=True))
+    log_p = log_joint(phis)
+    return MarginalModel(model.columns, model.categories, log_p, total, measured, potentials)
