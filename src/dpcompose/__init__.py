@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dpcompose import (
     accounting,
-    algorithms,
     accuracy,
+    algorithms,
     analysis,
     combinators,
     core,
@@ -155,6 +155,7 @@ __all__ = [
     "__version__",
     "accounting",
     "accuracy",
+    "algorithms",
     "analysis",
     "binary_search_param",
     "calibrate_noise",

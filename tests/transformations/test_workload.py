@@ -311,7 +311,7 @@ def _marginal_errors_worst_case(
     neighbouring datasets of up to 2 records, under references that let it be attained (a change moves a
     unit from an over-estimated cell to an under-estimated one)."""
     rows = dp.VectorDomain(dp.AtomDomain(tuple))
-    shapes = [tuple(len(MARGINAL_CATS[k]) for k in m) for m in chosen]
+    shapes = [tuple(2 for _ in m) for m in chosen]  # every MARGINAL_CATS column has 2 categories
     w = weights[: len(chosen)]
     metric = CHG if change_one else SYM
     data = multisets(RECORD_UNIVERSE, 2)
@@ -369,7 +369,8 @@ def test_marginal_errors_refuse_malformed_references() -> None:
     with pytest.raises(InvalidParameter, match="weights"):
         dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, weights=[0, 1])
     with pytest.raises(InvalidParameter, match="offsets"):
-        dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, offsets=[1.5, 0])
+        bad_offsets: Any = [1.5, 0]
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, offsets=bad_offsets)
     with pytest.raises(InvalidParameter, match="2\\*\\*53"):
         dp.t.make_marginal_errors(rows, SYM, cols, cats, [np.array([2**60, 0]), ok[1]])
 
@@ -379,7 +380,11 @@ def test_category_codes_give_the_records_marginals_vectorised() -> None:
     ``1`` all code to -1), and the integer-array path equals the per-record path on its ``tolist()``."""
     rng = np.random.default_rng(3)
     cats = {"a": [0, 1, 2], "b": ["x", "y"], "c": [1, -7, 2**40]}
-    values = {"a": [0, 1, 2, 3, True, None], "b": ["x", "y", "z", 0], "c": [1, -7, 2**40, 5, 1.0]}
+    values: dict[str, list[Any]] = {
+        "a": [0, 1, 2, 3, True, None],
+        "b": ["x", "y", "z", 0],
+        "c": [1, -7, 2**40, 5, 1.0],
+    }
     records: list[dict[str, Any]] = []
     for _ in range(300):
         record = {k: v[int(rng.integers(len(v)))] for k, v in values.items()}
