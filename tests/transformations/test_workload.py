@@ -368,8 +368,8 @@ def test_marginal_errors_refuse_malformed_references() -> None:
         dp.t.make_marginal_errors(rows, SYM, cols, cats, ok[:1])
     with pytest.raises(InvalidParameter, match="weights"):
         dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, weights=[0, 1])
+    bad_offsets: Any = [1.5, 0]
     with pytest.raises(InvalidParameter, match="offsets"):
-        bad_offsets: Any = [1.5, 0]
         dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, offsets=bad_offsets)
     with pytest.raises(InvalidParameter, match="2\\*\\*53"):
         dp.t.make_marginal_errors(rows, SYM, cols, cats, [np.array([2**60, 0]), ok[1]])
