@@ -250,7 +250,7 @@ def make_aim(
     d_in: int = 1,
     rounds: int | None = None,
     measure_split: float = 0.9,
-    iterations: int = 200,
+    iterations: int = 100,
 ) -> Measurement[Any, MarginalModel, int, Fraction]:
     """AIM: a synthetic-data model of categorical records, fitted to marginals chosen adaptively for a
     workload, ρ-zCDP at ``d_in`` (McKenna–Mullins–Sheldon–Miklau 2022, Alg. 1).

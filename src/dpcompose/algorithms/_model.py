@@ -67,6 +67,8 @@ class MarginalModel:
         self.categories = {c: tuple(categories[c]) for c in self.columns}
         self.shape = tuple(len(self.categories[c]) for c in self.columns)
         self.log_p = log_p
+        self.p: FloatArray = np.exp(log_p)
+        """The joint probabilities (summing to 1)."""
         self.total = float(total)
         self.measurements: tuple[NoisyMarginal, ...] = tuple(measurements)
         self.potentials: dict[tuple[int, ...], FloatArray] = dict(potentials or {})
@@ -86,13 +88,10 @@ class MarginalModel:
             )
         return cls(columns, categories, np.full(shape, -math.log(cells)), total)
 
-    def probabilities(self) -> FloatArray:
-        """The joint probabilities (summing to 1)."""
-        return np.exp(self.log_p)
 
     def project(self, clique: Sequence[Hashable]) -> FloatArray:
         """The model's marginal over ``clique`` (expected counts, axes in the clique's order)."""
-        return self.total * _marginal(self.probabilities(), [self._axis[c] for c in clique])
+        return self.total * _marginal(self.p, [self._axis[c] for c in clique])
 
     def synthesize(
         self, n: int | None = None, *, rng: np.random.Generator | None = None
@@ -107,7 +106,7 @@ class MarginalModel:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise InvalidParameter(f"n={n!r} must be a non-negative int")
         gen = rng if rng is not None else np.random.default_rng()
-        p = self.probabilities().reshape(-1)
+        p = self.p.reshape(-1)
         cells = gen.choice(p.size, size=size, p=p / p.sum())
         codes = np.unravel_index(cells, self.shape)
         cats = [self.categories[c] for c in self.columns]
@@ -217,8 +216,8 @@ def fit_model(
     model: MarginalModel,
     measured: Sequence[NoisyMarginal],
     *,
-    iterations: int = 200,
-    tolerance: float = 1e-10,
+    iterations: int = 100,
+    tolerance: float = 1e-7,
 ) -> MarginalModel:
     """The model fitted to the noisy marginals, warm-started at ``model``'s potentials.
 
