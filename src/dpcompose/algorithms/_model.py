@@ -88,7 +88,6 @@ class MarginalModel:
             )
         return cls(columns, categories, np.full(shape, -math.log(cells)), total)
 
-
     def project(self, clique: Sequence[Hashable]) -> FloatArray:
         """The model's marginal over ``clique`` (expected counts, axes in the clique's order)."""
         return self.total * _marginal(self.p, [self._axis[c] for c in clique])
