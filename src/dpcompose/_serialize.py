@@ -16,7 +16,8 @@ any size, strings, booleans and ``null`` are themselves.
 
 Loading calls only the constructors listed in the public ``__all__`` of :mod:`dpcompose.transformations`,
 :mod:`dpcompose.measurements`, :mod:`dpcompose.combinators`, :mod:`dpcompose.core`,
-:mod:`dpcompose.tables` (domains and columns) and the value classes of :mod:`dpcompose.accounting`: no
+:mod:`dpcompose.tables` (domains and columns), :mod:`dpcompose.algorithms` and the value classes of
+:mod:`dpcompose.accounting`: no
 ``importlib`` of stored names, no ``eval``, no ``pickle``. A user's function (a predicate, a row map, a
 post-processor, the parts of ``dp.make_user_measurement``) is stored by the name it was registered under
 with :func:`register_function`, in the process that writes and in the process that reads; an unregistered
@@ -119,7 +120,7 @@ _NUMPY_DTYPES = frozenset(
         "float64",
     ]
 )
-_PACKAGES = ("transformations", "measurements", "combinators", "core", "accounting", "tables")
+_PACKAGES = ("transformations", "measurements", "combinators", "core", "accounting", "tables", "algorithms")
 _FRACTION = re.compile(r"-?[0-9]+/[0-9]+")
 _VERSION = re.compile(r"([0-9]{1,6})\.([0-9]{1,6})")
 
@@ -226,7 +227,7 @@ def _library_constructors() -> dict[str, Callable[..., Any]]:
         import importlib
 
         for package in _PACKAGES:
-            # importlib here only imports the six fixed library packages above, never a stored name
+            # importlib here only imports the fixed library packages above, never a stored name
             module = importlib.import_module(f"dpcompose.{package}")
             for attr in module.__all__:
                 obj = getattr(module, attr)

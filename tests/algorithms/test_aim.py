@@ -168,3 +168,10 @@ def test_every_column_pair_is_the_default_workload() -> None:
     assert aim.map(1) == Fraction(1, 2)
     pairs = list(itertools.combinations(CATS, 2))
     assert set(candidates_of(pairs, list(CATS))) >= {("a", "b"), ("a", "c"), ("b", "c")}
+
+
+def test_aim_round_trips_through_json() -> None:
+    aim = dp.algorithms.make_aim(ROWS, SYM, CATS, rho=0.5, workload=[("a", "b")], rounds=4)
+    back = dp.from_json(dp.to_json(aim))
+    assert back.map(1) == Fraction(1, 2)
+    assert "[UNVERIFIED]" not in str(dp.explain(back, 1))
