@@ -15,6 +15,7 @@ import pytest
 import dpcompose as dp
 from dpcompose.algorithms import MarginalModel, NoisyMarginal, fit_model
 from dpcompose.algorithms._aim import candidates_of, measure_marginal, run_aim, select_marginal
+from dpcompose.algorithms._mst import run_mst
 from dpcompose.errors import InvalidParameter
 
 ROWS = dp.VectorDomain(dp.AtomDomain(dict))
@@ -175,3 +176,26 @@ def test_aim_round_trips_through_json() -> None:
     back = dp.from_json(dp.to_json(aim))
     assert back.map(1) == Fraction(1, 2)
     assert "[UNVERIFIED]" not in str(dp.explain(back, 1))
+
+
+def test_mst_spends_a_verified_budget_on_a_spanning_tree() -> None:
+    """MST: map ρ, nothing unverified, d one-way marginals then d − 1 pairs forming a spanning tree, the
+    budget spent within ρ, and the error at ρ = 2 small."""
+    mst = dp.algorithms.make_mst(ROWS, SYM, CATS, rho=2.0)
+    assert mst.map(1) == 2
+    assert "[UNVERIFIED]" not in str(dp.explain(mst, 1))
+    data = records(400, 3)
+    model = mst(data)
+    cliques = [m.clique for m in model.measurements]
+    assert cliques[:3] == [("a",), ("b",), ("c",)]
+    pairs = cliques[3:]
+    assert len(pairs) == 2 and len({frozenset(p) for p in pairs}) == 2
+    assert set().union(*pairs) == {"a", "b", "c"}  # two distinct pairs over three columns: a tree
+    assert workload_error(model, data) < 0.05
+    codes = dp.t.make_category_codes(ROWS, SYM, CATS)
+    budget = dp.make_privacy_filter(codes.output_domain, SYM, dp.ZCDP(), d_in=1, d_out=0.3, rule="zcdp")
+    q = budget(codes(data))
+    run_mst(q, codes.output_domain, SYM, [2, 3, 2], 0.3, 1, 20)
+    assert Fraction(299, 1000) <= q.spent()["rho"].exact <= Fraction(3, 10)
+    with pytest.raises(InvalidParameter, match="rho"):
+        dp.algorithms.make_mst(ROWS, SYM, CATS, rho=1e-30)

@@ -8,5 +8,6 @@ from __future__ import annotations
 
 from dpcompose.algorithms._aim import make_aim
 from dpcompose.algorithms._model import MarginalModel, NoisyMarginal, fit_model
+from dpcompose.algorithms._mst import make_mst
 
-__all__ = ["MarginalModel", "NoisyMarginal", "fit_model", "make_aim"]
+__all__ = ["MarginalModel", "NoisyMarginal", "fit_model", "make_aim", "make_mst"]

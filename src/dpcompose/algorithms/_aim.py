@@ -45,6 +45,7 @@ from dpcompose.measurements import make_gaussian, make_report_noisy_max
 from dpcompose.transformations import make_category_codes, make_marginal_errors, make_marginals
 
 __all__ = [
+    "SLACK",
     "candidates_of",
     "check_synthesis_args",
     "make_aim",
@@ -61,7 +62,7 @@ _MAX_GAUSSIAN_SCALE = 2.0**40
 _MAX_SELECT_SCALE = 2.0**50
 """The largest scale report noisy max takes for integer scores."""
 
-_SLACK = 1 + 2.0**-30
+SLACK = 1 + 2.0**-30
 """Scales are widened by this factor so that the exact cost of a float scale stays within its plan."""
 
 
@@ -166,7 +167,7 @@ def select_marginal(
         weights=list(candidates.values()),
         offsets=[max(-(1 << 62), min(o, 1 << 62)) for o in offsets],
     )
-    scale = 2 * float(scores.map(d_in)) / epsilon * _SLACK
+    scale = 2 * float(scores.map(d_in)) / epsilon * SLACK
     noisy_max: Measurement[Any, Any, Any, Any] = make_report_noisy_max(
         scores.output_domain, scores.output_metric, scale=scale
     )
@@ -198,8 +199,8 @@ def run_aim(
     }
     cats: dict[Hashable, Sequence[Any]] = {j: domains[j].categories for j in columns}
     size_of: dict[Hashable, int] = dict(enumerate(sizes))
-    sigma = math.sqrt(rounds / (2 * measure_split * rho)) * _SLACK
-    epsilon = math.sqrt(2 * (1 - measure_split) * rho / rounds) / _SLACK
+    sigma = math.sqrt(rounds / (2 * measure_split * rho)) * SLACK
+    epsilon = math.sqrt(2 * (1 - measure_split) * rho / rounds) / SLACK
     measured: list[NoisyMarginal] = []
     # the cost of measuring a table depends only on whether it has one cell or more
     probes = {math.prod(size_of[j] for j in r) > 1: r for r in candidates}
@@ -218,8 +219,8 @@ def run_aim(
         planned = 1 / (2 * sigma * sigma) + epsilon * epsilon / 2
         if left <= 2 * planned:  # the last round spends what is left
             final = True
-            sigma = math.sqrt(1 / (2 * measure_split * float(left))) * _SLACK**2
-            epsilon = math.sqrt(2 * (1 - measure_split) * float(left)) / _SLACK**2
+            sigma = math.sqrt(1 / (2 * measure_split * float(left))) * SLACK**2
+            epsilon = math.sqrt(2 * (1 - measure_split) * float(left)) / SLACK**2
         if sigma > _MAX_GAUSSIAN_SCALE:
             break
         select = select_marginal(coded, input_metric, candidates, domains, model, sigma, epsilon, d_in)
