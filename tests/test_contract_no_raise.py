@@ -208,20 +208,8 @@ CASES: dict[str, list[Case]] = {
             ),
             [],
         ),
-        (
-            "dicts",
-            lambda: dp.t.make_marginal_errors(
-                DICTS,
-                CHG,
-                [("a", 0), ("b",)],
-                {"a": [0, "x", None], 0: [1, 2], "b": [""]},
-                [np.zeros(6, dtype=np.int64), np.zeros(1, dtype=np.int64)],
-            ),
-            [],
-        ),
     ],
     "make_category_codes": [
-        ("tuples", lambda: dp.t.make_category_codes(TUPLES, SYM, {0: [0, 1], 2: [2, 1], -1: [True]}), []),
         ("dicts", lambda: dp.t.make_category_codes(DICTS, CHG, {"a": [0, "x", None], 0: [1, 2]}), []),
     ],
     "make_partition": [

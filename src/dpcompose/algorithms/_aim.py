@@ -153,7 +153,12 @@ def select_marginal(
     ε-DP at ``d_in`` (Dwork–Roth 2014 Claim 3.9, non-monotonic scores: ε = 2Δ/scale), viewed as
     (ε²/2)-zCDP (Bun–Steinke 2016 Prop. 1.4). The released value is the candidate's index."""
     cliques = list(candidates)
-    reference = [np.rint(model.project(r)).astype(np.int64) for r in cliques]
+    bound = float(
+        2**52
+    )  # a cell of the model within ±2**52 (NaN as 0): the reference make_marginal_errors takes
+    reference = [
+        np.rint(np.clip(np.nan_to_num(model.project(r)), -bound, bound)).astype(np.int64) for r in cliques
+    ]
     offsets = [
         round(w * math.sqrt(2 / math.pi) * sigma * math.prod(len(domains[c].categories) for c in r))
         for r, w in candidates.items()
