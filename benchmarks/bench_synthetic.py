@@ -110,7 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--way", type=int, default=2)
-    parser.add_argument("--rho", type=float, nargs="+", default=[0.1, 1.0])
+    parser.add_argument("--rho", type=float, nargs="+", default=[0.1])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
     workload = list(itertools.combinations(range(len(SIZES)), args.way))
