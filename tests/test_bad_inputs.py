@@ -589,6 +589,28 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "t.make_marginal_errors": Case(
+        dp.t.make_marginal_errors,
+        lambda: {
+            "input_domain": ROWS,
+            "input_metric": dp.SymmetricDistance(),
+            "columns": [(0,), (0, 1)],
+            "categories": {0: [0, 1], 1: ["a", "b"]},
+            "reference": [[1, 0], [[0, 1], [2, 0]]],
+            "weights": [1, 2],
+            "offsets": [0, 3],
+        },
+        _MAP1,
+    ),
+    "t.make_category_codes": Case(
+        dp.t.make_category_codes,
+        lambda: {
+            "input_domain": ROWS,
+            "input_metric": dp.SymmetricDistance(),
+            "categories": {0: [0, 1], 1: ["a", "b"]},
+        },
+        _MAP1,
+    ),
     "t.make_b_ary_tree": Case(
         dp.t.make_b_ary_tree,
         lambda: {

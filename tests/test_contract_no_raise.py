@@ -235,6 +235,24 @@ CASES: dict[str, list[Case]] = {
             [],
         ),
     ],
+    "make_marginal_errors": [
+        (
+            "tuples",
+            lambda: dp.t.make_marginal_errors(
+                TUPLES,
+                SYM,
+                [(0,), (0, 2)],
+                {0: [0, 1], 2: [2, 1]},
+                [[3, -(2**53)], [[1, 0], [0, 2**53]]],
+                weights=[2**20, 1],
+                offsets=[-(2**62), 2**62],
+            ),
+            [],
+        ),
+    ],
+    "make_category_codes": [
+        ("dicts", lambda: dp.t.make_category_codes(DICTS, CHG, {"a": [0, "x", None], 0: [1, 2]}), []),
+    ],
     "make_partition": [
         ("mod", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: r % 3, keys=[0, 1, 2]), []),
         ("failing by", lambda: dp.t.make_partition(INTS, SYM, by=lambda r: 1 // (r % 3), keys=[0, 1]), []),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dpcompose import (
     accounting,
     accuracy,
+    algorithms,
     analysis,
     combinators,
     core,
@@ -159,6 +160,7 @@ __all__ = [
     "__version__",
     "accounting",
     "accuracy",
+    "algorithms",
     "analysis",
     "binary_search_param",
     "calibrate_noise",

@@ -302,3 +302,115 @@ def test_the_error_of_monotone_answers_is_not_monotone() -> None:
     assert err([4, 5]).tolist() == [1, 0] and err([5, 6]).tolist() == [0, 1]
     pick = err >> dp.m.make_report_noisy_max(err.output_domain, err.output_metric, scale=1.0)
     assert pick.map(1) == 2
+
+
+def _marginal_errors_worst_case(
+    chosen: list[tuple[int, ...]], weights: list[int], change_one: bool, ds: tuple[int, ...]
+) -> None:
+    """The L∞ map of the weighted marginal errors is the brute-force worst case over every pair of
+    neighbouring datasets of up to 2 records, under references that let it be attained (a change moves a
+    unit from an over-estimated cell to an under-estimated one)."""
+    rows = dp.VectorDomain(dp.AtomDomain(tuple))
+    shapes = [tuple(2 for _ in m) for m in chosen]  # every MARGINAL_CATS column has 2 categories
+    w = weights[: len(chosen)]
+    metric = CHG if change_one else SYM
+    data = multisets(RECORD_UNIVERSE, 2)
+    worst = dict.fromkeys(ds, Fraction(0))
+    for pattern in (0, 1, 2):
+        reference = [
+            (np.indices(s).sum(axis=0) % 2 == pattern % 2).astype(np.int64) * 4 * (pattern > 0)
+            for s in shapes
+        ]
+        err = dp.t.make_marginal_errors(
+            rows, metric, chosen, MARGINAL_CATS, reference, weights=w, offsets=[5] * len(chosen)
+        )
+        for d in ds:
+            worst[d] = max(worst[d], observed(data, err, "Linf", change_one, d))
+    for d in ds:
+        assert err.map(d) == worst[d]
+    marg = dp.t.make_marginals(rows, SYM, chosen, MARGINAL_CATS)
+    for x in data[:20]:
+        tables = dp.t.marginal_tables(marg(x), chosen, MARGINAL_CATS)
+        expected = [
+            wi * int(np.abs(tables[m] - ref.reshape(tables[m].shape)).sum()) - 5
+            for m, wi, ref in zip(chosen, w, reference, strict=True)
+        ]
+        assert err(x).tolist() == expected
+
+
+@pytest.mark.parametrize("change_one", [False, True])
+def test_marginal_errors_sensitivity_is_exact(change_one: bool) -> None:
+    _marginal_errors_worst_case([(1,), (0, 1)], [2, 3], change_one, (1,))
+
+
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None)
+@given(
+    chosen=st.lists(st.sampled_from(ALL_MARGINALS), min_size=1, max_size=3, unique=True),
+    weights=st.lists(st.integers(1, 3), min_size=3, max_size=3),
+    change_one=st.booleans(),
+)
+def test_marginal_errors_sensitivity_is_exact_thoroughly(
+    chosen: list[tuple[int, ...]], weights: list[int], change_one: bool
+) -> None:
+    _marginal_errors_worst_case(chosen, weights, change_one, (1, 2))
+
+
+def test_marginal_errors_refuse_malformed_references() -> None:
+    rows = dp.VectorDomain(dp.AtomDomain(tuple))
+    cols, cats = [(0,), (0, 1)], MARGINAL_CATS
+    ok = [np.zeros(2, dtype=np.int64), np.zeros((2, 2), dtype=np.int64)]
+    with pytest.raises(InvalidParameter, match="round a float estimate"):
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, [np.zeros(2), ok[1]])
+    with pytest.raises(InvalidParameter, match="shape"):
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, [ok[0], np.zeros((4, 1), dtype=np.int64)])
+    with pytest.raises(InvalidParameter, match="2 tables"):
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, ok[:1])
+    with pytest.raises(InvalidParameter, match="weights"):
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, weights=[0, 1])
+    bad_offsets: Any = [1.5, 0]
+    with pytest.raises(InvalidParameter, match="offsets"):
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, ok, offsets=bad_offsets)
+    with pytest.raises(InvalidParameter, match="2\\*\\*53"):
+        dp.t.make_marginal_errors(rows, SYM, cols, cats, [np.array([2**60, 0]), ok[1]])
+
+
+def test_category_codes_give_the_records_marginals_vectorised() -> None:
+    """Marginals of the codes equal the marginals of the records (missing, undeclared and ``True`` for
+    ``1`` all code to -1), and the integer-array path equals the per-record path on its ``tolist()``."""
+    rng = np.random.default_rng(3)
+    cats = {"a": [0, 1, 2], "b": ["x", "y"], "c": [1, -7, 2**40]}
+    values: dict[str, list[Any]] = {
+        "a": [0, 1, 2, 3, True, None],
+        "b": ["x", "y", "z", 0],
+        "c": [1, -7, 2**40, 5, 1.0],
+    }
+    records: list[dict[str, Any]] = []
+    for _ in range(300):
+        record = {k: v[int(rng.integers(len(v)))] for k, v in values.items()}
+        if rng.random() < 0.1:
+            del record["b"]
+        records.append(record)
+    rows = dp.VectorDomain(dp.AtomDomain(dict))
+    codes = dp.t.make_category_codes(rows, SYM, cats)
+    assert codes.map(3) == 3 and dp.t.make_category_codes(rows, CHG, cats).map(2) == 2
+    coded = codes(records)
+    assert coded.shape == (300, 3) and coded.dtype == np.int64
+    cols = [("a",), ("b", "c"), ("a", "b", "c")]
+    by_index = {0: [0, 1, 2], 1: [0, 1], 2: [0, 1, 2]}
+    index_cols = [(0,), (1, 2), (0, 1, 2)]
+    direct = dp.t.make_marginals(rows, SYM, cols, cats)(records)
+    via_codes = dp.t.make_marginals(codes.output_domain, SYM, index_cols, by_index)
+    assert via_codes(coded).tolist() == direct.tolist()
+    lists = dp.t.make_marginals(dp.VectorDomain(dp.AtomDomain(list)), SYM, index_cols, by_index)
+    assert lists(coded.tolist()).tolist() == direct.tolist()
+    assert codes([]).shape == (0, 3)
+    # int arrays: negative positions, bools, huge and out-of-range categories agree with the lists
+    matrix = rng.integers(-3, 4, size=(50, 3))
+    odd = {-1: [0, 1, -3, 2**70], 0: [True, 2, 3], 5: [0]}
+    spec = [(-1,), (0,), (5,), (0, -1)]
+    arrays = dp.t.make_marginals(dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(int), size=3)), SYM, spec, odd)
+    assert (
+        arrays(matrix).tolist()
+        == dp.t.make_marginals(dp.VectorDomain(dp.AtomDomain(list)), SYM, spec, odd)(matrix.tolist()).tolist()
+    )

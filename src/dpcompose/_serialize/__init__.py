@@ -15,12 +15,12 @@ arrays tagged with their dtype, and the carrier types ``{"type": "int"}``. Plain
 any size, strings, booleans and ``null`` are themselves.
 
 Loading calls only the constructors listed in the public ``__all__`` of :mod:`dpcompose.transformations`,
-:mod:`dpcompose.measurements`, :mod:`dpcompose.combinators`, :mod:`dpcompose.core`,
-:mod:`dpcompose.tables` (domains and columns) and the value classes of :mod:`dpcompose.accounting`: no
+:mod:`dpcompose.measurements`, :mod:`dpcompose.combinators`, :mod:`dpcompose.core`, :mod:`dpcompose.tables`
+(domains and columns), :mod:`dpcompose.algorithms` and the value classes of :mod:`dpcompose.accounting`: no
 ``importlib`` of stored names, no ``eval``, no ``pickle``. A user's function (a predicate, a row map, a
-post-processor, the parts of ``dp.make_user_measurement``) is stored by the name it was registered under
-with :func:`register_function`, in the process that writes and in the process that reads; an unregistered
-one is refused.
+post-processor, the parts of ``dp.make_user_measurement``) is stored by the name it was registered under with
+:func:`register_function`, in the process that writes and in the process that reads; an unregistered one is
+refused.
 
 A file cannot assert trust. ``dp.make_user_measurement`` and ``dp.make_user_transformation`` take
 ``trusted=True``, the builder's statement that a map the library cannot check is proven; a file that

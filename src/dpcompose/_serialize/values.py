@@ -67,7 +67,7 @@ _NUMPY_DTYPES = frozenset(
         "float64",
     ]
 )
-_PACKAGES = ("transformations", "measurements", "combinators", "core", "accounting", "tables")
+_PACKAGES = ("transformations", "measurements", "combinators", "core", "accounting", "tables", "algorithms")
 _FRACTION = re.compile(r"-?[0-9]+/[0-9]+")
 
 #: Each value tag, with the keys of an object so tagged (a stored kind may not take a value tag).
@@ -192,7 +192,7 @@ def library_constructors() -> dict[str, Callable[..., Any]]:
         import importlib
 
         for package in _PACKAGES:
-            # importlib here only imports the six fixed library packages above, never a stored name
+            # importlib here only imports the fixed library packages above, never a stored name
             module = importlib.import_module(f"dpcompose.{package}")
             for attr in module.__all__:
                 obj = getattr(module, attr)

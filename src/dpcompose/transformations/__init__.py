@@ -8,7 +8,12 @@ from dpcompose.transformations._count import make_count
 from dpcompose.transformations._count_by import make_count_by, make_count_by_categories
 from dpcompose.transformations._expr_rows import make_map_exprs
 from dpcompose.transformations._groupwise import make_groupwise
-from dpcompose.transformations._marginals import make_marginals, marginal_tables
+from dpcompose.transformations._marginals import (
+    make_category_codes,
+    make_marginal_errors,
+    make_marginals,
+    marginal_tables,
+)
 from dpcompose.transformations._partition import make_partition
 from dpcompose.transformations._quantile import make_quantile_score_candidates
 from dpcompose.transformations._rows import (
@@ -29,6 +34,7 @@ from dpcompose.transformations._workload import make_workload, make_workload_err
 __all__ = [
     "make_b_ary_tree",
     "make_bound_contributions",
+    "make_category_codes",
     "make_clamp",
     "make_clip_l1",
     "make_clip_l2",
@@ -41,6 +47,7 @@ __all__ = [
     "make_impute_constant",
     "make_map_exprs",
     "make_map_rows",
+    "make_marginal_errors",
     "make_marginals",
     "make_mean",
     "make_partition",
