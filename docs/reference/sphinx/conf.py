@@ -86,6 +86,7 @@ NAMESPACES = [
     "dpcompose.accounting",
     "dpcompose.accuracy",
     "dpcompose.analysis",
+    "dpcompose.algorithms",
     "dpcompose.errors",
     "dpcompose.tables",
     "dpcompose",
