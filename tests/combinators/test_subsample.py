@@ -277,11 +277,13 @@ def test_subsample_runs_on_arrays_and_lists() -> None:
     sub = dp.make_subsample(child, 0.25, rng=np.random.default_rng(0))
     n = sub(np.arange(10_000))
     assert isinstance(seen[-1], np.ndarray) and abs(n - 2500) < 5 * math.sqrt(10_000 * 0.25 * 0.75)
-    assert set(seen[-1].tolist()) <= set(range(10_000)) and list(seen[-1]) == sorted(seen[-1])
+    # distinct records of the data, in a random order (the child sees the sampled multiset only)
+    assert set(seen[-1].tolist()) <= set(range(10_000)) and len(set(seen[-1].tolist())) == len(seen[-1])
+    assert list(seen[-1]) != sorted(seen[-1])
     sub([1, 2, 3])
     assert isinstance(seen[-1], list)
     wor = dp.make_subsample(child, 0.3, "without_replacement", dataset_size=10, rng=np.random.default_rng(1))
-    assert wor(list(range(10))) == 3 and sorted(seen[-1]) == seen[-1] and len(set(seen[-1])) == 3
+    assert wor(list(range(10))) == 3 and set(seen[-1]) <= set(range(10)) and len(set(seen[-1])) == 3
     assert count(seen[-1]) == 3
     assert sub([]) == 0
 

@@ -152,6 +152,28 @@ def test_exact_float_sum_across_chunks_and_folds(monkeypatch: pytest.MonkeyPatch
     assert exact_float_sum(values, 1 << 2200) == expected == math.fsum(values.tolist())
 
 
+def test_the_bins_are_folded_even_when_the_fold_falls_on_window_only_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks alternate between one with tail values and one inside its window: the int64 bins must still
+    be folded after every FOLD_EVERY chunks that added to them (else they grow without bound)."""
+    monkeypatch.setattr(_sum, "FLOAT_CHUNK", 4)
+    monkeypatch.setattr(_sum, "FOLD_EVERY", 2)
+    folds: list[int] = []
+    real_fold = _sum.fold_bins
+
+    def counting_fold(high: Any, low: Any) -> int:
+        folds.append(1)
+        return real_fold(high, low)
+
+    monkeypatch.setattr(_sum, "fold_bins", counting_fold)
+    tail_chunk, window_chunk = [1.0, 2.0**-40, 2.0**-41, 3.0], [1.0, 1.5, 1.25, 1.75]
+    values = np.array((tail_chunk + window_chunk) * 50)
+    expected = sum((Fraction(v) for v in values.tolist()), Fraction(0))
+    assert Fraction(_sum.exact_float_total(values), 2**1127) == expected
+    assert len(folds) >= 50 // 2  # 50 chunks added to the bins: a fold after every second one
+
+
 @st.composite
 def _window_chunks(draw: Any) -> np.ndarray[Any, Any]:
     """Values whose exponents sit at, just inside and just outside a chunk's window (16 below its top),

@@ -72,6 +72,7 @@ from dpcompose.measurements._random import (
     caller_or_secure_source,
     uniform_words,
 )
+from dpcompose.transformations._stats import random_selection
 
 __all__ = ["amplify_epsilon", "make_subsample"]
 
@@ -154,12 +155,21 @@ def uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int64
 
 
 
-def _select(data: Any, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Any:
-    """The records of ``data`` at ``index`` (a mask or sorted indices), in their original order: a numpy
-    array stays an array; any other sequence becomes a list."""
-    if isinstance(data, np.ndarray):
-        return data[index]
+def _select(data: Any, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_], source: RandomSource) -> Any:
+    """The records of ``data`` at ``index`` (a mask or sorted indices), in a uniformly random order (exact:
+    :func:`random_selection`): a numpy array stays an array; any other sequence becomes a list.
+
+    The shuffle makes the child's input a function of the sampled *multiset* alone. The dataset metrics
+    compare multisets, but a child need not be order-invariant (a float sum's last bits depend on the order
+    of its rows: its map is positive at ``d_in = 0``); without the shuffle, a dataset and a reordering of it
+    (distance 0) would subsample to different child inputs, while the subsampled map reads 0 at 0 and the
+    amplification theorems assume the branches that miss the differing record are identical. With it,
+    reordering the data leaves the output's distribution unchanged, and the theorems apply to the child as a
+    function of the sampled multiset (its guarantee, which holds for every order, still bounds it)."""
     positions = np.flatnonzero(index) if index.dtype == np.bool_ else index
+    positions = positions[random_selection(positions.size, positions.size, source)]
+    if isinstance(data, np.ndarray):
+        return data[positions]
     return [data[i] for i in positions.tolist()]
 
 
@@ -391,7 +401,7 @@ def make_subsample(
         outer_domain, outer_metric = domain, SymmetricDistance()
 
         def function(data: Any) -> Any:
-            return m.function(_select(data, bernoulli_mask(q, len(data), source)))
+            return m.function(_select(data, bernoulli_mask(q, len(data), source), source))
 
     else:
         if dataset_size is None:
@@ -419,7 +429,7 @@ def make_subsample(
         outer_domain, outer_metric = VectorDomain(domain.element_domain, size=n), ChangeOneDistance()
 
         def function(data: Any) -> Any:
-            return m.function(_select(data, uniform_subset(len(data), k, source)))
+            return m.function(_select(data, uniform_subset(len(data), k, source), source))
 
     sampling = "poisson" if method == "poisson" else "without_replacement"
     pair_source = "; pair: Zhu–Dong–Wang 2022 " + ("Thm 11" if method == "poisson" else "Prop. 30")

@@ -230,10 +230,11 @@ def exact_float_total(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
       (|h| ≤ 2**27, 0 ≤ l < 2**26, both exact doubles), and ``np.bincount`` adds the halves per exponent.
       Within a chunk every partial sum is an integer of magnitude below 2**43, so the double additions
       inside ``bincount`` are exact whatever their order; the per-exponent totals are carried in int64
-      (folded into Python ints every 2**12 chunks) and finally combined exactly.
+      (folded into Python ints after every 2**12 chunks that added to them, so each stays below 2**55) and
+      finally combined exactly.
 
-    A chunk holding NaN or ±inf (no member of a float domain) goes whole to the tail's bins, which read
-    it as they always did. Memory: a few arrays of one chunk, whatever the input size.
+    The values must be finite (every caller's domain says so): a NaN or ±inf makes the total unspecified.
+    Memory: a few arrays of one chunk, whatever the input size.
 
     Source: exact summation by exponent buckets (error-free splitting as in Dekker 1971), with the
     dominant exponents aligned to one fixed-point unit first (the error-free extraction of Rump, Ogita,
@@ -253,7 +254,8 @@ def exact_float_total(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
     bins_high = np.zeros(_BINS, dtype=np.int64)
     bins_low = np.zeros(_BINS, dtype=np.int64)
     total = 0
-    for chunks, start in enumerate(range(0, values.size, FLOAT_CHUNK), start=1):
+    binned = 0  # chunks added to the bins since the last fold
+    for start in range(0, values.size, FLOAT_CHUNK):
         mantissa, exponent = np.frexp(values[start : start + FLOAT_CHUNK])
         lowest = int(exponent.max()) - WINDOW_BITS  # the window's smallest exponent
         unit = lowest - 53 + _SCALE_BITS  # log2 of the window's unit, in units of 2**-1127
@@ -277,11 +279,13 @@ def exact_float_total(values: np.ndarray[Any, np.dtype[np.float64]]) -> int:
         index += _EXP_OFFSET
         bins_high += np.bincount(index, weights=high, minlength=_BINS).astype(np.int64)
         bins_low += np.bincount(index, weights=mantissa, minlength=_BINS).astype(np.int64)
-        if chunks % FOLD_EVERY == 0:
-            total += _fold(bins_high, bins_low)
+        binned += 1
+        if binned == FOLD_EVERY:
+            binned = 0
+            total += fold_bins(bins_high, bins_low)
             bins_high[:] = 0
             bins_low[:] = 0
-    total += _fold(bins_high, bins_low)
+    total += fold_bins(bins_high, bins_low)
     return total
 
 
@@ -306,7 +310,7 @@ def exact_float_sum(values: np.ndarray[Any, np.dtype[np.float64]], saturation: i
     return total / SUM_SCALE if total else 0.0
 
 
-def _fold(bins_high: np.ndarray[Any, Any], bins_low: np.ndarray[Any, Any]) -> int:
+def fold_bins(bins_high: np.ndarray[Any, Any], bins_low: np.ndarray[Any, Any]) -> int:
     """Σ over exponents e of (high_e·2**26 + low_e)·2**(e − 53), in units of 2**-1127, exactly."""
     total = 0
     for i in np.flatnonzero(bins_high | bins_low).tolist():
