@@ -198,3 +198,19 @@ def test_spark_release_is_pinned(spark: Any, monkeypatch: pytest.MonkeyPatch) ->
     for name in sorted(queries()):
         check(name, df, monkeypatch, release=name == "known")
     df.unpersist()
+
+
+def test_a_filter_that_reads_no_column_keeps_every_row_or_none() -> None:
+    """A constant filter on an eager frame with a capped unit selects one value, which holds for every
+    row (it raised after the charge: the caps sorted arrays of different lengths)."""
+    df = pl.DataFrame({"user": [1, 1, 2, 3], "x": [1.0, 2.0, 3.0, 4.0]})
+    dom = dp.FrameDomain({"user": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 10.0))})
+    ctx = dp.Context(
+        df, dom, privacy_unit=dp.unit_of(id="user", max_rows=1), privacy_loss=1e9, split_evenly_over=3
+    )
+    kept = ctx.query().filter(pl.lit(True)).agg(dp.tables.count()).release()
+    assert kept["count"][0] == 3  # one row per user
+    none = ctx.query().filter(pl.lit(1) > 2).agg(dp.tables.count()).release()
+    assert none["count"][0] == 0
+    by = ctx.query().filter(pl.lit(True)).group_by("user", keys=[1, 2]).agg(dp.tables.count()).release()
+    assert by["count"].to_list() == [1, 1]

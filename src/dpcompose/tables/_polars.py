@@ -283,11 +283,20 @@ def _valid_rows(df: Any, plan: Plan) -> npt.NDArray[np.bool_] | None:
 
     valid = None
     if plan.predicate is not None:  # a null predicate drops the row, as a filter does
-        valid = df.select(to_polars(plan.predicate).fill_null(False)).to_series().to_numpy()
+        valid = _per_row(df.select(to_polars(plan.predicate).fill_null(False)).to_series().to_numpy(), df)
     if plan.by and plan.keys is not None:
-        known = df.select(in_known_keys(plan, df.schema)).to_series().to_numpy()
+        known = _per_row(df.select(in_known_keys(plan, df.schema)).to_series().to_numpy(), df)
         valid = known if valid is None else valid & known
     return valid
+
+
+def _per_row(mask: npt.NDArray[Any], df: Any) -> npt.NDArray[np.bool_]:
+    """``mask`` as one bool per row of ``df``: an expression that reads no column (``pl.lit(True)``)
+    selects a single value, which holds for every row."""
+    out = np.asarray(mask, dtype=bool)
+    if out.shape != (df.height,):
+        out = np.broadcast_to(out.reshape(-1)[:1], (df.height,)).copy()
+    return out
 
 
 def in_known_keys(plan: Plan, schema: Any) -> Any:
