@@ -52,7 +52,7 @@ PAGES = [
     Page("dpcompose.accounting", "dp.accounting", "accounting.md", "privacy accounting, with sources"),
     Page("dpcompose.accuracy", "dp.accuracy", "accuracy.md", "accuracy and confidence intervals"),
     Page("dpcompose.analysis", "dp.analysis", "analysis.md", "verification and auditing"),
-    Page("dpcompose.algorithms", "dp.algorithms", "algorithms.md", "larger algorithms: synthetic data (AIM, MST)"),
+    Page("dpcompose.algorithms", "dp.algorithms", "algorithms.md", "synthetic data (AIM, MST)"),
     Page("dpcompose.errors", "dp.errors", "errors.md", "the errors dpcompose raises"),
     Page("dpcompose", "dp", "dp.md", "the top-level namespace"),
 ]
