@@ -8,6 +8,7 @@ import math
 import struct
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -133,6 +134,56 @@ def test_division_by_zero_is_null_and_otherwise_ieee() -> None:
     assert math.isnan(q[6])  # inf/inf
     assert q[9] == -INF  # 1e300 / -1e-300 overflows to -inf
     assert values(pl.col("a") / pl.col("a"))[:3] == [1.0, None, None]
+
+
+# divisors Polars would turn into a multiplication by the reciprocal (about a third of quotients off in the
+# last bit; x / 1e-310 is x * inf), among them a column Polars holds as one value
+DIVISORS: list[Any] = [3.0, 10.0, 1e-310, 0.1, -7.0, 0.0, -0.0, 3, -7, 5e-324, pl.col("c"), pl.col("c") * 7]
+
+
+def _random_quotients() -> tuple[np.ndarray[Any, Any], pl.DataFrame]:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(2000) * 10.0 ** rng.integers(-300, 300, 2000)
+    x[:9] = [0.0, -0.0, NAN, INF, -INF, 5e-324, -1e308, 1.0, 3.0]
+    return x, pl.DataFrame({"x": x}).with_columns(c=pl.lit(3.0))  # c: a column of one repeated value
+
+
+def _ieee(x: np.ndarray[Any, Any], d: Any) -> list[Any]:
+    """numpy's IEEE quotient as the plan defines it: null for a zero divisor."""
+    if not isinstance(d, (int, float)):
+        d = 3.0 if str(d) == str(pl.col("c")) else 21.0
+    if d == 0:
+        return [None] * len(x)
+    with np.errstate(over="ignore"):
+        return [_bits(float(v)) for v in x / np.float64(d)]
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_division_by_a_literal_is_the_ieee_quotient(engine: Any) -> None:
+    x, frame = _random_quotients()
+    for d in DIVISORS:
+        for e in (pl.col("x") / d, (pl.col("x") / d).alias("q")):
+            t, _ = typed(from_polars(e, "e"), {"x": "float", "c": "float"}, "e")
+            got = frame.lazy().select(to_polars(t).alias("r")).collect(engine=engine)["r"].to_list()
+            assert [_bits(v) for v in got] == _ieee(x, d), (engine, str(d))
+        # after a filter that reads it, as a query runs it (the predicate and the values both quotients)
+        t, _ = typed(from_polars(pl.col("x") / d, "e"), {"x": "float", "c": "float"}, "e")
+        kept = frame.lazy().filter(to_polars(t).is_not_null()).select(to_polars(t).alias("r"))
+        want = [b for b in _ieee(x, d) if b is not None]
+        assert [_bits(v) for v in kept.collect(engine=engine)["r"].to_list()] == want, (engine, str(d))
+
+
+def test_a_constant_quotient_and_a_null_numerator() -> None:
+    frame = pl.DataFrame({"x": [1.0, None, -0.0]})
+    for e, want in [
+        (pl.lit(1.0) / 3.0 + pl.col("x") * 0, [1.0 / 3.0, None, 1.0 / 3.0]),
+        (pl.lit(1.0) / 1e-310 + pl.col("x") * 0, [1.0 / 1e-310, None, 1.0 / 1e-310]),
+        (pl.col("x") / 3.0, [1.0 / 3.0, None, -0.0]),
+        (pl.col("x") / pl.col("x"), [1.0, None, None]),
+    ]:
+        t, _ = typed(from_polars(e, "e"), {"x": "float"}, "e")
+        got = frame.lazy().select(to_polars(t).alias("r")).collect(engine="streaming")["r"].to_list()
+        assert [_bits(v) for v in got] == [_bits(v) for v in want], str(e)
 
 
 def test_dp_col_division_builds_the_same_plan() -> None:
