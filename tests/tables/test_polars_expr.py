@@ -309,6 +309,26 @@ def test_filter_with_columns_and_agg_run_through_the_context() -> None:
     assert float(ctx.remaining()["epsilon"]) == 5e8  # two releases of the four shares
 
 
+def test_polars_sign_of_zero_rewrites_change_no_released_bit() -> None:
+    """Polars folds ``x + 0.0`` to ``x`` and ``0.0 - x`` to ``-x`` (a zero keeps the wrong sign, where Spark
+    follows IEEE); the released aggregates are those of the unfoldable spelling ``x + z`` (``z = 0.0``)."""
+    from dpcompose.tables._polars import PolarsEngine
+
+    frame = pl.DataFrame({"u": [1, 1, 2, 2, 3], "x": [-0.0, 0.0, -0.0, 1.5, -0.0], "z": [0.0] * 5})
+    schema = dp.FrameDomain({"u": dp.Column(int), "x": dp.Column(float), "z": dp.Column(float)})
+    ctx = dp.Context(frame, schema, privacy_unit=dp.unit_of(id="u", max_rows=1), privacy_loss=1.0,
+                     split_evenly_over=1)  # fmt: skip
+    t, _ = typed(from_polars(pl.col("x") + 0.0, "e"), {"x": "float"}, "e")
+    assert _bits(frame.select(to_polars(t))["x"][0]) == _bits(-0.0)  # the rewrite, as Polars does it today
+    out = []
+    for zero in (pl.lit(0.0), pl.col("z")):
+        q = ctx.query().with_columns(m=(pl.col("x") + zero, (-2.0, 2.0)), n=(zero - pl.col("x"), (-2.0, 2.0)))
+        q = q.filter((pl.col("m") >= 0) & (pl.col("m").cast(pl.Int64) == 0) & ~pl.col("n").cast(pl.Boolean))
+        agg = PolarsEngine().aggregate(frame, q.agg(pl.len(), pl.col("m").sum(), pl.col("n").sum()).plan)
+        out.append((agg.keys, agg.counts.tolist(), [v.tolist() for v in agg.sums]))
+    assert out[0] == out[1] and out[0][1] == [3]  # one row per person passes
+
+
 # --- Spark: the same bits ---------------------------------------------------------------------------------
 
 spark_warnings = pytest.mark.filterwarnings(
@@ -337,6 +357,18 @@ def test_spark_computes_the_same_bits(spark: Any) -> None:
     prows = pl.DataFrame({"x": half}).select(to_polars(t).alias("r"))["r"].to_list()
     assert [_bits(r["r"]) for r in srows] == [_bits(v) for v in prows]
     sdf.unpersist()
+
+
+@spark_warnings
+def test_spark_divides_by_literals_as_numpy_does(spark: Any) -> None:
+    from dpcompose.tables._spark import to_spark
+
+    x, _ = _random_quotients()
+    sdf = spark.createDataFrame([(float(v), 3.0) for v in x], "x double, c double").coalesce(1)
+    plans = [typed(from_polars(pl.col("x") / d, "e"), {"x": "float", "c": "float"}, "e")[0] for d in DIVISORS]
+    got = sdf.select([to_spark(t).alias(f"r{i}") for i, t in enumerate(plans)]).collect()
+    for i, d in enumerate(DIVISORS):
+        assert [_bits(row[f"r{i}"]) for row in got] == _ieee(x, d), str(d)
 
 
 def _queries(ctx: dp.Context) -> list[Any]:
