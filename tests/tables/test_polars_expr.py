@@ -8,6 +8,7 @@ import math
 import struct
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -135,6 +136,56 @@ def test_division_by_zero_is_null_and_otherwise_ieee() -> None:
     assert values(pl.col("a") / pl.col("a"))[:3] == [1.0, None, None]
 
 
+# divisors Polars would turn into a multiplication by the reciprocal (about a third of quotients off in the
+# last bit; x / 1e-310 is x * inf), among them a column Polars holds as one value
+DIVISORS: list[Any] = [3.0, 10.0, 1e-310, 0.1, -7.0, 0.0, -0.0, 3, -7, 5e-324, pl.col("c"), pl.col("c") * 7]
+
+
+def _random_quotients() -> tuple[np.ndarray[Any, Any], pl.DataFrame]:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(2000) * 10.0 ** rng.integers(-300, 300, 2000)
+    x[:9] = [0.0, -0.0, NAN, INF, -INF, 5e-324, -1e308, 1.0, 3.0]
+    return x, pl.DataFrame({"x": x}).with_columns(c=pl.lit(3.0))  # c: a column of one repeated value
+
+
+def _ieee(x: np.ndarray[Any, Any], d: Any) -> list[Any]:
+    """numpy's IEEE quotient as the plan defines it: null for a zero divisor."""
+    if not isinstance(d, (int, float)):
+        d = 3.0 if str(d) == str(pl.col("c")) else 21.0
+    if d == 0:
+        return [None] * len(x)
+    with np.errstate(over="ignore"):
+        return [_bits(float(v)) for v in x / np.float64(d)]
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_division_by_a_literal_is_the_ieee_quotient(engine: Any) -> None:
+    x, frame = _random_quotients()
+    for d in DIVISORS:
+        for e in (pl.col("x") / d, (pl.col("x") / d).alias("q")):
+            t, _ = typed(from_polars(e, "e"), {"x": "float", "c": "float"}, "e")
+            got = frame.lazy().select(to_polars(t).alias("r")).collect(engine=engine)["r"].to_list()
+            assert [_bits(v) for v in got] == _ieee(x, d), (engine, str(d))
+        # after a filter that reads it, as a query runs it (the predicate and the values both quotients)
+        t, _ = typed(from_polars(pl.col("x") / d, "e"), {"x": "float", "c": "float"}, "e")
+        kept = frame.lazy().filter(to_polars(t).is_not_null()).select(to_polars(t).alias("r"))
+        want = [b for b in _ieee(x, d) if b is not None]
+        assert [_bits(v) for v in kept.collect(engine=engine)["r"].to_list()] == want, (engine, str(d))
+
+
+def test_a_constant_quotient_and_a_null_numerator() -> None:
+    frame = pl.DataFrame({"x": [1.0, None, -0.0]})
+    for e, want in [
+        (pl.lit(1.0) / 3.0 + pl.col("x") * 0, [1.0 / 3.0, None, 1.0 / 3.0]),
+        (pl.lit(1.0) / 1e-310 + pl.col("x") * 0, [1.0 / 1e-310, None, 1.0 / 1e-310]),
+        (pl.col("x") / 3.0, [1.0 / 3.0, None, -0.0]),
+        (pl.col("x") / pl.col("x"), [1.0, None, None]),
+    ]:
+        t, _ = typed(from_polars(e, "e"), {"x": "float"}, "e")
+        got = frame.lazy().select(to_polars(t).alias("r")).collect(engine="streaming")["r"].to_list()
+        assert [_bits(v) for v in got] == [_bits(v) for v in want], str(e)
+
+
 def test_dp_col_division_builds_the_same_plan() -> None:
     native = _plan(dp.col("a") / dp.col("x"))[0]
     assert repr(native) == repr(_plan(pl.col("a") / pl.col("x"))[0])
@@ -258,6 +309,26 @@ def test_filter_with_columns_and_agg_run_through_the_context() -> None:
     assert float(ctx.remaining()["epsilon"]) == 5e8  # two releases of the four shares
 
 
+def test_polars_sign_of_zero_rewrites_change_no_released_bit() -> None:
+    """Polars folds ``x + 0.0`` to ``x`` and ``0.0 - x`` to ``-x`` (a zero keeps the wrong sign, where Spark
+    follows IEEE); the released aggregates are those of the unfoldable spelling ``x + z`` (``z = 0.0``)."""
+    from dpcompose.tables._polars import PolarsEngine
+
+    frame = pl.DataFrame({"u": [1, 1, 2, 2, 3], "x": [-0.0, 0.0, -0.0, 1.5, -0.0], "z": [0.0] * 5})
+    schema = dp.FrameDomain({"u": dp.Column(int), "x": dp.Column(float), "z": dp.Column(float)})
+    ctx = dp.Context(frame, schema, privacy_unit=dp.unit_of(id="u", max_rows=1), privacy_loss=1.0,
+                     split_evenly_over=1)  # fmt: skip
+    t, _ = typed(from_polars(pl.col("x") + 0.0, "e"), {"x": "float"}, "e")
+    assert _bits(frame.select(to_polars(t))["x"][0]) == _bits(-0.0)  # the rewrite, as Polars does it today
+    out = []
+    for zero in (pl.lit(0.0), pl.col("z")):
+        q = ctx.query().with_columns(m=(pl.col("x") + zero, (-2.0, 2.0)), n=(zero - pl.col("x"), (-2.0, 2.0)))
+        q = q.filter((pl.col("m") >= 0) & (pl.col("m").cast(pl.Int64) == 0) & ~pl.col("n").cast(pl.Boolean))
+        agg = PolarsEngine().aggregate(frame, q.agg(pl.len(), pl.col("m").sum(), pl.col("n").sum()).plan)
+        out.append((agg.keys, agg.counts.tolist(), [v.tolist() for v in agg.sums]))
+    assert out[0] == out[1] and out[0][1] == [3]  # one row per person passes
+
+
 # --- Spark: the same bits ---------------------------------------------------------------------------------
 
 spark_warnings = pytest.mark.filterwarnings(
@@ -286,6 +357,18 @@ def test_spark_computes_the_same_bits(spark: Any) -> None:
     prows = pl.DataFrame({"x": half}).select(to_polars(t).alias("r"))["r"].to_list()
     assert [_bits(r["r"]) for r in srows] == [_bits(v) for v in prows]
     sdf.unpersist()
+
+
+@spark_warnings
+def test_spark_divides_by_literals_as_numpy_does(spark: Any) -> None:
+    from dpcompose.tables._spark import to_spark
+
+    x, _ = _random_quotients()
+    sdf = spark.createDataFrame([(float(v), 3.0) for v in x], "x double, c double").coalesce(1)
+    plans = [typed(from_polars(pl.col("x") / d, "e"), {"x": "float", "c": "float"}, "e")[0] for d in DIVISORS]
+    got = sdf.select([to_spark(t).alias(f"r{i}") for i, t in enumerate(plans)]).collect()
+    for i, d in enumerate(DIVISORS):
+        assert [_bits(row[f"r{i}"]) for row in got] == _ieee(x, d), str(d)
 
 
 def _queries(ctx: dp.Context) -> list[Any]:

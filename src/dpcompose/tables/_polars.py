@@ -91,6 +91,30 @@ def _cast(x: Any, src: str, to: str) -> Any:
     return pl.when(fits).then(x.cast(pl.Int64, strict=False))
 
 
+def _divide(columns: Any) -> Any:
+    """The IEEE quotient of two Float64 Series (null where either is null), computed by numpy."""
+    import polars as pl
+
+    num, den = (c.fill_null(1.0).to_numpy() for c in columns)
+    with np.errstate(all="ignore"):  # a zero divisor's row is null in the result (see to_polars)
+        q = np.divide(num, den)
+    return pl.Series(q).set(columns[0].is_null() | columns[1].is_null(), None)
+
+
+def _ieee_quotient(a: Any, b: Any) -> Any:
+    """``a / b`` per IEEE 754, on every Polars version and engine.
+
+    Polars divides by a scalar divisor (a literal, a constant subtree, or a column Polars holds as one
+    value) as multiplication by its reciprocal: ``x / 3.0`` is off in the last bit for about a third of
+    values, and ``x / 1e-310`` is ``x * inf``. Whether a divisor is held as a scalar is Polars' choice
+    (its optimizer folds constants and broadcasts a ``when`` whose condition is all true), so the quotient
+    is taken by numpy, whose division is IEEE for arrays and scalars alike: elementwise, so the streaming
+    engine runs it batch by batch."""
+    import polars as pl
+
+    return pl.map_batches([a, b], _divide, return_dtype=pl.Float64, is_elementwise=True)
+
+
 def to_polars(e: Expr) -> Any:
     """The Polars expression for an engine-neutral one (already
     :func:`~dpcompose.transformations._expr.typed`)."""
@@ -99,8 +123,8 @@ def to_polars(e: Expr) -> Any:
     op = e.op
     if op in ARITH:  # on doubles, as every engine does (see dpcompose.transformations._expr)
         a, b = (to_polars(x).cast(pl.Float64) for x in e.args)
-        if op == "/":
-            return a / pl.when(b != 0).then(b)  # null for a zero (or null) divisor
+        if op == "/":  # null for a zero (or null) divisor
+            return pl.when(b != 0).then(_ieee_quotient(a, b))
         return a + b if op == "+" else a - b if op == "-" else a * b
     if op in FLOAT_OPS:
         x = to_polars(e.args[0]).cast(pl.Float64)
