@@ -342,7 +342,10 @@ def make_vector_sum(
     than their exact clamped sums by at most ``d·ulp(L)`` in L1 and ``√d·ulp(L)`` in L2 (a rational upper
     bound of √d is used), added to the map for d_in > 0. A float sum of at most n rows against an exact one
     of more: ‖S − clamp(S')‖ <= ‖S − S'‖ (S lies in the box), plus γ_t·n·c and half that slack, so the map
-    covers every pairing of the two computations.
+    covers every pairing of the two computations. At d_in = 0 (the same multiset, one side summed fast and
+    the other exactly, the switch flipped between runs) the map has no slack term, and none is needed: the
+    exact side's single rounding to nearest moves it by at most u·‖S‖ + √d·2**-1075 <= u·n·c + √d·2**-1075,
+    within γ_t·n·c as γ_t >= 64u, so the two outputs are at most 2·γ_t·n·c apart.
 
     Args:
         input_domain: ``VectorDomain(NormBallDomain(size=d, norm=c, p=1|2))``, optionally sized.
