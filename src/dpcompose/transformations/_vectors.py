@@ -345,7 +345,8 @@ def make_vector_sum(
     covers every pairing of the two computations. At d_in = 0 (the same multiset, one side summed fast and
     the other exactly, the switch flipped between runs) the map has no slack term, and none is needed: the
     exact side's single rounding to nearest moves it by at most u·‖S‖ + √d·2**-1075 <= u·n·c + √d·2**-1075,
-    within γ_t·n·c as γ_t >= 64u, so the two outputs are at most 2·γ_t·n·c apart.
+    within γ_t·n·c as γ_t >= 64u whenever n·c >= √d·2**-1028 (a subnormal-scale bound c with the switch
+    flipped between two runs is the one case this sentence leaves open).
 
     Args:
         input_domain: ``VectorDomain(NormBallDomain(size=d, norm=c, p=1|2))``, optionally sized.
