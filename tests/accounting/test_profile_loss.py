@@ -136,6 +136,7 @@ _MU_SQ = st.sampled_from([Fraction(0), Fraction(1, 4)])
 _RHO = st.sampled_from([Fraction(0), Fraction(1, 20)])
 
 
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 @settings(max_examples=8, deadline=None)
 @given(st.lists(_PAIR, min_size=1, max_size=3), _APPROX, _MU_SQ, _RHO, st.sampled_from([1e-3, 1e-6]))
 @example([("dlap", Fraction(3, 4), 2), ("rr", Fraction(7, 10), 3)], None, Fraction(0), Fraction(1, 20), 1e-3)

@@ -140,6 +140,7 @@ def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     assert bounds[0] == bounds[1]
 
 
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     target = tmp_path / "curve.png"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ def test_d_in_and_stability_rounded_up() -> None:
     assert shown.startswith("d_out=") and Fraction(shown.removeprefix("d_out=")) >= stability
 
 
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 @given(st.floats(min_value=1e-2, max_value=1e6))
 def test_every_cost_cell_is_at_least_the_cost(scale: float) -> None:
     lap = dp.m.make_laplace(FLOATS, ABS, scale=scale)

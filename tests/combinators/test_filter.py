@@ -200,6 +200,7 @@ def _cks_min(rho: mpmath.mpf, delta: mpmath.mpf) -> mpmath.mpf:
     st.lists(st.floats(min_value=0.0, max_value=1.0, allow_nan=False), min_size=1, max_size=40),
     budgets,
 )
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 def test_zcdp_rule_never_exceeds(epsilons: list[float], budget: tuple[float, float]) -> None:
     eg, dg = Fraction(budget[0]), Fraction(budget[1])
     rule = ZCDPApproxFilter(eg, dg)
@@ -222,6 +223,7 @@ def test_zcdp_budget_is_tight() -> None:
     st.floats(min_value=2e-3, max_value=0.3),
     st.sampled_from([(1.0, 1e-6), (0.2, 2e-30), (2.0, 1e-9), (0.5, 0.0)]),
 )
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 def test_auto_admits_at_least_what_basic_admits_on_homogeneous_queries(
     eps: float, budget: tuple[float, float]
 ) -> None:

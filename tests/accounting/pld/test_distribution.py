@@ -348,6 +348,7 @@ def test_repr_builds_nothing() -> None:
     assert repr(pld_laplace(1, 10, aligned=True)).endswith("3279 points, inf≤0)")
 
 
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 def test_lower_end_of_epsilon_at_a_tiny_delta_raises_nothing() -> None:
     """The lumped lower side's float probe overflowed (math.exp of ε − s0 > 709.78) at δ ≤ 1e-305: a raw
     OverflowError from a certified reading. The interval is still ordered."""

@@ -485,6 +485,7 @@ def test_mix_loss_brackets_the_loss_in_high_precision(q: float, ys: list[float],
     assert float(lo[0]) <= math.log1p(-q) <= float(hi[0])
 
 
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 def test_subsampled_gaussian_accepts_the_ends_of_its_documented_range() -> None:
     # found by review: Δ/σ = 1/10000 exactly was refused ("0.0001 must be in [1e-4, 8]"), the exact ratio
     # being compared with the float 1e-4, which lies above it

@@ -225,6 +225,7 @@ def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
     assert fast == every == math.inf or abs(fast - every) <= 1e-8 * every + 1e-300, (fast, every)
 
 
+@pytest.mark.slow  # (thorough: the README test command stays under 3 minutes)
 @settings(max_examples=8, deadline=None)
 @given(**_FAR_TERMS)
 def test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
