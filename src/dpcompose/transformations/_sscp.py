@@ -49,7 +49,7 @@ the float product is exact whatever the summation order."""
 
 GRID_BITS = 20
 """Grid values (integers) are at most ``2**GRID_BITS`` in magnitude: each entry is rounded to
-``m·2**-19`` or finer, m = c (the norm bound), or max(c, 1) with the intercept's entry 1."""
+``m·2**-20`` or finer, m = c (the norm bound), or max(c, 1) with the intercept's entry 1."""
 
 _FLUSH = 1023
 """Blocks added in int64 before the running sums move to Python integers: 1023 block sums of magnitude at
@@ -116,7 +116,7 @@ def make_sscp(
     dataset is computed and clamped, never refused) and rounded once to the nearest float, which moves it by
     at most ``ulp(L)/2``; the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for
     d_in > 0, as :func:`make_vector_sum` does. So d_out = d_in·s (``SymmetricDistance``) or d_in·√2·s
-    (``ChangeOneDistance``, √2 rounded up), plus that slack. The grid costs at most ``2**-19·m`` per entry
+    (``ChangeOneDistance``, √2 rounded up), plus that slack. The grid costs at most ``2**-20·m`` per entry
     (m = c, or max(c, 1) with an intercept: the grid must hold the entry 1), far below the noise of any
     useful ε.
 
