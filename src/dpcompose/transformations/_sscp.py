@@ -48,8 +48,9 @@ block's ``QᵀQ`` is an integer of magnitude at most ``BLOCK_ROWS·2**(2·GRID_B
 the float product is exact whatever the summation order."""
 
 GRID_BITS = 20
-"""Grid values (integers) are at most ``2**GRID_BITS`` in magnitude: each entry is rounded to
-a grid of step at most ``m·2**-19`` (an error of at most ``m·2**-20``), m = c (the norm bound), or max(c, 1) with an intercept."""
+"""Grid values (integers) are at most ``2**GRID_BITS`` in magnitude: each entry is rounded to a grid of step
+at most ``m·2**-19`` (an error of at most ``m·2**-20``), m = c (the norm bound), or max(c, 1) with an
+intercept."""
 
 _FLUSH = 1023
 """Blocks added in int64 before the running sums move to Python integers: 1023 block sums of magnitude at
