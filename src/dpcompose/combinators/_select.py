@@ -44,7 +44,7 @@ from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedCompos
 from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.measurements._sampling import randbelow, sample_bernoulli
 
-__all__ = ["better_score", "make_private_selection", "ranked_run", "selection_epsilon"]
+__all__ = ["better_score", "checked_candidates", "make_private_selection", "ranked_run", "selection_epsilon"]
 
 #: The factor on the candidates' ε for a geometric number of runs (Liu–Talwar 2019, Section 3;
 #: Papernot–Steinke 2022, Corollary 3 with η = 1: (2 + η)ε).
@@ -93,6 +93,44 @@ def better_score(score: float | Fraction, best: float | Fraction) -> bool:
 
 
 @recorded
+
+def checked_candidates(
+    candidates: Any, name: str, measures: tuple[type, ...], refusal: str
+) -> tuple[Measurement[Any, Any, Any, Any], ...]:
+    """The candidate measurements of a private selection ``name``: one measurement or a non-empty list of
+    them, each non-interactive, of one of ``measures`` (else ``UnsupportedComposition`` with ``refusal``
+    appended to the candidate's measure), all on the first one's input domain and metric."""
+    if isinstance(candidates, Measurement):
+        children: tuple[Measurement[Any, Any, Any, Any], ...] = (candidates,)
+    elif isinstance(candidates, (list, tuple)):
+        children = tuple(candidates)
+    else:
+        raise InvalidParameter(
+            f"candidates={type(candidates).__name__}: pass a list of measurements (or one measurement)"
+        )
+    if not children:
+        raise InvalidParameter("candidates=[]: pass at least one candidate measurement")
+    for i, child in enumerate(children):
+        if not isinstance(child, Measurement):
+            raise InvalidParameter(f"candidates[{i}]={type(child).__name__} must be a Measurement")
+    first = children[0]
+    for i, child in enumerate(children):
+        if not isinstance(child.output_measure, measures):
+            raise UnsupportedComposition(
+                f"{name}: candidates[{i}] ({child.node.label()}) is {child.output_measure!r}{refusal}"
+            )
+        if child.interactive:
+            raise UnsupportedComposition(
+                f"{name}: candidates[{i}] is interactive; the selection theorems cover non-interactive runs"
+            )
+        if child.input_domain != first.input_domain or child.input_metric != first.input_metric:
+            raise DomainMismatch(
+                f"{name}: candidates[{i}] takes {child.input_domain!r} under {child.input_metric!r}, "
+                f"candidates[0] {first.input_domain!r} under {first.input_metric!r}: all candidates must "
+                "share the input domain and metric"
+            )
+    return children
+
 def make_private_selection(
     candidates: Sequence[Measurement[Any, Any, Any, Any]] | Measurement[Any, Any, Any, Any],
     stop_probability: float | Fraction,
@@ -155,19 +193,13 @@ def make_private_selection(
         >>> dp.make_private_selection([run], 0.1).map(1)  # ε = 1 for the Laplace run
         Fraction(3, 1)
     """
-    if isinstance(candidates, Measurement):
-        children: tuple[Measurement[Any, Any, Any, Any], ...] = (candidates,)
-    elif isinstance(candidates, (list, tuple)):
-        children = tuple(candidates)
-    else:
-        raise InvalidParameter(
-            f"candidates={type(candidates).__name__}: pass a list of measurements (or one measurement)"
-        )
-    if not children:
-        raise InvalidParameter("candidates=[]: pass at least one candidate measurement")
-    for i, child in enumerate(children):
-        if not isinstance(child, Measurement):
-            raise InvalidParameter(f"candidates[{i}]={type(child).__name__} must be a Measurement")
+    children = checked_candidates(
+        candidates,
+        "make_private_selection",
+        (PureDP,),
+        "; the 3ε theorem used here is for PureDP candidates (a ZCDP or RenyiDP candidate: use "
+        "make_private_selection_renyi; otherwise use a pure mechanism, e.g. Laplace noise)",
+    )
     gamma_v = check_finite(stop_probability, "stop_probability")
     if not 0 < gamma_v <= 1:
         raise InvalidParameter(
@@ -175,25 +207,6 @@ def make_private_selection(
         )
     gamma = exact(stop_probability, "stop_probability")
     first = children[0]
-    for i, child in enumerate(children):
-        if not isinstance(child.output_measure, PureDP):
-            raise UnsupportedComposition(
-                f"make_private_selection: candidates[{i}] ({child.node.label()}) is "
-                f"{child.output_measure!r}; the 3ε theorem used here is for PureDP candidates (a ZCDP "
-                "or RenyiDP candidate: use make_private_selection_renyi; otherwise use a pure mechanism, "
-                "e.g. Laplace noise)"
-            )
-        if child.interactive:
-            raise UnsupportedComposition(
-                f"make_private_selection: candidates[{i}] is interactive; the theorem covers "
-                "non-interactive runs"
-            )
-        if child.input_domain != first.input_domain or child.input_metric != first.input_metric:
-            raise DomainMismatch(
-                f"make_private_selection: candidates[{i}] takes {child.input_domain!r} under "
-                f"{child.input_metric!r}, candidates[0] {first.input_domain!r} under "
-                f"{first.input_metric!r}: all candidates must share the input domain and metric"
-            )
     source = caller_or_secure_source(rng)
     k = len(children)
 

@@ -39,10 +39,10 @@ from dpcompose.accounting._selection import (
     selection_renyi_tnb,
     tnb_log_mean_up,
 )
-from dpcompose.combinators._select import better_score, ranked_run
+from dpcompose.combinators._select import better_score, checked_candidates, ranked_run
 from dpcompose.core import ZCDP, Measurement, Node, RenyiCurve, RenyiDP
 from dpcompose.core._recipe import recorded
-from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
+from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._random import RandomSource, caller_or_secure_source
 from dpcompose.measurements._run_counts import sample_poisson, sample_truncated_negative_binomial
 from dpcompose.measurements._sampling import randbelow
@@ -259,44 +259,20 @@ def make_private_selection_renyi(
         >>> 0 < float(sel.map(1)(4)) < 2
         True
     """
-    if isinstance(candidates, Measurement):
-        children: tuple[Measurement[Any, Any, Any, Any], ...] = (candidates,)
-    elif isinstance(candidates, (list, tuple)):
-        children = tuple(candidates)
-    else:
-        raise InvalidParameter(
-            f"candidates={type(candidates).__name__}: pass a list of measurements (or one measurement)"
-        )
-    if not children:
-        raise InvalidParameter("candidates=[]: pass at least one candidate measurement")
-    for i, child in enumerate(children):
-        if not isinstance(child, Measurement):
-            raise InvalidParameter(f"candidates[{i}]={type(child).__name__} must be a Measurement")
+    children = checked_candidates(
+        candidates,
+        "make_private_selection_renyi",
+        (ZCDP, RenyiDP),
+        ", with no Rényi bound to use: the Papernot–Steinke theorems need ZCDP or RenyiDP candidates (a "
+        "PureDP one: use make_private_selection, or make_pure_to_renyi; an (ε, δ)-only candidate is not "
+        "covered)",
+    )
     if not isinstance(runs, (TruncatedNegativeBinomialRuns, PoissonRuns)):
         raise InvalidParameter(
             f"runs={runs!r}: pass dp.TruncatedNegativeBinomialRuns(eta, stop_probability) or "
             "dp.PoissonRuns(mean)"
         )
     first = children[0]
-    for i, child in enumerate(children):
-        if not isinstance(child.output_measure, (ZCDP, RenyiDP)):
-            raise UnsupportedComposition(
-                f"make_private_selection_renyi: candidates[{i}] ({child.node.label()}) is "
-                f"{child.output_measure!r}, with no Rényi bound to use: the Papernot–Steinke theorems need "
-                "ZCDP or RenyiDP candidates (a PureDP one: use make_private_selection, or "
-                "make_pure_to_renyi; an (ε, δ)-only candidate is not covered)"
-            )
-        if child.interactive:
-            raise UnsupportedComposition(
-                f"make_private_selection_renyi: candidates[{i}] is interactive; the theorems cover "
-                "non-interactive runs"
-            )
-        if child.input_domain != first.input_domain or child.input_metric != first.input_metric:
-            raise DomainMismatch(
-                f"make_private_selection_renyi: candidates[{i}] takes {child.input_domain!r} under "
-                f"{child.input_metric!r}, candidates[0] {first.input_domain!r} under "
-                f"{first.input_metric!r}: all candidates must share the input domain and metric"
-            )
     source = caller_or_secure_source(rng)
     k = len(children)
 
