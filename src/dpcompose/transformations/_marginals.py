@@ -206,6 +206,29 @@ class _TableCounter:
 
 
 @recorded
+def _checked_tables(
+    input_domain: Domain, input_metric: Metric, columns: Any, categories: Any
+) -> tuple[tuple[Marginal, ...], dict[Hashable, CategoricalDomain], list[tuple[int, ...]], list[int]]:
+    """The checked records, tables (``columns``), per-key categories, table shapes and cell counts that
+    :func:`make_marginals` and :func:`make_marginal_errors` share."""
+    check_dataset_metric(input_metric)
+    check_space(input_domain, input_metric)
+    assert isinstance(input_domain, VectorDomain)
+    element = input_domain.element_domain
+    if isinstance(element, AtomDomain) and element.carrier in (int, float, str, bool, bytes):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r}: marginals need records with columns (tuples, lists or dicts), "
+            "e.g. VectorDomain(AtomDomain(dict))"
+        )
+    marginals = _check_columns(columns)
+    domains = _check_categories(categories, {key for marginal in marginals for key in marginal})
+    shapes = [_shape(marginal, domains) for marginal in marginals]
+    sizes = [_cells(shape) for shape in shapes]
+    if sum(sizes) > MAX_CELLS:
+        raise InvalidParameter(f"columns: the marginals have {sum(sizes)} cells: at most 2**22 are supported")
+    return marginals, domains, shapes, sizes
+
+
 def make_marginals(
     input_domain: Domain,
     input_metric: Metric,
@@ -276,22 +299,8 @@ def make_marginals(
         >>> swap.map(1)
         Fraction(2, 1)
     """
-    check_dataset_metric(input_metric)
-    check_space(input_domain, input_metric)
-    assert isinstance(input_domain, VectorDomain)
-    element = input_domain.element_domain
-    if isinstance(element, AtomDomain) and element.carrier in (int, float, str, bool, bytes):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r}: marginals need records with columns (tuples, lists or dicts), "
-            "e.g. VectorDomain(AtomDomain(dict))"
-        )
     out_metric = check_output_metric(metric)
-    marginals = _check_columns(columns)
-    domains = _check_categories(categories, {key for marginal in marginals for key in marginal})
-    shapes = [_shape(marginal, domains) for marginal in marginals]
-    sizes = [_cells(shape) for shape in shapes]
-    if sum(sizes) > MAX_CELLS:
-        raise InvalidParameter(f"columns: the marginals have {sum(sizes)} cells: at most 2**22 are supported")
+    marginals, domains, shapes, sizes = _checked_tables(input_domain, input_metric, columns, categories)
     counter = _TableCounter(marginals, domains, shapes)
     t = len(marginals)
     w = sum(2 if size >= 2 else 1 for size in sizes)
@@ -448,21 +457,7 @@ def make_marginal_errors(
         >>> err(data).tolist(), err.map(1)
         ([2, 5], 3)
     """
-    check_dataset_metric(input_metric)
-    check_space(input_domain, input_metric)
-    assert isinstance(input_domain, VectorDomain)
-    element = input_domain.element_domain
-    if isinstance(element, AtomDomain) and element.carrier in (int, float, str, bool, bytes):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r}: marginals need records with columns (tuples, lists or dicts), "
-            "e.g. VectorDomain(AtomDomain(dict))"
-        )
-    marginals = _check_columns(columns)
-    domains = _check_categories(categories, {key for marginal in marginals for key in marginal})
-    shapes = [_shape(marginal, domains) for marginal in marginals]
-    sizes = [_cells(shape) for shape in shapes]
-    if sum(sizes) > MAX_CELLS:
-        raise InvalidParameter(f"columns: the marginals have {sum(sizes)} cells: at most 2**22 are supported")
+    marginals, domains, shapes, sizes = _checked_tables(input_domain, input_metric, columns, categories)
     t = len(marginals)
     if isinstance(reference, (str, bytes, Mapping)) or not isinstance(reference, (Sequence, np.ndarray)):
         raise InvalidParameter(f"reference={_short(reference)} must be a list of {t} integer tables")
