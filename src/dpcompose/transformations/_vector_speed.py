@@ -32,13 +32,13 @@ Examples:
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose._switch import SpeedSwitch
 from dpcompose.accounting._exact import gamma_q
 from dpcompose.core._norm_domain import MARGIN
 
@@ -60,14 +60,12 @@ FloatRows = npt.NDArray[np.float64]
 SPEEDUPS_ENV = "DPCOMPOSE_VECTOR_SPEEDUPS"
 """The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns the fast paths off."""
 
-_OFF_VALUES = frozenset({"0", "false", "off", "no"})
-
-_state = {"on": os.environ.get(SPEEDUPS_ENV, "1").strip().lower() not in _OFF_VALUES}
+_SWITCH = SpeedSwitch(SPEEDUPS_ENV)
 
 
 def vector_speedups_on() -> bool:
     """Whether the fast paths of L2 clipping and vector sums are on."""
-    return _state["on"]
+    return _SWITCH.on()
 
 
 @contextlib.contextmanager
@@ -75,12 +73,8 @@ def vector_speedups(on: bool) -> Iterator[None]:
     """Turn the fast paths on or off (``on``) for the block, then restore the setting found: for tests, for
     profiling, and for releases whose timing must not depend on the rows' magnitudes. Process-wide: change
     it only while no other thread runs a clip or a vector sum. The maps are the same either way."""
-    before = _state["on"]
-    _state["on"] = bool(on)
-    try:
+    with _SWITCH.turned(on):
         yield
-    finally:
-        _state["on"] = before
 
 
 FANOUT = 64

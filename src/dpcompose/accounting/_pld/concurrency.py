@@ -18,13 +18,14 @@ untilted composite of a long composition, which may not fit in memory)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 import numpy as np
+
+from dpcompose._switch import SpeedSwitch
 
 _R = TypeVar("_R")
 _T = TypeVar("_T")
@@ -33,14 +34,12 @@ _T = TypeVar("_T")
 SPEEDUPS_ENV = "DPCOMPOSE_PLD_SPEEDUPS"
 """The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns the speed devices off."""
 
-_OFF_VALUES = frozenset({"0", "false", "off", "no"})
-
-_state = {"on": os.environ.get(SPEEDUPS_ENV, "1").strip().lower() not in _OFF_VALUES}
+_SWITCH = SpeedSwitch(SPEEDUPS_ENV)
 
 
 def speedups_on() -> bool:
     """Whether the speed devices (threads, the composite cache, screening, lazy subsampled builds) are on."""
-    return _state["on"]
+    return _SWITCH.on()
 
 
 @contextlib.contextmanager
@@ -48,12 +47,8 @@ def speedups(on: bool) -> Iterator[None]:
     """Turn the speed devices on or off (``on``) for the block, then restore the setting found: for tests
     and for profiling. The setting is process-wide (every thread's readings follow it): change it only
     while no other thread reads a PLD. Readings are the same either way."""
-    before = _state["on"]
-    _state["on"] = bool(on)
-    try:
+    with _SWITCH.turned(on):
         yield
-    finally:
-        _state["on"] = before
 
 
 def in_parallel(first: Callable[[], _T], second: Callable[[], _T]) -> tuple[_T, _T]:
