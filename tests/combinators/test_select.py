@@ -246,3 +246,18 @@ def test_no_in_domain_dataset_makes_it_raise(data: list[int]) -> None:
     for value in (data, np.array(small, dtype=np.int64)):
         index, score, output = sel(value)
         assert index in (0, 1) and score in (-1, -3) and isinstance(output, int)
+
+
+def _pair(x: Any) -> tuple[Any, Any]:
+    return (x, x)
+
+
+def test_both_selections_are_stored_and_rebuilt() -> None:
+    """The selections are public constructors: a file rebuilds them with the same map."""
+    dp.register_function("tests.select.pair", _pair)
+    lap = dp.m.make_laplace(dp.AtomDomain(float), dp.AbsoluteDistance(), 1.0)
+    pure = dp.make_private_selection([dp.make_postprocess(lap, _pair)], 0.5)
+    assert dp.from_json(dp.to_json(pure)).map(1) == pure.map(1) == 3
+    gauss = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
+    renyi = dp.make_private_selection_renyi([dp.make_postprocess(gauss, _pair)], dp.PoissonRuns(3))
+    assert dp.from_json(dp.to_json(renyi)).map(1)(4) == renyi.map(1)(4)

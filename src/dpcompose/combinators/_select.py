@@ -92,8 +92,6 @@ def better_score(score: float | Fraction, best: float | Fraction) -> bool:
     return bool(score > best)
 
 
-@recorded
-
 def checked_candidates(
     candidates: Any, name: str, measures: tuple[type, ...], refusal: str
 ) -> tuple[Measurement[Any, Any, Any, Any], ...]:
@@ -131,6 +129,7 @@ def checked_candidates(
             )
     return children
 
+@recorded
 def make_private_selection(
     candidates: Sequence[Measurement[Any, Any, Any, Any]] | Measurement[Any, Any, Any, Any],
     stop_probability: float | Fraction,
