@@ -451,3 +451,25 @@ def test_a_refused_groupwise_query_spends_nothing() -> None:
     )
     assert q(median) in (0.0, 0.5, 1.0)
     assert q.remaining() == {"epsilon": Fraction(1, 2), "delta": 0}
+
+
+def test_a_transformation_statistic_that_raises_is_not_replaced_by_lo() -> None:
+    """A trusted statistic whose own map bounds its part (10·d) but which raises on 3 rows: a ``lo`` in its
+    place moved the part by 40 at one record while the map said 10. The failure now propagates (a
+    Transformation's contract is not to raise on its domain); it is not read as a value within the map."""
+    ints = dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 10)))
+
+    def total(rows: list[int]) -> int:
+        if len(rows) == 3:
+            raise ValueError("three rows")
+        return sum(rows)
+
+    stat = dp.make_user_transformation(
+        ints, dp.AtomDomain(int, bounds=(0, 100)), dp.SymmetricDistance(), dp.AbsoluteDistance(), total,
+        lambda d: 10 * d, trusted=True,
+    )
+    g = dp.t.make_groupwise(ints, dp.SymmetricDistance(), stat, by=lambda r: 0, buckets=1, bounds=(0, 100),
+                            metric=dp.LInfDistance())
+    assert g([10, 10, 10, 10]).tolist() == [40] and g.map(1) == 10
+    with pytest.raises(ValueError, match="three rows"):
+        g([10, 10, 10])

@@ -548,8 +548,11 @@ def make_groupwise(
     statistic's output domain; a function needs them, and its values are ints when both bounds are ints,
     floats otherwise). An **empty part** is passed to the statistic like any other: its value is the
     statistic of ``[]``, clamped (``make_resize`` pads an empty part with its constant, so a resized mean
-    gives that constant). A part on which the statistic raises or returns NaN or a non-number gets
-    ``lo``. So the transformation never raises on data in its domain.
+    gives that constant). A part on which a plain function raises or returns NaN or a non-number gets
+    ``lo`` (only the range bounds a function's part). A Transformation statistic is run as it is: its own
+    map bounds its part, which a ``lo`` in place of a failure would not respect, and a Transformation never
+    raises on data in its domain (a part's records are in it). So the transformation never raises on data in
+    its domain.
 
     Stability (proof). Let the parts' values be vᵢ = clamp(s(Pᵢ)), w = hi − lo (after rounding the bounds
     outward to the carrier), R the most a clamped value can move (w for a number; for a vector of m
@@ -680,10 +683,13 @@ def make_groupwise(
     def run(data: Any) -> Any:
         values = []
         for group in router.split(data, k):
-            try:
-                value = plan.value(group)
-            except Exception:  # the statistic's failure is the defined value lo; nothing escapes
-                value = span.lo
+            if plan.trust_map:  # a Transformation whose own map bounds the part: it never raises on its
+                value = plan.value(group)  # domain, and a lo in place of a failure would not be within it
+            else:
+                try:
+                    value = plan.value(group)
+                except Exception:  # only the range bounds this part: its failure is the defined value lo
+                    value = span.lo
             values.append(span.clamp(value))
         if vector:
             out = np.stack(values).astype(dtype, copy=False) if values else np.empty((0, 0), dtype=dtype)
