@@ -345,8 +345,8 @@ def make_vector_sum(
     covers every pairing of the two computations. At d_in = 0 (the same multiset, one side summed fast and
     the other exactly, the switch flipped between runs) the map has no slack term, and none is needed: the
     exact side's single rounding to nearest moves it by at most u·‖S‖ + √d·2**-1075 <= u·n·c + √d·2**-1075,
-    within γ_t·n·c as γ_t >= 64u whenever n·c >= √d·2**-1028 (a subnormal-scale bound c with the switch
-    flipped between two runs is the one case this sentence leaves open).
+    within γ_t·n·c as γ_t >= 64u whenever n·c >= √d·2**-1028, which always holds here: a norm bound is at
+    least 2**-900 (:class:`~dpcompose.NormBallDomain`), n > 64 and d <= 2**20.
 
     Args:
         input_domain: ``VectorDomain(NormBallDomain(size=d, norm=c, p=1|2))``, optionally sized.
