@@ -430,3 +430,21 @@ def test_extreme_laws_and_orders_give_a_curve_not_an_exception() -> None:
     assert tnb.map(1)(2) > 0
     poisson = dp.make_private_selection_renyi(run, dp.PoissonRuns(3))
     assert poisson.map(1)(2**53) > 0
+
+
+def test_a_candidate_curve_answering_none_of_the_hat_orders_reads_delta_hat_one() -> None:
+    """A candidate whose curve answers only α = 7: the Poisson map reads δ̂ = 1 (true of any mechanism)
+    instead of raising on an empty table."""
+
+    def only_seven(alpha: Any) -> Fraction:
+        if Fraction(alpha) != 7:
+            raise dp.InvalidParameter(f"alpha={alpha!r}: only order 7 is guaranteed")
+        return Fraction(1, 10)
+
+    run = dp.make_user_measurement(
+        dp.AtomDomain(float), dp.AbsoluteDistance(), dp.RenyiDP(), lambda x: (x, x),
+        lambda d: dp.RenyiCurve(only_seven, "order 7 only"), trusted=True,
+    )
+    sel = dp.make_private_selection_renyi([run], dp.PoissonRuns(3))
+    expected = selection_renyi_poisson(Fraction(7), Fraction(1, 10), Fraction(1), Fraction(3))
+    assert sel.map(1)(7) == expected

@@ -152,7 +152,8 @@ class PoissonRuns:
             lam = exact(alpha, "alpha")
             # e^ε̂ ≤ 1 + 1/(λ − 1); ε̂ = 0 meets it too (log_down may round below 0 at huge λ)
             eps_hat = max(Fraction(0), Fraction(log_down(lam / (lam - 1))))
-            delta_hat = renyi_delta_at(eps_hat, orders, values)
+            # (a curve that answers none of those orders gives δ̂ = 1, true of any mechanism)
+            delta_hat = renyi_delta_at(eps_hat, orders, values) if orders else Fraction(1)
             return selection_renyi_poisson(lam, candidate(lam), delta_hat, mu)
 
         return RenyiCurve(at, f"PS22 Thm 6, K = 0 kept (μ={float(mu):g})")
