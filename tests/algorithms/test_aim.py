@@ -199,3 +199,18 @@ def test_mst_spends_a_verified_budget_on_a_spanning_tree() -> None:
     assert Fraction(299, 1000) <= q.spent()["rho"].exact <= Fraction(3, 10)
     with pytest.raises(InvalidParameter, match="rho"):
         dp.algorithms.make_mst(ROWS, SYM, CATS, rho=1e-30)
+
+
+@pytest.mark.parametrize("metric", [dp.SymmetricDistance(), dp.ChangeOneDistance()])
+@pytest.mark.parametrize("d_in", [1, 3])
+def test_aim_and_mst_run_within_budget_at_any_d_in_and_metric(d_in: int, metric: Any) -> None:
+    """The noise is planned from the library's own map at d_in under the metric (the unit cost of a table),
+    so a run spends at most ρ and is never refused part way (d_in = 3 and change-one were refused)."""
+    data = records(200, 0)
+    for build in (
+        lambda: dp.algorithms.make_aim(ROWS, metric, CATS, rho=1.0, d_in=d_in, rounds=len(CATS)),
+        lambda: dp.algorithms.make_mst(ROWS, metric, CATS, rho=1.0, d_in=d_in),
+    ):
+        m = build()
+        assert m.map(d_in) <= 1
+        m(data)  # raises BudgetExceeded if a step was planned past the budget

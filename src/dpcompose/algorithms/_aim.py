@@ -204,11 +204,16 @@ def run_aim(
     }
     cats: dict[Hashable, Sequence[Any]] = {j: domains[j].categories for j in columns}
     size_of: dict[Hashable, int] = dict(enumerate(sizes))
-    sigma = math.sqrt(rounds / (2 * measure_split * rho)) * SLACK
-    epsilon = math.sqrt(2 * (1 - measure_split) * rho / rounds) / SLACK
     measured: list[NoisyMarginal] = []
-    # the cost of measuring a table depends only on whether it has one cell or more
-    probes = {math.prod(size_of[j] for j in r) > 1: r for r in candidates}
+    # the cost of measuring a table depends only on whether it has one cell or more; ρ at σ is unit/σ²
+    # (a Gaussian's ρ = (d_in·Δ₂)²/(2σ²): d_in and the metric are in the unit, read from the library's map)
+    tables = [*candidates, *((j,) for j in columns)]
+    probes = {math.prod(size_of[j] for j in r) > 1: r for r in tables}
+    unit = max(
+        float(measure_marginal(coded, input_metric, r, domains, 1.0).map(d_in)) for r in probes.values()
+    )
+    sigma = math.sqrt(rounds * unit / (measure_split * rho)) * SLACK
+    epsilon = math.sqrt(2 * (1 - measure_split) * rho / rounds) / SLACK
 
     def measure(clique: Clique, scale: float) -> None:
         noisy = q(measure_marginal(coded, input_metric, clique, domains, scale))
@@ -221,10 +226,10 @@ def run_aim(
     final = False
     while not final:
         left = _remaining(q)
-        planned = 1 / (2 * sigma * sigma) + epsilon * epsilon / 2
+        planned = unit / (sigma * sigma) + epsilon * epsilon / 2
         if left <= 2 * planned:  # the last round spends what is left
             final = True
-            sigma = math.sqrt(1 / (2 * measure_split * float(left))) * SLACK**2
+            sigma = math.sqrt(unit / (measure_split * float(left))) * SLACK**2
             epsilon = math.sqrt(2 * (1 - measure_split) * float(left)) / SLACK**2
         if sigma > _MAX_GAUSSIAN_SCALE:
             break
@@ -263,12 +268,13 @@ def make_aim(
 
     Every one-way marginal is measured first; then each round selects the candidate marginal (a subset of
     a workload clique) that the current model answers worst, weighted by its overlap with the workload and
-    penalised by the noise its measurement would add, measures it with Gaussian noise and refits the model.
-    A round whose measurement barely moves the model halves σ and doubles the selection's ε; the last
-    round spends what is left. Each round costs ``1/(2σ²)`` (measurement, a share ``measure_split`` of the
-    planned per-round budget ``ρ/rounds``) plus ``ε²/2`` (selection): AIM's exponential mechanism costs
-    ``ε²/8`` (bounded range), report noisy max with exact discrete Laplace noise costs ``ε²/2`` here, so
-    the selection is noisier than the paper's at the same ρ.
+    penalised by the noise its measurement would add, measures it with Gaussian noise and refits the model. A
+    round whose measurement barely moves the model halves σ and doubles the selection's ε; the last round
+    spends what is left. Each round costs ``(d_in·Δ₂)²/(2σ²)`` (Δ₂ = 1 for a record added or removed, √2
+    changed; the measurement, a share ``measure_split`` of the planned per-round budget ``ρ/rounds``) plus
+    ``ε²/2`` (selection): AIM's exponential mechanism costs ``ε²/8`` (bounded range), report noisy max with
+    exact discrete Laplace noise costs ``ε²/2`` here, so the selection is noisier than the paper's at the same
+    ρ.
 
     The privacy map is that of the zCDP filter holding the whole run: ``ρ`` for any ``d ≤ d_in``. Each
     measurement is charged before it runs, and the filter refuses (raises, spending nothing) any that would
@@ -316,6 +322,11 @@ def make_aim(
     if not 0 < float(measure_split) < 1:
         raise InvalidParameter(f"measure_split={measure_split!r} must be in (0, 1): the rest selects")
     check_positive_int(iterations, "iterations")
+    if t < len(columns):
+        raise InvalidParameter(
+            f"rounds={rounds!r}: at least the number of columns ({len(columns)}); AIM first measures every "
+            "one-way marginal at the per-round budget"
+        )
     alpha = float(measure_split)
     sigma = math.sqrt(t / (2 * alpha * rho_f))
     if sigma * d_in > _MAX_GAUSSIAN_SCALE / 4:

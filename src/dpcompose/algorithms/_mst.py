@@ -50,7 +50,9 @@ def run_mst(
         shape = tuple(sizes[columns.index(j)] for j in clique)
         measured.append(NoisyMarginal(clique, np.asarray(noisy, dtype=np.float64).reshape(shape), scale))
 
-    one_way = math.sqrt(d / (2 * third)) * SLACK
+    # ρ at σ is unit/σ² (d_in and the metric are in the unit, read from the library's map)
+    unit = max(float(measure_marginal(coded, input_metric, (j,), domains, 1.0).map(d_in)) for j in columns)
+    one_way = math.sqrt(d * unit / third) * SLACK
     for j in columns:
         measure((j,), one_way)
     model = fit_model(MarginalModel.uniform(columns, cats, 1.0), measured, iterations=iterations)
@@ -77,7 +79,8 @@ def run_mst(
         tree.append(chosen)
         a, b = (columns.index(c) for c in chosen)
         component[root(a)] = root(b)
-    two_way = math.sqrt((d - 1) / (2 * third)) * SLACK
+    unit = max(float(measure_marginal(coded, input_metric, pair, domains, 1.0).map(d_in)) for pair in tree)
+    two_way = math.sqrt((d - 1) * unit / third) * SLACK
     for pair in tree:
         measure(pair, two_way)
     return fit_model(model, measured, iterations=iterations)
