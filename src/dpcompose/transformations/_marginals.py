@@ -205,7 +205,6 @@ class _TableCounter:
         return parts
 
 
-@recorded
 def _checked_tables(
     input_domain: Domain, input_metric: Metric, columns: Any, categories: Any
 ) -> tuple[tuple[Marginal, ...], dict[Hashable, CategoricalDomain], list[tuple[int, ...]], list[int]]:
@@ -229,6 +228,7 @@ def _checked_tables(
     return marginals, domains, shapes, sizes
 
 
+@recorded
 def make_marginals(
     input_domain: Domain,
     input_metric: Metric,
