@@ -86,6 +86,7 @@ from fractions import Fraction
 
 from dpcompose.accounting._common import ZERO, as_sequence, nonnegative, probability
 from dpcompose.accounting._exact import log_up
+from dpcompose.accounting._filters import check_orders
 from dpcompose.accounting._zcdp import renyi_to_approx
 from dpcompose.errors import InvalidParameter
 
@@ -105,15 +106,7 @@ def _checked(
     d = probability(delta, "delta")
     if d == 0:
         raise InvalidParameter(f"delta={delta!r} must be positive: the odometer reads an (ε, δ > 0) bound")
-    checked = []
-    for i, a in enumerate(alphas):
-        alpha = nonnegative(a, f"orders[{i}]")
-        if not alpha > 1:
-            raise InvalidParameter(f"orders[{i}]={a!r} must be a Rényi order > 1")
-        checked.append(alpha)
-    if len(set(checked)) != len(checked):
-        raise InvalidParameter(f"orders={list(alphas)!r} must not repeat an order (each costs δ/|A|)")
-    return checked, [nonnegative(s, f"sums[{i}]") for i, s in enumerate(values)], d
+    return list(check_orders(orders)), [nonnegative(s, f"sums[{i}]") for i, s in enumerate(values)], d
 
 
 def renyi_odometer_epsilon(orders: Sequence[Fraction], sums: Sequence[Fraction], delta: Fraction) -> Fraction:

@@ -27,6 +27,9 @@ import numpy.typing as npt
 from dpcompose.transformations._hash import (
     NULL_CODE,
     ROW_SEED,
+    SPLITMIX_GAMMA,
+    SPLITMIX_M1,
+    SPLITMIX_M2,
     fold_row_key,
     string_code,
     value_codes,
@@ -36,9 +39,9 @@ __all__ = ["column_keys", "plain_columns", "plain_row_key", "same_rows_of", "sel
 
 U64 = npt.NDArray[np.uint64]
 _MASK = (1 << 64) - 1
-_GAMMA = 0x9E3779B97F4A7C15
-_M1 = 0xBF58476D1CE4E5B9
-_M2 = 0x94D049BB133111EB
+_GAMMA = int(SPLITMIX_GAMMA)
+_M1 = int(SPLITMIX_M1)
+_M2 = int(SPLITMIX_M2)
 _SEED = int(ROW_SEED)
 _NULL = int(NULL_CODE)
 _NAN_BITS = 0x7FF8000000000000
