@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 import dpcompose as dp
+from dpcompose.tables._shares import BudgetShares
 
 SCHEMA = {"x": dp.Column(float, bounds=(0.0, 10.0))}
 DF = pl.DataFrame({"x": [1.0, 2.0, 3.0]})
@@ -57,6 +58,9 @@ def test_a_context_with_the_most_shares_is_built_at_once() -> None:
     ctx = dp.Context(DF, SCHEMA, privacy_loss=1.0, split_evenly_over=2**20)
     assert "shares=1048576" in repr(ctx)
     assert ctx.query().agg(dp.tables.count()).budget == Fraction(1, 2**20)
+    shares = BudgetShares.even(dp.PureDP(), Fraction(1), 2**20)  # nothing of the shares' size is held
+    held = [v for v in vars(shares).values() if isinstance(v, (list, tuple, dict, set))]
+    assert len(shares) == 2**20 and all(len(v) < 2**10 for v in held)
 
 
 def test_many_threads_releasing_at_once_get_each_share_once() -> None:
