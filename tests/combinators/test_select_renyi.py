@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -379,6 +380,48 @@ def test_explain_names_the_theorem() -> None:
 
 
 # --- bad input: refused, naming the parameter, nothing run -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("eta", "gamma"),
+    [
+        (Fraction(-1), Fraction(1, 2)),
+        (Fraction(-3, 2), Fraction(1, 2)),
+        (Fraction(0), Fraction(0)),
+        (Fraction(0), Fraction(1)),
+        (Fraction(1), Fraction(3, 2)),
+    ],
+)
+def test_the_tnb_law_is_checked_by_one_definition(eta: Fraction, gamma: Fraction) -> None:
+    # the accounting, the sampler and the runs type refuse the same (η, γ) with the same message
+    calls: list[Callable[[], object]] = [
+        lambda: selection_renyi_tnb(2, 0, 1, 0, eta, gamma),
+        lambda: tnb_log_mean_up(eta, gamma),
+        lambda: sample_truncated_negative_binomial(eta, gamma, SeededSource(0)),
+        lambda: dp.TruncatedNegativeBinomialRuns(eta, gamma),
+    ]
+    texts = set()
+    for call in calls:
+        with pytest.raises(dp.InvalidParameter) as info:
+            call()
+        texts.add(str(info.value).replace("stop_probability=", "gamma="))
+    assert len(texts) == 1, texts
+    assert ("eta=" in texts.pop()) == (eta <= -1)  # only the offending parameter is named
+
+
+@pytest.mark.parametrize("mean", [Fraction(0), Fraction(-1, 3)])
+def test_the_poisson_mean_is_checked_by_one_definition(mean: Fraction) -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: selection_renyi_poisson(2, 0, 0, mean),
+        lambda: sample_poisson(mean, SeededSource(0)),
+        lambda: dp.PoissonRuns(mean),
+    ]
+    texts = set()
+    for call in calls:
+        with pytest.raises(dp.InvalidParameter, match="mean=") as info:
+            call()
+        texts.add(str(info.value))
+    assert len(texts) == 1, texts
 
 
 def test_bad_input_is_refused_by_name_and_runs_nothing() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from dpcompose._validation import check_same_length
+from dpcompose._validation import check_same_length, short_repr
 from dpcompose.accounting._common import as_sequence, nonnegative, positive
 from dpcompose.accounting._exact import (
     Number,
@@ -37,6 +37,8 @@ from dpcompose.accounting._exact import (
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
+    "check_poisson_mean",
+    "check_tnb_parameters",
     "renyi_delta_at",
     "selection_renyi_poisson",
     "selection_renyi_tnb",
@@ -44,14 +46,49 @@ __all__ = [
 ]
 
 
-def _check_eta_gamma(eta: Number, gamma: Number) -> tuple[Fraction, Fraction]:
+def check_tnb_parameters(eta: Number, gamma: Number, gamma_name: str = "gamma") -> tuple[Fraction, Fraction]:
+    """``(η, γ)`` of the truncated negative binomial law ``D_{η,γ}`` as exact rationals: ``η > −1`` and
+    ``γ ∈ (0, 1)``, the range on which the law exists (Papernot–Steinke 2022, arXiv:2110.03620v2,
+    Section 2). The one check of these parameters, shared by the accounting, the sampler and
+    :class:`~dpcompose.TruncatedNegativeBinomialRuns` (which names γ ``stop_probability``).
+
+    Raises:
+        InvalidParameter: naming ``eta`` or ``gamma_name``, when a value is not a finite real number or lies
+            outside its range.
+
+    Examples:
+        >>> check_tnb_parameters(0, 0.5)
+        (Fraction(0, 1), Fraction(1, 2))
+    """
     e = exact(eta, "eta")
-    g = exact(gamma, "gamma")
+    g = exact(gamma, gamma_name)
     if not e > -1:
-        raise InvalidParameter(f"eta={eta!r} must be greater than −1 (0: logarithmic, 1: geometric)")
+        raise InvalidParameter(
+            f"eta={short_repr(eta)} must be greater than −1 (0: logarithmic, 1: geometric)"
+        )
     if not 0 < g < 1:
-        raise InvalidParameter(f"gamma={gamma!r} (the stop probability) must lie strictly between 0 and 1")
+        raise InvalidParameter(
+            f"{gamma_name}={short_repr(gamma)} (the stop probability γ) must lie strictly between 0 and 1"
+        )
     return e, g
+
+
+def check_poisson_mean(mu: Number, name: str = "mean") -> Fraction:
+    """The mean ``μ > 0`` of a Poisson number of runs as an exact rational (Papernot–Steinke 2022,
+    arXiv:2110.03620v2, the Poisson theorem's law). The one check of it, shared by the accounting, the
+    sampler and :class:`~dpcompose.PoissonRuns`.
+
+    Raises:
+        InvalidParameter: naming ``name``, when ``mu`` is not a finite real number or not positive.
+
+    Examples:
+        >>> check_poisson_mean(2)
+        Fraction(2, 1)
+    """
+    m = exact(mu, name)
+    if not m > 0:
+        raise InvalidParameter(f"{name}={short_repr(mu)} must be positive (the expected number of runs)")
+    return m
 
 
 def _order(alpha: Number, name: str = "alpha") -> Fraction:
@@ -72,7 +109,7 @@ def tnb_log_mean_up(eta: Number, gamma: Number) -> Fraction:
         >>> float(tnb_log_mean_up(1, Fraction(1, 10)))  # geometric: E[K] = 10
         2.302585092994...
     """
-    e, g = _check_eta_gamma(eta, gamma)
+    e, g = check_tnb_parameters(eta, gamma)
     # ln γ < 0 rounded up (towards 0); ln γ ≤ γ − 1 keeps it negative when γ is within rounding of 1.
     log_g_up = min(Fraction(log_up(g)), g - 1)
     if e == 0:
@@ -131,7 +168,7 @@ def selection_renyi_tnb(
     eps = exact(epsilon, "epsilon")
     if eps < 0:
         raise InvalidParameter(f"epsilon={epsilon!r} must be non-negative")
-    e, g = _check_eta_gamma(eta, gamma)
+    e, g = check_tnb_parameters(eta, gamma)
     hat = Fraction(0)
     if lam_hat > 1:
         eps_hat = exact(epsilon_hat, "epsilon_hat")
@@ -192,11 +229,9 @@ def selection_renyi_poisson(alpha: Number, epsilon: Number, delta_hat: Number, m
     lam = _order(alpha)
     eps = exact(epsilon, "epsilon")
     dh = exact(delta_hat, "delta_hat")
-    m = exact(mu, "mean")
     if eps < 0 or not 0 <= dh <= 1:
         raise InvalidParameter(f"epsilon={epsilon!r} must be ≥ 0 and delta_hat={delta_hat!r} in [0, 1]")
-    if not m > 0:
-        raise InvalidParameter(f"mean={mu!r} must be positive (the expected number of runs)")
+    m = check_poisson_mean(mu)
     x = (lam - 1) * (eps + m * dh)
     # ln(e^(−μ) + μ e^x) = x + ln μ + ln(1 + e^(−μ−x)/μ), increasing in x; each step rounded up.
     tail = Fraction(exp_up(-m - x)) / m
