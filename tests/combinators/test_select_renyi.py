@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dpcompose as dp
+import dpcompose.accounting._selection as selection_module
 from dpcompose.accounting import selection_renyi_poisson, selection_renyi_tnb, tnb_log_mean_up
+from dpcompose.combinators._select_renyi import HAT_ORDERS
 from dpcompose.measurements._random import SeededSource
 from dpcompose.measurements._run_counts import sample_poisson, sample_truncated_negative_binomial
 from dpcompose.measurements._sampling import randbelow
@@ -371,6 +373,32 @@ def test_zcdp_candidates_use_the_curve_alpha_rho_and_the_largest_candidate() -> 
         )
         assert one(lam) <= want
         assert one(lam) >= lam * rho + tnb_log_mean_up(1, Fraction(1, 10)) / (lam - 1)
+
+
+def test_tnb_curve_reads_the_law_once_and_equals_the_least_over_the_hat_orders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    real = selection_module.tnb_log_mean_up
+
+    def counted(eta: Any, gamma: Any) -> Fraction:
+        calls.append(1)
+        return real(eta, gamma)
+
+    monkeypatch.setattr(selection_module, "tnb_log_mean_up", counted)
+    g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
+    eta, gamma = Fraction(1, 2), Fraction(1, 100)
+    curve = dp.make_private_selection_renyi(
+        dp.make_postprocess(g, lambda y: (y, y)), dp.TruncatedNegativeBinomialRuns(eta, gamma)
+    ).map(1)
+    calls.clear()
+    rho = Fraction(1, 32)  # scale 4: ρ = 1/(2·16)
+    hats = [(Fraction(1), Fraction(0)), *((a, a * rho) for a in HAT_ORDERS[1:])]
+    readings = [curve(lam) for lam in (Fraction(3, 2), 2, 9, 100)]
+    assert calls == []  # ln E[K] is computed with the curve, not per order λ̂ of every reading
+    monkeypatch.undo()
+    for lam, got in zip((Fraction(3, 2), 2, 9, 100), readings, strict=True):
+        assert got == min(selection_renyi_tnb(lam, lam * rho, a, e, eta, gamma) for a, e in hats)
 
 
 def test_explain_names_the_theorem() -> None:

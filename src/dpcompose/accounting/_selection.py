@@ -19,7 +19,7 @@ bounded through the tails ``u = P[Q(x) > y]``, ``u' = P[Q(x') > y]`` with a seco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from dpcompose._validation import check_same_length, short_repr
@@ -43,6 +43,7 @@ __all__ = [
     "selection_renyi_poisson",
     "selection_renyi_tnb",
     "tnb_log_mean_up",
+    "tnb_selection_bound",
 ]
 
 
@@ -161,22 +162,58 @@ def selection_renyi_tnb(
         >>> round(float(eps), 6)  # 0.1 + 2·(3/4)·0.2 + 2·ln 10/4 + ln 10
         3.853878
     """
-    lam = _order(alpha)
-    lam_hat = exact(alpha_hat, "alpha_hat")
-    if not lam_hat >= 1:
-        raise InvalidParameter(f"alpha_hat={alpha_hat!r} must be at least 1")
-    eps = exact(epsilon, "epsilon")
-    if eps < 0:
-        raise InvalidParameter(f"epsilon={epsilon!r} must be non-negative")
+    return tnb_selection_bound(eta, gamma)(alpha, epsilon, [(alpha_hat, epsilon_hat)])
+
+
+def tnb_selection_bound(
+    eta: Number, gamma: Number
+) -> Callable[[Number, Number, Sequence[tuple[Number, Number]]], Fraction]:
+    """Theorem 2 of Papernot–Steinke 2022 for ``K ~ D_{η,γ}``, least over several second orders.
+
+    Returns ``bound(alpha, epsilon, hats)``: the least, over the pairs ``(λ̂, ε̂)`` of ``hats``, of
+    :func:`selection_renyi_tnb`'s ``ε'`` for a candidate that is ``(λ, ε)``-RDP and ``(λ̂, ε̂)``-RDP. The
+    parts that depend on the law only, ``ln E[K]`` (:func:`tnb_log_mean_up`) and ``ln(1/γ)``, are computed
+    once here, not per order; every sum is exact, so each reading equals the least of
+    :func:`selection_renyi_tnb` over the pairs.
+
+    Source: Papernot–Steinke 2022 (ICLR; arXiv:2110.03620v2), Theorem 2 (see :func:`selection_renyi_tnb`).
+
+    Raises:
+        InvalidParameter: η or γ out of range (here); at a call, ``λ ≤ 1``, ``ε < 0``, an empty ``hats``, a
+            ``λ̂ < 1`` or an ``ε̂ < 0`` at a ``λ̂ > 1``.
+
+    Examples:
+        >>> bound = tnb_selection_bound(1, Fraction(1, 10))
+        >>> round(float(bound(2, Fraction(1, 10), [(1, 0), (4, Fraction(1, 5))])), 6)
+        3.853878
+    """
     e, g = check_tnb_parameters(eta, gamma)
-    hat = Fraction(0)
-    if lam_hat > 1:
-        eps_hat = exact(epsilon_hat, "epsilon_hat")
-        if eps_hat < 0:
-            raise InvalidParameter(f"epsilon_hat={epsilon_hat!r} must be non-negative")
-        hat = (1 + e) * (1 - 1 / lam_hat) * eps_hat
-    log_inv_g = Fraction(-log_down(g))
-    return eps + hat + (1 + e) * log_inv_g / lam_hat + tnb_log_mean_up(e, g) / (lam - 1)
+    law = (1 + e) * Fraction(-log_down(g))  # (1 + η) ln(1/γ), rounded up
+    log_mean = tnb_log_mean_up(e, g)
+
+    def bound(alpha: Number, epsilon: Number, hats: Sequence[tuple[Number, Number]]) -> Fraction:
+        lam = _order(alpha)
+        eps = exact(epsilon, "epsilon")
+        if eps < 0:
+            raise InvalidParameter(f"epsilon={short_repr(epsilon)} must be non-negative")
+        if not hats:
+            raise InvalidParameter("hats=[] must hold at least one (alpha_hat, epsilon_hat) pair")
+        best: Fraction | None = None
+        for alpha_hat, epsilon_hat in hats:
+            lam_hat = exact(alpha_hat, "alpha_hat")
+            if not lam_hat >= 1:
+                raise InvalidParameter(f"alpha_hat={short_repr(alpha_hat)} must be at least 1")
+            term = law / lam_hat
+            if lam_hat > 1:
+                eps_hat = exact(epsilon_hat, "epsilon_hat")
+                if eps_hat < 0:
+                    raise InvalidParameter(f"epsilon_hat={short_repr(epsilon_hat)} must be non-negative")
+                term += (1 + e) * (1 - 1 / lam_hat) * eps_hat
+            best = term if best is None or term < best else best
+        assert best is not None  # hats is not empty
+        return eps + best + log_mean / (lam - 1)
+
+    return bound
 
 
 def renyi_delta_at(epsilon_hat: Number, alphas: Sequence[Number], epsilons: Sequence[Number]) -> Fraction:

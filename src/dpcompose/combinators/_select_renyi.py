@@ -37,8 +37,8 @@ from dpcompose.accounting._selection import (
     check_tnb_parameters,
     renyi_delta_at,
     selection_renyi_poisson,
-    selection_renyi_tnb,
     tnb_log_mean_up,
+    tnb_selection_bound,
 )
 from dpcompose.combinators._select import better_score, checked_candidates, ranked_run
 from dpcompose.core import ZCDP, Measurement, Node, RenyiCurve, RenyiDP
@@ -102,11 +102,11 @@ class TruncatedNegativeBinomialRuns:
         eta, gamma = self.law()
         hats = [(Fraction(1), Fraction(0)), *_values_at(candidate, HAT_ORDERS[1:])]
         log_mean = tnb_log_mean_up(eta, gamma)
+        bound = tnb_selection_bound(eta, gamma)
 
         def at(alpha: Any) -> Fraction:
             lam = exact(alpha, "alpha")
-            eps = candidate(lam)
-            return min(selection_renyi_tnb(lam, eps, a, e, eta, gamma) for a, e in hats)
+            return bound(lam, candidate(lam), hats)
 
         return RenyiCurve(
             at, f"PS22 Thm 2 (η={float(eta):g}, γ={float(gamma):g}, ln E[K] ≤ {float(log_mean):.4g})"
