@@ -394,10 +394,11 @@ def test_tnb_curve_reads_the_law_once_and_equals_the_least_over_the_hat_orders(
     calls.clear()
     rho = Fraction(1, 32)  # scale 4: ρ = 1/(2·16)
     hats = [(Fraction(1), Fraction(0)), *((a, a * rho) for a in HAT_ORDERS[1:])]
-    readings = [curve(lam) for lam in (Fraction(3, 2), 2, 9, 100)]
+    lams = [Fraction(3, 2), Fraction(2), Fraction(9), Fraction(100)]
+    readings = [curve(lam) for lam in lams]
     assert calls == []  # ln E[K] is computed with the curve, not per order λ̂ of every reading
     monkeypatch.undo()
-    for lam, got in zip((Fraction(3, 2), 2, 9, 100), readings, strict=True):
+    for lam, got in zip(lams, readings, strict=True):
         assert got == min(selection_renyi_tnb(lam, lam * rho, a, e, eta, gamma) for a, e in hats)
 
 
