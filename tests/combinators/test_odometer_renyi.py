@@ -484,7 +484,8 @@ def test_zcdp_odometer_charges_pure_queries_as_the_renyi_odometer_does() -> None
 def test_renyi_odometer_sums_and_readings_are_the_hand_computed_ones(measure: Any) -> None:
     rho = Fraction(1, 50)
     zcdp: Any = dp.make_user_measurement(INTS, SYM, dp.ZCDP(), len, lambda d: rho * d, trusted=True)
-    pure: Any = dp.make_user_measurement(INTS, SYM, dp.PureDP(), len, lambda d: Fraction(1, 4) * d, trusted=True)
+    quarter = Fraction(1, 4)
+    pure: Any = dp.make_user_measurement(INTS, SYM, dp.PureDP(), len, lambda d: quarter * d, trusted=True)
     orders = tuple(Fraction(a) for a in (2, Fraction(5, 2), 8))
     q = dp.make_odometer(INTS, SYM, measure, 1, delta=DELTA, orders=orders)(np.arange(4))
     zero = renyi_odometer_epsilon(orders, [Fraction(0)] * 3, DELTA)
