@@ -515,6 +515,21 @@ def test_basic_odometer_totals_are_the_hand_computed_ones() -> None:
     assert spent == {"epsilon": Fraction(2, 3), "delta": Fraction(2, 10**7)}
 
 
+@pytest.mark.parametrize("measure", [dp.RenyiDP(), dp.ApproxDP()])
+def test_a_damaged_odometer_state_is_a_ledger_error_for_every_reader(measure: Any) -> None:
+    ledger = dp.MemoryLedger()
+    kw: dict[str, Any] = {"delta": DELTA, "orders": (2, 3)} if isinstance(measure, dp.RenyiDP) else {}
+    q = dp.make_odometer(INTS, SYM, measure, 1, ledger=ledger, **kw)(np.arange(4))
+    ledger.charge(lambda e: e.replace(state=(Fraction(1), Fraction(2), Fraction(3))))  # 3 sums: damaged
+    readers = [q.spent, q.privacy_loss]
+    if isinstance(measure, dp.RenyiDP):
+        readers.append(q.stopping_epsilon)
+    for read in readers:
+        with pytest.raises(dp.LedgerError, match="ledger state has 3"):
+            read()
+    assert "ledger unusable" in str(q)
+
+
 def test_stopping_epsilon_is_for_renyi_odometers_only() -> None:
     q = dp.make_odometer(INTS, SYM, dp.PureDP(), 1)(np.arange(3))
     with pytest.raises(dp.UnsupportedComposition, match="stopping_epsilon"):

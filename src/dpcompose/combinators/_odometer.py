@@ -77,8 +77,12 @@ class _BasicOdometerAccountant(_OdometerAccountant):
         return entry.replace(rule="basic", state=new, queries=entry.queries + 1)
 
     def totals(self, entry: LedgerEntry) -> tuple[Fraction, Fraction]:
-        """The running totals (Σε, Σδ) of the entry (zeros before the first charge)."""
-        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
+        """The running totals (Σε, Σδ) of the entry (zeros before the first charge); LedgerError for a state
+        that is not a pair (a damaged ledger)."""
+        state = entry.state if entry.state else (Fraction(0), Fraction(0))
+        if len(state) != 2:
+            raise LedgerError(f"ledger state has {len(state)} totals for an odometer's (ε, δ)")
+        eps, delta = state
         return eps, delta
 
     def spent(self, entry: LedgerEntry) -> dict[str, Fraction]:
@@ -119,8 +123,6 @@ class _RenyiOdometerAccountant(_OdometerAccountant):
 
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
         state = self.sums(entry)
-        if len(state) != len(self.orders):
-            raise LedgerError(f"ledger state has {len(state)} sums for {len(self.orders)} orders")
         # (cost comes from :meth:`cost`: one value per order, so zip's strict check never fires)
         new = tuple(settle(s + c) for s, c in zip(state, cost, strict=True))
         return entry.replace(rule="renyi-odometer", state=new, queries=entry.queries + 1)
@@ -129,8 +131,12 @@ class _RenyiOdometerAccountant(_OdometerAccountant):
         return {f"alpha={_order_text(a)}": s for a, s in zip(self.orders, self.sums(entry), strict=True)}
 
     def sums(self, entry: LedgerEntry) -> tuple[Fraction, ...]:
-        """The running sums S(α) of the entry, one per order (zeros before the first charge)."""
-        return entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        """The running sums S(α) of the entry, one per order (zeros before the first charge); LedgerError
+        for a state of another length (a damaged ledger: the ledger is bound to these orders)."""
+        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        if len(state) != len(self.orders):
+            raise LedgerError(f"ledger state has {len(state)} sums for {len(self.orders)} orders")
+        return state
 
     def reading(self, entry: LedgerEntry) -> tuple[Fraction, Fraction]:
         return renyi_odometer_epsilon(self.orders, self.sums(entry), self.delta), self.delta
