@@ -18,14 +18,9 @@ from dpcompose.accounting._filters import (
     zcdp_cost_to_renyi,
 )
 from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon, renyi_stopping_epsilon
-from dpcompose.combinators._filter import (
-    Accountant,
-    AccountantQueryable,
-    AnyMeasurement,
-    check_accountant_args,
-    query_cost,
-)
+from dpcompose.combinators._filter import Accountant, AccountantQueryable, check_accountant_args
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
+from dpcompose.combinators._query_cost import AnyMeasurement, query_cost
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, RenyiDP
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
