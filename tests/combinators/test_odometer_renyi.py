@@ -480,6 +480,56 @@ def test_zcdp_odometer_charges_pure_queries_as_the_renyi_odometer_does() -> None
     assert 3 < readings[0][0][0] < 3.07  # charged 3αε²/2 at every order it read 10.82
 
 
+@pytest.mark.parametrize("measure", [dp.RenyiDP(), dp.ZCDP()])
+def test_renyi_odometer_sums_and_readings_are_the_hand_computed_ones(measure: Any) -> None:
+    rho = Fraction(1, 50)
+    zcdp: Any = dp.make_user_measurement(INTS, SYM, dp.ZCDP(), len, lambda d: rho * d, trusted=True)
+    quarter = Fraction(1, 4)
+    pure: Any = dp.make_user_measurement(INTS, SYM, dp.PureDP(), len, lambda d: quarter * d, trusted=True)
+    orders = tuple(Fraction(a) for a in (2, Fraction(5, 2), 8))
+    q = dp.make_odometer(INTS, SYM, measure, 1, delta=DELTA, orders=orders)(np.arange(4))
+    zero = renyi_odometer_epsilon(orders, [Fraction(0)] * 3, DELTA)
+    assert q.privacy_loss() == (zero, DELTA) and [s.exact for s in q.spent().values()] == [0, 0, 0]
+    q(zcdp)
+    q(pure)
+    q(zcdp)
+    # αρ per zCDP query (Bun–Steinke 2016 Prop. 1.3), min(ε, αε²/2) per ε-DP query (Prop. 1.4)
+    sums = [2 * a * rho + min(Fraction(1, 4), a * Fraction(1, 32)) for a in orders]
+    assert list(q.spent()) == ["alpha=2", "alpha=2.5", "alpha=8"]
+    assert [s.exact for s in q.spent().values()] == sums
+    assert q.privacy_loss() == (renyi_odometer_epsilon(orders, sums, DELTA), DELTA)
+    assert q.stopping_epsilon() == renyi_stopping_epsilon(orders, sums, DELTA)
+    assert q.queries_charged == 3
+
+
+def test_basic_odometer_totals_are_the_hand_computed_ones() -> None:
+    step: Any = dp.make_user_measurement(
+        INTS, SYM, dp.ApproxDP(), len, lambda d: (Fraction(1, 3) * d, Fraction(1, 10**7)), trusted=True
+    )
+    q = dp.make_odometer(INTS, SYM, dp.ApproxDP(), 1)(np.arange(4))
+    assert q.privacy_loss() == (0, 0)
+    q(step)
+    q(step)
+    assert q.privacy_loss() == (Fraction(2, 3), Fraction(2, 10**7))
+    spent = {k: v.exact for k, v in q.spent().items()}
+    assert spent == {"epsilon": Fraction(2, 3), "delta": Fraction(2, 10**7)}
+
+
+@pytest.mark.parametrize("measure", [dp.RenyiDP(), dp.ApproxDP()])
+def test_a_damaged_odometer_state_is_a_ledger_error_for_every_reader(measure: Any) -> None:
+    ledger = dp.MemoryLedger()
+    kw: dict[str, Any] = {"delta": DELTA, "orders": (2, 3)} if isinstance(measure, dp.RenyiDP) else {}
+    q = dp.make_odometer(INTS, SYM, measure, 1, ledger=ledger, **kw)(np.arange(4))
+    ledger.charge(lambda e: e.replace(state=(Fraction(1), Fraction(2), Fraction(3))))  # 3 sums: damaged
+    readers = [q.spent, q.privacy_loss]
+    if isinstance(measure, dp.RenyiDP):
+        readers.append(q.stopping_epsilon)
+    for read in readers:
+        with pytest.raises(dp.LedgerError, match="ledger state has 3"):
+            read()
+    assert "ledger unusable" in str(q)
+
+
 def test_stopping_epsilon_is_for_renyi_odometers_only() -> None:
     q = dp.make_odometer(INTS, SYM, dp.PureDP(), 1)(np.arange(3))
     with pytest.raises(dp.UnsupportedComposition, match="stopping_epsilon"):

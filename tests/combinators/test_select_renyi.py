@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dpcompose as dp
+import dpcompose.accounting._selection as selection_module
 from dpcompose.accounting import selection_renyi_poisson, selection_renyi_tnb, tnb_log_mean_up
+from dpcompose.combinators._select_renyi import HAT_ORDERS
 from dpcompose.measurements._random import SeededSource
 from dpcompose.measurements._run_counts import sample_poisson, sample_truncated_negative_binomial
 from dpcompose.measurements._sampling import randbelow
@@ -372,6 +375,33 @@ def test_zcdp_candidates_use_the_curve_alpha_rho_and_the_largest_candidate() -> 
         assert one(lam) >= lam * rho + tnb_log_mean_up(1, Fraction(1, 10)) / (lam - 1)
 
 
+def test_tnb_curve_reads_the_law_once_and_equals_the_least_over_the_hat_orders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    real = selection_module.tnb_log_mean_up
+
+    def counted(eta: Any, gamma: Any) -> Fraction:
+        calls.append(1)
+        return real(eta, gamma)
+
+    monkeypatch.setattr(selection_module, "tnb_log_mean_up", counted)
+    g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
+    eta, gamma = Fraction(1, 2), Fraction(1, 100)
+    curve = dp.make_private_selection_renyi(
+        dp.make_postprocess(g, lambda y: (y, y)), dp.TruncatedNegativeBinomialRuns(eta, gamma)
+    ).map(1)
+    calls.clear()
+    rho = Fraction(1, 32)  # scale 4: ρ = 1/(2·16)
+    hats = [(Fraction(1), Fraction(0)), *((a, a * rho) for a in HAT_ORDERS[1:])]
+    lams = [Fraction(3, 2), Fraction(2), Fraction(9), Fraction(100)]
+    readings = [curve(lam) for lam in lams]
+    assert calls == []  # ln E[K] is computed with the curve, not per order λ̂ of every reading
+    monkeypatch.undo()
+    for lam, got in zip(lams, readings, strict=True):
+        assert got == min(selection_renyi_tnb(lam, lam * rho, a, e, eta, gamma) for a, e in hats)
+
+
 def test_explain_names_the_theorem() -> None:
     g = dp.m.make_gaussian(dp.AtomDomain(float), dp.AbsoluteDistance(), scale=4.0)
     sel = dp.make_private_selection_renyi(dp.make_postprocess(g, lambda y: (y, y)), dp.PoissonRuns(3))
@@ -379,6 +409,48 @@ def test_explain_names_the_theorem() -> None:
 
 
 # --- bad input: refused, naming the parameter, nothing run -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("eta", "gamma"),
+    [
+        (Fraction(-1), Fraction(1, 2)),
+        (Fraction(-3, 2), Fraction(1, 2)),
+        (Fraction(0), Fraction(0)),
+        (Fraction(0), Fraction(1)),
+        (Fraction(1), Fraction(3, 2)),
+    ],
+)
+def test_the_tnb_law_is_checked_by_one_definition(eta: Fraction, gamma: Fraction) -> None:
+    # the accounting, the sampler and the runs type refuse the same (η, γ) with the same message
+    calls: list[Callable[[], object]] = [
+        lambda: selection_renyi_tnb(2, 0, 1, 0, eta, gamma),
+        lambda: tnb_log_mean_up(eta, gamma),
+        lambda: sample_truncated_negative_binomial(eta, gamma, SeededSource(0)),
+        lambda: dp.TruncatedNegativeBinomialRuns(eta, gamma),
+    ]
+    texts = set()
+    for call in calls:
+        with pytest.raises(dp.InvalidParameter) as info:
+            call()
+        texts.add(str(info.value).replace("stop_probability=", "gamma="))
+    assert len(texts) == 1, texts
+    assert ("eta=" in texts.pop()) == (eta <= -1)  # only the offending parameter is named
+
+
+@pytest.mark.parametrize("mean", [Fraction(0), Fraction(-1, 3)])
+def test_the_poisson_mean_is_checked_by_one_definition(mean: Fraction) -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: selection_renyi_poisson(2, 0, 0, mean),
+        lambda: sample_poisson(mean, SeededSource(0)),
+        lambda: dp.PoissonRuns(mean),
+    ]
+    texts = set()
+    for call in calls:
+        with pytest.raises(dp.InvalidParameter, match="mean=") as info:
+            call()
+        texts.add(str(info.value))
+    assert len(texts) == 1, texts
 
 
 def test_bad_input_is_refused_by_name_and_runs_nothing() -> None:

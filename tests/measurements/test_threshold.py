@@ -318,6 +318,23 @@ def test_map_refuses_useless_parameters() -> None:
         gauss.map((100, 100, 1))
 
 
+@pytest.mark.parametrize("sigma", [Fraction(0), Fraction(-3), -1.5, 0.0, math.nan, math.inf, "2"])
+def test_tails_and_threshold_delta_refuse_a_nonpositive_scale(sigma: Any) -> None:
+    # σ = 0 divided by zero; a negative σ gave a "tail" below the true one (a δ under-reported)
+    with pytest.raises(dp.InvalidParameter, match="sigma="):
+        threshold_module.gaussian_threshold_delta(sigma, 10, (1, 1, 1))
+    with pytest.raises(dp.InvalidParameter, match="sigma="):
+        gaussian_tail_up(sigma, 3)
+    with pytest.raises(dp.InvalidParameter, match="scale="):
+        laplace_tail_up(sigma, 3)
+
+
+def test_threshold_delta_reads_a_float_sigma_exactly() -> None:
+    delta = threshold_module.gaussian_threshold_delta(1.5, 10, (1, 1, 1))
+    assert isinstance(delta, Fraction)
+    assert delta == gaussian_tail_up(Fraction(3, 2), 9)
+
+
 @pytest.mark.parametrize("threshold", [1, 0.5, -3, math.nan, math.inf, 2**63, "3"])
 def test_construction_refuses_bad_thresholds(threshold: Any) -> None:
     by = dp.t.make_count_by(STRS, SYM)

@@ -1,9 +1,10 @@
-"""Calibration: the least noise scale whose certified privacy meets a target, found on the float grid.
+"""Calibration: the noise scale at which the certified privacy starts to meet a target, on the float grid.
 
 The search (:func:`least_passing`) runs over the floats themselves, ordered by their bit patterns, and
 returns a float σ that passes next to the float just below it that fails: both are read, so the returned
 σ's certified reading meets the target and the float one ulp below does not (with ``rtol`` > 0: a failing
-σ within a factor 1 + rtol below it, so the least passing σ is within rtol of the one returned).
+σ within a factor 1 + rtol below it, so where the reading is monotone the least passing σ is within rtol
+of the one returned).
 
 Monotonicity is checked on what is read, not assumed. The bracket itself cannot show a failure (every σ
 read inside it moves one of its ends), so the readings are compared: if, between two σ read, the larger
@@ -116,7 +117,15 @@ def read_bounds(bounds: object) -> tuple[float, float]:
 def least_passing(
     probe: Probe, bounds: object = DEFAULT_BOUNDS, start: float | None = None, rtol: float = 0.0
 ) -> Calibration:
-    """The least float σ in ``bounds`` at which ``probe`` passes, next to the float below it that fails.
+    """A float σ in ``bounds`` at which ``probe`` passes, next to the float below it that fails (both read).
+
+    What is claimed: ``value`` passes and ``below``, the float just below it (with ``rtol`` > 0, a σ within
+    a factor 1 + rtol below it), fails; every σ read below ``value`` fails and every σ read above passes;
+    and the readings taken fall as σ grows, up to a relative rise of at most :data:`MONOTONE_SLACK`
+    (reported as ``wobble``; a larger rise is refused). Between the σ read nothing is claimed: ``value`` is
+    the least passing float when the probe is monotone in σ, and a probe that is so only up to its float
+    rounding (a certified PLD reading) may also pass at a float a little below (a few hundred ulps for 10⁴
+    subsampled Gaussian steps).
 
     The search first brackets the boundary from ``start`` (default 1, or the geometric middle of the bounds)
     by extrapolating the reading in log-log scale with a margin, then closes the bracket (see the module
@@ -128,8 +137,8 @@ def least_passing(
         InvalidParameter: ``rtol`` is not in [0, 1); ``bounds`` are not two finite non-negative numbers
             with lo < hi; the lower bound
             already passes (lower it); the upper bound fails (no σ in the bounds meets the target: raise it,
-            or loosen the target); or a passing σ was seen below a failing one (the certificate is not
-            monotone in σ, so no least σ is claimed).
+            or loosen the target); or, between two σ read, the larger reads more than the smaller by over
+            :data:`MONOTONE_SLACK` relative (the reading is not monotone in σ, so no boundary is claimed).
     """
     if not callable(probe):
         raise InvalidParameter(f"probe={probe!r} must be a function of σ returning (passes, log ratio)")
@@ -326,13 +335,21 @@ def calibrate_loss(
     start: float | None = None,
     rtol: float = 0.0,
 ) -> float:
-    """The least float σ in ``bounds`` whose pair ``make_loss(σ)`` certifies ε(δ) ≤ ``epsilon``.
+    """A float σ in ``bounds`` whose pair ``make_loss(σ)`` certifies ε(δ) ≤ ``epsilon`` while the float just
+    below it does not: the boundary of the certified reading on the float grid (:func:`least_passing`).
 
     The reading is :meth:`PrivacyLoss.epsilon` at ``delta`` (the certified upper bound of the privacy loss
     distribution: Zhu–Dong–Wang 2022 Thm 10 for compositions, Thm 11 / Prop. 30 for subsampling, each
-    pair's PLD as its constructor cites). The σ returned meets the target and the float below it does not
-    (both were read); a σ whose pair cannot be built or read counts as not meeting it. The targets are read
-    as the decimals they print as.
+    pair's PLD as its constructor cites). What is claimed: the σ returned meets the target and the float
+    below it does not (both were read; with ``rtol`` > 0, a σ within a factor 1 + rtol below it); the
+    readings taken fall as σ grows up to a relative rise of at most ``MONOTONE_SLACK`` = 1e-9 (checked: a
+    larger rise is refused). It is the least such float only where the certified reading is monotone in σ:
+    the pairs' true privacy is (a larger σ is a post-processing of a smaller one), but the certified
+    reading wobbles with its float rounding (about 4e-13 relative in ε at 10⁴ subsampled Gaussian steps),
+    so a float a few hundred ulps below may also pass, and runs that read different σ on the way may return
+    boundaries that far apart; between the σ read nothing is claimed (:func:`least_passing` returns the
+    readings and the wobble seen). A σ whose pair cannot be built or read counts as not meeting the
+    target. The targets are read as the decimals they print as.
 
     Args:
         make_loss: σ ↦ the dominating pair of the whole planned run (e.g. T compositions of a subsampled
@@ -375,13 +392,16 @@ def calibrate_loss(
 
 
 def gaussian_sigma(epsilon: Number, delta: Number, sensitivity: Number = 1) -> float:
-    """The least float σ for which Gaussian noise N(0, σ²) on a value of L2 sensitivity Δ is certified
-    (ε, δ)-DP by the exact privacy profile: δ(ε) = Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ) ≤ ``delta``.
+    """A float σ for which Gaussian noise N(0, σ²) on a value of L2 sensitivity Δ is certified (ε, δ)-DP by
+    the exact privacy profile, δ(ε) = Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ) ≤ ``delta``, while the float
+    just below it is not.
 
     The profile is evaluated by :func:`~dpcompose.accounting.gaussian_delta` (every step rounded to
     increase δ), so the σ returned is certified; the float just below it is not (both were evaluated).
-    δ(ε) falls as σ grows (the Gaussian pair of a larger σ is a post-processing of the smaller's: add
-    independent noise), so this is the least σ the certificate admits.
+    The true δ(ε) falls as σ grows (the Gaussian pair of a larger σ is a post-processing of the smaller's:
+    add independent noise); its rounded evaluation does so up to its rounding, checked on the σ read as
+    :func:`least_passing` does (a relative rise above ``MONOTONE_SLACK`` is refused), so σ is the least
+    certified float up to that rounding, nothing being claimed between the σ read.
 
     Source: Balle–Wang 2018 (ICML), Thm 8 (the analytic Gaussian mechanism); Dong–Roth–Su 2019 Cor 2.13.
 

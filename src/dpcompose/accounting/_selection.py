@@ -19,10 +19,10 @@ bounded through the tails ``u = P[Q(x) > y]``, ``u' = P[Q(x') > y]`` with a seco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from dpcompose._validation import check_same_length
+from dpcompose._validation import check_same_length, short_repr
 from dpcompose.accounting._common import as_sequence, nonnegative, positive
 from dpcompose.accounting._exact import (
     Number,
@@ -37,21 +37,59 @@ from dpcompose.accounting._exact import (
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
+    "check_poisson_mean",
+    "check_tnb_parameters",
     "renyi_delta_at",
     "selection_renyi_poisson",
     "selection_renyi_tnb",
     "tnb_log_mean_up",
+    "tnb_selection_bound",
 ]
 
 
-def _check_eta_gamma(eta: Number, gamma: Number) -> tuple[Fraction, Fraction]:
+def check_tnb_parameters(eta: Number, gamma: Number, gamma_name: str = "gamma") -> tuple[Fraction, Fraction]:
+    """``(η, γ)`` of the truncated negative binomial law ``D_{η,γ}`` as exact rationals: ``η > −1`` and
+    ``γ ∈ (0, 1)``, the range on which the law exists (Papernot–Steinke 2022, arXiv:2110.03620v2,
+    Section 2). The one check of these parameters, shared by the accounting, the sampler and
+    :class:`~dpcompose.TruncatedNegativeBinomialRuns` (which names γ ``stop_probability``).
+
+    Raises:
+        InvalidParameter: naming ``eta`` or ``gamma_name``, when a value is not a finite real number or lies
+            outside its range.
+
+    Examples:
+        >>> check_tnb_parameters(0, 0.5)
+        (Fraction(0, 1), Fraction(1, 2))
+    """
     e = exact(eta, "eta")
-    g = exact(gamma, "gamma")
+    g = exact(gamma, gamma_name)
     if not e > -1:
-        raise InvalidParameter(f"eta={eta!r} must be greater than −1 (0: logarithmic, 1: geometric)")
+        raise InvalidParameter(
+            f"eta={short_repr(eta)} must be greater than −1 (0: logarithmic, 1: geometric)"
+        )
     if not 0 < g < 1:
-        raise InvalidParameter(f"gamma={gamma!r} (the stop probability) must lie strictly between 0 and 1")
+        raise InvalidParameter(
+            f"{gamma_name}={short_repr(gamma)} (the stop probability γ) must lie strictly between 0 and 1"
+        )
     return e, g
+
+
+def check_poisson_mean(mu: Number, name: str = "mean") -> Fraction:
+    """The mean ``μ > 0`` of a Poisson number of runs as an exact rational (Papernot–Steinke 2022,
+    arXiv:2110.03620v2, the Poisson theorem's law). The one check of it, shared by the accounting, the
+    sampler and :class:`~dpcompose.PoissonRuns`.
+
+    Raises:
+        InvalidParameter: naming ``name``, when ``mu`` is not a finite real number or not positive.
+
+    Examples:
+        >>> check_poisson_mean(2)
+        Fraction(2, 1)
+    """
+    m = exact(mu, name)
+    if not m > 0:
+        raise InvalidParameter(f"{name}={short_repr(mu)} must be positive (the expected number of runs)")
+    return m
 
 
 def _order(alpha: Number, name: str = "alpha") -> Fraction:
@@ -72,7 +110,7 @@ def tnb_log_mean_up(eta: Number, gamma: Number) -> Fraction:
         >>> float(tnb_log_mean_up(1, Fraction(1, 10)))  # geometric: E[K] = 10
         2.302585092994...
     """
-    e, g = _check_eta_gamma(eta, gamma)
+    e, g = check_tnb_parameters(eta, gamma)
     # ln γ < 0 rounded up (towards 0); ln γ ≤ γ − 1 keeps it negative when γ is within rounding of 1.
     log_g_up = min(Fraction(log_up(g)), g - 1)
     if e == 0:
@@ -124,22 +162,58 @@ def selection_renyi_tnb(
         >>> round(float(eps), 6)  # 0.1 + 2·(3/4)·0.2 + 2·ln 10/4 + ln 10
         3.853878
     """
-    lam = _order(alpha)
-    lam_hat = exact(alpha_hat, "alpha_hat")
-    if not lam_hat >= 1:
-        raise InvalidParameter(f"alpha_hat={alpha_hat!r} must be at least 1")
-    eps = exact(epsilon, "epsilon")
-    if eps < 0:
-        raise InvalidParameter(f"epsilon={epsilon!r} must be non-negative")
-    e, g = _check_eta_gamma(eta, gamma)
-    hat = Fraction(0)
-    if lam_hat > 1:
-        eps_hat = exact(epsilon_hat, "epsilon_hat")
-        if eps_hat < 0:
-            raise InvalidParameter(f"epsilon_hat={epsilon_hat!r} must be non-negative")
-        hat = (1 + e) * (1 - 1 / lam_hat) * eps_hat
-    log_inv_g = Fraction(-log_down(g))
-    return eps + hat + (1 + e) * log_inv_g / lam_hat + tnb_log_mean_up(e, g) / (lam - 1)
+    return tnb_selection_bound(eta, gamma)(alpha, epsilon, [(alpha_hat, epsilon_hat)])
+
+
+def tnb_selection_bound(
+    eta: Number, gamma: Number
+) -> Callable[[Number, Number, Sequence[tuple[Number, Number]]], Fraction]:
+    """Theorem 2 of Papernot–Steinke 2022 for ``K ~ D_{η,γ}``, least over several second orders.
+
+    Returns ``bound(alpha, epsilon, hats)``: the least, over the pairs ``(λ̂, ε̂)`` of ``hats``, of
+    :func:`selection_renyi_tnb`'s ``ε'`` for a candidate that is ``(λ, ε)``-RDP and ``(λ̂, ε̂)``-RDP. The
+    parts that depend on the law only, ``ln E[K]`` (:func:`tnb_log_mean_up`) and ``ln(1/γ)``, are computed
+    once here, not per order; every sum is exact, so each reading equals the least of
+    :func:`selection_renyi_tnb` over the pairs.
+
+    Source: Papernot–Steinke 2022 (ICLR; arXiv:2110.03620v2), Theorem 2 (see :func:`selection_renyi_tnb`).
+
+    Raises:
+        InvalidParameter: η or γ out of range (here); at a call, ``λ ≤ 1``, ``ε < 0``, an empty ``hats``, a
+            ``λ̂ < 1`` or an ``ε̂ < 0`` at a ``λ̂ > 1``.
+
+    Examples:
+        >>> bound = tnb_selection_bound(1, Fraction(1, 10))
+        >>> round(float(bound(2, Fraction(1, 10), [(1, 0), (4, Fraction(1, 5))])), 6)
+        3.853878
+    """
+    e, g = check_tnb_parameters(eta, gamma)
+    law = (1 + e) * Fraction(-log_down(g))  # (1 + η) ln(1/γ), rounded up
+    log_mean = tnb_log_mean_up(e, g)
+
+    def bound(alpha: Number, epsilon: Number, hats: Sequence[tuple[Number, Number]]) -> Fraction:
+        lam = _order(alpha)
+        eps = exact(epsilon, "epsilon")
+        if eps < 0:
+            raise InvalidParameter(f"epsilon={short_repr(epsilon)} must be non-negative")
+        if not hats:
+            raise InvalidParameter("hats=[] must hold at least one (alpha_hat, epsilon_hat) pair")
+        best: Fraction | None = None
+        for alpha_hat, epsilon_hat in hats:
+            lam_hat = exact(alpha_hat, "alpha_hat")
+            if not lam_hat >= 1:
+                raise InvalidParameter(f"alpha_hat={short_repr(alpha_hat)} must be at least 1")
+            term = law / lam_hat
+            if lam_hat > 1:
+                eps_hat = exact(epsilon_hat, "epsilon_hat")
+                if eps_hat < 0:
+                    raise InvalidParameter(f"epsilon_hat={short_repr(epsilon_hat)} must be non-negative")
+                term += (1 + e) * (1 - 1 / lam_hat) * eps_hat
+            best = term if best is None or term < best else best
+        assert best is not None  # hats is not empty
+        return eps + best + log_mean / (lam - 1)
+
+    return bound
 
 
 def renyi_delta_at(epsilon_hat: Number, alphas: Sequence[Number], epsilons: Sequence[Number]) -> Fraction:
@@ -192,11 +266,9 @@ def selection_renyi_poisson(alpha: Number, epsilon: Number, delta_hat: Number, m
     lam = _order(alpha)
     eps = exact(epsilon, "epsilon")
     dh = exact(delta_hat, "delta_hat")
-    m = exact(mu, "mean")
     if eps < 0 or not 0 <= dh <= 1:
         raise InvalidParameter(f"epsilon={epsilon!r} must be ≥ 0 and delta_hat={delta_hat!r} in [0, 1]")
-    if not m > 0:
-        raise InvalidParameter(f"mean={mu!r} must be positive (the expected number of runs)")
+    m = check_poisson_mean(mu)
     x = (lam - 1) * (eps + m * dh)
     # ln(e^(−μ) + μ e^x) = x + ln μ + ln(1 + e^(−μ−x)/μ), increasing in x; each step rounded up.
     tail = Fraction(exp_up(-m - x)) / m

@@ -18,8 +18,8 @@ from dpcompose.accounting import (
     zcdp_to_approx,
 )
 from dpcompose.accounting._filters import DEFAULT_ORDERS, check_orders, pure_cost_to_renyi
-from dpcompose.combinators._filter import renyi_at
 from dpcompose.combinators._policy import profile_lift, with_pair
+from dpcompose.combinators._query_cost import renyi_at
 from dpcompose.core import (
     ZCDP,
     ApproxDP,

@@ -18,14 +18,9 @@ from dpcompose.accounting._filters import (
     zcdp_cost_to_renyi,
 )
 from dpcompose.accounting._renyi_odometer import renyi_odometer_epsilon, renyi_stopping_epsilon
-from dpcompose.combinators._filter import (
-    Accountant,
-    AccountantQueryable,
-    AnyMeasurement,
-    check_accountant_args,
-    query_cost,
-)
+from dpcompose.combinators._filter import Accountant, AccountantQueryable, check_accountant_args
 from dpcompose.combinators._ledger import Ledger, LedgerEntry, LedgerError, MemoryLedger
+from dpcompose.combinators._query_cost import AnyMeasurement, query_cost
 from dpcompose.core import ZCDP, ApproxDP, Domain, Measure, Measurement, Metric, Node, PureDP, RenyiDP
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter, UnsupportedComposition
@@ -72,16 +67,25 @@ class _BasicOdometerAccountant(_OdometerAccountant):
         self.spec = f"{measure!r} d_in={d_in} odometer=basic"
 
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
-        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
+        eps, delta = self.totals(entry)
         new = (settle(eps + cost[0]), settle(delta + cost[1]))
         return entry.replace(rule="basic", state=new, queries=entry.queries + 1)
 
+    def totals(self, entry: LedgerEntry) -> tuple[Fraction, Fraction]:
+        """The running totals (Σε, Σδ) of the entry (zeros before the first charge); LedgerError for a state
+        that is not a pair (a damaged ledger)."""
+        state = entry.state if entry.state else (Fraction(0), Fraction(0))
+        if len(state) != 2:
+            raise LedgerError(f"ledger state has {len(state)} totals for an odometer's (ε, δ)")
+        eps, delta = state
+        return eps, delta
+
     def spent(self, entry: LedgerEntry) -> dict[str, Fraction]:
-        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
+        eps, delta = self.totals(entry)
         return {"epsilon": eps, "delta": delta}
 
     def reading(self, entry: LedgerEntry) -> Any:
-        eps, delta = entry.state if entry.state else (Fraction(0), Fraction(0))
+        eps, delta = self.totals(entry)
         return (eps, delta) if isinstance(self.measure, ApproxDP) else eps
 
 
@@ -106,28 +110,28 @@ class _RenyiOdometerAccountant(_OdometerAccountant):
         (min(ε, αε²/2) at each order, as the Rényi filter charges them: D_α ≤ ε for ε-DP and
         ε-DP ⇒ ε²/2-zCDP, Bun–Steinke 2016 Prop. 1.4), and refuses every other measure by name."""
         if not isinstance(self.measure, ZCDP):
-            return query_cost(self.measure, query, d_in, self.orders)
+            return super().cost(query, d_in)
         if isinstance(query.output_measure, PureDP):
             return query_cost(RenyiDP(), query, d_in, self.orders)
         (rho, _), text = query_cost(self.measure, query, d_in)
         return zcdp_cost_to_renyi(rho, self.orders), text
 
     def charge(self, entry: LedgerEntry, cost: Cost, requested: str, label: str) -> LedgerEntry:
-        values = cost
-        if len(values) != len(self.orders):  # (query_cost gives one value per order; a guard, not a path)
-            raise InvalidParameter(f"query {label}: a Rényi cost needs {len(self.orders)} values")
-        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
-        if len(state) != len(self.orders):
-            raise LedgerError(f"ledger state has {len(state)} sums for {len(self.orders)} orders")
-        new = tuple(settle(s + c) for s, c in zip(state, values, strict=True))
+        state = self.sums(entry)
+        # (cost comes from :meth:`cost`: one value per order, so zip's strict check never fires)
+        new = tuple(settle(s + c) for s, c in zip(state, cost, strict=True))
         return entry.replace(rule="renyi-odometer", state=new, queries=entry.queries + 1)
 
     def spent(self, entry: LedgerEntry) -> dict[str, Fraction]:
-        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
-        return {f"alpha={_order_text(a)}": s for a, s in zip(self.orders, state, strict=True)}
+        return {f"alpha={_order_text(a)}": s for a, s in zip(self.orders, self.sums(entry), strict=True)}
 
     def sums(self, entry: LedgerEntry) -> tuple[Fraction, ...]:
-        return entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        """The running sums S(α) of the entry, one per order (zeros before the first charge); LedgerError
+        for a state of another length (a damaged ledger: the ledger is bound to these orders)."""
+        state = entry.state if entry.state else tuple(Fraction(0) for _ in self.orders)
+        if len(state) != len(self.orders):
+            raise LedgerError(f"ledger state has {len(state)} sums for {len(self.orders)} orders")
+        return state
 
     def reading(self, entry: LedgerEntry) -> tuple[Fraction, Fraction]:
         return renyi_odometer_epsilon(self.orders, self.sums(entry), self.delta), self.delta

@@ -31,13 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from dpcompose._validation import check_finite
 from dpcompose.accounting._exact import exact, log_down
 from dpcompose.accounting._selection import (
+    check_poisson_mean,
+    check_tnb_parameters,
     renyi_delta_at,
     selection_renyi_poisson,
-    selection_renyi_tnb,
     tnb_log_mean_up,
+    tnb_selection_bound,
 )
 from dpcompose.combinators._select import better_score, checked_candidates, ranked_run
 from dpcompose.core import ZCDP, Measurement, Node, RenyiCurve, RenyiDP
@@ -86,32 +87,26 @@ class TruncatedNegativeBinomialRuns:
     stop_probability: float | Fraction
 
     def __post_init__(self) -> None:
-        e = check_finite(self.eta, "eta")
-        g = check_finite(self.stop_probability, "stop_probability")
-        if not e > -1:
-            raise InvalidParameter(f"eta={self.eta!r} must be greater than −1 (0: logarithmic, 1: geometric)")
-        if not 0 < g < 1:
-            raise InvalidParameter(
-                f"stop_probability={self.stop_probability!r} must lie strictly between 0 and 1"
-            )
+        self.law()
+
+    def law(self) -> tuple[Fraction, Fraction]:
+        """``(η, γ)`` as exact rationals (:func:`~dpcompose.accounting._selection.check_tnb_parameters`)."""
+        return check_tnb_parameters(self.eta, self.stop_probability, "stop_probability")
 
     def sample(self, source: RandomSource) -> int:
         """One exact draw of ``K``."""
-        return sample_truncated_negative_binomial(
-            exact(self.eta, "eta"), exact(self.stop_probability, "stop_probability"), source
-        )
+        return sample_truncated_negative_binomial(*self.law(), source)
 
     def curve(self, candidate: Curve) -> RenyiCurve:
         """Theorem 2 of Papernot–Steinke 2022 at each order λ, with the least bound over ``HAT_ORDERS``."""
-        eta = exact(self.eta, "eta")
-        gamma = exact(self.stop_probability, "stop_probability")
+        eta, gamma = self.law()
         hats = [(Fraction(1), Fraction(0)), *_values_at(candidate, HAT_ORDERS[1:])]
         log_mean = tnb_log_mean_up(eta, gamma)
+        bound = tnb_selection_bound(eta, gamma)
 
         def at(alpha: Any) -> Fraction:
             lam = exact(alpha, "alpha")
-            eps = candidate(lam)
-            return min(selection_renyi_tnb(lam, eps, a, e, eta, gamma) for a, e in hats)
+            return bound(lam, candidate(lam), hats)
 
         return RenyiCurve(
             at, f"PS22 Thm 2 (η={float(eta):g}, γ={float(gamma):g}, ln E[K] ≤ {float(log_mean):.4g})"
@@ -132,18 +127,16 @@ class PoissonRuns:
     mean: float | Fraction
 
     def __post_init__(self) -> None:
-        m = check_finite(self.mean, "mean")
-        if not m > 0:
-            raise InvalidParameter(f"mean={self.mean!r} must be positive (the expected number of runs)")
+        check_poisson_mean(self.mean)
 
     def sample(self, source: RandomSource) -> int:
         """One exact draw of ``K``."""
-        return sample_poisson(exact(self.mean, "mean"), source)
+        return sample_poisson(check_poisson_mean(self.mean), source)
 
     def curve(self, candidate: Curve) -> RenyiCurve:
         """The Poisson theorem at each order λ: ``ε̂ = ln(λ/(λ−1))`` rounded down and the candidate's δ̂ there
         from its own curve (Balle et al. 2020 Thm 21 over ``HAT_ORDERS``)."""
-        mu = exact(self.mean, "mean")
+        mu = check_poisson_mean(self.mean)
         table = _values_at(candidate, HAT_ORDERS[1:])
         orders = [a for a, _ in table]
         values = [v for _, v in table]

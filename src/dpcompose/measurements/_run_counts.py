@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dpcompose.errors import InvalidParameter
+from dpcompose.accounting._selection import check_poisson_mean, check_tnb_parameters
 from dpcompose.measurements._random import RandomSource
 from dpcompose.measurements._sampling import sample_bernoulli
 
@@ -32,8 +32,7 @@ def sample_truncated_negative_binomial(eta: Fraction, gamma: Fraction, source: R
         >>> sample_truncated_negative_binomial(Fraction(1), Fraction(1, 2), SeededSource(0)) >= 1
         True
     """
-    if not eta > -1 or not 0 < gamma < 1:
-        raise InvalidParameter(f"eta={eta!r} must be > −1 and gamma={gamma!r} in (0, 1)")
+    eta, gamma = check_tnb_parameters(eta, gamma)
     r = max(1, math.ceil(eta))
     if r == 1:
         while True:
@@ -79,8 +78,7 @@ def sample_poisson(mu: Fraction, source: RandomSource) -> int:
         >>> sample_poisson(Fraction(3), SeededSource(0)) >= 0
         True
     """
-    if not mu > 0:
-        raise InvalidParameter(f"mean={mu!r} must be positive")
+    mu = check_poisson_mean(mu)
     n = max(1, math.ceil(2 * mu))
     p = mu / n
     return sum(_poisson_small(p, source) for _ in range(n))

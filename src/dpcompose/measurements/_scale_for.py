@@ -1,4 +1,4 @@
-"""The least noise scale that meets a budget, on the mechanism's own grid: :func:`scale_for`."""
+"""The noise scale at which a budget starts to be met, on the mechanism's own grid: :func:`scale_for`."""
 
 from __future__ import annotations
 
@@ -25,17 +25,27 @@ def scale_for(
     d_in: Any = 1,
     mechanism: Callable[..., Measurement[Any, Any, Any, Any]] = make_laplace,
 ) -> float:
-    """The least float scale whose noise meets ``d_out`` at ``d_in``, by the mechanism's certified map.
+    """A float scale whose noise meets ``d_out`` at ``d_in`` by the mechanism's certified map, the float just
+    below it not meeting it (both read).
 
     The textbook scale Δ/ε is not always enough: the secure float mechanisms round their input to a grid
-    ``2**k·Z`` and the privacy map counts the rounding (``⌈d_in/2**k⌉`` grid steps, see
-    :func:`~dpcompose.measurements.make_laplace`), and a float sum
-    (:func:`~dpcompose.transformations.make_sum`) has sensitivity Δ + ulp(L), one unit in the last place
-    of its largest possible |sum| L above the textbook Δ, because its result is a rounded float. After a
-    float sum, no grid makes Δ/ε cost exactly ε: the rounded sums of neighbours can truly differ by more
-    than Δ, so ε > Δ/scale for every scale (by a relative 1e-9 at a typical grid). This function returns
-    the scale that costs at most ``d_out``, the float just below it costing more (both are read from the
-    map: :func:`~dpcompose.accounting.least_passing`).
+    ``g·Z``, ``g = 2**(⌊log₂ scale⌋ − 30)``, and the privacy map counts the rounding (``⌈d_in/g⌉`` grid
+    steps for a number, see :func:`~dpcompose.measurements.make_laplace`), and a float sum
+    (:func:`~dpcompose.transformations.make_sum`) has sensitivity ``d_in·Δ + ulp(L)`` (``Δ + ulp(L)`` at
+    ``d_in = 1``), one unit in the last place of its largest possible |sum| L above the textbook
+    sensitivity, because its result is a rounded float. After a float sum, no grid makes Δ/ε cost exactly ε:
+    the map of ``make_laplace`` reads ``ε = ⌈(Δ + ulp(L))/g⌉·g/scale``, above ``Δ/scale`` at every scale by a
+    relative amount in ``[ulp(L)/Δ, (ulp(L) + g)/Δ)``; at the textbook scale Δ/ε, ``g/Δ ≤ 2**-30/ε``
+    (about 1e-9/ε).
+
+    What is returned (:func:`~dpcompose.accounting.least_passing` on the map's readings): a scale that
+    meets ``d_out`` whose float predecessor does not; every scale read below it fails and every one read
+    above passes, and the readings fall as the scale grows up to a relative rise of at most
+    ``MONOTONE_SLACK`` = 1e-9 (a larger rise is refused). It is the least such float where the map is
+    monotone in the scale. A grid map is monotone within each binade ``[2**m, 2**(m+1))`` but may rise where
+    the grid coarsens, at a power of two (by a relative ``g/d_in`` or less for ``d_in`` of at least a grid
+    step, up to 2× below one): where a target falls within such a rise, a smaller passing scale may lie
+    just below that power of two, and nothing is claimed between the scales read.
 
     Args:
         make: either the chain before the noise (a ``Transformation``: the measurement is
@@ -49,7 +59,8 @@ def scale_for(
             ``dp.m.make_gaussian``). Ignored when ``make`` is a function.
 
     Returns:
-        The least float scale ``s`` with ``measurement(s).check(d_in, d_out)``.
+        A float scale ``s`` with ``measurement(s).check(d_in, d_out)``, the float below it failing (the
+        least such scale where the map is monotone in the scale, see above).
 
     Raises:
         InvalidParameter: ``make`` is neither a Transformation nor callable, ``mechanism`` is not

@@ -253,6 +253,14 @@ def _reduce(d_in: L01Inf) -> tuple[int, int, int, int]:
     return l0, l1, li, min(l0, l1)
 
 
+def _read_positive(value: object, name: str) -> Fraction:
+    """``value`` as an exact positive Fraction; InvalidParameter naming ``name`` otherwise (a σ or scale of
+    0 would divide by zero, and a negative one would give a tail below the true one)."""
+    if isinstance(value, Fraction) and value > 0:  # the mechanisms' maps pass validated Fractions
+        return value
+    return exact(check_finite_positive(value, name), name)
+
+
 def laplace_tail_up(scale: Fraction, k: int) -> Fraction:
     """An upper bound on ``P[Z ≥ k]`` for discrete Laplace noise ``P[Z = z] ∝ exp(−|z|/scale)``, k ≥ 1.
 
@@ -260,9 +268,13 @@ def laplace_tail_up(scale: Fraction, k: int) -> Fraction:
     ``Σ_{z≥k} α**z = α**k/(1 − α)``. Evaluated as ``exp_up(−k/scale) / (1 + exp_down(−1/scale))``
     (numerator rounded up, denominator down).
 
+    Raises:
+        InvalidParameter: ``scale`` is not a finite positive number.
+
     Source: the geometric mechanism's distribution, Ghosh–Roughgarden–Sundararajan 2009 (as in
     Canonne–Kamath–Steinke 2020 Def. 27).
     """
+    scale = _read_positive(scale, "scale")
     return Fraction(exp_up(-Fraction(k) / scale)) / (1 + Fraction(exp_down(-1 / scale)))
 
 
@@ -275,7 +287,11 @@ def gaussian_tail_up(sigma: Fraction, k: int) -> Fraction:
     Gaussian's tail plus one point's density. Evaluated with log Φ rounded up (as
     :func:`~dpcompose.accounting.gaussian_delta`), ``exp`` rounded up and ``σ√(2π)`` rounded down; capped
     at 1.
+
+    Raises:
+        InvalidParameter: ``sigma`` is not a finite positive number.
     """
+    sigma = _read_positive(sigma, "sigma")
     x_up = float_up(-Fraction(k) / sigma)  # Φ is increasing: a larger argument bounds it from above
     normal_tail = Fraction(exp_up(log_ndtr_up(max(x_up, -1e150))))
     point = Fraction(exp_up(-Fraction(k * k) / (2 * sigma * sigma))) / (sigma * _SQRT_2PI_DOWN)
@@ -307,7 +323,9 @@ def _refuse_large_delta(delta: Fraction, threshold: int, d_in: object) -> None:
         )
 
 
-def gaussian_threshold_delta(sigma: Fraction, threshold: int, d_in: tuple[int, Any, Any]) -> Fraction:
+def gaussian_threshold_delta(
+    sigma: float | int | Fraction, threshold: int, d_in: tuple[int, Any, Any]
+) -> Fraction:
     """The threshold part ``δ_T`` of :func:`make_gaussian_threshold`'s map at ``d_in = (l0, l1, l∞)``:
     ``min(l0, l1)·P[Z ≥ T − l∞]`` for the discrete Gaussian ``Z`` with ``σ = sigma``, bounded by
     :func:`gaussian_tail_up` (rounded up) — the probability that a key counted in one neighbour only
@@ -322,14 +340,16 @@ def gaussian_threshold_delta(sigma: Fraction, threshold: int, d_in: tuple[int, A
         d_in: an ``(l0, l1, l∞)`` distance (validated here).
 
     Raises:
-        InvalidParameter: ``T ≤ l∞`` (δ ≥ 1/2 per key) or ``δ_T ≥ 1``.
+        InvalidParameter: ``sigma`` is not a finite positive number, ``T ≤ l∞`` (δ ≥ 1/2 per key) or
+            ``δ_T ≥ 1``.
 
     Source: Korolova et al. 2009; Wilson et al. 2020 (the threshold's δ as a union over the ``l0``
     partitions), with the discrete Gaussian tail of Canonne–Kamath–Steinke 2020 §2 (:func:`gaussian_tail_up`).
     """
+    s = _read_positive(sigma, "sigma")
     reduced = _reduce(L01InfDistance().validate(d_in, "d_in"))
     t = _read_threshold(threshold)
-    delta = _threshold_delta(lambda j: gaussian_tail_up(sigma, j), t, reduced, d_in)
+    delta = _threshold_delta(lambda j: gaussian_tail_up(s, j), t, reduced, d_in)
     _refuse_large_delta(delta, t, d_in)
     return delta
 

@@ -57,8 +57,8 @@ def make_sum(
     1-Lipschitz and every rounding happens at magnitudes ≤ L, so the map is unchanged. A bound with
     n·max(|lo|, |hi|) beyond the float range is refused at construction.
     So the textbook noise scale Δ/ε after a float sum costs slightly more than ε (no grid of the noise can
-    help: neighbours' rounded sums truly differ by up to Δ + ulp(L)); ``dp.m.scale_for(sum, ε)`` gives the
-    least scale that meets ε.
+    help: neighbours' rounded sums truly differ by up to Δ + ulp(L)); ``dp.m.scale_for(sum, ε)`` gives a
+    scale that meets ε, the float below it not.
     Naive float summation can exceed the textbook sensitivity (Casacuberta et al. 2022, "Widespread
     underestimation of sensitivity in differentially private libraries").
 

@@ -398,3 +398,55 @@ def test_wide_long_double_set_only_where_it_lowers_the_error(monkeypatch: pytest
     assert max(counts) > longdouble_mod.LD_MAX_FREQ
     assert abs(float(hi) - float(hi_w)) <= 1e-9 * float(hi)
     assert abs(float(lo) - float(lo_w)) <= 1e-9 * float(lo)
+
+
+# --- the N error carried through a composition (side.composed_nq_err) -------------------------------------
+
+
+def _n_side(nq: list[float], nq_err: float) -> side_mod.Side:
+    return side_mod.Side(0, np.full(len(nq), 1 / len(nq)), 0.0, 0.0, np.array(nq), nq_err)
+
+
+def _n_err_exact(items: list[tuple[side_mod.Side, int]]) -> mpmath.mpf:
+    """Π(nᵢ + eᵢ)^{kᵢ} − Πnᵢ^{kᵢ} in 700 digits (e/n may be 1e-450), nᵢ = norm1_up(nqᵢ) (the bound the
+    function certifies)."""
+    with mpmath.workdps(700):
+        a, b = mpmath.mpf(1), mpmath.mpf(1)
+        for sd, k in items:
+            assert sd.nq is not None
+            n = mpmath.mpf(floats_mod.norm1_up(sd.nq))
+            a *= n**k
+            b *= (n + mpmath.mpf(sd.nq_err)) ** k
+        return b - a
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [(_n_side([0.3, 0.2], 1e-9), 3), (_n_side([0.7], 2e-12), 5)],  # the ordinary case
+        [(_n_side([0.0, 0.0], 1e-3), 3), (_n_side([0.5], 1e-6), 2)],  # a zero-norm child: E = Π(n + e)^k
+        [(_n_side([1e200, 1e200], 1e-250), 2)],  # Πn^k = 4e400 overflows; E ≈ 8e-50 does not
+        [(_n_side([1e-200, 1e-200], 1e-100), 2)],  # Πn^k = 4e-400 underflows to 0; E ≈ 1e-200 does not
+        [(_n_side([3.0], 1e-15), 600), (_n_side([2.0], 1e-300), 1)],  # Π(n + e)^k ≈ 1e286, e/n = 5e-301
+    ],
+)
+def test_composed_n_error_is_an_upper_bound_and_tight(items: list[tuple[side_mod.Side, int]]) -> None:
+    got = side_mod.composed_nq_err(items)
+    exact = _n_err_exact(items)
+    with mpmath.workdps(700):  # (the exponent's own rounding, a few ulps of L_B ≈ 921, is ~1e-12 of E)
+        assert exact <= mpmath.mpf(got) <= exact * (1 + mpmath.mpf(10) ** -11), (got, exact)
+
+
+def test_composed_n_error_edge_cases() -> None:
+    exact_zero = _n_side([0.0], 0.0)
+    assert side_mod.composed_nq_err([(exact_zero, 1), (_n_side([1e300], 1e300), 9)]) == 0.0  # both are 0
+    assert side_mod.composed_nq_err([(_n_side([0.5], 0.0), 4)]) == 0.0  # no error to carry
+    assert side_mod.composed_nq_err([(_n_side([1e300], 1e-10), 3)]) == math.inf  # E ≈ 3e590
+    assert side_mod.composed_nq_err([(_n_side([1e-300], 1e-300), 2)]) > 0  # E = 3e-600: not a float, not 0
+
+
+def test_lower_composition_carries_an_n_error_whose_product_underflows() -> None:
+    # Πnᵢ^{kᵢ} underflows while the carried error does not: the composite's nq_err still bounds it
+    items = [(_n_side([1e-200, 1e-200], 1e-100), 2)]
+    out = fourier_mod.compose_many(items, False, 1e-18)
+    assert mpmath.mpf(out.nq_err) >= _n_err_exact(items)

@@ -40,7 +40,7 @@ from dpcompose.accounting._pld.longdouble import (
     ld_dft,
     ld_power,
 )
-from dpcompose.accounting._pld.side import Side, trim, truncate
+from dpcompose.accounting._pld.side import Side, composed_nq_err, trim, truncate
 
 ComplexArray = npt.NDArray[np.complex128]
 FloatArray = npt.NDArray[np.float64]
@@ -505,21 +505,7 @@ def compose_many(
         n_items = [(sd.nq, k) for sd, k in items if sd.nq is not None]
         nc, n_fft = fourier_power(n_items, size)
         nq = np.maximum(np.roll(nc, (base - b_lo) % size), 0.0)
-        log_n = log_ne = log_sum = 0.0
-        for sd, k in items:
-            assert sd.nq is not None
-            n1 = norm1_up(sd.nq)
-            log_n += k * math.log(n1) if n1 > 0 else -math.inf
-            log_ne += k * math.log1p(sd.nq_err / n1) if n1 > 0 else 0.0
-            total = n1 + sd.nq_err
-            log_sum += k * math.log(total) if total > 0 else -math.inf
-        if math.isfinite(log_n):
-            nq_in = math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12)
-        else:  # a stored N of zero norm: Π(n + e)^k − Πn^k = Π(n + e)^k (0 only if some n + e is 0)
-            if log_sum == -math.inf:
-                nq_in = 0.0
-            else:
-                nq_in = math.inf if log_sum > 700 else math.exp(log_sum) * (1 + 1e-12)
+        nq_in = composed_nq_err(items)  # the children's N errors, carried through the composition
         nq_err = few_ulps_up(nq_in + n_fft)
     err = err_in + fft_err
     if upper:

@@ -4,13 +4,15 @@ by FFT (Higham 2002, Thm. 24.2), truncation and trimming."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
 from dpcompose.accounting._common import bisect
+from dpcompose.accounting._exact import exp_up, expm1_down, log1p_up, log_up
 from dpcompose.accounting._pld.floats import (
     few_ulps_up,
     fft_relative,
@@ -59,6 +61,58 @@ class Side:
         """An upper bound on the ℓ₁ norm of the stored vector (masses and +∞)."""
         s = float(np.sum(np.abs(self.masses))) + abs(self.inf)
         return gamma_up(s, self.masses.size + 2)
+
+
+def composed_nq_err(items: Sequence[tuple[Side, int]]) -> float:
+    """E_N, an upper bound on the ℓ₁ error that the lower sides' ``nq_err`` carry into the composite of
+    their N vectors (``kᵢ`` copies of each), rounded up; every side has an ``nq``.
+
+    Claim: with ``nᵢ = norm1_up(nqᵢ) ≥ ‖nqᵢ‖₁`` and ``eᵢ = nq_errᵢ`` (``‖ñᵢ − nqᵢ‖₁ ≤ eᵢ`` for a vector
+    ``ñᵢ`` with the property of ``nq``), ``‖∗ᵢñᵢ^{∗kᵢ} − ∗ᵢnqᵢ^{∗kᵢ}‖₁ ≤ E := Πᵢ(nᵢ + eᵢ)^{kᵢ} − Πᵢnᵢ^{kᵢ}``.
+
+    Proof: list the factors with multiplicity as ``a₁ … a_m`` (true) and ``b₁ … b_m`` (stored). Telescoping,
+    ``a₁∗…∗a_m − b₁∗…∗b_m = Σⱼ b₁∗…∗b_{j−1}∗(aⱼ − bⱼ)∗a_{j+1}∗…∗a_m``; by Young's inequality
+    ``‖x∗y‖₁ ≤ ‖x‖₁‖y‖₁`` with ``‖bⱼ‖₁ ≤ nⱼ``, ``‖aⱼ‖₁ ≤ nⱼ + eⱼ`` and ``‖aⱼ − bⱼ‖₁ ≤ eⱼ``, the ℓ₁ norm is at
+    most ``Σⱼ Π_{i<j}nᵢ · eⱼ · Π_{i>j}(nᵢ + eᵢ)``, a sum that telescopes to ``Π(nᵢ + eᵢ) − Πnᵢ``. (The
+    bound is non-decreasing in each ``nⱼ``, so upper bounds on the norms may stand in for them.)
+
+    Evaluation, outward, in logarithms: ``E = e^{L_B + ln(1 − e^{−L_E})}`` with ``L_B = Σkᵢ ln(nᵢ + eᵢ)`` and
+    ``L_E = Σkᵢ ln(1 + eᵢ/nᵢ)`` (``= L_B − ln Πnᵢ^{kᵢ}``). Upper bounds throughout: ``ln(nᵢ + eᵢ)`` by
+    ``log_up`` of the exact rational; ``ln(1 + xᵢ)``, ``xᵢ = eᵢ/nᵢ`` exact, by ``min(xᵢ, log1p_up(xᵢ))``
+    (``ln(1 + x) ≤ x``; the first keeps a ratio below the float range from rounding up to 2**-1074); the
+    sums exact (rationals); ``1 − e^{−L_E}`` (increasing in ``L_E``, so the rounded-up ``L_E`` only raises
+    it) by ``min(L_E, −expm1_down(−L_E))`` (``1 − e^{−x} ≤ x``), its logarithm by ``log_up``; and the
+    exponential by ``exp_up`` (+∞ past the float range, a positive float below it). So the result is
+    ``≥ E``, and one exponential of the whole exponent is taken: neither an overflow nor an underflow of
+    ``Πnᵢ^{kᵢ}`` or ``Π(nᵢ + eᵢ)^{kᵢ}`` loses ``E`` while it is a float (the product form
+    ``e^{ln Πnᵢ^{kᵢ}}·(e^{L_E} − 1)`` reads 0 for ``E > 0`` when its first factor underflows, and
+    overflows where ``E`` need not).
+
+    Edge cases: every ``eᵢ = 0``: ``E = 0``. A side with ``nⱼ = 0``: ``Πnᵢ^{kᵢ} = 0``, so
+    ``E = Π(nᵢ + eᵢ)^{kᵢ} = e^{L_B}`` (the factor is 1), and ``E = 0`` when also ``eⱼ = 0`` (both vectors of
+    that side are 0, hence both composites). A non-finite ``nᵢ`` or ``eᵢ`` otherwise: +∞.
+
+    Source: Young's convolution inequality ``‖x∗y‖₁ ≤ ‖x‖₁‖y‖₁`` and the telescoping above; the rounding
+    primitives of :mod:`dpcompose.accounting._exact`.
+    """
+    norms: list[tuple[float, float, int]] = []
+    for sd, k in items:
+        assert sd.nq is not None  # (callers compose lower sides that all carry an nq)
+        norms.append((norm1_up(sd.nq), sd.nq_err, k))
+    if any(n == 0 and e == 0 for n, e, _ in norms):
+        return 0.0  # a zero factor on both sides: both composites are exactly 0
+    if all(e == 0 for _, e, _ in norms):
+        return 0.0
+    if not all(math.isfinite(n) and math.isfinite(e) for n, e, _ in norms):
+        return math.inf
+    log_b = sum((k * Fraction(log_up(Fraction(n) + Fraction(e))) for n, e, k in norms), Fraction(0))
+    log_factor = Fraction(0)  # a side with nᵢ = 0: Πnᵢ^{kᵢ} = 0 and E = e^{L_B}
+    if all(n > 0 for n, _, _ in norms):
+        ratios = [(Fraction(e) / Fraction(n), k) for n, e, k in norms]
+        log_e = sum((k * min(x, Fraction(log1p_up(x))) for x, k in ratios), Fraction(0))
+        factor = min(log_e, Fraction(-expm1_down(-log_e)))  # ≥ 1 − e^{−L_E} > 0
+        log_factor = Fraction(log_up(factor))
+    return exp_up(log_b + log_factor)
 
 
 def _convolve(x: FloatArray, y: FloatArray) -> tuple[FloatArray, float]:

@@ -66,7 +66,6 @@ from dpcompose.accounting._pld.floats import (
     gamma_up,
     libm_err,
     libm_up,
-    norm1_up,
     pad_up,
     rounding_err,
     rounding_rel,
@@ -76,7 +75,7 @@ from dpcompose.accounting._pld.floats import (
 )
 from dpcompose.accounting._pld.fourier import fourier_power, out_of_memory, totals, window
 from dpcompose.accounting._pld.lattice import Grid, check_window
-from dpcompose.accounting._pld.side import Side
+from dpcompose.accounting._pld.side import Side, composed_nq_err
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -677,28 +676,8 @@ def tilt_lower(
         theta, b_lo, size, b_lo + first, idx * h, p_lo, wp, cn, arg_n0, nv.lam_err, amax_n0, nv.rel_r,
         few_ulps_up(pv.err_in + (top_b + bot_b) * (1 + pv.rel_r)), p2, few_ulps_up(nv.err_in),
         few_ulps_up(n2 * (1 + nv.rel_r)),
-        wrap, inf - err_unt, grid, np.cumsum(p_lo[::-1])[::-1], _drift(items), _nq_err_in(items),
+        wrap, inf - err_unt, grid, np.cumsum(p_lo[::-1])[::-1], _drift(items), composed_nq_err(items),
     )
-
-
-def _nq_err_in(items: list[tuple[Side, int]]) -> float:
-    """E_N: the ℓ₁ error the children's ``nq_err`` carry into the composite of their N vectors,
-    Π(‖nᵢ‖₁ + errᵢ)^{kᵢ} − Π‖nᵢ‖₁^{kᵢ} (telescoping, Young's inequality; as ``compose_many``), +∞ where it
-    overflows."""
-    log_n = log_ne = 0.0
-    for sd, k in items:
-        if sd.nq is None:
-            continue
-        n1 = norm1_up(sd.nq)
-        if not n1 > 0:  # (a stored zero vector: the composite is 0 if it is exact, else not bounded here)
-            return 0.0 if sd.nq_err == 0 else math.inf
-        log_n += k * math.log(n1)
-        log_ne += k * math.log1p(sd.nq_err / n1)
-    if log_ne == 0.0:
-        return 0.0
-    if log_n > 700 or log_ne > 700:
-        return math.inf
-    return few_ulps_up(math.exp(log_n) * math.expm1(log_ne) * (1 + 1e-12))
 
 
 def _drift(items: list[tuple[Side, int]]) -> float:
