@@ -38,7 +38,8 @@ import numpy as np
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = [
-    "ARITH", "DATE_PARTS", "FLOAT_OPS", "Expr", "check_tree", "col", "columns_of", "literal_kind", "typed",
+    "ARITH", "DATE_PARTS", "FLOAT_OPS", "INT64_LIMIT", "Expr", "check_tree", "col", "columns_of",
+    "literal_kind", "lowered_cast", "typed",
 ]  # fmt: skip
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -425,6 +426,42 @@ def check_tree(e: object, what: str) -> None:
         raise InvalidParameter(f"{what}: the operands {args!r} do not fit the operation {op!r}")
     for part in exprs:
         check_tree(part, what)
+
+
+INT64_LIMIT = 9223372036854775808.0
+"""``2**63`` as a double: a float cast to int is null outside ``[-INT64_LIMIT, INT64_LIMIT)``."""
+
+
+def lowered_cast(e: Expr) -> Expr:
+    """A typed ``cast`` node (``Expr("cast", (x, from, to))``, as :func:`typed` writes it) as the
+    primitive operations an engine translates, so that the cast's semantics are stated once, here:
+
+    * to float: ``to_float(x)``, the IEEE double conversion (an int rounds to nearest, a bool is 0.0/1.0);
+    * to bool: ``x != 0`` (NaN is true, as NaN differs from 0);
+    * bool to int: ``to_int(x)``, 0/1;
+    * float to int: ``when((x >= −2**63) & (x < 2**63), to_int(x), null)``: ``to_int`` truncates toward
+      zero, and NaN, ±inf and values outside int64 fail the test (NaN is above every float), so no engine
+      ever converts a double that has no int64 (Spark in ANSI mode would raise).
+
+    ``to_float`` and ``to_int`` exist only here, between this function and an engine's translation: no
+    builder makes them and :func:`check_tree` refuses them in a file.
+
+    Examples:
+        >>> lowered_cast(Expr("cast", (col("b"), "bool", "int"))).op
+        'to_int'
+        >>> lowered_cast(Expr("cast", (col("x"), "float", "int"))).op
+        'when'
+    """
+    x, src, to = e.args
+    if to == "float":
+        return Expr("to_float", (x,))
+    if to == "bool":
+        return Expr("!=", (x, Expr("lit", (0,))))
+    if src == "bool":
+        return Expr("to_int", (x,))
+    low = Expr(">=", (x, Expr("lit", (-INT64_LIMIT,))))
+    high = Expr("<", (x, Expr("lit", (INT64_LIMIT,))))
+    return Expr("when", (Expr("and", (low, high)), Expr("to_int", (x,)), Expr("null", ("int",))))
 
 
 def columns_of(e: Expr | None) -> set[str]:
