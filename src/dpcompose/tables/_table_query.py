@@ -9,7 +9,12 @@ A query ``ctx.query().filter(...).group_by(..., keys=[...]).agg(count(), sum(c),
    count and the integer sums;
 2. exact discrete noise on the driver, by the catalogue's ``make_discrete_laplace`` (PureDP and ApproxDP
    contexts) or ``make_discrete_gaussian`` (zCDP contexts) on the int64 vectors;
-3. scaling back (sums times ``2**k``) and ``mean = noisy sum / max(noisy count, 1)`` — post-processing.
+3. scaling back (sums times ``2**k``) and ``mean = noisy sum / max(noisy count, 1)`` clipped to the
+   column's bounds — post-processing. The clip moves a released mean only towards ``[lo, hi]``, where the
+   true mean of the clamped values lies, so it never moves it away from the truth: any accuracy statement
+   ``|mean − truth| <= w`` holds after it too, and the intervals (:meth:`TableQuery.intervals`, computed
+   from the noisy vectors and clipped to the bounds themselves) contain the clipped release whenever they
+   contain the unclipped one.
 
 Privacy map (stability of the steps, then the noise): neighbours differ in the rows of ``d`` identifiers
 (or in ``d`` rows at row level, where ``R = 1``). The filter and the key restriction act row by row and
@@ -353,9 +358,10 @@ class TableQuery:
                     columns[agg.name] = pl.Series(agg.name, noisy[spec.key], dtype=pl.Int64)
                 else:
                     columns[agg.name] = pl.Series(agg.name, total, dtype=pl.Float64)
-            else:
+            else:  # clipped to the bounds, where the mean of the clamped values lies (post-processing)
                 n = np.maximum(noisy[_COUNT], 1).astype(np.float64)
-                columns[agg.name] = pl.Series(agg.name, total / n, dtype=pl.Float64)
+                mean = np.clip(total / n, float(spec.lo), float(spec.hi))
+                columns[agg.name] = pl.Series(agg.name, mean, dtype=pl.Float64)
         frame = pl.DataFrame(columns)
         self._released.append((frame, noisy))  # the noisy vectors (public) behind intervals(frame)
         return frame
