@@ -39,6 +39,7 @@ With ``selection="gaussian"``, unknown keys are selected by the discrete Gaussia
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -142,7 +143,7 @@ class TableQuery:
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
         self.aggs = aggs
-        self._released: list[tuple[Any, dict[tuple[Any, ...], np.ndarray]]] = []  # (frame, noisy vectors)
+        self._released = _Released()  # the noisy vectors behind each released frame still alive
         self.budget = budget
         measure = ctx.measure
         released: list[ReleasedVector] = []
@@ -363,7 +364,7 @@ class TableQuery:
                 mean = np.clip(total / n, float(spec.lo), float(spec.hi))
                 columns[agg.name] = pl.Series(agg.name, mean, dtype=pl.Float64)
         frame = pl.DataFrame(columns)
-        self._released.append((frame, noisy))  # the noisy vectors (public) behind intervals(frame)
+        self._released.add(frame, noisy)  # the noisy vectors (public) behind intervals(frame)
         return frame
 
     def summarize(self, alpha: float = 0.05, rows: int | Sequence[int] = (100, 1000, 10000)) -> Summary:
@@ -485,7 +486,7 @@ class TableQuery:
 
         if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
             raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
-        noisy = next((v for frame, v in list(self._released) if frame is result), None)
+        noisy = self._released.get(result)
         if noisy is None:
             raise InvalidParameter(
                 "result must be a frame this query's release() returned (the very object: the intervals "
@@ -541,6 +542,29 @@ class TableQuery:
         returns a Polars DataFrame of noisy results, one row per key. A dead engine (a stopped Spark
         session) is refused with EngineUnavailable before the charge, taking no share."""
         return self._ctx.charge_and_run(self.measurement, self.budget, self._share)
+
+
+class _Released:
+    """The noisy vectors behind each frame a query released, for as long as the frame lives: entries are
+    keyed by the frame's ``id`` (a Polars frame is not hashable) with a weak reference to it, and each is
+    removed when its frame is collected, so a query released again and again holds only the frames its
+    caller still holds. (A finalizer runs when its frame is freed, before that ``id`` can be reused.)"""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], dict[tuple[Any, ...], np.ndarray]]] = {}
+
+    def add(self, frame: Any, noisy: dict[tuple[Any, ...], np.ndarray]) -> None:
+        key = id(frame)
+        self._entries[key] = (weakref.ref(frame), noisy)
+        weakref.finalize(frame, self._entries.pop, key, None)  # holds the dict, not the query or frame
+
+    def get(self, frame: object) -> dict[tuple[Any, ...], np.ndarray] | None:
+        """The noisy vectors behind ``frame`` (the very object released), or None."""
+        entry = self._entries.get(id(frame))
+        return entry[1] if entry is not None and entry[0]() is frame else None
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _row_counts(rows: object) -> tuple[int, ...]:
