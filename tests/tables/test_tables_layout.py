@@ -64,3 +64,24 @@ def test_tables_tests_use_no_private_names() -> None:
             ):
                 found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert found == []
+
+
+def test_each_rule_is_written_once() -> None:
+    """The int64 range of a float-to-int cast is stated once (``transformations._expr.INT64_LIMIT``, with
+    the cast's semantics in ``lowered_cast``), not in each engine; an interval's ``alpha`` is checked in
+    one place (``_intervals.check_level``)."""
+    limits, levels = [], []
+    for name, tree in _trees(TABLES).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == 2.0**63 and isinstance(node.value, float):
+                limits.append(f"{name}:{node.lineno}")
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "must be in (0, 1)" in node.value
+            ):
+                levels.append(f"{name}:{node.lineno}")
+            if isinstance(node, ast.FunctionDef) and node.name == "_cast":
+                limits.append(f"{name}:{node.lineno}: def _cast")
+    assert limits == []
+    assert [where.split(":")[0] for where in levels] == ["_intervals.py"]

@@ -79,6 +79,7 @@ from dpcompose.tables._engine import Plan, SumSpec, run_job, sum_key
 from dpcompose.tables._engines import engine_for
 from dpcompose.tables._fixed import grid_bound, unit_exponent
 from dpcompose.tables._intervals import (
+    check_level,
     component_half_width,
     mean_bounds,
     mean_half_width_at,
@@ -400,8 +401,7 @@ class TableQuery:
         Raises:
             InvalidParameter: ``alpha`` outside (0, 1), or ``rows`` not positive integers.
         """
-        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
-            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
+        check_level(alpha)
         at = _row_counts(rows)
         lines = []
         for rel in self.vectors:
@@ -418,19 +418,12 @@ class TableQuery:
         stats = []
         for agg in self.aggs:
             if agg.op == "mean":
-                spec, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
-                a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, spec))
-                assert spec.spec is not None
-                widths = tuple(mean_half_width_at(n, a_n, a_s, spec.spec) for n in at)
+                spec, a_n, a_s = self._mean_parts(agg, alpha)
+                widths = tuple(mean_half_width_at(n, a_n, a_s, spec) for n in at)
                 stats.append((agg.name, "mean of the clamped values (n >= 1)", widths))
             elif agg.op == "variance":
-                spec = self._vector(sum_key(agg.column or ""))
-                sq = self._vector(sum_key(agg.column or "", square=True))
-                a3 = split_alpha(alpha, 3)
-                a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), spec, sq))
-                assert spec.spec is not None
-                assert sq.spec is not None
-                widths = tuple(variance_half_width_at(n, a_n, a_s, a_q, spec.spec, sq.spec) for n in at)
+                spec, squares, a_n, a_s, a_q = self._variance_parts(agg, alpha)
+                widths = tuple(variance_half_width_at(n, a_n, a_s, a_q, spec, squares) for n in at)
                 stats.append((agg.name, "sample variance of the clamped values (n >= 2)", widths))
         cost = self.measurement.output_measure.display(self.measurement.map(1))
         return Summary(cost, alpha, tuple(lines), tuple(stats), at)
@@ -446,6 +439,24 @@ class TableQuery:
     def _half(self, rel: ReleasedVector, alpha: float) -> int:
         """The vector's half-width at level ``alpha``, in its integer units."""
         return component_half_width(rel.scale, self._gaussian, alpha)
+
+    def _mean_parts(self, agg: Agg, alpha: float) -> tuple[SumSpec, int, int]:
+        """A mean's sum and the half-widths of its count and sum at ``alpha/2`` each (the union bound)."""
+        rel, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
+        assert rel.spec is not None
+        a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, rel))
+        return rel.spec, a_n, a_s
+
+    def _variance_parts(self, agg: Agg, alpha: float) -> tuple[SumSpec, SumSpec, int, int, int]:
+        """A variance's sum and sum of squares, and the half-widths of its count, sum and sum of squares at
+        ``alpha/3`` each (the union bound)."""
+        rel = self._vector(sum_key(agg.column or ""))
+        sq = self._vector(sum_key(agg.column or "", square=True))
+        a3 = split_alpha(alpha, 3)
+        a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), rel, sq))
+        assert rel.spec is not None
+        assert sq.spec is not None
+        return rel.spec, sq.spec, a_n, a_s, a_q
 
     def _rank_slack(self, agg: Agg, alpha: float) -> float:
         """A quantile's excess rank error in records: all ``m`` noises within ``a`` (``alpha/m`` each), so
@@ -484,8 +495,7 @@ class TableQuery:
         """
         import polars as pl  # optional dependency (polars): the intervals are a Polars DataFrame
 
-        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
-            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
+        check_level(alpha)
         noisy = self._released.get(result)
         if noisy is None:
             raise InvalidParameter(
@@ -516,20 +526,13 @@ class TableQuery:
                     columns[f"{name}_lo"] = pl.Series(np.nextafter(lo, -np.inf), dtype=pl.Float64)
                     columns[f"{name}_hi"] = pl.Series(np.nextafter(hi, np.inf), dtype=pl.Float64)
             elif agg.op == "mean":
-                rel, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
-                assert rel.spec is not None
-                a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, rel))
-                lo, hi = mean_bounds(as_float[_COUNT], as_float[rel.what], a_n, a_s, rel.spec)
+                spec, a_n, a_s = self._mean_parts(agg, alpha)
+                lo, hi = mean_bounds(as_float[_COUNT], as_float[spec.key], a_n, a_s, spec)
                 columns[f"{name}_lo"], columns[f"{name}_hi"] = pl.Series(lo), pl.Series(hi)
             elif agg.op == "variance":
-                rel = self._vector(sum_key(agg.column or ""))
-                sq = self._vector(sum_key(agg.column or "", square=True))
-                a3 = split_alpha(alpha, 3)
-                a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), rel, sq))
-                assert rel.spec is not None
-                assert sq.spec is not None
+                spec, squares, a_n, a_s, a_q = self._variance_parts(agg, alpha)
                 lo, hi = variance_bounds(
-                    as_float[_COUNT], as_float[rel.what], as_float[sq.what], a_n, a_s, a_q, rel.spec, sq.spec
+                    as_float[_COUNT], as_float[spec.key], as_float[squares.key], a_n, a_s, a_q, spec, squares
                 )
                 columns[f"{name}_lo"], columns[f"{name}_hi"] = pl.Series(lo), pl.Series(hi)
             else:  # quantile
