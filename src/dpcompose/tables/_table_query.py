@@ -122,8 +122,10 @@ class TableQuery:
     quantile: the aggregate, its first threshold count in the plan, its L∞ sensitivity per unit, its
     noisy-min selection and that selection's scale).
 
-    ``.context`` is the Context it is charged to and ``.steps`` the builder calls before ``agg``: with
-    ``.aggs`` and ``.budget`` they are what ``dp.to_json`` stores (:mod:`dpcompose.tables._stored`).
+    ``.context`` is the Context it is charged to, ``.budget`` what it was priced at and ``.share`` the
+    index of the Context's budget share that is (None for ``query(privacy_loss=...)``), and ``.steps`` the
+    builder calls before ``agg``: with ``.aggs`` they are what ``dp.to_json`` stores
+    (:mod:`dpcompose.tables._stored`).
     """
 
     def __init__(
@@ -140,7 +142,7 @@ class TableQuery:
         self._ctx = ctx
         self.context = ctx  # the Context it is charged to
         self.steps = steps  # the builder calls before agg (what dp.to_json stores, with aggs and budget)
-        self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
+        self.share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
         self.aggs = aggs
@@ -544,7 +546,7 @@ class TableQuery:
         """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
         returns a Polars DataFrame of noisy results, one row per key. A dead engine (a stopped Spark
         session) is refused with EngineUnavailable before the charge, taking no share."""
-        return self._ctx.charge_and_run(self.measurement, self.budget, self._share)
+        return self._ctx.charge_and_run(self.measurement, self.budget, self.share)
 
 
 class _Released:
