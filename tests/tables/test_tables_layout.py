@@ -6,6 +6,7 @@ business of the layout test of the whole source.)"""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import dpcompose.tables
@@ -20,6 +21,7 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+@functools.cache
 def _trees(folder: Path) -> dict[str, ast.Module]:
     return {p.name: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.py"))}
 
