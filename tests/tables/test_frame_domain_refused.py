@@ -40,22 +40,30 @@ BUILDERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def refusal(parameter: str) -> str:
+    """The refusal of a table domain, naming the parameter, why, and the fix."""
+    return (
+        f"{parameter}={FD!r} is a table domain (FrameDomain): this constructor walks the records of a Python "
+        "sequence, and iterating a DataFrame walks its columns, not its rows; query a table through "
+        "dp.Context, or pass its rows as a list (frame.rows() or frame.iter_rows(named=True)) with a "
+        "dp.VectorDomain"
+    )
+
+
 @pytest.mark.parametrize("metric", [S, C], ids=["symmetric", "change_one"])
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_record_walking_constructors_refuse_a_frame_domain(name: str, metric: Any) -> None:
     with pytest.raises(DomainMismatch) as info:
         BUILDERS[name](metric)
-    words = str(info.value)
-    assert "input_domain=FrameDomain(" in words or "table" in words, words
-    if "input_domain=FrameDomain(" in words:  # the generic refusal names the fix
-        assert "table domain" in words and "dp.Context" in words and "iter_rows" in words
+    assert str(info.value) == refusal("input_domain")
 
 
 def test_subsample_refuses_a_frame_measurement_and_records_still_take_frames() -> None:
     m = _frame_measurement()  # a generic record over a table: allowed (it never walks records itself)
     assert m.input_domain == FD
-    with pytest.raises(DomainMismatch, match=r"m.input_domain=FrameDomain\(.*table domain"):
+    with pytest.raises(DomainMismatch) as info:
         dp.make_subsample(m, rate=0.5)
+    assert str(info.value) == refusal("m.input_domain")
 
 
 def test_row_walkers_on_frame_rows_as_a_list_still_work() -> None:

@@ -129,6 +129,60 @@ def test_a_loaded_query_releases_and_is_charged_to_its_context() -> None:
     assert back.context.remaining() == _spent_a_third() != _ctx().remaining()
 
 
+def _weighted() -> dp.Context:
+    return _ctx(split_by_weights=[1, 3], split_evenly_over=None)  # shares of 1/4 and 3/4
+
+
+def test_a_query_priced_from_a_share_keeps_its_share_when_loaded() -> None:
+    """Loaded out of turn, a share-priced query is refused (nothing spent) as it would be unstored, and the
+    Context's shares stay in step with its spending."""
+    first = dp.to_json(_weighted().query().agg(count()))  # priced at share 0: 1/4
+    ctx = _weighted()
+    ctx.query().agg(count()).release()  # share 0 goes to another release
+    left = ctx.remaining()
+    back = dp.from_json(first, data=ctx)
+    with pytest.raises(dp.BudgetExceeded, match="priced at share 0"):
+        back.release()
+    assert ctx.remaining() == left
+    assert ctx.query().agg(count()).budget == Fraction(3, 4)  # share 1 is still there, at its value
+    ctx.query().agg(count()).release()
+    assert ctx.remaining()["epsilon"] == 0
+    assert back.share == 0 and back.budget == Fraction(1, 4)
+    assert json.loads(first)["root"]["table_query"]["share"] == 0
+
+
+def test_a_query_priced_from_a_later_share_releases_in_its_turn() -> None:
+    ref = _weighted()
+    ref.query().agg(count()).release()
+    second = dp.to_json(ref.query().agg(sum("age")))  # priced at share 1: 3/4
+    ctx = _weighted()
+    back = dp.from_json(second, data=ctx)
+    with pytest.raises(dp.BudgetExceeded, match="priced at share 1"):
+        back.release()  # share 0 (1/4) is next: not its price
+    ctx.query().agg(count()).release()
+    back.release()
+    assert ctx.remaining()["epsilon"] == 0
+
+
+def test_a_share_priced_query_needs_its_share_in_the_context_it_loads_into() -> None:
+    text = dp.to_json(_weighted().query().agg(count()))
+    for other in (_ctx(), _ctx(split_evenly_over=1)):  # share 0 is 1/3, or 1
+        with pytest.raises(dp.SerializationError, match=r"priced at budget share 0 \(ε=0.25\)"):
+            dp.from_json(text, data=other)
+    bad = _tampered(text, lambda r: r["table_query"].__setitem__("share", 2))
+    with pytest.raises(dp.SerializationError, match="share: 2 must be the index of one of the Context's 2"):
+        dp.from_json(bad, data=_weighted())
+
+
+def test_an_explicitly_priced_query_is_stored_without_a_share() -> None:
+    text = dp.to_json(QUERIES["explicit budget"]())
+    assert "share" not in json.loads(text)["root"]["table_query"]
+    back = dp.from_json(text, data=FRAME)
+    assert back.share is None and back.budget == Fraction(1, 8)
+    old = _tampered(dp.to_json(_weighted().query().agg(count())), lambda r: r["table_query"].pop("share"))
+    assert dp.from_json(old, data=FRAME).share is None  # a file written before shares were stored
+
+
 def test_a_query_loads_into_a_given_context_of_the_same_configuration() -> None:
     q = QUERIES["dp.col filter, every aggregate, known keys"]()
     ctx = _ctx()

@@ -6,6 +6,7 @@ business of the layout test of the whole source.)"""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import dpcompose.tables
@@ -20,6 +21,7 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+@functools.cache
 def _trees(folder: Path) -> dict[str, ast.Module]:
     return {p.name: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.py"))}
 
@@ -64,3 +66,24 @@ def test_tables_tests_use_no_private_names() -> None:
             ):
                 found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert found == []
+
+
+def test_each_rule_is_written_once() -> None:
+    """The int64 range of a float-to-int cast is stated once (``transformations._expr.INT64_LIMIT``, with
+    the cast's semantics in ``lowered_cast``), not in each engine; an interval's ``alpha`` is checked in
+    one place (``_intervals.check_level``)."""
+    limits, levels = [], []
+    for name, tree in _trees(TABLES).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == 2.0**63 and isinstance(node.value, float):
+                limits.append(f"{name}:{node.lineno}")
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and "must be in (0, 1)" in node.value
+            ):
+                levels.append(f"{name}:{node.lineno}")
+            if isinstance(node, ast.FunctionDef) and node.name == "_cast":
+                limits.append(f"{name}:{node.lineno}: def _cast")
+    assert limits == []
+    assert [where.split(":")[0] for where in levels] == ["_intervals.py"]

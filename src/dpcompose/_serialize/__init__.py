@@ -157,7 +157,8 @@ def to_json(obj: object, *, drop_rng: bool = False) -> str:
         if kind is not None:
             writer = Writer(drop_rng)
             fields = kind.write(obj)
-            root = {kind.tag: {f: writer.value(fields[f], f"root.{kind.tag}.{f}") for f in kind.fields}}
+            kept = [f for f in kind.fields if f not in kind.optional or fields[f] is not None]
+            root = {kind.tag: {f: writer.value(fields[f], f"root.{kind.tag}.{f}") for f in kept}}
         else:
             root = Writer(drop_rng).value(obj, "root")
     except RecursionError:
@@ -293,15 +294,18 @@ def from_json(
 
 def _read_kind(kind: StoredKind, body: Any, data: Any, ledger: Any) -> Any:
     where = f"root.{kind.tag}"
-    if not isinstance(body, dict) or set(body) != set(kind.fields):
-        raise SerializationError(f"{where}: must be an object with the keys {', '.join(kind.fields)}")
+    required = set(kind.fields) - set(kind.optional)
+    if not isinstance(body, dict) or not required <= set(body) <= set(kind.fields):
+        keys = ", ".join(f for f in kind.fields if f in required)
+        extra = f" (and optionally {', '.join(kind.optional)})" if kind.optional else ""
+        raise SerializationError(f"{where}: must be an object with the keys {keys}{extra}")
     if data is None:
         raise InvalidParameter(
             f"data=None: the file stores a {kind.tag.replace('_', ' ')} (its plan, never its data): pass "
             "the frame it runs on, dp.from_json(text, data=frame)"
         )
     reader = Reader()
-    fields = {f: reader.value(body[f], f"{where}.{f}") for f in kind.fields}
+    fields = {f: reader.value(body[f], f"{where}.{f}") if f in body else None for f in kind.fields}
     try:
         return kind.read(fields, data, ledger)
     except (SerializationError, DomainMismatch):  # DomainMismatch: the loader's frame is not of the schema

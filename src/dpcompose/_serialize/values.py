@@ -152,7 +152,9 @@ class StoredKind:
     ``write(obj)`` gives the fields (plain values and library objects, stored as every value is);
     ``read(fields, data, ledger)`` rebuilds the object from the decoded fields against the ``data`` and
     ``ledger`` the loader passes to :func:`from_json` (the file holds neither). The file's root is
-    ``{tag: {field: value, ...}}`` with exactly ``fields``.
+    ``{tag: {field: value, ...}}`` with exactly ``fields``, but for the ``optional`` ones among them: such a
+    field is written only when its value is not None, and a file without it is read with None (so files
+    written before the field existed still load).
     """
 
     tag: str
@@ -160,6 +162,7 @@ class StoredKind:
     fields: tuple[str, ...]
     write: Callable[[Any], dict[str, Any]]
     read: Callable[[dict[str, Any], Any, Any], Any]
+    optional: tuple[str, ...] = ()
 
 
 #: The registered stored kinds by tag (written by :func:`register_stored_kind` only).

@@ -76,7 +76,8 @@ def sum(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
 
 
 def mean(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
-    """The mean of a numeric column per key: noisy sum / max(noisy count, 1).
+    """The mean of a numeric column per key: noisy sum / max(noisy count, 1), clipped to the bounds (free
+    post-processing: the mean of the clamped values lies within them).
 
     Examples:
         >>> mean("income", bounds=(0, 1000)).name

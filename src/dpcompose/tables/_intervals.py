@@ -46,11 +46,13 @@ import numpy.typing as npt
 
 from dpcompose.accounting._exact import next_down
 from dpcompose.accuracy import discrete_gaussian_scale_to_accuracy, discrete_laplace_scale_to_accuracy
+from dpcompose.errors import InvalidParameter
 from dpcompose.tables._engine import SumSpec
 from dpcompose.tables._fixed import grid_bound
 
 __all__ = [
     "PAD",
+    "check_level",
     "component_half_width",
     "mean_bounds",
     "mean_half_width_at",
@@ -62,6 +64,17 @@ __all__ = [
 Floats = npt.NDArray[np.float64]
 
 PAD = 2.0**-40  # relative outward padding of the float steps
+
+
+def check_level(alpha: object) -> None:
+    """Refuse an interval's ``alpha`` (the probability it may miss) outside (0, 1): InvalidParameter.
+
+    Examples:
+        >>> check_level(0.05) is None
+        True
+    """
+    if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
+        raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
 
 
 def split_alpha(alpha: float, parts: int) -> float:

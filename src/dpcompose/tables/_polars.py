@@ -21,7 +21,7 @@ import numpy.typing as npt
 from dpcompose.tables._caps import first_groups_per_identifier, first_per_identifier
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
+from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr, lowered_cast
 from dpcompose.transformations._hash import NULL_CODE, ROW_SEED, fold_row_key, value_codes
 
 __all__ = [
@@ -73,24 +73,6 @@ def _lazy(data: Any) -> Any:
     return pl.from_pandas(data).lazy()
 
 
-_INT64_LIMIT = 9223372036854775808.0  # 2**63: a double cast to int64 is null outside [-2**63, 2**63)
-
-
-def _cast(x: Any, src: str, to: str) -> Any:
-    """The plan's cast (:mod:`dpcompose.transformations._expr`): never raises, null where a value has no
-    int64."""
-    import polars as pl
-
-    if to == "float":
-        return x.cast(pl.Float64)
-    if to == "bool":
-        return x != 0  # from int or float (NaN != 0: true)
-    if src == "bool":
-        return x.cast(pl.Int64)
-    fits = (x >= -_INT64_LIMIT) & (x < _INT64_LIMIT)  # false for NaN (NaN is above every float)
-    return pl.when(fits).then(x.cast(pl.Int64, strict=False))
-
-
 def _divide(columns: Any) -> Any:
     """The IEEE quotient of two Float64 Series (null where either is null), computed by numpy."""
     import polars as pl
@@ -134,8 +116,12 @@ def to_polars(e: Expr) -> Any:
             return x.abs()
         r = x.round(0, mode="half_to_even")
         return pl.when(r == 0).then(0.0).otherwise(r)  # a zero result is +0.0, as on Spark
-    if op == "cast":
-        return _cast(to_polars(e.args[0]), e.args[1], e.args[2])
+    if op == "cast":  # its semantics, in primitive operations
+        return to_polars(lowered_cast(e))
+    if op == "to_float":
+        return to_polars(e.args[0]).cast(pl.Float64)
+    if op == "to_int":  # a bool, or a double lowered_cast has checked to be within int64
+        return to_polars(e.args[0]).cast(pl.Int64, strict=False)
     if op == "when":
         cond, then, other = (to_polars(x) for x in e.args)
         return pl.when(cond).then(then).otherwise(other)

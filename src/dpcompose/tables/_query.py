@@ -292,6 +292,8 @@ class Query:
                         "variance (its squares' unit exceeds the float range); narrow them below 2**480"
                     )
                 specs[squares.key] = squares
+        for a in aggs:  # a result column's name (an alias may come from a file): the result frame holds it
+            _expr.check_utf8(a.name, "aggs: the result column")
         if len({a.name for a in aggs}) != len(aggs):
             raise InvalidParameter("aggs: an aggregate is listed twice")
         clash = sorted({a.name for a in aggs} & set(self._by))

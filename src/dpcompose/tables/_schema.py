@@ -29,6 +29,7 @@ import numpy as np
 from dpcompose.core import AtomDomain, Domain, TableDomain
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.tables._engines import engine_for
+from dpcompose.transformations._expr import check_utf8
 
 __all__ = ["Column", "FrameDomain", "RowDomain"]
 
@@ -146,7 +147,8 @@ def check_column_name(name: str, what: str, taken: Iterable[str] = ()) -> None:
     with ``__dp`` in any case (the engines' working columns), one holding ``.`` or a backtick (a struct
     path or a quote to Spark), ``*`` or ``^…$`` (a wildcard or a regular expression to Polars), or one
     equal ignoring case to a name in ``taken`` (Spark matches column names ignoring case: the other column
-    would be replaced, or the reference be ambiguous)."""
+    would be replaced, or the reference be ambiguous), or one with no UTF-8 form (:func:`check_utf8`)."""
+    check_utf8(name, what)
     if name.casefold().startswith(RESERVED_PREFIX):
         raise InvalidParameter(f"{what} {name!r} starts with {RESERVED_PREFIX!r}, which the engines reserve")
     if "." in name or "`" in name:

@@ -39,7 +39,7 @@ from typing import Any
 from dpcompose.errors import DomainMismatch, EngineUnavailable
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_rows
 from dpcompose.tables._engine import scalings as _scalings
-from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr
+from dpcompose.transformations._expr import ARITH, DATE_PARTS, FLOAT_OPS, Expr, lowered_cast
 from dpcompose.transformations._hash import (
     NULL_CODE,
     ROW_SEED,
@@ -158,23 +158,7 @@ def _kind(dtype: Any) -> str:
     return str(dtype.simpleString())
 
 
-_INT64_LIMIT = 9223372036854775808.0  # 2**63: a double cast to int64 is null outside [-2**63, 2**63)
 _SPARK_TYPES = {"int": "bigint", "float": "double", "str": "string", "bool": "boolean", "date": "date"}
-
-
-def _cast(x: Any, src: str, to: str) -> Any:
-    """The plan's cast (:mod:`dpcompose.transformations._expr`), as the Polars engine computes it; never
-    raises, also with ``spark.sql.ansi.enabled`` (a double outside int64 is null before Spark casts it)."""
-    from pyspark.sql import functions as F
-
-    if to == "float":
-        return x.cast("double")
-    if to == "bool":
-        return x != 0  # from int or float (NaN != 0: true)
-    if src == "bool":
-        return x.cast("bigint")
-    fits = (x >= F.lit(-_INT64_LIMIT)) & (x < F.lit(_INT64_LIMIT))  # false for NaN (above every float)
-    return F.when(fits, x).cast("bigint")
 
 
 def to_spark(e: Expr) -> Any:
@@ -198,8 +182,12 @@ def to_spark(e: Expr) -> Any:
             return F.abs(x)
         r = F.bround(x, 0)  # half to even on the double's value
         return F.when(r == F.lit(0.0), F.lit(0.0)).otherwise(r)  # a zero result is +0.0, as on Polars
-    if op == "cast":
-        return _cast(to_spark(e.args[0]), e.args[1], e.args[2])
+    if op == "cast":  # its semantics, in primitive operations
+        return to_spark(lowered_cast(e))
+    if op == "to_float":
+        return to_spark(e.args[0]).cast("double")
+    if op == "to_int":  # a bool, or a double lowered_cast has checked to be within int64 (ANSI mode too)
+        return to_spark(e.args[0]).cast("bigint")
     if op == "when":
         cond, then, other = (to_spark(x) for x in e.args)
         return F.when(cond, then).otherwise(other)

@@ -6,9 +6,17 @@ A file stores configuration, never data or spending:
 * a Context (``{"table_context": {...}}``): its schema (``FrameDomain``), unit of privacy, measure, total
   budget and split (``split_evenly_over`` or ``split_by_weights``). A loaded Context starts with its whole
   budget: what was spent lives in a ledger (pass the same ledger to ``dp.from_json(..., ledger=)``).
-* a table query (``{"table_query": {...}}``): the Context's configuration, the query's budget share (its
-  value), the builder calls before ``agg`` (``select``, ``with_column``, ``filter``, ``group_by``) with their
-  expressions as engine-neutral trees, and the aggregates.
+* a table query (``{"table_query": {...}}``): the Context's configuration, the query's budget (its value,
+  and ``share``, the index of the Context's budget share it was priced from, when it was: absent for
+  ``query(privacy_loss=...)``), the builder calls before ``agg`` (``select``, ``with_column``, ``filter``,
+  ``group_by``) with their expressions as engine-neutral trees, and the aggregates.
+
+A query priced from a share loads priced from that share, as it was built: its ``release()`` takes the
+Context's next share if that share is the same size and is refused otherwise (``BudgetExceeded``,
+nothing run or spent), exactly as before it was stored, so every share a Context hands out is spent at
+its own value. (Loaded at the value alone, it would take the next share's turn at another share's price:
+with weights, a share would go unspent or a later one be refused by the filter.) Its Context must have
+that share at that value (the stored budget and split), else the file is refused.
 
 Loading replays the builder calls through the public builders, so every check a query gets when it is
 written by hand runs again (schema, kinds, bounds, keys, aggregates), and the rebuilt query has the same
@@ -39,7 +47,7 @@ __all__ = ["CONTEXT_FIELDS", "QUERY_FIELDS", "read_context", "read_query"]
 CONTEXT_FIELDS = (
     "domain", "privacy_unit", "measure", "privacy_loss", "split_evenly_over", "split_by_weights",
 )  # fmt: skip
-QUERY_FIELDS = ("context", "privacy_loss", "steps", "aggs")
+QUERY_FIELDS = ("context", "privacy_loss", "steps", "aggs", "share")
 _BUILDERS: dict[str, Callable[..., _agg.Agg]] = {
     "count": _agg.count,
     "sum": _agg.sum,
@@ -67,6 +75,7 @@ def _write_query(q: TableQuery) -> dict[str, Any]:
         "privacy_loss": q.budget,
         "steps": [list(step) for step in q.steps],
         "aggs": list(q.aggs),
+        "share": q.share,  # written only for a query priced from a share (an optional field)
     }
 
 
@@ -168,10 +177,34 @@ def _replay(q: Query, step: object, where: str) -> Query:
     )
 
 
+def _priced(ctx: Context, budget: object, share: object, where: str) -> Query:
+    """A new query of ``ctx`` priced as the stored one: at the stored ``budget``, from budget share
+    ``share`` when it names one (which must be that value in ``ctx``)."""
+    if share is None:
+        return ctx.query(privacy_loss=budget)
+    if isinstance(share, bool) or not isinstance(share, int) or not 0 <= share < len(ctx.shares):
+        raise _fail(
+            f"{where}.share",
+            f"{share!r} must be the index of one of the Context's {len(ctx.shares)} budget shares",
+        )
+    value = ctx.shares.value(share)
+    measure: Measure[Any] = ctx.measure
+    stored = measure.parse(budget, "privacy_loss")
+    if stored != value:
+        show = measure.display
+        raise _fail(
+            where,
+            f"the query was priced at budget share {share} ({show(stored)}), which is "
+            f"{show(value)} in the given Context: load it into a Context with the stored budget and split",
+        )
+    return Query(ctx, value, share=share)
+
+
 def read_query(fields: dict[str, Any], data: Any, ledger: Any) -> TableQuery:
     """The stored table query rebuilt in ``data`` — a ``dp.Context`` with the stored schema, unit and
     measure, or a frame (then in a new Context with the stored configuration, on ``ledger``) — by replaying
-    its builder calls through the public builders, at the stored budget.
+    its builder calls through the public builders, at the stored budget (from the stored budget share, when
+    it names one: the module docstring says why).
 
     Raises:
         SerializationError: a step, expression or aggregate the builders do not make, or a Context that
@@ -203,7 +236,7 @@ def read_query(fields: dict[str, Any], data: Any, ledger: Any) -> TableQuery:
     if not isinstance(steps, list) or not isinstance(aggs, list):
         raise _fail(where, "steps and aggs must be lists")
     try:
-        q = ctx.query(privacy_loss=fields["privacy_loss"])
+        q = _priced(ctx, fields["privacy_loss"], fields["share"], where)
         for i, step in enumerate(steps):
             q = _replay(q, step, f"{where}.steps[{i}]")
         return q.agg(*(_agg_of(a, f"{where}.aggs[{i}]") for i, a in enumerate(aggs)))
@@ -215,4 +248,6 @@ def read_query(fields: dict[str, Any], data: Any, ledger: Any) -> TableQuery:
 
 
 register_stored_kind(StoredKind("table_context", Context, CONTEXT_FIELDS, _write_context, read_context))
-register_stored_kind(StoredKind("table_query", TableQuery, QUERY_FIELDS, _write_query, read_query))
+register_stored_kind(
+    StoredKind("table_query", TableQuery, QUERY_FIELDS, _write_query, read_query, optional=("share",))
+)

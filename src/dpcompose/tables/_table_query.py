@@ -9,7 +9,12 @@ A query ``ctx.query().filter(...).group_by(..., keys=[...]).agg(count(), sum(c),
    count and the integer sums;
 2. exact discrete noise on the driver, by the catalogue's ``make_discrete_laplace`` (PureDP and ApproxDP
    contexts) or ``make_discrete_gaussian`` (zCDP contexts) on the int64 vectors;
-3. scaling back (sums times ``2**k``) and ``mean = noisy sum / max(noisy count, 1)`` — post-processing.
+3. scaling back (sums times ``2**k``) and ``mean = noisy sum / max(noisy count, 1)`` clipped to the
+   column's bounds — post-processing. The clip moves a released mean only towards ``[lo, hi]``, where the
+   true mean of the clamped values lies, so it never moves it away from the truth: any accuracy statement
+   ``|mean − truth| <= w`` holds after it too, and the intervals (:meth:`TableQuery.intervals`, computed
+   from the noisy vectors and clipped to the bounds themselves) contain the clipped release whenever they
+   contain the unclipped one.
 
 Privacy map (stability of the steps, then the noise): neighbours differ in the rows of ``d`` identifiers
 (or in ``d`` rows at row level, where ``R = 1``). The filter and the key restriction act row by row and
@@ -34,6 +39,7 @@ With ``selection="gaussian"``, unknown keys are selected by the discrete Gaussia
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -73,6 +79,7 @@ from dpcompose.tables._engine import Plan, SumSpec, run_job, sum_key
 from dpcompose.tables._engines import engine_for
 from dpcompose.tables._fixed import grid_bound, unit_exponent
 from dpcompose.tables._intervals import (
+    check_level,
     component_half_width,
     mean_bounds,
     mean_half_width_at,
@@ -115,8 +122,10 @@ class TableQuery:
     quantile: the aggregate, its first threshold count in the plan, its L∞ sensitivity per unit, its
     noisy-min selection and that selection's scale).
 
-    ``.context`` is the Context it is charged to and ``.steps`` the builder calls before ``agg``: with
-    ``.aggs`` and ``.budget`` they are what ``dp.to_json`` stores (:mod:`dpcompose.tables._stored`).
+    ``.context`` is the Context it is charged to, ``.budget`` what it was priced at and ``.share`` the
+    index of the Context's budget share that is (None for ``query(privacy_loss=...)``), and ``.steps`` the
+    builder calls before ``agg``: with ``.aggs`` they are what ``dp.to_json`` stores
+    (:mod:`dpcompose.tables._stored`).
     """
 
     def __init__(
@@ -133,11 +142,11 @@ class TableQuery:
         self._ctx = ctx
         self.context = ctx  # the Context it is charged to
         self.steps = steps  # the builder calls before agg (what dp.to_json stores, with aggs and budget)
-        self._share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
+        self.share = share  # the Context's share the budget is (None: stated with query(privacy_loss=...))
         self._kinds = kinds  # every column's kind, derived ones included (the results' dtypes)
         self.plan = plan
         self.aggs = aggs
-        self._released: list[tuple[Any, dict[tuple[Any, ...], np.ndarray]]] = []  # (frame, noisy vectors)
+        self._released = _Released()  # the noisy vectors behind each released frame still alive
         self.budget = budget
         measure = ctx.measure
         released: list[ReleasedVector] = []
@@ -353,11 +362,12 @@ class TableQuery:
                     columns[agg.name] = pl.Series(agg.name, noisy[spec.key], dtype=pl.Int64)
                 else:
                     columns[agg.name] = pl.Series(agg.name, total, dtype=pl.Float64)
-            else:
+            else:  # clipped to the bounds, where the mean of the clamped values lies (post-processing)
                 n = np.maximum(noisy[_COUNT], 1).astype(np.float64)
-                columns[agg.name] = pl.Series(agg.name, total / n, dtype=pl.Float64)
+                mean = np.clip(total / n, float(spec.lo), float(spec.hi))
+                columns[agg.name] = pl.Series(agg.name, mean, dtype=pl.Float64)
         frame = pl.DataFrame(columns)
-        self._released.append((frame, noisy))  # the noisy vectors (public) behind intervals(frame)
+        self._released.add(frame, noisy)  # the noisy vectors (public) behind intervals(frame)
         return frame
 
     def summarize(self, alpha: float = 0.05, rows: int | Sequence[int] = (100, 1000, 10000)) -> Summary:
@@ -393,8 +403,7 @@ class TableQuery:
         Raises:
             InvalidParameter: ``alpha`` outside (0, 1), or ``rows`` not positive integers.
         """
-        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
-            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
+        check_level(alpha)
         at = _row_counts(rows)
         lines = []
         for rel in self.vectors:
@@ -411,19 +420,12 @@ class TableQuery:
         stats = []
         for agg in self.aggs:
             if agg.op == "mean":
-                spec, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
-                a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, spec))
-                assert spec.spec is not None
-                widths = tuple(mean_half_width_at(n, a_n, a_s, spec.spec) for n in at)
+                spec, a_n, a_s = self._mean_parts(agg, alpha)
+                widths = tuple(mean_half_width_at(n, a_n, a_s, spec) for n in at)
                 stats.append((agg.name, "mean of the clamped values (n >= 1)", widths))
             elif agg.op == "variance":
-                spec = self._vector(sum_key(agg.column or ""))
-                sq = self._vector(sum_key(agg.column or "", square=True))
-                a3 = split_alpha(alpha, 3)
-                a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), spec, sq))
-                assert spec.spec is not None
-                assert sq.spec is not None
-                widths = tuple(variance_half_width_at(n, a_n, a_s, a_q, spec.spec, sq.spec) for n in at)
+                spec, squares, a_n, a_s, a_q = self._variance_parts(agg, alpha)
+                widths = tuple(variance_half_width_at(n, a_n, a_s, a_q, spec, squares) for n in at)
                 stats.append((agg.name, "sample variance of the clamped values (n >= 2)", widths))
         cost = self.measurement.output_measure.display(self.measurement.map(1))
         return Summary(cost, alpha, tuple(lines), tuple(stats), at)
@@ -439,6 +441,24 @@ class TableQuery:
     def _half(self, rel: ReleasedVector, alpha: float) -> int:
         """The vector's half-width at level ``alpha``, in its integer units."""
         return component_half_width(rel.scale, self._gaussian, alpha)
+
+    def _mean_parts(self, agg: Agg, alpha: float) -> tuple[SumSpec, int, int]:
+        """A mean's sum and the half-widths of its count and sum at ``alpha/2`` each (the union bound)."""
+        rel, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
+        assert rel.spec is not None
+        a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, rel))
+        return rel.spec, a_n, a_s
+
+    def _variance_parts(self, agg: Agg, alpha: float) -> tuple[SumSpec, SumSpec, int, int, int]:
+        """A variance's sum and sum of squares, and the half-widths of its count, sum and sum of squares at
+        ``alpha/3`` each (the union bound)."""
+        rel = self._vector(sum_key(agg.column or ""))
+        sq = self._vector(sum_key(agg.column or "", square=True))
+        a3 = split_alpha(alpha, 3)
+        a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), rel, sq))
+        assert rel.spec is not None
+        assert sq.spec is not None
+        return rel.spec, sq.spec, a_n, a_s, a_q
 
     def _rank_slack(self, agg: Agg, alpha: float) -> float:
         """A quantile's excess rank error in records: all ``m`` noises within ``a`` (``alpha/m`` each), so
@@ -477,9 +497,8 @@ class TableQuery:
         """
         import polars as pl  # optional dependency (polars): the intervals are a Polars DataFrame
 
-        if not isinstance(alpha, float | int) or isinstance(alpha, bool) or not 0 < alpha < 1:
-            raise InvalidParameter(f"alpha={alpha!r} must be in (0, 1)")
-        noisy = next((v for frame, v in list(self._released) if frame is result), None)
+        check_level(alpha)
+        noisy = self._released.get(result)
         if noisy is None:
             raise InvalidParameter(
                 "result must be a frame this query's release() returned (the very object: the intervals "
@@ -509,20 +528,13 @@ class TableQuery:
                     columns[f"{name}_lo"] = pl.Series(np.nextafter(lo, -np.inf), dtype=pl.Float64)
                     columns[f"{name}_hi"] = pl.Series(np.nextafter(hi, np.inf), dtype=pl.Float64)
             elif agg.op == "mean":
-                rel, count = self._vector(sum_key(agg.column or "")), self._vector(_COUNT)
-                assert rel.spec is not None
-                a_n, a_s = (self._half(v, split_alpha(alpha, 2)) for v in (count, rel))
-                lo, hi = mean_bounds(as_float[_COUNT], as_float[rel.what], a_n, a_s, rel.spec)
+                spec, a_n, a_s = self._mean_parts(agg, alpha)
+                lo, hi = mean_bounds(as_float[_COUNT], as_float[spec.key], a_n, a_s, spec)
                 columns[f"{name}_lo"], columns[f"{name}_hi"] = pl.Series(lo), pl.Series(hi)
             elif agg.op == "variance":
-                rel = self._vector(sum_key(agg.column or ""))
-                sq = self._vector(sum_key(agg.column or "", square=True))
-                a3 = split_alpha(alpha, 3)
-                a_n, a_s, a_q = (self._half(v, a3) for v in (self._vector(_COUNT), rel, sq))
-                assert rel.spec is not None
-                assert sq.spec is not None
+                spec, squares, a_n, a_s, a_q = self._variance_parts(agg, alpha)
                 lo, hi = variance_bounds(
-                    as_float[_COUNT], as_float[rel.what], as_float[sq.what], a_n, a_s, a_q, rel.spec, sq.spec
+                    as_float[_COUNT], as_float[spec.key], as_float[squares.key], a_n, a_s, a_q, spec, squares
                 )
                 columns[f"{name}_lo"], columns[f"{name}_hi"] = pl.Series(lo), pl.Series(hi)
             else:  # quantile
@@ -534,7 +546,30 @@ class TableQuery:
         """Charge the Context's budget (refused with BudgetExceeded before anything runs) and run the query;
         returns a Polars DataFrame of noisy results, one row per key. A dead engine (a stopped Spark
         session) is refused with EngineUnavailable before the charge, taking no share."""
-        return self._ctx.charge_and_run(self.measurement, self.budget, self._share)
+        return self._ctx.charge_and_run(self.measurement, self.budget, self.share)
+
+
+class _Released:
+    """The noisy vectors behind each frame a query released, for as long as the frame lives: entries are
+    keyed by the frame's ``id`` (a Polars frame is not hashable) with a weak reference to it, and each is
+    removed when its frame is collected, so a query released again and again holds only the frames its
+    caller still holds. (A finalizer runs when its frame is freed, before that ``id`` can be reused.)"""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], dict[tuple[Any, ...], np.ndarray]]] = {}
+
+    def add(self, frame: Any, noisy: dict[tuple[Any, ...], np.ndarray]) -> None:
+        key = id(frame)
+        self._entries[key] = (weakref.ref(frame), noisy)
+        weakref.finalize(frame, self._entries.pop, key, None)  # holds the dict, not the query or frame
+
+    def get(self, frame: object) -> dict[tuple[Any, ...], np.ndarray] | None:
+        """The noisy vectors behind ``frame`` (the very object released), or None."""
+        entry = self._entries.get(id(frame))
+        return entry[1] if entry is not None and entry[0]() is frame else None
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _row_counts(rows: object) -> tuple[int, ...]:

@@ -38,7 +38,8 @@ import numpy as np
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = [
-    "ARITH", "DATE_PARTS", "FLOAT_OPS", "Expr", "check_tree", "col", "columns_of", "literal_kind", "typed",
+    "ARITH", "DATE_PARTS", "FLOAT_OPS", "INT64_LIMIT", "Expr", "check_tree", "check_utf8", "col",
+    "columns_of", "literal_kind", "lowered_cast", "typed",
 ]  # fmt: skip
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -61,8 +62,34 @@ _INSTEAD = {  # the operators Expr refuses, and what to write instead
 }
 
 
+def check_utf8(text: str, name: str) -> None:
+    """Refuse a str that has no UTF-8 form (one holding a lone surrogate, such as ``"\\ud800"``): every
+    engine holds strings as UTF-8, so such a key, literal or name would fail inside the engine job, after
+    the query's charge. InvalidParameter naming ``name``, the value and the fix.
+
+    Examples:
+        >>> check_utf8("café", "keys") is None
+        True
+        >>> check_utf8("a\\udc80", "keys")
+        Traceback (most recent call last):
+        ...
+        dpcompose.errors.InvalidParameter: keys='a\\udc80' is not valid UTF-8 text: ... U+DC80 at index 1 ...
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidParameter(
+            f"{name}={text!r} is not valid UTF-8 text: it holds the lone surrogate "
+            f"U+{ord(text[exc.start]):04X} at index {exc.start} (a str decoded from bytes with "
+            "errors='surrogateescape' or from broken UTF-16). The engines hold strings as UTF-8 and would "
+            "fail on it after the query's charge: pass the text it stands for (decode the source bytes as "
+            "UTF-8, or with errors='replace')"
+        ) from None
+
+
 def literal_kind(v: object, name: str) -> str:
-    """The kind of a literal (``int``, ``float``, ``str``, ``bool``); InvalidParameter otherwise."""
+    """The kind of a literal (``int``, ``float``, ``str``, ``bool``); InvalidParameter otherwise (also for
+    a str with no UTF-8 form, :func:`check_utf8`)."""
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, bool):
@@ -74,6 +101,7 @@ def literal_kind(v: object, name: str) -> str:
     if isinstance(v, float):
         return "float"
     if isinstance(v, str):
+        check_utf8(v, name)
         return "str"
     raise InvalidParameter(f"{name}={v!r} must be an int, float, str or bool literal")
 
@@ -383,6 +411,7 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
         pattern = args[1]
         if not (isinstance(pattern, Expr) and pattern.op == "lit" and isinstance(pattern.args[0], str)):
             raise InvalidParameter(f"{what}: {_text(e)} needs a literal string pattern")
+        check_utf8(pattern.args[0], f"{what}: the pattern of {op}")
         return Expr(op, (t, pattern)), "bool"
     if op != "is_null":
         raise InvalidParameter(f"{what}: {op!r} is not an operation of table expressions")
@@ -425,6 +454,42 @@ def check_tree(e: object, what: str) -> None:
         raise InvalidParameter(f"{what}: the operands {args!r} do not fit the operation {op!r}")
     for part in exprs:
         check_tree(part, what)
+
+
+INT64_LIMIT = 9223372036854775808.0
+"""``2**63`` as a double: a float cast to int is null outside ``[-INT64_LIMIT, INT64_LIMIT)``."""
+
+
+def lowered_cast(e: Expr) -> Expr:
+    """A typed ``cast`` node (``Expr("cast", (x, from, to))``, as :func:`typed` writes it) as the
+    primitive operations an engine translates, so that the cast's semantics are stated once, here:
+
+    * to float: ``to_float(x)``, the IEEE double conversion (an int rounds to nearest, a bool is 0.0/1.0);
+    * to bool: ``x != 0`` (NaN is true, as NaN differs from 0);
+    * bool to int: ``to_int(x)``, 0/1;
+    * float to int: ``when((x >= −2**63) & (x < 2**63), to_int(x), null)``: ``to_int`` truncates toward
+      zero, and NaN, ±inf and values outside int64 fail the test (NaN is above every float), so no engine
+      ever converts a double that has no int64 (Spark in ANSI mode would raise).
+
+    ``to_float`` and ``to_int`` exist only here, between this function and an engine's translation: no
+    builder makes them and :func:`check_tree` refuses them in a file.
+
+    Examples:
+        >>> lowered_cast(Expr("cast", (col("b"), "bool", "int"))).op
+        'to_int'
+        >>> lowered_cast(Expr("cast", (col("x"), "float", "int"))).op
+        'when'
+    """
+    x, src, to = e.args
+    if to == "float":
+        return Expr("to_float", (x,))
+    if to == "bool":
+        return Expr("!=", (x, Expr("lit", (0,))))
+    if src == "bool":
+        return Expr("to_int", (x,))
+    low = Expr(">=", (x, Expr("lit", (-INT64_LIMIT,))))
+    high = Expr("<", (x, Expr("lit", (INT64_LIMIT,))))
+    return Expr("when", (Expr("and", (low, high)), Expr("to_int", (x,)), Expr("null", ("int",))))
 
 
 def columns_of(e: Expr | None) -> set[str]:
