@@ -13,13 +13,15 @@ Examples:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.accounting import float_up
+from dpcompose.accounting import float_down, float_up
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -32,15 +34,17 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
+from dpcompose.core._norm_domain import exact_norm_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
-__all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp"]
+__all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
+BlockTest = Callable[[Floats], bool]
 
 BLOCK_ROWS = 1 << 13
 """Rows per block product (a block and its work space stay in a core's cache): every partial sum of a
@@ -60,9 +64,11 @@ _ROOT2_UP = Fraction(1414213563, 10**9)  # > √2
 _MAX_COLUMNS = 1 << 10
 
 
-def _sqrt_up(q: Fraction) -> Fraction:
-    """A rational >= √q (q >= 0): ``(isqrt(⌊q·2**80⌋) + 1)/2**40``."""
-    return Fraction(math.isqrt(math.floor(q * (1 << 80))) + 1, 1 << 40)
+def sqrt_up_rational(q: Fraction) -> Fraction:
+    """A rational >= √q (q >= 0 rational) within a relative 2**-64 of it, at every scale: with q = a/b,
+    ``√q = √(a·b)/b`` and ``√(a·b)`` (>= 1 for q > 0) is rounded up to a multiple of 2**-64
+    (:func:`~dpcompose.accounting._exact.sqrt_up_dyadic`, exact for a perfect square)."""
+    return sqrt_up_dyadic(q.numerator * q.denominator, 64) / q.denominator
 
 
 def _row_bound(input_domain: Domain) -> tuple[int, Fraction]:
@@ -84,7 +90,7 @@ def _row_bound(input_domain: Domain) -> tuple[int, Fraction]:
         top = max(abs(Fraction(atom.bounds[0])), abs(Fraction(atom.bounds[1])))
         if top == 0:
             raise DomainMismatch(f"input_domain={input_domain!r}: the bounds hold only zero rows")
-        return element.size, _sqrt_up(element.size * top * top)
+        return element.size, sqrt_up_rational(element.size * top * top)
     raise DomainMismatch(
         f"make_sscp needs rows of bounded norm: input_domain={input_domain!r} must be "
         "VectorDomain(NormBallDomain(size=d, norm=c)) (chain make_clip_l2) or "
@@ -170,7 +176,7 @@ def make_sscp(
         raise InvalidParameter(
             f"input_domain={input_domain!r}: the row norm bound must lie in [2**-980, 2**980]"
         )
-    half_step = _sqrt_up(Fraction(d)) * Fraction(2) ** (-k - 1)
+    half_step = sqrt_up_rational(Fraction(d)) * Fraction(2) ** (-k - 1)
     s = (c + half_step) ** 2 + (1 if intercept else 0)
     largest = float_up(limit * s)
     if largest == math.inf:
@@ -184,8 +190,9 @@ def make_sscp(
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
     scale = math.ldexp(1.0, k)
 
-    def run(data: Any) -> Floats:
-        x = rows_array(data, d)
+    def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
+        """The SSCP of the rows ``x``; with ``inside``, each block is first tested and a block failing it
+        runs the input domain's full check on ``data``, which raises its :class:`DomainMismatch`."""
         total = [0] * (width * width)
         running = np.zeros((width, width), dtype=np.int64)
         work = np.empty((min(BLOCK_ROWS, x.shape[0]), width))  # reused: a fresh block each time page-faults
@@ -193,6 +200,9 @@ def make_sscp(
             work[:, d] = scale
         for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
             block = x[start : start + BLOCK_ROWS]
+            if inside is not None and not inside(block):
+                input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                inside = None  # unreachable: the whole dataset is a member after all
             q = work[: block.shape[0]]
             with np.errstate(under="ignore"):
                 np.multiply(block, scale, out=q[:, :d])
@@ -206,6 +216,17 @@ def make_sscp(
         if k >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
             return np.array([v / (1 << (2 * k)) for v in clamped])
         return np.array([float(v << (-2 * k)) for v in clamped])
+
+    def run(data: Any) -> Floats:
+        return products(rows_array(data, d), None, data)
+
+    block_test = _block_test(input_domain)
+
+    def run_checked(data: Any) -> Floats:
+        if block_test is None or not _fusable(input_domain, data, d):
+            input_domain.check(data)
+            return run(data)
+        return products(data, block_test, data)
 
     def stability(d_in: int) -> Fraction:
         return d_in * per_row + (slack if d_in > 0 else 0)
@@ -223,4 +244,36 @@ def make_sscp(
         node=Node(
             "sscp", params=tuple(params), source="Sheffet 2017; ‖x xᵀ‖_F = ‖x‖²; Casacuberta et al. 2022"
         ),
+        checked_function=run_checked,
+    )
+
+
+def _block_test(input_domain: VectorDomain) -> BlockTest | None:
+    """An exact membership test of a block of rows (a float64 ``(m, d)`` array, any strides) for the two
+    row domains :func:`make_sscp` takes, deciding every block as the input domain's own check decides its
+    rows: entries in ``[float_up(lo), float_down(hi)]`` and no NaN (one min and one max, NaN
+    propagating), or every row's exact norm within the ball (:func:`exact_norm_within`, row by row).
+    None for any other (sub)class of domain: its own check runs."""
+    element = input_domain.element_domain
+    if type(input_domain) is not VectorDomain:
+        return None
+    if type(element) is NormBallDomain:
+        p, norm = element.p, element.norm
+        return lambda block: bool(np.all(exact_norm_within(block, p, norm)))
+    atom = element.element_domain if type(element) is VectorDomain else None
+    if type(atom) is AtomDomain and atom.bounds is not None and not atom.nan:
+        lo, hi = float_up(atom.bounds[0]), float_down(atom.bounds[1])
+        return lambda block: bool(lo <= block.min() and block.max() <= hi)  # False for a NaN
+    return None
+
+
+def _fusable(input_domain: VectorDomain, data: Any, d: int) -> bool:
+    """Whether ``data`` is a float64 array of d columns (and of the domain's size, if any): the data whose
+    check :func:`_block_test` decides block by block."""
+    return (
+        type(data) is np.ndarray
+        and data.ndim == 2
+        and data.dtype == np.dtype(np.float64)
+        and data.shape[1] == d
+        and (input_domain.size is None or data.shape[0] == input_domain.size)
     )
