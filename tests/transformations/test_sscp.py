@@ -12,9 +12,12 @@ from typing import Any
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting import float_down
+from dpcompose.core._norm_domain import all_within
 from dpcompose.errors import DomainMismatch
 from dpcompose.transformations._sscp import BLOCK_ROWS, sqrt_up_rational
 
@@ -191,3 +194,42 @@ def test_sscp_norm_bound_tight_at_every_scale(top: float) -> None:
     t = dp.t.make_sscp(_box(-top, top, d), SYM, max_size=1)
     exact = d * Fraction(top) ** 2
     assert exact <= t.map(1) <= exact * (1 + Fraction(1, 2**17))
+
+
+def _within(row: np.ndarray, p: int, bound: float) -> bool:
+    values = [Fraction(v) for v in row.tolist()]
+    total = (
+        sum((abs(v) for v in values), Fraction(0)) if p == 1 else sum((v * v for v in values), Fraction(0))
+    )
+    return total <= Fraction(bound) ** p
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
+    st.sampled_from([0.0, 2.0**-60, -(2.0**-60), 2.0**-31, -(2.0**-31), 2.0**-29, -(2.0**-29), 2.0**-19]),
+    st.sampled_from([1, 2]),
+    st.sampled_from([1.0, 3.7, 2.0**-400, 2.0**400, 1e-300, 1e300]),
+    st.sampled_from([0.0, 5e-324, np.nan, np.inf]),
+)
+def test_all_within_agrees_with_exact_rationals(
+    row: list[float], offset: float, p: int, bound: float, extra: float
+) -> None:
+    """A block of rows, one placed within ±2**-19 of the sphere (both sides of the fast test's 2**-30
+    margin) and one holding a subnormal, NaN or inf entry: ``all_within`` is the exact answer."""
+    x = np.array(row)
+    norm = float(np.abs(x).sum()) if p == 1 else float(np.sqrt(np.square(x).sum()))
+    if norm == 0:
+        return
+    with np.errstate(over="ignore"):
+        scaled = x * (bound / norm) * (1 + offset)
+    if not np.isfinite(scaled).all():
+        return
+    block = np.zeros((4, len(row)))
+    block[1] = scaled
+    block[3, 0] = extra
+    expected = _within(scaled, p, bound) and (
+        extra == 0 or (bool(np.isfinite(extra)) and _within(block[3], p, bound))
+    )
+    assert all_within(block, p, bound) is expected
+    assert all_within(block, p, bound, np.empty_like(block)) is expected

@@ -34,7 +34,7 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
-from dpcompose.core._norm_domain import exact_norm_within
+from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
@@ -44,7 +44,8 @@ from dpcompose.transformations._vectors import rows_array
 __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
-BlockTest = Callable[[Floats], bool]
+BlockTest = Callable[[Floats, Floats], bool]
+"""A test of a block of rows, given a scratch array of its shape (the call's own: calls may overlap)."""
 
 BLOCK_ROWS = 1 << 13
 """Rows per block product (a block and its work space stay in a core's cache): every partial sum of a
@@ -196,11 +197,12 @@ def make_sscp(
         total = [0] * (width * width)
         running = np.zeros((width, width), dtype=np.int64)
         work = np.empty((min(BLOCK_ROWS, x.shape[0]), width))  # reused: a fresh block each time page-faults
+        scratch = np.empty((work.shape[0], d)) if inside is not None else work
         if intercept:
             work[:, d] = scale
         for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
             block = x[start : start + BLOCK_ROWS]
-            if inside is not None and not inside(block):
+            if inside is not None and not inside(block, scratch[: block.shape[0]]):
                 input_domain.check(data)  # a non-member raises here (the block tests are exact)
                 inside = None  # unreachable: the whole dataset is a member after all
             q = work[: block.shape[0]]
@@ -252,18 +254,18 @@ def _block_test(input_domain: VectorDomain) -> BlockTest | None:
     """An exact membership test of a block of rows (a float64 ``(m, d)`` array, any strides) for the two
     row domains :func:`make_sscp` takes, deciding every block as the input domain's own check decides its
     rows: entries in ``[float_up(lo), float_down(hi)]`` and no NaN (one min and one max, NaN
-    propagating), or every row's exact norm within the ball (:func:`exact_norm_within`, row by row).
+    propagating), or every row's exact norm within the ball (:func:`all_within`).
     None for any other (sub)class of domain: its own check runs."""
     element = input_domain.element_domain
     if type(input_domain) is not VectorDomain:
         return None
     if type(element) is NormBallDomain:
         p, norm = element.p, element.norm
-        return lambda block: bool(np.all(exact_norm_within(block, p, norm)))
+        return lambda block, scratch: all_within(block, p, norm, scratch)
     atom = element.element_domain if type(element) is VectorDomain else None
     if type(atom) is AtomDomain and atom.bounds is not None and not atom.nan:
         lo, hi = float_up(atom.bounds[0]), float_down(atom.bounds[1])
-        return lambda block: bool(lo <= block.min() and block.max() <= hi)  # False for a NaN
+        return lambda block, _: bool(lo <= block.min() and block.max() <= hi)  # False for a NaN
     return None
 
 
