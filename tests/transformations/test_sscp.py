@@ -55,6 +55,8 @@ def _cases() -> Iterator[tuple[str, Any, Any]]:
     yield "list_rows", dp.t.make_sscp(_box(-1.0, 1.0, 3), SYM, max_size=100), x3[:50].tolist()
     strided = np.asfortranarray(r.uniform(-1, 1, (18000, 6)))[:, ::2]
     yield "fortran_strided", dp.t.make_sscp(_box(-1.0, 1.0, 3), SYM, max_size=20000), strided
+    yield "ball10_icpt", dp.t.make_sscp(_ball(10, 1.0), SYM, max_size=17000, intercept=True), x10
+    yield "box7", dp.t.make_sscp(_box(-1.0, 1.0, 7), SYM, max_size=10000), r.uniform(-1, 1, (10000, 7))
     yield "empty", dp.t.make_sscp(_box(-1.0, 1.0, 3), SYM, max_size=10), np.zeros((0, 3))
 
 
@@ -70,6 +72,8 @@ PINNED = {  # sha256 of the released float64 vector, computed on main (dcbd886) 
     "odd_bounds": "720e6773d4128df51b0de8c44f84476cbaf99ffeefd9f4d2c0f39d6fccc54532",
     "list_rows": "010267b92ca3137f0276a1a43146efead4c67d6032f1b356e765c3cdc66a9a17",
     "fortran_strided": "6c542f11bbfe0cc2898b1add82ccc2299ee7bf8a6dc942b126dbcf71fcda7230",
+    "ball10_icpt": "1db01214c5ea2c8239b40c32e34f733357966c15811966884607ea64d98a5845",
+    "box7": "047db69e8b8d2d28f064ab5ac4f6e2cd67e9c0f4633c5e7971c48e63869ff771",
     "empty": "834a709ba2534ebe3ee1397fd4f7bd288b2acc1d20a08d6c862dcd99b6f04400",
 }
 

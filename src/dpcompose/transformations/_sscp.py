@@ -195,25 +195,29 @@ def make_sscp(
         """The SSCP of the rows ``x``; with ``inside``, each block is first tested and a block failing it
         runs the input domain's full check on ``data``, which raises its :class:`DomainMismatch`."""
         total = [0] * (width * width)
-        running = np.zeros((width, width), dtype=np.int64)
-        work = np.empty((min(BLOCK_ROWS, x.shape[0]), width))  # reused: a fresh block each time page-faults
-        scratch = np.empty((work.shape[0], d)) if inside is not None else work
+        padded = width + 1 if width % 4 == 3 else width  # a zero column: see _add
+        running = np.zeros((padded, padded), dtype=np.int64)
+        rows = min(BLOCK_ROWS, x.shape[0])
+        work = np.zeros((rows, padded))  # reused: a fresh block each time page-faults
+        scratch = np.empty((rows, d))
         if intercept:
             work[:, d] = scale
-        for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
-            block = x[start : start + BLOCK_ROWS]
-            if inside is not None and not inside(block, scratch[: block.shape[0]]):
-                input_domain.check(data)  # a non-member raises here (the block tests are exact)
-                inside = None  # unreachable: the whole dataset is a member after all
-            q = work[: block.shape[0]]
-            with np.errstate(under="ignore"):
-                np.multiply(block, scale, out=q[:, :d])
-            np.rint(q[:, :d], out=q[:, :d])
-            running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
-            if number % _FLUSH == 0:
-                total = [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
-                running[...] = 0
-        total = [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
+        with np.errstate(under="ignore"):
+            for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
+                block = x[start : start + BLOCK_ROWS]
+                m = block.shape[0]
+                if inside is not None and not inside(block, scratch[:m]):
+                    input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    inside = None  # unreachable: the whole dataset is a member after all
+                q = work[:m]
+                values = q[:, :d]
+                np.multiply(block, scale, out=values)
+                np.rint(values, out=values)
+                running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
+                if number % _FLUSH == 0:
+                    total = _add(total, running, width)
+                    running[...] = 0
+        total = _add(total, running, width)
         clamped = [max(-cap, min(cap, v)) for v in total]
         if k >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
             return np.array([v / (1 << (2 * k)) for v in clamped])
@@ -248,6 +252,14 @@ def make_sscp(
         ),
         checked_function=run_checked,
     )
+
+
+def _add(total: list[int], running: npt.NDArray[np.int64], width: int) -> list[int]:
+    """``total`` plus the leading ``width × width`` part of ``running`` (flattened row-major), in Python
+    integers. A width ≡ 3 (mod 4) is padded with one zero column (zeros add nothing to any sum): OpenBLAS's
+    syrk takes 2 to 2.5 times as long on 3, 7 or 11 columns as on 4, 8 or 12 (benchmarks/bench_rowmaps.py)."""
+    part = running[:width, :width].ravel().tolist()
+    return [a + b for a, b in zip(total, part, strict=True)]
 
 
 def _block_test(input_domain: VectorDomain) -> BlockTest | None:
