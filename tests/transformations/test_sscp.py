@@ -5,6 +5,7 @@ tight at every scale."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
@@ -237,3 +238,22 @@ def test_all_within_agrees_with_exact_rationals(
     )
     assert all_within(block, p, bound) is expected
     assert all_within(block, p, bound, np.empty_like(block)) is expected
+
+
+@pytest.mark.parametrize("top", [2.0**25, 2.0**300])
+def test_sscp_intercept_exact_for_large_norm_bounds(top: float) -> None:
+    """With a norm bound of 2**20 or more the grid step exceeds 1 (k < 0), so the intercept column (1) is
+    not on it: its sums are still exact (main truncated them, releasing the row count as 0)."""
+    rows = _box(-top, top, 2)
+    t = dp.t.make_sscp(rows, SYM, max_size=10, intercept=True)
+    x = np.array([[2.0**12, -3.0], [5.0, 2.0**-3], [-(2.0**20), 7.0]]) * (top / 2.0**25)
+    grid = 2.0 ** (20 - math.frexp(math.sqrt(2) * top)[1])  # 2**k: c = √2·top, |q| below 2**20
+    q = np.rint(x * grid) / grid
+    design = np.hstack([q, np.ones((3, 1))])
+    expected = [
+        float(sum(Fraction(a) * Fraction(b) for a, b in zip(u, v, strict=True)))
+        for u in design.T
+        for v in design.T
+    ]
+    assert t(x).tolist() == expected
+    assert t(x)[-1] == 3.0

@@ -119,7 +119,9 @@ def make_sscp(
     ``s = (c + √d·2**-(k+1))²`` (+1 with the intercept, which is exact), the bound used above in place of
     ``c²``. Blocks of :data:`BLOCK_ROWS` rows are multiplied (``QᵀQ``, BLAS, any summation order) with every
     partial sum an integer of magnitude at most ``2**53``, hence exactly, and the blocks are added in int64
-    and Python integers: the sum of the grid rows' outer products is exact. Each entry is then clamped to
+    and Python integers: the sum of the grid rows' outer products is exact. With the intercept, the last row
+    and column are the column sums of the grid rows (integers of magnitude at most ``2**33`` per block,
+    exact) and the corner is the row count, combined in Python integers. Each entry is then clamped to
     ``[−L, L]`` (L the least float >= N·s for the size bound N: no entry of N rows exceeds it, and a larger
     dataset is computed and clamped, never refused) and rounded once to the nearest float, which moves it by
     at most ``ulp(L)/2``; the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for
@@ -194,14 +196,13 @@ def make_sscp(
     def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
         """The SSCP of the rows ``x``; with ``inside``, each block is first tested and a block failing it
         runs the input domain's full check on ``data``, which raises its :class:`DomainMismatch`."""
-        total = [0] * (width * width)
-        padded = width + 1 if width % 4 == 3 else width  # a zero column: see _add
-        running = np.zeros((padded, padded), dtype=np.int64)
+        gram, sums = [0] * (d * d), [0] * d
+        running = np.zeros((d, d), dtype=np.int64)
+        running_sums = np.zeros(d, dtype=np.int64)
         rows = min(BLOCK_ROWS, x.shape[0])
-        work = np.zeros((rows, padded))  # reused: a fresh block each time page-faults
+        work = np.empty((rows, d))  # reused (a fresh block each time page-faults), contiguous (fast loops)
         scratch = np.empty((rows, d))
-        if intercept:
-            work[:, d] = scale
+        ones = np.ones(rows)
         with np.errstate(under="ignore"):
             for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
                 block = x[start : start + BLOCK_ROWS]
@@ -210,18 +211,30 @@ def make_sscp(
                     input_domain.check(data)  # a non-member raises here (the block tests are exact)
                     inside = None  # unreachable: the whole dataset is a member after all
                 q = work[:m]
-                values = q[:, :d]
-                np.multiply(block, scale, out=values)
-                np.rint(values, out=values)
+                np.multiply(block, scale, out=q)
+                np.rint(q, out=q)
                 running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
+                if intercept:  # column sums: integers of magnitude <= 2**33, exact in any order
+                    running_sums += (ones[:m] @ q).astype(np.int64)
                 if number % _FLUSH == 0:
-                    total = _add(total, running, width)
+                    gram = _add(gram, running)
+                    sums = _add(sums, running_sums)
                     running[...] = 0
-        total = _add(total, running, width)
-        clamped = [max(-cap, min(cap, v)) for v in total]
-        if k >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
-            return np.array([v / (1 << (2 * k)) for v in clamped])
-        return np.array([float(v << (-2 * k)) for v in clamped])
+                    running_sums[...] = 0
+        gram, sums = _add(gram, running), _add(sums, running_sums)
+        if not intercept:
+            total, unit = gram, 2 * k  # entries in units of 2**-2k
+        elif k >= 0:  # the row (q, 2**k) in units of 2**-k: Σ q qᵀ, 2**k·Σ q, 2**2k·n
+            total, unit = _bordered(gram, [v << k for v in sums], x.shape[0] << (2 * k), d), 2 * k
+        else:  # units of 1: Σ q qᵀ·2**-2k, Σ q·2**-k, n (the intercept is not a multiple of 2**-k)
+            shift = -2 * k
+            exact = _bordered([v << shift for v in gram], [v << -k for v in sums], x.shape[0], d)
+            total, unit = exact, 0
+        limit = cap if unit == 2 * k else math.floor(largest)
+        clamped = [max(-limit, min(limit, v)) for v in total]
+        if unit >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
+            return np.array([v / (1 << unit) for v in clamped])
+        return np.array([float(v << -unit) for v in clamped])
 
     def run(data: Any) -> Floats:
         return products(rows_array(data, d), None, data)
@@ -254,12 +267,21 @@ def make_sscp(
     )
 
 
-def _add(total: list[int], running: npt.NDArray[np.int64], width: int) -> list[int]:
-    """``total`` plus the leading ``width × width`` part of ``running`` (flattened row-major), in Python
-    integers. A width ≡ 3 (mod 4) is padded with one zero column (zeros add nothing to any sum): OpenBLAS's
-    syrk takes 2 to 2.5 times as long on 3, 7 or 11 columns as on 4, 8 or 12 (benchmarks/bench_rowmaps.py)."""
-    part = running[:width, :width].ravel().tolist()
-    return [a + b for a, b in zip(total, part, strict=True)]
+def _add(total: list[int], running: npt.NDArray[np.int64]) -> list[int]:
+    """``total`` plus ``running`` (flattened row-major), in Python integers."""
+    return [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
+
+
+def _bordered(gram: list[int], border: list[int], corner: int, d: int) -> list[int]:
+    """The (d + 1) × (d + 1) matrix ``[[G, b], [bᵀ, corner]]`` flattened row-major, from the d × d ``G``
+    (flattened) and the d-vector ``b``."""
+    out: list[int] = []
+    for i in range(d):
+        out.extend(gram[i * d : (i + 1) * d])
+        out.append(border[i])
+    out.extend(border)
+    out.append(corner)
+    return out
 
 
 def _block_test(input_domain: VectorDomain) -> BlockTest | None:
