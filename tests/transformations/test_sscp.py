@@ -110,9 +110,11 @@ def test_sscp_call_checks_in_the_block_pass(domain: str, monkeypatch: pytest.Mon
     rows = _box(-0.5, 0.5, 3) if domain == "box" else _ball(3, 1.0)
     t = dp.t.make_sscp(rows, SYM, max_size=len(x))
     noisy = t >> dp.m.make_gaussian(t.output_domain, t.output_metric, scale=1.0)
+    matrix = noisy >> (lambda v: v.reshape(3, 3))
     calls = _check_calls(monkeypatch)
     assert np.array_equal(t(x), t.function(x))
     assert noisy(x).shape == (9,)
+    assert matrix(x).shape == (3, 3)
     assert calls == []
     t(x.tolist()[:10])
     assert len(calls) == 1
@@ -158,6 +160,7 @@ def test_sscp_fused_check_decides_as_the_domain() -> None:
             assert _refusal(t, x) == expected
             if t is box:
                 assert _refusal(noisy, x) == expected
+                assert _refusal(noisy >> np.sum, x) == expected
     for data in (np.zeros((2 * BLOCK_ROWS + 1, 2)), np.zeros((2 * BLOCK_ROWS, 2), dtype=np.float32)):
         if sized.input_domain.member(data):
             assert np.array_equal(sized(data), sized.function(data))

@@ -404,6 +404,12 @@ def postprocess(
     def run(data: TI) -> T2:
         return function(inner(data))
 
+    checked = measurement.checked_function
+
+    def run_checked(data: TI) -> T2:
+        assert checked is not None
+        return function(checked(data))
+
     name = getattr(function, "__name__", type(function).__name__)
     return Measurement(
         measurement.input_domain,
@@ -420,6 +426,7 @@ def postprocess(
             theorem="post-processing",
             children=(measurement,),
         ),
+        checked_function=None if checked is None else run_checked,
     )
 
 
