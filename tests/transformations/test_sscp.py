@@ -260,3 +260,17 @@ def test_sscp_intercept_exact_for_large_norm_bounds(top: float) -> None:
     ]
     assert t(x).tolist() == expected
     assert t(x)[-1] == 3.0
+
+
+@pytest.mark.slow
+def test_sscp_sums_past_the_int64_flush() -> None:
+    """More than 1023 blocks (the int64 running sums move to Python integers), with the intercept: every
+    entry is exact."""
+    n = 1024 * BLOCK_ROWS + 5
+    x = np.full((n, 1), 0.75)
+    x[::7] = -1.0
+    t = dp.t.make_sscp(_box(-1.0, 1.0, 1), SYM, max_size=n, intercept=True)
+    negative = len(range(0, n, 7))
+    s1 = Fraction(3, 4) * (n - negative) - negative
+    s2 = Fraction(9, 16) * (n - negative) + negative
+    assert t(x).tolist() == [float(s2), float(s1), float(s1), float(n)]
