@@ -134,6 +134,8 @@ def test_sscp_fused_check_decides_as_the_domain() -> None:
     ball = dp.t.make_sscp(_ball(2, 1.0), SYM, max_size=3 * BLOCK_ROWS)
     sized = dp.t.make_sscp(_box(-1.0, 1.0, 2, size=2 * BLOCK_ROWS), SYM)
     noisy = box >> dp.m.make_gaussian(box.output_domain, box.output_metric, scale=1.0)
+    big_box = dp.t.make_sscp(_box(-(2.0**25), 2.0**25, 2), SYM, max_size=3 * BLOCK_ROWS)  # grid step 2**6
+    big_ball = dp.t.make_sscp(_ball(2, 2.0**30), SYM, max_size=3 * BLOCK_ROWS)
     top = float_down(third)
     base = np.zeros((2 * BLOCK_ROWS + 1, 2))
     cases: list[tuple[Any, list[float], bool, bool]] = [  # (t, last row, box member, ball member)
@@ -142,6 +144,13 @@ def test_sscp_fused_check_decides_as_the_domain() -> None:
         (box, [0.0, -np.nextafter(top, 1.0)], False, True),
         (box, [np.nan, 0.0], False, False),
         (box, [0.0, np.inf], False, False),
+        (box, [1e308, 0.0], False, False),  # overflows when scaled by 2**20: refused, no warning
+        (ball, [-1e308, 1e308], False, False),
+        (big_box, [2.0**25, -(2.0**25)], True, True),
+        (big_box, [np.nextafter(2.0**25, np.inf), 0.0], False, True),
+        (big_box, [1e-320, np.nan], False, False),
+        (big_ball, [2.0**30, 0.0], True, True),
+        (big_ball, [0.6 * 2.0**30, 0.8 * 2.0**30], False, False),
         (ball, [1.0, 0.0], True, True),
         (ball, [0.6, 0.8], False, False),  # the floats' exact norm is just above 1
         (ball, [0.6, 0.7999999999999999], True, True),
@@ -151,7 +160,7 @@ def test_sscp_fused_check_decides_as_the_domain() -> None:
     for t, last, in_box, in_ball in cases:
         x = base.copy()
         x[-1] = last
-        member = in_box if t is box else in_ball
+        member = in_box if t in (box, big_box) else in_ball
         assert t.input_domain.member(x) is member
         if member:
             assert np.array_equal(t(x), t.function(x))

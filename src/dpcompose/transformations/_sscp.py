@@ -44,8 +44,9 @@ from dpcompose.transformations._vectors import rows_array
 __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
-BlockTest = Callable[[Floats, Floats], bool]
-"""A test of a block of rows, given a scratch array of its shape (the call's own: calls may overlap)."""
+BlockTest = Callable[[Floats, Floats, Floats], bool]
+"""A test of a block of rows, given the block scaled by ``2**k`` and a scratch array of its shape (the
+call's own: calls may overlap)."""
 
 BLOCK_ROWS = 1 << 13
 """Rows per block product (a block and its work space stay in a core's cache): every partial sum of a
@@ -203,15 +204,15 @@ def make_sscp(
         work = np.empty((rows, d))  # reused (a fresh block each time page-faults), contiguous (fast loops)
         scratch = np.empty((rows, d))
         ones = np.ones(rows)
-        with np.errstate(under="ignore"):
+        with np.errstate(under="ignore", over="ignore"):  # (overflow: only in a non-member, refused)
             for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
                 block = x[start : start + BLOCK_ROWS]
                 m = block.shape[0]
-                if inside is not None and not inside(block, scratch[:m]):
-                    input_domain.check(data)  # a non-member raises here (the block tests are exact)
-                    inside = None  # unreachable: the whole dataset is a member after all
                 q = work[:m]
                 np.multiply(block, scale, out=q)
+                if inside is not None and not inside(block, q, scratch[:m]):
+                    input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    inside = None  # unreachable: the whole dataset is a member after all
                 np.rint(q, out=q)
                 running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
                 if intercept:  # column sums: integers of magnitude <= 2**33, exact in any order
@@ -239,7 +240,7 @@ def make_sscp(
     def run(data: Any) -> Floats:
         return products(rows_array(data, d), None, data)
 
-    block_test = _block_test(input_domain)
+    block_test = _block_test(input_domain, k)
 
     def run_checked(data: Any) -> Floats:
         if block_test is None or not _fusable(input_domain, data, d):
@@ -284,22 +285,36 @@ def _bordered(gram: list[int], border: list[int], corner: int, d: int) -> list[i
     return out
 
 
-def _block_test(input_domain: VectorDomain) -> BlockTest | None:
-    """An exact membership test of a block of rows (a float64 ``(m, d)`` array, any strides) for the two
-    row domains :func:`make_sscp` takes, deciding every block as the input domain's own check decides its
-    rows: entries in ``[float_up(lo), float_down(hi)]`` and no NaN (one min and one max, NaN
-    propagating), or every row's exact norm within the ball (:func:`all_within`).
-    None for any other (sub)class of domain: its own check runs."""
+def _block_test(input_domain: VectorDomain, k: int) -> BlockTest | None:
+    """An exact membership test of a block of rows for the two row domains :func:`make_sscp` takes, given
+    the block (a float64 ``(m, d)`` array, any strides), the block scaled by ``2**k`` (``fl(x·2**k)``) and
+    a scratch array: it decides every block as the input domain's own check decides its rows, entries in
+    ``[float_up(lo), float_down(hi)]`` and no NaN (one min and one max, NaN propagating), or every row's
+    exact norm within the ball (:func:`all_within`). None for any other (sub)class of domain: its own
+    check runs.
+
+    For k >= 0 the scaled block is tested against the bounds scaled by ``2**k`` (it is in the cache): both
+    scalings are exact (a power of two, upwards: no underflow; the bounds stay below ``2**20``), except an
+    entry that overflows to ±inf, which lies beyond ``2**(1024-k) > 2**20·2**-k >`` every bound and is
+    refused either way; so each comparison, and each exact norm, has the same answer as on the rows. For
+    k < 0 (a scaling down may underflow) the rows themselves are tested."""
     element = input_domain.element_domain
     if type(input_domain) is not VectorDomain:
         return None
     if type(element) is NormBallDomain:
-        p, norm = element.p, element.norm
-        return lambda block, scratch: all_within(block, p, norm, scratch)
+        p = element.p
+        if k >= 0:
+            scaled_norm = math.ldexp(element.norm, k)
+            return lambda block, scaled, scratch: all_within(scaled, p, scaled_norm, scratch)
+        norm = element.norm
+        return lambda block, scaled, scratch: all_within(block, p, norm, scratch)
     atom = element.element_domain if type(element) is VectorDomain else None
     if type(atom) is AtomDomain and atom.bounds is not None and not atom.nan:
         lo, hi = float_up(atom.bounds[0]), float_down(atom.bounds[1])
-        return lambda block, _: bool(lo <= block.min() and block.max() <= hi)  # False for a NaN
+        if k >= 0:
+            lo, hi = math.ldexp(lo, k), math.ldexp(hi, k)
+            return lambda block, scaled, _: bool(lo <= scaled.min() and scaled.max() <= hi)  # NaN: False
+        return lambda block, scaled, _: bool(lo <= block.min() and block.max() <= hi)
     return None
 
 
