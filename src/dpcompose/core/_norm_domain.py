@@ -249,7 +249,7 @@ def all_within(rows: FloatRows, p: int, bound: float, scratch: FloatRows | None 
             else:
                 np.abs(rows, out=terms)
             s = terms @ np.ones(rows.shape[1])
-        if bool(np.all(s <= _inside_threshold(p, bound))):
+        if bool(s.max() <= _inside_threshold(p, bound)):  # a NaN propagates: False
             return True
     return bool(np.all(exact_norm_within(rows, p, bound)))
 
