@@ -195,8 +195,9 @@ def make_sscp(
     scale = math.ldexp(1.0, k)
 
     def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
-        """The SSCP of the rows ``x``; with ``inside``, each block is first tested and a block failing it
-        runs the input domain's full check on ``data``, which raises its :class:`DomainMismatch`."""
+        """The SSCP of the rows ``x``; with ``inside``, each block is tested once scaled (before any of it
+        is summed) and a block failing it runs the input domain's full check on ``data``, which raises its
+        :class:`DomainMismatch`."""
         gram, sums = [0] * (d * d), [0] * d
         running = np.zeros((d, d), dtype=np.int64)
         running_sums = np.zeros(d, dtype=np.int64)
