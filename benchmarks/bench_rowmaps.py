@@ -1,8 +1,10 @@
 """Array-at-a-time row maps and the SSCP, dpcompose beside OpenDP 0.16, plain numpy and Polars, in one run.
 
 Run: ``PYTHONPATH=src /work/venv-opendp/bin/python benchmarks/bench_rowmaps.py`` (``--rows`` and
-``--map-rows`` pick the sizes, ``--repeats`` the number of timed runs; each figure is the best of them, the
-runs of the libraries interleaved).
+``--columns`` pick one SSCP shape, else (10⁶ × 10), (10⁵ × 10) and (10⁶ × 3) are run; ``--clock cpu`` times
+the SSCP by process CPU time (with ``OPENBLAS_NUM_THREADS=1``) instead of wall time; ``--map-rows`` the
+row map's size, ``--repeats`` the number of timed runs; each SSCP figure is the median of them, with the
+best beside it, the runs of the libraries alternating; the row map's figures are the best).
 
 * **SSCP** on an ``(n, d)`` float64 array whose rows have L2 norm <= 1 (uniform entries scaled by
   ``1/√d``): OpenDP's ``make_np_sscp`` (``opendp.extras.numpy``; ``arg.T @ arg`` under
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +43,22 @@ def _best(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
             fn()
             best[name] = min(best[name], time.perf_counter() - start)
     return best
+
+
+CLOCK = time.perf_counter
+"""The SSCP timer: wall time, or the process's CPU time with ``--clock cpu`` (steadier on a shared machine;
+run it with ``OPENBLAS_NUM_THREADS=1`` so that a BLAS thread's time is not added to the caller's)."""
+
+
+def _runs(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[float]]:
+    """Every timed run of each function, the functions alternating within each round."""
+    runs: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = CLOCK()
+            fn()
+            runs[name].append(CLOCK() - start)
+    return runs
 
 
 def bench_sscp(n: int, d: int, repeats: int) -> None:
@@ -69,14 +88,17 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
     except ImportError:
         theirs = None
         print("(OpenDP is not installed: run with /work/venv-opendp/bin/python)")
-    times = _best(fns, repeats)
+    runs = _runs(fns, repeats)
+    times = {name: statistics.median(r) for name, r in runs.items()}
     exact = x.T @ x
     ours = ours_box(x).reshape(d, d)
-    print(f"\nSSCP of a ({n} x {d}) float64 array, rows of L2 norm <= 1 (best of {repeats})")
+    print(f"\nSSCP of a ({n} x {d}) float64 array, rows of L2 norm <= 1 (median and best of {repeats})")
     peer = times.get("OpenDP make_np_sscp: call")
+    peer_best = min(runs["OpenDP make_np_sscp: call"]) if peer else None
     for name, t in times.items():
-        ratio = f"{t / peer:6.2f}x OpenDP" if peer else ""
-        print(f"  {name:42s} {t * 1e3:9.1f} ms  {ratio}")
+        best = min(runs[name])
+        ratio = f"{t / peer:6.2f}x OpenDP (best {best / peer_best:5.2f}x)" if peer and peer_best else ""
+        print(f"  {name:42s} {t * 1e3:9.2f} ms (best {best * 1e3:8.2f})  {ratio}")
     print(
         f"  max |ours - X.T@X| = {np.abs(ours - exact).max():.2e} (entries up to {np.abs(exact).max():.3g})"
     )
@@ -122,12 +144,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--columns", type=int, default=10)
+    parser.add_argument("--rows", type=int, default=None)
+    parser.add_argument("--columns", type=int, default=None)
     parser.add_argument("--map-rows", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = parser.parse_args()
-    bench_sscp(args.rows, args.columns, args.repeats)
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"SSCP clock: {args.clock} time")
+    shapes = [(1_000_000, 10), (100_000, 10), (1_000_000, 3)]
+    if args.rows is not None or args.columns is not None:
+        shapes = [(args.rows or 1_000_000, args.columns or 10)]
+    for n, d in shapes:
+        bench_sscp(n, d, args.repeats)
     bench_row_map(args.map_rows, max(2, args.repeats // 2))
 
 

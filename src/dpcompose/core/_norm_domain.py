@@ -18,6 +18,7 @@ slightly more than 1:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,7 +32,14 @@ from dpcompose.accounting import exact, float_down, float_up
 from dpcompose.core._domains import AtomDomain, VectorDomain
 from dpcompose.errors import InvalidParameter
 
-__all__ = ["MAX_DIMENSION", "MIN_NORM", "NormBallDomain", "exact_norm_within", "scaled_norms"]
+__all__ = [
+    "MAX_DIMENSION",
+    "MIN_NORM",
+    "NormBallDomain",
+    "all_within",
+    "exact_norm_within",
+    "scaled_norms",
+]
 
 MAX_DIMENSION = 1 << 20
 """The largest vector size: keeps the float error of a computed norm below 2**-30 relative."""
@@ -98,7 +106,7 @@ class NormBallDomain(VectorDomain):
     def member_rows(self, rows: np.ndarray[Any, Any]) -> bool:
         if not VectorDomain.member_rows(self, rows):
             return False
-        return bool(np.all(exact_norm_within(rows.astype(np.float64, copy=False), self.p, self.norm)))
+        return all_within(rows.astype(np.float64, copy=False), self.p, self.norm)
 
     def __repr__(self) -> str:
         return f"NormBallDomain(size={self.size}, norm={self.norm!r}, p={self.p})"
@@ -218,6 +226,38 @@ def exact_norm_within(rows: FloatRows, p: int, bound: float) -> npt.NDArray[np.b
                 inside[rest] = _scaled_norm_within(rows[rest], p, bound)
             return inside
     return _scaled_norm_within(rows, p, bound)
+
+
+def all_within(rows: FloatRows, p: int, bound: float, scratch: FloatRows | None = None) -> bool:
+    """Whether every row of a float64 ``(m, d)`` array has ``‖row‖_p <= bound``, exactly: the answer of
+    ``all(exact_norm_within(rows, p, bound))``, faster when every row is clearly inside (one pass).
+
+    For ``bound`` in ``[2**-400, 2**400]``, first ``s = Σ fl(xᵢ²)`` (p = 2) or ``Σ |xᵢ|`` (p = 1) per row
+    (into ``scratch``, an array of the shape of ``rows`` if given; the sum by a matrix-vector product, in
+    any order) against ``T = fl(float_down(bound**p)·(1 − 2**-30))``. If every ``s <= T``, every row is
+    inside: no entry is NaN (``s`` would be NaN) or ±inf (``s`` would not be finite), the terms are
+    non-negative so no partial sum exceeds ``s <= T < 2**801`` (no overflow), and, as in
+    :func:`_plain_decisions` (Higham 2002, §4.2, d <= 2**20), the exact ``S`` satisfies
+    ``S <= (s/(1 − 2**-32) + d·2**-1075)/(1 − u) < bound**p``, the absolute underflow term being below
+    ``2**-255·bound**p``. Otherwise (or outside that range of bounds) :func:`exact_norm_within` decides.
+    """
+    if rows.size and 2.0**-400 <= bound <= _PLAIN_LIMIT:
+        terms = np.empty_like(rows) if scratch is None else scratch
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            if p == 2:
+                np.square(rows, out=terms)
+            else:
+                np.abs(rows, out=terms)
+            s = terms @ np.ones(rows.shape[1])
+        if bool(s.max() <= _inside_threshold(p, bound)):  # a NaN propagates: False
+            return True
+    return bool(np.all(exact_norm_within(rows, p, bound)))
+
+
+@functools.lru_cache(maxsize=64)
+def _inside_threshold(p: int, bound: float) -> float:
+    """``fl(float_down(bound**p)·(1 − 2**-30))`` (see :func:`all_within`)."""
+    return float_down(Fraction(bound) ** p) * (1.0 - 2.0**-30)
 
 
 def _scaled_norm_within(rows: FloatRows, p: int, bound: float) -> npt.NDArray[np.bool_]:

@@ -13,13 +13,15 @@ Examples:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpcompose.accounting import float_up
+from dpcompose.accounting import float_down, float_up
+from dpcompose.accounting._exact import sqrt_up_dyadic
 from dpcompose.core import (
     AtomDomain,
     ChangeOneDistance,
@@ -32,15 +34,19 @@ from dpcompose.core import (
     VectorDomain,
 )
 from dpcompose.core._metrics import check_space
+from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
-__all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp"]
+__all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
+BlockTest = Callable[[Floats, Floats, Floats], bool]
+"""A test of a block of rows, given the block scaled by ``2**k`` and a scratch array of its shape (the
+call's own: calls may overlap)."""
 
 BLOCK_ROWS = 1 << 13
 """Rows per block product (a block and its work space stay in a core's cache): every partial sum of a
@@ -60,9 +66,11 @@ _ROOT2_UP = Fraction(1414213563, 10**9)  # > √2
 _MAX_COLUMNS = 1 << 10
 
 
-def _sqrt_up(q: Fraction) -> Fraction:
-    """A rational >= √q (q >= 0): ``(isqrt(⌊q·2**80⌋) + 1)/2**40``."""
-    return Fraction(math.isqrt(math.floor(q * (1 << 80))) + 1, 1 << 40)
+def sqrt_up_rational(q: Fraction) -> Fraction:
+    """A rational >= √q (q >= 0 rational) within a relative 2**-64 of it, at every scale: with q = a/b,
+    ``√q = √(a·b)/b`` and ``√(a·b)`` (>= 1 for q > 0) is rounded up to a multiple of 2**-64
+    (:func:`~dpcompose.accounting._exact.sqrt_up_dyadic`, exact for a perfect square)."""
+    return sqrt_up_dyadic(q.numerator * q.denominator, 64) / q.denominator
 
 
 def _row_bound(input_domain: Domain) -> tuple[int, Fraction]:
@@ -84,7 +92,7 @@ def _row_bound(input_domain: Domain) -> tuple[int, Fraction]:
         top = max(abs(Fraction(atom.bounds[0])), abs(Fraction(atom.bounds[1])))
         if top == 0:
             raise DomainMismatch(f"input_domain={input_domain!r}: the bounds hold only zero rows")
-        return element.size, _sqrt_up(element.size * top * top)
+        return element.size, sqrt_up_rational(element.size * top * top)
     raise DomainMismatch(
         f"make_sscp needs rows of bounded norm: input_domain={input_domain!r} must be "
         "VectorDomain(NormBallDomain(size=d, norm=c)) (chain make_clip_l2) or "
@@ -112,7 +120,9 @@ def make_sscp(
     ``s = (c + √d·2**-(k+1))²`` (+1 with the intercept, which is exact), the bound used above in place of
     ``c²``. Blocks of :data:`BLOCK_ROWS` rows are multiplied (``QᵀQ``, BLAS, any summation order) with every
     partial sum an integer of magnitude at most ``2**53``, hence exactly, and the blocks are added in int64
-    and Python integers: the sum of the grid rows' outer products is exact. Each entry is then clamped to
+    and Python integers: the sum of the grid rows' outer products is exact. With the intercept, the last row
+    and column are the column sums of the grid rows (integers of magnitude at most ``2**33`` per block,
+    exact) and the corner is the row count, combined in Python integers. Each entry is then clamped to
     ``[−L, L]`` (L the least float >= N·s for the size bound N: no entry of N rows exceeds it, and a larger
     dataset is computed and clamped, never refused) and rounded once to the nearest float, which moves it by
     at most ``ulp(L)/2``; the map adds ``D·ulp(L)`` (the L2 norm of D² such moves on each of two outputs) for
@@ -170,7 +180,7 @@ def make_sscp(
         raise InvalidParameter(
             f"input_domain={input_domain!r}: the row norm bound must lie in [2**-980, 2**980]"
         )
-    half_step = _sqrt_up(Fraction(d)) * Fraction(2) ** (-k - 1)
+    half_step = sqrt_up_rational(Fraction(d)) * Fraction(2) ** (-k - 1)
     s = (c + half_step) ** 2 + (1 if intercept else 0)
     largest = float_up(limit * s)
     if largest == math.inf:
@@ -184,28 +194,60 @@ def make_sscp(
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
     scale = math.ldexp(1.0, k)
 
+    def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
+        """The SSCP of the rows ``x``; with ``inside``, each block is tested once scaled (before any of it
+        is summed) and a block failing it runs the input domain's full check on ``data``, which raises its
+        :class:`DomainMismatch`."""
+        gram, sums = [0] * (d * d), [0] * d
+        running = np.zeros((d, d), dtype=np.int64)
+        running_sums = np.zeros(d, dtype=np.int64)
+        rows = min(BLOCK_ROWS, x.shape[0])
+        work = np.empty((rows, d))  # reused (a fresh block each time page-faults), contiguous (fast loops)
+        scratch = np.empty((rows, d))
+        ones = np.ones(rows)
+        with np.errstate(under="ignore", over="ignore"):  # (overflow: only in a non-member, refused)
+            for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
+                block = x[start : start + BLOCK_ROWS]
+                m = block.shape[0]
+                q = work[:m]
+                np.multiply(block, scale, out=q)
+                if inside is not None and not inside(block, q, scratch[:m]):
+                    input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    inside = None  # unreachable: the whole dataset is a member after all
+                np.rint(q, out=q)
+                running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
+                if intercept:  # column sums: integers of magnitude <= 2**33, exact in any order
+                    running_sums += (ones[:m] @ q).astype(np.int64)
+                if number % _FLUSH == 0:
+                    gram = _add(gram, running)
+                    sums = _add(sums, running_sums)
+                    running[...] = 0
+                    running_sums[...] = 0
+        gram, sums = _add(gram, running), _add(sums, running_sums)
+        if not intercept:
+            total, unit = gram, 2 * k  # entries in units of 2**-2k
+        elif k >= 0:  # the row (q, 2**k) in units of 2**-k: Σ q qᵀ, 2**k·Σ q, 2**2k·n
+            total, unit = _bordered(gram, [v << k for v in sums], x.shape[0] << (2 * k), d), 2 * k
+        else:  # units of 1: Σ q qᵀ·2**-2k, Σ q·2**-k, n (the intercept is not a multiple of 2**-k)
+            shift = -2 * k
+            exact = _bordered([v << shift for v in gram], [v << -k for v in sums], x.shape[0], d)
+            total, unit = exact, 0
+        limit = cap if unit == 2 * k else math.floor(largest)
+        clamped = [max(-limit, min(limit, v)) for v in total]
+        if unit >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
+            return np.array([v / (1 << unit) for v in clamped])
+        return np.array([float(v << -unit) for v in clamped])
+
     def run(data: Any) -> Floats:
-        x = rows_array(data, d)
-        total = [0] * (width * width)
-        running = np.zeros((width, width), dtype=np.int64)
-        work = np.empty((min(BLOCK_ROWS, x.shape[0]), width))  # reused: a fresh block each time page-faults
-        if intercept:
-            work[:, d] = scale
-        for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
-            block = x[start : start + BLOCK_ROWS]
-            q = work[: block.shape[0]]
-            with np.errstate(under="ignore"):
-                np.multiply(block, scale, out=q[:, :d])
-            np.rint(q[:, :d], out=q[:, :d])
-            running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
-            if number % _FLUSH == 0:
-                total = [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
-                running[...] = 0
-        total = [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
-        clamped = [max(-cap, min(cap, v)) for v in total]
-        if k >= 0:  # int / int and int -> float are correctly rounded: once, to nearest
-            return np.array([v / (1 << (2 * k)) for v in clamped])
-        return np.array([float(v << (-2 * k)) for v in clamped])
+        return products(rows_array(data, d), None, data)
+
+    block_test = _block_test(input_domain, k)
+
+    def run_checked(data: Any) -> Floats:
+        if block_test is None or not _fusable(input_domain, data, d):
+            input_domain.check(data)
+            return run(data)
+        return products(data, block_test, data)
 
     def stability(d_in: int) -> Fraction:
         return d_in * per_row + (slack if d_in > 0 else 0)
@@ -223,4 +265,67 @@ def make_sscp(
         node=Node(
             "sscp", params=tuple(params), source="Sheffet 2017; ‖x xᵀ‖_F = ‖x‖²; Casacuberta et al. 2022"
         ),
+        checked_function=run_checked,
+    )
+
+
+def _add(total: list[int], running: npt.NDArray[np.int64]) -> list[int]:
+    """``total`` plus ``running`` (flattened row-major), in Python integers."""
+    return [a + b for a, b in zip(total, running.ravel().tolist(), strict=True)]
+
+
+def _bordered(gram: list[int], border: list[int], corner: int, d: int) -> list[int]:
+    """The (d + 1) × (d + 1) matrix ``[[G, b], [bᵀ, corner]]`` flattened row-major, from the d × d ``G``
+    (flattened) and the d-vector ``b``."""
+    out: list[int] = []
+    for i in range(d):
+        out.extend(gram[i * d : (i + 1) * d])
+        out.append(border[i])
+    out.extend(border)
+    out.append(corner)
+    return out
+
+
+def _block_test(input_domain: VectorDomain, k: int) -> BlockTest | None:
+    """An exact membership test of a block of rows for the two row domains :func:`make_sscp` takes, given
+    the block (a float64 ``(m, d)`` array, any strides), the block scaled by ``2**k`` (``fl(x·2**k)``) and
+    a scratch array: it decides every block as the input domain's own check decides its rows, entries in
+    ``[float_up(lo), float_down(hi)]`` and no NaN (one min and one max, NaN propagating), or every row's
+    exact norm within the ball (:func:`all_within`). None for any other (sub)class of domain: its own
+    check runs.
+
+    For k >= 0 the scaled block is tested against the bounds scaled by ``2**k`` (it is in the cache): both
+    scalings are exact (a power of two, upwards: no underflow; the bounds stay below ``2**20``), except an
+    entry that overflows to ±inf, which lies beyond ``2**(1024-k) > 2**20·2**-k >`` every bound and is
+    refused either way; so each comparison, and each exact norm, has the same answer as on the rows. For
+    k < 0 (a scaling down may underflow) the rows themselves are tested."""
+    element = input_domain.element_domain
+    if type(input_domain) is not VectorDomain:
+        return None
+    if type(element) is NormBallDomain:
+        p = element.p
+        if k >= 0:
+            scaled_norm = math.ldexp(element.norm, k)
+            return lambda block, scaled, scratch: all_within(scaled, p, scaled_norm, scratch)
+        norm = element.norm
+        return lambda block, scaled, scratch: all_within(block, p, norm, scratch)
+    atom = element.element_domain if type(element) is VectorDomain else None
+    if type(atom) is AtomDomain and atom.bounds is not None and not atom.nan:
+        lo, hi = float_up(atom.bounds[0]), float_down(atom.bounds[1])
+        if k >= 0:
+            lo, hi = math.ldexp(lo, k), math.ldexp(hi, k)
+            return lambda block, scaled, _: bool(lo <= scaled.min() and scaled.max() <= hi)  # NaN: False
+        return lambda block, scaled, _: bool(lo <= block.min() and block.max() <= hi)
+    return None
+
+
+def _fusable(input_domain: VectorDomain, data: Any, d: int) -> bool:
+    """Whether ``data`` is a float64 array of d columns (and of the domain's size, if any): the data whose
+    check :func:`_block_test` decides block by block."""
+    return (
+        type(data) is np.ndarray
+        and data.ndim == 2
+        and data.dtype == np.dtype(np.float64)
+        and data.shape[1] == d
+        and (input_domain.size is None or data.shape[0] == input_domain.size)
     )
