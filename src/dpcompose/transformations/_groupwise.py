@@ -14,6 +14,7 @@ import copy
 import hashlib
 import itertools
 import math
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -268,7 +269,13 @@ class _Router:
         """The k parts of ``data``, each in input order. A key of a plain type (exactly ``int`` or
         ``str``) read from a plain record (exactly a tuple, list or dict, where ``record[column]`` is
         what :func:`column_class` reads) is routed once per distinct value; every other record by its
-        class. Both give the same part."""
+        class. Both give the same part. When every record is plain and every key of one plain type, the
+        keys are read, made distinct and the records grouped a whole column at a time
+        (:meth:`_split_columns`); otherwise record by record."""
+        if self.column is not None and isinstance(data, (list, tuple)):
+            grouped = self._split_columns(data, k)
+            if grouped is not None:
+                return grouped
         groups: list[list[Any]] = [[] for _ in range(k)]
         memo: dict[tuple[type, Any], int | None] = {}
         column, key_of = self.column, self.key_of
@@ -298,6 +305,40 @@ class _Router:
             if i is not None:
                 groups[i].append(record)
         return groups
+
+    def _split_columns(self, records: Sequence[Any], k: int) -> list[list[Any]] | None:
+        """:meth:`split` vectorised, or None (the record-by-record path decides) unless every record is
+        exactly a tuple, list or dict holding the column and every key is exactly an ``int`` within
+        int64 or uint64, or every key exactly a ``str`` without a NUL character. The distinct keys (``numpy.unique``) are routed as
+        :meth:`split` routes them, one :func:`bucket_of` (or key lookup) each, and a stable sort by part
+        keeps each part's records in input order: the same parts as record by record."""
+        n = len(records)
+        if n == 0 or not set(map(type, records)) <= {tuple, list, dict}:
+            return None
+        try:
+            keys = list(map(operator.itemgetter(self.column), records))
+        except Exception:  # a record without the column: its class "missing", record by record
+            return None
+        kinds = set(map(type, keys))
+        if kinds == {int}:
+            column = np.asarray(keys)
+            if column.dtype not in (np.int64, np.uint64):  # beyond both: objects or rounded floats
+                return None
+        elif kinds == {str} and "\x00" not in "".join(keys):  # numpy drops a str's trailing NULs
+            column = np.asarray(keys, dtype=np.str_)
+        else:
+            return None
+        distinct, inverse = np.unique(column, return_inverse=True)
+        index = self.parts.index
+        routes = np.array(
+            [-1 if (i := index(safe_class(v))) is None else i for v in distinct.tolist()], dtype=np.int64
+        )
+        part = routes[inverse.reshape(-1)]
+        order = np.argsort(part, kind="stable")  # records of no part (-1) first, then part by part
+        sizes = np.bincount(part + 1, minlength=k + 1)
+        ends = np.cumsum(sizes).tolist()
+        ordered = np.fromiter(records, dtype=object, count=n)[order]
+        return [ordered[ends[i] : ends[i + 1]].tolist() for i in range(k)]
 
 
 class _Range:
