@@ -161,7 +161,9 @@ def make_map_exprs(
         columns: the names of the d values of a row, in order.
         exprs: one expression (the output is 1-d, ``VectorDomain(AtomDomain(float, ...))``) or a list of
             k (the output is an ``(n, k)`` array, ``VectorDomain(VectorDomain(AtomDomain(float, ...),
-            size=k))``, whose atom is the hull of the k columns' domains).
+            size=k))``, whose atom is the hull of the k columns' domains: a vector domain has one atom,
+            so a bound per column cannot be stated; for a norm tighter than √k times the hull's, chain
+            ``make_clip_l2(norm=√Σ boundⱼ²)``, which changes no row within the columns' bounds).
         fill: a finite float output in place of null, NaN and ±inf (default: NaN); an int or other
             number that a double holds exactly is read as that double.
 
