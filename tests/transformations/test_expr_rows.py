@@ -15,7 +15,7 @@ import dpcompose as dp
 from dpcompose.core._norm_domain import exact_norm_within
 from dpcompose.tables._polars import to_polars
 from dpcompose.transformations import _expr_numpy
-from dpcompose.transformations._expr import typed
+from dpcompose.transformations._expr import Expr, typed
 from dpcompose.transformations._from_polars import from_polars
 from dpcompose.transformations._sscp import BLOCK_ROWS
 
@@ -103,6 +103,29 @@ def test_nested_clips_cost_a_constant_per_level(monkeypatch: pytest.MonkeyPatch)
     lo, hi = atom.bounds
     assert lo <= -1.0 and hi >= 1.0 and math.isfinite(lo) and math.isfinite(hi)
     assert t.map(2) == 2
+
+
+def test_polars_expressions_are_stored_as_their_trees_and_rebuild_the_same_map() -> None:
+    t = dp.t.make_map_exprs(ROWS3, CHG, ["a", "b", "c"], EXPRS, fill=-7.0)
+    back = dp.from_json(dp.to_json(t))
+    assert back.output_domain == t.output_domain and back.input_metric == CHG
+    assert [back.map(d) for d in (0, 1, 5)] == [t.map(d) for d in (0, 1, 5)] == [0, 1, 5]
+    x = _data(3, 500)
+    np.testing.assert_array_equal(back(x), t(x))
+    one = dp.t.make_map_exprs(ROWS3, SYM, ["a", "b", "c"], (a / b).clip(-1.0, 1.0))
+    np.testing.assert_array_equal(dp.from_json(dp.to_json(one))(x), one(x))
+
+
+def test_stored_trees_are_bounded_and_read_trees_are_checked() -> None:
+    col = dp.VectorDomain(dp.AtomDomain(float, nan=True))
+    deep = dp.t.make_map_exprs(col, SYM, ["x"], _nested_clips(30))
+    with pytest.raises(dp.SerializationError, match="exprs.*nodes"):
+        dp.to_json(deep)  # written out, 30 nested clips would be 3**30 nodes
+    shallow = dp.t.make_map_exprs(col, SYM, ["x"], _nested_clips(3))
+    assert dp.from_json(dp.to_json(shallow)).output_domain == shallow.output_domain
+    for bad in (Expr("when", (dp.col("a") > 1, dp.col("a"))), Expr("+", (dp.col("a"),))):
+        with pytest.raises(dp.InvalidParameter, match="do not fit the operation"):
+            dp.t.make_map_exprs(ROWS3, SYM, ["a", "b", "c"], bad)  # a tree no builder makes (a file's)
 
 
 def test_bounds_from_input_domain_and_arithmetic() -> None:
