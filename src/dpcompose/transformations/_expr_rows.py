@@ -33,7 +33,7 @@ __all__ = ["make_map_exprs"]
 Floats = npt.NDArray[np.float64]
 _INT64 = (-(2**63), 2**63 - 1)
 
-STORED_NODES = 100_000
+STORED_NODES = 5_000
 """The most nodes the expressions of a stored ``make_map_exprs`` may hold once written out as trees (a file
 has no shared nodes: each ``clip`` writes its operand three times)."""
 
