@@ -307,11 +307,12 @@ class _Router:
         return groups
 
     def _split_columns(self, records: Sequence[Any], k: int) -> list[list[Any]] | None:
-        """:meth:`split` vectorised, or None (the record-by-record path decides) unless every record is
-        exactly a tuple, list or dict holding the column and every key is exactly an ``int`` within
-        int64 or uint64, or every key exactly a ``str`` without a NUL character. The distinct keys (``numpy.unique``) are routed as
-        :meth:`split` routes them, one :func:`bucket_of` (or key lookup) each, and a stable sort by part
-        keeps each part's records in input order: the same parts as record by record."""
+        """:meth:`split` a column at a time, or None (the record-by-record path decides) unless every
+        record is exactly a tuple, list or dict holding the column and every key is exactly an ``int`` or
+        a ``str``. The distinct keys (a dict of them: for these types equal keys are equal classes) are
+        routed as :meth:`split` routes them, one :func:`bucket_of` (or key lookup) each, each record gets
+        its key's part in numpy, and a stable sort by part keeps each part's records in input order: the
+        same parts as record by record."""
         n = len(records)
         if n == 0 or not set(map(type, records)) <= {tuple, list, dict}:
             return None
@@ -319,24 +320,17 @@ class _Router:
             keys = list(map(operator.itemgetter(self.column), records))
         except Exception:  # a record without the column: its class "missing", record by record
             return None
-        kinds = set(map(type, keys))
-        if kinds == {int}:
-            column = np.asarray(keys)
-            if column.dtype not in (np.int64, np.uint64):  # beyond both: objects or rounded floats
-                return None
-        elif kinds == {str} and "\x00" not in "".join(keys):  # numpy drops a str's trailing NULs
-            column = np.asarray(keys, dtype=np.str_)
-        else:
+        if not set(map(type, keys)) <= {int, str}:
             return None
-        distinct, inverse = np.unique(column, return_inverse=True)
+        distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        position = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=n)
         index = self.parts.index
         routes = np.array(
-            [-1 if (i := index(safe_class(v))) is None else i for v in distinct.tolist()], dtype=np.int64
+            [-1 if (i := index(safe_class(key))) is None else i for key in distinct], dtype=np.int64
         )
-        part = routes[inverse.reshape(-1)]
+        part = routes[position]
         order = np.argsort(part, kind="stable")  # records of no part (-1) first, then part by part
-        sizes = np.bincount(part + 1, minlength=k + 1)
-        ends = np.cumsum(sizes).tolist()
+        ends = np.cumsum(np.bincount(part + 1, minlength=k + 1)).tolist()
         ordered = np.fromiter(records, dtype=object, count=n)[order]
         return [ordered[ends[i] : ends[i + 1]].tolist() for i in range(k)]
 
