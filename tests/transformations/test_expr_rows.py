@@ -128,6 +128,18 @@ def test_stored_trees_are_bounded_and_read_trees_are_checked() -> None:
             dp.t.make_map_exprs(ROWS3, SYM, ["a", "b", "c"], bad)  # a tree no builder makes (a file's)
 
 
+def test_deep_shared_trees_are_shown_in_bounded_time() -> None:
+    # the text of 12 nested clips written out is 3**12 operands long: an error message or repr shows a
+    # bounded prefix of it
+    tree = from_polars(_nested_clips(12), "exprs")
+    assert isinstance(tree, Expr)
+    shown = repr(tree)
+    assert shown.startswith("Expr(when(when(when(") and "…" in shown and len(shown) < 5000
+    col = dp.VectorDomain(dp.AtomDomain(float, nan=True))
+    with pytest.raises(dp.InvalidParameter, match="needs numbers, not a bool"):
+        dp.t.make_map_exprs(col, SYM, ["x"], (_nested_clips(30) > 0) + 1)
+
+
 def test_bounds_from_input_domain_and_arithmetic() -> None:
     rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, bounds=(-2.0, 3.0)), size=2))
     t = dp.t.make_map_exprs(rows, SYM, ["u", "v"], [pl.col("u") * pl.col("v"), pl.col("u").abs() + 1])

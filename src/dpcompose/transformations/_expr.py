@@ -238,7 +238,18 @@ def col(name: str) -> Expr:
     return Expr("col", (name,))
 
 
-def _text(e: Expr) -> str:
+_TEXT_NODES = 200
+"""The most nodes an expression's text shows (its repr, an error message); deeper parts are ``…``, so
+that a deep tree of shared nodes (nested clips: 3**depth written out) is shown in bounded time."""
+
+
+def _text(e: Expr, budget: list[int] | None = None) -> str:
+    """The text of ``e`` as written, at most :data:`_TEXT_NODES` nodes of it (``budget``: the nodes left)."""
+    if budget is None:
+        budget = [_TEXT_NODES]
+    if budget[0] <= 0:
+        return "…"
+    budget[0] -= 1
     op, args = e.op, e.args
     if op == "col":
         return f"col({args[0]!r})"
@@ -247,31 +258,32 @@ def _text(e: Expr) -> str:
     if op == "null":
         return "null"
     if op in _CMP or op in ARITH:
-        return f"{_wrap(args[0])} {op} {_wrap(args[1])}"
+        return f"{_wrap(args[0], budget)} {op} {_wrap(args[1], budget)}"
     if op in ("and", "or"):
         sym = "&" if op == "and" else "|"
-        return f"{_wrap(args[0])} {sym} {_wrap(args[1])}"
+        return f"{_wrap(args[0], budget)} {sym} {_wrap(args[1], budget)}"
     if op == "not":
-        return f"~{_wrap(args[0])}"
+        return f"~{_wrap(args[0], budget)}"
     if op == "neg":
-        return f"-{_wrap(args[0])}"
+        return f"-{_wrap(args[0], budget)}"
     if op == "is_in":
-        return f"{_wrap(args[0])}.is_in({list(args[1])!r})"
+        return f"{_wrap(args[0], budget)}.is_in({list(args[1])!r})"
     if op == "cast":
-        return f"{_wrap(args[0])}.cast({args[-1]})"
+        return f"{_wrap(args[0], budget)}.cast({args[-1]})"
     if op == "when":
-        return f"when({_text(args[0])}).then({_text(args[1])}).otherwise({_text(args[2])})"
+        cond, then, other = (_text(a, budget) for a in args)
+        return f"when({cond}).then({then}).otherwise({other})"
     if op in _STR_TESTS:
-        return f"{_wrap(args[0])}.str.{op}({args[1].args[0]!r})"
+        return f"{_wrap(args[0], budget)}.str.{op}({args[1].args[0]!r})"
     if op == "len_chars":
-        return f"{_wrap(args[0])}.str.len_chars()"
+        return f"{_wrap(args[0], budget)}.str.len_chars()"
     if op in DATE_PARTS:
-        return f"{_wrap(args[0])}.dt.{op}()"
-    return f"{_wrap(args[0])}.{op}()"
+        return f"{_wrap(args[0], budget)}.dt.{op}()"
+    return f"{_wrap(args[0], budget)}.{op}()"
 
 
-def _wrap(e: Expr) -> str:
-    t = _text(e)
+def _wrap(e: Expr, budget: list[int]) -> str:
+    t = _text(e, budget)
     return f"({t})" if e.op in (*_CMP, *ARITH, "and", "or", "neg") else t
 
 
