@@ -11,6 +11,8 @@ moves one bucket mean.
   pipeline: the step issue 36 found hand-written), then OpenDP's ``make_private_quantile`` over the k means,
   its scale set for ε = 1 at one changed mean (symmetric distance 2 on the sized vector).
 * numpy: the same hand-written bucket means alone, for the time of the step.
+* the bucket step alone: ``make_groupwise`` with ``make_count`` per part (routing each visit to its
+  person's bucket, nothing else) against numpy's ``bincount`` of the hand-made buckets.
 
 Run: ``PYTHONPATH=src /work/venv-opendp/bin/python benchmarks/bench_groupwise.py``.
 """
@@ -61,6 +63,12 @@ def dpcompose_pipeline() -> Any:
     return means, mom
 
 
+def bucket_counts() -> Any:
+    visits = dp.VectorDomain(dp.AtomDomain(tuple))
+    count = dp.t.make_count(visits, dp.SymmetricDistance())
+    return dp.t.make_groupwise(visits, dp.SymmetricIdDistance(0), count, by=0, buckets=K, bounds=(0, N_ROWS))
+
+
 def numpy_bucket_means(people: np.ndarray, minutes: np.ndarray) -> np.ndarray:
     buckets = people % K  # by hand: any fixed function of the person
     sums = np.bincount(buckets, weights=minutes, minlength=K)
@@ -81,10 +89,11 @@ def opendp_quantile() -> Any:
 
 def main() -> None:
     means, mom = dpcompose_pipeline()
+    counts = bucket_counts()
     peer = opendp_quantile()
     print(f"median of means, user level: {N_ROWS:,} visits of {N_PEOPLE:,} people, k = {K}, ε = 1 per person")
     print(f"dpcompose map(1) = {mom.map(1)}; OpenDP quantile map(2) = {peer.map(2)}")
-    t_gw, t_np, t_dp, t_od = [], [], [], []
+    t_gw, t_np, t_dp, t_od, t_cnt, t_bin = [], [], [], [], [], []
     err_dp, err_od = [], []
     for r in range(REPEATS):
         rows, people, minutes = data(r)
@@ -96,6 +105,12 @@ def main() -> None:
         hand = numpy_bucket_means(people, minutes)
         t_np.append(time.perf_counter() - t)
         t = time.perf_counter()
+        counts(rows)
+        t_cnt.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        np.bincount(people % K, minlength=K)
+        t_bin.append(time.perf_counter() - t)
+        t = time.perf_counter()
         release = mom(rows)
         t_dp.append(time.perf_counter() - t)
         t = time.perf_counter()
@@ -106,6 +121,7 @@ def main() -> None:
     rmse = lambda e: float(np.sqrt(np.mean(np.square(e))))  # noqa: E731
     print(f"{'':34}{'dpcompose':>12}{'OpenDP + numpy':>16}{'numpy step':>12}")
     print(f"{'bucket-means step, median s':34}{np.median(t_gw):12.3f}{'':>16}{np.median(t_np):12.4f}")
+    print(f"{'bucket step alone (counts), s':34}{np.median(t_cnt):12.4f}{'':>16}{np.median(t_bin):12.4f}")
     print(f"{'whole release, median s':34}{np.median(t_dp):12.3f}{np.median(t_np) + np.median(t_od):16.4f}")
     print(f"{'RMSE vs true mean (minutes)':34}{rmse(err_dp):12.3f}{rmse(err_od):16.3f}")
     print(f"{'checked end to end':34}{'yes':>12}{'no (step by hand)':>18}")

@@ -400,6 +400,23 @@ def test_namedtuples_lists_and_numpy_input() -> None:
     assert _bag(t2(arr)) == _bag(t2(list(arr)))
 
 
+@pytest.mark.parametrize("n", [3, bc.COLUMNS_FROM + 5])  # row by row, and a column at a time
+def test_output_type_follows_the_input_type_only(n: int) -> None:
+    rows = [(i % 7, float(i)) for i in range(n)]
+    table = np.array(rows, dtype=[("id", "i8"), ("v", "f8")])
+    objects = np.empty(n, dtype=object)
+    objects[:] = rows
+    t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, 1)
+    for data in (rows, tuple(rows), objects, table):
+        assert TUPLES.member(data)
+        out = t(data)
+        if data is table:
+            assert isinstance(out, np.ndarray) and out.dtype == table.dtype
+        else:
+            assert type(out) is list and all(type(r) is tuple for r in out)
+        assert len(out) == min(n, 7) and t.output_domain.member(out)
+
+
 def test_hash_collisions_fall_back_to_the_full_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """With every key equal, rows are ordered by their encodings: the rule still holds exactly, on the
     row-by-row path (the BLAKE2b digests) and the column path (the tables' hash)."""

@@ -3,6 +3,7 @@ bounds the expressions prove; and make_sscp, the exact-on-a-grid sum of outer pr
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -13,7 +14,8 @@ import pytest
 import dpcompose as dp
 from dpcompose.core._norm_domain import exact_norm_within
 from dpcompose.tables._polars import to_polars
-from dpcompose.transformations._expr import typed
+from dpcompose.transformations import _expr_numpy
+from dpcompose.transformations._expr import Expr, typed
 from dpcompose.transformations._from_polars import from_polars
 from dpcompose.transformations._sscp import BLOCK_ROWS
 
@@ -64,6 +66,78 @@ def test_single_expression_gives_one_dimensional_output_with_bounds() -> None:
     assert t(np.array([1.0, np.nan, -5.0, 7.0])).tolist() == [3.0, 10.0, 0.0, 10.0]
     assert t.output_domain == dp.VectorDomain(dp.AtomDomain(float, bounds=(-1.0, 10.0)), size=4)
     assert t.output_metric == CHG
+
+
+def _nested_clips(depth: int) -> pl.Expr:
+    e = pl.col("x")
+    for i in range(depth):
+        e = e.clip(-float(i + 1), float(i + 1))
+    return e
+
+
+def test_nested_clips_cost_a_constant_per_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    # clip(lo, hi) reads its operand three times: walking the tree instead of the DAG (typing, bound
+    # analysis, evaluation) costs 3**depth; each level must add the same work
+    made: list[int] = []
+
+    class Counted(_expr_numpy.Bound):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            made.append(1)
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_expr_numpy, "Bound", Counted)
+    col = dp.VectorDomain(dp.AtomDomain(float, nan=True))
+    counts = []
+    for depth in range(1, 8):
+        made.clear()
+        dp.t.make_map_exprs(col, SYM, ["x"], _nested_clips(depth))
+        counts.append(len(made))
+    steps = {b - a for a, b in itertools.pairwise(counts)}
+    assert len(steps) == 1, counts  # linear in the depth
+    t = dp.t.make_map_exprs(col, SYM, ["x"], _nested_clips(30), fill=0.0)
+    x = np.array([-50.0, -0.5, 0.25, 2.0, np.nan])
+    expected = np.array([-1.0, -0.5, 0.25, 1.0, 1.0])  # NaN clips to the upper bound
+    np.testing.assert_array_equal(t(x), expected)
+    atom = t.output_domain.element_domain  # type: ignore[attr-defined]
+    assert isinstance(atom, dp.AtomDomain) and atom.bounds is not None
+    lo, hi = atom.bounds
+    assert lo <= -1.0 and hi >= 1.0 and math.isfinite(lo) and math.isfinite(hi)
+    assert t.map(2) == 2
+
+
+def test_polars_expressions_are_stored_as_their_trees_and_rebuild_the_same_map() -> None:
+    t = dp.t.make_map_exprs(ROWS3, CHG, ["a", "b", "c"], EXPRS, fill=-7.0)
+    back = dp.from_json(dp.to_json(t))
+    assert back.output_domain == t.output_domain and back.input_metric == CHG
+    assert [back.map(d) for d in (0, 1, 5)] == [t.map(d) for d in (0, 1, 5)] == [0, 1, 5]
+    x = _data(3, 500)
+    np.testing.assert_array_equal(back(x), t(x))
+    one = dp.t.make_map_exprs(ROWS3, SYM, ["a", "b", "c"], (a / b).clip(-1.0, 1.0))
+    np.testing.assert_array_equal(dp.from_json(dp.to_json(one))(x), one(x))
+
+
+def test_stored_trees_are_bounded_and_read_trees_are_checked() -> None:
+    col = dp.VectorDomain(dp.AtomDomain(float, nan=True))
+    deep = dp.t.make_map_exprs(col, SYM, ["x"], _nested_clips(30))
+    with pytest.raises(dp.SerializationError, match="exprs.*nodes"):
+        dp.to_json(deep)  # written out, 30 nested clips would be 3**30 nodes
+    shallow = dp.t.make_map_exprs(col, SYM, ["x"], _nested_clips(3))
+    assert dp.from_json(dp.to_json(shallow)).output_domain == shallow.output_domain
+    for bad in (Expr("when", (dp.col("a") > 1, dp.col("a"))), Expr("+", (dp.col("a"),))):
+        with pytest.raises(dp.InvalidParameter, match="do not fit the operation"):
+            dp.t.make_map_exprs(ROWS3, SYM, ["a", "b", "c"], bad)  # a tree no builder makes (a file's)
+
+
+def test_deep_shared_trees_are_shown_in_bounded_time() -> None:
+    # the text of 12 nested clips written out is 3**12 operands long: an error message or repr shows a
+    # bounded prefix of it
+    tree = from_polars(_nested_clips(12), "exprs")
+    assert isinstance(tree, Expr)
+    shown = repr(tree)
+    assert shown.startswith("Expr(when(when(when(") and "…" in shown and len(shown) < 5000
+    col = dp.VectorDomain(dp.AtomDomain(float, nan=True))
+    with pytest.raises(dp.InvalidParameter, match="needs numbers, not a bool"):
+        dp.t.make_map_exprs(col, SYM, ["x"], (_nested_clips(30) > 0) + 1)
 
 
 def test_bounds_from_input_domain_and_arithmetic() -> None:

@@ -89,7 +89,7 @@ FLOAT_NAN = dp.VectorDomain(dp.AtomDomain(float, nan=True))
 
 
 def odd_predicate(x: float) -> Any:
-    """Keeps 0.0 and NaN; raises on 1.0; answers a non-bool (dropped) on 2.5."""
+    """Keeps 0.0, NaN and 2.5 (a truthy non-bool answer); raises on 1.0 (dropped)."""
     if x == 1.0:
         raise ValueError("one")
     if x == 2.5:
@@ -104,9 +104,9 @@ ALPHABET = [0.0, 1.0, 2.5, NAN]
 
 def test_subset_by_keeps_only_true_and_never_raises() -> None:
     t = dp.t.make_subset_by(FLOAT_NAN, SYM, odd_predicate)
-    out = t([0.0, 1.0, 2.5, NAN, 0.0])
+    out = t([0.0, 1.0, 2.5, NAN, 0.0, 3.0])
     assert isinstance(out, np.ndarray) and out.dtype == np.float64
-    assert [_token(v) for v in out] == ["0.0", "nan", "0.0"]
+    assert [_token(v) for v in out] == ["0.0", "2.5", "nan", "0.0"]
     assert t.output_domain == dp.VectorDomain(dp.AtomDomain(float, nan=True))
     assert t.output_metric == SYM
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.errors import DomainMismatch, InvalidParameter
-from dpcompose.transformations._tree import tree_shape
+from dpcompose.transformations._tree import clamp_bound, clamped_steps, tree_shape
 
 L1 = dp.L1Distance()
 L2 = dp.L2Distance()
@@ -92,6 +92,42 @@ def test_huge_values_are_clamped_and_stay_inside_the_domain() -> None:
     assert big.tolist() == [3 * 2**60, 2**61, 2**60, 2**60, 2**60, 2**60, 0]
     moved = tree([2**62, 2**62, 2**62 + 1]) - big  # a change of 1 beyond the clamp moves nothing
     assert not moved.any()
+
+
+class _NoPythonLoop(np.ndarray):
+    """An array that refuses to be walked value by value (the clamp must be numpy's, whole-array)."""
+
+    def tolist(self) -> list[int]:  # type: ignore[override]
+        raise AssertionError("clamped in a Python loop")
+
+    def __iter__(self) -> object:  # type: ignore[override]
+        raise AssertionError("clamped in a Python loop")
+
+
+def _clamp_by_hand(values: list[int], padded: int) -> list[int]:
+    bound = clamp_bound(padded)
+    return [min(max(int(v), -bound), bound) for v in values]
+
+
+def test_clamp_is_vectorised_and_bit_identical_to_the_clamp_of_each_int() -> None:
+    big = [2**70, -(2**70), 2**62, -(2**62) - 1, 2**63 - 1, -(2**63), 0, 5, -5]
+    for padded in (1, 4, 1 << 24):
+        bound = clamp_bound(padded)
+        cases: list[object] = [
+            big,  # beyond int64: read one Python int at a time
+            [2**63, 2**64 - 1, 3],  # uint64 exactly
+            [bound - 1, bound, bound + 1, -bound - 1, -bound, 7, 0],
+            np.array([2**63 - 1, -(2**63), bound + 1, -bound, 1], dtype=np.int64),
+            np.array([2**64 - 1, bound, 0], dtype=np.uint64),
+            np.array([-128, 127, 3], dtype=np.int8),
+            (1, -2, 3),
+        ]
+        for data in cases:
+            plain = data.tolist() if isinstance(data, np.ndarray) else list(data)  # type: ignore[call-overload]
+            out = clamped_steps(data, padded)
+            assert out.dtype == np.int64 and out.tolist() == _clamp_by_hand(plain, padded), (padded, data)
+    walked = np.array([2**62, -(2**62), 9], dtype=np.int64).view(_NoPythonLoop)
+    assert clamped_steps(walked, 4).tolist() == [2**60, -(2**60), 9]
 
 
 @pytest.mark.parametrize("b", [2, 3, 4])

@@ -120,11 +120,30 @@ def test_predicates_on_categories_equal_their_matrix_and_failures_count_zero() -
     preds = [lambda c: c != "a", lambda c: 1 / 0, lambda c: "yes", lambda c: np.bool_(c == "b")]
     w = dp.t.make_workload(CATEGORICAL, CHG, preds, metric=dp.L2Distance())
     m = dp.t.make_workload(
-        CATEGORICAL, CHG, [[0, 1, 1], [0, 0, 0], [0, 0, 0], [0, 1, 0]], metric=dp.L2Distance()
+        CATEGORICAL, CHG, [[0, 1, 1], [0, 0, 0], [1, 1, 1], [0, 1, 0]], metric=dp.L2Distance()
     )
     for x in DATASETS[:30]:
         assert w(x).tolist() == m(x).tolist()
     assert w.map(3) == m.map(3)
+
+
+def test_predicates_count_by_truthiness_on_every_domain() -> None:
+    # a truthy answer that is not a bool (1, numpy ints, numpy.True_) counts, as Python's `if` reads it;
+    # an answer without a truth value (an array of two) counts 0, never an exception
+    preds = [
+        lambda r: 1 if r != "a" else 0,
+        lambda r: np.int64(r == "b"),
+        lambda r: np.True_,
+        lambda r: np.array([True, True]),
+        lambda r: None,
+    ]
+    data = ["a", "b", "c", "b"]
+    expected = [3, 2, 4, 0, 0]
+    assert dp.t.make_workload(CATEGORICAL, SYM, preds)(data).tolist() == expected
+    records = dp.VectorDomain(dp.AtomDomain(str))
+    assert dp.t.make_workload(records, SYM, preds)(data).tolist() == expected
+    kept = dp.t.make_subset_by(records, SYM, preds[0])(data)
+    assert list(kept) == ["b", "c", "b"]
 
 
 @settings(max_examples=10, deadline=None)

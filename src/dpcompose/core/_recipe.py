@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-__all__ = ["Call", "Chain", "building", "record_chain", "recorded"]
+__all__ = ["Call", "Chain", "Stored", "building", "record_chain", "recorded", "recorded_as"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -118,6 +118,27 @@ def recorded(function: Callable[P, R]) -> Callable[P, R]:
     one line (and the name in its package's ``__all__``) makes the constructor serializable by
     ``dp.to_json``. The signature, docstring and module are kept (:func:`functools.wraps`).
     """
+    return _record(function, None)
+
+
+Stored = Callable[[dict[str, Any]], tuple[dict[str, Any], str]]
+"""Maps a call's bound arguments (by name) to the arguments to record in their place and a problem
+(``""``: none; else why the call cannot be stored)."""
+
+
+def recorded_as(stored: Stored) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """:func:`recorded`, with the arguments recorded in the form ``stored`` gives them: for a constructor
+    that accepts an argument in a form a file cannot hold (a Polars expression) and an equivalent one it
+    can (the engine-neutral tree it is translated to). ``stored`` runs after the constructor succeeded, on
+    the bound arguments; calling the constructor with what it returns must build the same record."""
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        return _record(function, stored)
+
+    return decorate
+
+
+def _record(function: Callable[P, R], stored: Stored | None) -> Callable[P, R]:
     signature = inspect.signature(function)
 
     @functools.wraps(function)
@@ -134,6 +155,11 @@ def recorded(function: Callable[P, R]) -> Callable[P, R]:
         if _contains(bound.args, result) or _contains(bound.kwargs, result):
             return result  # an argument returned unchanged keeps its own recipe
         problems: list[str] = []
+        if stored is not None:
+            replaced, problem = stored(dict(bound.arguments))
+            bound.arguments.update(replaced)
+            if problem:
+                problems.append(problem)
         kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         positional = [p.name for p in signature.parameters.values() if p.kind in kinds]
         if set(map(type, bound.args)) <= _PLAIN:  # (nothing to copy: 10⁶ children without a loop)

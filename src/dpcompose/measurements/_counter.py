@@ -48,7 +48,7 @@ class OnlineCounter(Queryable[int, int]):
         super().__init__(name="online counter")
         self._length = length
         self._padded, self._levels = tree_shape(length)
-        self._values = clamped_steps(data, self._padded)
+        self._values: list[int] = clamped_steps(data, self._padded).tolist()
         self._noise = noise
         self._nodes: dict[tuple[int, int], int] = {}
         self._answers: list[int] = []

@@ -408,6 +408,12 @@ def make_bound_contributions(
         max_groups: groups kept per identifier; an integer ≥ 1, given exactly when ``by`` is.
         by: the group column (same kinds as ``id_key``), or ``None``.
 
+    Returns:
+        A transformation whose output type is decided by the input's type alone, never by its values or
+        its size (which path keeps the rows does not show): a numpy structured array gives a structured
+        array of the same dtype, any other member of ``input_domain`` (a list, tuple, object array, …) a
+        ``list`` of its kept records. Both are members of the output domain ``VectorDomain(element)``.
+
     Raises:
         DomainMismatch: a metric other than ``SymmetricIdDistance`` or a domain it does not measure.
         InvalidParameter: ``id_key`` not the metric's, ``max_rows``/``max_groups`` not positive integers,

@@ -29,7 +29,7 @@ Examples:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -42,6 +42,7 @@ __all__ = [
     "columns_of", "literal_kind", "lowered_cast", "typed",
 ]  # fmt: skip
 
+_Typer = Callable[[object], tuple["Expr", str]]  # types one operand (memoised per node)
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 ARITH = ("+", "-", "*", "/")
 FLOAT_OPS = ("neg", "abs", "round")  # one numeric operand, computed on doubles
@@ -265,7 +266,18 @@ def col(name: str) -> Expr:
     return Expr("col", (name,))
 
 
-def _text(e: Expr) -> str:
+_TEXT_NODES = 200
+"""The most nodes an expression's text shows (its repr, an error message); deeper parts are ``…``, so
+that a deep tree of shared nodes (nested clips: 3**depth written out) is shown in bounded time."""
+
+
+def _text(e: Expr, budget: list[int] | None = None) -> str:
+    """The text of ``e`` as written, at most :data:`_TEXT_NODES` nodes of it (``budget``: the nodes left)."""
+    if budget is None:
+        budget = [_TEXT_NODES]
+    if budget[0] <= 0:
+        return "…"
+    budget[0] -= 1
     op, args = e.op, e.args
     if op == "col":
         return f"col({args[0]!r})"
@@ -274,31 +286,32 @@ def _text(e: Expr) -> str:
     if op == "null":
         return "null"
     if op in _CMP or op in ARITH:
-        return f"{_wrap(args[0])} {op} {_wrap(args[1])}"
+        return f"{_wrap(args[0], budget)} {op} {_wrap(args[1], budget)}"
     if op in ("and", "or"):
         sym = "&" if op == "and" else "|"
-        return f"{_wrap(args[0])} {sym} {_wrap(args[1])}"
+        return f"{_wrap(args[0], budget)} {sym} {_wrap(args[1], budget)}"
     if op == "not":
-        return f"~{_wrap(args[0])}"
+        return f"~{_wrap(args[0], budget)}"
     if op == "neg":
-        return f"-{_wrap(args[0])}"
+        return f"-{_wrap(args[0], budget)}"
     if op == "is_in":
-        return f"{_wrap(args[0])}.is_in({list(args[1])!r})"
+        return f"{_wrap(args[0], budget)}.is_in({list(args[1])!r})"
     if op == "cast":
-        return f"{_wrap(args[0])}.cast({args[-1]})"
+        return f"{_wrap(args[0], budget)}.cast({args[-1]})"
     if op == "when":
-        return f"when({_text(args[0])}).then({_text(args[1])}).otherwise({_text(args[2])})"
+        cond, then, other = (_text(a, budget) for a in args)
+        return f"when({cond}).then({then}).otherwise({other})"
     if op in _STR_TESTS:
-        return f"{_wrap(args[0])}.str.{op}({args[1].args[0]!r})"
+        return f"{_wrap(args[0], budget)}.str.{op}({args[1].args[0]!r})"
     if op == "len_chars":
-        return f"{_wrap(args[0])}.str.len_chars()"
+        return f"{_wrap(args[0], budget)}.str.len_chars()"
     if op in DATE_PARTS:
-        return f"{_wrap(args[0])}.dt.{op}()"
-    return f"{_wrap(args[0])}.{op}()"
+        return f"{_wrap(args[0], budget)}.dt.{op}()"
+    return f"{_wrap(args[0], budget)}.{op}()"
 
 
-def _wrap(e: Expr) -> str:
-    t = _text(e)
+def _wrap(e: Expr, budget: list[int]) -> str:
+    t = _text(e, budget)
     return f"({t})" if e.op in (*_CMP, *ARITH, "and", "or", "neg") else t
 
 
@@ -308,8 +321,8 @@ def check(e: object, kinds: dict[str, str], what: str = "predicate") -> str:
     return typed(e, kinds, what)[1]
 
 
-def _numeric(e: Expr, kinds: dict[str, str], what: str, whole: Expr) -> Expr:
-    t, k = typed(e, kinds, what)
+def _numeric(e: Expr, sub: _Typer, what: str, whole: Expr) -> Expr:
+    t, k = sub(e)
     if k not in ("int", "float"):
         raise InvalidParameter(f"{what}: {_text(whole)} needs numbers, not a {k}")
     return t
@@ -319,7 +332,23 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
     """``e`` checked under the schema ``kinds`` (column -> kind) and its kind; InvalidParameter naming
     ``what`` for an unknown column, mismatched kinds, or a non-boolean operand of &, |, ~. The returned
     tree states every conversion an engine needs: the numeric branches of a ``when`` of mixed kinds are
-    cast to float, and a null branch carries its kind (``Expr("null", (kind,))``)."""
+    cast to float, and a null branch carries its kind (``Expr("null", (kind,))``).
+
+    Each node is typed once: a subtree that occurs several times in ``e`` (``clip`` repeats its operand)
+    is one node of the typed tree too, so nested clips stay a chain, not a tree of 3**depth nodes."""
+    seen: dict[int, tuple[Expr, str]] = {}  # by id: every node met stays alive inside ``e``
+
+    def sub(x: object) -> tuple[Expr, str]:
+        found = seen.get(id(x))
+        if found is None:
+            found = seen[id(x)] = _typed(x, kinds, what, sub)
+        return found
+
+    return sub(e)
+
+
+def _typed(e: object, kinds: dict[str, str], what: str, sub: _Typer) -> tuple[Expr, str]:
+    """:func:`typed` of the node ``e``, its operands typed by ``sub``."""
     if not isinstance(e, Expr):
         raise InvalidParameter(f"{what}={e!r} must be an expression built with pl.col(...) or dp.col(...)")
     op, args = e.op, e.args
@@ -339,7 +368,7 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
     if op == "null":
         return e, args[0]
     if op in _CMP:
-        (a, ka), (b, kb) = typed(args[0], kinds, what), typed(args[1], kinds, what)
+        (a, ka), (b, kb) = sub(args[0]), sub(args[1])
         numeric = {"int", "float"}
         if not (ka == kb or (ka in numeric and kb in numeric)):
             raise InvalidParameter(f"{what}: {_text(e)} compares a {ka} with a {kb}")
@@ -348,19 +377,19 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
                 raise InvalidParameter(f"{what}: {_text(e)} compares with NaN; use a bound or is_null()")
         return Expr(op, (a, b)), "bool"
     if op in ARITH:
-        return Expr(op, tuple(_numeric(p, kinds, what, e) for p in args)), "float"
+        return Expr(op, tuple(_numeric(p, sub, what, e) for p in args)), "float"
     if op in FLOAT_OPS:
-        return Expr(op, (_numeric(args[0], kinds, what, e),)), "float"
+        return Expr(op, (_numeric(args[0], sub, what, e),)), "float"
     if op in ("and", "or", "not"):
         parts = []
         for part in args:
-            t, k = typed(part, kinds, what)
+            t, k = sub(part)
             if k != "bool":
                 raise InvalidParameter(f"{what}: {_text(e)} needs boolean operands, not a {k}")
             parts.append(t)
         return Expr(op, tuple(parts)), "bool"
     if op == "is_in":
-        t, k = typed(args[0], kinds, what)
+        t, k = sub(args[0])
         for v in args[1]:
             lk = literal_kind(v, what)
             if lk != k:  # engines disagree on mixed int/float membership (Polars raises, Spark casts)
@@ -369,7 +398,7 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
                 raise InvalidParameter(f"{what}: {_text(e)} holds a {lk} for a {k} expression{hint}")
         return Expr(op, (t, args[1])), "bool"
     if op == "cast":
-        t, k = typed(args[0], kinds, what)  # args: (x, to) as written, (x, from, to) once typed
+        t, k = sub(args[0])  # args: (x, to) as written, (x, from, to) once typed
         to = args[-1]
         if k not in _KINDS or to not in _KINDS:
             raise InvalidParameter(
@@ -377,13 +406,13 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
             )
         return (t, k) if k == to else (Expr(op, (t, k, to)), to)
     if op == "when":
-        cond, kc = typed(args[0], kinds, what)
+        cond, kc = sub(args[0])
         if kc != "bool":
             raise InvalidParameter(f"{what}: {_text(e)} needs a boolean condition, not a {kc}")
         nulls = [isinstance(b, Expr) and b.op == "lit" and b.args[0] is None for b in args[1:]]
         if all(nulls):
             raise InvalidParameter(f"{what}: {_text(e)} has no non-null branch")
-        branches = [None if n else typed(b, kinds, what) for b, n in zip(args[1:], nulls, strict=True)]
+        branches = [None if n else sub(b) for b, n in zip(args[1:], nulls, strict=True)]
         ks = {b[1] for b in branches if b is not None}
         if len(ks) > 1 and not ks <= {"int", "float"}:
             raise InvalidParameter(f"{what}: {_text(e)} mixes a {' and a '.join(sorted(ks))}")
@@ -398,12 +427,12 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
                 out.append(branch[0])
         return Expr(op, (cond, *out)), kind
     if op in DATE_PARTS:
-        t, k = typed(args[0], kinds, what)
+        t, k = sub(args[0])
         if k != "date":
             raise InvalidParameter(f"{what}: {_text(e)} needs a date, not a {k}")
         return Expr(op, (t,)), "int"
     if op in _STR_TESTS or op == "len_chars":
-        t, k = typed(args[0], kinds, what)
+        t, k = sub(args[0])
         if k != "str":
             raise InvalidParameter(f"{what}: {_text(e)} needs a string, not a {k}")
         if op == "len_chars":
@@ -415,7 +444,7 @@ def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Ex
         return Expr(op, (t, pattern)), "bool"
     if op != "is_null":
         raise InvalidParameter(f"{what}: {op!r} is not an operation of table expressions")
-    t, _ = typed(args[0], kinds, what)
+    t, _ = sub(args[0])
     return Expr(op, (t,)), "bool"
 
 
@@ -426,7 +455,18 @@ _TWO = (*_CMP, *ARITH, "and", "or", *_STR_TESTS)  # ops of two expressions
 def check_tree(e: object, what: str) -> None:
     """Refuse (InvalidParameter naming ``what``) a tree that no builder makes: an unknown operation, the
     wrong number or kind of operands. For trees read from a file (``dp.from_json``); :func:`typed` then
-    checks it against the schema."""
+    checks it against the schema. A node met again (a shared subtree) is checked once."""
+    seen: set[int] = set()  # by id: every node met stays alive inside ``e``
+    todo = [e]
+    while todo:
+        node = todo.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            todo.extend(reversed(_operands(node, what)))  # operands checked in order
+
+
+def _operands(e: object, what: str) -> tuple[Any, ...]:
+    """The expression operands of the node ``e``, once its own shape is checked (:func:`check_tree`)."""
     if not isinstance(e, Expr):
         raise InvalidParameter(f"{what}: {e!r} is not an expression")
     op, args = e.op, e.args
@@ -452,8 +492,7 @@ def check_tree(e: object, what: str) -> None:
         raise InvalidParameter(f"{what}: {op!r} is not an operation of table expressions")
     if not ok:
         raise InvalidParameter(f"{what}: the operands {args!r} do not fit the operation {op!r}")
-    for part in exprs:
-        check_tree(part, what)
+    return exprs
 
 
 INT64_LIMIT = 9223372036854775808.0
@@ -493,13 +532,17 @@ def lowered_cast(e: Expr) -> Expr:
 
 
 def columns_of(e: Expr | None) -> set[str]:
-    """The column names an expression reads."""
-    if e is None:
-        return set()
-    if e.op == "col":
-        return {e.args[0]}
+    """The column names an expression reads (each node visited once, shared subtrees too)."""
     out: set[str] = set()
-    for part in e.args:
-        if isinstance(part, Expr):
-            out |= columns_of(part)
+    seen: set[int] = set()  # by id: every node met stays alive inside ``e``
+    todo: list[object] = [e]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, Expr) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op == "col":
+            out.add(node.args[0])
+        else:
+            todo.extend(node.args)
     return out

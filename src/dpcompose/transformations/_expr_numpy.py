@@ -247,27 +247,45 @@ def _union(a: Bound, b: Bound, kind: str) -> Bound:
     return Bound(min(a.lo, b.lo), max(a.hi, b.hi), a.nan or b.nan, a.null or b.null, kind)
 
 
-Key = tuple[Any, ...]
+class _Env:
+    """What one branch of a ``when`` knows: ``facts``, the refined bounds of sub-expressions (by structural
+    id), and ``memo``, the bounds already computed under those facts (a sub-expression met again under the
+    same facts is not analysed again)."""
 
+    def __init__(self, facts: dict[int, Bound]) -> None:
+        self.facts = facts
+        self.memo: dict[int, Bound] = {}
 
-def _key(e: Expr) -> Key:
-    """A structural key of a tree (literals keyed with their type: ``1``, ``1.0`` and ``True`` differ)."""
-    return (e.op, tuple(_key(a) if isinstance(a, Expr) else (type(a).__name__, repr(a)) for a in e.args))
+    def refine(self, key: int, bound: Bound) -> _Env:
+        """A new branch: these facts and ``key`` refined to ``bound`` (its memo starts empty)."""
+        facts = dict(self.facts)
+        facts[key] = bound
+        return _Env(facts)
 
 
 def bound_of(e: Expr, inputs: Mapping[str, Bound]) -> Bound:
-    """The :class:`Bound` of the typed expression ``e`` given those of its columns (module docstring)."""
-    return _bound(e, inputs, {})
+    """The :class:`Bound` of the typed expression ``e`` given those of its columns (module docstring).
+
+    Each node is analysed once per set of facts (the branches of the ``when`` above it): ``clip`` reads its
+    operand three times and refines it, so nested clips cost a constant per level, not 3**depth."""
+    return _bound(e, inputs, _Env({}), _Interner())
 
 
 def _bool(null: bool) -> Bound:
     return Bound(0.0, 1.0, False, null, "bool")
 
 
-def _bound(e: Expr, inputs: Mapping[str, Bound], env: dict[Key, Bound]) -> Bound:
-    found = env.get(_key(e))
-    if found is not None:
-        return found
+def _bound(e: Expr, inputs: Mapping[str, Bound], env: _Env, ids: _Interner) -> Bound:
+    k = ids(e)
+    found = env.facts.get(k)
+    if found is None:
+        found = env.memo.get(k)
+    if found is None:
+        found = env.memo[k] = _bound_node(e, inputs, env, ids)
+    return found
+
+
+def _bound_node(e: Expr, inputs: Mapping[str, Bound], env: _Env, ids: _Interner) -> Bound:
     op, args = e.op, e.args
     if op == "col":
         return inputs[args[0]]
@@ -280,16 +298,16 @@ def _bound(e: Expr, inputs: Mapping[str, Bound], env: dict[Key, Bound]) -> Bound
     if op == "null":
         return Bound(math.inf, -math.inf, False, True, args[0])
     if op in _CMP:
-        a, b = _bound(args[0], inputs, env), _bound(args[1], inputs, env)
+        a, b = _bound(args[0], inputs, env, ids), _bound(args[1], inputs, env, ids)
         return _bool(a.null or b.null)
     if op in ("and", "or", "not"):
-        return _bool(any(_bound(p, inputs, env).null for p in args))
+        return _bool(any(_bound(p, inputs, env, ids).null for p in args))
     if op in ("is_in", "is_null"):
         return _bool(False)
     if op in ARITH:
-        return _arith(op, _bound(args[0], inputs, env), _bound(args[1], inputs, env))
+        return _arith(op, _bound(args[0], inputs, env, ids), _bound(args[1], inputs, env, ids))
     if op in ("neg", "abs", "round"):
-        a = _bound(args[0], inputs, env)
+        a = _bound(args[0], inputs, env, ids)
         if _empty(a):
             return replace(a, kind="float")
         if op == "neg":
@@ -299,7 +317,7 @@ def _bound(e: Expr, inputs: Mapping[str, Bound], env: dict[Key, Bound]) -> Bound
             return Bound(low, max(abs(a.lo), abs(a.hi)), a.nan, a.null, "float")
         return Bound(float(np.round(a.lo)), float(np.round(a.hi)), a.nan, a.null, "float")
     if op == "cast":
-        a = _bound(args[0], inputs, env)
+        a = _bound(args[0], inputs, env, ids)
         to = args[2]
         if to == "float":
             return replace(a, kind="float")
@@ -315,8 +333,8 @@ def _bound(e: Expr, inputs: Mapping[str, Bound], env: dict[Key, Bound]) -> Bound
         return Bound(float(lo), float(hi), False, null, "int")
     if op == "when":
         cond = args[0]
-        then = _bound(args[1], inputs, _refined(cond, True, inputs, env))
-        other = _bound(args[2], inputs, _refined(cond, False, inputs, env))
+        then = _bound(args[1], inputs, _refined(cond, True, inputs, env, ids), ids)
+        other = _bound(args[2], inputs, _refined(cond, False, inputs, env, ids), ids)
         return _union(then, other, then.kind if not _empty(then) or then.null else other.kind)
     raise AssertionError(f"{op!r} is refused when the row map is built")  # pragma: no cover
 
@@ -346,7 +364,7 @@ def _arith(op: str, a: Bound, b: Bound) -> Bound:
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def _refined(cond: Expr, holds: bool, inputs: Mapping[str, Bound], env: dict[Key, Bound]) -> dict[Key, Bound]:
+def _refined(cond: Expr, holds: bool, inputs: Mapping[str, Bound], env: _Env, ids: _Interner) -> _Env:
     """``env`` with what the branch of a ``when`` knows: the condition true (``holds``), or false or null.
 
     ``x op h`` with a literal ``h`` (either side): in the true branch ``x`` is not null, and ``x < h``
@@ -358,15 +376,12 @@ def _refined(cond: Expr, holds: bool, inputs: Mapping[str, Bound], env: dict[Key
     """
     op, args = cond.op, cond.args
     if op == "and" and holds:
-        return _refined(args[1], True, inputs, _refined(args[0], True, inputs, env))
+        return _refined(args[1], True, inputs, _refined(args[0], True, inputs, env, ids), ids)
     if op == "is_null":
-        x = _bound(args[0], inputs, env)
-        out = dict(env)
+        x = _bound(args[0], inputs, env, ids)
         if holds:
-            out[_key(args[0])] = Bound(math.inf, -math.inf, False, True, x.kind)
-        else:
-            out[_key(args[0])] = replace(x, null=False)
-        return out
+            return env.refine(ids(args[0]), Bound(math.inf, -math.inf, False, True, x.kind))
+        return env.refine(ids(args[0]), replace(x, null=False))
     if op not in _FLIP:
         return env
     left, right = args
@@ -379,7 +394,7 @@ def _refined(cond: Expr, holds: bool, inputs: Mapping[str, Bound], env: dict[Key
     h = h_expr.args[0]
     if isinstance(h, bool) or (isinstance(h, float) and math.isnan(h)):
         return env
-    x = _bound(x_expr, inputs, env)
+    x = _bound(x_expr, inputs, env, ids)
     low = high = float(h)  # the comparison is of doubles (or of ints: the double is monotone in it)
     above = op in (">", ">=")  # what the true branch says: x above h (or NaN) / x below h (not NaN)
     if holds:
@@ -394,6 +409,4 @@ def _refined(cond: Expr, holds: bool, inputs: Mapping[str, Bound], env: dict[Key
             if above
             else Bound(max(x.lo, low), x.hi, x.nan, x.null, x.kind)
         )
-    out = dict(env)
-    out[_key(x_expr)] = new
-    return out
+    return env.refine(ids(x_expr), new)

@@ -21,17 +21,21 @@ from dpcompose._validation import short_repr as _short
 from dpcompose.accounting import float_down, float_up
 from dpcompose.core import AtomDomain, Domain, Metric, Node, NormBallDomain, Transformation, VectorDomain
 from dpcompose.core._metrics import check_space
-from dpcompose.core._recipe import recorded
+from dpcompose.core._recipe import recorded_as
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._expr import Expr, columns_of, typed
+from dpcompose.transformations._expr import Expr, check_tree, columns_of, typed
 from dpcompose.transformations._expr_numpy import Bound, Column, bound_of, evaluate
-from dpcompose.transformations._from_polars import from_polars
+from dpcompose.transformations._from_polars import from_polars, is_polars_expr
 
 __all__ = ["make_map_exprs"]
 
 Floats = npt.NDArray[np.float64]
 _INT64 = (-(2**63), 2**63 - 1)
+
+STORED_NODES = 5_000
+"""The most nodes the expressions of a stored ``make_map_exprs`` may hold once written out as trees (a file
+has no shared nodes: each ``clip`` writes its operand three times)."""
 
 
 def _input(input_domain: Domain, names: Sequence[str]) -> tuple[AtomDomain, int | None, Bound]:
@@ -123,7 +127,41 @@ def _finish(column: Column, n: int, fill: float | None) -> Floats:
     return out
 
 
-@recorded
+def _written_size(trees: list[object]) -> int:
+    """How many nodes ``trees`` hold written out as trees (shared subtrees counted at each use)."""
+    sizes: dict[int, int] = {}  # by id: every node met stays alive inside ``trees``
+
+    def size(e: object) -> int:
+        if not isinstance(e, Expr):
+            return 0
+        found = sizes.get(id(e))
+        if found is None:
+            found = sizes[id(e)] = 1 + sum(size(a) for a in e.args)
+        return found
+
+    return sum(size(t) for t in trees)
+
+
+def _stored(arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The arguments a file records for a call of :func:`make_map_exprs`: Polars expressions replaced by
+    the engine-neutral trees they translate to (``dp.col`` trees, which a file holds and which build the
+    same map); trees too large to write out are a problem, named."""
+    exprs = arguments["exprs"]
+    many = isinstance(exprs, (list, tuple))
+    given = list(exprs) if many else [exprs]
+    if not any(is_polars_expr(e) for e in given):
+        return {}, ""
+    trees = [from_polars(e, "exprs") for e in given]  # translated once already: cannot raise here
+    nodes = _written_size(trees)
+    if nodes > STORED_NODES:
+        return {}, (
+            f"argument 'exprs' would be written as {nodes:,} expression nodes (each clip writes its operand "
+            f"three times), more than {STORED_NODES:,}: nest fewer clips, or store the pipeline as code"
+        )
+    return {"exprs": trees if many else trees[0]}, ""
+
+
+@recorded_as(_stored)
 def make_map_exprs(
     input_domain: Domain,
     input_metric: Metric,
@@ -161,7 +199,9 @@ def make_map_exprs(
         columns: the names of the d values of a row, in order.
         exprs: one expression (the output is 1-d, ``VectorDomain(AtomDomain(float, ...))``) or a list of
             k (the output is an ``(n, k)`` array, ``VectorDomain(VectorDomain(AtomDomain(float, ...),
-            size=k))``, whose atom is the hull of the k columns' domains).
+            size=k))``, whose atom is the hull of the k columns' domains: a vector domain has one atom,
+            so a bound per column cannot be stated; for a norm tighter than √k times the hull's, chain
+            ``make_clip_l2(norm=√Σ boundⱼ²)``, which changes no row within the columns' bounds).
         fill: a finite float output in place of null, NaN and ±inf (default: NaN); an int or other
             number that a double holds exactly is read as that double.
 
@@ -198,6 +238,8 @@ def make_map_exprs(
     trees: list[Expr] = []
     for e in given:
         neutral = from_polars(e, "exprs")
+        if isinstance(neutral, Expr):  # a tree built by hand or read from a file: its shape first
+            check_tree(neutral, "exprs")
         unknown = columns_of(neutral) - set(names) if isinstance(neutral, Expr) else set()
         if unknown:
             raise InvalidParameter(

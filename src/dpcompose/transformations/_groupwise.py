@@ -14,6 +14,7 @@ import copy
 import hashlib
 import itertools
 import math
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -268,7 +269,13 @@ class _Router:
         """The k parts of ``data``, each in input order. A key of a plain type (exactly ``int`` or
         ``str``) read from a plain record (exactly a tuple, list or dict, where ``record[column]`` is
         what :func:`column_class` reads) is routed once per distinct value; every other record by its
-        class. Both give the same part."""
+        class. Both give the same part. When every record is plain and every key of one plain type, the
+        keys are read, made distinct and the records grouped a whole column at a time
+        (:meth:`_split_columns`); otherwise record by record."""
+        if self.column is not None and isinstance(data, (list, tuple)):
+            grouped = self._split_columns(data, k)
+            if grouped is not None:
+                return grouped
         groups: list[list[Any]] = [[] for _ in range(k)]
         memo: dict[tuple[type, Any], int | None] = {}
         column, key_of = self.column, self.key_of
@@ -298,6 +305,34 @@ class _Router:
             if i is not None:
                 groups[i].append(record)
         return groups
+
+    def _split_columns(self, records: Sequence[Any], k: int) -> list[list[Any]] | None:
+        """:meth:`split` a column at a time, or None (the record-by-record path decides) unless every
+        record is exactly a tuple, list or dict holding the column and every key is exactly an ``int`` or
+        a ``str``. The distinct keys (a dict of them: for these types equal keys are equal classes) are
+        routed as :meth:`split` routes them, one :func:`bucket_of` (or key lookup) each, each record gets
+        its key's part in numpy, and a stable sort by part keeps each part's records in input order: the
+        same parts as record by record."""
+        n = len(records)
+        if n == 0 or not set(map(type, records)) <= {tuple, list, dict}:
+            return None
+        try:
+            keys = list(map(operator.itemgetter(self.column), records))
+        except Exception:  # a record without the column: its class "missing", record by record
+            return None
+        if not set(map(type, keys)) <= {int, str}:
+            return None
+        distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        position = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=n)
+        index = self.parts.index
+        routes = np.array(
+            [-1 if (i := index(safe_class(key))) is None else i for key in distinct], dtype=np.int64
+        )
+        part = routes[position]
+        order = np.argsort(part, kind="stable")  # records of no part (-1) first, then part by part
+        ends = np.cumsum(np.bincount(part + 1, minlength=k + 1)).tolist()
+        ordered = np.fromiter(records, dtype=object, count=n)[order]
+        return [ordered[ends[i] : ends[i + 1]].tolist() for i in range(k)]
 
 
 class _Range:

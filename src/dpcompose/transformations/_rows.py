@@ -70,6 +70,18 @@ __all__ = [
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
+def satisfies(predicate: Callable[[Any], Any], record: Any) -> bool:
+    """Whether ``predicate(record)`` is true as Python's ``if`` reads it (``True``, ``numpy.True_``, ``1``, a
+    non-empty string, …): the one rule for every user predicate (:func:`make_subset_by`,
+    :func:`~dpcompose.transformations.make_workload`). ``False`` when the call or the truth test raises an
+    ``Exception`` (``bool`` of a numpy array of several values raises): a record's own failure is "not
+    satisfied", never an exception, so a transformation never raises on data in its domain."""
+    try:
+        return bool(predicate(record))
+    except Exception:  # the record's own failure (or an answer without a truth value): not satisfied
+        return False
+
+
 def _name_of(function: object) -> str:
     """A stable label for a user function in ``explain`` output (no memory address)."""
     name = getattr(function, "__qualname__", None)
@@ -186,10 +198,11 @@ def _safe_map(function: Callable[[Any], Any], element: Domain, default: Any) -> 
 def make_subset_by(
     input_domain: Domain, input_metric: Metric, predicate: Callable[[Any], Any]
 ) -> Transformation[Any, Any, int, int]:
-    """Keep the records for which ``predicate(record)`` is ``True``.
+    """Keep the records for which ``predicate(record)`` is true.
 
-    A record is kept only when the predicate returns a ``bool`` (or ``numpy.bool_``) that is true; a
-    record for which it raises an ``Exception`` or returns anything else (``1``, ``"yes"``, ``None``) is
+    A record is kept when the predicate's answer is true as Python's ``if`` reads it (``True``,
+    ``numpy.True_``, ``1``; :func:`satisfies`); a record for which the predicate or the truth test of its
+    answer raises an ``Exception``, or whose answer is false (``False``, ``0``, ``None``, ``""``), is
     dropped. Dropping is decided by the record alone, so it never raises on data in the input domain.
     The predicate is called once per record, on Python scalars for numeric records; the selection itself
     is a numpy mask. It must be a deterministic function of the record alone.
@@ -208,7 +221,7 @@ def make_subset_by(
     Args:
         input_domain: a ``VectorDomain`` of records.
         input_metric: ``SymmetricDistance()`` or ``ChangeOneDistance()``.
-        predicate: a function of one record returning ``True`` to keep it.
+        predicate: a function of one record returning a true value (``True``) to keep it.
 
     Source: McSherry 2009 (PINQ, §4 "Where": a filter is 1-stable under add/remove); a change is one
     removal and one addition.
@@ -231,19 +244,14 @@ def make_subset_by(
     dtype = _array_dtype(element)
     factor = 2 if isinstance(input_metric, ChangeOneDistance) else 1
 
-    def keep(row: Any) -> bool:
-        try:
-            answer = predicate(row)
-        except Exception:  # the record's own failure drops it; nothing escapes
-            return False
-        return answer is True or (isinstance(answer, np.bool_) and bool(answer))
-
     def run(data: Any) -> Any:
         if dtype is not None:
             values: np.ndarray[Any, Any] = np.asarray(data, dtype=dtype)
-            mask = np.fromiter((keep(v) for v in values.tolist()), dtype=bool, count=values.size)
+            mask = np.fromiter(
+                (satisfies(predicate, v) for v in values.tolist()), dtype=bool, count=values.size
+            )
             return values[mask]
-        return [row for row in _rows(data, element) if keep(row)]
+        return [row for row in _rows(data, element) if satisfies(predicate, row)]
 
     return Transformation(
         domain,

@@ -81,11 +81,31 @@ def clamp_bound(padded: int) -> int:
     return (1 << 62) // padded
 
 
-def clamped_steps(data: Any, padded: int) -> list[int]:
-    """``data`` as Python ints, each clamped to ``±clamp_bound(P)`` — the same steps for every datum."""
-    values = data.tolist() if isinstance(data, np.ndarray) else list(data)
+def clamped_steps(data: Any, padded: int) -> Ints:
+    """``data`` as an int64 array, each value clamped to ``±clamp_bound(P)`` — the same steps for every
+    datum. Vectorised (numpy ``clip``) for an integer array and for a list of ints that numpy holds exactly
+    (int64 or uint64); a list holding ints beyond those ranges is read one Python int at a time (the same
+    clamp)."""
     bound = clamp_bound(padded)
-    return [min(max(int(v), -bound), bound) for v in values]
+    values = np.asarray(data) if isinstance(data, np.ndarray) else _exact_int_array(data)
+    if values is not None and values.dtype.kind == "u":
+        top: Ints = np.minimum(values.astype(np.uint64, copy=False), np.uint64(bound)).astype(np.int64)
+        return top.reshape(-1)
+    if values is not None and values.dtype.kind == "i":
+        clamped: Ints = np.clip(values.astype(np.int64, copy=False), -bound, bound).reshape(-1)
+        return clamped
+    plain = data.tolist() if isinstance(data, np.ndarray) else list(data)
+    return np.array([min(max(int(v), -bound), bound) for v in plain], dtype=np.int64)
+
+
+def _exact_int_array(data: Any) -> npt.NDArray[Any] | None:
+    """``data`` (a sequence of ints) as an int64 or uint64 array holding every value exactly, or None
+    (ints beyond both ranges: numpy would make them float64 or objects)."""
+    try:
+        values = np.asarray(list(data))
+    except Exception:  # not a flat sequence numpy reads: the per-value path decides
+        return None
+    return values if values.dtype in (np.int64, np.uint64) else None
 
 
 def tree_sums(data: Any, length: int, branching: int) -> Ints:

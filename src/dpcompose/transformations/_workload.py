@@ -53,6 +53,7 @@ from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import INT64_MAX, check_dataset_metric
+from dpcompose.transformations._rows import satisfies
 
 __all__ = ["make_workload", "make_workload_error"]
 
@@ -191,15 +192,6 @@ def _is_predicate_list(queries: object) -> bool:
     )
 
 
-def _holds(predicate: Callable[[Any], Any], record: Any) -> int:
-    """1 when ``predicate(record)`` returns a true ``bool``/``numpy.bool_``; 0 otherwise or if it raises."""
-    try:
-        result = predicate(record)
-    except Exception:  # the record's own failure counts as "not satisfied", never raised
-        return 0
-    return 1 if isinstance(result, (bool, np.bool_)) and bool(result) else 0
-
-
 class _CategoryCoder:
     """Positions of the records of a ``CategoricalDomain`` (members only, so a dict lookup is exact)."""
 
@@ -236,9 +228,10 @@ def make_workload(
     * a 0/1 matrix of shape ``(k, m)`` (numpy array or nested lists of 0/1 or bools) over records of
       ``CategoricalDomain(categories)`` with ``m`` categories: query ``i`` counts the records whose
       category ``j`` has ``queries[i][j] = 1``. Answers are ``A·h`` for the histogram ``h``, vectorised; or
-    * a non-empty list of predicates (callables of one record). A record satisfies a predicate when it
-      returns a ``bool`` (or ``numpy.bool_``) that is true; one that raises or returns anything else counts
-      0, never an exception. Over a ``CategoricalDomain`` each predicate is evaluated once per *category*
+    * a non-empty list of predicates (callables of one record). A record satisfies a predicate when its
+      answer is true as Python's ``if`` reads it (``True``, ``numpy.True_``, ``1``; the rule of
+      :func:`make_subset_by`); a predicate that raises, or whose answer has no truth value, counts 0,
+      never an exception. Over a ``CategoricalDomain`` each predicate is evaluated once per *category*
       at construction (so records are counted through the matrix, vectorised, and the sensitivity is
       exact); over any other record domain once per record.
 
@@ -313,7 +306,7 @@ def make_workload(
             if len(queries) * m > MAX_CELLS:
                 raise InvalidParameter(f"queries: {len(queries)} predicates × {m} categories exceed 2**22")
             matrix = np.array(
-                [[_holds(q, c) for c in element.categories] for q in queries], dtype=np.int64
+                [[satisfies(q, c) for c in element.categories] for q in queries], dtype=np.int64
             ).reshape(len(queries), m)
         else:
             matrix = _query_matrix(queries, m)
@@ -340,7 +333,7 @@ def make_workload(
             out = [0] * k
             for record in values:
                 for i, q in enumerate(preds):
-                    out[i] += _holds(q, record)
+                    out[i] += satisfies(q, record)
             return np.array([min(v, INT64_MAX) for v in out], dtype=np.int64)
 
         kind = "predicates"
