@@ -6,7 +6,7 @@ times with fresh secure noise; the figure is ``√(mean over runs and steps of (
 exact RMSE its noise law implies beside it. Rows:
 
 * OpenDP: ``make_b_ary_tree`` → ``then_laplace`` (scale by ``binary_search_param`` at ε = 1) →
-  ``make_consistent_b_ary_tree``, prefix sums of the leaves; at b = 2 and at OpenDP's own
+  ``make_consistent_b_ary_tree``, prefix sums of the leaves; at b = 2, 4 and at OpenDP's own
   ``choose_branching_factor(1024)``.
 * dpcompose: ``make_b_ary_tree`` → ``make_laplace`` (scale L, ε = 1) → ``tree_running_counts``
   (consistent), at the same b's and at b = 4 and 32 (1,024 = 32²: no padding).
@@ -51,7 +51,7 @@ def opendp_rows(x: np.ndarray, runs: int) -> list[tuple[str, float, str, float]]
     odp.enable_features("contrib")
     rows = []
     chosen = odp.t.choose_branching_factor(size_guess=T)
-    for b in sorted({2, chosen}):
+    for b in sorted({2, 4, chosen}):
         tree = odp.t.make_b_ary_tree(
             odp.vector_domain(odp.atom_domain(T=int)),
             odp.l1_distance(T=int),
