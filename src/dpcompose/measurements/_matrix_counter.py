@@ -52,16 +52,20 @@ rounded up to the least float at or above it, and the dominating pair of the dis
 :func:`~dpcompose.make_zcdp_to_profile`.
 
 Adaptively chosen items. Here the items are the data the queryable is created on, fixed before the first
-answer, so the argument above is complete. The bound is also the right one when each item may depend on
-the earlier answers (an adversary choosing ``x_t`` and ``x'_t`` after seeing ``ŝ_0 … ŝ_{t−1}``, the two
-streams differing at one step): Denisov, McMahan, Rush, Smith, Thakurta 2022, "Improved differential
-privacy for SGD via optimal private linear operators on adaptive streams" (NeurIPS), Theorem 2.1 — for a
-factorisation ``A = B·C`` with ``C`` lower triangular and Gaussian noise, releasing ``B(Cx + z)`` online
-over an adaptive stream is exactly as private as the non-adaptive Gaussian mechanism ``x ↦ Cx + z`` at
-the sensitivity ``max_j ‖c_j‖₂``. For the discrete noise used here the same conclusion follows from the
-Rényi filter (Feldman–Zrnic 2021, Theorem 3.1): step ``j`` is a discrete Gaussian with shift
-``Δ_j = |q_j(x) − q_j(x')|``, of Rényi divergence at most ``αΔ_j²/(2σ_g²)`` at every order ``α``, and
-``Σ_j Δ_j² ≤ Δ_g²`` on every history.
+answer, so the argument above is complete. The same ρ also holds when each item may depend on the earlier
+answers — an adversary choosing ``x_t`` and ``x'_t`` after seeing ``ŝ_0 … ŝ_{t−1}``, the two streams
+differing at one step ``τ`` by at most ``d`` — by this proof: at step ``t`` the release ``y_t`` is
+``q_t + z_t`` with fresh noise, and the two worlds' ``q_t`` differ by an integer ``Δ_t`` that is a
+function of the shared history (0 before ``τ``; after it, the rounding of ``f̃_{t−τ}·(x_τ − x'_τ)/g``
+plus less than one unit), so a discrete Gaussian step of Rényi divergence at most ``αΔ_t²/(2σ_g²)`` at
+every order ``α`` (Canonne–Kamath–Steinke 2020, Theorem 4); on every history
+``Σ_t Δ_t² ≤ ‖q(x) − q(x')‖₂² ≤ Δ_g²`` (the bound above), so the Rényi filter (Feldman–Zrnic 2021,
+Theorem 4.3) gives ``αΔ_g²/(2σ_g²)`` for the whole adaptive transcript at every ``α``: ρ-zCDP. For
+continuous Gaussian noise this is Denisov, McMahan, Rush, Smith, Thakurta 2022, "Improved differential
+privacy for SGD via optimal private linear operators on adaptive streams" (NeurIPS), Theorem 2.1: for a
+square, full-rank, lower-triangular workload ``A = B·C``, releasing ``B(Cx + z)`` online over an adaptive
+stream is exactly as private as the non-adaptive Gaussian mechanism ``x ↦ Cx + z`` at the sensitivity
+``max_j ‖c_j‖₂``.
 """
 
 from __future__ import annotations
