@@ -3,6 +3,7 @@ answer, answers in order, refusals that spend nothing, and composition as an int
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -57,6 +58,24 @@ def test_privacy_map_bounds_the_gaussian_on_the_column_norm(length: int, scale: 
         assert rho <= d * d * s2 / (2 * sigma * sigma) * Fraction(10001, 10000)  # within 1e-4 of it at σ
     assert counter.map(0) == 0
     assert counter.map(2) > counter.map(1)
+
+
+def test_privacy_map_never_rises_with_the_scale() -> None:
+    """Across the powers of two, where the grid coarsens, ρ(σ) is non-increasing (searches rely on it)."""
+    scales = [2.0**j * m for j in (1, 2, 20) for m in (0.999999, 1.0, 1.000001, 1.5)]
+    rhos = [dp.m.make_matrix_counter(steps(64), L1, scale=s).map(1) for s in sorted(scales)]
+    assert all(a >= b for a, b in itertools.pairwise(rhos))
+
+
+def test_extreme_items_are_clamped_and_exact() -> None:
+    """Items at the clamp bound ±⌊2**62/T⌋ (and beyond, clamped) give exact running counts of the clamped
+    stream: the offset added for constant-size arithmetic is removed exactly."""
+    bound = (1 << 62) // 5
+    x = [bound, -bound, 10**30, -(10**30), 7]
+    q = dp.m.make_matrix_counter(steps(5), L1, scale=1e-3)(x)
+    clamped = np.cumsum([bound, -bound, bound, -bound, 7]).astype(float)
+    got = np.array([q(t) for t in range(5)])
+    assert np.all(np.abs(got - clamped) <= 1e-9 * bound + 0.1)
 
 
 def test_variance_of_each_answer_is_sigma_squared_times_the_partial_square_sum() -> None:

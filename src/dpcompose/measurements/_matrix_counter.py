@@ -15,7 +15,9 @@ What runs, exactly. Two things keep the privacy proof exact on a computer.
 
 1. ``C`` is replaced by ``C̃``, its entries ``f_k`` rounded *down* to multiples of ``2**−64``
    (``0 ≤ f̃_k ≤ f_k``), so that ``(C̃x)_t = N_t/2**64`` with the integer ``N_t = Σ_{i ≤ t} F_{t−i}·x_i``,
-   ``F_k = ⌊f_k·2**64⌋`` — computed exactly in Python integers, by the same steps for every datum. Each
+   ``F_k = ⌊f_k·2**64⌋`` — computed exactly in Python integers, by the same steps for every datum (each
+   item enters as ``x_i + 2**63``, an integer of 63–64 bits, and ``2**63·Σ_{k ≤ t} F_k`` is subtracted
+   after, so the work does not depend on the items' sizes). Each
    column of ``C̃`` is entrywise between 0 and the same column of ``C``, so its L2 norm is at most ``C``'s.
    (``B·C̃`` differs from ``A`` by less than ``2**−64·(t + 1)·Σ f`` per unit of data: a bias far below the
    grid rounding and the noise.)
@@ -155,12 +157,23 @@ def column_norm_bound(length: int) -> Fraction:
     return Fraction(math.isqrt(scaled - 1) + 1, 1 << C_BITS)
 
 
+OFFSET = 1 << 63
+"""Added to every (clamped) item before the products and subtracted after, so that every item enters the
+exact arithmetic as an integer of 63–64 bits: the same digit counts, hence the same work, whatever the
+data (a running time is an output too)."""
+
+
 @functools.lru_cache(maxsize=8)
-def _tables(length: int) -> tuple[tuple[int, ...], Floats]:
-    """``F_k = ⌊f_k·2**64⌋`` (the entries of ``C̃`` as integers) and ``f_k`` as floats (for ``B``)."""
+def _tables(length: int) -> tuple[tuple[int, ...], tuple[int, ...], Floats]:
+    """``F_k = ⌊f_k·2**64⌋`` (the entries of ``C̃`` as integers), ``OFFSET·Σ_{k ≤ t} F_k`` (what the offset
+    adds to ``N_t``) and ``f_k`` as floats (for ``B``)."""
     coefficients = sqrt_factor_coefficients(length)
     ints = tuple((f.numerator << C_BITS) // f.denominator for f in coefficients)
-    return ints, np.array([float(f) for f in coefficients], dtype=np.float64)
+    offsets, total = [], 0
+    for value in ints:
+        total += value * OFFSET
+        offsets.append(total)
+    return ints, tuple(offsets), np.array([float(f) for f in coefficients], dtype=np.float64)
 
 
 def counter_grid(sigma: Fraction) -> Grid:
@@ -186,11 +199,11 @@ class MatrixCounter(Queryable[int, float]):
     def __init__(self, data: Any, length: int, grid: Grid, noise: npt.NDArray[np.int64]) -> None:
         super().__init__(name="matrix counter")
         self._length = length
-        self._values = clamped_steps(data, length)
+        self._values = [v + OFFSET for v in clamped_steps(data, length)]
         self._shift = C_BITS + grid.k  # q_t = ⌊N_t / 2**shift + 1/2⌋
         self._width = float(grid.width)
         self._noise = noise
-        self._ints, self._floats = _tables(length)
+        self._ints, self._offsets, self._floats = _tables(length)
         self._released = np.zeros(length, dtype=np.float64)  # y in grid units, as floats (for B)
         self._answers: list[float] = []
 
@@ -209,7 +222,8 @@ class MatrixCounter(Queryable[int, float]):
         if step < len(self._answers):
             return self._answers[step]  # the same release again: no new noise
         t = step
-        total = sum(map(int.__mul__, self._ints[t::-1], self._values[: t + 1]))  # N_t = 2**64·(C̃x)_t
+        shifted = sum(map(int.__mul__, self._ints[t::-1], self._values[: t + 1]))
+        total = shifted - self._offsets[t]  # N_t = 2**64·(C̃x)_t, exactly
         self._released[t] = float(grid_index(total, self._shift) + int(self._noise[t]))
         answer = self._width * float(np.dot(self._floats[t::-1], self._released[: t + 1]))
         self._answers.append(answer)
