@@ -503,6 +503,16 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "m.make_matrix_counter": Case(
+        dp.m.make_matrix_counter,
+        lambda: {
+            "input_domain": dp.VectorDomain(INTS, size=5),
+            "input_metric": dp.L1Distance(),
+            "scale": 2.0,
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "m.make_interactive_laplace": Case(
         dp.m.make_interactive_laplace,
         lambda: {

@@ -613,6 +613,18 @@ CASES: dict[str, list[Case]] = {
             [lambda _: 0],
         ),
     ],
+    "make_matrix_counter": [
+        (
+            "three steps",
+            lambda: dp.m.make_matrix_counter(INT_SCORES, L1, scale=2.0),
+            [lambda _: 0, lambda _: 1, lambda _: 1, lambda _: 2],
+        ),
+        (
+            "one step",
+            lambda: dp.m.make_matrix_counter(dp.VectorDomain(INT, size=1), L1, scale=0.5),
+            [lambda _: 0],
+        ),
+    ],
 }
 
 

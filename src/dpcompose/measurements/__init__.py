@@ -7,6 +7,7 @@ from dpcompose.measurements._discrete import make_discrete_gaussian, make_discre
 from dpcompose.measurements._gaussian import make_gaussian
 from dpcompose.measurements._interactive import make_interactive_laplace, make_sparse_vector
 from dpcompose.measurements._laplace import make_laplace
+from dpcompose.measurements._matrix_counter import make_matrix_counter
 from dpcompose.measurements._noisy_max import make_noisy_top_k, make_report_noisy_max
 from dpcompose.measurements._quantile import make_private_quantile
 from dpcompose.measurements._randomized_response import (
@@ -28,6 +29,7 @@ __all__ = [
     "make_interactive_laplace",
     "make_laplace",
     "make_laplace_threshold",
+    "make_matrix_counter",
     "make_noisy_top_k",
     "make_online_counter",
     "make_private_quantile",
