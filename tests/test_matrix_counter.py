@@ -215,3 +215,16 @@ def test_rmse_at_1024_matches_the_formula() -> None:
     )
     expected = scale**2 * np.mean(np.cumsum([float(f * f) for f in sqrt_factor_coefficients(length)]))
     assert abs(mse / expected - 1) < 0.25
+
+
+def test_the_smallest_scale_releases_the_largest_items_and_a_smaller_one_is_refused() -> None:
+    """At 2**-900 the largest clamped items still convert to floats exactly enough (never an exception on data
+    inside the domain); below it the counter is refused at construction, before anything runs."""
+    steps = dp.VectorDomain(dp.AtomDomain(int), size=2)
+    counter = dp.m.make_matrix_counter(steps, dp.L1Distance(), scale=2.0**-900)
+    q = counter([2**70, -(2**70)])
+    top = float(2**61)  # the clamp ±⌊2**62/T⌋ at T = 2
+    assert q(0) == pytest.approx(top, rel=1e-12)
+    assert abs(q(1)) <= 1e-250
+    with pytest.raises(InvalidParameter, match="below 2\\*\\*-900"):
+        dp.m.make_matrix_counter(steps, dp.L1Distance(), scale=2.0**-950)

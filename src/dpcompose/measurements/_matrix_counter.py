@@ -9,7 +9,7 @@ coefficients of ``(1 − z)**(−1/2)``, whose square is ``1/(1 − z)``, the ge
 diagonals. The mechanism adds noise to ``C·x`` and releases ``ŝ_t = (B·(C·x + z))_t = s_t + (B·z)_t``, a
 function of the first ``t + 1`` entries of ``C·x + z`` only (both factors are lower triangular), so step
 ``t`` can be answered when step ``t`` closes. The noise of ``ŝ_t`` has variance ``σ²·Σ_{k ≤ t} f_k²``
-(``≈ σ²·(ln(t + 1) + 1.96)/π``, against ``σ²·(⌈log₂T⌉ + 1)``-ish for the binary tree).
+(``≈ σ²·(ln(t + 1) + γ + ln 16)/π``, γ Euler's constant; the binary tree's is ``σ²·(⌈log₂T⌉ + 1)``-ish).
 
 What runs, exactly. Two things keep the privacy proof exact on a computer.
 
@@ -44,7 +44,7 @@ grid moves each coordinate by less than half a unit, so ``‖q(x) − q(x')‖�
 ``Δ_g``. ``y`` is the multivariate discrete Gaussian mechanism on the integer vector ``q(x)``, which is
 ``Δ_g²/(2σ_g²)``-zCDP (Canonne, Kamath, Steinke 2020, Theorem 14). Every answer, whatever steps are asked
 and however they are interleaved with other queryables, is a function of ``y`` (drawing ``z`` when the
-queryable is created and reading ``x_j`` only when step ``j`` is first needed does not change ``y``'s
+queryable is created (the whole stream is clamped and stored then too) does not change ``y``'s
 law), so the whole transcript is ``ρ``-zCDP with ``ρ = Δ_g²/(2σ_g²)``, charged in full when the counter is
 created (as a child of a compositor, the compositor's theorem composes it with its siblings). The map
 reports the least non-increasing majorant of that ρ in σ
@@ -161,6 +161,10 @@ OFFSET = 1 << 63
 """Added to every (clamped) item before the products and subtracted after, so that every item enters the
 exact arithmetic as an integer of 63–64 bits: the same digit counts, hence the same work, whatever the
 data (a running time is an output too)."""
+SMALLEST_SCALE = Fraction(1, 1 << 900)
+"""Scales below this are refused: ``|(C̃x)_t| < 2**63`` (clamped items, ``Σ f_k ≤ 2√T``), so on a grid of
+``2**k`` with ``k ≥ −939`` every grid index plus noise stays below ``2**1003`` and its float conversion (and
+``B``'s float products) cannot overflow on data inside the domain."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -199,7 +203,7 @@ class MatrixCounter(Queryable[int, float]):
     def __init__(self, data: Any, length: int, grid: Grid, noise: npt.NDArray[np.int64]) -> None:
         super().__init__(name="matrix counter")
         self._length = length
-        self._values = [v + OFFSET for v in clamped_steps(data, length)]
+        self._values = [v + OFFSET for v in clamped_steps(data, length).tolist()]  # Python ints
         self._shift = C_BITS + grid.k  # q_t = ⌊N_t / 2**shift + 1/2⌋
         self._width = float(grid.width)
         self._noise = noise
@@ -266,7 +270,7 @@ def make_matrix_counter(
 
     Raises:
         DomainMismatch: the domain is not a sized vector of ``int``, or the metric is not ``L1Distance()``.
-        InvalidParameter: ``scale`` not positive and finite or outside ``[2**-1001, 2**991)``; ``T`` above
+        InvalidParameter: ``scale`` not positive and finite or outside ``[2**-900, 2**1010)``; ``T`` above
             2**16; (when asked) a step that is not an int, out of order, or past ``T``.
 
     Source: Fichtenberger, Henzinger, Upadhyay 2023 (ICML) §3, Henzinger, Upadhyay, Upadhyay 2023 (SODA)
@@ -293,6 +297,11 @@ def make_matrix_counter(
     check_finite_positive(scale, "scale")
     sigma = exact(scale, "scale")
     check_grid_scale(sigma, GRID_BITS)
+    if sigma < SMALLEST_SCALE:
+        raise InvalidParameter(
+            f"scale={scale!r} is below 2**-900: a large item's running count would pass the float range on "
+            "the counter's grid; rescale the counts (a scale of 2**-900 or more)"
+        )
     check_generator(rng)
     grid = counter_grid(sigma)
     column_norm_bound(length)  # (cached: the first map call costs nothing more)
