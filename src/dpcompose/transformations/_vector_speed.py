@@ -143,9 +143,7 @@ def tree_sums(parts: FloatRows, largest: float) -> FloatRows:
     return out
 
 
-def block_column_sums(
-    n: int, d: int, block: Callable[[int, int], FloatRows], largest: float
-) -> FloatRows:
+def block_column_sums(n: int, d: int, block: Callable[[int, int], FloatRows], largest: float) -> FloatRows:
     """:func:`float_column_sums` of the n rows of length d that ``block(start, stop)`` returns, block by
     block of :func:`sum_block_rows` rows (each returned as a C-ordered ``(stop − start, d)`` array, which
     may be a reused buffer: it is read before the next call).
@@ -169,8 +167,8 @@ def block_column_sums(
             m = rows.shape[0]
             full, first = m - m % FANOUT, start // FANOUT
             if full:
-                groups[first : first + full // FANOUT] = rows[:full].reshape(full // FANOUT, FANOUT, d).sum(
-                    axis=1
+                groups[first : first + full // FANOUT] = (
+                    rows[:full].reshape(full // FANOUT, FANOUT, d).sum(axis=1)
                 )
             if full < m:
                 groups[first + full // FANOUT] = rows[full:].sum(axis=0)
