@@ -9,7 +9,10 @@ The fast paths (used by :func:`~dpcompose.transformations.make_clip_l2` and
   pass cannot certify (a NaN, a norm beyond about 2**511, or a bound below 2**-479) are left to the
   rescaling path, :func:`~dpcompose.transformations._vectors.clip_rows`.
 * :func:`float_column_sums`: the column sums in floating point, added up in a tree of fan-out
-  :data:`FANOUT` (numpy's sums, any order inside a node), clamped to ``[-L, L]``.
+  :data:`FANOUT` (numpy's sums, any order inside a node), clamped to ``[-L, L]``, read block by block of
+  rows (:func:`block_column_sums`); chained after a clip, each block is clipped into one reused buffer
+  and summed while in the cache (:class:`~dpcompose.transformations._vectors.ClippedSum`), with the same
+  bits as the clipped array summed.
 
 The switch: the environment variable ``DPCOMPOSE_VECTOR_SPEEDUPS=0`` (read once, when this module is
 imported; also ``false``, ``off`` or ``no``), or :func:`vector_speedups` for a block of code, turns both off:
