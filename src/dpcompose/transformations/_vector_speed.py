@@ -48,6 +48,7 @@ from dpcompose.core._norm_domain import MARGIN
 __all__ = [
     "BLOCK_ENTRIES",
     "FANOUT",
+    "SCALE_ENTRIES",
     "SPEEDUPS_ENV",
     "SUM_BLOCK_ENTRIES",
     "block_column_sums",
@@ -212,6 +213,11 @@ BLOCK_ENTRIES = 2**15
 and sums them while they are in the cache."""
 
 
+SCALE_ENTRIES = 2**17
+"""The fast clip scales groups of about this many entries (1 MiB; whole blocks of :data:`BLOCK_ENTRIES`)
+right after reading their norms, while they are in the cache."""
+
+
 def row_square_sums(rows: FloatRows, scratch: FloatRows, sums: FloatRows) -> None:
     """Each row's float sum of squares into ``sums`` (1-D): the squares written into the C-ordered
     ``scratch`` (same shape as ``rows``), then summed by numpy's pairwise sum along each row, in an order
@@ -279,8 +285,8 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
        ‖out‖ <= (1 + u)·h·‖x‖ + √d·2**-1075 <= (1 + u)³(1 + 2**-30)(1 − 2**-20)·bound + 2**-1065
        < (1 − 2**-21)·bound + 2**-1065 < bound, as bound >= 2**-479.
 
-    Time: two passes over the data (the sums read the squares from the cache), and the flagged rows' own
-    path.
+    Time: two passes over the data, the second (the scaling) over groups of :data:`SCALE_ENTRIES` entries
+    read from the cache, and the flagged rows' own path.
     """
     n, d = rows.shape
     out: FloatRows = np.empty((n, d), dtype=np.float64)
@@ -304,17 +310,22 @@ def fast_clip_rows(
     using ``squares`` (C-ordered, d columns, at least one row) block by block of its rows; returns the rows
     left to the caller (``rest``). Every step is elementwise or row by row, so a row's output bits depend on
     that row alone (see :func:`fast_clip_l2`), whichever block of rows it is clipped with."""
-    n = rows.shape[0]
+    n, d = rows.shape
     step = max(1, squares.shape[0])
+    group = max(step, SCALE_ENTRIES // max(d, 1) // step * step)
+    rest: npt.NDArray[np.bool_] = np.empty(n, dtype=bool)
     with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
-        for start in range(0, n, step):
-            block = rows[start : start + step]
-            row_square_sums(block, squares[: len(block)], q[start : start + step])
-        s = np.sqrt(q)
-        keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
-        scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
-        h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
-        h *= np.where(scaled, 1.0 - MARGIN, 1.0)
-        np.multiply(rows, h[:, None], out=out)
-    rest: npt.NDArray[np.bool_] = ~(keep | scaled)
+        for first in range(0, n, group):  # (each group scaled while it is in the cache)
+            last = min(n, first + group)
+            for start in range(first, last, step):
+                block = rows[start : min(last, start + step)]
+                row_square_sums(block, squares[: len(block)], q[start : start + len(block)])
+            sums = q[first:last]
+            s = np.sqrt(sums)
+            keep = (sums <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
+            scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
+            h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
+            h *= np.where(scaled, 1.0 - MARGIN, 1.0)
+            np.multiply(rows[first:last], h[:, None], out=out[first:last])
+            np.logical_not(keep | scaled, out=rest[first:last])
     return rest
