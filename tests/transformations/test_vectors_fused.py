@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
-from dpcompose.core._stages import Composed, Stage, compose
+from dpcompose.core._stages import Composed
 from dpcompose.transformations import _vector_speed
 from dpcompose.transformations._vector_speed import sum_block_rows, vector_speedups
 from dpcompose.transformations._vectors import ClippedSum
@@ -186,22 +186,3 @@ def test_nested_chains_fuse_and_explain_and_json_are_unchanged() -> None:
     assert isinstance(dp.from_json(dp.to_json(plain)).function, ClippedSum)
     assert "clip_l2" in str(dp.explain(plain, 1)) and "vector_sum" in str(dp.explain(plain, 1))
 
-
-def test_compose_reassociates_and_offers_stages() -> None:
-    seen: list[object] = []
-
-    class Twice(Stage):
-        def __call__(self, data: Any) -> Any:
-            return 2 * data
-
-        def after(self, first: Any) -> Any:
-            seen.append(first)
-            return Stage.after(self, first)
-
-    def inc(v: int) -> int:
-        return v + 1
-
-    f = compose(compose(inc, inc), Twice())
-    assert f(1) == 6 and seen == [inc]
-    g = compose(inc, compose(Twice(), inc))
-    assert g(1) == 5
