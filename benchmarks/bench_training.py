@@ -18,8 +18,9 @@ Rows:
   plain numpy (``np.einsum`` row norms, one scaling multiply, ``sum(axis=0)``), timed alternately in one
   process; ``exact`` is the same chain with the speed switch off (``DPCOMPOSE_VECTOR_SPEEDUPS=0``: the
   rescaling clip and the exact sum), ``map − 1`` what the sum's rounding adds to the map at d_in = 1.
-  10,000 × 100,000 (an 8 GB input; 16 GB at the peak) only with ``--big``; ``--sizes 10000x50000``
-  picks other sizes.
+  10,000 × 100,000 (an 8 GB input) only with ``--big``; ``--sizes 10000x50000`` picks other sizes.
+  ``MiB ours`` / ``MiB numpy``: the most memory each holds at once beyond the input (tracemalloc, measured
+  after the timed runs; numpy's scaled copy is the size of the input, the fused clip+sum a few blocks).
 
 Each number is the best of ``--repeats`` runs, each in a fresh process for the accounting rows (both
 libraries cache nothing across processes; the first import and the lazy scipy imports are paid before the
@@ -156,14 +157,34 @@ def clip_sum(src: str, n: int, d: int, repeats: int, exact: bool = True) -> dict
                 c = total(x)
                 slow = min(slow, time.perf_counter() - t3)
     b = plain(x)
+    ours_peak, numpy_peak = peak_bytes(lambda: total(x)), peak_bytes(lambda: plain(x))
     return {
         "ours": ours,
         "numpy": theirs,
+        "ours_peak": ours_peak / 2**20,
+        "numpy_peak": numpy_peak / 2**20,
         "exact": slow,
         "diff": float(np.max(np.abs(a - b))),
         "exact_diff": float(np.max(np.abs(a - c))) if c is not None else math.nan,
         "slack": float(total.map(1)) - 1.0,
     }
+
+
+def peak_bytes(run: Any) -> int:
+    """The most memory ``run()`` holds at once beyond what was allocated before it (tracemalloc: numpy
+    reports its array buffers to it), its result included."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        result = run()
+        peak = tracemalloc.get_traced_memory()[1] - before
+        del result
+        return peak
+    finally:
+        tracemalloc.stop()
 
 
 def _child(args: list[str]) -> dict[str, float]:
@@ -214,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.clip_only:
         _accounting_rows(args, src)
     print(f"\n{'clip+sum n × d':22} {'ours':>10} {'numpy':>9} {'ratio':>7} {'exact':>9} {'ex/numpy':>8} "
-          f"{'max |diff|':>10} {'|fast−exact|':>12} {'map − 1':>9}")
+          f"{'max |diff|':>10} {'|fast−exact|':>12} {'map − 1':>9} {'MiB ours':>9} {'MiB numpy':>9}")
     sizes = [(100_000, 100), (2_000, 10_000)] if args.quick else [(100_000, 100), (10_000, 10_000)]
     if args.sizes:
         sizes = [(int(a), int(b)) for a, b in (s.lower().split("x") for s in args.sizes)]
@@ -225,7 +246,8 @@ def main(argv: list[str] | None = None) -> None:
         r = clip_sum(args.src, n, d, args.repeats if not big else 1, exact=not big)
         print(f"{format(n, ',') + ' × ' + format(d, ','):22} {r['ours']:10.3f} {r['numpy']:9.3f} "
               f"{r['ours'] / r['numpy']:7.2f} {r['exact']:9.3f} {r['exact'] / r['numpy']:8.2f} "
-              f"{r['diff']:10.2e} {r['exact_diff']:12.2e} {r['slack']:9.2e}")
+              f"{r['diff']:10.2e} {r['exact_diff']:12.2e} {r['slack']:9.2e} {r['ours_peak']:9.1f} "
+              f"{r['numpy_peak']:9.1f}")
 
 
 def _accounting_rows(args: Any, src: list[str]) -> None:

@@ -350,7 +350,8 @@ class VectorDomain(Domain):
             return False
         if not (isinstance(element, AtomDomain) and element.carrier in (int, float)):
             return False
-        return _array_member(rows.reshape(-1), element)
+        step = max(1, MEMBER_BLOCK // max(rows.shape[1], 1))  # (blocks: no full-size copy or mask)
+        return all(_array_member(rows[i : i + step].reshape(-1), element) for i in range(0, len(rows), step))
 
     def __repr__(self) -> str:
         size = "" if self.size is None else f", size={self.size}"
@@ -433,8 +434,22 @@ def _exact_float_ints(value: np.ndarray) -> bool:
     return bool(np.all(small | coarse | fits))
 
 
+MEMBER_BLOCK = 2**16
+"""Membership of a numpy array is decided block by block of this many entries (512 KiB of float64): the
+temporaries (NaN masks, integer magnitudes) stay that small and each block is read again from the cache."""
+
+
 def _array_member(value: np.ndarray, element: AtomDomain) -> bool:
-    """Vectorised membership for numpy arrays of numbers."""
+    """Vectorised membership for 1-d numpy arrays of numbers, block by block (:data:`MEMBER_BLOCK`)."""
+    if value.size <= MEMBER_BLOCK:
+        return _block_member(value, element)
+    return all(
+        _block_member(value[i : i + MEMBER_BLOCK], element) for i in range(0, value.size, MEMBER_BLOCK)
+    )
+
+
+def _block_member(value: np.ndarray, element: AtomDomain) -> bool:
+    """Vectorised membership for a 1-d numpy array of numbers."""
     kind = value.dtype.kind
     nan: np.ndarray | None = None  # the NaN mask of a float array holding a NaN
     if element.carrier is int:

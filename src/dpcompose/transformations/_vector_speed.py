@@ -9,7 +9,10 @@ The fast paths (used by :func:`~dpcompose.transformations.make_clip_l2` and
   pass cannot certify (a NaN, a norm beyond about 2**511, or a bound below 2**-479) are left to the
   rescaling path, :func:`~dpcompose.transformations._vectors.clip_rows`.
 * :func:`float_column_sums`: the column sums in floating point, added up in a tree of fan-out
-  :data:`FANOUT` (numpy's sums, any order inside a node), clamped to ``[-L, L]``.
+  :data:`FANOUT` (numpy's sums, any order inside a node), clamped to ``[-L, L]``, read block by block of
+  rows (:func:`block_column_sums`); chained after a clip, each block is clipped into one reused buffer
+  and summed while in the cache (:class:`~dpcompose.transformations._vectors.ClippedSum`), with the same
+  bits as the clipped array summed.
 
 The switch: the environment variable ``DPCOMPOSE_VECTOR_SPEEDUPS=0`` (read once, when this module is
 imported; also ``false``, ``off`` or ``no``), or :func:`vector_speedups` for a block of code, turns both off:
@@ -32,7 +35,7 @@ Examples:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -45,12 +48,19 @@ from dpcompose.core._norm_domain import MARGIN
 __all__ = [
     "BLOCK_ENTRIES",
     "FANOUT",
+    "SCALE_ENTRIES",
     "SPEEDUPS_ENV",
+    "SUM_BLOCK_ENTRIES",
+    "block_column_sums",
     "fast_clip_l2",
+    "fast_clip_rows",
     "float_column_sums",
     "float_sum_gamma",
     "row_square_sums",
+    "square_block_rows",
+    "sum_block_rows",
     "tree_depth",
+    "tree_sums",
     "vector_speedups",
     "vector_speedups_on",
 ]
@@ -107,40 +117,83 @@ def float_sum_gamma(n: int) -> Fraction:
     return gamma_q(tree_depth(n))
 
 
-def float_column_sums(rows: FloatRows, largest: float) -> FloatRows:
-    """The column sums of the finite (n, d) array ``rows`` in floating point, each clamped to
-    ``[-largest, largest]``.
+SUM_BLOCK_ENTRIES = 2**18
+"""The float sum reads its rows in blocks of about this many entries (2 MiB; a multiple of :data:`FANOUT`
+rows, at least FANOUT rows): a chain ``make_clip_l2 >> make_vector_sum`` clips one block into a reused
+buffer and adds it up while it is in the cache (:func:`block_column_sums`)."""
 
-    The sums run in a tree (:func:`tree_depth`): the rows are cut into groups of :data:`FANOUT` consecutive
-    rows (the last may be shorter), each group summed by numpy (``sum(axis=1)`` of a reshaped view, or
-    ``sum(axis=0)``), and the group sums likewise, until one row is left. Every column is summed by binary
-    additions in which each entry takes part in at most ``t = tree_depth(n)`` of them, so its error is at most
-    γ_t·Σᵢ|xᵢⱼ| (:func:`~dpcompose.accounting._exact.gamma_q`; Higham 2002 §4.2), provided no partial sum
-    overflows: the caller ensures ``(1 + γ_t)·Σᵢ|xᵢⱼ|`` stays below the float maximum. The memory used is
-    about n/64 rows.
-    """
-    n, d = rows.shape
-    if n == 0:
-        return np.zeros(d)
-    parts = rows
+
+def sum_block_rows(d: int) -> int:
+    """The number of rows in each block :func:`block_column_sums` reads, for rows of length d: a multiple of
+    :data:`FANOUT`, about :data:`SUM_BLOCK_ENTRIES` entries."""
+    return FANOUT * max(1, SUM_BLOCK_ENTRIES // (FANOUT * max(d, 1)))
+
+
+def tree_sums(parts: FloatRows, largest: float) -> FloatRows:
+    """The summation tree of :func:`float_column_sums` run on the rows ``parts`` (C-ordered), each column
+    sum clamped to ``[-largest, largest]``."""
+    d = parts.shape[1]
     with np.errstate(under="ignore"):
         while parts.shape[0] > 1:
             m = parts.shape[0]
             full = m - m % FANOUT
             pieces = []
             if full:
-                grouped = parts[:full]
-                if grouped.flags.c_contiguous:
-                    pieces.append(grouped.reshape(full // FANOUT, FANOUT, d).sum(axis=1))
-                else:
-                    pieces.extend(
-                        grouped[i : i + FANOUT].sum(axis=0, keepdims=True) for i in range(0, full, FANOUT)
-                    )
+                pieces.append(parts[:full].reshape(full // FANOUT, FANOUT, d).sum(axis=1))
             if full < m:
                 pieces.append(parts[full:].sum(axis=0, keepdims=True))
             parts = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     out: FloatRows = np.clip(parts[0], -largest, largest)
     return out
+
+
+def block_column_sums(n: int, d: int, block: Callable[[int, int], FloatRows], largest: float) -> FloatRows:
+    """:func:`float_column_sums` of the n rows of length d that ``block(start, stop)`` returns, block by
+    block of :func:`sum_block_rows` rows (each returned as a C-ordered ``(stop − start, d)`` array, which
+    may be a reused buffer: it is read before the next call).
+
+    The result depends on the rows' values and on n and d only, never on where ``block`` keeps them: with
+    n rows or fewer than one block, the tree (:func:`tree_sums`) runs on the one block; else each block's
+    groups of :data:`FANOUT` rows are summed by the same numpy call (``sum(axis=1)`` of the block reshaped
+    to (rows/FANOUT, FANOUT, d); the last block's last group by ``sum(axis=0)``), the group sums kept in
+    one array of ⌈n/FANOUT⌉ rows, and the tree's further levels run on it. So the sum of a clipped array
+    and the sum of the same rows clipped block by block into a buffer are the same bits.
+    """
+    if n == 0:
+        return np.zeros(d)
+    step = sum_block_rows(d)
+    if n <= step:
+        return tree_sums(block(0, n), largest)
+    groups: FloatRows = np.empty((-(-n // FANOUT), d))
+    with np.errstate(under="ignore"):
+        for start in range(0, n, step):
+            rows = block(start, min(n, start + step))
+            m = rows.shape[0]
+            full, first = m - m % FANOUT, start // FANOUT
+            if full:
+                groups[first : first + full // FANOUT] = (
+                    rows[:full].reshape(full // FANOUT, FANOUT, d).sum(axis=1)
+                )
+            if full < m:
+                groups[first + full // FANOUT] = rows[full:].sum(axis=0)
+    return tree_sums(groups, largest)
+
+
+def float_column_sums(rows: FloatRows, largest: float) -> FloatRows:
+    """The column sums of the finite (n, d) array ``rows`` in floating point, each clamped to
+    ``[-largest, largest]``.
+
+    The sums run in a tree (:func:`tree_depth`): the rows are cut into groups of :data:`FANOUT` consecutive
+    rows (the last may be shorter), each group summed by numpy (``sum(axis=1)`` of a reshaped view, or
+    ``sum(axis=0)``), and the group sums likewise, until one row is left (block by block of rows:
+    :func:`block_column_sums`). Every column is summed by binary
+    additions in which each entry takes part in at most ``t = tree_depth(n)`` of them, so its error is at most
+    γ_t·Σᵢ|xᵢⱼ| (:func:`~dpcompose.accounting._exact.gamma_q`; Higham 2002 §4.2), provided no partial sum
+    overflows: the caller ensures ``(1 + γ_t)·Σᵢ|xᵢⱼ|`` stays below the float maximum. The memory used is
+    about n/64 rows, and one block of rows where ``rows`` is not C-ordered.
+    """
+    n, d = rows.shape
+    return block_column_sums(n, d, lambda start, stop: np.ascontiguousarray(rows[start:stop]), largest)
 
 
 TINY_SQUARE = 2.0**-960
@@ -158,6 +211,11 @@ factor is then a normal float."""
 BLOCK_ENTRIES = 2**15
 """The fast clip squares blocks of about this many entries (at least one row) into a scratch block (256 KiB)
 and sums them while they are in the cache."""
+
+
+SCALE_ENTRIES = 2**17
+"""The fast clip scales groups of about this many entries (1 MiB; whole blocks of :data:`BLOCK_ENTRIES`)
+right after reading their norms, while they are in the cache."""
 
 
 def row_square_sums(rows: FloatRows, scratch: FloatRows, sums: FloatRows) -> None:
@@ -227,25 +285,47 @@ def fast_clip_l2(rows: FloatRows, bound: float) -> tuple[FloatRows, npt.NDArray[
        ‖out‖ <= (1 + u)·h·‖x‖ + √d·2**-1075 <= (1 + u)³(1 + 2**-30)(1 − 2**-20)·bound + 2**-1065
        < (1 − 2**-21)·bound + 2**-1065 < bound, as bound >= 2**-479.
 
-    Time: two passes over the data (the sums read the squares from the cache), and the flagged rows' own
-    path.
+    Time: two passes over the data, the second (the scaling) over groups of :data:`SCALE_ENTRIES` entries
+    read from the cache, and the flagged rows' own path.
     """
     n, d = rows.shape
     out: FloatRows = np.empty((n, d), dtype=np.float64)
     if not bound >= LEAST_BOUND:  # (outside the proof: every row is the caller's)
         out[...] = rows
         return out, np.ones(n, dtype=bool)
-    q = np.empty(n)
-    step = max(1, BLOCK_ENTRIES // max(d, 1))
-    scratch = np.empty((min(step, n), d))
+    squares = np.empty((min(square_block_rows(d), n), d))
+    return out, fast_clip_rows(rows, bound, out, np.empty(n), squares)
+
+
+def square_block_rows(d: int) -> int:
+    """The rows of length d squared at a time by the fast clip (:data:`BLOCK_ENTRIES` entries, at least 1)."""
+    return max(1, BLOCK_ENTRIES // max(d, 1))
+
+
+def fast_clip_rows(
+    rows: FloatRows, bound: float, out: FloatRows, q: FloatRows, squares: FloatRows
+) -> npt.NDArray[np.bool_]:
+    """The work of :func:`fast_clip_l2` (``bound >= LEAST_BOUND``) with the caller's buffers: the clipped
+    rows are written into ``out`` (same shape as ``rows``), each row's sum of squares into ``q`` (n entries),
+    using ``squares`` (C-ordered, d columns, at least one row) block by block of its rows; returns the rows
+    left to the caller (``rest``). Every step is elementwise or row by row, so a row's output bits depend on
+    that row alone (see :func:`fast_clip_l2`), whichever block of rows it is clipped with."""
+    n, d = rows.shape
+    step = max(1, squares.shape[0])
+    group = max(step, SCALE_ENTRIES // max(d, 1) // step * step)
+    rest: npt.NDArray[np.bool_] = np.empty(n, dtype=bool)
     with np.errstate(under="ignore", over="ignore", divide="ignore", invalid="ignore"):
-        for start in range(0, n, step):
-            block = rows[start : start + step]
-            row_square_sums(block, scratch[: len(block)], q[start : start + step])
-        s = np.sqrt(q)
-        keep = (q <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
-        scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
-        h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
-        h *= np.where(scaled, 1.0 - MARGIN, 1.0)
-        np.multiply(rows, h[:, None], out=out)
-    return out, ~(keep | scaled)
+        for first in range(0, n, group):  # (each group scaled while it is in the cache)
+            last = min(n, first + group)
+            for start in range(first, last, step):
+                block = rows[start : min(last, start + step)]
+                row_square_sums(block, squares[: len(block)], q[start : start + len(block)])
+            sums = q[first:last]
+            s = np.sqrt(sums)
+            keep = (sums <= TINY_SQUARE) | (s <= bound * (1.0 - MARGIN))
+            scaled = ~keep & (s <= bound * HEADROOM) & (s < np.inf)  # (bound·2**960 may be +∞)
+            h = np.where(scaled, bound / np.where(scaled, s, 1.0), 1.0)
+            h *= np.where(scaled, 1.0 - MARGIN, 1.0)
+            np.multiply(rows[first:last], h[:, None], out=out[first:last])
+            np.logical_not(keep | scaled, out=rest[first:last])
+    return rest

@@ -38,6 +38,7 @@ from dpcompose.core import (
 from dpcompose.core._metrics import check_space
 from dpcompose.core._norm_domain import MARGIN, MAX_DIMENSION, certainly_within
 from dpcompose.core._recipe import recorded
+from dpcompose.core._stages import Stage
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
 from dpcompose.transformations._column_sums import column_sums
@@ -45,9 +46,13 @@ from dpcompose.transformations._sum import SUM_SCALE, size_bound
 from dpcompose.transformations._vector_speed import (
     FANOUT,
     LEAST_BOUND,
+    block_column_sums,
     fast_clip_l2,
+    fast_clip_rows,
     float_column_sums,
     float_sum_gamma,
+    square_block_rows,
+    sum_block_rows,
     vector_speedups_on,
 )
 
@@ -186,6 +191,98 @@ def _clip_block(x: FloatRows, p: int, bound: float, out: FloatRows, y: FloatRows
             out[scaled] = np.ldexp(out[scaled], exponent_c)
 
 
+class ClipRows(Stage):
+    """The function of :func:`make_clip_l1` / :func:`make_clip_l2`: rows of length ``d`` into the Lp ball of
+    radius ``bound`` (the fast path of :func:`~dpcompose.transformations._vector_speed.fast_clip_l2` for
+    p = 2 when the speed switch is on, else :func:`clip_rows`)."""
+
+    __slots__ = ("bound", "d", "fast", "p")
+
+    def __init__(self, d: int, p: int, bound: float) -> None:
+        self.d, self.p, self.bound = d, p, bound
+        self.fast = p == 2 and bound >= LEAST_BOUND
+
+    def __call__(self, data: Any) -> FloatRows:
+        x = rows_array(data, self.d)
+        if not (self.fast and vector_speedups_on()):
+            return clip_rows(x, self.p, self.bound)
+        out, rest = fast_clip_l2(x, self.bound)
+        if rest.any():  # NaN rows, norms beyond about 2**511: rescaled (their count shows in the time)
+            out[rest] = clip_rows(x[rest], self.p, self.bound)
+        return out
+
+
+class VectorSumRows(Stage):
+    """The function of :func:`make_vector_sum`: the float sum
+    (:func:`~dpcompose.transformations._vector_speed.float_column_sums`) of at most ``limit`` rows when the
+    speed switch is on (``limit`` −1: never), else the exact sum clamped at ``saturation``. After a
+    :class:`ClipRows` it runs as :class:`ClippedSum`."""
+
+    __slots__ = ("d", "largest", "limit", "saturation")
+
+    def __init__(self, d: int, limit: int, largest: float, saturation: int) -> None:
+        self.d, self.limit, self.largest, self.saturation = d, limit, largest, saturation
+
+    def float_sum(self, n: int) -> bool:
+        """Whether n rows are summed in floating point (the speed switch is read)."""
+        return n <= self.limit and vector_speedups_on()
+
+    def __call__(self, data: Any) -> FloatRows:
+        x = rows_array(data, self.d)
+        if self.float_sum(x.shape[0]):
+            return float_column_sums(x, self.largest)
+        out: FloatRows = column_sums(x, self.saturation)
+        return out
+
+    def after(self, first: Any) -> Any:
+        if isinstance(first, ClipRows):
+            return ClippedSum(first, self)
+        return Stage.after(self, first)
+
+
+class ClippedSum:
+    """``make_clip_l1/l2 >> make_vector_sum`` without the clipped array: where the sum is a float sum, the
+    rows are clipped block by block (:func:`~dpcompose.transformations._vector_speed.sum_block_rows` rows)
+    into one reused buffer and each block is added into the summation tree while in the cache
+    (:func:`~dpcompose.transformations._vector_speed.block_column_sums`).
+
+    The result is the same bits as the clip's output summed by the vector sum, for every input: each row is
+    clipped by the same elementwise and row-by-row steps (its bits depend on the row alone: the proof of
+    :func:`~dpcompose.transformations._vector_speed.fast_clip_l2` and :func:`clip_rows`), and
+    ``block_column_sums`` returns the same bits wherever its blocks are kept. So the chain's maps and proofs
+    are those of its two parts. Elsewhere (the exact sum) the two run one after the other.
+    """
+
+    __slots__ = ("clip", "total")
+
+    def __init__(self, clip: ClipRows, total: VectorSumRows) -> None:
+        self.clip, self.total = clip, total
+
+    def __call__(self, data: Any) -> FloatRows:
+        clip = self.clip
+        x = rows_array(data, clip.d)
+        n, d = x.shape
+        if not self.total.float_sum(n):
+            return self.total(clip(x))
+        fast = clip.fast and vector_speedups_on()
+        rows = min(n, sum_block_rows(d))
+        out = np.empty((rows, d))
+        q = np.empty(rows)
+        squares = np.empty((min(square_block_rows(d), rows), d))
+
+        def block(start: int, stop: int) -> FloatRows:
+            x_block, clipped = x[start:stop], out[: stop - start]
+            if not fast:
+                clipped[...] = clip_rows(x_block, clip.p, clip.bound)
+                return clipped
+            rest = fast_clip_rows(x_block, clip.bound, clipped, q[: stop - start], squares)
+            if rest.any():  # (as ClipRows: NaN rows, norms beyond about 2**511)
+                clipped[rest] = clip_rows(x_block[rest], clip.p, clip.bound)
+            return clipped
+
+        return block_column_sums(n, d, block, self.total.largest)
+
+
 def _make_clip(
     input_domain: Domain, input_metric: Metric, norm: Any, p: int, name: str
 ) -> Transformation[Any, FloatRows, int, int]:
@@ -196,23 +293,12 @@ def _make_clip(
     ball = NormBallDomain(size=d, norm=norm, p=p)
     bound = ball.norm
 
-    fast = p == 2 and bound >= LEAST_BOUND
-
-    def run(data: Any) -> FloatRows:
-        x = rows_array(data, d)
-        if not (fast and vector_speedups_on()):
-            return clip_rows(x, p, bound)
-        out, rest = fast_clip_l2(x, bound)
-        if rest.any():  # NaN rows, norms beyond about 2**511: rescaled (their count shows in the time)
-            out[rest] = clip_rows(x[rest], p, bound)
-        return out
-
     return Transformation(
         input_domain,
         VectorDomain(ball, size=input_domain.size),
         input_metric,
         input_metric,
-        run,
+        ClipRows(d, p, bound),
         lambda d_in: d_in,
         node=Node(
             f"clip_l{p}",
@@ -406,12 +492,6 @@ def make_vector_sum(
     )
     float_error = 2 * gamma * limit * c if fast else Fraction(0)  # two datasets' rounding, any d_in
 
-    def run(data: Any) -> npt.NDArray[np.float64]:
-        x = rows_array(data, d)
-        if fast and x.shape[0] <= limit and vector_speedups_on():
-            return float_column_sums(x, largest)
-        return column_sums(x, saturation)
-
     def stability(d_in: int) -> Fraction:
         return d_in * per_row + (slack if d_in > 0 else 0) + float_error
 
@@ -423,7 +503,7 @@ def make_vector_sum(
         VectorDomain(AtomDomain(float), size=d),
         input_metric,
         L1Distance() if p == 1 else L2Distance(),
-        run,
+        VectorSumRows(d, limit if fast else -1, largest, saturation),
         stability,
         node=Node(
             "vector_sum", params=tuple(params), source="Dwork–Roth 2014 §3.3; Casacuberta et al. 2022"
