@@ -435,11 +435,8 @@ def _chain_tt(t1: Transformation[Any, Any, Any, Any], t2: Transformation[Any, An
     _check_chain(t1, t2)
     run = compose(t1.function, t2.function)  # (fused where t2's function offers it: the same bits)
 
-    checked = t1.checked_function
-
-    def run_checked(data: Any) -> Any:
-        assert checked is not None
-        return f2(checked(data))
+    checked = t1.checked_function  # (the fused membership test, then t2's function)
+    run_checked = None if checked is None else compose(checked, t2.function)
 
     def stability(d_in: Any) -> Any:
         return t2.map(t1.map(d_in))
@@ -457,7 +454,7 @@ def _chain_tt(t1: Transformation[Any, Any, Any, Any], t2: Transformation[Any, An
             children=(t1, t2),
             child_inputs=lambda d: (d, t1.map(d)),
         ),
-        checked_function=None if checked is None else run_checked,
+        checked_function=run_checked,
     )
     record_chain(result, t1, t2)
     return result
@@ -482,11 +479,8 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
     _check_chain(t, m)
     run = compose(t.function, m.function)  # (fused where a function offers it: the same bits)
 
-    checked = t.checked_function
-
-    def run_checked(data: Any) -> Any:
-        assert checked is not None
-        return f2(checked(data))
+    checked = t.checked_function  # (the fused membership test, then m's function)
+    run_checked = None if checked is None else compose(checked, m.function)
 
     # A Poisson-subsampled pair is composed order by order: every mechanism of a composition must see the
     # same order of neighbours (PrivacyLoss.order_sensitive). The library's transformations keep D ⊆ D′ as
@@ -527,7 +521,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
             children=(t, m),
             child_inputs=lambda d: (d, t.map(d)),
         ),
-        checked_function=None if checked is None else run_checked,
+        checked_function=run_checked,
     )
     record_chain(result, t, m)
     return result
