@@ -175,12 +175,12 @@ def test_nested_chains_fuse_and_explain_and_json_are_unchanged() -> None:
     clip = dp.t.make_clip_l2(pre.output_domain, sym, norm=1.0)
     total = dp.t.make_vector_sum(clip.output_domain, sym, max_size=1000)
     left = (pre >> clip) >> total
-    assert isinstance(left.function, Composed) and isinstance(left.function.second, ClippedSum)
+    assert isinstance(left.function, Composed) and isinstance(left.function.parts[-1], ClippedSum)
     x = np.random.default_rng(1).standard_normal((200, d))
     assert _same_bits(left(x), total(clip(pre(x))))
     noisy = total >> dp.m.make_gaussian(total.output_domain, total.output_metric, scale=1.0)
     right = dp.t.make_clip_l2(rows, sym, norm=1.0) >> noisy
-    assert isinstance(right.function, Composed) and isinstance(right.function.first, ClippedSum)
+    assert isinstance(right.function, Composed) and isinstance(right.function.parts[0], ClippedSum)
     plain = dp.t.make_clip_l2(rows, sym, norm=1.0) >> total
     assert dp.from_json(dp.to_json(plain)).map(1) == plain.map(1)
     assert isinstance(dp.from_json(dp.to_json(plain)).function, ClippedSum)

@@ -351,7 +351,8 @@ class VectorDomain(Domain):
         if not (isinstance(element, AtomDomain) and element.carrier in (int, float)):
             return False
         step = max(1, MEMBER_BLOCK // max(rows.shape[1], 1))  # (blocks: no full-size copy or mask)
-        return all(_array_member(rows[i : i + step].reshape(-1), element) for i in range(0, len(rows), step))
+        starts = range(0, max(len(rows), 1), step)  # (an empty array is one empty block: its dtype is read)
+        return all(_array_member(rows[i : i + step].reshape(-1), element) for i in starts)
 
     def __repr__(self) -> str:
         size = "" if self.size is None else f", size={self.size}"

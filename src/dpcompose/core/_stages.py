@@ -29,16 +29,18 @@ Function = Callable[[Any], Any]
 
 
 class Composed:
-    """``data ↦ second(first(data))``."""
+    """``data ↦ parts[-1](…(parts[0](data)))``: the functions of a chain, run one after the other in a loop
+    (a chain of any length costs one stack frame, not one per link)."""
 
-    __slots__ = ("first", "second")
+    __slots__ = ("parts",)
 
-    def __init__(self, first: Function, second: Function) -> None:
-        self.first = first
-        self.second = second
+    def __init__(self, *parts: Function) -> None:
+        self.parts = parts
 
     def __call__(self, data: Any) -> Any:
-        return self.second(self.first(data))
+        for part in self.parts:
+            data = part(data)
+        return data
 
 
 class Stage:
@@ -59,11 +61,15 @@ class Stage:
 
 
 def compose(first: Function, second: Function) -> Function:
-    """The function ``data ↦ second(first(data))``, fused where a :class:`Stage` offers it."""
-    if isinstance(second, Composed):  # second(x) = s2(s1(x)): s2 ∘ (s1 ∘ first)
-        return Composed(compose(first, second.first), second.second)
-    if isinstance(first, Composed):  # second(f2(f1(x))): (second ∘ f2) ∘ f1
-        return Composed(first.first, compose(first.second, second))
-    if isinstance(second, Stage):
-        return second.after(first)
-    return Composed(first, second)
+    """The function ``data ↦ second(first(data))``, fused where a :class:`Stage` offers it.
+
+    Both sides are flattened into their parts, so ``(a >> b) >> c`` and ``a >> (b >> c)`` both offer ``c``
+    the function of ``b``: the last part of ``first`` meets the first part of ``second``, and a fused
+    function replaces the two where that part is a :class:`Stage` that recognises its predecessor.
+    """
+    head = first.parts if isinstance(first, Composed) else (first,)
+    tail = second.parts if isinstance(second, Composed) else (second,)
+    joined = tail[0].after(head[-1]) if isinstance(tail[0], Stage) else None
+    if joined is None or isinstance(joined, Composed):  # not fused: the parts one after the other
+        return Composed(*head, *tail)
+    return Composed(*head[:-1], joined, *tail[1:]) if len(head) + len(tail) > 2 else joined
