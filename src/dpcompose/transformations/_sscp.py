@@ -13,6 +13,7 @@ Examples:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -38,12 +39,14 @@ from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
+from dpcompose.transformations._sscp_speed import in_two_threads, split_rows
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
 __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
+_Sums = tuple[list[int], list[int]]
 BlockTest = Callable[[Floats, Floats, Floats], bool]
 """A test of a block of rows, given the block scaled by ``2**k`` and a scratch array of its shape (the
 call's own: calls may overlap)."""
@@ -194,10 +197,11 @@ def make_sscp(
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
     scale = math.ldexp(1.0, k)
 
-    def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
-        """The SSCP of the rows ``x``; with ``inside``, each block is tested once scaled (before any of it
-        is summed) and a block failing it runs the input domain's full check on ``data``, which raises its
-        :class:`DomainMismatch`."""
+    def block_sums(x: Floats, inside: BlockTest | None, data: Any, stop: threading.Event) -> _Sums:
+        """The exact ``Σ q qᵀ`` (flattened row-major) and ``Σ q`` of the grid rows of ``x``; with
+        ``inside``, each block is tested once scaled (before any of it is summed) and a block failing it runs
+        the input domain's full check on ``data``, which raises its :class:`DomainMismatch` (and sets
+        ``stop``). Returns early (sums never read) once ``stop`` is set: another part has raised."""
         gram, sums = [0] * (d * d), [0] * d
         running = np.zeros((d, d), dtype=np.int64)
         running_sums = np.zeros(d, dtype=np.int64)
@@ -207,12 +211,18 @@ def make_sscp(
         ones = np.ones(rows)
         with np.errstate(under="ignore", over="ignore"):  # (overflow: only in a non-member, refused)
             for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
+                if stop.is_set():
+                    break
                 block = x[start : start + BLOCK_ROWS]
                 m = block.shape[0]
                 q = work[:m]
                 np.multiply(block, scale, out=q)
                 if inside is not None and not inside(block, q, scratch[:m]):
-                    input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    try:
+                        input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    except BaseException:
+                        stop.set()
+                        raise
                     inside = None  # unreachable: the whole dataset is a member after all
                 np.rint(q, out=q)
                 running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
@@ -223,7 +233,24 @@ def make_sscp(
                     sums = _add(sums, running_sums)
                     running[...] = 0
                     running_sums[...] = 0
-        gram, sums = _add(gram, running), _add(sums, running_sums)
+        return _add(gram, running), _add(sums, running_sums)
+
+    def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
+        """The SSCP of the rows ``x`` (tested block by block with ``inside``, see ``block_sums``), in two
+        threads for a large ``x`` (:mod:`~dpcompose.transformations._sscp_speed`): each part's sums are
+        exact integers, so their sum is the same in any order."""
+        stop = threading.Event()
+        cut = split_rows(x.shape[0], BLOCK_ROWS)
+        if cut is None:
+            gram, sums = block_sums(x, inside, data, stop)
+        else:
+            (gram, sums), (gram2, sums2) = in_two_threads(
+                lambda: block_sums(x[:cut], inside, data, stop),
+                lambda: block_sums(x[cut:], inside, data, stop),
+                stop,
+            )
+            gram = [a + b for a, b in zip(gram, gram2, strict=True)]
+            sums = [a + b for a, b in zip(sums, sums2, strict=True)]
         if not intercept:
             total, unit = gram, 2 * k  # entries in units of 2**-2k
         elif k >= 0:  # the row (q, 2**k) in units of 2**-k: Σ q qᵀ, 2**k·Σ q, 2**2k·n
