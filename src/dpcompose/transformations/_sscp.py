@@ -39,7 +39,7 @@ from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sscp_speed import in_two_threads, split_rows
+from dpcompose.transformations._sscp_speed import block_gram, fold, in_two_threads, split_rows
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
@@ -197,7 +197,7 @@ def make_sscp(
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
     scale = math.ldexp(1.0, k)
 
-    def block_sums(x: Floats, inside: BlockTest | None, data: Any, stop: threading.Event) -> _Sums:
+    def block_sums(x: Floats, inside: BlockTest | None, data: Any, stop: threading.Event, g: int) -> _Sums:
         """The exact ``Σ q qᵀ`` (flattened row-major) and ``Σ q`` of the grid rows of ``x``; with
         ``inside``, each block is tested once scaled (before any of it is summed) and a block failing it runs
         the input domain's full check on ``data``, which raises its :class:`DomainMismatch` (and sets
@@ -225,7 +225,7 @@ def make_sscp(
                         raise
                     inside = None  # unreachable: the whole dataset is a member after all
                 np.rint(q, out=q)
-                running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
+                running += block_gram(q, g)  # exact integers of magnitude <= 2**53
                 if intercept:  # column sums: integers of magnitude <= 2**33, exact in any order
                     running_sums += (ones[:m] @ q).astype(np.int64)
                 if number % _FLUSH == 0:
@@ -239,14 +239,14 @@ def make_sscp(
         """The SSCP of the rows ``x`` (tested block by block with ``inside``, see ``block_sums``), in two
         threads for a large ``x`` (:mod:`~dpcompose.transformations._sscp_speed`): each part's sums are
         exact integers, so their sum is the same in any order."""
-        stop = threading.Event()
+        stop, g = threading.Event(), fold(d)
         cut = split_rows(x.shape[0], BLOCK_ROWS)
         if cut is None:
-            gram, sums = block_sums(x, inside, data, stop)
+            gram, sums = block_sums(x, inside, data, stop, g)
         else:
             (gram, sums), (gram2, sums2) = in_two_threads(
-                lambda: block_sums(x[:cut], inside, data, stop),
-                lambda: block_sums(x[cut:], inside, data, stop),
+                lambda: block_sums(x[:cut], inside, data, stop, g),
+                lambda: block_sums(x[cut:], inside, data, stop, g),
                 stop,
             )
             gram = [a + b for a, b in zip(gram, gram2, strict=True)]
