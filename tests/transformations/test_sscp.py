@@ -114,11 +114,16 @@ def _sscp_threads() -> list[threading.Thread]:
 @pytest.mark.parametrize("on", [True, False])
 def test_sscp_parts_run_in_two_threads(on: bool, two_parts: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the switch on, the blocks of a large dataset are tested (and multiplied) in two threads, none
-    left running after the call; off, all in the caller's."""
+    left running after the call, the same bits; off, all in the caller's."""
     seen: set[str] = set()
+    worker_ran = threading.Event()
 
-    def recording(*args: Any) -> bool:
+    def recording(*args: Any) -> bool:  # the caller's first block waits for the second thread's
         seen.add(threading.current_thread().name)
+        if threading.current_thread().name == "dpcompose-sscp-part":
+            worker_ran.set()
+        elif on:
+            assert worker_ran.wait(timeout=60)
         return all_within(*args)
 
     monkeypatch.setattr("dpcompose.transformations._sscp.all_within", recording)
@@ -135,8 +140,9 @@ def test_sscp_parts_run_in_two_threads(on: bool, two_parts: None, monkeypatch: p
 
 @pytest.mark.parametrize("bad", [[0], [-1], [0, -1], [3 * BLOCK_ROWS - 1]])
 def test_sscp_refusal_in_either_part(bad: list[int], two_parts: None) -> None:
-    """A non-member row in the first part, the second or both is refused with the domain's own message,
-    nothing released and no thread left running; members before and after give the one-thread bits."""
+    """A non-member row in the first block, the last, both or one between is refused with the domain's own message,
+    nothing released and no thread left running (whichever thread took the block); members before and after
+    give the one-thread bits."""
     x = np.random.default_rng(3).uniform(-0.5, 0.5, (5 * BLOCK_ROWS + 1, 4))
     for t in (
         dp.t.make_sscp(_box(-0.5, 0.5, 4), SYM, max_size=len(x)),

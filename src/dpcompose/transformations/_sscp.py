@@ -13,7 +13,6 @@ Examples:
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -39,7 +38,7 @@ from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sscp_speed import block_gram, fold, in_two_threads, split_rows
+from dpcompose.transformations._sscp_speed import Blocks, block_gram, fold, in_two_threads, two_threads
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
@@ -197,11 +196,11 @@ def make_sscp(
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
     scale = math.ldexp(1.0, k)
 
-    def block_sums(x: Floats, inside: BlockTest | None, data: Any, stop: threading.Event, g: int) -> _Sums:
-        """The exact ``Σ q qᵀ`` (flattened row-major) and ``Σ q`` of the grid rows of ``x``; with
-        ``inside``, each block is tested once scaled (before any of it is summed) and a block failing it runs
-        the input domain's full check on ``data``, which raises its :class:`DomainMismatch` (and sets
-        ``stop``). Returns early (sums never read) once ``stop`` is set: another part has raised."""
+    def block_sums(x: Floats, inside: BlockTest | None, data: Any, blocks: Blocks, g: int) -> _Sums:
+        """The exact ``Σ q qᵀ`` (flattened row-major) and ``Σ q`` of the grid rows of the blocks of ``x``
+        taken from ``blocks`` (products folded by g, :func:`block_gram`); with ``inside``, each block is
+        tested once scaled (before any of it is summed) and a block failing it runs the input domain's full
+        check on ``data``, which raises its :class:`DomainMismatch` (and stops ``blocks``)."""
         gram, sums = [0] * (d * d), [0] * d
         running = np.zeros((d, d), dtype=np.int64)
         running_sums = np.zeros(d, dtype=np.int64)
@@ -210,9 +209,9 @@ def make_sscp(
         scratch = np.empty((rows, d))
         ones = np.ones(rows)
         with np.errstate(under="ignore", over="ignore"):  # (overflow: only in a non-member, refused)
-            for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
-                if stop.is_set():
-                    break
+            number = 0
+            while (start := blocks.take()) is not None:
+                number += 1
                 block = x[start : start + BLOCK_ROWS]
                 m = block.shape[0]
                 q = work[:m]
@@ -221,7 +220,7 @@ def make_sscp(
                     try:
                         input_domain.check(data)  # a non-member raises here (the block tests are exact)
                     except BaseException:
-                        stop.set()
+                        blocks.stop()
                         raise
                     inside = None  # unreachable: the whole dataset is a member after all
                 np.rint(q, out=q)
@@ -237,17 +236,16 @@ def make_sscp(
 
     def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
         """The SSCP of the rows ``x`` (tested block by block with ``inside``, see ``block_sums``), in two
-        threads for a large ``x`` (:mod:`~dpcompose.transformations._sscp_speed`): each part's sums are
-        exact integers, so their sum is the same in any order."""
-        stop, g = threading.Event(), fold(d)
-        cut = split_rows(x.shape[0], BLOCK_ROWS)
-        if cut is None:
-            gram, sums = block_sums(x, inside, data, stop, g)
+        threads for a large ``x`` (:mod:`~dpcompose.transformations._sscp_speed`): each thread's sums are
+        exact integers, so their sum is the same however the blocks were shared."""
+        blocks, g = Blocks(x.shape[0], BLOCK_ROWS), fold(d)
+        if not two_threads(x.shape[0], BLOCK_ROWS):
+            gram, sums = block_sums(x, inside, data, blocks, g)
         else:
             (gram, sums), (gram2, sums2) = in_two_threads(
-                lambda: block_sums(x[:cut], inside, data, stop, g),
-                lambda: block_sums(x[cut:], inside, data, stop, g),
-                stop,
+                lambda: block_sums(x, inside, data, blocks, g),
+                lambda: block_sums(x, inside, data, blocks, g),
+                blocks,
             )
             gram = [a + b for a, b in zip(gram, gram2, strict=True)]
             sums = [a + b for a, b in zip(sums, sums2, strict=True)]

@@ -2,14 +2,16 @@
 
 The devices (used by :func:`~dpcompose.transformations.make_sscp`):
 
-* Two threads: a dataset of at least
-:data:`PARALLEL_BLOCKS` blocks is cut in two at a block boundary and each part's blocks are rounded onto
-the grid, tested and multiplied in a thread of its own (:func:`in_two_threads`); numpy releases the GIL in
-these loops and in BLAS, so on two free cores the call takes about half the time. Each part's sum is an
-exact integer matrix (in Python integers), and their sum is the sum of every block's, so the release is the
-same bits as one thread's, in any order. A part whose block fails the input test runs the domain's full
-check, which raises; the other part then stops at its next block and both threads have ended before the
-error propagates (nothing is released, nothing is left computing).
+* Two threads: for a dataset of at least :data:`PARALLEL_BLOCKS` blocks, the caller and a second thread
+  take blocks one at a time from a shared :class:`Blocks` and each rounds, tests and multiplies the
+  blocks it takes into sums of its own (:func:`in_two_threads`); numpy releases the GIL in these loops and
+  in BLAS, so with two free cores the call takes about half the time, and a thread kept off the CPU by
+  other work simply takes fewer blocks. Each thread's sums are exact integer matrices (in Python
+  integers), and their sum is the sum of every block's, so the release is the same bits as one thread's,
+  however the blocks were shared. A thread whose block fails the input test runs the domain's full check,
+  which raises; the blocks not yet taken are then withdrawn (:meth:`Blocks.stop`), so the other thread
+  stops after its current block, and both threads have ended before the error propagates (nothing is
+  released, nothing is left computing).
 * Folded blocks (:func:`block_gram`): for a few narrow widths (:data:`FOLDS`), where OpenBLAS's ``syrk`` is
   slow, a block ``Q`` of m rows (a multiple of g) is read as the ``(m/g) × (g·d)`` matrix ``R`` of g rows
   side by side and ``RᵀR`` is formed; its g diagonal ``d × d`` blocks are the Gram matrices of the rows
@@ -22,11 +24,14 @@ every block runs in the caller's thread, in order, as one ``QᵀQ``. The release
 same either way, bit for bit.
 
 Examples:
-    >>> split_rows(10, 4), split_rows(4 * 8192, 8192), split_rows(5 * 8192 + 1, 8192)
-    (None, 16384, 24576)
+    >>> two_threads(3 * 8192, 8192), two_threads(3 * 8192 + 1, 8192)
+    (False, True)
     >>> with sscp_speedups(False):
-    ...     split_rows(10**6, 8192) is None
-    True
+    ...     two_threads(10**6, 8192)
+    False
+    >>> blocks = Blocks(20, 8)
+    >>> blocks.take(), blocks.take(), blocks.take(), blocks.take()
+    (0, 8, 16, None)
     >>> q = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 0.0, -1.0]])
     >>> block_gram(q, 4).tolist() == (q.T @ q).tolist() == block_gram(q, 1).tolist()
     True
@@ -48,12 +53,13 @@ __all__ = [
     "FOLDS",
     "PARALLEL_BLOCKS",
     "SPEEDUPS_ENV",
+    "Blocks",
     "block_gram",
     "fold",
     "in_two_threads",
-    "split_rows",
     "sscp_speedups",
     "sscp_speedups_on",
+    "two_threads",
 ]
 
 _T = TypeVar("_T")
@@ -105,21 +111,35 @@ def sscp_speedups(on: bool) -> Iterator[None]:
         yield
 
 
-def split_rows(n: int, block_rows: int) -> int | None:
-    """Where n rows are cut in two (a multiple of ``block_rows``, the first part holding the extra block
-    of an odd count), or None for one thread: fewer than :data:`PARALLEL_BLOCKS` blocks, or the switch
-    off."""
-    blocks = -(-n // block_rows)
-    if blocks < PARALLEL_BLOCKS or not _SWITCH.on():
-        return None
-    return -(-blocks // 2) * block_rows
+def two_threads(n: int, block_rows: int) -> bool:
+    """Whether n rows are shared out to two threads: at least :data:`PARALLEL_BLOCKS` blocks, switch on."""
+    return -(-n // block_rows) >= PARALLEL_BLOCKS and _SWITCH.on()
 
 
-def in_two_threads(first: Callable[[], _T], second: Callable[[], _T], stop: threading.Event) -> tuple[_T, _T]:
-    """``(first(), second())``, ``second`` in a thread of its own. Both have ended when this returns or
-    raises: an exception of ``first`` sets ``stop`` (which both poll between blocks) before the worker is
-    joined, and one of ``first`` is raised before one of ``second``, as in running them one after the
-    other."""
+class Blocks:
+    """The first rows of the blocks of n rows, handed out one at a time to whichever thread asks (under a
+    lock), until all are taken or :meth:`stop` withdraws the rest."""
+
+    def __init__(self, n: int, block_rows: int) -> None:
+        self._starts = iter(range(0, n, block_rows))
+        self._lock = threading.Lock()
+
+    def take(self) -> int | None:
+        """The first row of the next block, or None when none is left."""
+        with self._lock:
+            return next(self._starts, None)
+
+    def stop(self) -> None:
+        """Withdraw the blocks not yet taken."""
+        with self._lock:
+            self._starts = iter(())
+
+
+def in_two_threads(first: Callable[[], _T], second: Callable[[], _T], blocks: Blocks) -> tuple[_T, _T]:
+    """``(first(), second())``, ``second`` in a thread of its own, both taking from ``blocks``. Both have
+    ended when this returns or raises: an exception of either stops ``blocks`` (the other then ends after
+    its current block) and the second thread is joined before anything is raised; one of ``first`` is
+    raised before one of ``second``, as in running them one after the other."""
     out: list[_T] = []
     err: list[BaseException] = []
 
@@ -127,7 +147,7 @@ def in_two_threads(first: Callable[[], _T], second: Callable[[], _T], stop: thre
         try:
             out.append(second())
         except BaseException as e:  # (re-raised in the caller's thread below)
-            stop.set()
+            blocks.stop()
             err.append(e)
 
     worker = threading.Thread(target=run, name="dpcompose-sscp-part", daemon=True)
@@ -135,7 +155,7 @@ def in_two_threads(first: Callable[[], _T], second: Callable[[], _T], stop: thre
     try:
         a = first()
     except BaseException:
-        stop.set()
+        blocks.stop()
         raise
     finally:
         worker.join()
