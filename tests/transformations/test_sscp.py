@@ -140,9 +140,9 @@ def test_sscp_parts_run_in_two_threads(on: bool, two_parts: None, monkeypatch: p
 
 @pytest.mark.parametrize("bad", [[0], [-1], [0, -1], [3 * BLOCK_ROWS - 1]])
 def test_sscp_refusal_in_either_part(bad: list[int], two_parts: None) -> None:
-    """A non-member row in the first block, the last, both or one between is refused with the domain's own message,
-    nothing released and no thread left running (whichever thread took the block); members before and after
-    give the one-thread bits."""
+    """A non-member row in the first block, the last, both or one between is refused with the domain's own
+    message, nothing released and no thread left running (whichever thread took the block); members before
+    and after give the one-thread bits."""
     x = np.random.default_rng(3).uniform(-0.5, 0.5, (5 * BLOCK_ROWS + 1, 4))
     for t in (
         dp.t.make_sscp(_box(-0.5, 0.5, 4), SYM, max_size=len(x)),
