@@ -116,14 +116,15 @@ def test_sscp_parts_run_in_two_threads(on: bool, two_parts: None, monkeypatch: p
     """With the switch on, the blocks of a large dataset are tested (and multiplied) in two threads, none
     left running after the call, the same bits; off, all in the caller's."""
     seen: set[str] = set()
-    worker_ran = threading.Event()
+    took = {"dpcompose-sscp-part": threading.Event(), threading.current_thread().name: threading.Event()}
 
-    def recording(*args: Any) -> bool:  # the caller's first block waits for the second thread's
-        seen.add(threading.current_thread().name)
-        if threading.current_thread().name == "dpcompose-sscp-part":
-            worker_ran.set()
-        elif on:
-            assert worker_ran.wait(timeout=60)
+    def recording(*args: Any) -> bool:  # each thread's first block waits until the other has one
+        name = threading.current_thread().name
+        seen.add(name)
+        if on:
+            took[name].set()
+            other = next(event for key, event in took.items() if key != name)
+            assert other.wait(timeout=60)
         return all_within(*args)
 
     monkeypatch.setattr("dpcompose.transformations._sscp.all_within", recording)
