@@ -354,9 +354,10 @@ def test_sscp_intercept_exact_for_large_norm_bounds(top: float) -> None:
 
 
 @pytest.mark.slow
-def test_sscp_sums_past_the_int64_flush() -> None:
-    """More than 1023 blocks (the int64 running sums move to Python integers), with the intercept: every
-    entry is exact."""
+@pytest.mark.parametrize("on", [True, False])
+def test_sscp_sums_past_the_int64_flush(on: bool) -> None:
+    """More than 1023 blocks (the int64 running sums move to Python integers; in one thread with the speed
+    devices off), with the intercept: every entry is exact."""
     n = 1024 * BLOCK_ROWS + 5
     x = np.full((n, 1), 0.75)
     x[::7] = -1.0
@@ -364,4 +365,5 @@ def test_sscp_sums_past_the_int64_flush() -> None:
     negative = len(range(0, n, 7))
     s1 = Fraction(3, 4) * (n - negative) - negative
     s2 = Fraction(9, 16) * (n - negative) + negative
-    assert t(x).tolist() == [float(s2), float(s1), float(s1), float(n)]
+    with sscp_speedups(on):
+        assert t(x).tolist() == [float(s2), float(s1), float(s1), float(n)]
