@@ -13,7 +13,8 @@ best beside it, the runs of the libraries alternating; the row map's figures are
   ``VectorDomain(VectorDomain(AtomDomain(float, bounds=(-1/√d, 1/√d)), size=d))`` (the input check is a
   min/max/NaN scan), and the whole call on ``VectorDomain(NormBallDomain(size=d, norm=1))`` (the check
   decides every row's norm exactly), and the entry-bounds call again with the SSCP's speed devices off
-  (one thread, no folded blocks: ``DPCOMPOSE_SSCP_SPEEDUPS=0``). ``numpy X.T @ X`` is the floor. The last
+  (one thread, no folded blocks: ``DPCOMPOSE_SSCP_SPEEDUPS=0``) and with its two threads turned on
+  (``DPCOMPOSE_SSCP_THREADS=1``). ``numpy X.T @ X`` is the floor. The last
   column compares the results (the grid rounds entries to ``2**-20·c``).
 * **row map**: the same map of three float columns, ``[clip(2a + b, -1, 1), clip(|c|, 0, 1),
   when(a > b, a − b, 0)]``, as ``dp.t.make_map_exprs`` (table expressions, vectorised) and as
@@ -35,7 +36,7 @@ import numpy as np
 import polars as pl
 
 import dpcompose as dp
-from dpcompose.transformations._sscp_speed import sscp_speedups
+from dpcompose.transformations._sscp_speed import sscp_speedups, sscp_threads
 
 
 def _best(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
@@ -70,6 +71,12 @@ def _devices_off(t: Any, x: Any) -> Any:
         return t(x)
 
 
+def _two_threads(t: Any, x: Any) -> Any:
+    """``t(x)`` with the SSCP's two threads turned on (``DPCOMPOSE_SSCP_THREADS=1``)."""
+    with sscp_threads(True):
+        return t(x)
+
+
 def bench_sscp(n: int, d: int, repeats: int) -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-1.0, 1.0, size=(n, d)) / math.sqrt(d)
@@ -84,6 +91,7 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
         "dpcompose make_sscp: call, entry bounds": lambda: ours_box(x),
         "dpcompose make_sscp: call, norm ball": lambda: ours_ball(x),
         "dpcompose make_sscp: call, entry bounds, off": lambda: _devices_off(ours_box, x),
+        "dpcompose make_sscp: call, entry bounds, 2 thr": lambda: _two_threads(ours_box, x),
     }
     try:
         import opendp.prelude as odp

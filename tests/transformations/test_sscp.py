@@ -22,7 +22,7 @@ from dpcompose.accounting import float_down
 from dpcompose.core._norm_domain import all_within
 from dpcompose.errors import DomainMismatch
 from dpcompose.transformations._sscp import BLOCK_ROWS, sqrt_up_rational
-from dpcompose.transformations._sscp_speed import FOLDS, block_gram, sscp_speedups
+from dpcompose.transformations._sscp_speed import FOLDS, block_gram, sscp_speedups, sscp_threads
 
 SYM, CHG = dp.SymmetricDistance(), dp.ChangeOneDistance()
 
@@ -93,9 +93,11 @@ def test_sscp_outputs_pinned_to_main() -> None:
 
 
 @pytest.fixture
-def two_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Datasets of 2 blocks or more cut in two (the pinned cases hold up to 3 blocks)."""
+def two_parts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The two threads turned on, for datasets of 2 blocks or more (the pinned cases hold up to 3)."""
     monkeypatch.setattr("dpcompose.transformations._sscp_speed.PARALLEL_BLOCKS", 2)
+    with sscp_threads(True):
+        yield
 
 
 @pytest.mark.parametrize("on", [True, False])
