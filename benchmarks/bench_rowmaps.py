@@ -12,8 +12,10 @@ best beside it, the runs of the libraries alternating; the row map's figures are
   function alone (the computation: grid rounding and exact block products), the whole call on
   ``VectorDomain(VectorDomain(AtomDomain(float, bounds=(-1/√d, 1/√d)), size=d))`` (the input check is a
   min/max/NaN scan), and the whole call on ``VectorDomain(NormBallDomain(size=d, norm=1))`` (the check
-  decides every row's norm exactly). ``numpy X.T @ X`` is the floor. The last column compares the
-  results (the grid rounds entries to ``2**-20·c``).
+  decides every row's norm exactly), and the entry-bounds call again with the SSCP's speed devices off
+  (one thread, no folded blocks: ``DPCOMPOSE_SSCP_SPEEDUPS=0``) and with its two threads turned on
+  (``DPCOMPOSE_SSCP_THREADS=1``). ``numpy X.T @ X`` is the floor. The last
+  column compares the results (the grid rounds entries to ``2**-20·c``).
 * **row map**: the same map of three float columns, ``[clip(2a + b, -1, 1), clip(|c|, 0, 1),
   when(a > b, a − b, 0)]``, as ``dp.t.make_map_exprs`` (table expressions, vectorised) and as
   ``dp.t.make_map_rows`` with the Python function of one row (today's way), whole calls, on ``--map-rows``
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -33,6 +36,7 @@ import numpy as np
 import polars as pl
 
 import dpcompose as dp
+from dpcompose.transformations._sscp_speed import sscp_speedups, sscp_threads
 
 
 def _best(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
@@ -61,6 +65,18 @@ def _runs(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[flo
     return runs
 
 
+def _devices_off(t: Any, x: Any) -> Any:
+    """``t(x)`` with the SSCP's speed devices (two threads, folded blocks) off."""
+    with sscp_speedups(False):
+        return t(x)
+
+
+def _two_threads(t: Any, x: Any) -> Any:
+    """``t(x)`` with the SSCP's two threads turned on (``DPCOMPOSE_SSCP_THREADS=1``)."""
+    with sscp_threads(True):
+        return t(x)
+
+
 def bench_sscp(n: int, d: int, repeats: int) -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-1.0, 1.0, size=(n, d)) / math.sqrt(d)
@@ -74,6 +90,8 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
         "dpcompose make_sscp: function": lambda: ours_box.function(x),
         "dpcompose make_sscp: call, entry bounds": lambda: ours_box(x),
         "dpcompose make_sscp: call, norm ball": lambda: ours_ball(x),
+        "dpcompose make_sscp: call, entry bounds, off": lambda: _devices_off(ours_box, x),
+        "dpcompose make_sscp: call, entry bounds, 2 thr": lambda: _two_threads(ours_box, x),
     }
     try:
         import opendp.prelude as odp
@@ -98,7 +116,7 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
     for name, t in times.items():
         best = min(runs[name])
         ratio = f"{t / peer:6.2f}x OpenDP (best {best / peer_best:5.2f}x)" if peer and peer_best else ""
-        print(f"  {name:42s} {t * 1e3:9.2f} ms (best {best * 1e3:8.2f})  {ratio}")
+        print(f"  {name:46s} {t * 1e3:9.2f} ms (best {best * 1e3:8.2f})  {ratio}")
     print(
         f"  max |ours - X.T@X| = {np.abs(ours - exact).max():.2e} (entries up to {np.abs(exact).max():.3g})"
     )
@@ -152,7 +170,8 @@ def main() -> None:
     args = parser.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
-    print(f"SSCP clock: {args.clock} time")
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"SSCP clock: {args.clock} time; load average {load} on {os.cpu_count()} cores (a shared machine)")
     shapes = [(1_000_000, 10), (100_000, 10), (1_000_000, 3)]
     if args.rows is not None or args.columns is not None:
         shapes = [(args.rows or 1_000_000, args.columns or 10)]

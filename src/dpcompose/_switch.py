@@ -14,7 +14,8 @@ OFF_VALUES = frozenset({"0", "false", "off", "no"})
 
 
 class SpeedSwitch:
-    """On unless the environment variable ``env`` holds one of :data:`OFF_VALUES`.
+    """On unless the environment variable ``env`` holds one of :data:`OFF_VALUES`; with ``default=False``,
+    off unless it holds another value (``1``, ``on``, ...).
 
     Examples:
         >>> switch = SpeedSwitch("DPCOMPOSE_EXAMPLE_SWITCH")
@@ -25,11 +26,13 @@ class SpeedSwitch:
         False
         >>> switch.on()
         True
+        >>> SpeedSwitch("DPCOMPOSE_EXAMPLE_SWITCH", default=False).on()
+        False
     """
 
-    def __init__(self, env: str) -> None:
+    def __init__(self, env: str, default: bool = True) -> None:
         self.env = env
-        self._on = os.environ.get(env, "1").strip().lower() not in OFF_VALUES
+        self._on = os.environ.get(env, "1" if default else "0").strip().lower() not in OFF_VALUES
 
     def on(self) -> bool:
         """Whether the devices are on."""

@@ -1,11 +1,12 @@
 """make_sscp: outputs pinned to the values main computed before the input check was fused into the block
-loop, the fused check deciding exactly as the input domain's own check, and the norm bound's square root
-tight at every scale."""
+loop (with the speed devices on and off), the fused check deciding exactly as the input domain's own check
+(in one thread or two), and the norm bound's square root tight at every scale."""
 
 from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
@@ -21,6 +22,7 @@ from dpcompose.accounting import float_down
 from dpcompose.core._norm_domain import all_within
 from dpcompose.errors import DomainMismatch
 from dpcompose.transformations._sscp import BLOCK_ROWS, sqrt_up_rational
+from dpcompose.transformations._sscp_speed import FOLDS, block_gram, sscp_speedups, sscp_threads
 
 SYM, CHG = dp.SymmetricDistance(), dp.ChangeOneDistance()
 
@@ -88,6 +90,88 @@ def test_sscp_outputs_pinned_to_main() -> None:
         else:  # tiny: a grid at the data's scale (2**-518 here): within a relative 2**-17 of X.T @ X
             exact = (data.T @ data).ravel()
             assert np.all(np.abs(out - exact) <= 2.0**-17 * np.abs(exact).max()), name
+
+
+@pytest.fixture
+def two_parts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The two threads turned on, for datasets of 2 blocks or more (the pinned cases hold up to 3)."""
+    monkeypatch.setattr("dpcompose.transformations._sscp_speed.PARALLEL_BLOCKS", 2)
+    with sscp_threads(True):
+        yield
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_sscp_same_bits_with_speedups_on_and_off(on: bool, two_parts: None) -> None:
+    """Two threads and folded blocks (widths 3, 5, 6, 7 here) release the pinned bits, as one thread does."""
+    with sscp_speedups(on):
+        for name, t, data in _cases():
+            if name in PINNED:
+                assert hashlib.sha256(t(data).tobytes()).hexdigest() == PINNED[name], (name, on)
+
+
+def _sscp_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "dpcompose-sscp-part"]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_sscp_parts_run_in_two_threads(on: bool, two_parts: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the switch on, the blocks of a large dataset are tested (and multiplied) in two threads, none
+    left running after the call, the same bits; off, all in the caller's."""
+    seen: set[str] = set()
+    took = {"dpcompose-sscp-part": threading.Event(), threading.current_thread().name: threading.Event()}
+
+    def recording(*args: Any) -> bool:  # each thread's first block waits until the other has one
+        name = threading.current_thread().name
+        seen.add(name)
+        if on:
+            took[name].set()
+            other = next(event for key, event in took.items() if key != name)
+            assert other.wait(timeout=60)
+        return all_within(*args)
+
+    monkeypatch.setattr("dpcompose.transformations._sscp.all_within", recording)
+    x = np.random.default_rng(2).uniform(-0.5, 0.5, (4 * BLOCK_ROWS + 3, 3))
+    t = dp.t.make_sscp(_ball(3, 1.0), SYM, max_size=len(x))
+    with sscp_speedups(on):
+        out = t(x)
+    here = threading.current_thread().name
+    assert seen == ({here, "dpcompose-sscp-part"} if on else {here})
+    with sscp_speedups(not on):
+        assert np.array_equal(t(x), out)
+    assert _sscp_threads() == []
+
+
+@pytest.mark.parametrize("bad", [[0], [-1], [0, -1], [3 * BLOCK_ROWS - 1]])
+def test_sscp_refusal_in_either_part(bad: list[int], two_parts: None) -> None:
+    """A non-member row in the first block, the last, both or one between is refused with the domain's own
+    message, nothing released and no thread left running (whichever thread took the block); members before
+    and after give the one-thread bits."""
+    x = np.random.default_rng(3).uniform(-0.5, 0.5, (5 * BLOCK_ROWS + 1, 4))
+    for t in (
+        dp.t.make_sscp(_box(-0.5, 0.5, 4), SYM, max_size=len(x)),
+        dp.t.make_sscp(_ball(4, 1.0), CHG, max_size=len(x), intercept=True),
+    ):
+        with sscp_speedups(False):
+            one_thread = t(x)
+        assert np.array_equal(t(x), one_thread)
+        y = x.copy()
+        y[bad] = [0.5, 0.5, 0.5, np.nextafter(0.5, 1.0)]
+        assert _refusal(t, y) == _refusal(t.input_domain.check, y)
+        assert _sscp_threads() == []
+        assert np.array_equal(t(x), one_thread)
+
+
+def test_block_gram_folds_exactly() -> None:
+    """Folded block products equal the exact integer ``QᵀQ`` at the grid's extremes, for every folded
+    width, full and partial blocks."""
+    r = np.random.default_rng(4)
+    for d, g in FOLDS.items():
+        for m in (BLOCK_ROWS, BLOCK_ROWS - 1, 4 * 7):
+            q = r.integers(-(2**20), 2**20, size=(m, d), endpoint=True).astype(np.float64)
+            q[: m // 2] = np.where(q[: m // 2] < 0, -(2.0**20), 2.0**20)
+            exact = q.astype(np.int64).T @ q.astype(np.int64)
+            assert np.array_equal(block_gram(q, g), exact), (d, g, m)
+            assert np.array_equal(block_gram(q, 1), exact), (d, m)
 
 
 def _check_calls(monkeypatch: pytest.MonkeyPatch) -> list[object]:
@@ -272,9 +356,10 @@ def test_sscp_intercept_exact_for_large_norm_bounds(top: float) -> None:
 
 
 @pytest.mark.slow
-def test_sscp_sums_past_the_int64_flush() -> None:
-    """More than 1023 blocks (the int64 running sums move to Python integers), with the intercept: every
-    entry is exact."""
+@pytest.mark.parametrize("on", [True, False])
+def test_sscp_sums_past_the_int64_flush(on: bool) -> None:
+    """More than 1023 blocks (the int64 running sums move to Python integers; in one thread with the speed
+    devices off), with the intercept: every entry is exact."""
     n = 1024 * BLOCK_ROWS + 5
     x = np.full((n, 1), 0.75)
     x[::7] = -1.0
@@ -282,4 +367,5 @@ def test_sscp_sums_past_the_int64_flush() -> None:
     negative = len(range(0, n, 7))
     s1 = Fraction(3, 4) * (n - negative) - negative
     s2 = Fraction(9, 16) * (n - negative) + negative
-    assert t(x).tolist() == [float(s2), float(s1), float(s1), float(n)]
+    with sscp_speedups(on):
+        assert t(x).tolist() == [float(s2), float(s1), float(s1), float(n)]

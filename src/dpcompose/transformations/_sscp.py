@@ -38,12 +38,14 @@ from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
+from dpcompose.transformations._sscp_speed import Blocks, block_gram, fold, in_two_threads, two_threads
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
 __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
+_Sums = tuple[list[int], list[int]]
 BlockTest = Callable[[Floats, Floats, Floats], bool]
 """A test of a block of rows, given the block scaled by ``2**k`` and a scratch array of its shape (the
 call's own: calls may overlap)."""
@@ -194,10 +196,11 @@ def make_sscp(
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
     scale = math.ldexp(1.0, k)
 
-    def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
-        """The SSCP of the rows ``x``; with ``inside``, each block is tested once scaled (before any of it
-        is summed) and a block failing it runs the input domain's full check on ``data``, which raises its
-        :class:`DomainMismatch`."""
+    def block_sums(x: Floats, inside: BlockTest | None, data: Any, blocks: Blocks, g: int) -> _Sums:
+        """The exact ``Σ q qᵀ`` (flattened row-major) and ``Σ q`` of the grid rows of the blocks of ``x``
+        taken from ``blocks`` (products folded by g, :func:`block_gram`); with ``inside``, each block is
+        tested once scaled (before any of it is summed) and a block failing it runs the input domain's full
+        check on ``data``, which raises its :class:`DomainMismatch` (and stops ``blocks``)."""
         gram, sums = [0] * (d * d), [0] * d
         running = np.zeros((d, d), dtype=np.int64)
         running_sums = np.zeros(d, dtype=np.int64)
@@ -206,16 +209,22 @@ def make_sscp(
         scratch = np.empty((rows, d))
         ones = np.ones(rows)
         with np.errstate(under="ignore", over="ignore"):  # (overflow: only in a non-member, refused)
-            for number, start in enumerate(range(0, x.shape[0], BLOCK_ROWS), 1):
+            number = 0
+            while (start := blocks.take()) is not None:
+                number += 1
                 block = x[start : start + BLOCK_ROWS]
                 m = block.shape[0]
                 q = work[:m]
                 np.multiply(block, scale, out=q)
                 if inside is not None and not inside(block, q, scratch[:m]):
-                    input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    try:
+                        input_domain.check(data)  # a non-member raises here (the block tests are exact)
+                    except BaseException:
+                        blocks.stop()
+                        raise
                     inside = None  # unreachable: the whole dataset is a member after all
                 np.rint(q, out=q)
-                running += (q.T @ q).astype(np.int64)  # exact integers of magnitude <= 2**53
+                running += block_gram(q, g)  # exact integers of magnitude <= 2**53
                 if intercept:  # column sums: integers of magnitude <= 2**33, exact in any order
                     running_sums += (ones[:m] @ q).astype(np.int64)
                 if number % _FLUSH == 0:
@@ -223,7 +232,23 @@ def make_sscp(
                     sums = _add(sums, running_sums)
                     running[...] = 0
                     running_sums[...] = 0
-        gram, sums = _add(gram, running), _add(sums, running_sums)
+        return _add(gram, running), _add(sums, running_sums)
+
+    def products(x: Floats, inside: BlockTest | None, data: Any) -> Floats:
+        """The SSCP of the rows ``x`` (tested block by block with ``inside``, see ``block_sums``), in two
+        threads for a large ``x`` (:mod:`~dpcompose.transformations._sscp_speed`): each thread's sums are
+        exact integers, so their sum is the same however the blocks were shared."""
+        blocks, g = Blocks(x.shape[0], BLOCK_ROWS), fold(d)
+        if not two_threads(x.shape[0], BLOCK_ROWS):
+            gram, sums = block_sums(x, inside, data, blocks, g)
+        else:
+            (gram, sums), (gram2, sums2) = in_two_threads(
+                lambda: block_sums(x, inside, data, blocks, g),
+                lambda: block_sums(x, inside, data, blocks, g),
+                blocks,
+            )
+            gram = [a + b for a, b in zip(gram, gram2, strict=True)]
+            sums = [a + b for a, b in zip(sums, sums2, strict=True)]
         if not intercept:
             total, unit = gram, 2 * k  # entries in units of 2**-2k
         elif k >= 0:  # the row (q, 2**k) in units of 2**-k: Σ q qᵀ, 2**k·Σ q, 2**2k·n
