@@ -257,6 +257,11 @@ def least_passing_exact(
             passes = False  # (nothing certifies it: counted as failing, as the search does)
         if not passes:
             break
+        if len(cache) >= MAX_PROBES:
+            raise InvalidParameter(
+                f"bounds: the search took {len(cache)} readings crossing rises at powers of two without "
+                "closing; give tighter bounds"
+            )
         fails = [x for x, (ok, _) in cache.items() if not ok and x < top]
         inner = boundary(logged, (max(fails, default=lo), top), None, rtol)
         value, below = inner.value, inner.below
