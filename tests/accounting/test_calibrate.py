@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting import PrivacyLoss, calibrate_loss, gaussian_delta, gaussian_sigma, least_passing
+from dpcompose.accounting._calibrate import least_passing_exact
 from dpcompose.errors import InvalidParameter
 
 
@@ -179,3 +180,25 @@ def test_calibrate_loss_dpsgd_issue_case() -> None:
     assert make(math.nextafter(sigma, 0.0)).epsilon(1e-5) > 1  # type: ignore[operator]
     rough = calibrate_loss(make, 1.0, 1e-5, rtol=1e-4)  # type: ignore[arg-type]
     assert sigma <= rough * (1 + 1e-12) and rough <= sigma * (1 + 1e-4)
+
+
+def test_least_passing_exact_crosses_a_rise_at_a_power_of_two() -> None:
+    """A reading exact in σ that falls within each binade but rises at 4: σ in [3.5, 4) passes, [4, 4.5)
+    fails, [4.5, ∞) passes; the least passing σ, 3.5, is found from either side of the rise."""
+
+    def probe(s: float) -> tuple[bool, Fraction]:
+        q = Fraction(3.5) / Fraction(s) if s < 4 else Fraction(4.5) / Fraction(s)
+        return q <= 1, q
+
+    for start in (1.0, 6.0, 100.0):
+        cal = least_passing_exact(probe, (0.0, 1e10), start)
+        assert cal.value == 3.5 and cal.below == math.nextafter(3.5, 0.0)
+
+
+def test_least_passing_exact_refuses_a_rise_within_a_binade() -> None:
+    def probe(s: float) -> tuple[bool, Fraction]:
+        q = Fraction(4) / Fraction(s) if s < 6 else Fraction(9, 10)  # rises at 6, inside [4, 8)
+        return q <= 1, q
+
+    with pytest.raises(InvalidParameter, match=r"rises with the scale within the binade \[2\*\*2, 2\*\*3\)"):
+        least_passing_exact(probe, (1.0, 7.0), 6.5)

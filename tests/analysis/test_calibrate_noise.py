@@ -73,3 +73,19 @@ def test_no_solution_and_bad_inputs_are_refused_naming_them() -> None:
         dp.calibrate_noise(make, 1, 0.5, rtol=-1.0)
     with pytest.raises(dp.InvalidParameter, match="start"):
         dp.calibrate_noise(make, 1, 0.5, start=math.nan)
+
+
+def test_an_exact_map_rising_where_the_grid_coarsens_gets_the_least_sigma() -> None:
+    """A pure-DP map is exact: at σ = 8 the grid coarsens and ε rises, so a target met just below 8 fails
+    at 8; the least σ lies below (it was 8.0000000015, the rise accepted within the 1e-9 slack)."""
+    data = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 10.0)))
+    total = dp.t.make_sum(data, dp.SymmetricDistance(), max_size=1000)
+
+    def make(b: float) -> Any:
+        return total >> dp.m.make_laplace(total.output_domain, total.output_metric, scale=b)
+
+    target = 1.25 + 7e-10
+    assert make(math.nextafter(8.0, 0.0)).check(1, target) and not make(8.0).check(1, target)
+    sigma = dp.calibrate_noise(make, 1, target)
+    assert sigma == 7.999999998500233
+    assert make(sigma).check(1, target) and not make(math.nextafter(sigma, 0.0)).check(1, target)

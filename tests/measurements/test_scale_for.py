@@ -79,3 +79,20 @@ def test_bad_input_is_refused() -> None:
         dp.m.scale_for(_sum(0.0, 1.0, 10), 1.0, mechanism=3)  # type: ignore[arg-type]
     with pytest.raises(dp.errors.InvalidParameter, match="scale_for"):
         dp.m.scale_for(lambda s: dp.m.make_laplace(FLOATS, dp.AbsoluteDistance(), scale=s), -1.0)
+
+
+def test_a_rise_where_the_grid_coarsens_is_crossed_to_the_least_scale() -> None:
+    """At 8.0 the grid coarsens and the exact map rises: a target just above ε(8 − ulp) passes just below
+    8 and fails at 8, and the least passing scale lies below 8 (it was 8.0000000015, a rise within the
+    1e-9 slack accepted)."""
+    total = _sum(0.0, 10.0, 1000)
+
+    def at(scale: float) -> dp.Measurement:  # type: ignore[type-arg]
+        return total >> dp.m.make_laplace(total.output_domain, total.output_metric, scale=scale)
+
+    for target in (at(_next_down(8.0)).map(1), 1.25 + 7e-10):  # the second: a reviewer's example
+        assert at(_next_down(8.0)).check(1, target) and not at(8.0).check(1, target)
+        b = dp.m.scale_for(total, target)
+        assert b < 8.0 and at(b).check(1, target) and not at(_next_down(b)).check(1, target)
+        assert not at(_next_down(4.0)).check(1, target)  # the binade below has no passing scale
+    assert dp.m.scale_for(total, 1.25 + 7e-10) == 7.999999998500233

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from dpcompose._validation import check_finite_nonnegative, check_finite_positive, check_probability
@@ -41,7 +41,14 @@ from dpcompose.accounting._gaussian import gaussian_delta
 from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["Calibration", "calibrate_loss", "gaussian_sigma", "least_passing"]
+__all__ = [
+    "Calibration",
+    "boundary",
+    "calibrate_loss",
+    "gaussian_sigma",
+    "least_passing",
+    "least_passing_exact",
+]
 
 Probe = Callable[[float], tuple[bool, float | None]]
 """A function of σ: whether σ's certified reading meets the target, and log(reading / target) (positive:
@@ -140,6 +147,16 @@ def least_passing(
             or loosen the target); or, between two σ read, the larger reads more than the smaller by over
             :data:`MONOTONE_SLACK` relative (the reading is not monotone in σ, so no boundary is claimed).
     """
+    cal = boundary(probe, bounds, start, rtol)
+    seen = {float_key(x): (ok, r) for x, ok, r in cal.points}
+    return replace(cal, wobble=_check_monotone(seen))
+
+
+def boundary(
+    probe: Probe, bounds: object = DEFAULT_BOUNDS, start: float | None = None, rtol: float = 0.0
+) -> Calibration:
+    """:func:`least_passing`'s search without its check of the readings (``wobble`` is 0): a passing σ
+    next to a failing one below it, both read, for callers that check the readings themselves."""
     if not callable(probe):
         raise InvalidParameter(f"probe={probe!r} must be a function of σ returning (passes, log ratio)")
     lo, hi = read_bounds(bounds)
@@ -177,9 +194,96 @@ def least_passing(
         start = 1.0 if lo < 1.0 < hi else (math.sqrt(lo * hi) if lo > 0 else hi / 2)
     a, b, walked = _bracket(at, k_lo, k_hi, float_key(start), errors)
     a, b = _close(at, a, b, walked, rtol)
-    wobble = _check_monotone(seen)
     points = tuple((key_float(k), ok, r) for k, (ok, r) in sorted(seen.items()))
-    return Calibration(key_float(b), key_float(a), len(seen), points, wobble)
+    return Calibration(key_float(b), key_float(a), len(seen), points, 0.0)
+
+
+ExactProbe = Callable[[float], tuple[bool, Fraction | None]]
+"""A function of σ: whether σ's reading meets the target, and reading / target as an exact rational (None
+where there is no reading)."""
+
+
+def least_passing_exact(
+    probe: ExactProbe, bounds: object = DEFAULT_BOUNDS, start: float | None = None, rtol: float = 0.0
+) -> Calibration:
+    """:func:`least_passing` for a reading that is an exact rational function of σ, such as the map of noise
+    on the secure float grid ``g = 2**(⌊log₂ σ⌋ − 30)``: no slack, and the rises where that grid coarsens
+    (at a power of two) crossed.
+
+    Such a map is monotone within each binade ``[2**m, 2**(m+1))`` (the grid is fixed there), but may rise
+    at ``2**m``, so a passing σ may lie just below a power of two under a failing one. After the search
+    (:func:`boundary`) returns a passing ``value`` next to a failing float below it, the top float of the
+    binade below ``value``'s, ``2**m`` less one ulp, is read: if it fails, that binade has no passing σ (it
+    is monotone); if it passes, the boundary is searched again below it (between it and the largest failing
+    σ read below), and so on down. Every reading taken is then compared exactly, with no slack: within a
+    binade, a larger σ reading more is refused (:class:`~dpcompose.errors.InvalidParameter` naming both σ
+    and both readings), since the claim would not hold.
+
+    What is claimed: ``value`` passes, ``below`` (the float just below it; with ``rtol`` > 0, a σ within a
+    factor 1 + rtol below it) fails, the top of the binade below ``value``'s fails, and within each binade
+    the readings taken never rise with σ. ``value`` is the least passing float when the map is monotone
+    within each binade and its readings at the binades' tops fall as σ grows (then a binade has a passing σ
+    only if its top passes, and the tops below ``value``'s binade fail with the one read). Both hold for a
+    grid map ``⌈D/g⌉·g/σ`` (or its square, for ρ): within a binade ``g`` is fixed; at the tops, ``σⱼ = 2σⱼ₋₁``
+    and ``gⱼ = 2gⱼ₋₁``, and with ``y = D/gⱼ₋₁ >= 0``, ``⌈D/gⱼ⌉·gⱼ = 2⌈y/2⌉·gⱼ₋₁ <= 2⌈y⌉·gⱼ₋₁``, so the
+    reading at ``σⱼ`` is at most the one at ``σⱼ₋₁``.
+
+    Raises:
+        InvalidParameter: as :func:`least_passing`, or a reading rises with σ within a binade.
+    """
+    cache: dict[float, tuple[bool, Fraction | None]] = {}
+
+    def read(x: float) -> tuple[bool, Fraction | None]:
+        if x not in cache:
+            ok, q = probe(x)
+            cache[x] = (bool(ok), q if isinstance(q, Fraction) and q > 0 else None)
+        return cache[x]
+
+    def logged(x: float) -> tuple[bool, float | None]:
+        ok, q = read(x)
+        return ok, None if q is None else log_ratio(q, Fraction(1))
+
+    lo, _ = read_bounds(bounds)
+    cal = boundary(logged, bounds, start, rtol)
+    value, below = cal.value, cal.below
+    while value > 0:
+        edge = math.ldexp(0.5, math.frexp(value)[1])  # 2**m <= value < 2**(m+1)
+        top = math.nextafter(edge, 0.0)
+        if top <= lo:
+            break  # the binade below lies outside the bounds
+        try:
+            passes = read(top)[0]
+        except (DPError, ArithmeticError, ValueError):
+            passes = False  # (nothing certifies it: counted as failing, as the search does)
+        if not passes:
+            break
+        if len(cache) >= MAX_PROBES:
+            raise InvalidParameter(
+                f"bounds: the search took {len(cache)} readings crossing rises at powers of two without "
+                "closing; give tighter bounds"
+            )
+        fails = [x for x, (ok, _) in cache.items() if not ok and x < top]
+        inner = boundary(logged, (max(fails, default=lo), top), None, rtol)
+        value, below = inner.value, inner.below
+    _refuse_rises(cache)
+    points = tuple((x, *logged(x)) for x in sorted(cache))
+    return Calibration(value, below, len(cache), points, 0.0)
+
+
+def _refuse_rises(cache: dict[float, tuple[bool, Fraction | None]]) -> None:
+    """Refuse a reading that rises with σ within a binade (exact comparison of the readings taken)."""
+    last: tuple[int, float, Fraction] | None = None
+    for x, (_, q) in sorted(cache.items()):
+        if q is None or x <= 0:
+            continue
+        binade = math.frexp(x)[1]
+        if last is not None and last[0] == binade and q > last[2]:
+            raise InvalidParameter(
+                f"make: the map rises with the scale within the binade [2**{binade - 1}, 2**{binade}): "
+                f"reading/target = {float(last[2])!r} at {last[1]!r} but {float(q)!r} at the larger {x!r}, "
+                "so no least scale is claimed; the map is expected to be monotone between powers of two"
+            )
+        last = (binade, x, q)
 
 
 def _aim(x0: float, r0: float | None, x1: float | None, r1: float | None, target: float) -> float | None:

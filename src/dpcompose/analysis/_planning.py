@@ -12,8 +12,8 @@ import numpy as np
 
 from dpcompose._validation import check_finite_nonnegative, check_nonempty, check_probability
 from dpcompose.accounting import PrivacyProfile, decimal, least_passing
-from dpcompose.accounting._calibrate import DEFAULT_BOUNDS, log_ratio
-from dpcompose.core import ApproxDP, Measurement, ProfileDP
+from dpcompose.accounting._calibrate import DEFAULT_BOUNDS, least_passing_exact, log_ratio, read_bounds
+from dpcompose.core import ZCDP, ApproxDP, Measurement, ProfileDP, PureDP
 from dpcompose.errors import DPError, InvalidParameter
 
 __all__ = ["binary_search_param", "calibrate_noise", "split_budget"]
@@ -173,7 +173,12 @@ def calibrate_noise(
     read, never assumed: a passing σ below a failing one is refused. The search and its guarantees are
     :func:`~dpcompose.accounting.least_passing`'s (a secant on the map's reading, log against log σ, with
     halving of the float keys as the fallback); :func:`binary_search_param` finds a boundary without
-    readings, in about 64 checks.
+    readings, in about 64 checks. A pure-DP or zCDP measurement's map is an exact rational: it is read
+    with no slack, and where noise on the float grid rises at a power of two of σ (the grid coarsens
+    there, so a σ just below may pass where the power of two fails) the binade below the answer's is
+    searched too (``least_passing_exact`` of ``dpcompose.accounting._calibrate``); a rise within a binade
+    is refused. Other measures (a privacy profile, an (ε, δ) from a PLD) keep ``least_passing``'s 1e-9
+    slack for their certified float rounding.
 
     A σ at which ``make`` or the check raises (a refused parameter, an arithmetic error inside a map)
     counts as failing: nothing certifies it.
@@ -189,7 +194,7 @@ def calibrate_noise(
     Raises:
         InvalidParameter: ``make`` is not callable; ``bounds`` or ``rtol`` are bad; no σ in the bounds
             passes (the first refusal is named); the lower bound already passes; or the map is not
-            monotone on the σ read.
+            monotone on the σ read (for an exact map: within a binade).
 
     Examples:
         >>> import dpcompose as dp
@@ -211,10 +216,38 @@ def calibrate_noise(
         ok = measurement.output_measure.less_equal(value, bound)
         return bool(ok), _ratio(measurement, value, bound)
 
+    def probe_exact(sigma: float) -> tuple[bool, Fraction | None]:
+        measurement = make(sigma)
+        if not isinstance(measurement, Measurement):
+            raise InvalidParameter(f"make({sigma!r}) returned {measurement!r}, not a Measurement")
+        bound = measurement.output_measure.parse(d_out)
+        value = measurement.map(d_in)
+        ok = measurement.output_measure.less_equal(value, bound)
+        exact = isinstance(value, Fraction) and isinstance(bound, Fraction) and value > 0 and bound > 0
+        return bool(ok), value / bound if exact else None
+
     try:
+        if _exact_map(make, bounds, start):
+            return least_passing_exact(probe_exact, bounds, start, rtol).value
         return least_passing(probe, bounds, start, rtol).value
     except InvalidParameter as exc:
         raise InvalidParameter(f"{exc} [for d_in={d_in!r}, d_out={d_out!r}]") from None
+
+
+def _exact_map(make: Callable[[float], Any], bounds: object, start: float | None) -> bool:
+    """Whether ``make`` builds a pure-DP or zCDP measurement (at the σ the search starts from): their maps
+    are exact rationals (sums of the parts' ε or ρ), read with no slack (``least_passing_exact``). Other
+    measures (a privacy profile, (ε, δ) from a PLD) carry a certified float rounding and keep
+    ``least_passing``'s slack. Anything that stops the build says no (the search then names it)."""
+    try:  # (bad bounds or start: no; the search refuses them by name)
+        lo, hi = read_bounds(bounds)
+        at = start if isinstance(start, float | int) and lo < start < hi else None
+        if at is None:
+            at = 1.0 if lo < 1.0 < hi else (math.sqrt(lo * hi) if lo > 0 else hi / 2)
+        built = make(float(at))
+    except (DPError, ArithmeticError, ValueError, TypeError):
+        return False
+    return isinstance(built, Measurement) and isinstance(built.output_measure, (PureDP, ZCDP))
 
 
 def split_budget(d_out: Any, weights: Sequence[float | int | Fraction]) -> list[Any]:

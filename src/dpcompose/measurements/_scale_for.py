@@ -6,8 +6,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from dpcompose.accounting import least_passing
-from dpcompose.accounting._calibrate import log_ratio
+from dpcompose.accounting._calibrate import least_passing_exact
 from dpcompose.core import ApproxDP, Measurement, Transformation
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._laplace import make_laplace
@@ -38,14 +37,16 @@ def scale_for(
     relative amount in ``[ulp(L)/Δ, (ulp(L) + g)/Δ)``; at the textbook scale Δ/ε, ``g/Δ ≤ 2**-30/ε``
     (about 1e-9/ε).
 
-    What is returned (:func:`~dpcompose.accounting.least_passing` on the map's readings): a scale that
-    meets ``d_out`` whose float predecessor does not; every scale read below it fails and every one read
-    above passes, and the readings fall as the scale grows up to a relative rise of at most
-    ``MONOTONE_SLACK`` = 1e-9 (a larger rise is refused). It is the least such float where the map is
-    monotone in the scale. A grid map is monotone within each binade ``[2**m, 2**(m+1))`` but may rise where
-    the grid coarsens, at a power of two (by a relative ``g/d_in`` or less for ``d_in`` of at least a grid
-    step, up to 2× below one): where a target falls within such a rise, a smaller passing scale may lie
-    just below that power of two, and nothing is claimed between the scales read.
+    What is returned: a scale that meets ``d_out`` whose float predecessor does not (both read). A grid
+    map is an exact rational, monotone within each binade ``[2**m, 2**(m+1))`` (the grid is fixed there),
+    but it may rise where the grid coarsens, at a power of two (by a relative ``g/d_in`` or less for
+    ``d_in`` of at least a grid step, up to 2× below one), so a passing scale may lie just below a power
+    of two under a failing one. The search (``least_passing_exact`` of ``dpcompose.accounting._calibrate``)
+    crosses such a rise: the top float of the binade below the answer's is read, and if it passes the
+    binade below is searched too; the readings taken are compared exactly, with no slack, and a rise
+    within a binade is refused. The scale returned is the least passing float when the map is monotone
+    within each binade and falls from one binade's top to the next (true of the scalar grid maps,
+    ``⌈d_in/g⌉·g/scale`` and its square).
 
     Args:
         make: either the chain before the noise (a ``Transformation``: the measurement is
@@ -60,14 +61,15 @@ def scale_for(
 
     Returns:
         A float scale ``s`` with ``measurement(s).check(d_in, d_out)``, the float below it failing (the
-        least such scale where the map is monotone in the scale, see above).
+        least such scale where the map is monotone within binades, see above).
 
     Raises:
         InvalidParameter: ``make`` is neither a Transformation nor callable, ``mechanism`` is not
-            callable, or no scale up to 2**1000 meets ``d_out`` (the first refusal is named).
+            callable, no scale up to 2**1000 meets ``d_out`` (the first refusal is named), or the map rises
+            with the scale within a binade (both scales named).
 
     Source: the maps of the mechanisms (their docstrings cite the theorems); the search is
-    :func:`~dpcompose.accounting.least_passing`.
+    :func:`~dpcompose.accounting.least_passing`'s, with no slack and across binades.
 
     Examples:
         >>> import dpcompose as dp
@@ -85,7 +87,7 @@ def scale_for(
     """
     build = _builder(make, mechanism)
 
-    def probe(scale: float) -> tuple[bool, float | None]:
+    def probe(scale: float) -> tuple[bool, Fraction | None]:
         measurement = build(scale)
         if not isinstance(measurement, Measurement):
             raise InvalidParameter(f"make({scale!r}) returned {measurement!r}, not a Measurement")
@@ -95,12 +97,12 @@ def scale_for(
         if isinstance(measurement.output_measure, ApproxDP):
             value, bound = value[0], bound[0]
         reading = None
-        if isinstance(value, Fraction) and isinstance(bound, Fraction):
-            reading = log_ratio(value, bound)
+        if isinstance(value, Fraction) and isinstance(bound, Fraction) and value > 0 and bound > 0:
+            reading = value / bound
         return ok, reading
 
     try:
-        return least_passing(probe, SCALE_BOUNDS).value
+        return least_passing_exact(probe, SCALE_BOUNDS).value
     except InvalidParameter as exc:
         raise InvalidParameter(
             f"scale_for: no scale up to 2**1000 meets d_out={d_out!r} at d_in={d_in!r}, or the map is not "

@@ -58,6 +58,7 @@ __all__ = [
     "mean_half_width_at",
     "split_alpha",
     "variance_bounds",
+    "variance_cap",
     "variance_half_width_at",
 ]
 
@@ -161,6 +162,21 @@ def _box_extreme(q: Floats, s: Floats, n1: Floats, n2: Floats, upper: bool) -> F
     return out
 
 
+def variance_cap(spec: SumSpec, n: Floats) -> Floats:
+    """Per ``n >= 2``, Popoviciu's bound on the sample variance of ``n`` values in ``[lo, hi]``:
+    ``(hi − lo)²/4 · n/(n − 1)``, padded up by the relative ``PAD`` (more than the few roundings of its
+    float steps). The population variance of values in ``[lo, hi]`` is at most ``(hi − lo)²/4``, and the
+    sample variance is ``n/(n − 1)`` times it. The bound falls as ``n`` rises (so does its float value: each
+    step is correctly rounded and monotone); it is reached for even ``n`` (half the values at each bound),
+    and for odd ``n`` the largest sample variance, ``(hi − lo)²/4 · (n + 1)/n``, lies below it.
+
+    Source: Popoviciu 1935 (variance of a bounded variable).
+    """
+    spread = float(spec.hi) - float(spec.lo)
+    cap: Floats = spread * spread / 4 * (n / (n - 1)) * (1 + PAD)
+    return cap
+
+
 def _variance_box(
     n1: Floats, n2: Floats, s1: Floats, s2: Floats, q1: Floats, q2: Floats, spec: SumSpec, grid: bool = True
 ) -> tuple[Floats, Floats]:
@@ -180,8 +196,7 @@ def _variance_box(
             top = (np.sqrt(np.maximum(top, 0.0)) * (1 + PAD) + unit) ** 2 * (1 + PAD)
             root = np.sqrt(np.maximum(bottom, 0.0)) * (1 - PAD) - unit
             bottom = np.where(root > 0, root * root * (1 - PAD), 0.0)
-        spread = float(spec.hi) - float(spec.lo)
-        cap = spread * spread / 4 * (n1 / (n1 - 1)) * (1 + PAD)  # Popoviciu, at the least n
+        cap = variance_cap(spec, n1)  # at the least n
     high = np.clip(top, 0.0, cap)
     low = np.clip(bottom, 0.0, cap)
     return np.minimum(low, high), high

@@ -14,7 +14,15 @@ A query ``ctx.query().filter(...).group_by(..., keys=[...]).agg(count(), sum(c),
    true mean of the clamped values lies, so it never moves it away from the truth: any accuracy statement
    ``|mean − truth| <= w`` holds after it too, and the intervals (:meth:`TableQuery.intervals`, computed
    from the noisy vectors and clipped to the bounds themselves) contain the clipped release whenever they
-   contain the unclipped one.
+   contain the unclipped one. A released sample variance ``max(Q − S²/n, 0)/(n − 1)`` (``n`` the noisy
+   count, at least 2) is capped at Popoviciu's ``(hi − lo)²/4 · n/(n − 1)`` for that same ``n``
+   (:func:`~dpcompose.tables._intervals.variance_cap`), the most the sample variance of ``n`` values in
+   ``[lo, hi]`` can be, so the release is a value the estimator can give on data within the bounds. Its
+   interval is computed from the noisy vectors, not from the release, so its coverage is unchanged; its
+   upper end is capped by the same bound at the box's least count (at most ``n``), which is no lower, so
+   the cap never takes a release above ``x_hi``. The cap moves a release towards the truth whenever the
+   true count is at least the noisy one (the truth is then below the cap); when it is smaller, the cap can
+   pass below the truth by at most ``(hi − lo)²/4 · (1/(n_true − 1) − 1/(n − 1))``.
 
 Privacy map (stability of the steps, then the noise): neighbours differ in the rows of ``d`` identifiers
 (or in ``d`` rows at row level, where ``R = 1``). The filter and the key restriction act row by row and
@@ -85,6 +93,7 @@ from dpcompose.tables._intervals import (
     mean_half_width_at,
     split_alpha,
     variance_bounds,
+    variance_cap,
     variance_half_width_at,
 )
 from dpcompose.tables._selection import GaussianSelection, check_selection
@@ -355,6 +364,7 @@ class TableQuery:
                 with np.errstate(over="ignore", invalid="ignore"):
                     squares = noisy[sq.key].astype(np.float64) * math.ldexp(1.0, unit_exponent(sq))
                     var = np.maximum(squares - total * total / n, 0.0) / (n - 1)
+                var = np.minimum(var, variance_cap(spec, n))  # Popoviciu at the n used (post-processing)
                 columns[agg.name] = pl.Series(agg.name, var, dtype=pl.Float64)
                 continue
             if agg.op == "sum":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction as F
 
 import mpmath
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcompose.accounting import pld_laplace, pld_randomized_response
 from dpcompose.accounting._pld import distribution as distribution_mod
 from dpcompose.accounting._pld import floats as floats_mod
 from dpcompose.accounting._pld import fourier as fourier_mod
@@ -450,3 +452,33 @@ def test_lower_composition_carries_an_n_error_whose_product_underflows() -> None
     items = [(_n_side([1e-200, 1e-200], 1e-100), 2)]
     out = fourier_mod.compose_many(items, False, 1e-18)
     assert mpmath.mpf(out.nq_err) >= _n_err_exact(items)
+
+
+def test_a_pairwise_composition_carries_the_proven_n_error() -> None:
+    """compose_sides carries the children's N errors by composed_nq_err (one copy each) plus its
+    convolution's error bound: at least the exact Π(nᵢ + eᵢ) − Πnᵢ, and a number where a child is exactly 0
+    against an infinite error in the other (0·∞ read NaN)."""
+    pairs = [
+        (_n_side([0.3, 0.2], 1e-9), _n_side([0.7], 2e-12)),
+        (_n_side([1e200, 1e200], 1e-250), _n_side([3.0], 1e-15)),
+        (_n_side([1e-200, 1e-200], 1e-100), _n_side([1e-200], 1e-100)),
+    ]
+    for a, b in pairs:
+        out = side_mod.compose_sides(a, b, False, 0.0)
+        with mpmath.workdps(700):
+            assert mpmath.mpf(out.nq_err) >= _n_err_exact([(a, 1), (b, 1)])
+    zero = _n_side([0.0, 0.0], 0.0)
+    for a, b in [(_n_side([0.5], math.inf), zero), (zero, _n_side([0.5], math.inf))]:
+        out = side_mod.compose_sides(a, b, False, 0.0)
+        assert out.nq is not None and not out.nq.any()
+        assert 0 <= out.nq_err < 1e-300, out.nq_err  # the composite is exactly 0; only the rounding bound
+
+
+def test_pairwise_compositions_read_the_pinned_certified_bounds() -> None:
+    """Short lattices compose by compose_sides (no Fourier path): both ends of δ and ε, pinned exactly
+    (the N error through composed_nq_err rises by ~1e-14 of itself and moves no reading)."""
+    rr = pld_randomized_response(1.0, step_bits=6).self_compose(5)
+    assert rr.delta_bounds(1.0) == (F(1209445552483783, 2**51), F(302361388122779, 2**49))
+    assert rr.epsilon_bounds(1e-6) == (F(703686767791161, 2**47), F(5629494142336967, 2**50))
+    mixed = pld_laplace(1, 2, step_bits=8).compose(pld_randomized_response(0.5, step_bits=8))
+    assert mixed.delta_bounds(0.5) == (F(4960715588734359, 2**55), F(4960715588794717, 2**55))

@@ -173,6 +173,18 @@ def _fft_convolve(x: FloatArray, y: FloatArray, n_out: int) -> tuple[FloatArray,
 
 
 def compose_sides(a: Side, b: Side, upper: bool, tail: float) -> Side:
+    """The side of the composition of two mechanisms' sides (their convolution), truncated at ``tail``.
+
+    The P-masses' error: ``‖x∗y − x̂∗ŷ‖₁ ≤ ‖x − x̂‖₁‖y‖₁ + ‖x̂‖₁‖y − ŷ‖₁`` (Young) plus the convolution's and
+    the +∞ mass's roundings. The N vectors' error (lower sides): the children's ``nq_err`` carried into the
+    composite, :func:`composed_nq_err` of the pair (one copy each, the bound proven and rounded outward
+    there), plus the float convolution's error bound; the two non-negative terms are added once in floats
+    and the sum padded by :func:`few_ulps_up` (a correctly rounded sum is below the true one by at most a
+    relative ``2**-53``, which the pad's relative ``2**-50`` and one ulp cover; in the subnormal range the
+    sum is exact).
+
+    Source: Young's convolution inequality; Higham 2002, Thm 24.2 (the FFT's error).
+    """
     c, conv_err = _convolve(a.masses, b.masses)
     sa, ea = sum_bound(a.masses)
     sb, eb = sum_bound(b.masses)
@@ -188,9 +200,7 @@ def compose_sides(a: Side, b: Side, upper: bool, tail: float) -> Side:
     if a.nq is not None and b.nq is not None:
         nq, n_conv = _convolve(a.nq, b.nq)
         nq = np.maximum(nq, 0.0)
-        n_a = norm1_up(a.nq)
-        n_b = norm1_up(b.nq)
-        nq_err = few_ulps_up(a.nq_err * (n_b + b.nq_err) + n_a * b.nq_err + n_conv)
+        nq_err = few_ulps_up(composed_nq_err([(a, 1), (b, 1)]) + n_conv)
     side = Side(a.offset + b.offset, c, inf, few_ulps_up(err), nq, nq_err)
     return truncate(side, upper, tail)
 
