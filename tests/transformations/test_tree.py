@@ -231,3 +231,8 @@ def test_l2_tree_chains_into_the_gaussian_mechanism() -> None:
     assert rho >= Fraction(6, 2 * 25) and rho - Fraction(6, 50) < Fraction(1, 2**55)
     out = dp.t.tree_running_counts(noisy(np.ones(1024, dtype=np.int64)), 1024, branching=4)
     assert out.shape == (1024,) and np.isfinite(out).all()
+
+
+def test_the_clamp_reads_a_one_pass_iterable_once() -> None:
+    assert clamped_steps(iter([2**70, 1]), 4).tolist() == clamped_steps([2**70, 1], 4).tolist()
+    assert len(clamped_steps(iter([2**70, 1]), 4)) == 2

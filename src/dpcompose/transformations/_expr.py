@@ -29,7 +29,7 @@ Examples:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -38,8 +38,8 @@ import numpy as np
 from dpcompose.errors import DomainMismatch, InvalidParameter
 
 __all__ = [
-    "ARITH", "DATE_PARTS", "FLOAT_OPS", "INT64_LIMIT", "Expr", "check_tree", "check_utf8", "col",
-    "columns_of", "literal_kind", "lowered_cast", "typed",
+    "ARITH", "DATE_PARTS", "FLOAT_OPS", "INT64_LIMIT", "WRITTEN_NODES", "Expr", "check_tree", "check_utf8",
+    "col", "columns_of", "literal_kind", "lowered_cast", "typed", "written_size",
 ]  # fmt: skip
 
 _Typer = Callable[[object], tuple["Expr", str]]  # types one operand (memoised per node)
@@ -328,14 +328,48 @@ def _numeric(e: Expr, sub: _Typer, what: str, whole: Expr) -> Expr:
     return t
 
 
-def typed(e: object, kinds: dict[str, str], what: str = "predicate") -> tuple[Expr, str]:
+WRITTEN_NODES = 20_000
+"""The most nodes an expression may hold written out as a tree (shared subtrees counted at each use):
+:func:`typed` refuses a larger one. The engines' translations (Polars, Spark) and the files of
+:func:`~dpcompose.to_json` walk the tree written out, so a few nested clips sharing their operand (3**depth
+nodes) would otherwise build instantly and then run for an exponential time inside a charged job."""
+
+
+def written_size(trees: Sequence[object]) -> int:
+    """How many nodes ``trees`` hold written out as trees (shared subtrees counted at each use; a value
+    that is not an :class:`Expr` counts 0), computed once per distinct node."""
+    sizes: dict[int, int] = {}  # by id: every node met stays alive inside ``trees``
+
+    def size(e: object) -> int:
+        if not isinstance(e, Expr):
+            return 0
+        found = sizes.get(id(e))
+        if found is None:
+            found = sizes[id(e)] = 1 + sum(size(a) for a in e.args)
+        return found
+
+    return sum(size(t) for t in trees)
+
+
+def typed(
+    e: object, kinds: dict[str, str], what: str = "predicate", *, limit: int | None = WRITTEN_NODES
+) -> tuple[Expr, str]:
     """``e`` checked under the schema ``kinds`` (column -> kind) and its kind; InvalidParameter naming
     ``what`` for an unknown column, mismatched kinds, or a non-boolean operand of &, |, ~. The returned
     tree states every conversion an engine needs: the numeric branches of a ``when`` of mixed kinds are
     cast to float, and a null branch carries its kind (``Expr("null", (kind,))``).
 
     Each node is typed once: a subtree that occurs several times in ``e`` (``clip`` repeats its operand)
-    is one node of the typed tree too, so nested clips stay a chain, not a tree of 3**depth nodes."""
+    is one node of the typed tree too, so nested clips stay a chain, not a tree of 3**depth nodes. A tree
+    of more than ``limit`` nodes written out (:func:`written_size`) is refused: the engines walk it written
+    out (``limit=None``: no limit, for callers that evaluate the shared tree itself)."""
+    nodes = 0 if limit is None else written_size([e])
+    if limit is not None and nodes > limit:
+        raise InvalidParameter(
+            f"{what}: the expression is {nodes:,} nodes written out as a tree (a clip repeats its operand "
+            f"three times), more than {limit:,}; the engines and the files read it written out, so "
+            "it is refused now, before anything is spent: nest fewer clips, or compute it in the data"
+        )
     seen: dict[int, tuple[Expr, str]] = {}  # by id: every node met stays alive inside ``e``
 
     def sub(x: object) -> tuple[Expr, str]:

@@ -24,7 +24,7 @@ from dpcompose.core._metrics import check_space
 from dpcompose.core._recipe import recorded_as
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._expr import Expr, check_tree, columns_of, typed
+from dpcompose.transformations._expr import Expr, check_tree, columns_of, typed, written_size
 from dpcompose.transformations._expr_numpy import Bound, Column, bound_of, evaluate
 from dpcompose.transformations._from_polars import from_polars, is_polars_expr
 
@@ -127,21 +127,6 @@ def _finish(column: Column, n: int, fill: float | None) -> Floats:
     return out
 
 
-def _written_size(trees: list[object]) -> int:
-    """How many nodes ``trees`` hold written out as trees (shared subtrees counted at each use)."""
-    sizes: dict[int, int] = {}  # by id: every node met stays alive inside ``trees``
-
-    def size(e: object) -> int:
-        if not isinstance(e, Expr):
-            return 0
-        found = sizes.get(id(e))
-        if found is None:
-            found = sizes[id(e)] = 1 + sum(size(a) for a in e.args)
-        return found
-
-    return sum(size(t) for t in trees)
-
-
 def _stored(arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The arguments a file records for a call of :func:`make_map_exprs`: Polars expressions replaced by
     the engine-neutral trees they translate to (``dp.col`` trees, which a file holds and which build the
@@ -149,15 +134,16 @@ def _stored(arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
     exprs = arguments["exprs"]
     many = isinstance(exprs, (list, tuple))
     given = list(exprs) if many else [exprs]
-    if not any(is_polars_expr(e) for e in given):
-        return {}, ""
-    trees = [from_polars(e, "exprs") for e in given]  # translated once already: cannot raise here
-    nodes = _written_size(trees)
+    polars = any(is_polars_expr(e) for e in given)
+    trees = [from_polars(e, "exprs") for e in given] if polars else given  # (translated once already)
+    nodes = written_size(trees)
     if nodes > STORED_NODES:
         return {}, (
             f"argument 'exprs' would be written as {nodes:,} expression nodes (each clip writes its operand "
             f"three times), more than {STORED_NODES:,}: nest fewer clips, or store the pipeline as code"
         )
+    if not polars:
+        return {}, ""  # dp.col trees: the call's own arguments
     return {"exprs": trees if many else trees[0]}, ""
 
 
@@ -245,7 +231,7 @@ def make_map_exprs(
             raise InvalidParameter(
                 f"exprs: {e} reads {', '.join(sorted(map(repr, unknown)))}, not among columns={list(names)!r}"
             )
-        tree, kind = typed(neutral, kinds, "exprs")
+        tree, kind = typed(neutral, kinds, "exprs", limit=None)  # evaluated as the shared tree
         if kind not in ("int", "float", "bool"):
             raise InvalidParameter(f"exprs: {e} is a {kind}; a row map outputs numbers (or booleans as 0/1)")
         trees.append(tree)

@@ -87,6 +87,8 @@ def clamped_steps(data: Any, padded: int) -> Ints:
     (int64 or uint64); a list holding ints beyond those ranges is read one Python int at a time (the same
     clamp)."""
     bound = clamp_bound(padded)
+    if not isinstance(data, np.ndarray):
+        data = list(data)  # read once: the array attempt and the per-value path see the same values
     values = np.asarray(data) if isinstance(data, np.ndarray) else _exact_int_array(data)
     if values is not None and values.dtype.kind == "u":
         top: Ints = np.minimum(values.astype(np.uint64, copy=False), np.uint64(bound)).astype(np.int64)
