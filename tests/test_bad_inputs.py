@@ -807,6 +807,18 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "m.make_exponential_mechanism": Case(
+        dp.m.make_exponential_mechanism,
+        lambda: {
+            "input_domain": SCORES,
+            "input_metric": dp.LInfDistance(),
+            "scale": 2.0,
+            "optimize": "max",
+            "output_measure": dp.ZCDP(),
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "m.make_noisy_top_k": Case(
         dp.m.make_noisy_top_k,
         lambda: {
