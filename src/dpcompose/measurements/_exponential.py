@@ -25,11 +25,11 @@ max). The privacy loss at output ``i`` is
 whose second term does not depend on ``i``. As ``i`` varies, ``(rᵢ − r'ᵢ)/t`` stays in ``[−Δ/t, Δ/t]``,
 and in ``[0, Δ/t]`` (or ``[−Δ/t, 0]``) when the scores are monotonic (every coordinate moves the same
 way). So ``L`` takes values in an interval of width ``η = 2Δ/t`` (``Δ/t`` monotonic): the mechanism is
-η-*bounded range* (Durfee–Rogers 2019, Def. 3.1; the exponential mechanism is their example). Then:
+η-*bounded range* (the notion of Durfee–Rogers 2019; the exponential mechanism is their example). Then:
 
 * ε-DP with ``ε = η``: an interval of width η holding ``L`` must contain 0 (``Σ P = Σ P' = 1`` forbids
-  ``L > 0`` everywhere or ``L < 0`` everywhere), so ``|L| <= η`` (McSherry–Talwar 2007 Thm 6;
-  Dwork–Roth 2014 Thm 3.10 for the general case).
+  ``L > 0`` everywhere or ``L < 0`` everywhere), so ``|L| <= η`` (McSherry–Talwar 2007;
+  Dwork–Roth 2014 Thm 3.10).
 * ``η²/8``-zCDP (Cesar–Rogers 2021, ALT, "Bounding, Concentrating, and Truncating", arXiv:2004.07223:
   η-bounded range implies η²/8-zCDP). The proof is Hoeffding's lemma: ``L`` under ``P`` lies in an
   interval of width η, so ``E[e^{λL}] <= exp(λ·E[L] + λ²η²/8)`` for every real λ; at ``λ = −1``,
@@ -131,7 +131,7 @@ def make_exponential_mechanism(
     ``η = 2·d_in/scale`` (``d_in/scale`` for ``LInfDistance(monotonic=True)``; float scores: ``d_in``
     rounded up to the grid, as for report noisy max), so
 
-    * ``output_measure=PureDP()`` (default): ε = η (McSherry–Talwar 2007 Thm 6);
+    * ``output_measure=PureDP()`` (default): ε = η (Dwork–Roth 2014 Thm 3.10);
     * ``output_measure=ZCDP()``: ρ = η²/8 (Cesar–Rogers 2021: η-bounded range ⇒ η²/8-zCDP), a quarter of
       the ε²/2 of viewing the ε-DP mechanism as zCDP. The proof, for the exact law drawn here, is in the
       module docstring.
@@ -156,8 +156,8 @@ def make_exponential_mechanism(
             or RandomSource.
         DomainMismatch: as :func:`make_report_noisy_max`.
 
-    Source: McSherry–Talwar 2007, "Mechanism Design via Differential Privacy", Thm 6 (ε-DP);
-    Durfee–Rogers 2019 Def. 3.1 (bounded range); Cesar–Rogers 2021 (η-bounded range ⇒ η²/8-zCDP, by
+    Source: McSherry–Talwar 2007, "Mechanism Design via Differential Privacy"; Dwork–Roth 2014 Thm 3.10
+    (ε-DP); Durfee–Rogers 2019 (bounded range); Cesar–Rogers 2021 (η-bounded range ⇒ η²/8-zCDP, by
     Hoeffding's lemma); exact sampling: Canonne–Kamath–Steinke 2020 Algorithm 1.
 
     Examples:
