@@ -161,3 +161,10 @@ def test_output_measure_must_be_pure_or_zcdp() -> None:
         dp.m.make_exponential_mechanism(scores, dp.LInfDistance(), 1.0, output_measure=dp.RenyiDP())
     with pytest.raises(InvalidParameter, match="scale"):
         dp.m.make_exponential_mechanism(scores, dp.LInfDistance(), -1.0)
+
+
+def test_bounded_range_to_zcdp_is_an_eighth_of_the_square() -> None:
+    assert dp.accounting.bounded_range_to_zcdp(Fraction(1, 2)) == Fraction(1, 32)
+    assert dp.accounting.bounded_range_to_zcdp(0) == 0
+    with pytest.raises(InvalidParameter, match="eta"):
+        dp.accounting.bounded_range_to_zcdp(-1.0)

@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcompose.accounting import bounded_range_to_zcdp
 from dpcompose.core import ZCDP, Domain, Measure, Measurement, Metric, Node, PureDP
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
@@ -183,7 +184,7 @@ def make_exponential_mechanism(
 
     def privacy_map(d_in: Fraction) -> Fraction:
         eta = plan.epsilon(d_in)  # the bounded-range width: the map of report noisy max (module docstring)
-        return eta * eta / 8 if zcdp else eta
+        return bounded_range_to_zcdp(eta) if zcdp else eta
 
     return Measurement(
         input_domain,
