@@ -817,6 +817,18 @@ CASES: dict[str, Case] = {
         },
         _MAP1,
     ),
+    "m.make_exponential_mechanism": Case(
+        dp.m.make_exponential_mechanism,
+        lambda: {
+            "input_domain": SCORES,
+            "input_metric": dp.LInfDistance(),
+            "scale": 2.0,
+            "optimize": "max",
+            "output_measure": dp.ZCDP(),
+            "rng": None,
+        },
+        _MAP1,
+    ),
     "m.make_noisy_top_k": Case(
         dp.m.make_noisy_top_k,
         lambda: {
@@ -1512,6 +1524,9 @@ CASES: dict[str, Case] = {
         lambda r: r.epsilon_bounds(1e-6),
     ),
     "accounting.pure_to_zcdp": Case(dp.accounting.pure_to_zcdp, lambda: {"epsilon": 0.5}, _numbers),
+    "accounting.bounded_range_to_zcdp": Case(
+        dp.accounting.bounded_range_to_zcdp, lambda: {"eta": 0.5}, _numbers
+    ),
     "accounting.renyi_odometer_epsilon": Case(
         dp.accounting.renyi_odometer_epsilon,
         lambda: {"orders": [2, 8, 32], "sums": [1.0, 4.0, 16.0], "delta": 1e-6},

@@ -511,6 +511,21 @@ CASES: dict[str, list[Case]] = {
         ),
         ("int huge scale", lambda: dp.m.make_report_noisy_max(INT_SCORES, dp.LInfDistance(), 2.0**50), []),
     ],
+    "make_exponential_mechanism": [
+        ("int max", lambda: dp.m.make_exponential_mechanism(INT_SCORES, dp.LInfDistance(), 1.0), []),
+        (
+            "float min monotonic zcdp",
+            lambda: dp.m.make_exponential_mechanism(
+                FLOAT_SCORES, dp.LInfDistance(monotonic=True), 1e-9, "min", output_measure=dp.ZCDP()
+            ),
+            [],
+        ),
+        (
+            "int huge scale",
+            lambda: dp.m.make_exponential_mechanism(INT_SCORES, dp.LInfDistance(), 2.0**50),
+            [],
+        ),
+    ],
     "make_noisy_top_k": [
         ("int k=2", lambda: dp.m.make_noisy_top_k(INT_SCORES, dp.LInfDistance(), 1.0, 2), []),
         ("float k=all", lambda: dp.m.make_noisy_top_k(FLOAT_SCORES, dp.LInfDistance(), 3.0, 3, "min"), []),

@@ -57,7 +57,9 @@ def test_the_map_is_the_filters_budget_and_explain_is_all_verified() -> None:
     for m in (step, pick):
         assert "[UNVERIFIED]" not in str(dp.explain(m, 1))
     assert step.map(1) == Fraction(1, 18)  # ρ = 1/(2σ²), σ = 3
-    assert pick.map(1) <= Fraction(1, 8) * (1 + Fraction(1, 2**20))  # (ε = 0.5)²/2, the scale widened
+    # the exponential mechanism is ε-bounded range: (ε = 0.5)²/8, the scale widened by SLACK (not ε²/2)
+    assert Fraction(1, 32) * (1 - Fraction(1, 2**20)) <= pick.map(1) <= Fraction(1, 32)
+    assert "exponential_mechanism" in str(dp.explain(pick, 1))
 
 
 def test_the_budget_is_spent_and_never_exceeded() -> None:

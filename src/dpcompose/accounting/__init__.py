@@ -70,6 +70,7 @@ from dpcompose.accounting._selection import (
     tnb_log_mean_up,
 )
 from dpcompose.accounting._zcdp import (
+    bounded_range_to_zcdp,
     group_zcdp,
     pure_to_zcdp,
     renyi_to_approx,
@@ -99,6 +100,7 @@ __all__ = [
     "advanced_drv",
     "advanced_kov",
     "basic",
+    "bounded_range_to_zcdp",
     "calibrate_loss",
     "compose_plds",
     "concurrent_vadhan_wang",

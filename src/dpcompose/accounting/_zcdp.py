@@ -20,6 +20,7 @@ from dpcompose.accounting._exact import Number, exact_sum, exp_up, float_up, log
 from dpcompose.errors import InvalidParameter
 
 __all__ = [
+    "bounded_range_to_zcdp",
     "group_zcdp",
     "pure_to_zcdp",
     "renyi_to_approx",
@@ -56,6 +57,25 @@ def pure_to_zcdp(epsilon: Number) -> Fraction:
     """
     eps = nonnegative(epsilon, "epsilon")
     return eps * eps / 2
+
+
+def bounded_range_to_zcdp(eta: Number) -> Fraction:
+    """An η-bounded-range mechanism (its privacy loss between neighbours always lies in an interval of width
+    η, e.g. the exponential mechanism with η = 2Δ/scale) is ``η²/8``-zCDP (exact).
+
+    Proof: the loss ``L`` lies in an interval of width η, so by Hoeffding's lemma
+    ``E[e^{λL}] <= exp(λE[L] + λ²η²/8)`` for every real λ; at λ = −1, ``E[e^{−L}] = 1`` gives
+    ``E[L] <= η²/8``, and then ``E[e^{(α−1)L}] <= exp((α−1)αη²/8)``: ``D_α <= αη²/8`` at every α > 1.
+
+    Source: Cesar–Rogers 2021 (ALT, "Bounding, Concentrating, and Truncating: Unifying Privacy Loss
+    Composition for Data Analytics", arXiv:2004.07223); bounded range: Durfee–Rogers 2019.
+
+    Examples:
+        >>> bounded_range_to_zcdp(0.5)
+        Fraction(1, 32)
+    """
+    e = nonnegative(eta, "eta")
+    return e * e / 8
 
 
 def group_zcdp(rho: Number, k: int) -> Fraction:

@@ -5,9 +5,9 @@ Every step that reads the data is a library measurement submitted to
 :func:`~dpcompose.make_privacy_filter` (``ZCDP()``, rule ``"zcdp"``): a one-way or selected marginal
 (:func:`~dpcompose.transformations.make_marginals`) with exact discrete Gaussian noise
 (:func:`~dpcompose.measurements.make_gaussian`), and the selection of the worst-answered candidate
-(:func:`~dpcompose.transformations.make_marginal_errors` then
-:func:`~dpcompose.measurements.make_report_noisy_max`, viewed as zCDP by
-:func:`~dpcompose.make_pure_to_zcdp`). The filter charges each before it runs and refuses any that would
+(:func:`~dpcompose.transformations.make_marginal_errors` then the exponential mechanism
+:func:`~dpcompose.measurements.make_exponential_mechanism` with its bounded-range zCDP map, ε²/8). The
+filter charges each before it runs and refuses any that would
 pass ρ, so the whole is ρ-zCDP by the filter's theorem (Feldman–Zrnic 2021 Thm 4.3); the control flow,
 the model fit (:func:`~dpcompose.algorithms.fit_model`) and the returned model read only released
 answers and public parameters (post-processing, Dwork–Roth 2014 Prop. 2.1).
@@ -25,11 +25,7 @@ import numpy as np
 
 from dpcompose._validation import check_finite_positive, check_positive_int, short_repr
 from dpcompose.algorithms._model import MarginalModel, NoisyMarginal, fit_model
-from dpcompose.combinators import (
-    make_postprocess,
-    make_privacy_filter,
-    make_pure_to_zcdp,
-)
+from dpcompose.combinators import make_postprocess, make_privacy_filter
 from dpcompose.combinators._filter import FilterQueryable
 from dpcompose.core import (
     ZCDP,
@@ -41,7 +37,7 @@ from dpcompose.core import (
 )
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
-from dpcompose.measurements import make_gaussian, make_report_noisy_max
+from dpcompose.measurements import make_exponential_mechanism, make_gaussian
 from dpcompose.transformations import make_category_codes, make_marginal_errors, make_marginals
 
 __all__ = [
@@ -60,7 +56,7 @@ _MAX_GAUSSIAN_SCALE = 2.0**40
 """The largest σ the exact discrete Gaussian takes for integer data."""
 
 _MAX_SELECT_SCALE = 2.0**50
-"""The largest scale report noisy max takes for integer scores."""
+"""The largest scale the exponential mechanism takes for integer scores."""
 
 SLACK = 1 + 2.0**-30
 """Scales are widened by this factor so that the exact cost of a float scale stays within its plan."""
@@ -148,10 +144,10 @@ def select_marginal(
     epsilon: float,
     d_in: int,
 ) -> Measurement[Any, Any, Any, Any]:
-    """AIM's selection step as one zCDP measurement: report noisy max over the integer scores
-    ``wᵣ·‖Mᵣ(x) − round(Mᵣ(p̂))‖₁ − round(wᵣ·√(2/π)·σ·nᵣ)`` (``nᵣ`` cells), with the scale that makes it
-    ε-DP at ``d_in`` (Dwork–Roth 2014 Claim 3.9, non-monotonic scores: ε = 2Δ/scale), viewed as
-    (ε²/2)-zCDP (Bun–Steinke 2016 Prop. 1.4). The released value is the candidate's index."""
+    """AIM's selection step as one zCDP measurement: the exponential mechanism over the integer scores
+    ``wᵣ·‖Mᵣ(x) − round(Mᵣ(p̂))‖₁ − round(wᵣ·√(2/π)·σ·nᵣ)`` (``nᵣ`` cells) with ``scale = 2Δ/ε`` (Δ the
+    scores' L∞ sensitivity at ``d_in``), which is ε-bounded range and so (ε²/8)-zCDP (Cesar–Rogers 2021;
+    :func:`make_exponential_mechanism`). The released value is the candidate's index."""
     cliques = list(candidates)
     bound = float(
         2**52
@@ -173,11 +169,10 @@ def select_marginal(
         offsets=[max(-(1 << 62), min(o, 1 << 62)) for o in offsets],
     )
     scale = 2 * float(scores.map(d_in)) / epsilon * SLACK
-    noisy_max: Measurement[Any, Any, Any, Any] = make_report_noisy_max(
-        scores.output_domain, scores.output_metric, scale=scale
+    pick: Measurement[Any, Any, Any, Any] = make_exponential_mechanism(
+        scores.output_domain, scores.output_metric, scale=scale, output_measure=ZCDP()
     )
-    pick = scores >> noisy_max
-    return make_pure_to_zcdp(pick)
+    return scores >> pick
 
 
 def _remaining(q: FilterQueryable) -> Fraction:
@@ -213,7 +208,7 @@ def run_aim(
         float(measure_marginal(coded, input_metric, r, domains, 1.0).map(d_in)) for r in probes.values()
     )
     sigma = math.sqrt(rounds * unit / (measure_split * rho)) * SLACK
-    epsilon = math.sqrt(2 * (1 - measure_split) * rho / rounds) / SLACK
+    epsilon = math.sqrt(8 * (1 - measure_split) * rho / rounds) / SLACK
 
     def measure(clique: Clique, scale: float) -> None:
         noisy = q(measure_marginal(coded, input_metric, clique, domains, scale))
@@ -226,11 +221,11 @@ def run_aim(
     final = False
     while not final:
         left = _remaining(q)
-        planned = unit / (sigma * sigma) + epsilon * epsilon / 2
+        planned = unit / (sigma * sigma) + epsilon * epsilon / 8
         if left <= 2 * planned:  # the last round spends what is left
             final = True
             sigma = math.sqrt(unit / (measure_split * float(left))) * SLACK**2
-            epsilon = math.sqrt(2 * (1 - measure_split) * float(left)) / SLACK**2
+            epsilon = math.sqrt(8 * (1 - measure_split) * float(left)) / SLACK**2
         if sigma > _MAX_GAUSSIAN_SCALE:
             break
         select = select_marginal(coded, input_metric, candidates, domains, model, sigma, epsilon, d_in)
@@ -272,9 +267,8 @@ def make_aim(
     round whose measurement barely moves the model halves σ and doubles the selection's ε; the last round
     spends what is left. Each round costs ``(d_in·Δ₂)²/(2σ²)`` (Δ₂ = 1 for a record added or removed, √2
     changed; the measurement, a share ``measure_split`` of the planned per-round budget ``ρ/rounds``) plus
-    ``ε²/2`` (selection): AIM's exponential mechanism costs ``ε²/8`` (bounded range), report noisy max with
-    exact discrete Laplace noise costs ``ε²/2`` here, so the selection is noisier than the paper's at the same
-    ρ.
+    ``ε²/8`` (selection, the rest of the share: the exponential mechanism, drawn exactly, is ε-bounded
+    range), so ``σ = √(T/(2αρ))`` and ``ε = √(8(1 − α)ρ/T)`` as in the paper.
 
     The privacy map is that of the zCDP filter holding the whole run: ``ρ`` for any ``d ≤ d_in``. Each
     measurement is charged before it runs, and the filter refuses (raises, spending nothing) any that would
@@ -303,8 +297,8 @@ def make_aim(
 
     Source: McKenna, Mullins, Sheldon, Miklau 2022, "AIM: An Adaptive and Iterative Mechanism for
     Differentially Private Synthetic Data", Alg. 1; privacy by the zCDP filter (Feldman–Zrnic 2021 Thm
-    4.3), the discrete Gaussian (Canonne–Kamath–Steinke 2020 Thm 4), report noisy max (Dwork–Roth 2014
-    Claim 3.9) and ε-DP ⇒ ε²/2-zCDP (Bun–Steinke 2016 Prop. 1.4).
+    4.3), the discrete Gaussian (Canonne–Kamath–Steinke 2020 Thm 4) and the exponential mechanism,
+    ε-bounded range, hence ε²/8-zCDP (Cesar–Rogers 2021).
 
     Examples:
         >>> import dpcompose as dp
@@ -335,7 +329,7 @@ def make_aim(
             "sampler's range (2**38 here): raise rho or lower rounds"
         )
     candidates = candidates_of(cliques, columns)
-    epsilon = math.sqrt(2 * (1 - alpha) * rho_f / t)
+    epsilon = math.sqrt(8 * (1 - alpha) * rho_f / t)
     if 2 * d_in * max(candidates.values()) / epsilon > _MAX_SELECT_SCALE / 4:
         raise InvalidParameter(f"rho={rho!r}: the selection's noise would be past its sampler's range")
     codes = make_category_codes(input_domain, input_metric, categories)

@@ -60,7 +60,7 @@ def run_mst(
         return model
     # Kruskal's algorithm, each edge chosen privately among those joining two components: the score of a pair
     # is how badly the one-way model answers it (McKenna et al. 2021 §3, Alg. 1 line 3)
-    epsilon = math.sqrt(2 * third / (d - 1)) / SLACK
+    epsilon = math.sqrt(8 * third / (d - 1)) / SLACK  # each selection costs ε²/8 (bounded range)
     component = list(range(d))
 
     def root(j: int) -> int:
@@ -100,12 +100,12 @@ def make_mst(
     two-way marginals, ρ-zCDP at ``d_in`` (McKenna–Miklau–Sheldon 2021, Alg. 1).
 
     A third of ρ measures every one-way marginal (discrete Gaussian); a third chooses ``d − 1`` pairs of
-    columns one at a time, Kruskal-style, each by report noisy max over the pairs joining two components of
-    the tree so far, scored by ``‖M_ij(x) − M_ij(p̂)‖₁`` against the model of the one-way marginals
-    (:func:`~dpcompose.transformations.make_marginal_errors`, viewed as ε²/2-zCDP); a third measures the
-    chosen pairs. Every step is a library measurement answered by a zCDP filter holding ρ, which refuses
-    any query past it; the model (:class:`MarginalModel`) is post-processing. The paper's exponential
-    mechanism costs ε²/8 where report noisy max costs ε²/2 here.
+    columns one at a time, Kruskal-style, each by the exponential mechanism over the pairs joining two
+    components of the tree so far, scored by ``‖M_ij(x) − M_ij(p̂)‖₁`` against the model of the one-way
+    marginals (:func:`~dpcompose.transformations.make_marginal_errors`; ε-bounded range, so ε²/8-zCDP
+    each, as in the paper); a third measures the chosen pairs. Every step is a library measurement answered
+    by a zCDP filter holding ρ, which refuses any query past it; the model (:class:`MarginalModel`) is
+    post-processing.
 
     Args:
         input_domain: a ``VectorDomain`` of records (tuples, lists or dicts), as for ``make_marginals``.
@@ -122,8 +122,8 @@ def make_mst(
 
     Source: McKenna, Miklau, Sheldon 2021, "Winning the NIST Contest: A scalable and general approach to
     differentially private synthetic data", Alg. 1; privacy by the zCDP filter (Feldman–Zrnic 2021 Thm
-    4.3), the discrete Gaussian (Canonne–Kamath–Steinke 2020 Thm 4), report noisy max (Dwork–Roth 2014
-    Claim 3.9) and ε-DP ⇒ ε²/2-zCDP (Bun–Steinke 2016 Prop. 1.4).
+    4.3), the discrete Gaussian (Canonne–Kamath–Steinke 2020 Thm 4) and the exponential mechanism,
+    ε-bounded range, hence ε²/8-zCDP (Cesar–Rogers 2021).
 
     Examples:
         >>> import dpcompose as dp

@@ -1,9 +1,10 @@
-"""Primitive measurements: noise mechanisms and randomized response."""
+"""Primitive measurements: noise mechanisms, selection and randomized response."""
 
 from __future__ import annotations
 
 from dpcompose.measurements._counter import make_online_counter
 from dpcompose.measurements._discrete import make_discrete_gaussian, make_discrete_laplace
+from dpcompose.measurements._exponential import make_exponential_mechanism
 from dpcompose.measurements._gaussian import make_gaussian
 from dpcompose.measurements._interactive import make_interactive_laplace, make_sparse_vector
 from dpcompose.measurements._laplace import make_laplace
@@ -24,6 +25,7 @@ from dpcompose.measurements._threshold import (
 __all__ = [
     "make_discrete_gaussian",
     "make_discrete_laplace",
+    "make_exponential_mechanism",
     "make_gaussian",
     "make_gaussian_threshold",
     "make_interactive_laplace",

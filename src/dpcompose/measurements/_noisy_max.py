@@ -64,7 +64,7 @@ from dpcompose.measurements._discrete import (
 from dpcompose.measurements._random import RandomSource, caller_source
 from dpcompose.measurements._sampling import discrete_laplace_array
 
-__all__ = ["make_noisy_top_k", "make_report_noisy_max"]
+__all__ = ["Scores", "make_noisy_top_k", "make_report_noisy_max", "noisy_argmax", "show_param"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -77,7 +77,7 @@ _SAFE_NOISE = 1 << 62
 _SOURCE = "Dwork–Roth 2014 Claim 3.9 (report noisy max), proof redone for discrete Laplace noise"
 
 
-def _show(value: object) -> str:
+def show_param(value: object) -> str:
     """A parameter for a node label: a Fraction as its decimal (rounded up), anything else as its repr."""
     return format_up(value) if isinstance(value, Fraction) else repr(value)
 
@@ -240,7 +240,7 @@ def make_report_noisy_max(
         privacy_map,
         node=Node(
             "report_noisy_max",
-            params=(("scale", _show(scale)), ("optimize", str(optimize))),
+            params=(("scale", show_param(scale)), ("optimize", str(optimize))),
             source=_SOURCE,
         ),
     )
@@ -323,7 +323,7 @@ def make_noisy_top_k(
         privacy_map,
         node=Node(
             "noisy_top_k",
-            params=(("scale", _show(scale)), ("k", str(k_)), ("optimize", str(optimize))),
+            params=(("scale", show_param(scale)), ("k", str(k_)), ("optimize", str(optimize))),
             source="Dwork–Roth 2014 Claim 3.9 + Thm 3.16 (k rounds of peeling)",
             theorem="basic composition",
         ),

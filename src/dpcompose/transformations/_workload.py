@@ -55,7 +55,7 @@ from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import INT64_MAX, check_dataset_metric
 from dpcompose.transformations._rows import satisfies
 
-__all__ = ["make_workload", "make_workload_error"]
+__all__ = ["categorical_query_matrix", "make_workload", "make_workload_error"]
 
 Counts = npt.NDArray[np.int64]
 L1_DEFAULT = L1Distance()
@@ -192,6 +192,19 @@ def _is_predicate_list(queries: object) -> bool:
     )
 
 
+def categorical_query_matrix(queries: Any, element: CategoricalDomain) -> Counts:
+    """The 0/1 int64 matrix ``(k, m)`` of a workload over the ``m`` categories of ``element``: a matrix as
+    given (checked), or each predicate evaluated once per category (:func:`make_workload`'s reading)."""
+    m = len(element.categories)
+    if _is_predicate_list(queries):
+        if len(queries) * m > MAX_CELLS:
+            raise InvalidParameter(f"queries: {len(queries)} predicates × {m} categories exceed 2**22")
+        return np.array(
+            [[satisfies(q, c) for c in element.categories] for q in queries], dtype=np.int64
+        ).reshape(len(queries), m)
+    return _query_matrix(queries, m)
+
+
 class _CategoryCoder:
     """Positions of the records of a ``CategoricalDomain`` (members only, so a dict lookup is exact)."""
 
@@ -301,15 +314,7 @@ def make_workload(
         )
     run: Callable[[Any], Counts]
     if isinstance(element, CategoricalDomain):
-        m = len(element.categories)
-        if predicates:
-            if len(queries) * m > MAX_CELLS:
-                raise InvalidParameter(f"queries: {len(queries)} predicates × {m} categories exceed 2**22")
-            matrix = np.array(
-                [[satisfies(q, c) for c in element.categories] for q in queries], dtype=np.int64
-            ).reshape(len(queries), m)
-        else:
-            matrix = _query_matrix(queries, m)
+        matrix = categorical_query_matrix(queries, element)
         coder = _CategoryCoder(element)
         add, change, top = _matrix_figures(matrix)
         k = matrix.shape[0]
