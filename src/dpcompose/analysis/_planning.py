@@ -177,8 +177,11 @@ def calibrate_noise(
     with no slack, and where noise on the float grid rises at a power of two of σ (the grid coarsens
     there, so a σ just below may pass where the power of two fails) the binade below the answer's is
     searched too (``least_passing_exact`` of ``dpcompose.accounting._calibrate``); a rise within a binade
-    is refused. Other measures (a privacy profile, an (ε, δ) from a PLD) keep ``least_passing``'s 1e-9
-    slack for their certified float rounding.
+    among the readings taken is refused. The answer is the least passing float when the map is monotone
+    within each binade of σ; a part whose scale is a non-power-of-two multiple of σ (``lap(3 * s)``) rises
+    inside a binade, where the search may not read both sides of the rise: the σ returned then still
+    passes, but a float a little below it (about 1e-10 relative) may pass too. Other measures (a privacy
+    profile, an (ε, δ) from a PLD) keep ``least_passing``'s 1e-9 slack for their certified float rounding.
 
     A σ at which ``make`` or the check raises (a refused parameter, an arithmetic error inside a map)
     counts as failing: nothing certifies it.
