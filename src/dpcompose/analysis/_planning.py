@@ -210,24 +210,22 @@ def calibrate_noise(
     if not callable(make):
         raise InvalidParameter(f"make={make!r} must be a function from a parameter to a Measurement")
 
-    def probe(sigma: float) -> tuple[bool, float | None]:
+    def read(sigma: float) -> tuple[bool, Measurement[Any, Any, Any, Any], Any, Any]:
         measurement = make(sigma)
         if not isinstance(measurement, Measurement):
             raise InvalidParameter(f"make({sigma!r}) returned {measurement!r}, not a Measurement")
         bound = measurement.output_measure.parse(d_out)
         value = measurement.map(d_in)
-        ok = measurement.output_measure.less_equal(value, bound)
-        return bool(ok), _ratio(measurement, value, bound)
+        return bool(measurement.output_measure.less_equal(value, bound)), measurement, value, bound
+
+    def probe(sigma: float) -> tuple[bool, float | None]:
+        ok, measurement, value, bound = read(sigma)
+        return ok, _ratio(measurement, value, bound)
 
     def probe_exact(sigma: float) -> tuple[bool, Fraction | None]:
-        measurement = make(sigma)
-        if not isinstance(measurement, Measurement):
-            raise InvalidParameter(f"make({sigma!r}) returned {measurement!r}, not a Measurement")
-        bound = measurement.output_measure.parse(d_out)
-        value = measurement.map(d_in)
-        ok = measurement.output_measure.less_equal(value, bound)
+        ok, _, value, bound = read(sigma)
         exact = isinstance(value, Fraction) and isinstance(bound, Fraction) and value > 0 and bound > 0
-        return bool(ok), value / bound if exact else None
+        return ok, value / bound if exact else None
 
     try:
         if _exact_map(make, bounds, start):

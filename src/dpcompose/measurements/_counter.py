@@ -38,7 +38,22 @@ from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._laplace import make_laplace
 from dpcompose.transformations._tree import MAX_LEAVES, check_step_counts, clamped_steps, tree_shape
 
-__all__ = ["make_online_counter"]
+__all__ = ["checked_step", "make_online_counter"]
+
+
+def checked_step(query: object, answered: int, length: int) -> int:
+    """The step index ``query`` of an online counter over ``length`` steps with ``answered`` released: an
+    int from 0 to ``answered`` (a released step again, or the next one), below ``length``; anything else is
+    refused with :class:`InvalidParameter` before anything runs."""
+    if not isinstance(query, (int, np.integer)) or isinstance(query, bool):
+        raise InvalidParameter(f"query={query!r} must be a step index, an int")
+    step = int(query)
+    if not 0 <= step <= min(answered, length - 1):
+        raise InvalidParameter(
+            f"query={step}: ask the steps in order, 0 … {length - 1}, each at most one past the "
+            f"last asked (next: {answered}); nothing was run"
+        )
+    return step
 
 
 class OnlineCounter(Queryable[int, int]):
@@ -66,14 +81,7 @@ class OnlineCounter(Queryable[int, int]):
         return self._nodes[key]
 
     def _answer(self, query: int) -> int:
-        if not isinstance(query, (int, np.integer)) or isinstance(query, bool):
-            raise InvalidParameter(f"query={query!r} must be a step index, an int")
-        step = int(query)
-        if not 0 <= step <= min(len(self._answers), self._length - 1):
-            raise InvalidParameter(
-                f"query={step}: ask the steps in order, 0 … {self._length - 1}, each at most one past the "
-                f"last asked (next: {len(self._answers)}); nothing was run"
-            )
+        step = checked_step(query, len(self._answers), self._length)
         if step < len(self._answers):
             return self._answers[step]  # the same release again: no new noise
         n, total = step + 1, 0

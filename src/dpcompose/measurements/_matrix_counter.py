@@ -87,6 +87,7 @@ from dpcompose.accounting._vector_pairs import vector_discrete_gaussian_loss, ve
 from dpcompose.core import ZCDP, Domain, Measurement, Metric, Node, Queryable
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
+from dpcompose.measurements._counter import checked_step
 from dpcompose.measurements._discrete import (
     Grid,
     check_generator,
@@ -215,14 +216,7 @@ class MatrixCounter(Queryable[int, float]):
         return f"{len(self._answers)} of {self._length} steps released"
 
     def _answer(self, query: int) -> float:
-        if not isinstance(query, (int, np.integer)) or isinstance(query, bool):
-            raise InvalidParameter(f"query={query!r} must be a step index, an int")
-        step = int(query)
-        if not 0 <= step <= min(len(self._answers), self._length - 1):
-            raise InvalidParameter(
-                f"query={step}: ask the steps in order, 0 … {self._length - 1}, each at most one past the "
-                f"last asked (next: {len(self._answers)}); nothing was run"
-            )
+        step = checked_step(query, len(self._answers), self._length)
         if step < len(self._answers):
             return self._answers[step]  # the same release again: no new noise
         t = step
