@@ -137,7 +137,7 @@ def make_mst(
     check_positive_int(iterations, "iterations")
     d = len(columns)
     if math.sqrt(d / (2 * rho_f / 3)) * d_in > 2.0**38 or (
-        d > 1 and 2 * d_in / math.sqrt(2 * rho_f / 3 / (d - 1)) > 2.0**48
+        d > 1 and 2 * d_in / math.sqrt(8 * rho_f / 3 / (d - 1)) > 2.0**48
     ):
         raise InvalidParameter(f"rho={rho!r}: the noise would be past the exact samplers' range: raise rho")
     codes = make_category_codes(input_domain, input_metric, categories)

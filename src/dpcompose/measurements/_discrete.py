@@ -523,8 +523,10 @@ def grid_points(x: FloatArray, k: int) -> FloatArray:
 def saturate_ints(data: Any, vector: bool) -> IntArray:
     """Integer data as int64, each value clamped to ``[-2**60, 2**60]`` (:data:`INT_SATURATION`).
 
-    Numpy integer arrays are clamped vectorised; Python ints (atoms, lists) are clamped one by one before
-    the conversion, so no value, however large, makes the conversion raise or change its path.
+    Numpy integer arrays are clamped vectorised; a list or tuple of ints that all fit int64 is converted at
+    once and clamped, and otherwise (some int beyond int64) every value is clamped one by one before the
+    conversion, so no value, however large, makes the conversion raise. The path taken (and so the time)
+    tells whether some value lies beyond int64.
     """
     lim = INT_SATURATION
     if not vector:

@@ -124,9 +124,12 @@ def make_exponential_mechanism(
     """The exponential mechanism: index ``i`` with probability ``∝ exp(scoreᵢ/scale)``, drawn exactly.
 
     It is report noisy max with Gumbel noise (where :func:`make_report_noisy_max` adds discrete Laplace
-    noise). Integer scores are used as they are; float scores are rounded to the grid of ``make_laplace``
-    (width ``g = 2**(⌊log₂ scale⌋ - 30)``) as in :func:`make_report_noisy_max`. With ``optimize="min"``
-    the probability is ``∝ exp(-scoreᵢ/scale)``.
+    noise). Integer scores are clamped to ``±2**60``; float scores are rounded to the grid of
+    ``make_laplace`` (width ``g = 2**(⌊log₂ scale⌋ - 30)``) and clamped to ``±2**60·g``, as in
+    :func:`make_report_noisy_max`: the law is that of the clamped scores (clamping is 1-Lipschitz and
+    non-decreasing, so the privacy map holds; scores beyond the clamp are not told apart — at ``scale=1``
+    the float scores ``[2e9, 1.5e9]`` are drawn about evenly). With ``optimize="min"`` the probability is
+    ``∝ exp(-scoreᵢ/scale)``.
 
     Privacy map, for scores ``d_in`` apart in ``LInfDistance()``: the mechanism is η-bounded range with
     ``η = 2·d_in/scale`` (``d_in/scale`` for ``LInfDistance(monotonic=True)``; float scores: ``d_in``
