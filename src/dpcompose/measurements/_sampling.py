@@ -25,7 +25,9 @@ paths:
   draw (31 bits of ``U`` and the sign) and a guide-table lookup decide almost every draw, and the rare
   draw whose prefix falls between two bounds (probability about ``2·(entries)·2**-31``) is finished
   exactly by drawing more bits of ``U`` against bounds of higher precision (Devroye 1986, Chapter III;
-  guide tables: Chen and Asau 1974). Tables are cached per parameter (at most eight). The tables and
+  guide tables: Chen and Asau 1974). Tables are cached per parameter (at most eight); "or cached" holds
+  for the secure source only — a seeded source picks the algorithm by the request alone, so a seed gives
+  the same draws whatever tables the process built before. The tables and
   the refinement are in :mod:`dpcompose.measurements._inversion`.
 * **digit split** (discrete Laplace with scale > 2048, when the request pays for its tables or they are
   cached): ``X = S·G`` with a random sign ``S`` (``-0`` rejected) and ``G`` geometric, split exactly into
@@ -470,11 +472,12 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
         raise InvalidParameter(f"scale={scale!r} must be at most 2**50 (samples must fit in int64)")
     src = _source(source)
     n, d = t.numerator, t.denominator
-    if t <= LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 22 * (n // d + 1)):
+    cached = isinstance(src, SecureSource)  # (a seeded source decides by size alone: see _use_table)
+    if t <= LAPLACE_TABLE_MAX_SCALE and _use_table("laplace", t, size, 22 * (n // d + 1), cached):
         table = inverse_table("laplace", t)
         return fill_exact(size, lambda count: inverse_block(table, count, src))
     big = size > _SCALAR_BELOW and t > LAPLACE_TABLE_MAX_SCALE
-    if big and (plan_is_cached(t) or size >= 2 * plan_entries(t, laplace_top_bits(t))):
+    if big and ((cached and plan_is_cached(t)) or size >= 2 * plan_entries(t, laplace_top_bits(t))):
         plan = laplace_plan(t)
         return fill_exact(size, lambda count: laplace_digits_block(plan, count, src))
     if n > _INT64_SAFE or size <= _SCALAR_BELOW:
@@ -484,9 +487,12 @@ def discrete_laplace_array(scale: Fraction | int, size: int, source: RandomSourc
     return fill(size, lambda count: laplace_block(n, d, count, src))
 
 
-def _use_table(kind: str, param: Fraction, size: int, entries: int) -> bool:
-    """Use an inversion table when it is cached, or build one when ``size`` amortises its set-up cost."""
-    return table_is_cached(kind, param) or (size > _SCALAR_BELOW and size >= 2 * entries)
+def _use_table(kind: str, param: Fraction, size: int, entries: int, cached: bool) -> bool:
+    """Use an inversion table when it is cached (and ``cached`` allows it), or build one when ``size``
+    amortises its set-up cost. A seeded source passes ``cached=False``: which algorithm draws (and so which
+    numbers a seed gives) then depends on the call alone, not on the tables earlier calls in the process
+    happened to build — the same seed gives the same draws in any process."""
+    return (cached and table_is_cached(kind, param)) or (size > _SCALAR_BELOW and size >= 2 * entries)
 
 
 _SCALAR_BELOW = 8
@@ -564,11 +570,12 @@ def discrete_gaussian_array(
         raise InvalidParameter(f"sigma2={sigma2!r} must be at most 2**80 (samples must fit in int64)")
     src = _source(source)
     t = s2 / _gaussian_centre(s2)
-    if s2 <= GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 9 * (math.isqrt(int(s2)) + 1)):
+    cached = isinstance(src, SecureSource)  # (a seeded source decides by size alone: see _use_table)
+    if s2 <= GAUSS_TABLE_MAX_SIGMA2 and _use_table("gauss", s2, size, 9 * (math.isqrt(int(s2)) + 1), cached):
         table = inverse_table("gauss", s2)
         return fill_exact(size, lambda count: inverse_block(table, count, src))
     envelope = BUCKET_MIN_SIGMA2 < s2 <= BUCKET_MAX_SIGMA2 and size > _SCALAR_BELOW
-    if envelope and (gauss_plan_is_cached(s2) or size >= 2 * bucket_entries(s2)):
+    if envelope and ((cached and gauss_plan_is_cached(s2)) or size >= 2 * bucket_entries(s2)):
         plan = gauss_plan(s2)
         return fill_exact(size, lambda count: gauss_bucket_block(plan, count, src))
     if size <= _SCALAR_BELOW or (t.numerator > _INT64_SAFE):
