@@ -337,7 +337,6 @@ def make_aim(
         codes.output_domain, codes.output_metric, ZCDP(), d_in=codes.map(d_in), d_out=rho, rule="zcdp"
     )
     index = {c: j for j, c in enumerate(columns)}
-    name_of: dict[Hashable, Hashable] = dict(enumerate(columns))
     coded_candidates: dict[Clique, int] = {tuple(index[c] for c in r): w for r, w in candidates.items()}
     sizes = [len(domains[c].categories) for c in columns]
     user_cats = {c: domains[c].categories for c in columns}
@@ -355,11 +354,7 @@ def make_aim(
             alpha,
             iterations,
         )
-        named = [
-            NoisyMarginal(tuple(name_of[j] for j in m.clique), m.values, m.stddev)
-            for m in fitted.measurements
-        ]
-        return MarginalModel(columns, user_cats, fitted.log_p, fitted.total, named)
+        return fitted.named(columns, user_cats)
 
     answered: Measurement[Any, MarginalModel, int, Fraction] = make_postprocess(budget, aim)
     return codes >> answered

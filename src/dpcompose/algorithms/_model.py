@@ -74,6 +74,17 @@ class MarginalModel:
         self.potentials: dict[tuple[int, ...], FloatArray] = dict(potentials or {})
         self._axis = {c: i for i, c in enumerate(self.columns)}
 
+    def named(
+        self, columns: Sequence[Hashable], categories: Mapping[Hashable, Sequence[Any]]
+    ) -> MarginalModel:
+        """This model (fitted over column positions 0 … d−1) over the keys ``columns`` with their
+        ``categories``: the same probabilities and total, each measured clique's positions named."""
+        name_of: dict[Hashable, Hashable] = dict(enumerate(columns))
+        named = [
+            NoisyMarginal(tuple(name_of[j] for j in m.clique), m.values, m.stddev) for m in self.measurements
+        ]
+        return MarginalModel(columns, categories, self.log_p, self.total, named)
+
     @classmethod
     def uniform(
         cls, columns: Sequence[Hashable], categories: Mapping[Hashable, Sequence[Any]], total: float

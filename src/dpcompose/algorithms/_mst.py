@@ -145,16 +145,11 @@ def make_mst(
         codes.output_domain, codes.output_metric, ZCDP(), d_in=codes.map(d_in), d_out=rho, rule="zcdp"
     )
     sizes = [len(domains[c].categories) for c in columns]
-    name_of: dict[Hashable, Hashable] = dict(enumerate(columns))
     user_cats = {c: domains[c].categories for c in columns}
 
     def mst(q: FilterQueryable) -> MarginalModel:
         fitted = run_mst(q, codes.output_domain, codes.output_metric, sizes, rho_f, d_in, iterations)
-        named = [
-            NoisyMarginal(tuple(name_of[j] for j in m.clique), m.values, m.stddev)
-            for m in fitted.measurements
-        ]
-        return MarginalModel(columns, user_cats, fitted.log_p, fitted.total, named)
+        return fitted.named(columns, user_cats)
 
     answered: Measurement[Any, MarginalModel, int, Fraction] = make_postprocess(budget, mst)
     return codes >> answered

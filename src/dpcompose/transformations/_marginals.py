@@ -205,20 +205,26 @@ class _TableCounter:
         return parts
 
 
+def _check_records(input_domain: Domain, input_metric: Metric, what: str) -> None:
+    """Refuse a dataset metric or space that is not one of records with columns (``what`` names the
+    constructor's output in the message)."""
+    check_dataset_metric(input_metric)
+    check_space(input_domain, input_metric)
+    assert isinstance(input_domain, VectorDomain)  # (check_space: a dataset metric's space)
+    element = input_domain.element_domain
+    if isinstance(element, AtomDomain) and element.carrier in (int, float, str, bool, bytes):
+        raise DomainMismatch(
+            f"input_domain={input_domain!r}: {what} need records with columns (tuples, lists or dicts), "
+            "e.g. VectorDomain(AtomDomain(dict))"
+        )
+
+
 def _checked_tables(
     input_domain: Domain, input_metric: Metric, columns: Any, categories: Any
 ) -> tuple[tuple[Marginal, ...], dict[Hashable, CategoricalDomain], list[tuple[int, ...]], list[int]]:
     """The checked records, tables (``columns``), per-key categories, table shapes and cell counts that
     :func:`make_marginals` and :func:`make_marginal_errors` share."""
-    check_dataset_metric(input_metric)
-    check_space(input_domain, input_metric)
-    assert isinstance(input_domain, VectorDomain)
-    element = input_domain.element_domain
-    if isinstance(element, AtomDomain) and element.carrier in (int, float, str, bool, bytes):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r}: marginals need records with columns (tuples, lists or dicts), "
-            "e.g. VectorDomain(AtomDomain(dict))"
-        )
+    _check_records(input_domain, input_metric, "marginals")
     marginals = _check_columns(columns)
     domains = _check_categories(categories, {key for marginal in marginals for key in marginal})
     shapes = [_shape(marginal, domains) for marginal in marginals]
@@ -542,15 +548,7 @@ def make_category_codes(
         >>> codes([{"sex": "m", "n": 1}, {"sex": "x", "n": 0}]).tolist(), codes.map(1)
         ([[1, 1], [-1, 0]], 1)
     """
-    check_dataset_metric(input_metric)
-    check_space(input_domain, input_metric)
-    assert isinstance(input_domain, VectorDomain)
-    element = input_domain.element_domain
-    if isinstance(element, AtomDomain) and element.carrier in (int, float, str, bool, bytes):
-        raise DomainMismatch(
-            f"input_domain={input_domain!r}: codes need records with columns (tuples, lists or dicts), "
-            "e.g. VectorDomain(AtomDomain(dict))"
-        )
+    _check_records(input_domain, input_metric, "codes")
     if not isinstance(categories, Mapping) or not categories:
         raise InvalidParameter(
             f"categories={_short(categories)} must be a non-empty dict from each column key to its declared "
