@@ -13,9 +13,11 @@ best beside it, the runs of the libraries alternating; the row map's figures are
   ``VectorDomain(VectorDomain(AtomDomain(float, bounds=(-1/√d, 1/√d)), size=d))`` (the input check is a
   min/max/NaN scan), and the whole call on ``VectorDomain(NormBallDomain(size=d, norm=1))`` (the check
   decides every row's norm exactly), and the entry-bounds call again with the SSCP's speed devices off
-  (one thread, no folded blocks: ``DPCOMPOSE_SSCP_SPEEDUPS=0``) and with its two threads turned on
-  (``DPCOMPOSE_SSCP_THREADS=1``). ``numpy X.T @ X`` is the floor. The last
-  column compares the results (the grid rounds entries to ``2**-20·c``).
+  (one thread, numpy's ``qᵀq`` for every block: ``DPCOMPOSE_SSCP_SPEEDUPS=0``) and with its two threads
+  alone turned off (``DPCOMPOSE_SSCP_THREADS=0``; they run by default at widths 8-20 from 2**18 rows).
+  ``numpy X.T @ X`` is the floor. The last column compares the results (the grid rounds entries to
+  ``2**-20·c``). ``--busy`` keeps one core busy (a spinning process) while the SSCP is timed: what the
+  threads cost when the second finds no free core.
 * **row map**: the same map of three float columns, ``[clip(2a + b, -1, 1), clip(|c|, 0, 1),
   when(a > b, a − b, 0)]``, as ``dp.t.make_map_exprs`` (table expressions, vectorised) and as
   ``dp.t.make_map_rows`` with the Python function of one row (today's way), whole calls, on ``--map-rows``
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import os
 import statistics
 import time
@@ -65,15 +68,21 @@ def _runs(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[flo
     return runs
 
 
+def _spin() -> None:
+    """Keep one core busy until terminated."""
+    while True:
+        pass
+
+
 def _devices_off(t: Any, x: Any) -> Any:
-    """``t(x)`` with the SSCP's speed devices (two threads, folded blocks) off."""
+    """``t(x)`` with the SSCP's speed devices (two threads, BLAS's general product) off."""
     with sscp_speedups(False):
         return t(x)
 
 
-def _two_threads(t: Any, x: Any) -> Any:
-    """``t(x)`` with the SSCP's two threads turned on (``DPCOMPOSE_SSCP_THREADS=1``)."""
-    with sscp_threads(True):
+def _one_thread(t: Any, x: Any) -> Any:
+    """``t(x)`` with the SSCP's two threads turned off (``DPCOMPOSE_SSCP_THREADS=0``)."""
+    with sscp_threads(False):
         return t(x)
 
 
@@ -91,7 +100,7 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
         "dpcompose make_sscp: call, entry bounds": lambda: ours_box(x),
         "dpcompose make_sscp: call, norm ball": lambda: ours_ball(x),
         "dpcompose make_sscp: call, entry bounds, off": lambda: _devices_off(ours_box, x),
-        "dpcompose make_sscp: call, entry bounds, 2 thr": lambda: _two_threads(ours_box, x),
+        "dpcompose make_sscp: call, entry bounds, 1 thread": lambda: _one_thread(ours_box, x),
     }
     try:
         import opendp.prelude as odp
@@ -167,6 +176,7 @@ def main() -> None:
     parser.add_argument("--map-rows", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
+    parser.add_argument("--busy", action="store_true", help="keep one core busy during the SSCP timings")
     args = parser.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
@@ -175,8 +185,17 @@ def main() -> None:
     shapes = [(1_000_000, 10), (100_000, 10), (1_000_000, 3)]
     if args.rows is not None or args.columns is not None:
         shapes = [(args.rows or 1_000_000, args.columns or 10)]
-    for n, d in shapes:
-        bench_sscp(n, d, args.repeats)
+    spinner = multiprocessing.Process(target=_spin, daemon=True) if args.busy else None
+    if spinner is not None:
+        spinner.start()
+        print("(one core kept busy by a spinning process during the SSCP timings)")
+    try:
+        for n, d in shapes:
+            bench_sscp(n, d, args.repeats)
+    finally:
+        if spinner is not None:
+            spinner.terminate()
+            spinner.join()
     bench_row_map(args.map_rows, max(2, args.repeats // 2))
 
 

@@ -1,7 +1,8 @@
 """SciPy, imported on first use, so that ``import dpcompose`` stays fast.
 
 ``scipy.optimize``, ``scipy.special`` and ``scipy.stats`` together take about half a second to import and
-are needed only by some accounting functions (root finding, log-Φ) and analysis tools (LP, audits). Each
+are needed only by some accounting functions (root finding, log-Φ) and analysis tools (LP, audits);
+``scipy.linalg`` (0.2 s) only by the SSCP's block products. Each
 wrapper here imports its SciPy module when first called; Python caches the module after that.
 """
 
@@ -11,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["beta_ppf", "brentq", "expit", "linprog", "log_ndtr", "minimize_scalar"]
+__all__ = ["beta_ppf", "blas_dgemm", "brentq", "expit", "linprog", "log_ndtr", "minimize_scalar"]
 
 
 def _attr(module: str, name: str) -> Any:
@@ -46,3 +47,10 @@ def log_ndtr(x: Any) -> Any:
 def beta_ppf(q: float, a: float, b: float) -> float:
     """The quantile function of the Beta(a, b) distribution (:data:`scipy.stats.beta`)."""
     return float(_attr("scipy.stats", "beta").ppf(q, a, b))
+
+
+def blas_dgemm() -> Callable[..., Any]:
+    """:func:`scipy.linalg.blas.dgemm` itself, BLAS's general matrix product (``alpha·op(a)·op(b)``), for a
+    caller that makes many small products (the lookup costs about 7 µs a call)."""
+    dgemm: Callable[..., Any] = _attr("scipy.linalg.blas", "dgemm")
+    return dgemm

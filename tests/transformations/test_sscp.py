@@ -18,11 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
+from dpcompose._scipy import blas_dgemm
 from dpcompose.accounting import float_down
 from dpcompose.core._norm_domain import all_within
 from dpcompose.errors import DomainMismatch
 from dpcompose.transformations._sscp import BLOCK_ROWS, sqrt_up_rational
-from dpcompose.transformations._sscp_speed import FOLDS, block_gram, sscp_speedups, sscp_threads
+from dpcompose.transformations._sscp_speed import (
+    block_gram,
+    sscp_speedups,
+    sscp_threads,
+    two_threads,
+    uses_gemm,
+)
 
 SYM, CHG = dp.SymmetricDistance(), dp.ChangeOneDistance()
 
@@ -94,15 +101,18 @@ def test_sscp_outputs_pinned_to_main() -> None:
 
 @pytest.fixture
 def two_parts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The two threads turned on, for datasets of 2 blocks or more (the pinned cases hold up to 3)."""
+    """The two threads turned on, for datasets of 2 blocks or more (the pinned cases hold up to 3), of every
+    width."""
     monkeypatch.setattr("dpcompose.transformations._sscp_speed.PARALLEL_BLOCKS", 2)
+    monkeypatch.setattr("dpcompose.transformations._sscp_speed.THREAD_WIDTHS", range(1, 1025))
     with sscp_threads(True):
         yield
 
 
 @pytest.mark.parametrize("on", [True, False])
 def test_sscp_same_bits_with_speedups_on_and_off(on: bool, two_parts: None) -> None:
-    """Two threads and folded blocks (widths 3, 5, 6, 7 here) release the pinned bits, as one thread does."""
+    """Two threads and BLAS's general product (every width here) release the pinned bits, as one thread and
+    numpy's product do."""
     with sscp_speedups(on):
         for name, t, data in _cases():
             if name in PINNED:
@@ -161,17 +171,36 @@ def test_sscp_refusal_in_either_part(bad: list[int], two_parts: None) -> None:
         assert np.array_equal(t(x), one_thread)
 
 
-def test_block_gram_folds_exactly() -> None:
-    """Folded block products equal the exact integer ``QᵀQ`` at the grid's extremes, for every folded
-    width, full and partial blocks."""
+def test_block_gram_exact_both_ways() -> None:
+    """SciPy's ``dgemm`` and numpy's product both give the exact integer ``QᵀQ`` at the grid's extremes
+    (partial sums up to 2**53), full and partial blocks, C-contiguous or not (then ``dgemm`` copies)."""
     r = np.random.default_rng(4)
-    for d, g in FOLDS.items():
+    for d in (1, 2, 3, 5, 7, 10, 11, 12, 16, 21, 33):
         for m in (BLOCK_ROWS, BLOCK_ROWS - 1, 4 * 7):
             q = r.integers(-(2**20), 2**20, size=(m, d), endpoint=True).astype(np.float64)
             q[: m // 2] = np.where(q[: m // 2] < 0, -(2.0**20), 2.0**20)
             exact = q.astype(np.int64).T @ q.astype(np.int64)
-            assert np.array_equal(block_gram(q, g), exact), (d, g, m)
-            assert np.array_equal(block_gram(q, 1), exact), (d, m)
+            assert np.array_equal(block_gram(q, blas_dgemm()), exact), (d, m)
+            assert np.array_equal(block_gram(q, None), exact), (d, m)
+            assert np.array_equal(block_gram(np.asfortranarray(q), blas_dgemm()), exact), (d, m)
+    assert int(np.abs(block_gram(np.full((BLOCK_ROWS, 2), 2.0**20), blas_dgemm())).max()) == 2**53
+
+
+def test_two_threads_by_size_width_and_switches() -> None:
+    """On by default (unless the environment turned them off) for 32 blocks or more of widths 8 to 20."""
+    with sscp_threads(True):
+        assert [d for d in range(1, 40) if two_threads(32 * BLOCK_ROWS, d, BLOCK_ROWS)] == [*range(8, 21)]
+        assert not two_threads(31 * BLOCK_ROWS, 10, BLOCK_ROWS)
+        with sscp_speedups(False):
+            assert not two_threads(10**6, 10, BLOCK_ROWS)
+    with sscp_threads(False):
+        assert not two_threads(10**6, 10, BLOCK_ROWS)
+
+
+def test_uses_gemm_by_width_and_switch() -> None:
+    assert [d for d in range(1, 24) if uses_gemm(d)] == [*range(2, 12), 21, 22, 23]
+    with sscp_speedups(False):
+        assert not any(uses_gemm(d) for d in range(1, 40))
 
 
 def _check_calls(monkeypatch: pytest.MonkeyPatch) -> list[object]:

@@ -38,13 +38,14 @@ from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sscp_speed import Blocks, block_gram, fold, in_two_threads, two_threads
+from dpcompose.transformations._sscp_speed import Blocks, block_product, in_two_threads, two_threads
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
 __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
 Floats = npt.NDArray[np.float64]
+Product = Callable[[Floats], npt.NDArray[np.int64]]
 _Sums = tuple[list[int], list[int]]
 BlockTest = Callable[[Floats, Floats, Floats], bool]
 """A test of a block of rows, given the block scaled by ``2**k`` and a scratch array of its shape (the
@@ -194,13 +195,13 @@ def make_sscp(
     ulp = Fraction(math.ulp(largest))
     slack = width * ulp
     per_row = s * _ROOT2_UP if isinstance(input_metric, ChangeOneDistance) else s
-    scale = math.ldexp(1.0, k)
+    scale = np.float64(math.ldexp(1.0, k))  # (a numpy scalar: the multiply's fastest operand)
 
-    def block_sums(x: Floats, inside: BlockTest | None, data: Any, blocks: Blocks, g: int) -> _Sums:
+    def block_sums(x: Floats, inside: BlockTest | None, data: Any, blocks: Blocks, product: Product) -> _Sums:
         """The exact ``Σ q qᵀ`` (flattened row-major) and ``Σ q`` of the grid rows of the blocks of ``x``
-        taken from ``blocks`` (products folded by g, :func:`block_gram`); with ``inside``, each block is
-        tested once scaled (before any of it is summed) and a block failing it runs the input domain's full
-        check on ``data``, which raises its :class:`DomainMismatch` (and stops ``blocks``)."""
+        taken from ``blocks`` (each ``qᵀq`` by ``product``, :func:`block_product`); with ``inside``, each
+        block is tested once scaled (before any of it is summed) and a block failing it runs the input
+        domain's full check on ``data``, which raises its :class:`DomainMismatch` (and stops ``blocks``)."""
         gram, sums = [0] * (d * d), [0] * d
         running = np.zeros((d, d), dtype=np.int64)
         running_sums = np.zeros(d, dtype=np.int64)
@@ -224,9 +225,9 @@ def make_sscp(
                         raise
                     inside = None  # unreachable: the whole dataset is a member after all
                 np.rint(q, out=q)
-                running += block_gram(q, g)  # exact integers of magnitude <= 2**53
+                running += product(q)  # exact integers of magnitude <= 2**53
                 if intercept:  # column sums: integers of magnitude <= 2**33, exact in any order
-                    running_sums += (ones[:m] @ q).astype(np.int64)
+                    running_sums += np.dot(ones[:m], q).astype(np.int64)
                 if number % _FLUSH == 0:
                     gram = _add(gram, running)
                     sums = _add(sums, running_sums)
@@ -238,13 +239,15 @@ def make_sscp(
         """The SSCP of the rows ``x`` (tested block by block with ``inside``, see ``block_sums``), in two
         threads for a large ``x`` (:mod:`~dpcompose.transformations._sscp_speed`): each thread's sums are
         exact integers, so their sum is the same however the blocks were shared."""
-        blocks, g = Blocks(x.shape[0], BLOCK_ROWS), fold(d)
-        if not two_threads(x.shape[0], BLOCK_ROWS):
-            gram, sums = block_sums(x, inside, data, blocks, g)
-        else:
+        blocks = Blocks(x.shape[0], BLOCK_ROWS)
+        product = block_product(d)
+        if not two_threads(x.shape[0], d, BLOCK_ROWS):
+            gram, sums = block_sums(x, inside, data, blocks, product)
+        else:  # the second thread's product releases the GIL (the caller's may hold it)
+            second = block_product(d, threads=True)
             (gram, sums), (gram2, sums2) = in_two_threads(
-                lambda: block_sums(x, inside, data, blocks, g),
-                lambda: block_sums(x, inside, data, blocks, g),
+                lambda: block_sums(x, inside, data, blocks, product),
+                lambda: block_sums(x, inside, data, blocks, second),
                 blocks,
             )
             gram = [a + b for a, b in zip(gram, gram2, strict=True)]

@@ -1,45 +1,53 @@
-"""The SSCP's speed devices, folded blocks and two threads, the switch that turns both off and the one that
-turns the threads on.
+"""The SSCP's speed devices, BLAS's general product for the blocks and two threads, the switch that turns
+both off and the one that turns the threads off.
 
 The devices (used by :func:`~dpcompose.transformations.make_sscp`):
 
-* Two threads (off unless turned on, below): for a dataset of at least :data:`PARALLEL_BLOCKS` blocks,
-  the caller and a second thread take blocks one at a time from a shared :class:`Blocks` and each rounds,
-  tests and multiplies the blocks it takes into sums of its own (:func:`in_two_threads`); numpy releases
-  the GIL in these loops and in BLAS, so with two free cores the call can take about half the time, and a
-  thread kept off the CPU by other work simply takes fewer blocks. Each thread's sums are exact integer
-  matrices (in Python integers), and their sum is the sum of every block's, so the release is the same
-  bits as one thread's, however the blocks were shared. A thread whose block fails the input test runs
-  the domain's full check, which raises; the blocks not yet taken are then withdrawn
-  (:meth:`Blocks.stop`), so the other thread stops after its current block, and both threads have ended
-  before the error propagates (nothing is released, nothing is left computing).
-* Folded blocks (:func:`block_gram`): for a few narrow widths (:data:`FOLDS`), where OpenBLAS's ``syrk`` is
-  slow, a block ``Q`` of m rows (a multiple of g) is read as the ``(m/g) × (g·d)`` matrix ``R`` of g rows
-  side by side and ``RᵀR`` is formed; its g diagonal ``d × d`` blocks are the Gram matrices of the rows
-  ``i ≡ j (mod g)``, and they add up to ``QᵀQ``. Every partial sum is an integer of magnitude at most
-  ``(m/g)·2**40 <= 2**53/g`` and their sum at most ``2**53``: exact, as the unfolded product is.
+* The general product (:func:`block_gram`): numpy computes ``qᵀq`` with BLAS's symmetric rank-k update
+  (``syrk``), which OpenBLAS 0.3 runs slowly for narrow blocks; for the widths of :func:`uses_gemm` the
+  block ``q`` (C-contiguous, so ``qᵀ`` is a column-major matrix and nothing is copied) is multiplied by
+  SciPy's ``dgemm`` as ``qᵀ·(qᵀ)ᵀ`` instead: on 8192 rows 47 µs against 79 µs at width 10, 19 against
+  50 µs at width 3 (the row-folding device this replaced took 29 µs there), and about the same from 12 to
+  20 (where numpy's product stays). Both compute each entry as a sum of the products ``q_ri·q_rj`` (the
+  classical product, as every mainstream BLAS does: no Strassen-type recombination), every partial sum an
+  integer of magnitude at most ``2**53``, so both are exact in any summation order, with or without fused
+  multiply-adds, and give the same integers.
+* Two threads: for a dataset of at least :data:`PARALLEL_BLOCKS` blocks of a width in
+  :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a shared
+  :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
+  (:func:`in_two_threads`). numpy releases the GIL in its loops and in ``np.dot``, but SciPy's ``dgemm``
+  and numpy's ``@`` hold it (two threads of either ran no faster than one): so the second thread uses
+  ``np.dot`` and the caller its usual product (:func:`block_product`), and a second thread kept off the CPU
+  by other work simply takes fewer blocks. Each thread's sums are exact integer matrices (in Python
+  integers), and their sum is the sum of every block's, so the release is the same bits as one thread's,
+  however the blocks were shared. A thread whose block fails the input test runs the domain's full check,
+  which raises; the blocks not yet taken are then withdrawn (:meth:`Blocks.stop`), so the other thread
+  stops after its current block, and both threads have ended before the error propagates (nothing is
+  released, nothing is left computing).
 
 The switches: the environment variable ``DPCOMPOSE_SSCP_SPEEDUPS=0`` (read once, when this module is
 imported; also ``false``, ``off`` or ``no``), or :func:`sscp_speedups` for a block of code, turns both
-devices off: every block runs in the caller's thread, in order, as one ``QᵀQ``. The threads run only if
-``DPCOMPOSE_SSCP_THREADS=1`` is set as well (or ``on``, ``true``...; or :func:`sscp_threads` for a
-block): on a shared 2-core machine the second thread found no free core (two threads of a plain numpy
-loop ran no faster than one there) and cost 4-8 % (benchmarks/bench_rowmaps.py prints the call with the
-threads beside it). The releases and the refusals are the same in every setting, bit for bit.
+devices off: every block runs in the caller's thread, in order, as numpy's ``qᵀq``.
+``DPCOMPOSE_SSCP_THREADS=0`` (or :func:`sscp_threads` for a block) turns the threads alone off: on a
+2-core machine with the other core busy they cost 10-18 % at widths 8-10 (benchmarks/bench_rowmaps.py
+prints the call with the threads off beside the default). The releases and the refusals are the same in
+every setting, bit for bit.
 
 Examples:
     >>> with sscp_threads(True):
-    ...     two_threads(31 * 8192, 8192), two_threads(31 * 8192 + 1, 8192)
-    (False, True)
+    ...     [two_threads(n, d, 8192) for n, d in [(31 * 8192, 10), (31 * 8192 + 1, 10), (10**6, 3)]]
+    [False, True, False]
     >>> with sscp_threads(True), sscp_speedups(False):
-    ...     two_threads(10**6, 8192)
+    ...     two_threads(10**6, 10, 8192)
     False
     >>> blocks = Blocks(20, 8)
     >>> blocks.take(), blocks.take(), blocks.take(), blocks.take()
     (0, 8, 16, None)
     >>> q = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 0.0, -1.0]])
-    >>> block_gram(q, 4).tolist() == (q.T @ q).tolist() == block_gram(q, 1).tolist()
+    >>> block_product(3)(q).tolist() == (q.T @ q).tolist() == block_gram(q, None).tolist()
     True
+    >>> uses_gemm(10), uses_gemm(16), uses_gemm(1)
+    (True, False, False)
 """
 
 from __future__ import annotations
@@ -47,68 +55,81 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose._scipy import blas_dgemm
 from dpcompose._switch import SpeedSwitch
 
 __all__ = [
-    "FOLDS",
     "PARALLEL_BLOCKS",
     "SPEEDUPS_ENV",
     "THREADS_ENV",
+    "THREAD_WIDTHS",
     "Blocks",
     "block_gram",
-    "fold",
+    "block_product",
     "in_two_threads",
     "sscp_speedups",
     "sscp_speedups_on",
     "sscp_threads",
     "sscp_threads_on",
     "two_threads",
+    "uses_gemm",
 ]
 
 _T = TypeVar("_T")
+Floats = npt.NDArray[np.float64]
 
 SPEEDUPS_ENV = "DPCOMPOSE_SSCP_SPEEDUPS"
 """The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns both devices off."""
 
 THREADS_ENV = "DPCOMPOSE_SSCP_THREADS"
-"""The environment variable whose value ``1`` (or any other than ``0``, ``false``, ``off``, ``no``) turns
-the two threads on (with :data:`SPEEDUPS_ENV` not off)."""
+"""The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns the two threads off."""
 
 _SWITCH = SpeedSwitch(SPEEDUPS_ENV)
-_THREADS = SpeedSwitch(THREADS_ENV, default=False)
+_THREADS = SpeedSwitch(THREADS_ENV)
 
 PARALLEL_BLOCKS = 32
-"""The fewest blocks (2**18 rows) shared out to two threads: when the second thread finds no free core it
-cost 4-8 % at 10**6 × 10 on a loaded 2-core machine, and 11 % at 12 blocks (10**5 rows)."""
+"""The fewest blocks (2**18 rows) shared out to two threads: at 12 blocks (10**5 rows) the second thread
+gained nothing."""
+
+THREAD_WIDTHS = range(8, 21)
+"""The widths whose blocks are shared out to two threads. Same run, 10**6 rows, idle 2-core machine (the
+call with the threads over the call without): 0.82-0.84 at widths 8 and 10, 0.56 at 12, 0.53 at 16; at
+widths up to 7 and from 24 on, the second thread's ``np.dot`` (``syrk``) is so much slower than ``dgemm``
+that two threads took 1.0-1.4 of one."""
 
 
-FOLDS = {2: 2, 3: 4, 5: 2, 6: 2, 7: 2}
-"""Rows folded side by side (g) by width (d): OpenBLAS 0.3's ``syrk`` on 8192 rows takes 15 µs at width
-12 and 40 µs at width 3 (22 µs at 6 vs 43 µs unfolded; 48 vs 79 µs at 7); other widths are not folded."""
+def uses_gemm(d: int) -> bool:
+    """Whether the block products of width d run as SciPy's ``dgemm`` (:func:`block_gram`): widths 2 to 11
+    and from 21 on, where it took 0.35-0.86 of numpy's ``qᵀq`` on 8192 rows (OpenBLAS 0.3); not width 1
+    (numpy's 2 µs against 10) nor 12 to 20 (within 10 % either way); never with the switch off."""
+    return _SWITCH.on() and (2 <= d <= 11 or d >= 21)
 
 
-def fold(d: int) -> int:
-    """The rows folded side by side in a block product of width d (1: none; 1 with the switch off)."""
-    return FOLDS.get(d, 1) if _SWITCH.on() else 1
+def block_product(d: int, threads: bool = False) -> Callable[[Floats], npt.NDArray[np.int64]]:
+    """:func:`block_gram` for blocks of width d, with its choice made once: for the second of two
+    ``threads``, numpy's ``np.dot`` (it releases the GIL); else SciPy's ``dgemm`` where :func:`uses_gemm`
+    (looked up once), or numpy's ``np.dot``."""
+    if threads or not uses_gemm(d):
+        return lambda q: block_gram(q, None)
+    dgemm = blas_dgemm()
+    return lambda q: block_gram(q, dgemm)
 
 
-def block_gram(q: npt.NDArray[np.float64], g: int) -> npt.NDArray[np.int64]:
+def block_gram(q: npt.NDArray[np.float64], dgemm: Callable[..., Any] | None) -> npt.NDArray[np.int64]:
     """``qᵀq`` of a block of grid rows (integers of magnitude at most 2**20, at most 2**13 rows), in int64,
-    exact: folded g rows side by side when g > 1 divides the row count and ``q`` is C-contiguous."""
-    m, d = q.shape
-    if g == 1 or m % g or not q.flags.c_contiguous:
-        whole: npt.NDArray[np.float64] = q.T @ q
-        return whole.astype(np.int64)
-    r = q.reshape(m // g, g * d)
-    folded: npt.NDArray[np.float64] = (r.T @ r).reshape(g, d, g, d)
-    diagonal = np.arange(g)
-    gram: npt.NDArray[np.int64] = folded[diagonal, :, diagonal, :].sum(axis=0).astype(np.int64)
-    return gram  # exact: g sums of magnitude <= 2**53/g
+    exact: by SciPy's ``dgemm`` (given) on ``qᵀ`` (no copy when ``q`` is C-contiguous), else (None) by
+    numpy's ``np.dot`` (BLAS's ``syrk``)."""
+    if dgemm is not None:
+        t = q.T
+        general: npt.NDArray[np.float64] = dgemm(1.0, t, t, trans_b=1)
+        return general.astype(np.int64)  # exact: partial sums of magnitude <= 2**53
+    whole: npt.NDArray[np.float64] = np.dot(q.T, q)
+    return whole.astype(np.int64)
 
 
 def sscp_speedups_on() -> bool:
@@ -126,7 +147,7 @@ def sscp_speedups(on: bool) -> Iterator[None]:
 
 
 def sscp_threads_on() -> bool:
-    """Whether the two threads are turned on (they run only if :func:`sscp_speedups_on` too)."""
+    """Whether the two threads are on (the default; they run only if :func:`sscp_speedups_on` too)."""
     return _THREADS.on()
 
 
@@ -138,10 +159,10 @@ def sscp_threads(on: bool) -> Iterator[None]:
         yield
 
 
-def two_threads(n: int, block_rows: int) -> bool:
-    """Whether n rows are shared out to two threads: at least :data:`PARALLEL_BLOCKS` blocks, both switches
-    on."""
-    return -(-n // block_rows) >= PARALLEL_BLOCKS and _SWITCH.on() and _THREADS.on()
+def two_threads(n: int, d: int, block_rows: int) -> bool:
+    """Whether n rows of width d are shared out to two threads: at least :data:`PARALLEL_BLOCKS` blocks, d
+    in :data:`THREAD_WIDTHS`, both switches on."""
+    return -(-n // block_rows) >= PARALLEL_BLOCKS and d in THREAD_WIDTHS and _SWITCH.on() and _THREADS.on()
 
 
 class Blocks:
