@@ -14,7 +14,7 @@ best beside it, the runs of the libraries alternating; the row map's figures are
   min/max/NaN scan), and the whole call on ``VectorDomain(NormBallDomain(size=d, norm=1))`` (the check
   decides every row's norm exactly), and the entry-bounds call again with the SSCP's speed devices off
   (one thread, numpy's ``qᵀq`` for every block: ``DPCOMPOSE_SSCP_SPEEDUPS=0``) and with its two threads
-  alone turned off (``DPCOMPOSE_SSCP_THREADS=0``; they run by default at widths 8-20 from 2**18 rows).
+  turned on (``DPCOMPOSE_SSCP_THREADS=1``; at widths 8-20 from 2**18 rows).
   ``numpy X.T @ X`` is the floor. The last column compares the results (the grid rounds entries to
   ``2**-20·c``). ``--busy`` keeps one core busy (a spinning process) while the SSCP is timed: what the
   threads cost when the second finds no free core.
@@ -80,9 +80,9 @@ def _devices_off(t: Any, x: Any) -> Any:
         return t(x)
 
 
-def _one_thread(t: Any, x: Any) -> Any:
-    """``t(x)`` with the SSCP's two threads turned off (``DPCOMPOSE_SSCP_THREADS=0``)."""
-    with sscp_threads(False):
+def _two_threads(t: Any, x: Any) -> Any:
+    """``t(x)`` with the SSCP's two threads turned on (``DPCOMPOSE_SSCP_THREADS=1``)."""
+    with sscp_threads(True):
         return t(x)
 
 
@@ -100,7 +100,7 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
         "dpcompose make_sscp: call, entry bounds": lambda: ours_box(x),
         "dpcompose make_sscp: call, norm ball": lambda: ours_ball(x),
         "dpcompose make_sscp: call, entry bounds, off": lambda: _devices_off(ours_box, x),
-        "dpcompose make_sscp: call, entry bounds, 1 thread": lambda: _one_thread(ours_box, x),
+        "dpcompose make_sscp: call, entry bounds, 2 thr": lambda: _two_threads(ours_box, x),
     }
     try:
         import opendp.prelude as odp

@@ -187,7 +187,7 @@ def test_block_gram_exact_both_ways() -> None:
 
 
 def test_two_threads_by_size_width_and_switches() -> None:
-    """On by default (unless the environment turned them off) for 32 blocks or more of widths 8 to 20."""
+    """Turned on: for 32 blocks or more of widths 8 to 20; off by default (unless the environment says)."""
     with sscp_threads(True):
         assert [d for d in range(1, 40) if two_threads(32 * BLOCK_ROWS, d, BLOCK_ROWS)] == [*range(8, 21)]
         assert not two_threads(31 * BLOCK_ROWS, 10, BLOCK_ROWS)

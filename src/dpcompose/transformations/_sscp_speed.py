@@ -1,5 +1,5 @@
 """The SSCP's speed devices, BLAS's general product for the blocks and two threads, the switch that turns
-both off and the one that turns the threads off.
+both off and the one that turns the threads on.
 
 The devices (used by :func:`~dpcompose.transformations.make_sscp`):
 
@@ -12,9 +12,9 @@ The devices (used by :func:`~dpcompose.transformations.make_sscp`):
   classical product, as every mainstream BLAS does: no Strassen-type recombination), every partial sum an
   integer of magnitude at most ``2**53``, so both are exact in any summation order, with or without fused
   multiply-adds, and give the same integers.
-* Two threads: for a dataset of at least :data:`PARALLEL_BLOCKS` blocks of a width in
-  :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a shared
-  :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
+* Two threads (off unless turned on, below): for a dataset of at least :data:`PARALLEL_BLOCKS` blocks
+  of a width in :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a
+  shared :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
   (:func:`in_two_threads`). numpy releases the GIL in its loops and in ``np.dot``, but SciPy's ``dgemm``
   and numpy's ``@`` hold it (two threads of either ran no faster than one): so the second thread uses
   ``np.dot`` and the caller its usual product (:func:`block_product`), and a second thread kept off the CPU
@@ -27,11 +27,13 @@ The devices (used by :func:`~dpcompose.transformations.make_sscp`):
 
 The switches: the environment variable ``DPCOMPOSE_SSCP_SPEEDUPS=0`` (read once, when this module is
 imported; also ``false``, ``off`` or ``no``), or :func:`sscp_speedups` for a block of code, turns both
-devices off: every block runs in the caller's thread, in order, as numpy's ``qᵀq``.
-``DPCOMPOSE_SSCP_THREADS=0`` (or :func:`sscp_threads` for a block) turns the threads alone off: on a
-2-core machine with the other core busy they cost 10-18 % at widths 8-10 (benchmarks/bench_rowmaps.py
-prints the call with the threads off beside the default). The releases and the refusals are the same in
-every setting, bit for bit.
+devices off: every block runs in the caller's thread, in order, multiplied as numpy's ``qᵀq``. The
+threads run only if ``DPCOMPOSE_SSCP_THREADS=1`` is set as well (or ``on``, ``true``...; or
+:func:`sscp_threads` for a block): on this project's 2-core virtual machines their gain
+came and went from one run to the next (the call took 0.75-0.97 of one thread's time in some runs,
+1.15-1.3 in others, the machine otherwise idle; 1.1-1.4 with the other core kept busy:
+benchmarks/bench_rowmaps.py, with ``--busy``). The releases and the refusals are the same in every
+setting, bit for bit.
 
 Examples:
     >>> with sscp_threads(True):
@@ -87,20 +89,21 @@ SPEEDUPS_ENV = "DPCOMPOSE_SSCP_SPEEDUPS"
 """The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns both devices off."""
 
 THREADS_ENV = "DPCOMPOSE_SSCP_THREADS"
-"""The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns the two threads off."""
+"""The environment variable whose value ``1`` (or any other than ``0``, ``false``, ``off``, ``no``) turns
+the two threads on (with :data:`SPEEDUPS_ENV` not off)."""
 
 _SWITCH = SpeedSwitch(SPEEDUPS_ENV)
-_THREADS = SpeedSwitch(THREADS_ENV)
+_THREADS = SpeedSwitch(THREADS_ENV, default=False)
 
 PARALLEL_BLOCKS = 32
 """The fewest blocks (2**18 rows) shared out to two threads: at 12 blocks (10**5 rows) the second thread
 gained nothing."""
 
 THREAD_WIDTHS = range(8, 21)
-"""The widths whose blocks are shared out to two threads. Same run, 10**6 rows, idle 2-core machine (the
-call with the threads over the call without): 0.82-0.84 at widths 8 and 10, 0.56 at 12, 0.53 at 16; at
-widths up to 7 and from 24 on, the second thread's ``np.dot`` (``syrk``) is so much slower than ``dgemm``
-that two threads took 1.0-1.4 of one."""
+"""The widths whose blocks may be shared out to two threads. In the runs where threads gained at all (10**6
+rows, idle 2-core machine; the call with the threads over the call without): 0.8-0.84 at widths 8 and 10,
+0.56 at 12, 0.53 at 16; at widths up to 7 and from 24 on, the second thread's ``np.dot`` (``syrk``) is so
+much slower than ``dgemm`` that two threads took 1.0-1.4 of one."""
 
 
 def uses_gemm(d: int) -> bool:
@@ -120,15 +123,15 @@ def block_product(d: int, threads: bool = False) -> Callable[[Floats], npt.NDArr
     return lambda q: block_gram(q, dgemm)
 
 
-def block_gram(q: npt.NDArray[np.float64], dgemm: Callable[..., Any] | None) -> npt.NDArray[np.int64]:
+def block_gram(q: Floats, dgemm: Callable[..., Any] | None) -> npt.NDArray[np.int64]:
     """``qᵀq`` of a block of grid rows (integers of magnitude at most 2**20, at most 2**13 rows), in int64,
     exact: by SciPy's ``dgemm`` (given) on ``qᵀ`` (no copy when ``q`` is C-contiguous), else (None) by
     numpy's ``np.dot`` (BLAS's ``syrk``)."""
     if dgemm is not None:
         t = q.T
-        general: npt.NDArray[np.float64] = dgemm(1.0, t, t, trans_b=1)
+        general: Floats = dgemm(1.0, t, t, trans_b=1)
         return general.astype(np.int64)  # exact: partial sums of magnitude <= 2**53
-    whole: npt.NDArray[np.float64] = np.dot(q.T, q)
+    whole: Floats = np.dot(q.T, q)
     return whole.astype(np.int64)
 
 
@@ -147,7 +150,7 @@ def sscp_speedups(on: bool) -> Iterator[None]:
 
 
 def sscp_threads_on() -> bool:
-    """Whether the two threads are on (the default; they run only if :func:`sscp_speedups_on` too)."""
+    """Whether the two threads are turned on (they run only if :func:`sscp_speedups_on` too)."""
     return _THREADS.on()
 
 
