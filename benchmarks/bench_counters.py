@@ -10,13 +10,16 @@ exact RMSE its noise law implies beside it. Rows:
   ``choose_branching_factor(1024)``.
 * dpcompose: ``make_b_ary_tree`` → ``make_laplace`` (scale L, ε = 1) → ``tree_running_counts``
   (consistent), at the same b's and at b = 4 and 32 (1,024 = 32²: no padding).
-* dpcompose ``make_online_counter`` (binary mechanism, ε = 1, pure).
+* dpcompose ``make_online_counter`` (binary mechanism, ε = 1, pure): the raw sums (scale 11 for its 11
+  levels) and ``estimator="honaker"`` (the best linear unbiased online estimate; scale 10, as it never
+  reads the root), each with the exact RMSE its variance formula gives beside it.
 * dpcompose ``make_matrix_counter`` at (ε = 1, δ = 1e-6): σ is the least (to 0.1%) whose tight (ε, δ)
   (``make_zcdp_to_profile`` → ``make_fix_delta``, the discrete Gaussian's dominating pair) is within ε = 1
   at δ = 1e-6 — an approximate-DP guarantee, WEAKER than the pure ε = 1 of the other rows — and, for
   reference, at ρ = 1/2 (the zCDP that pure ε = 1 implies, Bun–Steinke 2016 Prop. 1.4).
 
-Run: ``PYTHONPATH=src /work/venv-opendp/bin/python benchmarks/bench_counters.py [--runs N]``.
+Run: ``PYTHONPATH=src /work/venv-opendp/bin/python benchmarks/bench_counters.py [--runs N] [--seed S]``
+(``--seed``: both online binary counters draw from generators seeded alike — reproducible, not private).
 """
 
 from __future__ import annotations
@@ -107,27 +110,55 @@ def mf_expected_rmse(scale: float) -> float:
     return used * math.sqrt(float(np.mean(f2)))
 
 
+def binary_expected_rmse(scale: float, *, honaker: bool) -> float:
+    """√(mean over prefixes [0, n) of the answer's variance): σ² per piece of the dyadic decomposition raw
+    (the root for n = T), σ²·2**h/(2**(h+1) − 1) per piece of height h for honaker (heights ≤ 9: [0, T) is
+    its two halves); σ² = 2q/(1 − q)², q = e^(−1/scale), the discrete Laplace variance."""
+    q = math.exp(-1 / scale)
+    sigma2 = 2 * q / (1 - q) ** 2
+    top = 9 if honaker else 10
+    total = 0.0
+    for n in range(1, T + 1):
+        heights = [top] * (n >> top) + [h for h in range(top) if (n >> h) & 1]
+        total += sum(2**h / (2 ** (h + 1) - 1) if honaker else 1.0 for h in heights)
+    return math.sqrt(sigma2 * total / T)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed both online binary counters alike (default: secure noise)",
+    )
     args = parser.parse_args()
     x = np.random.default_rng(36).poisson(3, size=T).astype(np.int64)
     rows = opendp_rows(x, args.runs)
     for b in (2, 4, 32):
         rows.append(tree_row(x, args.runs, b))
-    binary = dp.m.make_online_counter(STEPS, L1, scale=11.0)
+    seeded = (lambda: np.random.default_rng(args.seed)) if args.seed is not None else (lambda: None)
+    binary = dp.m.make_online_counter(STEPS, L1, scale=11.0, rng=seeded())
     rows.append(online_rows(x, args.runs, binary, "dpcompose online binary counter", f"ε = {binary.map(1)}"))
+    honaker = dp.m.make_online_counter(STEPS, L1, scale=10.0, estimator="honaker", rng=seeded())
+    label_h = "dpcompose online binary counter, honaker"
+    rows.append(online_rows(x, args.runs, honaker, label_h, f"ε = {honaker.map(1)}"))
 
     def tight_eps(s: float) -> Fraction:
         m = dp.m.make_matrix_counter(STEPS, L1, scale=s)
         return dp.make_fix_delta(dp.make_zcdp_to_profile(m), 1e-6).map(1)[0]
 
+    expected = {
+        "dpcompose online binary counter": binary_expected_rmse(11.0, honaker=False),
+        label_h: binary_expected_rmse(10.0, honaker=True),
+    }
     sigma_ad = least_scale(lambda s: tight_eps(s) <= 1, 0.5, 20.0)
     mf = dp.m.make_matrix_counter(STEPS, L1, scale=sigma_ad)
     eps = float(tight_eps(sigma_ad))
     label = f"dpcompose matrix counter, σ={sigma_ad:.4f}"
     rows.append(online_rows(x, args.runs, mf, label, f"(ε, δ) = ({eps:.4f}, 1e-6)  [weaker than pure ε]"))
-    expected = {label: mf_expected_rmse(sigma_ad)}
+    expected[label] = mf_expected_rmse(sigma_ad)
     sigma_rho = least_scale(lambda s: dp.m.make_matrix_counter(STEPS, L1, scale=s).map(1) <= 0.5, 0.5, 20.0)
     mf_rho = dp.m.make_matrix_counter(STEPS, L1, scale=sigma_rho)
     label_rho = f"dpcompose matrix counter, σ={sigma_rho:.4f}"

@@ -499,6 +499,7 @@ CASES: dict[str, Case] = {
             "input_domain": dp.VectorDomain(INTS, size=5),
             "input_metric": dp.L1Distance(),
             "scale": 2.0,
+            "estimator": "honaker",
             "rng": None,
         },
         _MAP1,

@@ -627,6 +627,11 @@ CASES: dict[str, list[Case]] = {
             lambda: dp.m.make_online_counter(dp.VectorDomain(INT, size=1), L1, scale=0.5),
             [lambda _: 0],
         ),
+        (
+            "three steps, honaker",
+            lambda: dp.m.make_online_counter(INT_SCORES, L1, scale=2.0, estimator="honaker"),
+            [lambda _: 0, lambda _: 1, lambda _: 1, lambda _: 2],
+        ),
     ],
     "make_matrix_counter": [
         (
