@@ -197,8 +197,38 @@ def test_two_threads_by_size_width_and_switches() -> None:
         assert not two_threads(10**6, 10, BLOCK_ROWS)
 
 
+@pytest.mark.parametrize("d", [2, 4, 8, 9, 11, 12, 16, 20, 21, 33, 64])
+def test_every_product_path_gives_the_exact_integers(d: int, two_parts: None) -> None:
+    """End to end at the widths of each product (dgemm 2-11, numpy's 12 and up; threads at every width
+    here, by the fixture): speedups on, off and threads give the same bits, and they are the exact rounded
+    Gram matrix of the grid rows (computed in Python integers), with and without the intercept."""
+    r = np.random.default_rng(d)
+    x = r.uniform(-1.0, 1.0, (2 * BLOCK_ROWS + 5, d))
+    x[:7] = np.where(x[:7] < 0, -1.0, 1.0)  # entries at the bounds: grid values at the extremes
+    for intercept in (False, True):
+        t = dp.t.make_sscp(_box(-1.0, 1.0, d), SYM, max_size=len(x), intercept=intercept)
+        with sscp_threads(False):
+            one = t(x)
+        with sscp_speedups(False):
+            off = t(x)
+        assert np.array_equal(t(x), one) and np.array_equal(one, off), (d, intercept)
+        k = (
+            20
+            - math.frexp(
+                max(float(sqrt_up_rational(Fraction(d))), 1.0)
+                if intercept
+                else float(sqrt_up_rational(Fraction(d)))
+            )[1]
+        )
+        q = np.rint(x * 2.0**k).astype(np.int64)
+        if intercept:
+            q = np.hstack([q, np.full((len(x), 1), 1 << k, dtype=np.int64)])
+        exact = [int(v) for v in (q.T @ q).ravel()]  # int64: |sum| <= 16389·2**40 < 2**63, exact
+        assert one.tolist() == [v / 2 ** (2 * k) for v in exact], (d, intercept)
+
+
 def test_uses_gemm_by_width_and_switch() -> None:
-    assert [d for d in range(1, 24) if uses_gemm(d)] == [*range(2, 12), 21, 22, 23]
+    assert [d for d in range(1, 1025) if uses_gemm(d)] == [*range(2, 12)]
     with sscp_speedups(False):
         assert not any(uses_gemm(d) for d in range(1, 40))
 

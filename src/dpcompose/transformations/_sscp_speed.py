@@ -7,8 +7,8 @@ The devices (used by :func:`~dpcompose.transformations.make_sscp`):
   (``syrk``), which OpenBLAS 0.3 runs slowly for narrow blocks; for the widths of :func:`uses_gemm` the
   block ``q`` (C-contiguous, so ``qᵀ`` is a column-major matrix and nothing is copied) is multiplied by
   SciPy's ``dgemm`` as ``qᵀ·(qᵀ)ᵀ`` instead: on 8192 rows 47 µs against 79 µs at width 10, 19 against
-  50 µs at width 3 (the row-folding device this replaced took 29 µs there), and about the same from 12 to
-  20 (where numpy's product stays). Both compute each entry as a sum of the products ``q_ri·q_rj`` (the
+  50 µs at width 3 (the row-folding device this replaced took 29 µs there); from width 12 on numpy's
+  product stays (``dgemm`` computes the whole matrix, ``syrk`` half of it). Both compute each entry as a sum of the products ``q_ri·q_rj`` (the
   classical product, as every mainstream BLAS does: no Strassen-type recombination), every partial sum an
   integer of magnitude at most ``2**53``, so both are exact in any summation order, with or without fused
   multiply-adds, and give the same integers.
@@ -16,7 +16,8 @@ The devices (used by :func:`~dpcompose.transformations.make_sscp`):
   of a width in :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a
   shared :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
   (:func:`in_two_threads`). numpy releases the GIL in its loops and in ``np.dot``, but SciPy's ``dgemm``
-  and numpy's ``@`` hold it (two threads of either ran no faster than one): so the second thread uses
+  holds it, and so did numpy's ``@`` at these widths (two threads of either ran no faster than one): so
+  the second thread uses
   ``np.dot`` and the caller its usual product (:func:`block_product`), and a second thread kept off the CPU
   by other work simply takes fewer blocks. Each thread's sums are exact integer matrices (in Python
   integers), and their sum is the sum of every block's, so the release is the same bits as one thread's,
@@ -48,8 +49,8 @@ Examples:
     >>> q = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 0.0, -1.0]])
     >>> block_product(3)(q).tolist() == (q.T @ q).tolist() == block_gram(q, None).tolist()
     True
-    >>> uses_gemm(10), uses_gemm(16), uses_gemm(1)
-    (True, False, False)
+    >>> uses_gemm(10), uses_gemm(16), uses_gemm(1), uses_gemm(64)
+    (True, False, False, False)
 """
 
 from __future__ import annotations
@@ -102,15 +103,18 @@ gained nothing."""
 THREAD_WIDTHS = range(8, 21)
 """The widths whose blocks may be shared out to two threads. In the runs where threads gained at all (10**6
 rows, idle 2-core machine; the call with the threads over the call without): 0.8-0.84 at widths 8 and 10,
-0.56 at 12, 0.53 at 16; at widths up to 7 and from 24 on, the second thread's ``np.dot`` (``syrk``) is so
-much slower than ``dgemm`` that two threads took 1.0-1.4 of one."""
+0.56 at 12, 0.53 at 16; at widths up to 7, the second thread's ``np.dot`` (``syrk``) is so much slower
+than ``dgemm`` that two threads took 1.0-1.4 of one, and from about width 33 OpenBLAS runs one product
+in two threads already."""
 
 
 def uses_gemm(d: int) -> bool:
-    """Whether the block products of width d run as SciPy's ``dgemm`` (:func:`block_gram`): widths 2 to 11
-    and from 21 on, where it took 0.35-0.86 of numpy's ``qᵀq`` on 8192 rows (OpenBLAS 0.3); not width 1
-    (numpy's 2 µs against 10) nor 12 to 20 (within 10 % either way); never with the switch off."""
-    return _SWITCH.on() and (2 <= d <= 11 or d >= 21)
+    """Whether the block products of width d run as SciPy's ``dgemm`` (:func:`block_gram`): widths 2 to 11,
+    where it took 0.25-0.63 of numpy's ``qᵀq`` on 8192 rows (OpenBLAS 0.3); not width 1 (numpy's 2 µs
+    against 10), nor 12 to 20 (within 10 % either way), nor wider, where ``syrk`` computes half the product
+    (and OpenBLAS runs it in two threads from about width 33): ``dgemm`` took 0.5-1.3 of its time from 21 to
+    64 depending on the run, 1.2-1.8 from 256; never with the switch off."""
+    return _SWITCH.on() and 2 <= d <= 11
 
 
 def block_product(d: int, threads: bool = False) -> Callable[[Floats], npt.NDArray[np.int64]]:
