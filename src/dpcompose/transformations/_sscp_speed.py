@@ -8,10 +8,10 @@ The devices (used by :func:`~dpcompose.transformations.make_sscp`):
   block ``q`` (C-contiguous, so ``qᵀ`` is a column-major matrix and nothing is copied) is multiplied by
   SciPy's ``dgemm`` as ``qᵀ·(qᵀ)ᵀ`` instead: on 8192 rows 47 µs against 79 µs at width 10, 19 against
   50 µs at width 3 (the row-folding device this replaced took 29 µs there); from width 12 on numpy's
-  product stays (``dgemm`` computes the whole matrix, ``syrk`` half of it). Both compute each entry as a sum of the products ``q_ri·q_rj`` (the
-  classical product, as every mainstream BLAS does: no Strassen-type recombination), every partial sum an
-  integer of magnitude at most ``2**53``, so both are exact in any summation order, with or without fused
-  multiply-adds, and give the same integers.
+  product stays (``dgemm`` computes the whole matrix, ``syrk`` half of it). Both compute each entry as a
+  sum of the products ``q_ri·q_rj`` (the classical product, as every mainstream BLAS does: no
+  Strassen-type recombination), every partial sum an integer of magnitude at most ``2**53``, so both are
+  exact in any summation order, with or without fused multiply-adds, and give the same integers.
 * Two threads (off unless turned on, below): for a dataset of at least :data:`PARALLEL_BLOCKS` blocks
   of a width in :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a
   shared :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
