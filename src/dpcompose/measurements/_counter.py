@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -87,7 +87,9 @@ from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._laplace import make_laplace
 from dpcompose.transformations._tree import MAX_LEAVES, check_step_counts, clamped_steps, tree_shape
 
-__all__ = ["checked_step", "counter_levels", "make_online_counter"]
+__all__ = ["StepCounter", "checked_step", "counter_levels", "make_online_counter"]
+
+A = TypeVar("A")
 
 ESTIMATORS = ("raw", "honaker")
 """The estimators of :func:`make_online_counter`."""
@@ -118,20 +120,41 @@ def counter_levels(length: int, estimator: str) -> int:
     return max((length - 1).bit_length(), 1)
 
 
-class OnlineCounter(Queryable[int, int]):
+class StepCounter(Queryable[int, A]):
+    """A counter over ``length`` steps asked in order: step ``t`` (an int, at most one past the last asked,
+    :func:`checked_step`) is released once by :meth:`_release` and the same answer is returned when asked
+    again. Subclasses implement :meth:`_release`."""
+
+    def __init__(self, name: str, length: int) -> None:
+        super().__init__(name=name)
+        self._length = length
+        self._answers: list[A] = []
+
+    def _status(self) -> str:
+        return f"{len(self._answers)} of {self._length} steps released"
+
+    def _release(self, step: int) -> A:
+        """The answer for ``step``, the next step not yet released (called once per step, in order)."""
+        raise NotImplementedError
+
+    def _answer(self, query: int) -> A:
+        step = checked_step(query, len(self._answers), self._length)
+        if step < len(self._answers):
+            return self._answers[step]  # the same release again: no new noise
+        answer = self._release(step)
+        self._answers.append(answer)
+        return answer
+
+
+class OnlineCounter(StepCounter[int]):
     """Answers step ``t`` (at most one past the last asked) with the noisy running count through ``t``."""
 
     def __init__(self, data: Any, length: int, noise: Any) -> None:
-        super().__init__(name="online counter")
-        self._length = length
+        super().__init__("online counter", length)
         self._padded, self._levels = tree_shape(length)
         self._values: list[int] = clamped_steps(data, self._padded).tolist()
         self._noise = noise
         self._nodes: dict[tuple[int, int], int] = {}
-        self._answers: list[int] = []
-
-    def _status(self) -> str:
-        return f"{len(self._answers)} of {self._length} steps released"
 
     def _node(self, level: int, index: int) -> int:
         """The noisy p-sum of node ``index`` of ``level`` (drawn once, on first use)."""
@@ -142,26 +165,21 @@ class OnlineCounter(Queryable[int, int]):
             self._nodes[key] = int(self._noise(total))
         return self._nodes[key]
 
-    def _answer(self, query: int) -> int:
-        step = checked_step(query, len(self._answers), self._length)
-        if step < len(self._answers):
-            return self._answers[step]  # the same release again: no new noise
+    def _release(self, step: int) -> int:
         n, total = step + 1, 0
         for level in range(self._levels):
             shift = self._levels - 1 - level  # node size 2**shift
             if (n >> shift) & 1:
                 total += self._node(level, (n >> shift) - 1)
-        self._answers.append(total)
         return total
 
 
-class HonakerCounter(Queryable[int, float]):
+class HonakerCounter(StepCounter[float]):
     """Answers step ``t`` (at most one past the last asked) with the best linear unbiased estimate of the
     running count through ``t`` from the noisy nodes complete by then (module docstring)."""
 
     def __init__(self, data: Any, length: int, noise: Any) -> None:
-        super().__init__(name="online counter (honaker)")
-        self._length = length
+        super().__init__("online counter (honaker)", length)
         padded, _ = tree_shape(length)
         self._values: list[int] = clamped_steps(data, padded).tolist()
         self._top = counter_levels(length, "honaker") - 1  # the greatest height read
@@ -170,15 +188,8 @@ class HonakerCounter(Queryable[int, float]):
         self._common = math.lcm(*denominators)
         self._factors = [self._common // d for d in denominators]
         self._held: dict[tuple[int, int], int] = {}  # (height, index) ↦ Z of each maximal complete node
-        self._answers: list[float] = []
 
-    def _status(self) -> str:
-        return f"{len(self._answers)} of {self._length} steps released"
-
-    def _answer(self, query: int) -> float:
-        step = checked_step(query, len(self._answers), self._length)
-        if step < len(self._answers):
-            return self._answers[step]  # the same release again: no new noise
+    def _release(self, step: int) -> float:
         n, held = step + 1, self._held
         for h in range(self._top + 1):  # the nodes ending at n, bottom up: heights 0 … (trailing zeros of n)
             if n % (1 << h):
@@ -186,9 +197,7 @@ class HonakerCounter(Queryable[int, float]):
             i = (n >> h) - 1
             y = int(self._noise(sum(self._values[i << h : (i + 1) << h])))
             held[h, i] = y if h == 0 else (y << h) + held.pop((h - 1, 2 * i)) + held.pop((h - 1, 2 * i + 1))
-        answer = sum(z * self._factors[h] for (h, _), z in held.items()) / self._common  # rounded once
-        self._answers.append(answer)
-        return answer
+        return sum(z * self._factors[h] for (h, _), z in held.items()) / self._common  # rounded once
 
 
 def _check_estimator(estimator: object) -> str:

@@ -84,10 +84,10 @@ from dpcompose._validation import check_finite_positive
 from dpcompose.accounting import PrivacyLoss, exact
 from dpcompose.accounting._exact import fraction_up
 from dpcompose.accounting._vector_pairs import vector_discrete_gaussian_loss, vector_shift_dims
-from dpcompose.core import ZCDP, Domain, Measurement, Metric, Node, Queryable
+from dpcompose.core import ZCDP, Domain, Measurement, Metric, Node
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
-from dpcompose.measurements._counter import checked_step
+from dpcompose.measurements._counter import StepCounter
 from dpcompose.measurements._discrete import (
     Grid,
     check_generator,
@@ -198,34 +198,23 @@ def matrix_counter_rho(d_in: Fraction, sigma: Fraction, length: int) -> Fraction
     return units * units / (2 * grid.units * grid.units)
 
 
-class MatrixCounter(Queryable[int, float]):
+class MatrixCounter(StepCounter[float]):
     """Answers step ``t`` (at most one past the last asked) with the noisy running count through ``t``."""
 
     def __init__(self, data: Any, length: int, grid: Grid, noise: npt.NDArray[np.int64]) -> None:
-        super().__init__(name="matrix counter")
-        self._length = length
+        super().__init__("matrix counter", length)
         self._values = [v + OFFSET for v in clamped_steps(data, length).tolist()]  # Python ints
         self._shift = C_BITS + grid.k  # q_t = ⌊N_t / 2**shift + 1/2⌋
         self._width = float(grid.width)
         self._noise = noise
         self._ints, self._offsets, self._floats = _tables(length)
         self._released = np.zeros(length, dtype=np.float64)  # y in grid units, as floats (for B)
-        self._answers: list[float] = []
 
-    def _status(self) -> str:
-        return f"{len(self._answers)} of {self._length} steps released"
-
-    def _answer(self, query: int) -> float:
-        step = checked_step(query, len(self._answers), self._length)
-        if step < len(self._answers):
-            return self._answers[step]  # the same release again: no new noise
-        t = step
+    def _release(self, t: int) -> float:
         shifted = sum(map(int.__mul__, self._ints[t::-1], self._values[: t + 1]))
         total = shifted - self._offsets[t]  # N_t = 2**64·(C̃x)_t, exactly
         self._released[t] = float(grid_index(total, self._shift) + int(self._noise[t]))
-        answer = self._width * float(np.dot(self._floats[t::-1], self._released[: t + 1]))
-        self._answers.append(answer)
-        return answer
+        return self._width * float(np.dot(self._floats[t::-1], self._released[: t + 1]))
 
 
 @recorded
