@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
 import mpmath
 import numpy as np
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 import dpcompose as dp
 from dpcompose.measurements._discrete import Grid, release_on_grid
 from dpcompose.measurements._sampling import SeededSource, discrete_gaussian_array, discrete_laplace_array
+from exact_pairs import gaussian_kernel_sum
 
 A = dp.accuracy
 
@@ -34,17 +34,11 @@ def dlap_tail(t: Fraction | float, k: int) -> mpmath.mpf:
 
 
 def dgauss_tail(s2: Fraction, k: int) -> mpmath.mpf:
-    """P[|Z| > k] for the discrete Gaussian of parameter σ² (mpmath summation to convergence)."""
+    """P[|Z| > k] for the discrete Gaussian of parameter σ² (sums with a proven remainder, to 50 digits)."""
     if k < 0:
         return mpmath.mpf(1)
-    v = _mp(s2)
-
-    def f(z: Any) -> Any:
-        return mpmath.exp(-(mpmath.mpf(z) ** 2) / (2 * v))
-
-    top = int(40 * math.sqrt(s2)) + k + 50  # f(top) < e^{-800}: the rest is negligible at 50 digits
-    terms = [f(z) for z in range(top)]
-    return 2 * mpmath.fsum(terms[k + 1 :]) / (1 + 2 * mpmath.fsum(terms[1:]))
+    sigma = mpmath.sqrt(_mp(s2))
+    return 2 * gaussian_kernel_sum(k + 1, sigma) / (1 + 2 * gaussian_kernel_sum(1, sigma))
 
 
 # --- the discrete formulas ----------------------------------------------------------------------------------

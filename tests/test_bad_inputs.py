@@ -19,7 +19,8 @@ Escapes in files owned by someone else are listed in :data:`KNOWN_ESCAPES` with 
 escapes; :func:`test_known_escapes_are_still_escapes` asserts that it does, so the table cannot go stale:
 when the escape is fixed, that test fails and says to remove the entry.
 
-The default run draws a few bad values per (callable, parameter) with Hypothesis; the ``slow`` run sweeps
+The default run tries NaN and 11 other bad values per (callable, parameter), picked by a generator seeded
+with the pair's name (different values for different pairs, the same on every run); the ``slow`` run sweeps
 the whole catalogue of bad values over every parameter.
 """
 
@@ -28,7 +29,9 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import random
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -37,8 +40,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import dpcompose as dp
 from dpcompose.accounting import PrivacyProfile
@@ -1723,7 +1724,12 @@ _NAMESPACES = {
 #: escapes or gets a DPError not naming the parameter, the file to fix)``. The property tests tolerate
 #: any problem of these (case, parameter) pairs; test_known_escapes_are_still_escapes fails as soon as
 #: one is fixed, so the entry is removed and the pair is checked in full again.
-KNOWN_ESCAPES: dict[tuple[str, str], tuple[Any, str]] = {}
+KNOWN_ESCAPES: dict[tuple[str, str], tuple[Any, str]] = {
+    # check_poisson_mean names "mean" for selection_renyi_poisson's ``mu`` (one message for PoissonRuns(mean),
+    # sample_poisson(mu) and this, pinned by tests/combinators/test_select_renyi.py); "mu" was found only as
+    # the start of "must" in "must be positive", never in the "too large" message
+    ("accounting.selection_renyi_poisson", "mu"): (-(10**400), "accounting/_selection.py"),
+}
 
 #: Escapes fixed at their root (issue 11, D.10), each with the value that escaped before the fix. They are
 #: checked for every bad value by the sweep as well; this table pins the witnesses, so the default run
@@ -1875,11 +1881,24 @@ def test_base_arguments_are_valid() -> None:
             case.evaluate(result)
 
 
+#: Bad values the default run tries per (callable, parameter): NaN and a sample of the rest.
+BAD_VALUES_PER_PARAM = 12
+
+
+def _some_bad_values(name: str, param: str) -> list[Any]:
+    """NaN (the catalogue's first value) and 11 distinct others, sampled with a seed from the pair's name.
+
+    This replaces Hypothesis's ``sampled_from(BAD_VALUES)`` (12 derandomized draws per pair, NaN first,
+    repeats possible): the same kind of sample, without a Hypothesis engine per pair, which cost more
+    than the calls themselves over 800 pairs."""
+    rng = random.Random(zlib.crc32(f"{name}|{param}".encode()))
+    return [BAD_VALUES[0], *rng.sample(BAD_VALUES[1:], BAD_VALUES_PER_PARAM - 1)]
+
+
 @pytest.mark.parametrize(("name", "param"), PARAMS)
-@settings(max_examples=12, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(value=st.sampled_from(BAD_VALUES))
-def test_bad_value_gets_a_dp_error(name: str, param: str, value: Any) -> None:
-    _assert_no_escape(name, param, value)
+def test_bad_value_gets_a_dp_error(name: str, param: str) -> None:
+    for value in _some_bad_values(name, param):
+        _assert_no_escape(name, param, value)
 
 
 @pytest.mark.slow

@@ -7,6 +7,8 @@ Function-local imports count as edges: a cycle dodged by a local import is still
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import dpcompose
@@ -33,19 +35,29 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed file, read once for all the tests here."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _outside_type_checking(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node`` (itself included), leaving out each ``if`` whose test names
+    ``TYPE_CHECKING`` with everything under it (its test, body and ``else``)."""
+    todo = [node]
+    while todo:
+        here = todo.pop()
+        if isinstance(here, ast.If) and "TYPE_CHECKING" in ast.unparse(here.test):
+            continue
+        yield here
+        todo.extend(ast.iter_child_nodes(here))
+
+
+@cache
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """``(module, names)`` of each ``from dpcompose.module import names`` and ``import dpcompose.module``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = {
-        id(sub)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for sub in ast.walk(node)
-    }
     out = []
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
+    for node in _outside_type_checking(_tree(path)):
         module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
         if isinstance(node, ast.ImportFrom) and node.level == 0 and module.startswith("dpcompose."):
             out.append((module[len("dpcompose.") :], [a.name for a in node.names]))
@@ -88,11 +100,13 @@ def test_function_local_imports_only_for_optional_dependencies() -> None:
     are imported there (DESIGN §6)."""
     found = []
     for mod, path in _modules().items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for func in ast.walk(tree):
-            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for node in ast.walk(func):
+        # every node inside a function (a nested function's nodes once, not once per enclosing function)
+        todo: list[tuple[ast.AST, bool]] = [(_tree(path), False)]
+        while todo:
+            node, in_func = todo.pop()
+            inner = in_func or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+            if inner:
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpcompose"):
                     targets = [(node.module or "")[len("dpcompose.") :]]
                 elif isinstance(node, ast.Import):
@@ -145,7 +159,7 @@ def _test_private_reads(path: Path, modules: set[str]) -> list[str]:
     ``self``/``cls``), and ``"_x"`` or ``"dpcompose.…._x"`` given to ``setattr``/``getattr``/``delattr``/
     ``hasattr`` (``monkeypatch.setattr`` included)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpcompose"):
             parts = (node.module or "").split(".")
             found += [f"{node.module}.{a.name}" for a in node.names if _private(a.name, modules)]

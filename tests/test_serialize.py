@@ -278,12 +278,20 @@ _SAMPLE = json.loads(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(_mutations(_SAMPLE))
 def test_tampered_files_raise_only_dp_errors(doc: Any) -> None:
     """Any change to a valid file either loads (it is still a valid file) or raises a DPError."""
     with contextlib.suppress(dp.DPError):
         dp.from_json(json.dumps(doc))
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(_mutations(_SAMPLE))
+def test_tampered_files_raise_only_dp_errors_thorough(doc: Any) -> None:
+    """test_tampered_files_raise_only_dp_errors with its full 300 examples."""
+    test_tampered_files_raise_only_dp_errors.hypothesis.inner_test(doc)
 
 
 # --- issue 32 item 4: a file cannot assert trust ------------------------------------------------------

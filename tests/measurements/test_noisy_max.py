@@ -10,6 +10,7 @@ finite sum of geometric series (no truncation). The privacy tests compare the ex
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -53,6 +54,13 @@ def _mul(a: dict[int, Any], b: dict[int, Any]) -> dict[int, Any]:
 
 def argmax_distribution(r: list[int], t: Fraction) -> list[Any]:
     """Exact ``P[argmax_i (r_i + Z_i) = i]`` (lowest index on ties), discrete Laplace scale ``t``."""
+    return list(_argmax_distribution(tuple(r), t, mpmath.mp.prec))
+
+
+@functools.cache
+def _argmax_distribution(r: tuple[int, ...], t: Fraction, prec: int) -> tuple[Any, ...]:
+    """argmax_distribution, computed once per score vector, scale and working precision (the brute-force
+    tests meet each score vector in many pairs)."""
     q = mpmath.exp(-1 / mpmath.mpf(t.numerator) * t.denominator)
     c0 = (1 - q) / (1 + q)
     probs = []
@@ -78,7 +86,7 @@ def argmax_distribution(r: list[int], t: Fraction) -> list[Any]:
                 if coef != 0:
                     total += coef * _geometric(q**e, lo, hi)
         probs.append(total)
-    return probs
+    return tuple(probs)
 
 
 def exact_loss(r: list[int], r2: list[int], t: Fraction) -> Any:
@@ -305,11 +313,7 @@ def test_noisy_top_k_releases_distinct_indices_best_first() -> None:
 
 
 def _datasets(alphabet: list[int], max_len: int) -> list[list[int]]:
-    return [
-        list(c)
-        for n in range(max_len + 1)
-        for c in itertools.combinations_with_replacement(alphabet, n)
-    ]
+    return [list(c) for n in range(max_len + 1) for c in itertools.combinations_with_replacement(alphabet, n)]
 
 
 @pytest.mark.parametrize("alpha", [Fraction(1, 2), Fraction(1, 4), Fraction(2, 3), Fraction(0), Fraction(1)])
@@ -327,7 +331,7 @@ def test_quantile_score_stability_by_brute_force(alpha: Fraction, metric: str) -
         if metric == "symmetric":
             neighbours = [[*x, v] for v in range(5)]
         else:
-            neighbours = [[*x[:i], v, *x[i + 1:]] for i in range(len(x)) for v in range(5)]
+            neighbours = [[*x[:i], v, *x[i + 1 :]] for i in range(len(x)) for v in range(5)]
         sx = t(x)
         for y in neighbours:
             sy = t(y)
@@ -361,7 +365,7 @@ def test_private_quantile_privacy_by_exact_distribution(metric: str) -> None:
         if metric == "symmetric":
             neighbours = [[*x, v] for v in range(3)]
         else:
-            neighbours = [[*x[:i], v, *x[i + 1:]] for i in range(len(x)) for v in range(3)]
+            neighbours = [[*x[:i], v, *x[i + 1 :]] for i in range(len(x)) for v in range(3)]
         for y in neighbours:
             # report noisy max with optimize="min" is the argmax of the negated scores
             worst = max(worst, exact_loss([-int(v) for v in score(x)], [-int(v) for v in score(y)], t))

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import dpcompose as dp
 import dpcompose.measurements._threshold as threshold_module
 from dpcompose.measurements._threshold import gaussian_tail_up, laplace_tail_up
+from exact_pairs import gaussian_kernel_sum
 
 mpmath.mp.dps = 50
 
@@ -51,7 +52,7 @@ class Noise:
             self.alpha = mpmath.exp(-1 / s)
             self.width = math.ceil(70 * float(scale)) + 2  # α**width < 1e-30
         else:
-            self.norm = mpmath.nsum(lambda z: mpmath.exp(-(z**2) / (2 * s**2)), [-mpmath.inf, mpmath.inf])
+            self.norm = 1 + 2 * gaussian_kernel_sum(1, s)
             self.width = math.ceil(12 * float(scale)) + 2  # e^(-width²/2σ²) < 1e-31
         self.s = s
 
@@ -66,8 +67,7 @@ class Noise:
         if self.kind == "laplace":
             a = self.alpha
             return a**j / (1 + a) if j >= 1 else 1 - a ** (1 - j) / (1 + a)
-        f = lambda z: mpmath.exp(-(z**2) / (2 * self.s**2))  # noqa: E731
-        return mpmath.nsum(f, [j, mpmath.inf]) / self.norm
+        return gaussian_kernel_sum(j, self.s) / self.norm
 
 
 def key_distribution(noise: Noise, count: int, threshold: int) -> tuple[dict[Any, Any], Any]:

@@ -22,6 +22,7 @@ from dpcompose.accounting import zcdp_delta, zcdp_to_approx
 from dpcompose.measurements._threshold import gaussian_tail_up, gaussian_threshold_delta
 from dpcompose.tables._engine import run_job
 from dpcompose.tables._engines import engine_for
+from exact_pairs import gaussian_kernel_sum
 
 pl = pytest.importorskip("polars")
 
@@ -211,9 +212,7 @@ class Noise:
             self.alpha = mpmath.exp(-1 / self.s)
             self.width = math.ceil(70 * float(scale)) + 2
         else:
-            self.norm = mpmath.nsum(
-                lambda z: mpmath.exp(-(z**2) / (2 * self.s**2)), [-mpmath.inf, mpmath.inf]
-            )
+            self.norm = 1 + 2 * gaussian_kernel_sum(1, self.s)
             self.width = math.ceil(12 * float(scale)) + 2
 
     def pmf(self, z: int) -> Any:
@@ -226,7 +225,7 @@ class Noise:
         if self.kind == "laplace":
             a = self.alpha
             return a**j / (1 + a) if j >= 1 else 1 - a ** (1 - j) / (1 + a)
-        return mpmath.nsum(lambda z: self.pmf(int(z)), [j, mpmath.inf])
+        return gaussian_kernel_sum(j, self.s) / self.norm
 
 
 def _key_outputs(noise: Noise, count: int, threshold: int) -> tuple[dict[Any, Any], Any]:

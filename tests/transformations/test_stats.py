@@ -227,7 +227,7 @@ def test_random_selection_is_uniform_and_rejects_ties() -> None:
     assert random_selection(4, 2, BytesSource(fresh)).tolist() == [3, 2]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.lists(
         st.one_of(
@@ -239,6 +239,22 @@ def test_random_selection_is_uniform_and_rejects_ties() -> None:
 )
 def test_exact_fraction_sum_is_exact(values: list[float]) -> None:
     assert exact_fraction_sum(np.asarray(values, dtype=np.float64)) == sum(map(Fraction, values), Fraction(0))
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.sampled_from([5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0]),
+        ),
+        max_size=40,
+    )
+)
+def test_exact_fraction_sum_is_exact_thorough(values: list[float]) -> None:
+    """test_exact_fraction_sum_is_exact with its full 300 examples."""
+    test_exact_fraction_sum_is_exact.hypothesis.inner_test(values)
 
 
 def test_exact_fraction_sum_over_blocks() -> None:
@@ -299,7 +315,7 @@ def test_mean_stability_by_brute_force(
     assert t_chg.map(0) == 0 and t_chg.map(10 * n) == width + slack  # capped at the range
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_float_mean_rounding_within_bound(data: st.DataObject) -> None:
     lo, hi = data.draw(
@@ -316,6 +332,14 @@ def test_float_mean_rounding_within_bound(data: st.DataObject) -> None:
     t = dp.t.make_mean(dp.VectorDomain(dp.AtomDomain(float, bounds=(lo, hi)), size=n), CHG)
     out = t(values)
     assert abs(Fraction(out) - _exact_mean(values)) <= mean_error_bound(float, Fraction(lo), Fraction(hi))
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_float_mean_rounding_within_bound_thorough(data: st.DataObject) -> None:
+    """test_float_mean_rounding_within_bound with its full 200 examples."""
+    test_float_mean_rounding_within_bound.hypothesis.inner_test(data)
 
 
 @given(st.lists(st.integers(-(10**30), 10**30), min_size=5, max_size=5))
@@ -391,7 +415,7 @@ def test_variance_sensitivity_formula_by_exhaustive_search() -> None:
         assert worst == Fraction(n - 1, n) * 16
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_float_variance_rounding_within_bound(data: st.DataObject) -> None:
     lo, hi = data.draw(
@@ -406,6 +430,14 @@ def test_float_variance_rounding_within_bound(data: st.DataObject) -> None:
     out = t(np.asarray(values))
     bound = variance_error_bound(float, Fraction(lo), Fraction(hi), n, ddof)
     assert abs(Fraction(out) - _exact_var(values, ddof)) <= bound
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_float_variance_rounding_within_bound_thorough(data: st.DataObject) -> None:
+    """test_float_variance_rounding_within_bound with its full 200 examples."""
+    test_float_variance_rounding_within_bound.hypothesis.inner_test(data)
 
 
 @given(st.lists(st.integers(-(10**20), 10**20), min_size=4, max_size=4), st.integers(0, 3))

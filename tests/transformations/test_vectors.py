@@ -49,7 +49,7 @@ bounds = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 6).flatmap(
         lambda d: st.lists(st.lists(any_float, min_size=d, max_size=d), min_size=1, max_size=5)
@@ -77,6 +77,22 @@ def test_clipped_rows_are_exactly_inside_the_ball(rows: list[list[float]], bound
             # direction kept: the result is a non-negative multiple of the row, entrywise in sign
             assert all((a == 0) or (a > 0) == (b > 0) for a, b in zip(after.tolist(), before, strict=True))
     assert clip.output_domain.member(out)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda d: st.lists(st.lists(any_float, min_size=d, max_size=d), min_size=1, max_size=5)
+    ),
+    bounds,
+    st.sampled_from([1, 2]),
+)
+def test_clipped_rows_are_exactly_inside_the_ball_thorough(
+    rows: list[list[float]], bound: float, p: int
+) -> None:
+    """test_clipped_rows_are_exactly_inside_the_ball with its full 300 examples."""
+    test_clipped_rows_are_exactly_inside_the_ball.hypothesis.inner_test(rows, bound, p)
 
 
 def test_adversarial_rows_on_the_boundary() -> None:
@@ -279,7 +295,7 @@ def test_domain_membership_of_row_arrays() -> None:
     assert dp.NormBallDomain(size=2, norm=1) == dp.NormBallDomain(size=2, norm=1.0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
     st.sampled_from([0.0, 2.0**-60, -(2.0**-60), 2.0**-26, -(2.0**-26), 2.0**-24, -(2.0**-24), 2.0**-19]),
@@ -300,3 +316,18 @@ def test_membership_agrees_with_exact_rationals_near_the_boundary(
         return
     got = bool(exact_norm_within(scaled.reshape(1, -1), p, bound)[0])
     assert got == within(scaled, p, bound)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
+    st.sampled_from([0.0, 2.0**-60, -(2.0**-60), 2.0**-26, -(2.0**-26), 2.0**-24, -(2.0**-24), 2.0**-19]),
+    st.sampled_from([1, 2]),
+    st.sampled_from([1.0, 3.7, 1e-200, 1e200]),
+)
+def test_membership_agrees_with_exact_rationals_near_the_boundary_thorough(
+    row: list[float], offset: float, p: int, bound: float
+) -> None:
+    """test_membership_agrees_with_exact_rationals_near_the_boundary with its full 200 examples."""
+    test_membership_agrees_with_exact_rationals_near_the_boundary.hypothesis.inner_test(row, offset, p, bound)
