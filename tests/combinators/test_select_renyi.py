@@ -440,16 +440,17 @@ def test_the_tnb_law_is_checked_by_one_definition(eta: Fraction, gamma: Fraction
 
 @pytest.mark.parametrize("mean", [Fraction(0), Fraction(-1, 3)])
 def test_the_poisson_mean_is_checked_by_one_definition(mean: Fraction) -> None:
-    calls: list[Callable[[], object]] = [
-        lambda: selection_renyi_poisson(2, 0, 0, mean),
-        lambda: sample_poisson(mean, SeededSource(0)),
-        lambda: dp.PoissonRuns(mean),
+    """One check (check_poisson_mean) with one message, naming each caller's own parameter."""
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("mu", lambda: selection_renyi_poisson(2, 0, 0, mean)),
+        ("mu", lambda: sample_poisson(mean, SeededSource(0))),
+        ("mean", lambda: dp.PoissonRuns(mean)),
     ]
     texts = set()
-    for call in calls:
-        with pytest.raises(dp.InvalidParameter, match="mean=") as info:
+    for name, call in calls:
+        with pytest.raises(dp.InvalidParameter, match=f"^{name}=") as info:
             call()
-        texts.add(str(info.value))
+        texts.add(str(info.value).removeprefix(f"{name}="))
     assert len(texts) == 1, texts
 
 

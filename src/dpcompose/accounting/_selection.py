@@ -268,7 +268,7 @@ def selection_renyi_poisson(alpha: Number, epsilon: Number, delta_hat: Number, m
     dh = exact(delta_hat, "delta_hat")
     if eps < 0 or not 0 <= dh <= 1:
         raise InvalidParameter(f"epsilon={epsilon!r} must be ≥ 0 and delta_hat={delta_hat!r} in [0, 1]")
-    m = check_poisson_mean(mu)
+    m = check_poisson_mean(mu, "mu")
     x = (lam - 1) * (eps + m * dh)
     # ln(e^(−μ) + μ e^x) = x + ln μ + ln(1 + e^(−μ−x)/μ), increasing in x; each step rounded up.
     tail = Fraction(exp_up(-m - x)) / m

@@ -78,7 +78,7 @@ def sample_poisson(mu: Fraction, source: RandomSource) -> int:
         >>> sample_poisson(Fraction(3), SeededSource(0)) >= 0
         True
     """
-    mu = check_poisson_mean(mu)
+    mu = check_poisson_mean(mu, "mu")
     n = max(1, math.ceil(2 * mu))
     p = mu / n
     return sum(_poisson_small(p, source) for _ in range(n))

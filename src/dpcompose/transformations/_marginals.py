@@ -72,7 +72,10 @@ def _check_categories(categories: object, keys: set[Hashable]) -> dict[Hashable,
     out: dict[Hashable, CategoricalDomain] = {}
     for key in sorted(keys, key=repr):
         if key not in categories:
-            raise InvalidParameter(f"categories has no entry for column {key!r}: declare its categories")
+            raise InvalidParameter(
+                f"categories has no entry for column {key!r}, which columns names: declare its categories "
+                "or take it out of columns"
+            )
         cats = categories[key]
         domain = cats if isinstance(cats, CategoricalDomain) else CategoricalDomain(cats)
         for c in domain.categories:
@@ -386,7 +389,11 @@ def marginal_tables(
 
 
 def _check_ints(values: object, name: str, count: int, low: int, high: int) -> list[int]:
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (Sequence, np.ndarray)):
+    if (
+        isinstance(values, (str, bytes, Mapping))
+        or not isinstance(values, (Sequence, np.ndarray))
+        or (isinstance(values, np.ndarray) and values.ndim != 1)
+    ):
         raise InvalidParameter(f"{name}={_short(values)} must be a list of {count} integers")
     out = values.tolist() if isinstance(values, np.ndarray) else list(values)
     if len(out) != count or not all(
@@ -465,7 +472,11 @@ def make_marginal_errors(
     """
     marginals, domains, shapes, sizes = _checked_tables(input_domain, input_metric, columns, categories)
     t = len(marginals)
-    if isinstance(reference, (str, bytes, Mapping)) or not isinstance(reference, (Sequence, np.ndarray)):
+    if (
+        isinstance(reference, (str, bytes, Mapping))
+        or not isinstance(reference, (Sequence, np.ndarray))
+        or (isinstance(reference, np.ndarray) and reference.ndim == 0)
+    ):
         raise InvalidParameter(f"reference={_short(reference)} must be a list of {t} integer tables")
     if len(reference) != t:
         raise InvalidParameter(
