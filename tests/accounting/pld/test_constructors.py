@@ -128,7 +128,7 @@ def dlap_reference(delta: int, t: Fraction, bits: int, j: int) -> tuple[mpmath.m
         (2**30, Fraction(0.3) * 2**24, 8),  # a float scale: edges beyond int64, in Python ints
         (10**30 + 7, Fraction(10**30, 3), 6),  # outputs beyond int64
         (700, Fraction(1), 4),  # Δ/t = 700: masses down to e^{−700}
-        (700 * 2**20, Fraction(2**20), 4),
+        pytest.param(700 * 2**20, Fraction(2**20), 4, marks=pytest.mark.slow),  # (700 at 2**20 scale: ~0.6 s)
     ],
 )
 def test_discrete_laplace_buckets_hold_the_exact_masses(delta: int, t: Fraction, bits: int) -> None:
