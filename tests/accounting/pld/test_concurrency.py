@@ -157,7 +157,8 @@ def test_speedups_restores_the_setting_found() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "on"), [("0", False), ("1", True)]
+    # (a subprocess each, ~0.75 s; "1" is also the default every other test here runs with)
+    ("value", "on"), [("0", False), pytest.param("1", True, marks=pytest.mark.slow)]
 )
 def test_the_environment_variable_is_the_switch(value: str, on: bool) -> None:
     src = str(Path(__file__).resolve().parents[3] / "src")

@@ -36,7 +36,7 @@ def _floor_exact(x: float, g: Grid) -> int:
     return math.floor(Fraction(x) / g.exact)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)  # (300: the thorough twin)
 @given(g=grids, j=st.integers(-(2**33), 2**33), frac=st.sampled_from([0, 1e-300, 1e-12, 0.25, 0.5, 0.999999]))
 def test_steps_floor_is_exact_near_lattice_points(g: Grid, j: int, frac: float) -> None:
     """``Grid.steps``: ⌊s⌋ = ⌊x/h⌋ exactly and s is an integer exactly where x/h is one, at and just off
@@ -51,7 +51,14 @@ def test_steps_floor_is_exact_near_lattice_points(g: Grid, j: int, frac: float) 
             assert (s < n) == (q < n) and (s >= n) == (q >= n)
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(g=grids, j=st.integers(-(2**33), 2**33), frac=st.sampled_from([0, 1e-300, 1e-12, 0.25, 0.5, 0.999999]))
+def test_steps_floor_is_exact_near_lattice_points_thorough(g: Grid, j: int, frac: float) -> None:
+    test_steps_floor_is_exact_near_lattice_points.hypothesis.inner_test(g=g, j=j, frac=frac)
+
+
+@settings(max_examples=60, deadline=None)  # (200: the thorough twin)
 @given(g=grids, x=st.floats(allow_nan=False, allow_infinity=False))
 def test_steps_floor_is_exact_anywhere(g: Grid, x: float) -> None:
     s = g.steps(x)
@@ -62,6 +69,13 @@ def test_steps_floor_is_exact_anywhere(g: Grid, x: float) -> None:
         assert math.copysign(1.0, s) == math.copysign(1.0, x) and abs(s) >= 2.0**51
 
 
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(g=grids, x=st.floats(allow_nan=False, allow_infinity=False))
+def test_steps_floor_is_exact_anywhere_thorough(g: Grid, x: float) -> None:
+    test_steps_floor_is_exact_anywhere.hypothesis.inner_test(g=g, x=x)
+
+
 def test_steps_of_infinite_and_huge_values() -> None:
     g = Grid(27, 8189)
     assert g.steps(math.inf) == math.inf and g.steps(-math.inf) == -math.inf
@@ -69,7 +83,7 @@ def test_steps_of_infinite_and_huge_values() -> None:
     assert Grid(14).steps(1e308) == math.inf
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)  # (200: the thorough twin)
 @given(
     atom=st.fractions(Fraction(1, 10**6), Fraction(50)).filter(lambda a: a > 0),
     bits=st.integers(1, 20),
@@ -82,8 +96,21 @@ def test_aligned_grid_runs_through_the_atom(atom: Fraction, bits: int) -> None:
     assert 0 <= n * g.exact - atom < atom * Fraction(1, 2**19)
 
 
-@pytest.mark.parametrize("k", [1, 2, 5, 12])
-@pytest.mark.parametrize("eps0", [0.1, 0.7, 1.3])
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(
+    atom=st.fractions(Fraction(1, 10**6), Fraction(50)).filter(lambda a: a > 0),
+    bits=st.integers(1, 20),
+)
+def test_aligned_grid_runs_through_the_atom_thorough(atom: Fraction, bits: int) -> None:
+    test_aligned_grid_runs_through_the_atom.hypothesis.inner_test(atom=atom, bits=bits)
+
+
+@pytest.mark.parametrize(
+    ("k", "eps0"),
+    [(k, e) for k in (1, 2, 5) for e in (0.1, 0.7, 1.3)]
+    + [(12, 0.1)] + [pytest.param(12, e, marks=pytest.mark.slow) for e in (0.7, 1.3)],  # (~0.3 s each)
+)
 def test_aligned_rr_brackets_exact_and_is_tighter_on_atoms(k: int, eps0: float) -> None:
     aligned = pld_randomized_response(eps0, aligned=True).self_compose(k)
     plain = pld_randomized_response(eps0).self_compose(k)
@@ -105,7 +132,7 @@ def test_aligned_rr_brackets_exact_and_is_tighter_on_atoms(k: int, eps0: float) 
             assert float(hi) - float(ref) < 0.1 * (float(hi_plain) - float(ref))
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=5, deadline=None)  # (15: the thorough twin)
 @given(eps0=st.floats(0.01, 2.0), k=st.integers(1, 8), frac=st.floats(0.0, 1.0), bits=st.integers(6, 16))
 def test_aligned_rr_property(eps0: float, k: int, frac: float, bits: int) -> None:
     pld = pld_randomized_response(eps0, step_bits=bits, aligned=True).self_compose(k)
@@ -113,6 +140,13 @@ def test_aligned_rr_property(eps0: float, k: int, frac: float, bits: int) -> Non
     lo, hi = pld.delta_bounds(eps)
     ref = exact_delta(rr_atoms(eps0), k, eps)
     assert m(lo) <= ref <= m(hi)
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(eps0=st.floats(0.01, 2.0), k=st.integers(1, 8), frac=st.floats(0.0, 1.0), bits=st.integers(6, 16))
+def test_aligned_rr_property_thorough(eps0: float, k: int, frac: float, bits: int) -> None:
+    test_aligned_rr_property.hypothesis.inner_test(eps0=eps0, k=k, frac=frac, bits=bits)
 
 
 @settings(max_examples=10, deadline=None)
@@ -147,13 +181,20 @@ def test_aligned_laplace_single_closed_form(b: float) -> None:
         assert m(lo) <= ref <= m(hi), (b, eps)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=3, deadline=None)  # (8: the thorough twin)
 @given(b=st.floats(3.0, 500.0), k=st.sampled_from([3, 40, 300]), delta=st.sampled_from([1e-3, 1e-6, 1e-9]))
 def test_aligned_and_plain_laplace_intervals_overlap(b: float, k: int, delta: float) -> None:
     """Both intervals contain the truth, so they must overlap (neither is the narrower at every δ)."""
     lo_a, hi_a = pld_laplace(1, b, aligned=True).self_compose(k).epsilon_bounds(delta)
     lo_p, hi_p = pld_laplace(1, b).self_compose(k).epsilon_bounds(delta)
     assert max(lo_a, lo_p) <= min(hi_a, hi_p)
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(b=st.floats(3.0, 500.0), k=st.sampled_from([3, 40, 300]), delta=st.sampled_from([1e-3, 1e-6, 1e-9]))
+def test_aligned_and_plain_laplace_intervals_overlap_thorough(b: float, k: int, delta: float) -> None:
+    test_aligned_and_plain_laplace_intervals_overlap.hypothesis.inner_test(b=b, k=k, delta=delta)
 
 
 def test_aligned_laplace_is_below_the_plain_lattice_where_its_atoms_are_split() -> None:

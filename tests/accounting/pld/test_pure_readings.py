@@ -113,7 +113,11 @@ def test_concurrent_reads_of_a_gaussian_closed_form_and_a_short_composition() ->
             assert _in_threads(make(), read, threads=4, rounds=1) == [alone] * 4
 
 
-@pytest.mark.parametrize("make", _ALL, ids=_ALL_IDS)
+@pytest.mark.parametrize(
+    "make",
+    [pytest.param(_laplace_rr, marks=pytest.mark.slow), _mixed, _subsampled],  # (mixed: both kinds of child)
+    ids=_ALL_IDS,
+)
 def test_readings_after_other_readings_equal_fresh_ones(make: Callable[[], PLD]) -> None:
     """Found: δ(ε) read after ε(δ) questions on the same composition came from the composites built for them
     and from the answers kept as certified points, and differed from a fresh read (by 4e-10 relative, and
@@ -129,15 +133,41 @@ def test_readings_after_other_readings_equal_fresh_ones(make: Callable[[], PLD])
     assert [shared.epsilon(d) for d in deltas] == [hi for _, hi in eps]
 
 
-@pytest.mark.parametrize("make", _ALL, ids=_ALL_IDS)
-def test_delta_at_epsilon_of_delta_holds_on_fresh_objects(make: Callable[[], PLD]) -> None:
-    """δ(ε(δ)) ≤ δ and δ's lower end at ε's lower end above δ, each read on an object of its own: found, a
-    fresh read of the mixed composition gave δ(ε(1.9526244404556690e-8)) = 1.9526244404557782e-8 (the
-    coherence had come from the answers an object kept)."""
-    for d in [3e-2, 1e-3, 1e-6, 1.952624440455669e-08, 2.716487028373534e-08, 1e-10, 1.1175198973450116e-12]:
+_FRESH_DELTAS = [
+    3e-2, 1e-3, 1e-6, 1.952624440455669e-08, 2.716487028373534e-08, 1e-10, 1.1175198973450116e-12
+]
+
+
+def _check_delta_at_epsilon_of_delta(make: Callable[[], PLD], deltas: list[float]) -> None:
+    for d in deltas:
         lo, hi = make().epsilon_bounds(d)
         assert make().delta(hi) <= Fraction(d)
         assert lo == 0 or make().delta_bounds(lo)[0] > Fraction(d)
+
+
+@pytest.mark.parametrize(
+    ("make", "deltas"),
+    [
+        (_laplace_rr, [1e-3, 1e-10]),
+        (_mixed, [1e-3, 1.952624440455669e-08, 1.1175198973450116e-12]),  # (the one found, and far out)
+        (_subsampled, [1e-3, 1e-10]),
+    ],
+    ids=_ALL_IDS,
+)
+def test_delta_at_epsilon_of_delta_holds_on_fresh_objects(
+    make: Callable[[], PLD], deltas: list[float]
+) -> None:
+    """δ(ε(δ)) ≤ δ and δ's lower end at ε's lower end above δ, each read on an object of its own: found, a
+    fresh read of the mixed composition gave δ(ε(1.9526244404556690e-8)) = 1.9526244404557782e-8 (the
+    coherence had come from the answers an object kept). (Every δ of ``_FRESH_DELTAS`` for every
+    composition: the thorough twin.)"""
+    _check_delta_at_epsilon_of_delta(make, deltas)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", _ALL, ids=_ALL_IDS)
+def test_delta_at_epsilon_of_delta_holds_on_fresh_objects_thorough(make: Callable[[], PLD]) -> None:
+    _check_delta_at_epsilon_of_delta(make, _FRESH_DELTAS)
 
 
 def test_grouping_equal_composites_does_not_depend_on_what_was_read() -> None:
