@@ -120,7 +120,17 @@ FALSE_ALARM = 1e-6  # each frequency test wrongly fails with probability at most
 
 @pytest.mark.parametrize(("k", "eps"), [(2, 0.5), (3, 1.0), (5, 2.0)])
 def test_randomized_response_frequencies(k: int, eps: float) -> None:
-    n = 60_000
+    """15,000 releases (the slow twin: 60,000); the chi-square false-alarm rate is the same at any count."""
+    _check_rr_frequencies(k, eps, 15_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("k", "eps"), [(2, 0.5), (3, 1.0), (5, 2.0)])
+def test_randomized_response_frequencies_thorough(k: int, eps: float) -> None:
+    _check_rr_frequencies(k, eps, 60_000)
+
+
+def _check_rr_frequencies(k: int, eps: float, n: int) -> None:
     rng = np.random.default_rng(1234 + k)
     rr = dp.m.make_randomized_response(
         dp.CategoricalDomain(range(k)), dp.DiscreteDistance(), epsilon=eps, rng=rng
@@ -134,7 +144,17 @@ def test_randomized_response_frequencies(k: int, eps: float) -> None:
 
 @pytest.mark.parametrize(("eps", "delta"), [(0.5, 0.1), (1.0, 0.25)])
 def test_rr_approx_frequencies(eps: float, delta: float) -> None:
-    n = 60_000
+    """15,000 releases (the slow twin: 60,000); the chi-square false-alarm rate is the same at any count."""
+    _check_rr_approx_frequencies(eps, delta, 15_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("eps", "delta"), [(0.5, 0.1), (1.0, 0.25)])
+def test_rr_approx_frequencies_thorough(eps: float, delta: float) -> None:
+    _check_rr_approx_frequencies(eps, delta, 60_000)
+
+
+def _check_rr_approx_frequencies(eps: float, delta: float, n: int) -> None:
     rng = np.random.default_rng(99)
     rr = dp.m.make_randomized_response_approx(
         dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), epsilon=eps, delta=delta, rng=rng

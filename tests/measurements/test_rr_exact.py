@@ -19,7 +19,7 @@ from typing import Any
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpcompose as dp
@@ -48,7 +48,9 @@ def _key(out: object) -> Key:
 
 
 def exact_distribution(
-    m: dp.Measurement, value: object, monkeypatch: pytest.MonkeyPatch  # type: ignore[type-arg]
+    m: dp.Measurement,
+    value: object,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[type-arg]
 ) -> dict[Key, Fraction]:
     """The exact output distribution of ``m(value)``, keyed by (type, output)."""
 
@@ -135,15 +137,27 @@ def test_k_rr_real_loss_within_map(eps: Any, k: int, monkeypatch: pytest.MonkeyP
     assert _pure_loss(m, list(range(k)), monkeypatch) <= _mp(claimed)
 
 
-@given(
-    st.one_of(
-        st.floats(min_value=0, max_value=1e-12),
-        st.floats(min_value=0, max_value=800),
-        st.fractions(min_value=0, max_value=50, max_denominator=10**30),
-    ),
-    st.integers(2, 4),
+_K_RR_EPS = st.one_of(
+    st.floats(min_value=0, max_value=1e-12),
+    st.floats(min_value=0, max_value=800),
+    st.fractions(min_value=0, max_value=50, max_denominator=10**30),
 )
+
+
+@settings(max_examples=20)
+@given(_K_RR_EPS, st.integers(2, 4))
 def test_k_rr_real_loss_within_map_property(eps: float | Fraction, k: int) -> None:
+    _check_k_rr_loss(eps, k)
+
+
+@pytest.mark.slow
+@settings(max_examples=60)
+@given(_K_RR_EPS, st.integers(2, 4))
+def test_k_rr_real_loss_within_map_property_thorough(eps: float | Fraction, k: int) -> None:
+    _check_k_rr_loss(eps, k)
+
+
+def _check_k_rr_loss(eps: float | Fraction, k: int) -> None:
     with pytest.MonkeyPatch.context() as mp:
         m = dp.m.make_randomized_response(dp.CategoricalDomain(range(k)), DISC, epsilon=eps)
         assert _pure_loss(m, list(range(k)), mp) <= _mp(m.map(1))
@@ -157,10 +171,30 @@ def test_k_rr_matches_its_stated_distribution(monkeypatch: pytest.MonkeyPatch) -
         assert exact_distribution(m, c, monkeypatch) == stated
 
 
-@pytest.mark.parametrize("eps", EPSILONS)
-@pytest.mark.parametrize("delta", [0, 5e-324, 1e-300, 0.01, 0.5])
+# every ε with δ = 0, 0.01 and 0.5; the subnormal and tiny δ (labels drawn over ~2**1000 values: the slow
+# cases) with ε at 0 (int, float, -0.0), tiny, the float spacing, 1, near the exp overflow and huge; the
+# rest of that grid in the slow run
+_TINY_DELTA_EPS = {0.0, 1e-300, 2.2e-16, 1.0, 709.8, 1e308}
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta"),
+    [
+        pytest.param(
+            eps,
+            delta,
+            marks=[pytest.mark.slow] if delta in (5e-324, 1e-300) and eps not in _TINY_DELTA_EPS else [],
+        )
+        for delta in [0, 5e-324, 1e-300, 0.01, 0.5]
+        for eps in EPSILONS
+    ],
+)
 def test_rr_approx_real_loss_within_map(eps: Any, delta: float, monkeypatch: pytest.MonkeyPatch) -> None:
     """Was: true δ(0) = δ + 1.1e-16 at ε = 0 (and tiny ε) while the map said δ."""
+    _check_rr_approx_loss(eps, delta, monkeypatch)
+
+
+def _check_rr_approx_loss(eps: Any, delta: float, monkeypatch: pytest.MonkeyPatch) -> None:
     m = dp.m.make_randomized_response_approx(dp.CategoricalDomain([0, 1]), DISC, epsilon=eps, delta=delta)
     e_map, d_map = m.map(1)
     d0, d1 = exact_distribution(m, 0, monkeypatch), exact_distribution(m, 1, monkeypatch)
@@ -169,8 +203,24 @@ def test_rr_approx_real_loss_within_map(eps: Any, delta: float, monkeypatch: pyt
     assert {o: p for o, p in d0.items() if p} == stated
 
 
-@given(st.floats(min_value=0, max_value=1e-6) | st.floats(0, 20), st.floats(min_value=0, max_value=0.5))
+_APPROX_EPS = st.floats(min_value=0, max_value=1e-6) | st.floats(0, 20)
+_APPROX_DELTA = st.floats(min_value=0, max_value=0.5)
+
+
+@settings(max_examples=20)
+@given(_APPROX_EPS, _APPROX_DELTA)
 def test_rr_approx_real_loss_within_map_property(eps: float, delta: float) -> None:
+    _check_rr_approx_property(eps, delta)
+
+
+@pytest.mark.slow
+@settings(max_examples=60)
+@given(_APPROX_EPS, _APPROX_DELTA)
+def test_rr_approx_real_loss_within_map_property_thorough(eps: float, delta: float) -> None:
+    _check_rr_approx_property(eps, delta)
+
+
+def _check_rr_approx_property(eps: float, delta: float) -> None:
     with pytest.MonkeyPatch.context() as mp:
         m = dp.m.make_randomized_response_approx(
             dp.CategoricalDomain(["x", "y"]), DISC, epsilon=eps, delta=delta
@@ -291,7 +341,10 @@ def test_bad_delta_refused(bad: object) -> None:
         return
     with pytest.raises(dp.InvalidParameter, match="delta="):
         dp.m.make_randomized_response_approx(
-            dp.CategoricalDomain([0, 1]), DISC, epsilon=1.0, delta=bad  # type: ignore[arg-type]
+            dp.CategoricalDomain([0, 1]),
+            DISC,
+            epsilon=1.0,
+            delta=bad,  # type: ignore[arg-type]
         )
 
 
@@ -360,4 +413,3 @@ def test_rr_approx_needs_printable_categories() -> None:
 
     with pytest.raises(dp.InvalidParameter, match="labels"):
         dp.m.make_randomized_response_approx(dp.CategoricalDomain([NoStr(), 0]), DISC, epsilon=1.0, delta=0.1)
-

@@ -64,7 +64,10 @@ def _noisy(
             noise = dp.m.make_discrete_gaussian(ints, dp.L2Distance(), rel.scale, rng=rng)
         else:
             noise = dp.m.make_discrete_laplace(ints, dp.L1Distance(), rel.scale, rng=rng)
-        out[rel.what] = np.stack([noise(exact[rel.what]) for _ in range(RUNS)])  # (RUNS, keys)
+        # one release of the vector tiled RUNS times: the same independent noise per entry and run as RUNS
+        # releases of the vector (the mechanism noises each entry independently), in one call
+        keys = len(exact[rel.what])
+        out[rel.what] = noise(np.tile(exact[rel.what], RUNS)).reshape(RUNS, keys)  # (RUNS, keys)
     return out
 
 

@@ -197,7 +197,9 @@ def test_two_threads_by_size_width_and_switches() -> None:
         assert not two_threads(10**6, 10, BLOCK_ROWS)
 
 
-@pytest.mark.parametrize("d", [2, 4, 8, 9, 11, 12, 16, 20, 21, 33, 64])
+@pytest.mark.parametrize(
+    "d", [2, 4, 8, 9, 11, 12, 16, 20, 21, 33, pytest.param(64, marks=pytest.mark.slow)]
+)  # 64 (numpy's product again, the largest) in the slow run: 33 is the wide case by default
 def test_every_product_path_gives_the_exact_integers(d: int, two_parts: None) -> None:
     """End to end at the widths of each product (dgemm 2-11, numpy's 12 and up; threads at every width
     here, by the fixture): speedups on, off and threads give the same bits, and they are the exact rounded
