@@ -165,8 +165,9 @@ def _docs_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list
     return commands
 
 
-def test_the_docs_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_docs_command_lines_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every command of the docs block as written, but the ``--plot`` one without its plot: δ(ε) at the
     plot's 201 points of 1000 Laplace mechanisms costs ~6 s of library time (the whole command line,
     plot included, runs in the slow twin below). The plot's own code path (matplotlib, the file, the
@@ -187,8 +188,9 @@ def test_the_docs_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 @pytest.mark.slow  # (thorough: the documented plot of 1000 mechanisms costs ~6 s)
-def test_the_docs_command_lines_run_thorough(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_docs_command_lines_run_thorough(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every command of docs/accounting.md's "From the command line" block, with its JSON example."""
     commands = _docs_commands(tmp_path, monkeypatch)
     pytest.importorskip("matplotlib")  # the third command draws the plot
