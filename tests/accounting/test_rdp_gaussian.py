@@ -49,13 +49,27 @@ def value(x: Fraction) -> mpmath.mpf:
     return to_mpf(x)
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    q=st.fractions(Fraction(0), Fraction(1)),
-    log_s=st.fractions(Fraction(-40), Fraction(40)),
-    alpha=st.one_of(st.integers(1, 300).map(Fraction), st.fractions(Fraction(1), Fraction(40))),
-)
+_LEMMA_POINTS = {  # (the default test and its thorough twin draw alike)
+    "q": st.fractions(Fraction(0), Fraction(1)),
+    "log_s": st.fractions(Fraction(-40), Fraction(40)),
+    "alpha": st.one_of(st.integers(1, 300).map(Fraction), st.fractions(Fraction(1), Fraction(40))),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(**_LEMMA_POINTS)
 def test_symmetric_lemma_pointwise(q: Fraction, log_s: Fraction, alpha: Fraction) -> None:
+    _check_symmetric_lemma(q, log_s, alpha)
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(**_LEMMA_POINTS)
+def test_symmetric_lemma_pointwise_thorough(q: Fraction, log_s: Fraction, alpha: Fraction) -> None:
+    _check_symmetric_lemma(q, log_s, alpha)
+
+
+def _check_symmetric_lemma(q: Fraction, log_s: Fraction, alpha: Fraction) -> None:
     # G(s) = a^α + s^{1−α}b^α − s^α b^{1−α} − a^{1−α} ≥ 0, a = 1 − q + qs, b = (1 − q)s + q: the pointwise
     # inequality behind B_α ≤ A_α for symmetric pairs (module docstring of accounting._rdp)
     with mp.workdps(60):
@@ -154,13 +168,27 @@ def test_discrete_gaussian_both_orders(q: Fraction, sigma: int, shift: int, alph
         assert curve == subsampled_gaussian_renyi(Fraction(shift * shift, 2 * sigma * sigma), q, [alpha])
 
 
-@settings(max_examples=15, deadline=None)
-@given(
-    q=st.fractions(Fraction(1, 10**5), Fraction(99, 100)),
-    sigma=st.fractions(Fraction(1, 2), Fraction(20)),
-    alpha=st.integers(2, 48),
-)
+_CURVE_CASES = {  # (the default test and its thorough twin draw alike)
+    "q": st.fractions(Fraction(1, 10**5), Fraction(99, 100)),
+    "sigma": st.fractions(Fraction(1, 2), Fraction(20)),
+    "alpha": st.integers(2, 48),
+}
+
+
+@settings(max_examples=8, deadline=None)  # (~0.15 s each: a 40-digit integral; 150 in the twin)
+@given(**_CURVE_CASES)
 def test_gaussian_curve_bounds_both_orders(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    _check_gaussian_curve_bounds(q, sigma, alpha)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(**_CURVE_CASES)
+def test_gaussian_curve_bounds_both_orders_thorough(q: Fraction, sigma: Fraction, alpha: int) -> None:
+    _check_gaussian_curve_bounds(q, sigma, alpha)
+
+
+def _check_gaussian_curve_bounds(q: Fraction, sigma: Fraction, alpha: int) -> None:
     rho = 1 / (2 * sigma * sigma)
     if alpha * (alpha - 1) * rho > 150:  # (an astronomically large moment: the cap αρ decides there)
         return

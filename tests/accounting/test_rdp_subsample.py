@@ -91,7 +91,7 @@ def _test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int)
             assert mpf(ours) <= removal * (1 + mpf(10) ** -12) + mpf(10) ** -300
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)  # (~0.18 s each: a 40-digit integral; 200 in the twin)
 @given(**_BOTH_DIRECTIONS)
 def test_curve_bounds_both_directions(q: Fraction, sigma: Fraction, alpha: int) -> None:
     _test_curve_bounds_both_directions(q=q, sigma=sigma, alpha=alpha)
@@ -111,7 +111,7 @@ _LEMMA_CASES = {
 }
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)  # (~0.16 s each: a 40-digit integral; 150 in the twin)
 @given(**_LEMMA_CASES)
 def test_addition_lemma(q: Fraction, sigma: Fraction, alpha: int) -> None:
     _check_addition_lemma(q, sigma, alpha)

@@ -78,8 +78,15 @@ def _admits_all(rule: Any, epsilons: list[float], delta: float) -> bool:
     return True
 
 
+#: Reference rows behind the slow mark: 10,000 admissions of exact Fractions, four times over (~1.8 s); the
+#: same homogeneous ε = 0.1 row at k = 10, 100 and 1000 stays in the default run.
+SLOW_REFERENCE = {"homog eps=0.1 k=10000"}
+
+
 @pytest.mark.parametrize(
-    ("name", "eps", "delta", "delta_g", "rruv", "wh"), REFERENCE, ids=[r[0] for r in REFERENCE]
+    ("name", "eps", "delta", "delta_g", "rruv", "wh"),
+    [pytest.param(*r, marks=pytest.mark.slow) if r[0] in SLOW_REFERENCE else r for r in REFERENCE],
+    ids=[r[0] for r in REFERENCE],
 )
 def test_rruv_and_whitehouse_reproduce_reference(
     name: str, eps: list[float], delta: float, delta_g: float, rruv: float, wh: float
