@@ -574,3 +574,25 @@ def test_children_that_are_long_composites_are_read_from_the_tilt_alone() -> Non
         lo, hi = pld.epsilon_bounds(1e-6)
         assert 3 not in built
     assert 7.5619110 < lo <= e == hi  # (with the untilted lower side: 7.5619105)
+
+
+def test_tilted_lower_bound_at_the_top_atom_is_not_swamped_by_the_noise_below() -> None:
+    """RR_{3/8} composed 10 times at δ = 1e-11: ε(δ) ≈ 3.75 − 1.9e-9 lies just below the top atom 10·3/8,
+    and ε's own tilt (θ = 2**-5 per step) untilts the FFT's noise at the labels 2 below by up to e^{64}. The
+    rounding error of the whole suffix sum (those labels included) was charged to the one sum kept, at the
+    top: that tilt read δ there as 0, and the lower end of ε(δ) fell 2.8 steps, to 3.7473 (truth
+    3.7499999981). The sum kept is charged only its own terms' rounding."""
+    pld = pld_randomized_response(0.375, step_bits=10).self_compose(10)
+    with mpmath.workdps(40):
+        atoms, inf = rr_composed(Fraction(3, 8), 10)
+        truth = float(exact_epsilon(atoms, 1e-11))
+        lo, hi = pld.epsilon_bounds(1e-11)
+        assert exact_delta(atoms, inf, float(lo)) > 1e-11 and pld.delta_bounds(lo)[0] > 1e-11
+        assert truth - float(lo) <= 1e-6 * truth and float(lo) <= truth <= float(hi)  # (measured: 1.4e-8)
+        recipe = pld.recipe
+        assert recipe is not None and recipe.theta_for_epsilon(truth) == 2.0**-5
+        tilted = recipe.tilted_lower(2.0**-5)
+        assert tilted is not None
+        for eps in (3.749, 3.7499999):  # (the untilted noise at labels ≈ 1.75 is ~5e9: it read 0 at both)
+            exact = exact_delta(atoms, inf, eps)
+            assert exact * (1 - 1e-3) <= mp(tilted.delta_lo(eps)) <= exact, eps
