@@ -228,31 +228,25 @@ def test_random_selection_is_uniform_and_rejects_ties() -> None:
     assert random_selection(4, 2, BytesSource(fresh)).tolist() == [3, 2]
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.floats(allow_nan=False, allow_infinity=False),
-            st.sampled_from([5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0]),
-        ),
-        max_size=40,
-    )
+FLOAT_LISTS = st.lists(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.sampled_from([5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0]),
+    ),
+    max_size=40,
 )
+"""Lists of finite floats with the extremes (subnormals, the least normal, the largest, -0.0) mixed in."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(FLOAT_LISTS)
 def test_exact_fraction_sum_is_exact(values: list[float]) -> None:
     assert exact_fraction_sum(np.asarray(values, dtype=np.float64)) == sum(map(Fraction, values), Fraction(0))
 
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.floats(allow_nan=False, allow_infinity=False),
-            st.sampled_from([5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -0.0]),
-        ),
-        max_size=40,
-    )
-)
+@given(FLOAT_LISTS)
 def test_exact_fraction_sum_is_exact_thorough(values: list[float]) -> None:
     """test_exact_fraction_sum_is_exact with its full 300 examples."""
     test_exact_fraction_sum_is_exact.hypothesis.inner_test(values)
