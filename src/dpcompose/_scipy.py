@@ -2,8 +2,8 @@
 
 ``scipy.optimize``, ``scipy.special`` and ``scipy.stats`` together take about half a second to import and
 are needed only by some accounting functions (root finding, log-Φ) and analysis tools (LP, audits);
-``scipy.linalg`` (0.2 s) only by the SSCP's block products. Each
-wrapper here imports its SciPy module when first called; Python caches the module after that.
+``scipy.linalg`` (0.2 s) only by the SSCP's block products. Each wrapper here imports its SciPy module
+when first called; Python caches the module after that.
 """
 
 from __future__ import annotations

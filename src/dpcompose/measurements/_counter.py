@@ -71,7 +71,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dpcompose._validation import short_repr
+from dpcompose._validation import check_str
 from dpcompose.core import (
     AbsoluteDistance,
     AtomDomain,
@@ -200,15 +200,6 @@ class HonakerCounter(StepCounter[float]):
         return sum(z * self._factors[h] for (h, _), z in held.items()) / self._common  # rounded once
 
 
-def _check_estimator(estimator: object) -> str:
-    if not isinstance(estimator, str) or estimator not in ESTIMATORS:
-        raise InvalidParameter(
-            f"estimator={short_repr(estimator)} must be 'raw' (the binary mechanism's sums, int answers) "
-            "or 'honaker' (the best linear unbiased online estimate, float answers)"
-        )
-    return str(estimator)
-
-
 @recorded
 def make_online_counter(
     input_domain: Domain,
@@ -278,12 +269,12 @@ def make_online_counter(
     length = check_step_counts(input_domain, input_metric)
     if not 1 <= length <= MAX_LEAVES:
         raise InvalidParameter(f"input_domain has size {length}: the stream length must be 1 … 2**24")
-    chosen = _check_estimator(estimator)
+    chosen = check_str(estimator, "estimator", ESTIMATORS)
     noise = make_laplace(AtomDomain(int), AbsoluteDistance(), scale, rng=rng)
     levels = counter_levels(length, chosen)
     counter = OnlineCounter if chosen == "raw" else HonakerCounter
 
-    def run(data: Any) -> OnlineCounter | HonakerCounter:
+    def run(data: Any) -> StepCounter[Any]:
         return counter(data, length, noise.function)
 
     return Measurement(

@@ -38,14 +38,19 @@ from dpcompose.core._norm_domain import all_within
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.transformations._clamp import check_dataset_metric
-from dpcompose.transformations._sscp_speed import Blocks, block_product, in_two_threads, two_threads
+from dpcompose.transformations._sscp_speed import (
+    Blocks,
+    Floats,
+    Product,
+    block_product,
+    in_two_threads,
+    two_threads,
+)
 from dpcompose.transformations._sum import size_bound
 from dpcompose.transformations._vectors import rows_array
 
 __all__ = ["BLOCK_ROWS", "GRID_BITS", "make_sscp", "sqrt_up_rational"]
 
-Floats = npt.NDArray[np.float64]
-Product = Callable[[Floats], npt.NDArray[np.int64]]
 _Sums = tuple[list[int], list[int]]
 BlockTest = Callable[[Floats, Floats, Floats], bool]
 """A test of a block of rows, given the block scaled by ``2**k`` and a scratch array of its shape (the

@@ -12,19 +12,18 @@ The devices (used by :func:`~dpcompose.transformations.make_sscp`):
   sum of the products ``q_ri·q_rj`` (the classical product, as every mainstream BLAS does: no
   Strassen-type recombination), every partial sum an integer of magnitude at most ``2**53``, so both are
   exact in any summation order, with or without fused multiply-adds, and give the same integers.
-* Two threads (off unless turned on, below): for a dataset of at least :data:`PARALLEL_BLOCKS` blocks
-  of a width in :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a
-  shared :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
-  (:func:`in_two_threads`). numpy releases the GIL in its loops and in ``np.dot``, but SciPy's ``dgemm``
-  holds it, and so did numpy's ``@`` at these widths (two threads of either ran no faster than one): so
-  the second thread uses
-  ``np.dot`` and the caller its usual product (:func:`block_product`), and a second thread kept off the CPU
-  by other work simply takes fewer blocks. Each thread's sums are exact integer matrices (in Python
-  integers), and their sum is the sum of every block's, so the release is the same bits as one thread's,
-  however the blocks were shared. A thread whose block fails the input test runs the domain's full check,
-  which raises; the blocks not yet taken are then withdrawn (:meth:`Blocks.stop`), so the other thread
-  stops after its current block, and both threads have ended before the error propagates (nothing is
-  released, nothing is left computing).
+* Two threads (off unless turned on, below): for a dataset of at least :data:`PARALLEL_BLOCKS` blocks of a
+  width in :data:`THREAD_WIDTHS`, the caller and a second thread take blocks one at a time from a shared
+  :class:`Blocks` and each rounds, tests and multiplies the blocks it takes into sums of its own
+  (:func:`in_two_threads`). numpy releases the GIL in its loops and in ``np.dot``, but SciPy's ``dgemm`` holds
+  it, and so did numpy's ``@`` at these widths (two threads of either ran no faster than one): so the second
+  thread uses ``np.dot`` and the caller its usual product (:func:`block_product`), and a second thread kept
+  off the CPU by other work simply takes fewer blocks. Each thread's sums are exact integer matrices (in
+  Python integers), and their sum is the sum of every block's, so the release is the same bits as one
+  thread's, however the blocks were shared. A thread whose block fails the input test runs the domain's full
+  check, which raises; the blocks not yet taken are then withdrawn (:meth:`Blocks.stop`), so the other thread
+  stops after its current block, and both threads have ended before the error propagates (nothing is released,
+  nothing is left computing).
 
 The switches: the environment variable ``DPCOMPOSE_SSCP_SPEEDUPS=0`` (read once, when this module is
 imported; also ``false``, ``off`` or ``no``), or :func:`sscp_speedups` for a block of code, turns both
@@ -72,6 +71,8 @@ __all__ = [
     "THREADS_ENV",
     "THREAD_WIDTHS",
     "Blocks",
+    "Floats",
+    "Product",
     "block_gram",
     "block_product",
     "in_two_threads",
@@ -85,6 +86,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 Floats = npt.NDArray[np.float64]
+Product = Callable[[Floats], npt.NDArray[np.int64]]
+"""A block's exact ``qᵀq`` in int64 (:func:`block_product`)."""
 
 SPEEDUPS_ENV = "DPCOMPOSE_SSCP_SPEEDUPS"
 """The environment variable whose value ``0`` (or ``false``, ``off``, ``no``) turns both devices off."""
@@ -117,7 +120,7 @@ def uses_gemm(d: int) -> bool:
     return _SWITCH.on() and 2 <= d <= 11
 
 
-def block_product(d: int, threads: bool = False) -> Callable[[Floats], npt.NDArray[np.int64]]:
+def block_product(d: int, threads: bool = False) -> Product:
     """:func:`block_gram` for blocks of width d, with its choice made once: for the second of two
     ``threads``, numpy's ``np.dot`` (it releases the GIL); else SciPy's ``dgemm`` where :func:`uses_gemm`
     (looked up once), or numpy's ``np.dot``."""
