@@ -477,13 +477,17 @@ records = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+TABLES = (
     st.lists(records, max_size=25),
     st.integers(1, 3),
     st.sampled_from([(None, None), (1, 1), (2, 2)]),
     st.randoms(use_true_random=False),
 )
+"""A table of records, the row cap, the group cap and grouping column, and a seeded shuffle."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(*TABLES)
 def test_random_tables(rows: list[Any], max_rows: int, grouping: tuple[Any, Any], random: Any) -> None:
     max_groups, by = grouping
     t = dp.t.make_bound_contributions(TUPLES, dp.SymmetricIdDistance(0), 0, max_rows, max_groups, by)
@@ -501,12 +505,7 @@ def test_random_tables(rows: list[Any], max_rows: int, grouping: tuple[Any, Any]
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None)
-@given(
-    st.lists(records, max_size=25),
-    st.integers(1, 3),
-    st.sampled_from([(None, None), (1, 1), (2, 2)]),
-    st.randoms(use_true_random=False),
-)
+@given(*TABLES)
 def test_random_tables_thorough(
     rows: list[Any], max_rows: int, grouping: tuple[Any, Any], random: Any
 ) -> None:

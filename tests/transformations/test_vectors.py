@@ -296,13 +296,17 @@ def test_domain_membership_of_row_arrays() -> None:
     assert dp.NormBallDomain(size=2, norm=1) == dp.NormBallDomain(size=2, norm=1.0)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+NEAR_SPHERE = (
     st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
     st.sampled_from([0.0, 2.0**-60, -(2.0**-60), 2.0**-26, -(2.0**-26), 2.0**-24, -(2.0**-24), 2.0**-19]),
     st.sampled_from([1, 2]),
     st.sampled_from([1.0, 3.7, 1e-200, 1e200]),
 )
+"""A row, a relative offset from the sphere (both sides of the exact-decision band), p and the bound."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(*NEAR_SPHERE)
 def test_membership_agrees_with_exact_rationals_near_the_boundary(
     row: list[float], offset: float, p: int, bound: float
 ) -> None:
@@ -321,12 +325,7 @@ def test_membership_agrees_with_exact_rationals_near_the_boundary(
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=5),
-    st.sampled_from([0.0, 2.0**-60, -(2.0**-60), 2.0**-26, -(2.0**-26), 2.0**-24, -(2.0**-24), 2.0**-19]),
-    st.sampled_from([1, 2]),
-    st.sampled_from([1.0, 3.7, 1e-200, 1e200]),
-)
+@given(*NEAR_SPHERE)
 def test_membership_agrees_with_exact_rationals_near_the_boundary_thorough(
     row: list[float], offset: float, p: int, bound: float
 ) -> None:

@@ -147,12 +147,16 @@ def test_subsampled_gaussian_rate_one_is_the_gaussian() -> None:
     assert m(lo) <= ref <= m(hi)
 
 
+PHI_CELLS = {
+    "a": st.floats(-1e4, 40.0) | st.sampled_from([-1e4, -38.5, -8.25, 0.0, 0.5]),
+    "width": st.floats(1e-9, 1e4) | st.sampled_from([1e-6, 1e-3, 0.5, 1e4 + 0.5]),
+    "mu": st.floats(1e-4, 8.0),
+}
+"""Cells [a, a + width) and shifts μ, with the far tails and the documented edge values mixed in."""
+
+
 @settings(max_examples=60, deadline=None)
-@given(
-    a=st.floats(-1e4, 40.0) | st.sampled_from([-1e4, -38.5, -8.25, 0.0, 0.5]),
-    width=st.floats(1e-9, 1e4) | st.sampled_from([1e-6, 1e-3, 0.5, 1e4 + 0.5]),
-    mu=st.floats(1e-4, 8.0),
-)
+@given(**PHI_CELLS)
 def test_shifted_phi_difference_is_certified(a: float, width: float, mu: float) -> None:
     """The N(μ, 1)-mass of a cell [a, b) of the subsampled Gaussian is Φ(b − μ) − Φ(a − μ) at rounded
     arguments: ``_shift_rel`` widens ``_log_phi_diff``'s relative error by the mass the rounding moves. The
@@ -180,11 +184,7 @@ def test_shifted_phi_difference_is_certified(a: float, width: float, mu: float) 
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
-@given(
-    a=st.floats(-1e4, 40.0) | st.sampled_from([-1e4, -38.5, -8.25, 0.0, 0.5]),
-    width=st.floats(1e-9, 1e4) | st.sampled_from([1e-6, 1e-3, 0.5, 1e4 + 0.5]),
-    mu=st.floats(1e-4, 8.0),
-)
+@given(**PHI_CELLS)
 def test_shifted_phi_difference_is_certified_thorough(a: float, width: float, mu: float) -> None:
     """test_shifted_phi_difference_is_certified with its full 300 examples."""
     test_shifted_phi_difference_is_certified.hypothesis.inner_test(a, width, mu)
