@@ -73,7 +73,10 @@ def run_one(method: str) -> dict[str, object]:
         )
     seconds = time.perf_counter() - t0
     out: dict[str, object] = {
-        "sigma": sigma, "seconds": seconds, "readings": calls[0], "eps": float(pair(sigma).epsilon(DELTA))
+        "sigma": sigma,
+        "seconds": seconds,
+        "readings": calls[0],
+        "eps": float(pair(sigma).epsilon(DELTA)),
     }
     if method != "ours_rtol_1e-4":  # (with a tolerance the float below is not what failed)
         out["eps_below"] = float(pair(math.nextafter(sigma, 0.0)).epsilon(DELTA))

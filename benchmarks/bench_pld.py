@@ -62,12 +62,24 @@ def ours_cases(bits: int) -> list[tuple[str, float, Callable[[], PLD], float | N
 
     g_exact = float(gaussian_profile(1, 20.0 / math.sqrt(1000)).epsilon(1e-6))
     return [
-        ("1000 × Laplace(10)", 1e-6,
-         lambda: pld_laplace(1, 10.0, step_bits=bits, aligned=True).self_compose(1000), None),
-        ("1000 × Laplace(10), plain", 1e-6,
-         lambda: pld_laplace(1, 10.0, step_bits=bits).self_compose(1000), None),
-        ("1000 × Gaussian(20)", 1e-6,
-         lambda: pld_gaussian(1, 20.0, step_bits=bits).self_compose(1000), g_exact),
+        (
+            "1000 × Laplace(10)",
+            1e-6,
+            lambda: pld_laplace(1, 10.0, step_bits=bits, aligned=True).self_compose(1000),
+            None,
+        ),
+        (
+            "1000 × Laplace(10), plain",
+            1e-6,
+            lambda: pld_laplace(1, 10.0, step_bits=bits).self_compose(1000),
+            None,
+        ),
+        (
+            "1000 × Gaussian(20)",
+            1e-6,
+            lambda: pld_gaussian(1, 20.0, step_bits=bits).self_compose(1000),
+            g_exact,
+        ),
         *[(name, d, sgd(sigma, rate, steps), None) for name, (sigma, rate, steps, d) in SGD.items()],
         ("1000 Laplace, 20 scales", 1e-6, hetero, None),
         ("100 mixed Lap/Gauss/RR", 1e-6, mixed, None),
@@ -117,8 +129,10 @@ def main() -> None:
     built) and the certified interval (``epsilon_bounds``), each timed from scratch, beside dp_accounting's
     pessimistic ε (its only output). Times are the best of ``REPEATS`` runs for both libraries (the first
     run in a process also pays one-time import and FFT-plan costs)."""
-    print(f"{'case':28} {'h':>6} {'lower':>12} {'upper':>12} {'width/ε':>9} {'s up':>6} {'s both':>6} "
-          f"{'dp_acc':>12} {'s':>6} {'(up−dp)/dp':>10} {'t_up/t_dp':>9} {'exact':>10}")
+    print(
+        f"{'case':28} {'h':>6} {'lower':>12} {'upper':>12} {'width/ε':>9} {'s up':>6} {'s both':>6} "
+        f"{'dp_acc':>12} {'s':>6} {'(up−dp)/dp':>10} {'t_up/t_dp':>9} {'exact':>10}"
+    )
     for bits in (14,):
         for name, delta, build, exact in ours_cases(bits):
             s_up = s = math.inf
@@ -134,8 +148,10 @@ def main() -> None:
             runs = [peer(name) for _ in range(REPEATS)]
             pe, ps = (runs[0][0], min(r[1] for r in runs if r)) if runs[0] else (math.nan, math.nan)
             ex = exact if exact is not None else math.nan
-            print(f"{name:28} 2^-{bits:<3} {lo:12.7f} {hi:12.7f} {(hi - lo) / hi:9.2e} {s_up:6.3f} {s:6.3f} "
-                  f"{pe:12.7f} {ps:6.3f} {(hi - pe) / pe:10.2e} {s_up / ps:9.3f} {ex:10.5f}")
+            print(
+                f"{name:28} 2^-{bits:<3} {lo:12.7f} {hi:12.7f} {(hi - lo) / hi:9.2e} {s_up:6.3f} {s:6.3f} "
+                f"{pe:12.7f} {ps:6.3f} {(hi - pe) / pe:10.2e} {s_up / ps:9.3f} {ex:10.5f}"
+            )
 
 
 def reference_cases() -> None:
@@ -173,8 +189,10 @@ def laplace_scales() -> None:
         from dp_accounting.pld import privacy_loss_distribution as pl
     except ImportError:
         return
-    print(f"\n{'1000 × Laplace(b)':18} {'lower':>13} {'upper':>13} {'dp_acc':>13} {'(up−dp)/dp':>11} "
-          f"{'plain: upper':>13} {'(up−dp)/dp':>11} {'s up':>6} {'s both':>6} {'s dp':>6} {'t_up/t_dp':>9}")
+    print(
+        f"\n{'1000 × Laplace(b)':18} {'lower':>13} {'upper':>13} {'dp_acc':>13} {'(up−dp)/dp':>11} "
+        f"{'plain: upper':>13} {'(up−dp)/dp':>11} {'s up':>6} {'s both':>6} {'s dp':>6} {'t_up/t_dp':>9}"
+    )
     for b in (5.0, 7.0, 8.0, 9.0, 10.0, 10.3, 16.0, 20.0, 40.0, 64.0, 100.0, 200.0, 400.0):
         s_up = s = ps = math.inf
         for _ in range(REPEATS):  # best of REPEATS each, from scratch
@@ -190,8 +208,10 @@ def laplace_scales() -> None:
             ps = min(ps, time.perf_counter() - t)
         plain = float(pld_laplace(1, b).self_compose(1000).epsilon(1e-6))
         lo, hi = float(lo_q), float(hi_q)
-        print(f"{'b = ' + format(b, 'g'):18} {lo:13.9f} {hi:13.9f} {pe:13.9f} {(hi - pe) / pe:11.2e} "
-              f"{plain:13.9f} {(plain - pe) / pe:11.2e} {s_up:6.3f} {s:6.3f} {ps:6.3f} {s_up / ps:9.2f}")
+        print(
+            f"{'b = ' + format(b, 'g'):18} {lo:13.9f} {hi:13.9f} {pe:13.9f} {(hi - pe) / pe:11.2e} "
+            f"{plain:13.9f} {(plain - pe) / pe:11.2e} {s_up:6.3f} {s:6.3f} {ps:6.3f} {s_up / ps:9.2f}"
+        )
 
 
 def renyi_sgd() -> None:
@@ -222,8 +242,10 @@ def renyi_sgd() -> None:
         from dp_accounting.rdp import rdp_privacy_accountant as rdp
     except ImportError:
         rdp = None
-    print(f"\n{'Rényi runner-up':28} {'ours':>9} {'s':>6} {'dp RDP':>9} {'s':>6} {'dp, ours':>9} "
-          f"{'t/t_dp':>7} {'ours, DEFAULT':>13} {'dp, DEFAULT':>11}")
+    print(
+        f"\n{'Rényi runner-up':28} {'ours':>9} {'s':>6} {'dp RDP':>9} {'s':>6} {'dp, ours':>9} "
+        f"{'t/t_dp':>7} {'ours, DEFAULT':>13} {'dp, DEFAULT':>11}"
+    )
     for name, (sigma, rate, steps, d) in SGD.items():
         s_ours = s_dp = math.inf
         for _ in range(REPEATS):
@@ -239,10 +261,14 @@ def renyi_sgd() -> None:
         if rdp is None:
             print(f"{name:28} {ours:9.5f} {s_ours:6.3f} {'':9} {'':6} {'':9} {'':7} {coarse:13.5f}")
             continue
-        same, same_coarse = theirs_on(RUNNER_UP_ORDERS, sigma, rate, steps, d), theirs_on(
-            DEFAULT_ORDERS, sigma, rate, steps, d)
-        print(f"{name:28} {ours:9.5f} {s_ours:6.3f} {theirs:9.5f} {s_dp:6.3f} {same:9.5f} "
-              f"{s_ours / s_dp:7.2f} {coarse:13.5f} {same_coarse:11.5f}")
+        same, same_coarse = (
+            theirs_on(RUNNER_UP_ORDERS, sigma, rate, steps, d),
+            theirs_on(DEFAULT_ORDERS, sigma, rate, steps, d),
+        )
+        print(
+            f"{name:28} {ours:9.5f} {s_ours:6.3f} {theirs:9.5f} {s_dp:6.3f} {same:9.5f} "
+            f"{s_ours / s_dp:7.2f} {coarse:13.5f} {same_coarse:11.5f}"
+        )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,10 @@ CASES: list[tuple[str, Callable[[], PLD]]] = [
     ("discrete Laplace Δ=2**30, Δ/t=20", lambda: pld_discrete_laplace(2**30, Fraction(2**30, 20))),
     ("discrete Laplace Δ=1000, Δ/t=20", lambda: pld_discrete_laplace(1000, 50)),
     ("discrete Laplace Δ=3, Δ/t=20", lambda: pld_discrete_laplace(3, Fraction(3, 20))),
-    ("PrivacyLoss.discrete_laplace(2**30, 10·2**30).pld()",
-     lambda: PrivacyLoss.discrete_laplace(2**30, 10 * 2**30).pld()),
+    (
+        "PrivacyLoss.discrete_laplace(2**30, 10·2**30).pld()",
+        lambda: PrivacyLoss.discrete_laplace(2**30, 10 * 2**30).pld(),
+    ),
     ("discrete Gaussian Δ=1, s=1/30", lambda: pld_discrete_gaussian(1, Fraction(1, 30))),
     ("discrete Gaussian Δ=30, s=1", lambda: pld_discrete_gaussian(30, 1)),
     ("discrete Gaussian Δ=1, s=3", lambda: pld_discrete_gaussian(1, 3)),

@@ -56,7 +56,10 @@ def run_dpcompose(df):  # type: ignore[no-untyped-def]
         {"user": dp.Column(int), "state": dp.Column(str), "x": dp.Column(float, bounds=(0.0, 100.0))}
     )
     ctx = dp.Context(
-        df, schema, privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4), privacy_loss=1.0,
+        df,
+        schema,
+        privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4),
+        privacy_loss=1.0,
         split_evenly_over=1,
     )
     q = ctx.query().group_by("state", keys=KEYS).agg(dp.tables.count(), dp.tables.mean("x"))
@@ -196,7 +199,8 @@ def main() -> None:
         for lib in ("dpcompose", "opendp"):
             proc = subprocess.run(
                 [sys.executable, __file__, "--one", lib, str(n), "--repeat", str(args.repeat)],
-                capture_output=True, text=True,
+                capture_output=True,
+                text=True,
             )
             if proc.returncode != 0:
                 print(f"{n:>10} {lib:>10} FAILED: {proc.stderr.strip().splitlines()[-1:]}")

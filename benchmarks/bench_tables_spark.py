@@ -51,7 +51,10 @@ def one(n: int, repeat: int, memory: str) -> None:
     times = []
     for _ in range(repeat):
         ctx = dp.Context(
-            df, schema, privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4), privacy_loss=1.0,
+            df,
+            schema,
+            privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4),
+            privacy_loss=1.0,
             split_evenly_over=1,
         )
         q = ctx.query().group_by("state", keys=KEYS).agg(dp.tables.count(), dp.tables.mean("x"))

@@ -67,7 +67,10 @@ def run_dpcompose(df) -> int:  # type: ignore[no-untyped-def]
         {"user": dp.Column(int), "state": dp.Column(str), "x": dp.Column(float, bounds=(0.0, 100.0))}
     )
     ctx = dp.Context(
-        df, schema, privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4), privacy_loss=1.0,
+        df,
+        schema,
+        privacy_unit=dp.unit_of(id="user", max_rows=5, max_groups=4),
+        privacy_loss=1.0,
         split_evenly_over=1,
     )
     out = ctx.query().group_by("state", keys=KEYS).agg(dp.tables.count(), dp.tables.mean("x")).release()

@@ -106,7 +106,8 @@ def one_mix_peer() -> dict[str, float]:
     pl.from_laplace_mechanism(3.0).compose(pl.from_gaussian_mechanism(3.0)).get_epsilon_for_delta(1e-3)
     t0 = time.perf_counter()
     p = (
-        pl.from_laplace_mechanism(10.0).self_compose(100)
+        pl.from_laplace_mechanism(10.0)
+        .self_compose(100)
         .compose(pl.from_gaussian_mechanism(10.0).self_compose(100))
         .compose(pl.from_gaussian_mechanism(SIGMA, sampling_prob=RATE).self_compose(1000))
     )
@@ -234,8 +235,10 @@ def main(argv: list[str] | None = None) -> None:
     src = ["--src", args.src]
     if not args.clip_only:
         _accounting_rows(args, src)
-    print(f"\n{'clip+sum n × d':22} {'ours':>10} {'numpy':>9} {'ratio':>7} {'exact':>9} {'ex/numpy':>8} "
-          f"{'max |diff|':>10} {'|fast−exact|':>12} {'map − 1':>9} {'MiB ours':>9} {'MiB numpy':>9}")
+    print(
+        f"\n{'clip+sum n × d':22} {'ours':>10} {'numpy':>9} {'ratio':>7} {'exact':>9} {'ex/numpy':>8} "
+        f"{'max |diff|':>10} {'|fast−exact|':>12} {'map − 1':>9} {'MiB ours':>9} {'MiB numpy':>9}"
+    )
     sizes = [(100_000, 100), (2_000, 10_000)] if args.quick else [(100_000, 100), (10_000, 10_000)]
     if args.sizes:
         sizes = [(int(a), int(b)) for a, b in (s.lower().split("x") for s in args.sizes)]
@@ -244,31 +247,41 @@ def main(argv: list[str] | None = None) -> None:
     for n, d in sizes:
         big = n * d > 4 * 10**8
         r = clip_sum(args.src, n, d, args.repeats if not big else 1, exact=not big)
-        print(f"{format(n, ',') + ' × ' + format(d, ','):22} {r['ours']:10.3f} {r['numpy']:9.3f} "
-              f"{r['ours'] / r['numpy']:7.2f} {r['exact']:9.3f} {r['exact'] / r['numpy']:8.2f} "
-              f"{r['diff']:10.2e} {r['exact_diff']:12.2e} {r['slack']:9.2e} {r['ours_peak']:9.1f} "
-              f"{r['numpy_peak']:9.1f}")
+        print(
+            f"{format(n, ',') + ' × ' + format(d, ','):22} {r['ours']:10.3f} {r['numpy']:9.3f} "
+            f"{r['ours'] / r['numpy']:7.2f} {r['exact']:9.3f} {r['exact'] / r['numpy']:8.2f} "
+            f"{r['diff']:10.2e} {r['exact_diff']:12.2e} {r['slack']:9.2e} {r['ours_peak']:9.1f} "
+            f"{r['numpy_peak']:9.1f}"
+        )
 
 
 def _accounting_rows(args: Any, src: list[str]) -> None:
     steps = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
-    print(f"{'case':22} {'ours build':>10} {'ours map':>9} {'dp_acc':>8} {'map/dp':>7} {'ours ε':>12} "
-          f"{'dp_acc ε':>12}")
+    print(
+        f"{'case':22} {'ours build':>10} {'ours map':>9} {'dp_acc':>8} {'map/dp':>7} {'ours ε':>12} "
+        f"{'dp_acc ε':>12}"
+    )
     for t in steps:
         ours = _best(["seq", str(t), *src], args.repeats)
         peer = _best(["seq-peer", str(t)], args.repeats)
         assert ours is not None
         pm, pe = (peer["map"], peer["eps"]) if peer else (math.nan, math.nan)
-        print(f"{'sequential ' + format(t, ','):22} {ours['build']:10.3f} {ours['map']:9.3f} {pm:8.3f} "
-              f"{ours['map'] / pm:7.2f} {ours['eps']:12.6f} {pe:12.6f}")
+        print(
+            f"{'sequential ' + format(t, ','):22} {ours['build']:10.3f} {ours['map']:9.3f} {pm:8.3f} "
+            f"{ours['map'] / pm:7.2f} {ours['eps']:12.6f} {pe:12.6f}"
+        )
     ours = _best(["mix", *src], args.repeats)
     peer = _best(["mix-peer"], args.repeats)
     assert ours is not None
     pm, pe = (peer["map"], peer["eps"]) if peer else (math.nan, math.nan)
-    print(f"{'mix (upper end)':22} {'':10} {ours['map']:9.3f} {pm:8.3f} {ours['map'] / pm:7.2f} "
-          f"{ours['eps']:12.7f} {pe:12.7f}")
-    print(f"{'mix (interval)':22} {'':10} {ours['bounds']:9.3f} {'':8} {'':7} "
-          f"[{ours['lower']:.7f}, {ours['eps']:.7f}]")
+    print(
+        f"{'mix (upper end)':22} {'':10} {ours['map']:9.3f} {pm:8.3f} {ours['map'] / pm:7.2f} "
+        f"{ours['eps']:12.7f} {pe:12.7f}"
+    )
+    print(
+        f"{'mix (interval)':22} {'':10} {ours['bounds']:9.3f} {'':8} {'':7} "
+        f"[{ours['lower']:.7f}, {ours['eps']:.7f}]"
+    )
 
 
 if __name__ == "__main__":

@@ -86,8 +86,11 @@ def is_alias(obj: object) -> bool:
 def home(modname: str, name: str) -> str:
     """The page module under which ``modname.name`` is documented."""
     obj = getattr(importlib.import_module(modname), name)
-    holders = [p.module for p in PAGES if name in public_names(p.module)
-               and getattr(importlib.import_module(p.module), name) is obj]
+    holders = [
+        p.module
+        for p in PAGES
+        if name in public_names(p.module) and getattr(importlib.import_module(p.module), name) is obj
+    ]
     defined_in = getattr(obj, "__module__", None)
     if isinstance(defined_in, str):
         for p in PAGES[:-1]:
@@ -163,7 +166,7 @@ class Links:
                 if obj is None:
                     return None
                 if id(obj) in self.by_id:
-                    return ".".join([self.by_id[id(obj)], *rest[k + 1:]])
+                    return ".".join([self.by_id[id(obj)], *rest[k + 1 :]])
             return None
         return None
 
@@ -181,8 +184,24 @@ def anchor(heading: str) -> str:
 
 _ROLE = re.compile(r":(?:py:)?(\w+):`(~?)([^`<]+?)(?:\s*<([^>]+)>)?`")
 _INLINE = re.compile(r"(``.+?``|`[^`]+`)")
-SECTIONS = {"Args", "Arguments", "Attributes", "Raises", "Returns", "Yields", "Examples", "Example", "Note",
-            "Notes", "Warning", "Stability", "Source", "Sources", "See Also", "References"}
+SECTIONS = {
+    "Args",
+    "Arguments",
+    "Attributes",
+    "Raises",
+    "Returns",
+    "Yields",
+    "Examples",
+    "Example",
+    "Note",
+    "Notes",
+    "Warning",
+    "Stability",
+    "Source",
+    "Sources",
+    "See Also",
+    "References",
+}
 ITEM_SECTIONS = {"Args", "Arguments", "Attributes", "Raises"}
 
 
@@ -213,8 +232,9 @@ def inline(text: str, links: Links, scope: str) -> str:
         return f"\0{len(kept) - 1}\0"
 
     text = _ROLE.sub(lambda m: keep(role(m)), text)
-    text = _INLINE.sub(lambda m: keep(code(m.group(0)[2:-2] if m.group(0).startswith("``")
-                                           else m.group(0)[1:-1])), text)
+    text = _INLINE.sub(
+        lambda m: keep(code(m.group(0)[2:-2] if m.group(0).startswith("``") else m.group(0)[1:-1])), text
+    )
     text = re.sub(r"<(?=[A-Za-z/!])", r"\\<", text)
     return re.sub(r"\0(\d+)\0", lambda m: kept[int(m.group(1))], text)
 
@@ -295,9 +315,10 @@ def render_items(body: list[str], links: Links, scope: str) -> list[str]:
             name = head.split("(")[0].strip()
             link = links.resolve(name, scope) if name[:1].isupper() else None
             shown = f"[{code(name)}]({links.href(link)})" if link else code(name)
-            extra = head[len(name):].strip()
-            out.append(f"- {shown}{' ' + inline(extra, links, scope) if extra else ''}: "
-                       f"{inline(rest, links, scope)}")
+            extra = head[len(name) :].strip()
+            out.append(
+                f"- {shown}{' ' + inline(extra, links, scope) if extra else ''}: {inline(rest, links, scope)}"
+            )
         else:
             out.append(f"- {inline(text, links, scope)}")
     return [*out, ""]
@@ -345,8 +366,12 @@ def render_body(lines: list[str], links: Links, scope: str) -> list[str]:
         elif list_indent is None or indent <= list_indent:
             list_indent = None
         # a literal or a role wrapped onto the next line is read whole
-        while _open_backtick(stripped) and i + 1 < len(lines) and lines[i + 1].strip() \
-                and not lines[i + 1].strip().startswith(">>>"):
+        while (
+            _open_backtick(stripped)
+            and i + 1 < len(lines)
+            and lines[i + 1].strip()
+            and not lines[i + 1].strip().startswith(">>>")
+        ):
             i += 1
             stripped = f"{stripped} {lines[i].strip()}"
         text = inline(stripped, links, scope)
@@ -441,11 +466,19 @@ def attribute_doc(modname: str, name: str, obj: object) -> str:
         tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
         body = tree.body
         for node, after in itertools.pairwise(body):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-                if isinstance(node, ast.AnnAssign) else []
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and \
-                    isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) and \
-                    isinstance(after.value.value, str):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            if (
+                any(isinstance(t, ast.Name) and t.id == name for t in targets)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 return inspect.cleandoc(after.value.value)
     return ""
 
@@ -499,8 +532,13 @@ def entry(page: Page, name: str, obj: object, links: Links) -> list[str]:
             else:
                 func = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
                 sig = signature(f"{name}.{member}", func, method=not isinstance(attr, staticmethod))
-                deco = "@classmethod\n" if isinstance(attr, classmethod) else \
-                    "@staticmethod\n" if isinstance(attr, staticmethod) else ""
+                deco = (
+                    "@classmethod\n"
+                    if isinstance(attr, classmethod)
+                    else "@staticmethod\n"
+                    if isinstance(attr, staticmethod)
+                    else ""
+                )
                 if sig:
                     out += ["```python", deco + sig, "```", ""]
                 doc = inspect.getdoc(func) or ""
@@ -538,9 +576,13 @@ def page_text(page: Page, links: Links) -> str:
             own[kind].append(name)
         else:
             elsewhere.append(name)
-    out = [f"# `{page.short}`: {page.title}", "",
-           f"`{page.short}` is `{page.module}`. Generated from the docstrings by `{COMMAND}`; do not edit by "
-           "hand. [Index](README.md)", ""]
+    out = [
+        f"# `{page.short}`: {page.title}",
+        "",
+        f"`{page.short}` is `{page.module}`. Generated from the docstrings by `{COMMAND}`; do not edit by "
+        "hand. [Index](README.md)",
+        "",
+    ]
     out += [*render_doc(inspect.getdoc(module) or "", links, page.module), ""]
     toc = [f"[{n}](#{anchor(n)})" for names in own.values() for n in names]
     if toc:
@@ -551,10 +593,15 @@ def page_text(page: Page, links: Links) -> str:
             for n in names:
                 out += entry(page, n, getattr(module, n), links)
     if elsewhere:
-        out += ["## Also available here", "",
-                f"These names in `{page.module}.__all__` are documented where they are defined "
-                f"(`{page.short}.X` is the same object).", "",
-                "| name | documented in | summary |", "| --- | --- | --- |"]
+        out += [
+            "## Also available here",
+            "",
+            f"These names in `{page.module}.__all__` are documented where they are defined "
+            f"(`{page.short}.X` is the same object).",
+            "",
+            "| name | documented in | summary |",
+            "| --- | --- | --- |",
+        ]
         for n in elsewhere:
             obj = getattr(module, n)
             if isinstance(obj, types.ModuleType):
@@ -573,24 +620,35 @@ def page_text(page: Page, links: Links) -> str:
 
 def index_text(links: Links) -> str:
     links.page = "README.md"
-    out = ["# dpcompose API reference", "",
-           "Every name in the public `__all__` lists, with its signature and docstring, one page per "
-           "namespace. `import dpcompose as dp` gives the names on the [`dp`](dp.md) page; `dp.m` is "
-           "`dpcompose.measurements` and `dp.t` is `dpcompose.transformations`. A name re-exported by "
-           "several namespaces is documented where it is defined and linked from the others. The guides "
-           "(concepts, composition, accounting, tables) are the pages in [docs/](../index.md).", "",
-           f"Generated from the docstrings by `{COMMAND}` (plain Python, no dependency); "
-           "`tests/test_reference.py` fails when a page is not current. The same docstrings also build "
-           "as HTML with Sphinx: see [sphinx/README.md](sphinx/README.md).", "",
-           "| page | namespace | names |", "| --- | --- | --- |"]
+    out = [
+        "# dpcompose API reference",
+        "",
+        "Every name in the public `__all__` lists, with its signature and docstring, one page per "
+        "namespace. `import dpcompose as dp` gives the names on the [`dp`](dp.md) page; `dp.m` is "
+        "`dpcompose.measurements` and `dp.t` is `dpcompose.transformations`. A name re-exported by "
+        "several namespaces is documented where it is defined and linked from the others. The guides "
+        "(concepts, composition, accounting, tables) are the pages in [docs/](../index.md).",
+        "",
+        f"Generated from the docstrings by `{COMMAND}` (plain Python, no dependency); "
+        "`tests/test_reference.py` fails when a page is not current. The same docstrings also build "
+        "as HTML with Sphinx: see [sphinx/README.md](sphinx/README.md).",
+        "",
+        "| page | namespace | names |",
+        "| --- | --- | --- |",
+    ]
     for page in PAGES:
-        out.append(f"| [{page.short}]({page.file}) | `{page.module}`: {page.title} | "
-                   f"{len(public_names(page.module))} |")
+        out.append(
+            f"| [{page.short}]({page.file}) | `{page.module}`: {page.title} | "
+            f"{len(public_names(page.module))} |"
+        )
     out.append("")
     for page in PAGES:
         module = importlib.import_module(page.module)
-        own = [n for n in public_names(page.module)
-               if kind_of(getattr(module, n)) != "module" and home(page.module, n) == page.module]
+        own = [
+            n
+            for n in public_names(page.module)
+            if kind_of(getattr(module, n)) != "module" and home(page.module, n) == page.module
+        ]
         if not own:
             continue
         out += [f"## [{page.short}]({page.file}): {page.title}", ""]

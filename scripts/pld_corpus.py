@@ -53,18 +53,29 @@ CASES: dict[str, tuple[Callable[[], PLD], float, float]] = {
     "laplace 300 plain": (lambda: pld_laplace(1, 10.0).self_compose(300), 1e-6, 1.0),
     "gaussian 1000": (lambda: pld_gaussian(1, 20.0).self_compose(1000), 1e-6, 1.0),
     "laplace+rr (issue 32 item 7)": (
-        lambda: compose_plds([pld_laplace(1, 10)] * 50 + [pld_randomized_response(0.5)] * 5), 1e-6, 1.0),
+        lambda: compose_plds([pld_laplace(1, 10)] * 50 + [pld_randomized_response(0.5)] * 5),
+        1e-6,
+        1.0,
+    ),
     "mixed 60": (_mixed, 1e-6, 0.5),
     "approx + dlap": (
-        lambda: compose_plds([pld_approx(0.1, 1e-7)] * 10 + [pld_discrete_laplace(1, 8)] * 20), 1e-5, 1.0),
+        lambda: compose_plds([pld_approx(0.1, 1e-7)] * 10 + [pld_discrete_laplace(1, 8)] * 20),
+        1e-5,
+        1.0,
+    ),
     "discrete gaussian 100": (lambda: pld_discrete_gaussian(1, 5).self_compose(100), 1e-6, 1.0),
     "subsampled gaussian 1e4": (lambda: pld_subsampled_gaussian(1.0, 0.01).self_compose(10_000), 1e-5, 5.0),
     "subsampled gaussian wor 500": (
         lambda: pld_subsampled_gaussian(1.0, 0.05, sampling="without_replacement").self_compose(500),
-        1e-5, 2.0),
+        1e-5,
+        2.0,
+    ),
     "subsampled laplace 200": (lambda: pld_subsampled_laplace(2.0, 0.1).self_compose(200), 1e-6, 1.0),
     "subsampled dgauss 1e3": (
-        lambda: pld_subsampled_discrete_gaussian(4, 4.0, 0.02).self_compose(1000), 1e-5, 1.0),
+        lambda: pld_subsampled_discrete_gaussian(4, 4.0, 0.02).self_compose(1000),
+        1e-5,
+        1.0,
+    ),
 }
 
 

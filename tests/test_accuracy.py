@@ -122,8 +122,10 @@ def test_gaussian_accuracy_covers_the_grid_release_and_the_seeded_path(scale: fl
         # the normal tail at k + 1 (the sum from k + 1 is at most f(k + 1) + ∫_{k+1}^∞ f)
         units = _mp(grid.units)
         x = (k + 1) / (units * mpmath.sqrt(2))
-        bound = (mpmath.exp(-(x**2)) + units * mpmath.sqrt(mpmath.pi / 2) * mpmath.erfc(x)) * 2 / (
-            units * mpmath.sqrt(2 * mpmath.pi) - 1
+        bound = (
+            (mpmath.exp(-(x**2)) + units * mpmath.sqrt(mpmath.pi / 2) * mpmath.erfc(x))
+            * 2
+            / (units * mpmath.sqrt(2 * mpmath.pi) - 1)
         )
         assert bound <= alpha * (1 + 1e-12)
     assert a <= continuous * (1 + 1e-5) + float(Grid.for_gaussian(Fraction(scale)).width) * 2

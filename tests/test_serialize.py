@@ -87,7 +87,13 @@ def _case_for(obj: Any) -> registry.Case | None:
 
 _STORABLE = (dp.Domain, dp.Metric, dp.Measure, dp.Transformation, dp.Measurement)
 _D_INS: list[Any] = [
-    0, 1, 3, Fraction(1, 3), 2.5, (1, Fraction(1), Fraction(1)), (2, Fraction(3), Fraction(2))
+    0,
+    1,
+    3,
+    Fraction(1, 3),
+    2.5,
+    (1, Fraction(1), Fraction(1)),
+    (2, Fraction(3), Fraction(2)),
 ]
 
 
@@ -129,9 +135,19 @@ def test_every_public_constructor_round_trips(name: str, constructor: Any) -> No
     else:
         obj = case.call(case.base())
     if not isinstance(obj, _STORABLE):
-        assert short in ("to_json", "from_json", "register_function", "explain", "split_budget",
-                         "privacy_curve", "plot_profile", "binary_search_param", "calibrate_noise", "audit",
-                         "clopper_pearson"), f"{name} returned {type(obj).__name__}: add it to NOT_STORED"
+        assert short in (
+            "to_json",
+            "from_json",
+            "register_function",
+            "explain",
+            "split_budget",
+            "privacy_curve",
+            "plot_profile",
+            "binary_search_param",
+            "calibrate_noise",
+            "audit",
+            "clopper_pearson",
+        ), f"{name} returned {type(obj).__name__}: add it to NOT_STORED"
         return
     text = dp.to_json(obj)
     back = dp.from_json(text)
@@ -247,8 +263,14 @@ def test_files_from_a_future_version_or_tampered_are_refused() -> None:
 
 def _mutations(doc: Any) -> st.SearchStrategy[Any]:
     leaves = st.one_of(
-        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8),
-        st.just({"float": "nan"}), st.just({"fraction": "1/0"}), st.just({"type": "object"}),
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.text(max_size=8),
+        st.just({"float": "nan"}),
+        st.just({"fraction": "1/0"}),
+        st.just({"type": "object"}),
         st.just({"call": "dpcompose.core.AtomDomain", "args": [], "kwargs": {"carrier": "int"}}),
     )
 
@@ -260,7 +282,7 @@ def _mutations(doc: Any) -> st.SearchStrategy[Any]:
             return {**value, key: replace(value[key], path[1:], leaf)}
         if isinstance(value, list) and value:
             i = path[0] % len(value)
-            return [*value[:i], replace(value[i], path[1:], leaf), *value[i + 1:]]
+            return [*value[:i], replace(value[i], path[1:], leaf), *value[i + 1 :]]
         return leaf
 
     return st.builds(replace, st.just(doc), st.lists(st.integers(0, 50), max_size=8), leaves)
@@ -321,8 +343,13 @@ def _user_measurement_call(name: str, domain: Any, metric: Any) -> dict[str, Any
     """A stored make_user_measurement wiring the registered identity in as the 'mechanism'."""
     return {
         "call": "dpcompose.core.make_user_measurement",
-        "args": [domain, metric, {"call": "dpcompose.core.PureDP", "args": [], "kwargs": {}},
-                 {"function": "tests.identity"}, {"function": "tests.as_fraction"}],
+        "args": [
+            domain,
+            metric,
+            {"call": "dpcompose.core.PureDP", "args": [], "kwargs": {}},
+            {"function": "tests.identity"},
+            {"function": "tests.as_fraction"},
+        ],
         "kwargs": {"trusted": True, "interactive": False, "name": name},
     }
 
@@ -342,8 +369,14 @@ def test_a_file_cannot_assert_trust_in_a_user_measurement() -> None:
     with pytest.raises(dp.UnverifiedPartError) as refused:
         dp.from_json(text)
     message = str(refused.value)
-    for part in ("root.call", "'laplace(scale=1.0)'", "make_user_measurement", "'tests.identity'",
-                 "'tests.as_fraction'", "allow_unverified=True"):
+    for part in (
+        "root.call",
+        "'laplace(scale=1.0)'",
+        "make_user_measurement",
+        "'tests.identity'",
+        "'tests.as_fraction'",
+        "allow_unverified=True",
+    ):
         assert part in message, part
     assert isinstance(refused.value, dp.SerializationError)
     # the loader's own act: built, and labelled as what it is
@@ -367,8 +400,11 @@ def test_user_parts_are_named_wherever_they_are_and_nothing_is_built() -> None:
     bad = {**laplace, "args": [domain, metric, {"float": (-1.0).hex()}]}
     seq = {
         "call": "dpcompose.combinators.make_sequential",
-        "args": [{"chain": [doc["root"]["chain"][0], bad]}, doc["root"],
-                 {"chain": [doc["root"]["chain"][0], _user_measurement_call("second", domain, metric)]}],
+        "args": [
+            {"chain": [doc["root"]["chain"][0], bad]},
+            doc["root"],
+            {"chain": [doc["root"]["chain"][0], _user_measurement_call("second", domain, metric)]},
+        ],
         "kwargs": {},
     }
     text = json.dumps({**doc, "root": seq})
@@ -380,9 +416,16 @@ def test_user_parts_are_named_wherever_they_are_and_nothing_is_built() -> None:
 
 def test_user_parts_round_trip_when_the_loader_allows_them() -> None:
     rows = dp.VectorDomain(dp.AtomDomain(int))
-    size = dp.make_user_transformation(rows, dp.AtomDomain(int), dp.SymmetricDistance(),
-                                       dp.AbsoluteDistance(), _size, _as_fraction, trusted=True,
-                                       name="size")
+    size = dp.make_user_transformation(
+        rows,
+        dp.AtomDomain(int),
+        dp.SymmetricDistance(),
+        dp.AbsoluteDistance(),
+        _size,
+        _as_fraction,
+        trusted=True,
+        name="size",
+    )
     release = size >> dp.m.make_laplace(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=2.0)
     text = dp.to_json(release)
     where = r"root\.chain\[0\]\.call: a user-written transformation 'size'"
@@ -399,8 +442,15 @@ def test_user_parts_round_trip_when_the_loader_allows_them() -> None:
 def test_unpickling_does_not_assert_trust() -> None:
     """A Measurement pickles as its JSON recipe and unpickles through dp.from_json without
     allow_unverified: a pickled user-written part is refused when loaded; library parts are not."""
-    user = dp.make_user_measurement(dp.AtomDomain(int), dp.AbsoluteDistance(), dp.PureDP(), _identity,
-                                    _as_fraction, trusted=True, name="mine")
+    user = dp.make_user_measurement(
+        dp.AtomDomain(int),
+        dp.AbsoluteDistance(),
+        dp.PureDP(),
+        _identity,
+        _as_fraction,
+        trusted=True,
+        name="mine",
+    )
     data = pickle.dumps(user)
     with pytest.raises(dp.UnverifiedPartError, match=r"'mine'.*not pickle"):
         pickle.loads(data)

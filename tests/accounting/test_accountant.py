@@ -146,9 +146,9 @@ def test_get_noise_multiplier_is_the_least_certified_sigma() -> None:
         assert (probe.privacy_loss().epsilon(1e-5) <= 1) is meets
     assert 3.81 < sigma < 3.82  # dp_accounting's calibrate_dp_mechanism: 3.813240 (issue 34)
     # epochs, as Opacus reads them: int(epochs / q) steps
-    assert acc.get_noise_multiplier(
-        target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, epochs=100
-    ) == sigma
+    assert (
+        acc.get_noise_multiplier(target_epsilon=1.0, target_delta=1e-5, sample_rate=0.01, epochs=100) == sigma
+    )
 
 
 @pytest.mark.parametrize(

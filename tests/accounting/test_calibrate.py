@@ -122,9 +122,17 @@ def test_gaussian_sigma_is_certified_and_least(eps: float, delta: float, sens: f
 
 @pytest.mark.parametrize(
     ("args", "name"),
-    [((0.0, 1e-6), "epsilon"), ((math.inf, 1e-6), "epsilon"), ((-1.0, 1e-6), "epsilon"),
-     ((1.0, 0.0), "delta"), ((1.0, 1.0), "delta"), ((1.0, 2.0), "delta"), ((1.0, math.nan), "delta"),
-     ((1.0, 1e-6, 0.0), "sensitivity"), ((1.0, 1e-6, -1.0), "sensitivity")],
+    [
+        ((0.0, 1e-6), "epsilon"),
+        ((math.inf, 1e-6), "epsilon"),
+        ((-1.0, 1e-6), "epsilon"),
+        ((1.0, 0.0), "delta"),
+        ((1.0, 1.0), "delta"),
+        ((1.0, 2.0), "delta"),
+        ((1.0, math.nan), "delta"),
+        ((1.0, 1e-6, 0.0), "sensitivity"),
+        ((1.0, 1e-6, -1.0), "sensitivity"),
+    ],
 )
 def test_gaussian_sigma_bad_input_names_the_parameter(args: tuple[float, ...], name: str) -> None:
     with pytest.raises(InvalidParameter, match=name):

@@ -26,4 +26,3 @@ def test_sqrt_up_dyadic_is_the_least_dyadic_at_or_above_the_root(n: int, bits: i
 @given(st.integers(0, 2**100), st.integers(0, 80))
 def test_sqrt_up_dyadic_is_exact_on_perfect_squares(root: int, bits: int) -> None:
     assert sqrt_up_dyadic(root * root, bits) == root
-

@@ -286,7 +286,11 @@ def test_poisson_and_without_replacement_pairs_do_not_compose() -> None:
     for parts in ([poisson, wor], [PrivacyLoss.compose([poisson, g]), wor], [g, wor, g, poisson]):
         with pytest.raises(UnsupportedComposition, match="mix Poisson sampling"):
             PrivacyLoss.compose(parts)
-    for other in (PrivacyLoss.subsampled(g, 1, "without_replacement"),
-                  PrivacyLoss.subsampled(g, 0, "without_replacement"), g, poisson):
+    for other in (
+        PrivacyLoss.subsampled(g, 1, "without_replacement"),
+        PrivacyLoss.subsampled(g, 0, "without_replacement"),
+        g,
+        poisson,
+    ):
         assert PrivacyLoss.compose([poisson, other]).count() == 2
     assert PrivacyLoss.compose([wor, PrivacyLoss.subsampled(g, 1), wor]).count() == 3

@@ -30,8 +30,19 @@ def moment(q: Fraction, rho: Fraction, power: int) -> mpmath.mpf:
     def f(x: mpmath.mpf) -> mpmath.mpf:
         return mpmath.npdf(x, 0, s) * (1 - qq + qq * mpmath.exp((2 * x - 1) / (2 * s * s))) ** power
 
-    cuts = sorted({-40 * s, -8 * s, mpmath.mpf(0), mpmath.mpf(1) / 2, mpmath.mpf(1), 8 * s, 40 * s,
-                   mpmath.mpf(power) / 2, mpmath.mpf(power)})
+    cuts = sorted(
+        {
+            -40 * s,
+            -8 * s,
+            mpmath.mpf(0),
+            mpmath.mpf(1) / 2,
+            mpmath.mpf(1),
+            8 * s,
+            40 * s,
+            mpmath.mpf(power) / 2,
+            mpmath.mpf(power),
+        }
+    )
     return mpmath.quad(f, [-mpmath.inf, *cuts, mpmath.inf])
 
 
@@ -152,10 +163,17 @@ def dgauss_divergences(q: Fraction, sigma: int, shift: int, alpha: int) -> tuple
     return mpmath.log(removal) / (alpha - 1), mpmath.log(addition) / (alpha - 1)
 
 
-@pytest.mark.parametrize(("q", "sigma", "shift", "alpha"), [
-    (Fraction(1, 100), 1, 1, 2), (Fraction(1, 100), 1, 1, 12), (Fraction(1, 10), 2, 1, 6),
-    (Fraction(1, 3), 3, 2, 16), (Fraction(1, 10), 4, 1, 64), (Fraction(1, 2), 2, 1, 5),
-])
+@pytest.mark.parametrize(
+    ("q", "sigma", "shift", "alpha"),
+    [
+        (Fraction(1, 100), 1, 1, 2),
+        (Fraction(1, 100), 1, 1, 12),
+        (Fraction(1, 10), 2, 1, 6),
+        (Fraction(1, 3), 3, 2, 16),
+        (Fraction(1, 10), 4, 1, 64),
+        (Fraction(1, 2), 2, 1, 5),
+    ],
+)
 def test_discrete_gaussian_both_orders(q: Fraction, sigma: int, shift: int, alpha: int) -> None:
     step = PrivacyLoss.subsampled(PrivacyLoss.discrete_gaussian(shift, sigma), q)
     curve = step.renyi([alpha])

@@ -55,11 +55,16 @@ def _true_sgm(q: Fraction, sigma: Fraction, alpha: int) -> tuple[mpmath.mpf, mpm
     return removal, addition
 
 
-@pytest.mark.parametrize(("q", "sigma", "alpha"), [
-    (Fraction(1, 100), Fraction(1), 2), (Fraction(1, 100), Fraction(1), 10),
-    (Fraction(1, 10), Fraction(2), 5), (Fraction(1, 2), Fraction(3), 8),
-    (Fraction(1, 1000), Fraction(1, 2), 6),
-])
+@pytest.mark.parametrize(
+    ("q", "sigma", "alpha"),
+    [
+        (Fraction(1, 100), Fraction(1), 2),
+        (Fraction(1, 100), Fraction(1), 10),
+        (Fraction(1, 10), Fraction(2), 5),
+        (Fraction(1, 2), Fraction(3), 8),
+        (Fraction(1, 1000), Fraction(1, 2), 6),
+    ],
+)
 def test_removal_sum_is_the_integral(q: Fraction, sigma: Fraction, alpha: int) -> None:
     # the binomial expansion is an identity for the Gaussian: the reference removal values are exact
     with mp.workdps(40):
@@ -139,10 +144,16 @@ def _dgauss_pair(sigma: int) -> tuple[list[int], list[mpmath.mpf]]:
     return zs, [x / total for x in w]
 
 
-@pytest.mark.parametrize(("q", "sigma", "alpha"), [
-    (Fraction(1, 100), 1, 2), (Fraction(1, 100), 1, 12), (Fraction(1, 10), 2, 6), (Fraction(1, 3), 3, 16),
-    (Fraction(1, 1000), 1, 32),
-])
+@pytest.mark.parametrize(
+    ("q", "sigma", "alpha"),
+    [
+        (Fraction(1, 100), 1, 2),
+        (Fraction(1, 100), 1, 12),
+        (Fraction(1, 10), 2, 6),
+        (Fraction(1, 3), 3, 16),
+        (Fraction(1, 1000), 1, 32),
+    ],
+)
 def test_discrete_gaussian_both_directions(q: Fraction, sigma: int, alpha: int) -> None:
     # dpcompose's Gaussian releases discrete noise: the curve of ρ = Δ²/2σ² (Canonne–Kamath–Steinke 2020
     # Thm 4) must bound the subsampled discrete Gaussian's divergences, summed here over the integers
@@ -251,9 +262,9 @@ def test_removal_sum_rounding_sweep() -> None:
     checked = 0
     with mp.workdps(80):
         while checked < 1500:
-            q = Fraction(rng.choice([
-                rng.uniform(0, 1), 10 ** rng.uniform(-300, 0), 1 - 10 ** rng.uniform(-15, -1)
-            ])).limit_denominator(10**300)
+            q = Fraction(
+                rng.choice([rng.uniform(0, 1), 10 ** rng.uniform(-300, 0), 1 - 10 ** rng.uniform(-15, -1)])
+            ).limit_denominator(10**300)
             rho = Fraction(10 ** rng.uniform(-6, 2)).limit_denominator(10**12)
             alpha = rng.choice([*range(2, 65), 72, 80, 96, 128, 256])
             if not 0 < q < 1 or alpha * (alpha - 1) * rho > 5000:

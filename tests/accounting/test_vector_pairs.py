@@ -66,8 +66,9 @@ def _law_of_t(u: tuple[int, ...], s: Fraction) -> tuple[dict[int, mpmath.mpf], m
     return law, outside
 
 
-def _true_delta(u: tuple[int, ...], s: Fraction, eps: Fraction, sub: tuple[Fraction, bool] | None = None
-                ) -> mpmath.mpf:
+def _true_delta(
+    u: tuple[int, ...], s: Fraction, eps: Fraction, sub: tuple[Fraction, bool] | None = None
+) -> mpmath.mpf:
     """An upper bound (box mass added) on δ(ε) of (P, Q); with ``sub = (q, reverse)`` of the Poisson-
     subsampled pair ((1 − q)Q + qP, Q), or its reverse (Q, (1 − q)Q + qP)."""
     law, outside = _law_of_t(u, s)
@@ -160,13 +161,17 @@ def test_poisson_summation_and_the_ripple_bound(s: Fraction, tau2: Fraction) -> 
     zs = mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * s_**2)))
     den = 1 + 2 * mpmath.nsum(lambda j: mpmath.exp(-2 * mpmath.pi**2 * j**2 * s_**2), [1, mpmath.inf])
     for y in mpmath.linspace(-4 * mpmath.sqrt(big), 4 * mpmath.sqrt(big), 17):
-        direct = mpmath.nsum(
-            lambda k, y=y: mpmath.exp(-(k**2) / (2 * s_**2)) * mpmath.npdf(y, k, mpmath.sqrt(t_)),
-            [-mpmath.inf, mpmath.inf],
-        ) / zs
+        direct = (
+            mpmath.nsum(
+                lambda k, y=y: mpmath.exp(-(k**2) / (2 * s_**2)) * mpmath.npdf(y, k, mpmath.sqrt(t_)),
+                [-mpmath.inf, mpmath.inf],
+            )
+            / zs
+        )
         num = 1 + 2 * mpmath.nsum(
-            lambda j, y=y: mpmath.exp(-2 * mpmath.pi**2 * j**2 * star)
-            * mpmath.cos(2 * mpmath.pi * j * y * s_**2 / big),
+            lambda j, y=y: (
+                mpmath.exp(-2 * mpmath.pi**2 * j**2 * star) * mpmath.cos(2 * mpmath.pi * j * y * s_**2 / big)
+            ),
             [1, mpmath.inf],
         )
         normal = mpmath.npdf(y, 0, mpmath.sqrt(big))

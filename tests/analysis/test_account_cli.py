@@ -39,8 +39,18 @@ def test_delta_for_an_epsilon_and_a_json_file(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["account", "--mech", "gaussian:sigma=4,sensitivity=2,noise=continuous,count=10",
-                 "--delta", "1e-5"]) == 0
+    assert (
+        main(
+            [
+                "account",
+                "--mech",
+                "gaussian:sigma=4,sensitivity=2,noise=continuous,count=10",
+                "--delta",
+                "1e-5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     exact = dp.accounting.gaussian_profile(2, 4 / 10**0.5).epsilon(1e-5)  # Balle–Wang closed form
     assert float(exact) <= _first_bound(out) <= float(exact) * 1.001
@@ -68,15 +78,24 @@ def test_continuous_noise_and_sensitivity(capsys: pytest.CaptureFixture[str]) ->
         (["--mech", "gaussian:sigma=0.05,rate=0.1,noise=continuous", "--delta", "1e-6"], "sensitivity/sigma"),
         # found by review: a Poisson entry (add/remove) and a without-replacement one (substitution) were
         # composed into one "certified" ε of 21.54, where a substitution pair of data sets has δ ≥ 0.07 there
-        (["--mech", "gaussian:sigma=1,rate=0.2,count=200,noise=continuous", "--mech",
-          "gaussian:sigma=100,sensitivity=2,rate=0.01,sampling=without_replacement,noise=continuous",
-          "--delta", "1e-5"], "mix Poisson sampling"),
+        (
+            [
+                "--mech",
+                "gaussian:sigma=1,rate=0.2,count=200,noise=continuous",
+                "--mech",
+                "gaussian:sigma=100,sensitivity=2,rate=0.01,sampling=without_replacement,noise=continuous",
+                "--delta",
+                "1e-5",
+            ],
+            "mix Poisson sampling",
+        ),
         # found by review: a key given twice kept the last value
         (["--mech", "gaussian:sigma=1,sigma=2", "--delta", "1e-6"], "given twice"),
     ],
 )
-def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_an_error_line_and_status_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["account", *argv]) == 2
     out = capsys.readouterr().out
     assert out.startswith("error:") and out.count("\n") == 1  # the error line alone
@@ -84,8 +103,9 @@ def test_bad_input_is_an_error_line_and_status_2(argv: list[str], message: str,
 
 
 @pytest.mark.parametrize("rate", [True, None, [0.1]])
-def test_a_json_rate_must_be_a_number(rate: object, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_json_rate_must_be_a_number(
+    rate: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "m.json"
     mech = {"name": "gaussian", "sigma": 1, "rate": rate}
     path.write_text(json.dumps({"mechanisms": [mech], "delta": 1e-6}))
@@ -127,8 +147,18 @@ def test_subsampled_mechanisms(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"≤ {format_up(optimal_epsilon([eps1] * 200, [Fraction(0)] * 200, Fraction(1, 10**6)))}" in line
     assert "theorem: privacy loss distributions" in out  # tighter than the amplified ε's theorems
 
-    assert main(["account", "--mech", "rr:epsilon=1,rate=0.1,sampling=without_replacement,count=30",
-                 "--epsilon", "2"]) == 0
+    assert (
+        main(
+            [
+                "account",
+                "--mech",
+                "rr:epsilon=1,rate=0.1,sampling=without_replacement,count=30",
+                "--epsilon",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "rr(epsilon=1, rate=0.1, without_replacement)" in capsys.readouterr().out
 
     bounds = []
@@ -234,8 +264,9 @@ def test_found_by_review_a_huge_count_and_the_interval_s_lower_end(
     assert float(match.group(1)) < float(match.group(2))
 
 
-def test_found_by_review_one_target_per_run_and_one_prefix(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_found_by_review_one_target_per_run_and_one_prefix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # a file with both targets used delta silently; a file's epsilon with --delta on the command line was
     # dropped silently; an unreadable rate said "mechanism 0: mechanism 0:"
     both = tmp_path / "both.json"

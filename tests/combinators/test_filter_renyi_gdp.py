@@ -41,8 +41,13 @@ def sgd_step(spy: Spy, sigma: float, q: float, method: str = "poisson", n: int |
     if method == "poisson":
         return dp.make_subsample(spy.count() >> noise, q, rng=np.random.default_rng(0))
     sized = dp.make_user_transformation(
-        dp.VectorDomain(dp.AtomDomain(int), size=int(q * n)), dp.AtomDomain(int), dp.ChangeOneDistance(),
-        ABS, len, lambda d: d, trusted=True,
+        dp.VectorDomain(dp.AtomDomain(int), size=int(q * n)),
+        dp.AtomDomain(int),
+        dp.ChangeOneDistance(),
+        ABS,
+        len,
+        lambda d: d,
+        trusted=True,
     )
     return dp.make_subsample(sized >> noise, q, method, dataset_size=n, rng=np.random.default_rng(0))
 
@@ -194,8 +199,9 @@ def test_gdp_filter_composed_gaussian_query() -> None:
 
 def test_gdp_filter_refusals_name_the_step_and_spend_nothing() -> None:
     spy = Spy()
-    fl = dp.make_user_transformation(INTS, FLOAT, SYM, ABS, lambda xs: (spy.count())(xs) * 1.0,
-                                     lambda d: d, trusted=True)
+    fl = dp.make_user_transformation(
+        INTS, FLOAT, SYM, ABS, lambda xs: (spy.count())(xs) * 1.0, lambda d: d, trusted=True
+    )
     secure = fl >> dp.m.make_gaussian(FLOAT, ABS, 2.0)  # discrete noise on a grid
     f = dp.make_privacy_filter(INTS, SYM, dp.ProfileDP(), d_in=1, d_out=gaussian_profile(1, 1))
     q = f(np.arange(10))

@@ -278,9 +278,12 @@ def test_a_full_disk_is_reported_as_disk_full(tmp_path: Path) -> None:
 def test_a_full_file_system_is_reported_as_disk_full(tmp_path: Path) -> None:
     mount = tmp_path / "small"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
-    ).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("cannot mount a small tmpfs here")
     try:
         path = mount / "budget.db"

@@ -112,6 +112,7 @@ def test_the_bound_spec_names_domain_and_metric() -> None:
 
 # -- C.9: kills at random moments, then the journal deleted or the .db copied alone -------------------------
 
+
 def hammer(path: str, returned: str, ready: str) -> None:
     """Charge in a loop; note each charge that returned (the mechanism runs only after it)."""
     fd = os.open(returned, os.O_WRONLY | os.O_APPEND | os.O_CREAT)

@@ -147,8 +147,11 @@ def test_refused_query_runs_nothing_and_spends_nothing() -> None:
     comp = dp.make_adaptive_sequential(FLOAT, ABS, dp.ApproxDP(), 1, [A(0.5, 0), A(1, 0)], delta=1e-6)
     q = comp(1.0)
     calls: list[Any] = []
-    with pytest.raises(dp.BudgetExceeded, match=r"query 0 offers the pair approx\(ε=1, δ=0\).*declared pair "
-                       r"approx\(ε=0.5, δ=0\).*nothing was run or spent"):
+    with pytest.raises(
+        dp.BudgetExceeded,
+        match=r"query 0 offers the pair approx\(ε=1, δ=0\).*declared pair "
+        r"approx\(ε=0.5, δ=0\).*nothing was run or spent",
+    ):
         q(spy(Fraction(1), calls))
     assert calls == [] and q.budgets_used == 0
     assert q(spy(Fraction(1, 2), calls)) == 1.0  # the same step, still open
@@ -259,6 +262,7 @@ def test_same_query_object_asks_its_pair_once() -> None:
     lap = dp.m.make_laplace(FLOAT, ABS, scale=2.0)
     comp = dp.make_adaptive_sequential(FLOAT, ABS, dp.ProfileDP(), 1, pair_of(lap), steps=5)
     q = comp(0.0)
+
     def cost(d: Fraction) -> Fraction:
         asked.append(1)
         return Fraction(1, 2)
@@ -314,10 +318,16 @@ BAD = [
     ({"d_mids": [(0.5, 0)], "delta": 1e-6}, dp.InvalidParameter, "goes with pair budgets"),
     ({"d_mids": [G(1, 1)], "delta": 2}, dp.InvalidParameter, "delta"),
     ({"d_mids": [G(1, 1)], "output_measure": dp.PureDP()}, dp.InvalidParameter, "ApproxDP.*or dp.ProfileDP"),
-    ({"d_mids": [G(1, 1)], "output_measure": dp.ProfileDP(), "delta": 1e-6}, dp.InvalidParameter,
-     "goes with ApproxDP"),
-    ({"d_mids": [S(G(1, 1), 0.1), S(G(1, 1), 0.1, "without_replacement")]}, dp.UnsupportedComposition,
-     "sampl"),
+    (
+        {"d_mids": [G(1, 1)], "output_measure": dp.ProfileDP(), "delta": 1e-6},
+        dp.InvalidParameter,
+        "goes with ApproxDP",
+    ),
+    (
+        {"d_mids": [S(G(1, 1), 0.1), S(G(1, 1), 0.1, "without_replacement")]},
+        dp.UnsupportedComposition,
+        "sampl",
+    ),
 ]
 
 
@@ -389,7 +399,12 @@ def test_a_query_made_from_inside_another_querys_pricing_is_refused() -> None:
     lap = dp.m.make_laplace(floats, dp.AbsoluteDistance(), scale=2.0)
     for comp in (
         dp.make_adaptive_sequential(
-            floats, dp.AbsoluteDistance(), dp.ApproxDP(), 1, PrivacyLoss.approx(Fraction(1, 2), 0), steps=1,
+            floats,
+            dp.AbsoluteDistance(),
+            dp.ApproxDP(),
+            1,
+            PrivacyLoss.approx(Fraction(1, 2), 0),
+            steps=1,
             delta=1e-6,
         ),
         dp.make_adaptive_sequential(floats, dp.AbsoluteDistance(), dp.PureDP(), 1, [Fraction(1, 2)]),
@@ -410,7 +425,6 @@ def test_a_query_made_from_inside_another_querys_pricing_is_refused() -> None:
         assert q.budgets_used == 0 and not inner
         q(lap)  # the step is still open
         assert q.budgets_used == 1
-
 
 
 @pytest.mark.parametrize("hook", ["loss", "privacy_map"])

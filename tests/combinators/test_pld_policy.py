@@ -32,22 +32,25 @@ ABS = dp.AbsoluteDistance()
 mp = mpmath.mp
 
 
-_SCALES = st.lists(st.sampled_from([Fraction(1, 2), Fraction(3, 4), Fraction(5, 4), Fraction(3)]), min_size=2,
-                   max_size=4)
+_SCALES = st.lists(
+    st.sampled_from([Fraction(1, 2), Fraction(3, 4), Fraction(5, 4), Fraction(3)]), min_size=2, max_size=4
+)
 
 
 @settings(max_examples=6, deadline=None)
 @given(_SCALES, st.integers(1, 3), st.sampled_from([1e-3, 1e-6]))
-def test_pld_epsilon_never_below_the_exact_composition(scales: list[Fraction], d_in: int,
-                                                        delta: float) -> None:
+def test_pld_epsilon_never_below_the_exact_composition(
+    scales: list[Fraction], d_in: int, delta: float
+) -> None:
     _check_against_enumeration(scales, d_in, delta)
 
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(_SCALES, st.integers(1, 3), st.sampled_from([1e-2, 1e-3, 1e-6, 1e-9]))
-def test_pld_epsilon_never_below_the_exact_composition_thorough(scales: list[Fraction], d_in: int,
-                                                                 delta: float) -> None:
+def test_pld_epsilon_never_below_the_exact_composition_thorough(
+    scales: list[Fraction], d_in: int, delta: float
+) -> None:
     _check_against_enumeration(scales, d_in, delta)
 
 
@@ -67,8 +70,9 @@ def _check_against_enumeration(scales: list[Fraction], d_in: int, delta: float) 
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_randomized_response_composition_matches_enumeration(k: int) -> None:
     with mpmath.workdps(40):
-        rr = dp.m.make_randomized_response(dp.CategoricalDomain(list(range(k))), dp.DiscreteDistance(),
-                                           epsilon=0.7)
+        rr = dp.m.make_randomized_response(
+            dp.CategoricalDomain(list(range(k))), dp.DiscreteDistance(), epsilon=0.7
+        )
         m = dp.make_sequential(*[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5, theorem="pld")
         eps, _ = m.map(1)
         exact = _convolve([_rr_atoms(Fraction(7, 10), k)] * 8)
@@ -76,8 +80,9 @@ def test_randomized_response_composition_matches_enumeration(k: int) -> None:
         assert float(eps) <= float(_exact_epsilon(exact, 1e-5)) + 8 * 8 * 2.0**-14
         if k > 2:  # k-ary RR's pair is not RR_ε: the PLD is below the generic optimal composition
             auto = dp.make_sequential(*[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5)
-            forced = dp.make_sequential(*[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5,
-                                        theorem="optimal")
+            forced = dp.make_sequential(
+                *[rr] * 8, output_measure=dp.ApproxDP(), delta=1e-5, theorem="optimal"
+            )
             assert auto.map(1)[0] == eps < forced.map(1)[0]
 
 
@@ -192,9 +197,7 @@ def test_found_by_review_a_refusal_names_why_each_candidate_could_not_certify() 
     counts = dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance())
     gauss = counts >> dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), 0.3)
     step = dp.make_subsample(gauss, 1e-9)
-    m = dp.make_sequential(
-        *[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld"
-    )
+    m = dp.make_sequential(*[step] * 100_000, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld")
     with pytest.raises(dp.UnsupportedComposition, match=r"pld: this composition's window spans \d+ lattice"):
         m.map(1)
     # (auto now answers it: the children's Rényi curves certify where the PLD cannot)
@@ -215,8 +218,13 @@ def test_zcdp_and_approx_children_compose_by_their_pairs(combinator: object) -> 
     # those two, and the result is the certified upper end of the pairs composed directly.
     gauss = dp.m.make_gaussian(INTS, ABS, 2.0)
     mine = dp.make_user_measurement(
-        INTS, ABS, dp.ApproxDP(), lambda x: x, lambda d: (Fraction(1, 2) * d, Fraction(1, 10**7) * d),
-        trusted=True, name="mine",
+        INTS,
+        ABS,
+        dp.ApproxDP(),
+        lambda x: x,
+        lambda d: (Fraction(1, 2) * d, Fraction(1, 10**7) * d),
+        trusted=True,
+        name="mine",
     )
     assert callable(combinator)
     m = combinator(gauss, mine, gauss, output_measure=dp.ApproxDP(), delta=1e-6)
@@ -255,8 +263,13 @@ def test_subsampled_gaussian_children_have_a_renyi_runner_up(combinator: object)
     # a child without a Rényi curve (an (ε, δ) child with δ > 0, subsampled) leaves the candidate out of
     # the choice; the runners-up list it last, without a value, saying why
     mine = dp.make_user_measurement(
-        dp.VectorDomain(dp.AtomDomain(int)), dp.SymmetricDistance(), dp.ApproxDP(), len,
-        lambda d: (Fraction(1, 2) * d, Fraction(1, 10**8) * d), trusted=True, name="mine",
+        dp.VectorDomain(dp.AtomDomain(int)),
+        dp.SymmetricDistance(),
+        dp.ApproxDP(),
+        len,
+        lambda d: (Fraction(1, 2) * d, Fraction(1, 10**8) * d),
+        trusted=True,
+        name="mine",
     )
     mixed = combinator(step, dp.make_subsample(mine, 0.01), output_measure=dp.ApproxDP(), delta=1e-5)
     listed = mixed.node.alternatives(1)

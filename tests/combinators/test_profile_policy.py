@@ -132,7 +132,12 @@ def test_a_zcdp_child_without_a_pair_keeps_the_hybrid_route() -> None:
     # the same input: both read a float; the vector child reads it thrice, rounded (each entry moves by at
     # most d + 1, so L2 ≤ √3·(d + 1) ≤ (7/4)(d + 1)): ρ = 3.5²/(2·35²) = 0.005 at d = 1
     to_vec = dp.make_user_transformation(
-        FLOAT, ints, ABS, dp.L2Distance(), lambda x: [round(x)] * 3, lambda d: (d + 1) * Fraction(7, 4),
+        FLOAT,
+        ints,
+        ABS,
+        dp.L2Distance(),
+        lambda x: [round(x)] * 3,
+        lambda d: (d + 1) * Fraction(7, 4),
         trusted=True,
     )
     assert (to_vec >> vec).privacy_loss(1) is None  # integer noise, σ = 35: too small for the vector pair
@@ -262,13 +267,24 @@ def test_renyi_candidate_is_the_conversion_of_the_summed_curves() -> None:
     big = dp.make_pure_to_zcdp(dp.m.make_laplace(FLOAT, ABS, scale=0.5))  # ε = 2 as ρ = 2
     vec = dp.m.make_laplace(dp.VectorDomain(FLOAT, size=2), dp.L1Distance(), scale=0.5)  # ε = 2, no pair
     lap_vec = dp.make_user_transformation(
-        FLOAT, dp.VectorDomain(FLOAT, size=2), ABS, dp.L1Distance(), lambda x: [x, 0.0], lambda d: d,
+        FLOAT,
+        dp.VectorDomain(FLOAT, size=2),
+        ABS,
+        dp.L1Distance(),
+        lambda x: [x, 0.0],
+        lambda d: d,
         trusted=True,
     )
     children = [lap_vec >> vec] * 4 + [big]
     m = dp.make_sequential(*children, output_measure=dp.ApproxDP(), delta=1e-6, theorem="renyi")
-    curve = [4 * a + b for a, b in zip(pure_cost_to_renyi(vec.map(1), DEFAULT_ORDERS),
-                                       [a * big.map(1) for a in DEFAULT_ORDERS], strict=True)]
+    curve = [
+        4 * a + b
+        for a, b in zip(
+            pure_cost_to_renyi(vec.map(1), DEFAULT_ORDERS),
+            [a * big.map(1) for a in DEFAULT_ORDERS],
+            strict=True,
+        )
+    ]
     dq = Fraction(1, 10**6)  # the target δ is read as the decimal it prints as
     assert m.map(1) == (dp.accounting.renyi_to_approx(DEFAULT_ORDERS, curve, dq), dq)
     zcdp = dp.make_sequential(*children, output_measure=dp.ApproxDP(), delta=1e-6, theorem="zcdp")
@@ -281,8 +297,13 @@ def test_renyi_candidate_is_the_conversion_of_the_summed_curves() -> None:
 def test_a_profile_child_without_a_loss_map_gives_its_pair_through_its_profile() -> None:
     pair = PrivacyLoss.randomized_response(1, 4)
     user = dp.make_user_measurement(
-        dp.CategoricalDomain([0, 1, 2, 3]), dp.DiscreteDistance(), dp.ProfileDP(), lambda x: x,
-        lambda d: PrivacyProfile.from_loss(pair) if d else PrivacyProfile(), trusted=True, name="mine",
+        dp.CategoricalDomain([0, 1, 2, 3]),
+        dp.DiscreteDistance(),
+        dp.ProfileDP(),
+        lambda x: x,
+        lambda d: PrivacyProfile.from_loss(pair) if d else PrivacyProfile(),
+        trusted=True,
+        name="mine",
     )
     assert user.loss is None
     m = dp.make_sequential(user, user, output_measure=dp.ApproxDP(), delta=1e-6, theorem="pld")

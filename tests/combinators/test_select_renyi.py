@@ -515,8 +515,12 @@ def test_a_candidate_curve_answering_none_of_the_hat_orders_reads_delta_hat_one(
         return Fraction(1, 10)
 
     run = dp.make_user_measurement(
-        dp.AtomDomain(float), dp.AbsoluteDistance(), dp.RenyiDP(), lambda x: (x, x),
-        lambda d: dp.RenyiCurve(only_seven, "order 7 only"), trusted=True,
+        dp.AtomDomain(float),
+        dp.AbsoluteDistance(),
+        dp.RenyiDP(),
+        lambda x: (x, x),
+        lambda d: dp.RenyiCurve(only_seven, "order 7 only"),
+        trusted=True,
     )
     sel = dp.make_private_selection_renyi([run], dp.PoissonRuns(3))
     expected = selection_renyi_poisson(Fraction(7), Fraction(1, 10), Fraction(1), Fraction(3))

@@ -38,8 +38,10 @@ def _at_least(ours: Fraction, ref: mpmath.mpf) -> bool:
 
 
 def _reference(eps: Fraction, q: Fraction) -> mpmath.mpf:
-    return mpmath.log(1 + mpmath.mpf(q.numerator) / q.denominator * mpmath.expm1(mpmath.mpf(eps.numerator)
-                                                                                 / eps.denominator))
+    return mpmath.log(
+        1
+        + mpmath.mpf(q.numerator) / q.denominator * mpmath.expm1(mpmath.mpf(eps.numerator) / eps.denominator)
+    )
 
 
 @given(
@@ -345,8 +347,12 @@ def test_refuses_what_it_cannot_amplify() -> None:
     with pytest.raises(dp.DomainMismatch, match="size=None"):
         dp.make_subsample(_child(Fraction(0), sized, SYM), 0.5)
     with pytest.raises(dp.DomainMismatch, match="⌊rate·n⌋ = 5"):
-        dp.make_subsample(_child(Fraction(0), dp.VectorDomain(dp.AtomDomain(int), size=4), CHANGE), 0.5,
-                          "without_replacement", dataset_size=10)
+        dp.make_subsample(
+            _child(Fraction(0), dp.VectorDomain(dp.AtomDomain(int), size=4), CHANGE),
+            0.5,
+            "without_replacement",
+            dataset_size=10,
+        )
     with pytest.raises(dp.InvalidParameter, match="dataset_size"):
         dp.make_subsample(_noisy_count(), 0.5, "without_replacement")
     with pytest.raises(dp.InvalidParameter, match="dataset_size"):
@@ -355,8 +361,11 @@ def test_refuses_what_it_cannot_amplify() -> None:
         dp.make_subsample(_noisy_count(), 1.5)
     with pytest.raises(dp.InvalidParameter, match="method"):
         dp.make_subsample(_noisy_count(), 0.5, "bootstrap")
-    svt = dp.m.make_sparse_vector(INTS, SYM, threshold=1.0, scale=2.0, max_positive=1) if hasattr(
-        dp.m, "make_sparse_vector") else None
+    svt = (
+        dp.m.make_sparse_vector(INTS, SYM, threshold=1.0, scale=2.0, max_positive=1)
+        if hasattr(dp.m, "make_sparse_vector")
+        else None
+    )
     if svt is not None and svt.interactive:
         with pytest.raises(dp.UnsupportedComposition, match="interactive"):
             dp.make_subsample(svt, 0.5)

@@ -95,14 +95,25 @@ def test_zcdp_children_without_a_pair_of_one_mechanism() -> None:
     # a composition's pair: no subsampled pair, but a subsampled Rényi curve (test_subsample_renyi.py)
     assert dp.make_subsample(dp.make_sequential(g, g), 0.5).output_measure == dp.RenyiDP()
     to_vec = dp.make_user_transformation(
-        INTS, dp.VectorDomain(dp.AtomDomain(float), size=2), SYM, dp.L2Distance(),
-        lambda xs: [float(len(xs)), 0.0], lambda d: d, trusted=True,
+        INTS,
+        dp.VectorDomain(dp.AtomDomain(float), size=2),
+        SYM,
+        dp.L2Distance(),
+        lambda xs: [float(len(xs)), 0.0],
+        lambda d: d,
+        trusted=True,
     )
     vec = to_vec >> dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(float), size=2), dp.L2Distance(), 4.0)
     assert dp.make_subsample(vec, 0.5).privacy_loss(1) is not None  # the vector pair (test_subsample_vector)
     ints = dp.VectorDomain(dp.AtomDomain(int), size=2)
     to_ints = dp.make_user_transformation(
-        INTS, ints, SYM, dp.L2Distance(), lambda xs: [len(xs), 0], lambda d: d, trusted=True,
+        INTS,
+        ints,
+        SYM,
+        dp.L2Distance(),
+        lambda xs: [len(xs), 0],
+        lambda d: d,
+        trusted=True,
     )
     small = to_ints >> dp.m.make_gaussian(ints, dp.L2Distance(), 4.0)  # σ = 4: too small for the vector pair
     assert small.privacy_loss(1) is None  # (no pair of one mechanism: the Rényi curve of its ρ)
@@ -158,8 +169,13 @@ def _exact_delta(k: int, eps: Fraction, q: Fraction, at: Fraction, remove: bool)
 def test_composed_subsampled_rr_never_below_exact_and_below_the_amplified_composition() -> None:
     rr = dp.m.make_randomized_response(dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), epsilon=1.0)
     first = dp.make_user_transformation(
-        INTS, dp.CategoricalDomain([0, 1]), SYM, dp.DiscreteDistance(), lambda xs: int(len(xs) > 0),
-        lambda d: min(d, 1), trusted=True,
+        INTS,
+        dp.CategoricalDomain([0, 1]),
+        SYM,
+        dp.DiscreteDistance(),
+        lambda xs: int(len(xs) > 0),
+        lambda d: min(d, 1),
+        trusted=True,
     )
     step = dp.make_subsample(first >> rr, 0.1)
     k = 30
@@ -239,8 +255,9 @@ def test_a_user_transformation_before_poisson_subsampling_drops_the_pair() -> No
     the same neighbour order. A user transformation that reverses inclusion makes one child see the other
     order; the library reported ε 0.394292 at δ = 0.02 where the truth (exact, finite outputs) is 0.460907.
     Through a user transformation the pair is now dropped (the child is read by its amplified ε)."""
-    comp = dp.make_user_transformation(INTS, INTS, SYM, SYM, _complement, lambda d: d, trusted=True,
-                                       name="complement")
+    comp = dp.make_user_transformation(
+        INTS, INTS, SYM, SYM, _complement, lambda d: d, trusted=True, name="complement"
+    )
     noisy_count = dp.t.make_count(INTS, SYM) >> dp.m.make_laplace(dp.AtomDomain(int), ABS, scale=0.5)
     a = dp.make_subsample(noisy_count, 0.1)
     b = comp >> a
@@ -250,7 +267,8 @@ def test_a_user_transformation_before_poisson_subsampling_drops_the_pair() -> No
     # a library transformation keeps D ⊆ D′: the pair stays
     kept = dp.t.make_clamp(INTS, SYM, (0, 5)) >> dp.make_subsample(
         dp.t.make_count(dp.VectorDomain(dp.AtomDomain(int, bounds=(0, 5))), SYM)
-        >> dp.m.make_laplace(dp.AtomDomain(int), ABS, scale=0.5), 0.1
+        >> dp.m.make_laplace(dp.AtomDomain(int), ABS, scale=0.5),
+        0.1,
     )
     assert kept.privacy_loss(1) is not None
 
@@ -264,7 +282,6 @@ def test_a_user_transformation_before_a_subsampled_zcdp_child_is_refused() -> No
     both = dp.make_fix_delta(dp.make_sequential(step, comp >> step), 1e-2)
     with pytest.raises(dp.UnsupportedComposition, match="user-written"):
         both.map(1)
-
 
 
 def test_the_subsampled_pair_is_built_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,8 +18,14 @@ from dpcompose.accounting import PrivacyLoss
 DP_ACCOUNTING_PLD = 1.828244  # dp_accounting 0.6.0's PLD reading of the continuous subsampled Gaussian
 
 
-def _step(features: int = 10, rate: float = 0.01, sigma: float = 1.0, method: str = "poisson",
-          metric: dp.Metric | None = None, dataset_size: int | None = None) -> dp.Measurement:
+def _step(
+    features: int = 10,
+    rate: float = 0.01,
+    sigma: float = 1.0,
+    method: str = "poisson",
+    metric: dp.Metric | None = None,
+    dataset_size: int | None = None,
+) -> dp.Measurement:
     """One DP-SGD step as a user builds it: clip each example's gradient to L2 norm C = 1, sum, add
     N(0, (σC)²) noise to the sum, on a Poisson subsample (or a fixed-size one)."""
     rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=features))
@@ -72,8 +78,13 @@ def test_a_small_integer_sigma_is_refused_with_the_reason() -> None:
     ints = dp.VectorDomain(dp.AtomDomain(int))
     rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(int), size=3))
     pick = dp.make_user_transformation(
-        rows, ints, dp.SymmetricDistance(), dp.L2Distance(), lambda d: [int(sum(r[0] for r in d)), 0, 0],
-        lambda d: Fraction(d), trusted=True,
+        rows,
+        ints,
+        dp.SymmetricDistance(),
+        dp.L2Distance(),
+        lambda d: [int(sum(r[0] for r in d)), 0, 0],
+        lambda d: Fraction(d),
+        trusted=True,
     )
     small = pick >> dp.m.make_gaussian(ints, dp.L2Distance(), scale=2.0)
     assert small.privacy_loss(1) is None
@@ -93,8 +104,9 @@ def test_dp_sgd_reads_the_subsampled_gaussian() -> None:
     eps, delta = dp.make_sequential(*[step] * 1000, output_measure=dp.ApproxDP(), delta=1e-5).map(1)
     assert delta == Fraction(1, 10**5)
     assert float(eps) <= 1.01 * DP_ACCOUNTING_PLD
-    lower, _ = PrivacyLoss.compose([PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)] * 1000) \
-        .epsilon_bounds(1e-5)
+    lower, _ = PrivacyLoss.compose(
+        [PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), 0.01)] * 1000
+    ).epsilon_bounds(1e-5)
     assert eps >= lower
     assert float(eps) < 1.8283  # (measured 1.8282517)
 
@@ -108,8 +120,9 @@ def test_the_vector_laplace_reports_the_one_dimensional_pair() -> None:
     t = 2**30  # the grid: scale 1 is 2**30 grid units; Δ_g = ⌈2**30⌉ + 10 − 1
     assert m.privacy_loss(1) == PrivacyLoss.discrete_laplace(t + 9, t)
     ints = dp.VectorDomain(dp.AtomDomain(int))
-    assert dp.m.make_laplace(ints, dp.L1Distance(), scale=2.0).privacy_loss(Fraction(7, 2)) == \
-        PrivacyLoss.discrete_laplace(3, 2)
+    assert dp.m.make_laplace(ints, dp.L1Distance(), scale=2.0).privacy_loss(
+        Fraction(7, 2)
+    ) == PrivacyLoss.discrete_laplace(3, 2)
     rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=10))
     clip = dp.t.make_clip_l1(rows, dp.SymmetricDistance(), norm=1.0)
     total = clip >> dp.t.make_vector_sum(clip.output_domain, clip.output_metric, max_size=10**4)

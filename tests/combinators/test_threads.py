@@ -275,8 +275,13 @@ def test_a_second_switch_waits_for_the_earlier_childs_answer_in_progress() -> No
 
     def spawn() -> dp.Measurement:  # type: ignore[type-arg]
         return dp.make_user_measurement(
-            FLOAT, ABS, dp.PureDP(), lambda _: _Blocking(started, release), lambda d: d / 100,
-            interactive=True, trusted=True,
+            FLOAT,
+            ABS,
+            dp.PureDP(),
+            lambda _: _Blocking(started, release),
+            lambda d: d / 100,
+            interactive=True,
+            trusted=True,
         )
 
     filt = dp.make_privacy_filter(FLOAT, ABS, dp.PureDP(), 1, 1.0)

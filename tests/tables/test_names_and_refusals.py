@@ -47,8 +47,13 @@ def test_a_value_column_named_count_does_not_select_the_keys() -> None:
     df = pl.concat([base, pl.DataFrame({"user": [300], "city": ["Nuuk"], "count": [1000]})])
     hits = 0
     for _ in range(40):
-        ctx = _ctx(df, schema, privacy_unit=dp.unit_of("user", max_rows=1), measure=dp.ApproxDP(),
-                   privacy_loss=(1.0, 1e-6))
+        ctx = _ctx(
+            df,
+            schema,
+            privacy_unit=dp.unit_of("user", max_rows=1),
+            measure=dp.ApproxDP(),
+            privacy_loss=(1.0, 1e-6),
+        )
         out = ctx.query().group_by("city", keys=None).agg(A.count(), A.sum("count")).release()
         hits += "Nuuk" in out["city"].to_list()
     assert hits == 0
@@ -72,8 +77,12 @@ def test_a_column_named_like_squares_is_its_own_sum() -> None:
     ],
 )
 def test_refused_before_the_charge(build: Any, message: str) -> None:
-    schema = {"s": dp.Column(str), "count": dp.Column(str), "x": dp.Column(int),
-              "big": dp.Column(float, bounds=(0.0, 1e200))}
+    schema = {
+        "s": dp.Column(str),
+        "count": dp.Column(str),
+        "x": dp.Column(int),
+        "big": dp.Column(float, bounds=(0.0, 1e200)),
+    }
     df = pl.DataFrame({"s": ["a"], "count": ["a"], "x": [1], "big": [1.0]})
     ctx = _ctx(df, schema, measure=dp.ApproxDP(), privacy_loss=(1e-3, 1e-6))
     with pytest.raises(InvalidParameter, match=message):
@@ -83,8 +92,12 @@ def test_refused_before_the_charge(build: Any, message: str) -> None:
 
 def test_a_noise_too_wide_for_the_sampler_names_the_column_and_the_remedy() -> None:
     schema = {"user": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 1e6))}
-    ctx = _ctx(pl.DataFrame({"user": [1], "x": [1.0]}), schema, privacy_unit=dp.unit_of("user", 1000),
-               privacy_loss=1e-4)
+    ctx = _ctx(
+        pl.DataFrame({"user": [1], "x": [1.0]}),
+        schema,
+        privacy_unit=dp.unit_of("user", 1000),
+        privacy_loss=1e-4,
+    )
     with pytest.raises(InvalidParameter, match="x_sum: .* narrow the bounds of 'x', lower max_rows"):
         ctx.query().agg(A.sum("x"))
 

@@ -364,12 +364,25 @@ def test_person_level_unit_is_the_catalogue_identifier_metric() -> None:
 
 
 def test_count_distinct_costs_like_a_count_and_refuses_floats() -> None:
-    df = pl.DataFrame({"user": [1, 1, 2, 3, 3, 3], "city": ["a", "a", "a", "b", "b", "b"],
-                       "shop": ["x", "y", "x", "z", None, "w"], "x": [0.5] * 6})
-    schema = dp.FrameDomain({"user": dp.Column(int), "city": dp.Column(str),
-                             "shop": dp.Column(str, nullable=True), "x": dp.Column(float, bounds=(0.0, 1.0))})
-    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", max_rows=3), privacy_loss=1e6,
-                     split_evenly_over=2)
+    df = pl.DataFrame(
+        {
+            "user": [1, 1, 2, 3, 3, 3],
+            "city": ["a", "a", "a", "b", "b", "b"],
+            "shop": ["x", "y", "x", "z", None, "w"],
+            "x": [0.5] * 6,
+        }
+    )
+    schema = dp.FrameDomain(
+        {
+            "user": dp.Column(int),
+            "city": dp.Column(str),
+            "shop": dp.Column(str, nullable=True),
+            "x": dp.Column(float, bounds=(0.0, 1.0)),
+        }
+    )
+    ctx = dp.Context(
+        df, schema, privacy_unit=dp.unit_of("user", max_rows=3), privacy_loss=1e6, split_evenly_over=2
+    )
     q = ctx.query().group_by("city", keys=["a", "b"]).agg(dp.tables.count_distinct("shop"))
     assert q.measurement.map(1) == Fraction(5 * 10**5)  # one released vector, the whole share
     assert [r.sensitivity for r in q.vectors] == [3]  # a person moves it by at most their row cap
@@ -385,8 +398,9 @@ def test_variance_releases_three_vectors_and_is_accurate() -> None:
     x = rng.normal(40.0, 12.0, n)
     df = pl.DataFrame({"user": np.arange(n) // 2, "x": x})
     schema = dp.FrameDomain({"user": dp.Column(int), "x": dp.Column(float, bounds=(0.0, 100.0))})
-    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", max_rows=2), privacy_loss=30.0,
-                     split_evenly_over=1)
+    ctx = dp.Context(
+        df, schema, privacy_unit=dp.unit_of("user", max_rows=2), privacy_loss=30.0, split_evenly_over=1
+    )
     q = ctx.query().agg(dp.tables.variance("x"))
     assert q.measurement.map(1) == Fraction(30)
     released = {r.what: r for r in q.vectors}
@@ -492,11 +506,17 @@ def test_quantile_is_accurate_and_checks_its_arguments() -> None:
 
 
 def test_with_column_and_select() -> None:
-    df = pl.DataFrame({"user": [1, 2, 3], "state": ["CA", "CA", "NY"], "income": [10.0, 20.0, None],
-                       "age": [30, 40, 50]})
-    schema = dp.FrameDomain({"user": dp.Column(int), "state": dp.Column(str),
-                             "income": dp.Column(float, bounds=(0.0, 100.0), nullable=True, fill=0.0),
-                             "age": dp.Column(int, bounds=(0, 120))})
+    df = pl.DataFrame(
+        {"user": [1, 2, 3], "state": ["CA", "CA", "NY"], "income": [10.0, 20.0, None], "age": [30, 40, 50]}
+    )
+    schema = dp.FrameDomain(
+        {
+            "user": dp.Column(int),
+            "state": dp.Column(str),
+            "income": dp.Column(float, bounds=(0.0, 100.0), nullable=True, fill=0.0),
+            "age": dp.Column(int, bounds=(0, 120)),
+        }
+    )
     ctx = dp.Context(df, schema, privacy_loss=1e9, split_evenly_over=3)
     q = ctx.query().with_column("per_year", dp.col("income") * 0.5 + dp.col("age"), bounds=(0.0, 200.0))
     out = q.filter(dp.col("per_year") > 30.0).agg(dp.tables.sum("per_year"), dp.tables.count()).release()
@@ -527,8 +547,13 @@ def test_string_codes_keep_trailing_nuls_and_do_not_pad() -> None:
     from dpcompose.transformations._hash import NULL_CODE
 
     series = pl.Series("s", ["a", "a\x00", None, "x" * 100_000, "a"])
-    assert series_codes(series).tolist() == [string_code("a"), string_code("a\x00"), int(NULL_CODE),
-                                       string_code("x" * 100_000), string_code("a")]
+    assert series_codes(series).tolist() == [
+        string_code("a"),
+        string_code("a\x00"),
+        int(NULL_CODE),
+        string_code("x" * 100_000),
+        string_code("a"),
+    ]
 
 
 def test_names_spark_would_confuse_are_refused_before_anything_runs() -> None:
@@ -536,13 +561,17 @@ def test_names_spark_would_confuse_are_refused_before_anything_runs() -> None:
     replace the identifier 'user' (and undo the caps), so such names never reach an engine."""
     schema = dp.FrameDomain({"user": dp.Column(int), "amount": dp.Column(float, bounds=(0.0, 1.0))})
     df = pl.DataFrame({"user": [1] * 50, "amount": [0.5] * 50})
-    ctx = dp.Context(df, schema, privacy_unit=dp.unit_of("user", max_rows=1), privacy_loss=1.0,
-                     split_evenly_over=1)
+    ctx = dp.Context(
+        df, schema, privacy_unit=dp.unit_of("user", max_rows=1), privacy_loss=1.0, split_evenly_over=1
+    )
     before = ctx.remaining()
     with pytest.raises(dp.InvalidParameter, match="ignoring case"):
         ctx.query().with_column("USER", dp.col("amount") * 1.0, bounds=(0.0, 1.0))
-    for bad in ({"a": dp.Column(int), "A": dp.Column(int)}, {"a.b": dp.Column(int)},
-                {"__DP_key": dp.Column(int)}):
+    for bad in (
+        {"a": dp.Column(int), "A": dp.Column(int)},
+        {"a.b": dp.Column(int)},
+        {"__DP_key": dp.Column(int)},
+    ):
         with pytest.raises(dp.InvalidParameter):
             dp.FrameDomain(bad)
     clash = pl.DataFrame({"user": [1], "USER": [2], "amount": [0.5]})

@@ -465,11 +465,23 @@ def test_a_transformation_statistic_that_raises_is_not_replaced_by_lo() -> None:
         return sum(rows)
 
     stat = dp.make_user_transformation(
-        ints, dp.AtomDomain(int, bounds=(0, 100)), dp.SymmetricDistance(), dp.AbsoluteDistance(), total,
-        lambda d: 10 * d, trusted=True,
+        ints,
+        dp.AtomDomain(int, bounds=(0, 100)),
+        dp.SymmetricDistance(),
+        dp.AbsoluteDistance(),
+        total,
+        lambda d: 10 * d,
+        trusted=True,
     )
-    g = dp.t.make_groupwise(ints, dp.SymmetricDistance(), stat, by=lambda r: 0, buckets=1, bounds=(0, 100),
-                            metric=dp.LInfDistance())
+    g = dp.t.make_groupwise(
+        ints,
+        dp.SymmetricDistance(),
+        stat,
+        by=lambda r: 0,
+        buckets=1,
+        bounds=(0, 100),
+        metric=dp.LInfDistance(),
+    )
     assert g([10, 10, 10, 10]).tolist() == [40] and g.map(1) == 10
     with pytest.raises(ValueError, match="three rows"):
         g([10, 10, 10])

@@ -185,4 +185,3 @@ def test_nested_chains_fuse_and_explain_and_json_are_unchanged() -> None:
     assert dp.from_json(dp.to_json(plain)).map(1) == plain.map(1)
     assert isinstance(dp.from_json(dp.to_json(plain)).function, ClippedSum)
     assert "clip_l2" in str(dp.explain(plain, 1)) and "vector_sum" in str(dp.explain(plain, 1))
-

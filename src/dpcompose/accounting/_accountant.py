@@ -338,4 +338,3 @@ def _clt_start(eps: float, delta: float, q: float, steps: int) -> float:
     except (ArithmeticError, ValueError):
         return 1.0
     return start if 0 < start < 1e10 else 1.0
-

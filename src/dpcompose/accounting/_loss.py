@@ -131,10 +131,18 @@ class PrivacyLoss:
         if not isinstance(self.params, tuple) or not isinstance(self.parts, tuple):
             raise InvalidParameter(f"params={self.params!r} and parts={self.parts!r} must be tuples")
         if self.kind == "composed":
-            ok = self.params == () and len(self.parts) > 0 and all(
-                isinstance(pc, tuple) and len(pc) == 2 and isinstance(pc[0], PrivacyLoss)
-                and pc[0].kind != "composed" and _is_int(pc[1]) and pc[1] >= 1
-                for pc in self.parts
+            ok = (
+                self.params == ()
+                and len(self.parts) > 0
+                and all(
+                    isinstance(pc, tuple)
+                    and len(pc) == 2
+                    and isinstance(pc[0], PrivacyLoss)
+                    and pc[0].kind != "composed"
+                    and _is_int(pc[1])
+                    and pc[1] >= 1
+                    for pc in self.parts
+                )
             )
             if not ok:
                 raise InvalidParameter(
@@ -145,10 +153,17 @@ class PrivacyLoss:
         if self.kind == "subsampled":
             p, parts = self.params, self.parts
             ok = (
-                len(p) == 2 and isinstance(p[0], Fraction) and 0 <= p[0] <= 1 and type(p[1]) is str
-                and p[1] in _SAMPLINGS and len(parts) == 1 and isinstance(parts[0], tuple)
-                and len(parts[0]) == 2 and isinstance(parts[0][0], PrivacyLoss)
-                and parts[0][0].kind not in ("composed", "subsampled") and type(parts[0][1]) is int
+                len(p) == 2
+                and isinstance(p[0], Fraction)
+                and 0 <= p[0] <= 1
+                and type(p[1]) is str
+                and p[1] in _SAMPLINGS
+                and len(parts) == 1
+                and isinstance(parts[0], tuple)
+                and len(parts[0]) == 2
+                and isinstance(parts[0][0], PrivacyLoss)
+                and parts[0][0].kind not in ("composed", "subsampled")
+                and type(parts[0][1]) is int
                 and parts[0][1] == 1
             )
             if not ok:
@@ -309,6 +324,7 @@ class PrivacyLoss:
             ...
             dpcompose.errors.UnsupportedComposition: ...
         """
+
         def problem() -> str:  # (formatted only when raised: the repr of 10⁶ parts on every call would
             return f"parts={parts!r} must be an iterable of PrivacyLoss values"  # take 62% of the time)
 
@@ -365,9 +381,7 @@ class PrivacyLoss:
         """The composition of ``counts[p]`` copies of each (non-composed) pair p, in the canonical order."""
         if len({p._sampling() for p in counts} - {None}) > 1:
             raise UnsupportedComposition(MIXED_SAMPLING)
-        ordered = tuple(
-            sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params), repr(pc[0])))
-        )
+        ordered = tuple(sorted(counts.items(), key=lambda pc: (pc[0].kind, repr(pc[0].params), repr(pc[0]))))
         if len(ordered) == 1 and ordered[0][1] == 1:
             return ordered[0][0]
         return cls("composed", (), ordered)
@@ -531,10 +545,7 @@ class PrivacyLoss:
     def label(self) -> str:
         """A short text: ``discrete_laplace(Δ=1, t=10)``, ``1000 × …``, ``a + b``."""
         if self.kind == "composed":
-            return " + ".join(
-                f"{n} × {p.label()}" if n > 1 else p.label()
-                for p, n in self.parts
-            )
+            return " + ".join(f"{n} × {p.label()}" if n > 1 else p.label() for p, n in self.parts)
         if self.kind == "subsampled":
             return f"subsampled({self.parts[0][0].label()}, q={_show(self.params[0])}, {self.params[1]})"
         names = {
@@ -843,7 +854,7 @@ def _pld_aligned(loss: PrivacyLoss, bits: int) -> PLD:
     of one, on the lattice through its atoms where the composition's positions stay exact there
     (:func:`reach_fits`); otherwise the plain lattice (the same object as
     :func:`_pld`'s)."""
-    part, n = (loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1))
+    part, n = loss.parts[0] if loss.kind == "composed" and len(loss.parts) == 1 else (loss, 1)
     if part.kind not in _ALIGNABLE:
         return _pld(loss, bits)
     grid = constructor_grid(True, bits, part.kind, Fraction(part.params[0]), Fraction(part.params[1]))

@@ -1,4 +1,3 @@
-
 from __future__ import annotations
 
 import dataclasses
@@ -464,8 +463,7 @@ def _split_epsilon(parts: Sequence[_Part], target: Fraction, delta: object) -> F
     floor = sum((p[2] for p in parts), ZERO)
     if target <= floor:
         raise InvalidParameter(
-            f"delta={delta!r} must exceed the least δ the profile reaches, 1 − Π(1 − δᵢ) ≤ "
-            f"{format_up(floor)}"
+            f"delta={delta!r} must exceed the least δ the profile reaches, 1 − Π(1 − δᵢ) ≤ {format_up(floor)}"
         )
     # Give each part a share of the spare δ and take the best split on the grid. A share may be 0 where
     # the part's ε stays finite at its least δ (the (ε, δ) part), so the grid contains "all spare δ to one

@@ -103,8 +103,11 @@ __all__ = ["RUNNER_UP_ORDERS", "subsampled_gaussian_renyi", "subsampled_renyi", 
 _MAX_ORDER = 4096  # (an order beyond this costs seconds of exact sums; the usual grids stop at 256)
 
 RUNNER_UP_ORDERS: tuple[Fraction, ...] = tuple(
-    sorted({Fraction(a) for a in ("1.25", "1.5", "1.75", "2.5")} | {Fraction(a) for a in range(2, 65)}
-           | {Fraction(a) for a in (72, 80, 96, 112, 128, 160, 192, 224, 256)})
+    sorted(
+        {Fraction(a) for a in ("1.25", "1.5", "1.75", "2.5")}
+        | {Fraction(a) for a in range(2, 65)}
+        | {Fraction(a) for a in (72, 80, 96, 112, 128, 160, 192, 224, 256)}
+    )
 )
 """The orders the Rényi runner-up (the composition policy's ``renyi`` candidate for children with pairs,
 and the account command) reads: every integer to 64, then sparser to 256. Subsampled curves are exact

@@ -184,7 +184,10 @@ class _Once(argparse.Action):
     otherwise resolve silently to the last value (abbreviations included)."""
 
     def __call__(
-        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
         option_string: str | None = None,
     ) -> None:
         if getattr(namespace, self.dest, None) is not None:

@@ -36,15 +36,7 @@ import numpy as np
 
 from dpcompose._validation import check_finite, check_probability, check_same_length
 from dpcompose.accounting._exact import Number, decimal, exact, log_up
-from dpcompose.core import (
-    ApproxDP,
-    CategoricalDomain,
-    DiscreteDistance,
-    Measurement,
-    Node,
-    PureDP,
-    Queryable,
-)
+from dpcompose.core import ApproxDP, CategoricalDomain, DiscreteDistance, Measurement, Node, PureDP, Queryable
 from dpcompose.errors import InvalidParameter, SequentialityError
 
 __all__ = [
@@ -457,8 +449,10 @@ def randomized_response(exp_epsilon: Number, delta: Number = 0) -> FiniteInterac
 
 
 def _unit_list(values: object, name: str) -> list[Fraction]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)) or (
-        isinstance(values, np.ndarray) and values.ndim != 1
+    if (
+        isinstance(values, (str, bytes))
+        or not isinstance(values, (Sequence, np.ndarray))
+        or (isinstance(values, np.ndarray) and values.ndim != 1)
     ):
         raise InvalidParameter(f"{name}={values!r} must be a sequence of probabilities")
     out = []

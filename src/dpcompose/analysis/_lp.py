@@ -204,8 +204,10 @@ def two_round_mechanism(p: Sequence[Number], p_prime: Sequence[Number]) -> Finit
         Fraction(1, 4)
     """
     for name, vals in (("p", p), ("p_prime", p_prime)):
-        if isinstance(vals, (str, bytes)) or not isinstance(vals, (Sequence, np.ndarray)) or (
-            isinstance(vals, np.ndarray) and vals.ndim != 1
+        if (
+            isinstance(vals, (str, bytes))
+            or not isinstance(vals, (Sequence, np.ndarray))
+            or (isinstance(vals, np.ndarray) and vals.ndim != 1)
         ):
             raise InvalidParameter(f"{name}={vals!r} must be a sequence of 5 numbers")
     if len(p) != 5 or len(p_prime) != 5:

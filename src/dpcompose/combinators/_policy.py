@@ -545,6 +545,7 @@ def _renyi_candidate(
     """The Rényi candidate for pure and zCDP children: the curves α ↦ min(ε, αε²/2) (pure) and α ↦ αρ
     (zCDP) add (Mironov 2017 Prop. 1; concurrently Lyu 2022 Thm 2), converted at ``delta`` on
     ``RUNNER_UP_ORDERS`` (Balle–Barthe–Gaboardi–Hsu–Sato 2020 Thm 21)."""
+
     def use_renyi(ds: list[Any], _losses: Losses) -> tuple[Fraction, Fraction] | None:
         if delta == 0:
             return None

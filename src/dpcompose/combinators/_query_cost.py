@@ -80,9 +80,7 @@ def query_pair(query: AnyMeasurement, d_in: Any) -> PrivacyLoss | None:
         ) from exc
 
 
-def pair_renyi_cost(
-    query: AnyMeasurement, d_in: Any, orders: tuple[Fraction, ...]
-) -> tuple[Cost, str]:
+def pair_renyi_cost(query: AnyMeasurement, d_in: Any, orders: tuple[Fraction, ...]) -> tuple[Cost, str]:
     """A Rényi filter's cost for a query of another measure (a Poisson-subsampled step is ``ProfileDP``):
     the Rényi curve of its dominating pair at ``d_in`` at the filter's orders (:meth:`PrivacyLoss.renyi`).
 

@@ -129,6 +129,7 @@ def checked_candidates(
             )
     return children
 
+
 @recorded
 def make_private_selection(
     candidates: Sequence[Measurement[Any, Any, Any, Any]] | Measurement[Any, Any, Any, Any],

@@ -154,7 +154,6 @@ def uniform_subset(n: int, m: int, source: RandomSource) -> npt.NDArray[np.int64
     return chosen.astype(np.int64)
 
 
-
 def _select(data: Any, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_], source: RandomSource) -> Any:
     """The records of ``data`` at ``index`` (a mask or sorted indices), in a uniformly random order (exact:
     :func:`random_selection`): a numpy array stays an array; any other sequence becomes a list.
@@ -546,4 +545,3 @@ def make_subsample(
             child_inputs=child_inputs,
         ),
     )
-

@@ -49,6 +49,7 @@ class created_queryables:  # (lower case: used as ``with created_queryables() as
         if outer is not None and self._created:
             outer.extend(self._created)
 
+
 Q = TypeVar("Q")
 A = TypeVar("A")
 

@@ -298,9 +298,7 @@ def inverse_block(table: InverseTable, count: int, source: RandomSource) -> IntA
     return out
 
 
-def inverse_magnitudes(
-    table: InverseTable, words: npt.NDArray[np.uint32], source: RandomSource
-) -> IntArray:
+def inverse_magnitudes(table: InverseTable, words: npt.NDArray[np.uint32], source: RandomSource) -> IntArray:
     """The magnitudes ``#{k >= 1: U < T_k}`` of the 31-bit prefixes ``words >> 1`` (bit 0 is ignored)."""
     u: IntArray = np.right_shift(words, np.uint32(32 - U_BITS)).astype(np.int64)
     return prefix_magnitudes(table, u, source)
@@ -330,4 +328,3 @@ def fill_exact(size: int, draw: Any) -> IntArray:
         need = min(size - start, _INVERSE_BLOCK)
         out[start : start + need] = draw(need)
     return out
-

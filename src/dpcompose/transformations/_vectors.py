@@ -151,9 +151,7 @@ def _pow2_scale(x: FloatRows, k: npt.NDArray[np.int64], out: FloatRows) -> Float
     return np.ldexp(x, k[:, None], out=out)
 
 
-def _norms(
-    x: FloatRows, p: int, y: FloatRows, work: FloatRows
-) -> tuple[FloatRows, npt.NDArray[np.int64]]:
+def _norms(x: FloatRows, p: int, y: FloatRows, work: FloatRows) -> tuple[FloatRows, npt.NDArray[np.int64]]:
     """:func:`~dpcompose.core._norm_domain.scaled_norms` of the rows ``x`` (``y`` receives the scaled rows;
     ``work`` is overwritten): ``max|xᵢ|`` read as ``max(max xᵢ, −min xᵢ)``, the scaling by 2**-E as
     :func:`_pow2_scale`."""
@@ -505,7 +503,5 @@ def make_vector_sum(
         L1Distance() if p == 1 else L2Distance(),
         VectorSumRows(d, limit if fast else -1, largest, saturation),
         stability,
-        node=Node(
-            "vector_sum", params=tuple(params), source="Dwork–Roth 2014 §3.3; Casacuberta et al. 2022"
-        ),
+        node=Node("vector_sum", params=tuple(params), source="Dwork–Roth 2014 §3.3; Casacuberta et al. 2022"),
     )

@@ -30,21 +30,29 @@ Case = tuple[Callable[[], PLD], float, float]  # (build, δ for ε(δ), ε for �
 
 
 def _mixed() -> PLD:
-    parts = [pld_laplace(1, 10 + i % 7) if i % 2 else pld_randomized_response(0.05 + 0.01 * (i % 4))
-             for i in range(30)]
+    parts = [
+        pld_laplace(1, 10 + i % 7) if i % 2 else pld_randomized_response(0.05 + 0.01 * (i % 4))
+        for i in range(30)
+    ]
     return compose_plds(parts)
 
 
 QUICK: dict[str, Case] = {
     "laplace+rr": (
-        lambda: compose_plds([pld_laplace(1, 10)] * 50 + [pld_randomized_response(0.5)] * 5), 1e-6, 1.0),
+        lambda: compose_plds([pld_laplace(1, 10)] * 50 + [pld_randomized_response(0.5)] * 5),
+        1e-6,
+        1.0,
+    ),
     # a long subsampled composition: two orders read in two threads, the reverse one screened, tilted
     # composites cached
     "dp-sgd 400": (lambda: pld_subsampled_gaussian(1.0, 0.05).self_compose(400), 1e-6, 1.0),
     "wor 60": (
-        lambda: pld_subsampled_gaussian(
-            2.0, 0.05, sampling="without_replacement", step_bits=10).self_compose(60),
-        1e-5, 1.0),
+        lambda: pld_subsampled_gaussian(2.0, 0.05, sampling="without_replacement", step_bits=10).self_compose(
+            60
+        ),
+        1e-5,
+        1.0,
+    ),
     "discrete gaussian 20": (lambda: pld_discrete_gaussian(1, 5).self_compose(20), 1e-6, 1.0),
     "mixed 30": (_mixed, 1e-6, 0.5),
 }
@@ -53,9 +61,14 @@ THOROUGH: dict[str, Case] = {
     "dp-sgd 1e4": (lambda: pld_subsampled_gaussian(1.0, 0.01).self_compose(10_000), 1e-5, 5.0),
     "wor 500": (
         lambda: pld_subsampled_gaussian(1.0, 0.05, sampling="without_replacement").self_compose(500),
-        1e-5, 2.0),
+        1e-5,
+        2.0,
+    ),
     "subsampled dgauss 1e3": (
-        lambda: pld_subsampled_discrete_gaussian(4, 4.0, 0.02).self_compose(1000), 1e-5, 1.0),
+        lambda: pld_subsampled_discrete_gaussian(4, 4.0, 0.02).self_compose(1000),
+        1e-5,
+        1.0,
+    ),
     "laplace 1000 aligned": (lambda: pld_laplace(1, 10.0, aligned=True).self_compose(1000), 1e-6, 1.0),
     "discrete gaussian 100": (lambda: pld_discrete_gaussian(1, 5).self_compose(100), 1e-6, 1.0),
 }
@@ -158,7 +171,8 @@ def test_speedups_restores_the_setting_found() -> None:
 
 @pytest.mark.parametrize(
     # (a subprocess each, ~0.75 s; "1" is also the default every other test here runs with)
-    ("value", "on"), [("0", False), pytest.param("1", True, marks=pytest.mark.slow)]
+    ("value", "on"),
+    [("0", False), pytest.param("1", True, marks=pytest.mark.slow)],
 )
 def test_the_environment_variable_is_the_switch(value: str, on: bool) -> None:
     src = str(Path(__file__).resolve().parents[3] / "src")

@@ -118,15 +118,15 @@ def dlap_reference(delta: int, t: Fraction, bits: int, j: int) -> tuple[mpmath.m
 
 
 DLAP_BUCKET_CASES = [
-        (3, Fraction(3, 20), 8),  # Δ/t = 20, two middle outputs: ranges read off the outputs
-        (1000, Fraction(50), 8),  # Δ/t = 20, ranges read off the outputs, one per bucket
-        (10, Fraction(40), 4),  # ranges read off the outputs, up to two per bucket
-        (2**30, Fraction(2**30, 20), 6),  # many outputs per bucket: ranges off the bucket edges (int64)
-        (2**30, 10 * 2**30, 10),  # dpcompose's make_laplace sizes, Δ/t = 0.1
-        (2**30, Fraction(0.3) * 2**24, 8),  # a float scale: edges beyond int64, in Python ints
-        (10**30 + 7, Fraction(10**30, 3), 6),  # outputs beyond int64
-        (700, Fraction(1), 4),  # Δ/t = 700: masses down to e^{−700}
-        pytest.param(700 * 2**20, Fraction(2**20), 4, marks=pytest.mark.slow),  # (700 at 2**20 scale: ~0.6 s)
+    (3, Fraction(3, 20), 8),  # Δ/t = 20, two middle outputs: ranges read off the outputs
+    (1000, Fraction(50), 8),  # Δ/t = 20, ranges read off the outputs, one per bucket
+    (10, Fraction(40), 4),  # ranges read off the outputs, up to two per bucket
+    (2**30, Fraction(2**30, 20), 6),  # many outputs per bucket: ranges off the bucket edges (int64)
+    (2**30, 10 * 2**30, 10),  # dpcompose's make_laplace sizes, Δ/t = 0.1
+    (2**30, Fraction(0.3) * 2**24, 8),  # a float scale: edges beyond int64, in Python ints
+    (10**30 + 7, Fraction(10**30, 3), 6),  # outputs beyond int64
+    (700, Fraction(1), 4),  # Δ/t = 700: masses down to e^{−700}
+    pytest.param(700 * 2**20, Fraction(2**20), 4, marks=pytest.mark.slow),  # (700 at 2**20 scale: ~0.6 s)
 ]
 
 

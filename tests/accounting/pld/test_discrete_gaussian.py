@@ -30,7 +30,7 @@ def brute_atoms(delta: int, s: Fraction | int) -> tuple[tuple[mpmath.mpf, mpmath
         sm = m(s)
         w = math.ceil(40 * Fraction(s)) + delta + 10
         zs = range(-w, w + 1)
-        f = [mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in zs]
+        f = [mpmath.exp(-(mpmath.mpf(z) ** 2) / (2 * sm * sm)) for z in zs]
         total = mpmath.fsum(f)
         return tuple(
             ((delta * delta - 2 * z * delta) / (2 * sm * sm), fz / total) for z, fz in zip(zs, f, strict=True)
@@ -69,8 +69,10 @@ def em_delta(delta: int, s: Fraction | int, eps: float, terms: int = 8) -> mpmat
                 total -= mpmath.bernoulli(2 * k) / mpmath.factorial(2 * k) * deriv
             return total
 
-        z = sm * mpmath.sqrt(2 * mpmath.pi) * (
-            1 + 2 * mpmath.fsum(mpmath.exp(-2 * mpmath.pi**2 * sm * sm * k * k) for k in range(1, 4))
+        z = (
+            sm
+            * mpmath.sqrt(2 * mpmath.pi)
+            * (1 + 2 * mpmath.fsum(mpmath.exp(-2 * mpmath.pi**2 * sm * sm * k * k) for k in range(1, 4)))
         )
         return (tail_sum(-c) - mpmath.exp(mpmath.mpf(eps)) * tail_sum(delta - c)) / z
 
@@ -95,7 +97,9 @@ def check_small(delta: int, s: Fraction | int) -> None:
     ("delta", "s"),
     # every Δ and every s in the default run (Δ/s from 1/5 to 3); the rest of the 3 × 4 grid is slow
     [(1, 1), (3, 1), (2, 2), (2, 3), (1, 5), (3, 5)]
-    + [pytest.param(d, s, marks=pytest.mark.slow) for d, s in [(1, 2), (1, 3), (2, 1), (2, 5), (3, 2), (3, 3)]
+    + [
+        pytest.param(d, s, marks=pytest.mark.slow)
+        for d, s in [(1, 2), (1, 3), (2, 1), (2, 5), (3, 2), (3, 3)]
     ],
 )
 def test_small_s_against_brute_force(delta: int, s: int) -> None:
@@ -122,9 +126,10 @@ def test_never_below_brute_force(delta: int, s: Fraction, eps: float) -> None:
 def test_composition_of_small_s_against_brute_force() -> None:
     # two discrete Gaussians (1, 3) ∘ (2, 3): brute-force δ of the product pair from the two loss lists
     with mpmath.workdps(40):
+
         def atoms(delta: int, s: int) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
             zs = range(-40 * s - delta, 40 * s + delta + 1)
-            f = [mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * s * s)) for z in zs]
+            f = [mpmath.exp(-(mpmath.mpf(z) ** 2) / (2 * s * s)) for z in zs]
             tot = mpmath.fsum(f)
             return [
                 (mpmath.mpf(delta * delta - 2 * z * delta) / (2 * s * s), fz / tot)
@@ -168,7 +173,7 @@ def test_euler_maclaurin_bucket_sums_within_their_bound(s: int, m_panels: int) -
     log_s, rel = discrete_gaussian_mod.em_bucket_logs(a, b, float(s), two_s2, log_n0, m_panels)
     with mpmath.workdps(40):
         for (lo, hi), ls, r in zip(ranges, log_s.tolist(), rel.tolist(), strict=True):
-            exact_sum = mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / two_s2) for z in range(lo, hi + 1))
+            exact_sum = mpmath.fsum(mpmath.exp(-(mpmath.mpf(z) ** 2) / two_s2) for z in range(lo, hi + 1))
             exact_sum /= s * mpmath.sqrt(2 * mpmath.pi)
             assert abs(mpmath.exp(ls) - exact_sum) <= r * exact_sum, (lo, hi, r)
             assert r < 1e-11, (lo, hi, r)
@@ -202,7 +207,7 @@ def exact_range_sum(a: int, b: int, s: Fraction | int) -> mpmath.mpf:
             sm = m(Fraction(s))
             n0 = sm * mpmath.sqrt(2 * mpmath.pi)
             if b - a <= 4000:
-                terms = (mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in range(a, b + 1))
+                terms = (mpmath.exp(-(mpmath.mpf(z) ** 2) / (2 * sm * sm)) for z in range(a, b + 1))
                 return mpmath.fsum(terms) / n0
             assert Fraction(s) >= 500
             ha = _em_tail(a, sm)
@@ -221,7 +226,7 @@ def test_reference_range_sum_is_exact_far_in_the_left_tail() -> None:
     s, lo, hi = 10**7, -127666375, -127662374
     with mpmath.workdps(60):
         sm = mpmath.mpf(s)
-        direct = mpmath.fsum(mpmath.exp(-mpmath.mpf(z) ** 2 / (2 * sm * sm)) for z in range(lo, hi + 1))
+        direct = mpmath.fsum(mpmath.exp(-(mpmath.mpf(z) ** 2) / (2 * sm * sm)) for z in range(lo, hi + 1))
         direct /= sm * mpmath.sqrt(2 * mpmath.pi)
         ref = exact_range_sum(lo, hi, s)
         assert abs(ref - direct) <= direct * mpmath.mpf("1e-40"), float(abs(ref - direct) / direct)
@@ -307,8 +312,10 @@ def test_normaliser_within_its_bound(s: Fraction | int) -> None:
     sq = Fraction(s)
     with mpmath.workdps(50):
         sm = m(sq)
-        z_exact = sm * mpmath.sqrt(2 * mpmath.pi) * (
-            1 + 2 * mpmath.fsum(mpmath.exp(-2 * mpmath.pi**2 * sm * sm * k * k) for k in range(1, 40))
+        z_exact = (
+            sm
+            * mpmath.sqrt(2 * mpmath.pi)
+            * (1 + 2 * mpmath.fsum(mpmath.exp(-2 * mpmath.pi**2 * sm * sm * k * k) for k in range(1, 40)))
         )
         k = max(1, math.ceil(14 * sq))
         for z_min, z_max in [(-k, k), (-k, k + 7), (0, 0), (-3, 2 * k)]:
@@ -368,9 +375,15 @@ def test_large_s_against_exact_and_continuous(s: int) -> None:
 
 @pytest.mark.parametrize(
     ("delta", "s", "bits"),
-    [(150, 3000, 14), (1, 3000, 14),
-     pytest.param(3000, 2000, 14, marks=pytest.mark.slow),  # (Δ > s, as the next case)
-     (2000, 1000, 14), (7, 4093, 14), (2000, 1000, 8), (20_000, 1000, 8)],
+    [
+        (150, 3000, 14),
+        (1, 3000, 14),
+        pytest.param(3000, 2000, 14, marks=pytest.mark.slow),  # (Δ > s, as the next case)
+        (2000, 1000, 14),
+        (7, 4093, 14),
+        (2000, 1000, 8),
+        (20_000, 1000, 8),
+    ],
 )
 def test_bucket_path_matches_atom_path(
     delta: int, s: int, bits: int, monkeypatch: pytest.MonkeyPatch

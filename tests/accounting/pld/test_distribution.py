@@ -328,6 +328,7 @@ def test_long_compositions_deepcopy_and_pickle(kind: str, orders: tuple[bool, ..
     ``TypeError: cannot pickle '_thread.lock'``, and pickling met its local closures. A copy now carries
     neither the lock nor the caches (it rebuilds what it reads) and reads the same, before and after the
     original was read."""
+
     def make() -> PLD:
         if kind == "long":
             return pld_laplace(1, 10).self_compose(1000)

@@ -27,9 +27,7 @@ from dpcompose.errors import InvalidParameter
 
 from .test_distribution import dlap_atoms, exact_delta, m, rr_atoms
 
-grids = st.builds(
-    Grid, st.integers(1, 45), st.integers(0, 2**19 - 1).map(lambda k: 2 * k + 1)
-)
+grids = st.builds(Grid, st.integers(1, 45), st.integers(0, 2**19 - 1).map(lambda k: 2 * k + 1))
 
 
 def _floor_exact(x: float, g: Grid) -> int:
@@ -109,7 +107,8 @@ def test_aligned_grid_runs_through_the_atom_thorough(atom: Fraction, bits: int) 
 @pytest.mark.parametrize(
     ("k", "eps0"),
     [(k, e) for k in (1, 2, 5) for e in (0.1, 0.7, 1.3)]
-    + [(12, 0.1)] + [pytest.param(12, e, marks=pytest.mark.slow) for e in (0.7, 1.3)],  # (~0.3 s each)
+    + [(12, 0.1)]
+    + [pytest.param(12, e, marks=pytest.mark.slow) for e in (0.7, 1.3)],  # (~0.3 s each)
 )
 def test_aligned_rr_brackets_exact_and_is_tighter_on_atoms(k: int, eps0: float) -> None:
     aligned = pld_randomized_response(eps0, aligned=True).self_compose(k)

@@ -186,8 +186,9 @@ def test_each_rounded_pair_dominates_its_pair(kind: str) -> None:
 def _hockey(pair: PrivacyLoss, eps: float) -> mpmath.mpf:
     """δ(ε) of a Laplace or discrete Laplace pair, exactly (mpmath)."""
     with mpmath.workdps(50):
-        delta, t = mpmath.mpf(Fraction(pair.params[0]).numerator) / Fraction(pair.params[0]).denominator, (
-            mpmath.mpf(Fraction(pair.params[1]).numerator) / Fraction(pair.params[1]).denominator
+        delta, t = (
+            mpmath.mpf(Fraction(pair.params[0]).numerator) / Fraction(pair.params[0]).denominator,
+            (mpmath.mpf(Fraction(pair.params[1]).numerator) / Fraction(pair.params[1]).denominator),
         )
         eps0 = delta / t
         if pair.kind == "laplace":

@@ -70,8 +70,11 @@ def _check_dominates(seed: int, n: int, offset: int, d: int, k: int) -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(
-    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), offset=st.integers(-80, 80),
-    d=st.integers(1, 4), k=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 60),
+    offset=st.integers(-80, 80),
+    d=st.integers(1, 4),
+    k=st.integers(1, 3),
 )
 def test_coarse_side_dominates_alone_and_composed(seed: int, n: int, offset: int, d: int, k: int) -> None:
     """δ(ε) of the coarse side, and of its k-fold composition, is at least the fine one's at every ε (mpmath
@@ -82,8 +85,11 @@ def test_coarse_side_dominates_alone_and_composed(seed: int, n: int, offset: int
 @pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(
-    seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), offset=st.integers(-80, 80),
-    d=st.integers(1, 4), k=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 60),
+    offset=st.integers(-80, 80),
+    d=st.integers(1, 4),
+    k=st.integers(1, 3),
 )
 def test_coarse_side_dominates_alone_and_composed_thorough(
     seed: int, n: int, offset: int, d: int, k: int
@@ -210,9 +216,11 @@ def test_found_by_review_the_cells_budget_counts_a_finite_lower_end_of_an_unboun
 
     spans: list[tuple[float, float]] = []
     monkeypatch.setattr(cells_mod, "check_span", lambda lo, hi, bits: spans.append((lo, hi)))
-    cells = cells_mod.Cells.join([
-        cells_mod.cell(-0.5, 1.0, -1.0, -1.0, 0.0, False),
-        cells_mod.cell(10.89, np.inf, -30.0, -40.0, 1.0, True),
-    ])
+    cells = cells_mod.Cells.join(
+        [
+            cells_mod.cell(-0.5, 1.0, -1.0, -1.0, 0.0, False),
+            cells_mod.cell(10.89, np.inf, -30.0, -40.0, 1.0, True),
+        ]
+    )
     cells_mod.check_cells(cells, 10)
     assert spans == [(-0.5, 10.89)]

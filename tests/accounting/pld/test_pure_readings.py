@@ -32,8 +32,10 @@ def _subsampled() -> PLD:
 
 def _mixed() -> PLD:
     parts = [
-        pld_laplace(1, 10 + i % 7, step_bits=10) if i % 3 == 0
-        else pld_gaussian(1, 8 + i % 5, step_bits=10) if i % 3 == 1
+        pld_laplace(1, 10 + i % 7, step_bits=10)
+        if i % 3 == 0
+        else pld_gaussian(1, 8 + i % 5, step_bits=10)
+        if i % 3 == 1
         else pld_randomized_response(0.05 + 0.01 * (i % 4), step_bits=10)
         for i in range(60)
     ]
@@ -134,7 +136,13 @@ def test_readings_after_other_readings_equal_fresh_ones(make: Callable[[], PLD])
 
 
 _FRESH_DELTAS = [
-    3e-2, 1e-3, 1e-6, 1.952624440455669e-08, 2.716487028373534e-08, 1e-10, 1.1175198973450116e-12
+    3e-2,
+    1e-3,
+    1e-6,
+    1.952624440455669e-08,
+    2.716487028373534e-08,
+    1e-10,
+    1.1175198973450116e-12,
 ]
 
 
@@ -173,6 +181,7 @@ def test_delta_at_epsilon_of_delta_holds_on_fresh_objects_thorough(make: Callabl
 def test_grouping_equal_composites_does_not_depend_on_what_was_read() -> None:
     """compose_plds groups equal PLDs by content, but a composite's lower side (built on first use) stood for
     its content only once built: reading it first merged two equal composites into one group."""
+
     def make() -> PLD:
         return pld_laplace(1, 10, step_bits=8).self_compose(100)
 

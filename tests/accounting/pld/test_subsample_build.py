@@ -58,8 +58,9 @@ def finite_pair(draw: st.DrawFn) -> tuple[list[tuple[float, float, float, float]
     wq = [draw(st.floats(0.05, 1.0)) for _ in range(n)]
     lps = [math.log(w / sum(wp)) for w in wp]
     lqs = [math.log(w / sum(wq)) for w in wq]
-    outs = [(lp - lq, 8 * 2.0**-53 * (abs(lp) + abs(lq) + 1), lp, lq)
-            for lp, lq in zip(lps, lqs, strict=True)]
+    outs = [
+        (lp - lq, 8 * 2.0**-53 * (abs(lp) + abs(lq) + 1), lp, lq) for lp, lq in zip(lps, lqs, strict=True)
+    ]
     return outs, lps, lqs
 
 
@@ -192,7 +193,9 @@ def _thin_per_loss(lams: np.ndarray, bits: int, ups: list[float]) -> np.ndarray:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    j0=st.integers(-3000, 3000), n=st.integers(3, 6000), bits=st.sampled_from([11, 12, 14, 18]),
+    j0=st.integers(-3000, 3000),
+    n=st.integers(3, 6000),
+    bits=st.sampled_from([11, 12, 14, 18]),
     ups=st.lists(
         st.one_of(st.floats(-0.3, 0.5), st.just(math.nan), st.just(math.inf)), min_size=8, max_size=8
     ),
@@ -251,8 +254,12 @@ def test_a_refused_lattice_is_refused_before_the_lazy_build() -> None:
 
 @pytest.mark.parametrize(
     ("sigma", "rate"),
-    [(1.0, 0.01), pytest.param(0.6, 1e-3, marks=pytest.mark.slow),
-     pytest.param(2.0, 0.5, marks=pytest.mark.slow), pytest.param(0.8, 1e-4, marks=pytest.mark.slow)],
+    [
+        (1.0, 0.01),
+        pytest.param(0.6, 1e-3, marks=pytest.mark.slow),
+        pytest.param(2.0, 0.5, marks=pytest.mark.slow),
+        pytest.param(0.8, 1e-4, marks=pytest.mark.slow),
+    ],
 )
 def test_thin_and_full_intervals_agree(sigma: float, rate: float) -> None:
     """Both are certified, so their intervals must overlap; the thin one is at most a little looser where
@@ -298,12 +305,14 @@ def test_in_parallel_runs_both_and_raises_the_first_error_first() -> None:
         def f() -> str:
             ran.append(name)
             return name
+
         return f
 
     def bad(msg: str) -> Callable[[], str]:
         def f() -> str:
             ran.append(msg)
             raise ValueError(msg)
+
         return f
 
     assert concurrency_mod.in_parallel(ok("a"), ok("b")) == ("a", "b")

@@ -406,16 +406,21 @@ BUDGET = r"\(at most 67108864\): use step_bits at most "
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: pld_subsampled_discrete_gaussian(30, 1, 0.5, step_bits=16),
-         r"losses in \[-0\.6931, 869\.3\]\) spans 114032646 lattice points at step_bits=16 "
-         + BUDGET + "15$"),
+        (
+            lambda: pld_subsampled_discrete_gaussian(30, 1, 0.5, step_bits=16),
+            r"losses in \[-0\.6931, 869\.3\]\) spans 114032646 lattice points at step_bits=16 "
+            + BUDGET
+            + "15$",
+        ),
         (lambda: pld_subsampled_discrete_laplace(30, 1, 0.5, step_bits=30), BUDGET + "20$"),
         (lambda: pld_subsampled_gaussian(0.125, 0.5, step_bits=40), BUDGET + "17$"),
         (lambda: pld_subsampled_laplace(0.05, 0.5, step_bits=30), BUDGET + "20$"),
         # RR and RR_(ε,δ) had no check: 2**40 points raised MemoryError (5 PiB at ε = 700) or worse
         (lambda: PrivacyLoss.subsampled(PrivacyLoss.randomized_response(700), 0.5).pld(40), BUDGET + "15$"),
-        (lambda: PrivacyLoss.subsampled(PrivacyLoss.approx(1, 1e-9), 0.5, "without_replacement").pld(40),
-         BUDGET + "24$"),
+        (
+            lambda: PrivacyLoss.subsampled(PrivacyLoss.approx(1, 1e-9), 0.5, "without_replacement").pld(40),
+            BUDGET + "24$",
+        ),
     ],
 )
 def test_a_lattice_too_fine_is_refused_by_the_one_budget(call: Callable[[], object], message: str) -> None:
@@ -454,9 +459,15 @@ def test_approx_child_with_delta_just_below_one() -> None:
 
 @pytest.mark.parametrize(
     ("sigma", "rate", "k", "bits"),
-    [(1.0, 0.01, 300, 10), (0.8, 0.3, 20, 10),
-     pytest.param(0.7, 0.002, 2000, 10, marks=pytest.mark.slow),  # (~1.1 s; a small rate as 1.0, 1e-3 below)
-     (3.0, 0.01, 1000, 8), (1.0, 1e-3, 100, 6)],
+    [
+        (1.0, 0.01, 300, 10),
+        (0.8, 0.3, 20, 10),
+        pytest.param(
+            0.7, 0.002, 2000, 10, marks=pytest.mark.slow
+        ),  # (~1.1 s; a small rate as 1.0, 1e-3 below)
+        (3.0, 0.01, 1000, 8),
+        (1.0, 1e-3, 100, 6),
+    ],
 )
 def test_both_orders_read_as_each_order_alone(sigma: float, rate: float, k: int, bits: int) -> None:
     """The bounds of an asymmetric PLD skip the lower side of the order whose upper end is below the other
@@ -555,10 +566,20 @@ def test_phi_steps_equal_the_cellwise_phi_differences_bitwise(edges: list[float]
 
 @pytest.mark.parametrize(
     ("kind", "mu", "q"),
-    [("gauss", 1.0, 0.01), ("gauss", 1.25, 1e-4), ("gauss", 0.5, 0.05), ("gauss", 2.0, 0.3),
-     ("gauss", 1e-4, 0.5), pytest.param("gauss", 8.0, 0.9, marks=pytest.mark.slow),  # ~3 s alone
-     ("gauss", 1.0, 1e-9), ("gauss", 2.0, 1e-12),
-     ("gauss", 8.0, 1e-30), ("gauss", 8.0, 1e-50), ("laplace", 20.0, 1e-12), ("laplace", 0.5, 0.1)],
+    [
+        ("gauss", 1.0, 0.01),
+        ("gauss", 1.25, 1e-4),
+        ("gauss", 0.5, 0.05),
+        ("gauss", 2.0, 0.3),
+        ("gauss", 1e-4, 0.5),
+        pytest.param("gauss", 8.0, 0.9, marks=pytest.mark.slow),  # ~3 s alone
+        ("gauss", 1.0, 1e-9),
+        ("gauss", 2.0, 1e-12),
+        ("gauss", 8.0, 1e-30),
+        ("gauss", 8.0, 1e-50),
+        ("laplace", 20.0, 1e-12),
+        ("laplace", 0.5, 0.1),
+    ],
 )
 def test_edge_search_leaves_a_slack_of_a_few_pads(kind: str, mu: float, q: float) -> None:
     # The first step of the edge search is sized from the neighbouring λ's estimates of dx/dL. Where a

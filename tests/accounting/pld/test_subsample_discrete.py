@@ -61,7 +61,7 @@ def dgauss_outputs(delta: int, sigma: float) -> list[tuple[mpmath.mpf, mpmath.mp
     outputs left out hold less than 1e-48, far below every comparison)."""
     s2 = 2 * mpf(sigma) ** 2
     n = math.ceil(60 * sigma) + 2 * delta
-    f = {z: mpmath.exp(-mpf(z) ** 2 / s2) for z in range(-n, n + 1)}
+    f = {z: mpmath.exp(-(mpf(z) ** 2) / s2) for z in range(-n, n + 1)}
     norm = mpmath.fsum(f.values())
     k = math.ceil(15 * sigma) + delta
     return [(f[z] / norm, f[z - delta] / norm) for z in range(-k, k + 1)]
@@ -124,8 +124,9 @@ def power(d: Dist, k: int) -> Dist:
 
 def delta_of(dist: Dist, eps: float) -> mpmath.mpf:
     e = mpf(eps)
-    return mpmath.fsum(m * (1 - mpmath.exp(e - loss)) if loss != mpmath.inf else m
-                       for loss, m in dist.values() if loss > e)
+    return mpmath.fsum(
+        m * (1 - mpmath.exp(e - loss)) if loss != mpmath.inf else m for loss, m in dist.values() if loss > e
+    )
 
 
 def one_way(p: PLD) -> PLD:
@@ -159,8 +160,9 @@ def check_wor(pld: PLD, ref: dict[str, Dist], k: int, epsilons: list[float], rel
             assert gap <= rel_width * float(delta_of(dist, eps)) + slack, (k, eps, float(lo), float(hi))
 
 
-def check_contains(pld: PLD, ref: dict[str, Dist], sampling: str, k: int, epsilons: list[float],
-                   rel_width: float = 0.05) -> None:
+def check_contains(
+    pld: PLD, ref: dict[str, Dist], sampling: str, k: int, epsilons: list[float], rel_width: float = 0.05
+) -> None:
     """Every order's certified δ interval contains the exact δ of its k-fold composition; also the
     PLD's own answer (the larger order). Without replacement: :func:`check_wor`."""
     if sampling == "without_replacement":
@@ -174,7 +176,12 @@ def check_contains(pld: PLD, ref: dict[str, Dist], sampling: str, k: int, epsilo
             exact = delta_of(dist, eps)
             worst[eps] = max(worst[eps], exact)
             assert mpf(lo.numerator) / lo.denominator <= exact <= mpf(hi.numerator) / hi.denominator, (
-                order, k, eps, float(lo), float(exact), float(hi)
+                order,
+                k,
+                eps,
+                float(lo),
+                float(exact),
+                float(hi),
             )
             # (the lower side rounds losses down: its error is first order in h, at most h·(the mass of the
             # losses within h of ε or above) per composed step)
@@ -205,9 +212,13 @@ def test_discrete_laplace_one_step_brackets_exact(delta: int, t: int, q: float, 
 
 @pytest.mark.parametrize(
     ("delta", "t", "q", "sampling", "k"),
-    [(1, 1, 0.1, "poisson", 12), (2, 3, 0.5, "poisson", 6), (1, 2, 0.1, "without_replacement", 12),
-     (2, 1, 0.01, "without_replacement", 8),
-     (2, 1, 0.75, "without_replacement", 3)],  # an output of loss exactly 0 (z = Δ/2) stays out of S
+    [
+        (1, 1, 0.1, "poisson", 12),
+        (2, 3, 0.5, "poisson", 6),
+        (1, 2, 0.1, "without_replacement", 12),
+        (2, 1, 0.01, "without_replacement", 8),
+        (2, 1, 0.75, "without_replacement", 3),
+    ],  # an output of loss exactly 0 (z = Δ/2) stays out of S
 )
 def test_discrete_laplace_compositions_bracket_exact(
     delta: int, t: int, q: float, sampling: str, k: int
@@ -231,8 +242,12 @@ def test_discrete_gaussian_one_step_brackets_exact(delta: int, sigma: float, q: 
 
 @pytest.mark.parametrize(
     ("delta", "sigma", "q", "sampling"),
-    [(1, 1, 0.1, "poisson"), pytest.param(2, 3, 0.5, "without_replacement", marks=pytest.mark.slow),  # ~1.4 s
-     (1, 2, 0.01, "poisson"), (2, 1, 0.8, "without_replacement")],
+    [
+        (1, 1, 0.1, "poisson"),
+        pytest.param(2, 3, 0.5, "without_replacement", marks=pytest.mark.slow),  # ~1.4 s
+        (1, 2, 0.01, "poisson"),
+        (2, 1, 0.8, "without_replacement"),
+    ],
 )
 def test_discrete_gaussian_two_steps_bracket_exact(delta: int, sigma: int, q: float, sampling: str) -> None:
     pld = pld_subsampled_discrete_gaussian(delta, sigma, q, sampling=sampling, step_bits=12)  # type: ignore[arg-type]
@@ -381,8 +396,10 @@ def test_without_replacement_pair_is_symmetric_and_the_poisson_orders_are_not() 
 
 @pytest.mark.parametrize(
     "build",
-    [lambda smp: pld_subsampled_gaussian(1.5, 0.2, sampling=smp),
-     lambda smp: pld_subsampled_laplace(0.7, 0.3, sampling=smp)],
+    [
+        lambda smp: pld_subsampled_gaussian(1.5, 0.2, sampling=smp),
+        lambda smp: pld_subsampled_laplace(0.7, 0.3, sampling=smp),
+    ],
 )
 def test_continuous_without_replacement_is_one_symmetric_pair(build: Callable[[str], PLD]) -> None:
     wor, poi = build("without_replacement"), build("poisson")
@@ -500,8 +517,14 @@ def test_privacy_loss_subsampled_refuses_compositions_and_nesting() -> None:
 
 @pytest.mark.parametrize(
     "child",
-    [PrivacyLoss.discrete_laplace(2, 4), PrivacyLoss.discrete_gaussian(2, 3), PrivacyLoss.laplace(1, 2),
-     PrivacyLoss.gaussian(1, 2), PrivacyLoss.randomized_response(1.0, 3), PrivacyLoss.approx(1.0, 1e-6)],
+    [
+        PrivacyLoss.discrete_laplace(2, 4),
+        PrivacyLoss.discrete_gaussian(2, 3),
+        PrivacyLoss.laplace(1, 2),
+        PrivacyLoss.gaussian(1, 2),
+        PrivacyLoss.randomized_response(1.0, 3),
+        PrivacyLoss.approx(1.0, 1e-6),
+    ],
 )
 def test_rate_one_is_the_child_and_rate_zero_the_identity(child: PrivacyLoss) -> None:
     for sampling in ("poisson", "without_replacement"):

@@ -113,8 +113,10 @@ def check_binomial(num: int, den_bits: int, k: int, log_delta: float, delta0: fl
         atoms, inf = rr_composed(eps0, k, delta0)
         assume(float(inf) < target / 2)
         assume(delta(atoms, mpmath.mpf(0)) + inf > target)  # (else ε = 0, nothing to read)
-        one = pld_approx(float(eps0), delta0, step_bits=10) if delta0 else pld_randomized_response(
-            float(eps0), step_bits=10
+        one = (
+            pld_approx(float(eps0), delta0, step_bits=10)
+            if delta0
+            else pld_randomized_response(float(eps0), step_bits=10)
         )
         pld = one.self_compose(k)
         up = float(pld.epsilon(target))
@@ -242,7 +244,7 @@ def _test_far_terms_from_suffix_sums_are_certified(eps: float, k: int) -> None:
     s, e = t.far(first, eps)
     pos, factor, _ = t.factors
     with mpmath.workdps(50):
-        rows = zip(t.masses[first:t.end], factor[first:t.end], pos[first:t.end], strict=True)
+        rows = zip(t.masses[first : t.end], factor[first : t.end], pos[first : t.end], strict=True)
         exact = mpmath.fsum(mp(c) * mp(f) * -mpmath.expm1(mp(eps) - mp(x)) for c, f, x in rows)
         assert abs(mpmath.mpf(s) - exact) <= e, (s, float(exact), e)
         assert e <= 1e-8 * s + 1e-300  # relative: the terms read this way keep ≥ 63 % of S₁
@@ -279,7 +281,7 @@ def test_theta_model_resolves_a_small_rate_step() -> None:
     add = pld.reverse
     recipe = add.recipe
     assert recipe is not None
-    (side, k), = recipe.items
+    ((side, k),) = recipe.items
     j = side.offset + np.arange(side.masses.size)
     mean = float(np.sum(side.masses * j) / np.sum(side.masses))
     var = float(np.sum(side.masses * (j - mean) ** 2) / np.sum(side.masses))
@@ -446,8 +448,11 @@ def _kary_rr_atoms(eps0: int, k: int, n: int) -> Atoms:
     atoms: Atoms = {}
     for m in range(1, n + 1):  # m = (steps at +ε₀) − (steps at −ε₀)
         atoms[Fraction(eps0 * m)] = mpmath.fsum(
-            math.factorial(n) // (math.factorial(m + b) * math.factorial(b) * math.factorial(n - m - 2 * b))
-            * pp ** (m + b) * pm**b * p0 ** (n - m - 2 * b)
+            math.factorial(n)
+            // (math.factorial(m + b) * math.factorial(b) * math.factorial(n - m - 2 * b))
+            * pp ** (m + b)
+            * pm**b
+            * p0 ** (n - m - 2 * b)
             for b in range((n - m) // 2 + 1)
         )
     return atoms
@@ -548,10 +553,13 @@ def test_children_that_are_long_composites_are_read_from_the_tilt_alone() -> Non
     from dpcompose.accounting._pld import distribution as distribution_mod
     from dpcompose.accounting._pld import fourier as fourier_mod
 
-    pld = compose_plds([
-        pld_laplace(1, 10, step_bits=10).self_compose(100), pld_gaussian(1, 1, step_bits=10),
-        pld_subsampled_gaussian(1, 0.01, step_bits=10).self_compose(1000),
-    ])
+    pld = compose_plds(
+        [
+            pld_laplace(1, 10, step_bits=10).self_compose(100),
+            pld_gaussian(1, 1, step_bits=10),
+            pld_subsampled_gaussian(1, 0.01, step_bits=10).self_compose(1000),
+        ]
+    )
     recipe = pld.recipe
     assert recipe is not None
     assert sum(sd.err > 0 for sd, _ in recipe.items) == 2  # (the two composites carry an error)

@@ -146,8 +146,16 @@ def build_sides(
 
 
 def _lumped_side(
-    h: float, p: FloatArray, r: FloatArray, rel: FloatArray, at_a: npt.NDArray[np.int64],
-    width: int | npt.NDArray[np.int64], lo: int, wide: bool, last: int, inf_lo: float,
+    h: float,
+    p: FloatArray,
+    r: FloatArray,
+    rel: FloatArray,
+    at_a: npt.NDArray[np.int64],
+    width: int | npt.NDArray[np.int64],
+    lo: int,
+    wide: bool,
+    last: int,
+    inf_lo: float,
 ) -> Side:
     """:func:`_lumped_side_body` (built lazily, when read), where running out of memory names the step_bits
     to change."""
@@ -156,8 +164,16 @@ def _lumped_side(
 
 
 def _lumped_side_body(
-    h: float, p: FloatArray, r: FloatArray, rel: FloatArray, at_a: npt.NDArray[np.int64],
-    width: int | npt.NDArray[np.int64], lo: int, wide: bool, last: int, inf_lo: float,
+    h: float,
+    p: FloatArray,
+    r: FloatArray,
+    rel: FloatArray,
+    at_a: npt.NDArray[np.int64],
+    width: int | npt.NDArray[np.int64],
+    lo: int,
+    wide: bool,
+    last: int,
+    inf_lo: float,
 ) -> Side:
     """``build_pld``'s lower side from its buckets with P-mass: masses ``p``, ``r`` (e^{a}·Q-mass) and
     relative accuracy ``rel``, lower ends ``at_a`` and widths ``width`` in steps of ``h`` from ``lo``
@@ -232,6 +248,7 @@ def gaussian_buckets(bits: int, mu: float, width: float) -> Buckets:
     p = np.where(np.isfinite(p), p, 0.0)
     r = np.where(bad | ~np.isfinite(r), 0.0, r)
     rel = np.where(bad, np.maximum(np.where(np.isfinite(rel), rel, 1.0), 1.0), rel)
+
     # Tails: P(L ≤ a_0) = Φ((a_0 − μ²/2)/μ) and P(L > b_n) = Φ(−(b_n − μ²/2)/μ), upper bounds. The edges
     # are exact; the float mean is within u·μ²/2 of μ²/2, and the subtraction and the division round once
     # each, so a computed argument x is within 3u(|x| + mean/μ) of the exact one: rounded up by that, then

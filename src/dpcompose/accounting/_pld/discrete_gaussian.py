@@ -128,7 +128,13 @@ class _Acc:
 
 
 def _add_atoms(
-    acc: _Acc, z: IntArray, idx: IntArray, a: FloatArray, two_s2: float, delta: int, log_z: float,
+    acc: _Acc,
+    z: IntArray,
+    idx: IntArray,
+    a: FloatArray,
+    two_s2: float,
+    delta: int,
+    log_z: float,
     rel_z: float,
 ) -> None:
     """Add the atoms z (bucket ``idx`` into ``acc``, bucket floor ``a`` = j·h, exact) with P(z) =

@@ -646,7 +646,8 @@ def _compose_groups_one_scheme(
     if any(p.reverse is not None for p, _ in groups):
         fwd = compose_groups([(one_way(p), n) for p, n in groups], description, long)
         rev = compose_groups(
-            [(one_way(p.reverse or p), n) for p, n in groups], description + " (reverse)",
+            [(one_way(p.reverse or p), n) for p, n in groups],
+            description + " (reverse)",
             fwd.recipe is not None,
         )
         return pair_of(fwd, rev)
@@ -671,8 +672,13 @@ def _compose_groups_one_scheme(
         # (past 2**26 points), so the sides, built only for a composition with a non-Gaussian, are the
         # children's composition
         make = partial(sides_of, partial(_compose_on_lattice, groups, description, long))
-        return PLD(bits, GaussianReading(Sides(make=make), (mu_c, width, mu_lo)), tail, description,
-                   step_mult=grid.mult)
+        return PLD(
+            bits,
+            GaussianReading(Sides(make=make), (mu_c, width, mu_lo)),
+            tail,
+            description,
+            step_mult=grid.mult,
+        )
     return _compose_on_lattice(groups, description, long)
 
 
@@ -687,8 +693,10 @@ def _compose_on_lattice(groups: Sequence[tuple[PLD, int]], description: str, lon
     _check_reach(grid, groups)
     if long and tail > 0:  # (partials of module functions, not closures: a copy or a pickle carries them)
         recipe = Recipe(partial(_sides, groups, True), grid, partial(_sides, groups, False))
-        sides = Sides(make_upper=partial(_composed, groups, True, tail, bits),
-                      make_lower=partial(_composed, groups, False, tail, bits))
+        sides = Sides(
+            make_upper=partial(_composed, groups, True, tail, bits),
+            make_lower=partial(_composed, groups, False, tail, bits),
+        )
         return PLD(bits, TiltedReading(sides, recipe), tail, description, step_mult=grid.mult)
     result: PLD | None = None
     for p, n in groups:
@@ -712,8 +720,9 @@ def _reach(groups: Sequence[tuple[PLD, int]]) -> int:
     """A bound on |J| for every index J of the composition of ``n`` copies of each PLD: every index of a
     composite lies between the sums of its parts' extreme indices (the lower side's labels lie at most one
     below the upper side's points, hence the + 1)."""
-    return sum(n * (max(abs(p.upper.offset), abs(p.upper.offset + p.upper.masses.size)) + 1)
-               for p, n in groups)
+    return sum(
+        n * (max(abs(p.upper.offset), abs(p.upper.offset + p.upper.masses.size)) + 1) for p, n in groups
+    )
 
 
 def reach_fits(grid: Grid, groups: Sequence[tuple[PLD, int]]) -> bool:
@@ -771,7 +780,12 @@ def pair_of(first: PLD, reverse: PLD) -> PLD:
 
 
 def sides_pld(
-    bits: int, upper: Side, lower: Side, tail: float, description: str, mult: int = 1,
+    bits: int,
+    upper: Side,
+    lower: Side,
+    tail: float,
+    description: str,
+    mult: int = 1,
     sampling: str | None = None,
 ) -> PLD:
     """The PLD with these two sides, built, on the lattice ``mult``·2**-``bits``."""
@@ -840,8 +854,13 @@ def build_pld(
 
 
 def pld_of_atoms(
-    bits: int, atoms: Sequence[tuple[Fraction, float, float]], inf_mass: float, inf_rel: float, tail: float,
-    description: str, grid: Grid | None = None,
+    bits: int,
+    atoms: Sequence[tuple[Fraction, float, float]],
+    inf_mass: float,
+    inf_rel: float,
+    tail: float,
+    description: str,
+    grid: Grid | None = None,
 ) -> PLD:
     """A PLD from finitely many atoms ``(loss, P-mass, log Q-mass)`` known to relative accuracy ``EXP_REL``
     (masses) and with exact rational losses; ``inf_mass`` is the P-mass at +∞. The lattice is ``grid``

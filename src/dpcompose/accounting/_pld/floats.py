@@ -313,5 +313,3 @@ def lift_subnormal(x: FloatArray, rel: FloatArray) -> tuple[FloatArray, FloatArr
     x = np.where(tiny, x + 2.0**-1073, x)
     rel = np.where(tiny, rel + 2.0**-1072 / x + 1.0, rel)
     return x, rel
-
-

@@ -194,7 +194,9 @@ def check_points(n: int, what: str, step_bits: int) -> None:
     allowed = memory.over_budget(need)
     if allowed is not None:
         memory.refuse_memory(
-            need, allowed, f"{what} ({n} lattice points at step_bits={step_bits})",
+            need,
+            allowed,
+            f"{what} ({n} lattice points at step_bits={step_bits})",
             "use " + memory.step_bits_fix(step_bits, need, allowed),
         )
 

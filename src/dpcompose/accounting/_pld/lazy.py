@@ -33,8 +33,12 @@ class Sides:
     (:meth:`~dpcompose.accounting._pld.distribution.PLD.least_up`)."""
 
     def __init__(
-        self, upper: Side | None = None, lower: Side | None = None, *,
-        make_upper: Callable[[], Side] | None = None, make_lower: Callable[[], Side] | None = None,
+        self,
+        upper: Side | None = None,
+        lower: Side | None = None,
+        *,
+        make_upper: Callable[[], Side] | None = None,
+        make_lower: Callable[[], Side] | None = None,
         make: Callable[[], Sides] | None = None,
     ) -> None:
         assert upper is not None or make_upper is not None or make is not None, "no upper side"

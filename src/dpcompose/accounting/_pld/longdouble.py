@@ -120,8 +120,9 @@ def ld_dft(
         for j0 in range(0, count, rows):
             js = np.arange(j0, min(count, j0 + rows), dtype=np.int64)
             m = (js[:, None] * tail_nz[None, :]) % size
-            out[j0 : j0 + js.size] += (np.sum(tv * re64[m], axis=1).astype(ld)
-                                       + 1j * np.sum(tv * im64[m], axis=1).astype(ld))
+            out[j0 : j0 + js.size] += np.sum(tv * re64[m], axis=1).astype(ld) + 1j * np.sum(
+                tv * im64[m], axis=1
+            ).astype(ld)
         # each part: the roots (long double bound, then rounded to double), the product, the double sum
         # (Higham 2002, Lemma 3.1: any order), then the long double addition; a product or partial sum in
         # the subnormal range may lose up to 2**-1075 more (as in a tail of 5e-324 entries)

@@ -249,7 +249,9 @@ class Recipe:
             return value, self.poor(t, eps, value)
 
     def least_up(
-        self, untilted_up: Callable[[float], float | None], target: float,
+        self,
+        untilted_up: Callable[[float], float | None],
+        target: float,
         certified: Callable[[float], float],
     ) -> float | None:
         """The least float ε found whose δ as :meth:`PLD.delta` reads it (``certified``) is at most
@@ -310,7 +312,10 @@ class Recipe:
         return e
 
     def lumped_epsilon(
-        self, target: float, stop: float, plain: Callable[[], float | None],
+        self,
+        target: float,
+        stop: float,
+        plain: Callable[[], float | None],
         certifies: Callable[[float], bool],
     ) -> float:
         """The greatest float ε ≤ ``stop`` found whose lower δ as :meth:`PLD.delta_bounds` reads it exceeds

@@ -190,8 +190,9 @@ def compose_sides(a: Side, b: Side, upper: bool, tail: float) -> Side:
     sb, eb = sum_bound(b.masses)
     # Mass at +∞: anything paired with +∞ is +∞.
     inf = a.inf * (sb + b.inf) + b.inf * sa
-    inf_err = (abs(a.inf) * (eb + rounding_err(4, abs(sb) + abs(b.inf)))
-               + abs(b.inf) * (ea + rounding_err(4, abs(sa))))
+    inf_err = abs(a.inf) * (eb + rounding_err(4, abs(sb) + abs(b.inf))) + abs(b.inf) * (
+        ea + rounding_err(4, abs(sa))
+    )
     na, nb = a.norm1(), b.norm1()
     # ‖x∗y − x̂∗ŷ‖₁ ≤ ‖x − x̂‖₁‖y‖₁ + ‖x̂‖₁‖y − ŷ‖₁ (Young), with ‖y‖₁ ≤ ‖ŷ‖₁ + err_y.
     err = a.err * (nb + b.err) + na * b.err + conv_err + inf_err * 2 + 5e-324

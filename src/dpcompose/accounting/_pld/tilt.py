@@ -330,8 +330,10 @@ def _span(items: list[tuple[Side, int]]) -> tuple[int, int] | None:
     reaches 2**42 (θ·J is exact only below: see the module docstring)."""
     base = sum(k * sd.offset for sd, k in items)
     full_len = sum(k * (sd.masses.size - 1) for sd, k in items) + 1
-    reach = max([abs(base), abs(base + full_len)] + [max(abs(sd.offset), abs(sd.offset + sd.masses.size))
-                                                        for sd, _ in items])
+    reach = max(
+        [abs(base), abs(base + full_len)]
+        + [max(abs(sd.offset), abs(sd.offset + sd.masses.size)) for sd, _ in items]
+    )
     return None if reach >= 2**42 else (base, full_len)
 
 
@@ -370,9 +372,7 @@ def tilt(
     inf_up = few_ulps_up(inf + err_unt)  # (m_∞ + E: module doc)
     err_in = few_ulps_up(p.err_in)  # (only the tilting's underflow: the children's err is in inf_up)
     top = base + full_len - 1
-    return Tilted(
-        theta, b_lo, c, p.lam, p.lam_err, inf_up, err_in, fft2, p.rel_r, top_b, b_hi + 1, grid, top
-    )
+    return Tilted(theta, b_lo, c, p.lam, p.lam_err, inf_up, err_in, fft2, p.rel_r, top_b, b_hi + 1, grid, top)
 
 
 @dataclass
@@ -456,7 +456,14 @@ class _TiltedVectors:
 
 
 def _fit(
-    b_lo: int, b_hi: int, top_b: float, base: int, full_len: int, theta: float, mean: float, var: float,
+    b_lo: int,
+    b_hi: int,
+    top_b: float,
+    base: int,
+    full_len: int,
+    theta: float,
+    mean: float,
+    var: float,
     target: float | None,
 ) -> tuple[int, int, int, float]:
     """``(b_lo, b_hi, size, top_b)``: the FFT size for the window, with the bottom cut up to 1.5 tilted
@@ -550,6 +557,7 @@ class TiltedLower:
         floor_only = max(0.0, math.nextafter(self.inf - self.wrap, -math.inf))
         if i0 >= n:
             return floor_only
+
         # Labels whose P mass from there on is below 1e-16 of that above a reference label are not summed
         # (dropping labels restricts the lumped pair: the bound stays valid). The reference is first the
         # label ε + min(g, 0): the mass above it is about P(L > ε) ≥ δ(ε), since labels sit near the merged
@@ -676,10 +684,28 @@ def tilt_lower(
         wrap = math.exp(min(log_tot - theta * size, 700.0)) * (1 + pv.rel_r) * (1 + 1e-9)
         bot_b = 0.0
     return TiltedLower(
-        theta, b_lo, size, b_lo + first, idx * h, p_lo, wp, cn, arg_n0, nv.lam_err, amax_n0, nv.rel_r,
-        few_ulps_up(pv.err_in + (top_b + bot_b) * (1 + pv.rel_r)), p2, few_ulps_up(nv.err_in),
+        theta,
+        b_lo,
+        size,
+        b_lo + first,
+        idx * h,
+        p_lo,
+        wp,
+        cn,
+        arg_n0,
+        nv.lam_err,
+        amax_n0,
+        nv.rel_r,
+        few_ulps_up(pv.err_in + (top_b + bot_b) * (1 + pv.rel_r)),
+        p2,
+        few_ulps_up(nv.err_in),
         few_ulps_up(n2 * (1 + nv.rel_r)),
-        wrap, inf - err_unt, grid, np.cumsum(p_lo[::-1])[::-1], _drift(items), composed_nq_err(items),
+        wrap,
+        inf - err_unt,
+        grid,
+        np.cumsum(p_lo[::-1])[::-1],
+        _drift(items),
+        composed_nq_err(items),
     )
 
 

@@ -73,7 +73,6 @@ class Ledger(ABC):
         """
 
 
-
 def mismatch(current: LedgerEntry, kind: str, spec: str, where: str) -> LedgerError:
     """The error for an accountant binding an entry that belongs to another kind or spec."""
     return LedgerError(

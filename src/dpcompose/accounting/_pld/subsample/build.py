@@ -97,8 +97,13 @@ class Build:
     unpicklable)."""
 
     def __init__(
-        self, cells: Callable[..., Cells], args: tuple[object, ...], bits: int, tail: float,
-        sampling: Sampling, name: str,
+        self,
+        cells: Callable[..., Cells],
+        args: tuple[object, ...],
+        bits: int,
+        tail: float,
+        sampling: Sampling,
+        name: str,
     ) -> None:
         self.cells, self.args = cells, args
         self.bits, self.tail, self.sampling, self.name = bits, tail, sampling, name

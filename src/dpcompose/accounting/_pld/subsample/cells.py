@@ -156,6 +156,7 @@ class Cells:
 
 def cell(lo: float, hi: float, lmix: float, lbase: float, rel: float, pos: bool) -> Cells:
     """One cell (an atom or a tail)."""
+
     def one(v: float) -> FloatArray:
         return np.array([v], dtype=np.float64)
 
@@ -395,6 +396,7 @@ def _blocks(c: Cells, direction: Direction, zero: Cells | None) -> Iterator[_Blo
     ``remove``: losses L, P-masses mix, Q-masses Q. ``add``: losses −L, P = Q, Q = mix. ``sym``: the
     without-replacement pair (P*, Q*): the cells of S read both ways, then ``zero``, the atom at 0
     (:func:`_zero_atom`)."""
+
     def clipped(k: slice | npt.NDArray[np.intp]) -> tuple[FloatArray, FloatArray]:
         pos, lo, hi = c.pos[k], c.lo[k], c.hi[k]
         return np.where(pos, np.maximum(lo, 0.0), lo), np.where(pos, hi, np.minimum(hi, 0.0))
@@ -549,7 +551,15 @@ def to_buckets(c: Cells, bits: int, direction: Direction, starts: IntArray | Non
     slack *= SAFE
     edges = None if ends is None else ends - j_lo
     return Buckets(
-        j_lo, p, r, rel_b, above_hi=above, inf_hi=inf_hi, inf_lo=inf_lo, slack=slack, low_ok=low_ok,
+        j_lo,
+        p,
+        r,
+        rel_b,
+        above_hi=above,
+        inf_hi=inf_hi,
+        inf_lo=inf_lo,
+        slack=slack,
+        low_ok=low_ok,
         edges=edges,
     )
 
@@ -598,23 +608,25 @@ def symmetric(cells: Cells, bits: int, tail: float, name: str, sampling: Samplin
     such a query about the same pair of data sets."""
     sym = build_pld(bits, to_buckets(cells, bits, "sym", _direction_starts(cells.starts, "sym")), tail, name)
     attained = build_pld(
-        bits, to_buckets(cells, bits, "remove", _direction_starts(cells.starts, "remove")), tail,
+        bits,
+        to_buckets(cells, bits, "remove", _direction_starts(cells.starts, "remove")),
+        tail,
         name + " remove",
     )
     return sides_pld(bits, sym.upper, attained.lower, tail, name, sampling=sampling)
 
 
-def from_cells(
-    cells: Cells, bits: int, tail: float, sampling: Sampling, name: str
-) -> PLD:
+def from_cells(cells: Cells, bits: int, tail: float, sampling: Sampling, name: str) -> PLD:
     """The PLD of the subsampled pair: both orders (Poisson; :func:`order`, in two threads: numpy does most
     of the work, and releases the GIL) or the symmetric pair (without replacement; :func:`symmetric`).
     A cell's loss bounds are first clipped at 0 by its exact sign (L > 0 on S, L ≤ 0 off it;
     :func:`_blocks`)."""
     check_cells(cells, bits)
     if sampling == "poisson":
-        fwd, rev = in_parallel(lambda: order(cells, bits, tail, "remove", name, sampling),
-                                lambda: order(cells, bits, tail, "add", name, sampling))
+        fwd, rev = in_parallel(
+            lambda: order(cells, bits, tail, "remove", name, sampling),
+            lambda: order(cells, bits, tail, "add", name, sampling),
+        )
         return pair_of(fwd, rev)
     return symmetric(cells, bits, tail, name, sampling)
 
@@ -650,7 +662,12 @@ def sampling_name(sampling: Sampling) -> str:
 
 
 def read_args(
-    noise: object, noise_name: str, rate: object, sensitivity: object, sampling: object, step_bits: object,
+    noise: object,
+    noise_name: str,
+    rate: object,
+    sensitivity: object,
+    sampling: object,
+    step_bits: object,
     tail: object,
 ) -> tuple[Fraction, Fraction, float, Fraction, Sampling, int, float]:
     """The checked arguments of the continuous constructors (noise, rate and its float, Δ, sampling, bits,

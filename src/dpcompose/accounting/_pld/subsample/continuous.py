@@ -206,7 +206,6 @@ def pld_subsampled_gaussian(
     if Fraction(mu) < mu_q:
         mu = math.nextafter(mu, math.inf)  # a larger μ dominates
     if q == 1.0:
-
         return pld_gaussian(sens, sig, step_bits=bits, tail=tl)
     name = f"Subsampled{sampling_name(smp)}Gaussian(μ={mu:g}, q={q:g})"
 
@@ -338,7 +337,6 @@ def pld_subsampled_rr(
     if q == 0 or eps == 0:
         return identity(bits, tl, name)
     if q == 1.0:
-
         return pld_randomized_response(eps, k, step_bits=bits, tail=tl)
     e = float(eps)
     log_z = e + math.log1p((k - 1) * math.exp(-e))  # ln(e^ε + k − 1)
@@ -372,7 +370,6 @@ def pld_subsampled_approx(
     if q == 0 or (eps == 0 and d == 0):
         return identity(bits, tl, name)
     if q == 1.0:
-
         return pld_approx(eps, d, step_bits=bits, tail=tl)
     e = float(eps)
     # ln(1 − δ) from the exact fraction n/m = 1 − δ (log1p(−float(δ)) would raise ValueError for a δ < 1

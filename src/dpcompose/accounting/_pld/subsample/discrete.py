@@ -111,7 +111,14 @@ def sparse_from(bits: int, q: float, dy: float, y0: float, z_lo: int, z_hi: int)
 
 
 def _integer_cells(
-    bits: int, q: float, dy: float, y0: float, z_lo: int, z_hi: int, bound: Bound, cuts: FloatArray,
+    bits: int,
+    q: float,
+    dy: float,
+    y0: float,
+    z_lo: int,
+    z_hi: int,
+    bound: Bound,
+    cuts: FloatArray,
     thin: Callable[[float], float] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, IntArray | None]:
     """``(first, end, lo, hi)``: cells [first, end) of the integer outputs z_lo ≤ z < z_hi of a pair with
@@ -321,7 +328,11 @@ def dgauss_cells(bits: int, delta: int, s: Fraction, q: float, thin: bool = Fals
     # the cells: the tail below, the range's cells (written in place, BLOCK at a time), the tail above
     m = first.size
     cells = Cells(
-        np.empty(m + 2), np.empty(m + 2), np.empty(m + 2), np.empty(m + 2), np.empty(m + 2),
+        np.empty(m + 2),
+        np.empty(m + 2),
+        np.empty(m + 2),
+        np.empty(m + 2),
+        np.empty(m + 2),
         np.empty(m + 2, dtype=np.bool_),
     )
     cells.lo[1 : m + 1], cells.hi[1 : m + 1] = lo, hi
