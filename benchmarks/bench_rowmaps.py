@@ -18,6 +18,9 @@ best beside it, the runs of the libraries alternating; the row map's figures are
   ``numpy X.T @ X`` is the floor. The last column compares the results (the grid rounds entries to
   ``2**-20·c``). ``--busy`` keeps one core busy (a spinning process) while the SSCP is timed: what the
   threads cost when the second finds no free core.
+* **pipeline**: unbounded rows (standard normal / √d) clipped to L2 norm 1 and then the SSCP, one chained
+  call in each library: ``make_clip_l2 >> make_sscp`` beside OpenDP's ``make_np_clamp >> make_np_sscp``
+  (the first shape only).
 * **row map**: the same map of three float columns, ``[clip(2a + b, -1, 1), clip(|c|, 0, 1),
   when(a > b, a − b, 0)]``, as ``dp.t.make_map_exprs`` (table expressions, vectorised) and as
   ``dp.t.make_map_rows`` with the Python function of one row (today's way), whole calls, on ``--map-rows``
@@ -136,6 +139,43 @@ def bench_sscp(n: int, d: int, repeats: int) -> None:
     print("  (OpenDP's SSCP map is a row count: the norm is applied by the noise step after it)")
 
 
+def bench_pipeline(n: int, d: int, repeats: int) -> None:
+    """The SSCP as a regression builds it: unbounded rows clipped to L2 norm 1, then the SSCP, one chained
+    call in each library (each checks its input once, at the chain's entry; OpenDP's clamp has no check)."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(n, d)) / math.sqrt(d)  # about half the rows outside the unit ball
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=d))
+    clip = dp.t.make_clip_l2(rows, dp.SymmetricDistance(), 1.0)
+    ours = clip >> dp.t.make_sscp(clip.output_domain, dp.SymmetricDistance(), max_size=n)
+    fns: dict[str, Callable[[], Any]] = {"dpcompose make_clip_l2 >> make_sscp": lambda: ours(x)}
+    try:
+        import opendp.prelude as odp
+        from opendp.extras.numpy import array2_domain
+        from opendp.extras.numpy._make_np_clamp import make_np_clamp
+        from opendp.extras.numpy._make_np_sscp import make_np_sscp
+
+        odp.enable_features("contrib", "honest-but-curious", "idealized-numerics")
+        clamp = make_np_clamp(
+            array2_domain(num_columns=d, T=float, nan=False), odp.symmetric_distance(), norm=1.0, p=2
+        )
+        theirs = clamp >> make_np_sscp(clamp.output_domain, odp.symmetric_distance())
+        fns["OpenDP make_np_clamp >> make_np_sscp"] = lambda: theirs(x)
+    except ImportError:
+        theirs = None
+    runs = _runs(fns, repeats)
+    times = {name: statistics.median(r) for name, r in runs.items()}
+    peer = times.get("OpenDP make_np_clamp >> make_np_sscp")
+    print(f"\nClip rows to L2 norm 1, then the SSCP, ({n} x {d}) normal / √d (median and best of {repeats})")
+    for name, t in times.items():
+        ratio = f"{t / peer:6.2f}x OpenDP" if peer else ""
+        print(f"  {name:46s} {t * 1e3:9.2f} ms (best {min(runs[name]) * 1e3:8.2f})  {ratio}")
+    if theirs is not None:
+        diff = np.abs(np.asarray(ours(x)).reshape(d, d) - np.asarray(theirs(x))).max()
+        print(
+            f"  max |ours - OpenDP| = {diff:.2e} (ours: a 2**-20 grid, rows clipped 2**-20 inside the ball)"
+        )
+
+
 def bench_row_map(n: int, repeats: int) -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(scale=2.0, size=(n, 3))
@@ -192,6 +232,7 @@ def main() -> None:
     try:
         for n, d in shapes:
             bench_sscp(n, d, args.repeats)
+        bench_pipeline(shapes[0][0], shapes[0][1], args.repeats)
     finally:
         if spinner is not None:
             spinner.terminate()
