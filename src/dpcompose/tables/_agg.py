@@ -89,8 +89,9 @@ def mean(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
 def variance(column: str, bounds: tuple[Any, Any] | None = None) -> Agg:
     """The sample variance of a numeric column per key, from three noisy vectors (count n, sum S, sum of
     squares Q, each on its exact integer grid): ``max(Q − S²/n, 0) / (n − 1)`` with ``n = max(noisy
-    count, 2)``, capped at ``(hi − lo)²/4 · n/(n − 1)`` (Popoviciu's bound on the sample variance of ``n``
-    values within the bounds; free post-processing). The budget share is split over the three.
+    count, 2)``, capped at ``(hi − lo)²/4 · m/(m − 1)`` with ``m = 2⌈n/2⌉`` (the largest sample variance of
+    ``n`` values within the bounds, Popoviciu's bound for even ``n``; free post-processing). The budget share
+    is split over the three.
 
     Examples:
         >>> variance("income", bounds=(0, 1000)).name

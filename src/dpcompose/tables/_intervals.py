@@ -20,7 +20,8 @@ what the clamp allows), rounded outward.
   ``h'``: ``q·n² − 2s²·n + s² = 0``. The squares are summed as ``⌊g²/2**shift⌋``, so the true ``Σg²`` lies
   in ``[2**shift·Q, 2**shift·Q + n·(2**shift − 1)]``; the grid rounding moves the sample standard deviation
   by at most ``2**k·√(n/(n−1))/2 <= 2**k`` (triangle inequality for ``‖x − x̄‖``); and the clamp bounds the
-  variance by Popoviciu's inequality, ``V <= (hi − lo)²/4 · n/(n − 1)``.
+  variance by Popoviciu's inequality, ``V <= (hi − lo)²/4 · m/(m − 1)`` with ``m = 2⌈n/2⌉`` (n rounded up
+  to even: :func:`variance_cap`).
 * **quantile** (report-noisy-min over ``m`` candidates): with probability ``>= 1 − α`` all ``m`` noises are
   within ``a`` (``β = α/m``), so the chosen candidate's score is within ``2a`` of the least score. In
   records (scores are ``b·|(1 − q)L − qG|`` for ``q = a/b``): ``|(1 − q)·L(c) − q·G(c)| <= s* + 2a/b``
@@ -163,17 +164,25 @@ def _box_extreme(q: Floats, s: Floats, n1: Floats, n2: Floats, upper: bool) -> F
 
 
 def variance_cap(spec: SumSpec, n: Floats) -> Floats:
-    """Per ``n >= 2``, Popoviciu's bound on the sample variance of ``n`` values in ``[lo, hi]``:
-    ``(hi − lo)²/4 · n/(n − 1)``, padded up by the relative ``PAD`` (more than the few roundings of its
-    float steps). The population variance of values in ``[lo, hi]`` is at most ``(hi − lo)²/4``, and the
-    sample variance is ``n/(n − 1)`` times it. The bound falls as ``n`` rises (so does its float value: each
-    step is correctly rounded and monotone); it is reached for even ``n`` (half the values at each bound),
-    and for odd ``n`` the largest sample variance, ``(hi − lo)²/4 · (n + 1)/n``, lies below it.
+    """Per ``n >= 2``, the largest sample variance of ``n`` values in ``[lo, hi]``, for every whole count
+    of at least ``n``: ``(hi − lo)²/4 · m/(m − 1)`` with ``m = 2⌈n/2⌉``, padded up by the relative ``PAD``
+    (more than the few roundings of its float steps; ``n/2``, the ceiling, ``2·`` and ``m − 1`` are exact).
 
-    Source: Popoviciu 1935 (variance of a bounded variable).
+    Proof. The sample variance is a convex function of the values, so its maximum over the box
+    ``[lo, hi]ⁿ`` is at a vertex: ``j`` values at ``hi`` and ``n − j`` at ``lo``, with sample variance
+    ``(hi − lo)²·j(n − j)/(n(n − 1))``. ``j(n − j)`` is largest at ``j = ⌊n/2⌋``: ``n²/4`` for even ``n``,
+    giving ``(hi − lo)²/4 · n/(n − 1)`` (Popoviciu's bound on the population variance, ``(hi − lo)²/4``,
+    times ``n/(n − 1)``), and ``(n² − 1)/4`` for odd ``n``, giving ``(hi − lo)²/4 · (n + 1)/n``. Both are
+    ``(hi − lo)²/4 · m/(m − 1)`` with ``m = 2⌈n/2⌉`` (n rounded up to even). That falls (weakly) as ``n``
+    rises, so for a real ``n`` it bounds every whole count of at least ``n`` (``⌈n⌉`` has the same ``m``),
+    and its float value falls with it (each step correctly rounded and monotone).
+    ``tests/tables/test_variance_clip.py`` checks the maximum by enumerating every vertex for n <= 10.
+
+    Source: Popoviciu 1935 (variance of a bounded variable); the odd case by the vertex count above.
     """
     spread = float(spec.hi) - float(spec.lo)
-    cap: Floats = spread * spread / 4 * (n / (n - 1)) * (1 + PAD)
+    even = 2.0 * np.ceil(np.asarray(n, dtype=np.float64) / 2.0)
+    cap: Floats = spread * spread / 4 * (even / (even - 1)) * (1 + PAD)
     return cap
 
 

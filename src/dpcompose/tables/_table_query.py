@@ -15,14 +15,15 @@ A query ``ctx.query().filter(...).group_by(..., keys=[...]).agg(count(), sum(c),
    ``|mean − truth| <= w`` holds after it too, and the intervals (:meth:`TableQuery.intervals`, computed
    from the noisy vectors and clipped to the bounds themselves) contain the clipped release whenever they
    contain the unclipped one. A released sample variance ``max(Q − S²/n, 0)/(n − 1)`` (``n`` the noisy
-   count, at least 2) is capped at Popoviciu's ``(hi − lo)²/4 · n/(n − 1)`` for that same ``n``
+   count, at least 2) is capped at ``(hi − lo)²/4 · m/(m − 1)``, ``m = 2⌈n/2⌉``, for that same ``n``
    (:func:`~dpcompose.tables._intervals.variance_cap`), the most the sample variance of ``n`` values in
    ``[lo, hi]`` can be, so the release is a value the estimator can give on data within the bounds. Its
    interval is computed from the noisy vectors, not from the release, so its coverage is unchanged; its
    upper end is capped by the same bound at the box's least count (at most ``n``), which is no lower, so
    the cap never takes a release above ``x_hi``. The cap moves a release towards the truth whenever the
    true count is at least the noisy one (the truth is then below the cap); when it is smaller, the cap can
-   pass below the truth by at most ``(hi − lo)²/4 · (1/(n_true − 1) − 1/(n − 1))``.
+   pass below the truth by at most ``(hi − lo)²/4 · (1/(m_true − 1) − 1/(m − 1))`` (``m_true`` the true count
+   rounded up to even).
 
 Privacy map (stability of the steps, then the noise): neighbours differ in the rows of ``d`` identifiers
 (or in ``d`` rows at row level, where ``R = 1``). The filter and the key restriction act row by row and
