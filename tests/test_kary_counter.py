@@ -61,6 +61,7 @@ def test_digits_and_pieces_tile_every_prefix() -> None:
             cover = [0] * k**levels
             for level, index, sign in pieces:
                 assert level < levels and index >= 0 and (index + 1) * k**level <= k**levels
+                assert index % k != h  # the middle child: never used
                 for s in span(level, index, k):
                     cover[s] += sign
             assert cover == [1] * n + [0] * (k**levels - n), (k, n)
