@@ -633,6 +633,11 @@ CASES: dict[str, list[Case]] = {
             lambda: dp.m.make_online_counter(INT_SCORES, L1, scale=2.0, estimator="honaker"),
             [lambda _: 0, lambda _: 1, lambda _: 1, lambda _: 2],
         ),
+        (
+            "three steps, kary",
+            lambda: dp.m.make_online_counter(INT_SCORES, L1, scale=2.0, estimator="kary", branching=5),
+            [lambda _: 0, lambda _: 1, lambda _: 1, lambda _: 2],
+        ),
     ],
     "make_matrix_counter": [
         (

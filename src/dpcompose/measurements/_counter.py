@@ -10,7 +10,9 @@ Layout. The ``T`` steps are padded with zeros to ``P = 2**k`` leaves (``k = ⌈l
 ``n = t + 1``, is the union of one node of height ``h`` for each bit ``h`` set in ``n`` (the root when
 ``n = P``).
 
-Two estimators of the running count, over two node sets:
+Two estimators of the running count over the binary tree, over two node sets (the third,
+``"kary"``, the k-ary tree with negative digits, has its layout and proofs in
+:mod:`dpcompose.measurements._kary_counter`; its counter is :class:`KaryCounter` below):
 
 * ``"raw"`` (Chan–Shi–Song): the sum of the noisy nodes of the decomposition. It reads the nodes of
   heights ``0 … k − 1`` and, only when ``T = P``, the root (for ``n = P``): ``L = ⌊log₂T⌋ + 1`` heights
@@ -71,7 +73,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dpcompose._validation import check_str
+from dpcompose._validation import check_positive_int, check_str, short_repr
 from dpcompose.core import (
     AbsoluteDistance,
     AtomDomain,
@@ -84,14 +86,15 @@ from dpcompose.core import (
 )
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
+from dpcompose.measurements._kary_counter import best_branching, kary_levels, kary_pieces
 from dpcompose.measurements._laplace import make_laplace
 from dpcompose.transformations._tree import MAX_LEAVES, check_step_counts, clamped_steps, tree_shape
 
-__all__ = ["StepCounter", "checked_step", "counter_levels", "make_online_counter"]
+__all__ = ["KaryCounter", "StepCounter", "checked_step", "counter_levels", "make_online_counter"]
 
 A = TypeVar("A")
 
-ESTIMATORS = ("raw", "honaker")
+ESTIMATORS = ("raw", "honaker", "kary")
 """The estimators of :func:`make_online_counter`."""
 
 
@@ -200,6 +203,57 @@ class HonakerCounter(StepCounter[float]):
         return sum(z * self._factors[h] for (h, _), z in held.items()) / self._common  # rounded once
 
 
+class KaryCounter(StepCounter[int]):
+    """Answers step ``t`` (at most one past the last asked) with the running count through ``t`` plus the
+    signed noises of the nodes of the ``k``-ary tree with negative digits that make up ``[0, t]``
+    (:mod:`dpcompose.measurements._kary_counter`: the same number as the signed sum of their noisy sums)."""
+
+    def __init__(self, data: Any, length: int, noise: Any, branching: int) -> None:
+        super().__init__(f"online counter (kary, k={branching})", length)
+        padded, _ = tree_shape(length)  # the binary counters' clamp: the same steps for every estimator
+        self._values: list[int] = clamped_steps(data, padded).tolist()
+        self._noise = noise
+        self._branching = branching
+        self._running = 0
+        self._nodes: dict[tuple[int, int], int] = {}  # (level, index) ↦ its noise, drawn on first use
+
+    @property
+    def drawn(self) -> tuple[tuple[int, int], ...]:
+        """The nodes ``(level, index)`` whose noise has been drawn, in the order drawn."""
+        return tuple(self._nodes)
+
+    def _release(self, step: int) -> int:
+        self._running += self._values[step]  # the only step read: the next one
+        total = self._running
+        for level, index, sign in kary_pieces(step + 1, self._branching):
+            if (level, index) not in self._nodes:
+                self._nodes[level, index] = int(self._noise(0))  # z_v: the noisy sum minus the sum
+            total += sign * self._nodes[level, index]
+        return total
+
+
+def counter_branching(estimator: str, branching: object, length: int) -> int:
+    """The tree's branching factor: 2 for ``"raw"`` and ``"honaker"`` (``branching`` must be None or 2);
+    for ``"kary"`` an odd int ≥ 3, or :func:`best_branching` of ``T`` when None. Refused with
+    :class:`InvalidParameter` otherwise."""
+    if estimator != "kary":
+        if branching is not None and not (isinstance(branching, (int, np.integer)) and branching == 2):
+            raise InvalidParameter(
+                f"branching={short_repr(branching)}: estimator={estimator!r} reads the binary tree; "
+                'pass branching=None (or 2), or estimator="kary" for a k-ary tree'
+            )
+        return 2
+    if branching is None:
+        return best_branching(length)
+    k = check_positive_int(branching, "branching")
+    if k < 3 or k % 2 == 0:
+        raise InvalidParameter(
+            f"branching={short_repr(branching)} must be an odd integer ≥ 3 (the balanced digits −(k−1)/2 … "
+            "(k−1)/2), or None for the best for T"
+        )
+    return k
+
+
 @recorded
 def make_online_counter(
     input_domain: Domain,
@@ -207,48 +261,64 @@ def make_online_counter(
     scale: float,
     *,
     estimator: str = "raw",
+    branching: int | None = None,
     rng: np.random.Generator | None = None,
 ) -> Measurement[Any, Any, Any, Fraction]:
-    """An online counter (the binary mechanism): a queryable releasing the running count after each step.
+    """An online counter (the binary mechanism, or a k-ary tree): a queryable releasing the running count
+    after each step.
 
     Ask the steps in order: ``counter(t)`` returns an estimate of ``x_0 + … + x_t`` from discrete Laplace
-    noised dyadic interval sums (p-sums), each noised once, when first needed, and reading only the steps
-    it covers — never a step after ``t``. Asking a step again returns the same answer; asking one more than
-    one step ahead is refused (nothing is run). Two estimators (proofs in the module docstring):
+    noised interval sums (p-sums), each noised once, when first needed, reading no step after ``t``.
+    Asking a step again returns the same answer; asking one more than one step ahead is refused (nothing
+    is run). Three estimators (proofs in the module docstrings):
 
     * ``estimator="raw"`` (default; Chan–Shi–Song): the exact running count plus the sum of the noises of
-      the at most ``L`` p-sums that make up ``[0, t]``. Each answer is an ``int``; its variance is at most
-      ``L·2·scale²``.
-    * ``estimator="honaker"``: the best linear unbiased estimate from every p-sum complete by step ``t``
-      (Honaker 2015's upward pass: each p-sum's estimate weighs its own noisy value against its two
+      the at most ``L`` dyadic p-sums that make up ``[0, t]``. Each answer is an ``int``; its variance is at
+      most ``L·2·scale²``.
+    * ``estimator="honaker"``: the best linear unbiased estimate from every dyadic p-sum complete by step
+      ``t`` (Honaker 2015's upward pass: each p-sum's estimate weighs its own noisy value against its two
       halves' estimates by inverse variance, then the dyadic pieces of ``[0, t]`` are added). Each answer
       is a ``float``, the exact rational estimate rounded once. It uses one level fewer when ``T`` is a
       power of two (``[0, T)`` is its two halves), and its variance is ``σ²·Σ 2**h/(2**(h+1) − 1)`` over
       the pieces (``h`` the piece's height, ``σ²`` one noise's variance): at ``T = 1,024``, ε = 1, the
       root-mean-square error over all prefixes is about 24, against about 35 raw.
+    * ``estimator="kary"`` (Andersson–Pagh–Steiner–Torkamani 2025, Theorem 1): a ``k``-ary tree,
+      ``k = branching`` odd, with the prefix ``t + 1`` written in base ``k`` with the digits
+      ``−(k−1)/2 … (k−1)/2``; a negative digit subtracts p-sums, so ``[0, t]`` takes ``Σ|digits|``
+      p-sums, about ``k/4`` per level. The subtracted p-sums end after ``t``, but their steps cancel: the
+      answer is the exact running count plus the signed noises (an ``int``), of variance ``σ²·Σ|digits|``.
+      ``branching=None`` (default) takes the odd ``k`` with the least mean squared error over all prefixes
+      at a fixed ε for this ``T`` (13 at ``T = 1,024``, 33 at ``2**14``, 19 at ``2**24``). At ``T = 1,024``,
+      ε = 1 (``L = 3``, scale 3), the root-mean-square error over all prefixes is about 13.
 
-    Privacy map (charged at construction; proof in the module docstring): ``ε = d_in·L/scale`` under
-    ``L1Distance`` on the per-step counts, ``L`` the number of tree levels read: ``⌊log₂T⌋ + 1`` raw,
-    ``max(⌈log₂T⌉, 1)`` for ``"honaker"`` (the same when ``T`` is not a power of two; one fewer when it
-    is). Event-level neighbours: an event of weight at most ``c`` is ``d_in = c``. ``scale = L/ε`` costs ε
-    per unit of ``d_in``.
+    Privacy map (charged at construction; proofs in the module docstrings): ``ε = d_in·L/scale`` under
+    ``L1Distance`` on the per-step counts, ``L`` the most noised p-sums one step enters (one per tree
+    level): ``⌊log₂T⌋ + 1`` raw, ``max(⌈log₂T⌉, 1)`` for ``"honaker"`` (the same when ``T`` is not a power
+    of two; one fewer when it is), and for ``"kary"`` the least ``L`` with ``(k**L − 1)/2 ≥ T``.
+    Event-level neighbours: an event of weight at most ``c`` is ``d_in = c``. ``scale = L/ε`` costs ε per
+    unit of ``d_in``.
 
     Args:
         input_domain: ``VectorDomain(AtomDomain(int), size=T)`` — the count at each step, ``1 ≤ T ≤ 2**24``.
         input_metric: ``L1Distance()``.
         scale: the discrete Laplace scale of each p-sum's noise (positive, finite, at most 2**50).
-        estimator: ``"raw"`` (default) or ``"honaker"``.
+        estimator: ``"raw"`` (default), ``"honaker"`` or ``"kary"``.
+        branching: ``"kary"`` only: the tree's ``k``, an odd int ≥ 3, or None (default) for the best for
+            ``T``. ``"raw"`` and ``"honaker"`` read the binary tree: None or 2.
         rng: a seeded numpy Generator for reproducible, NOT private, noise (default: the secure source).
 
     Raises:
         DomainMismatch: the domain is not a sized vector of ``int``, or the metric is not ``L1Distance()``.
-        InvalidParameter: ``scale`` not positive and finite; ``T`` above 2**24; ``estimator`` not ``"raw"``
-            or ``"honaker"``; (when asked) a step out of order.
+        InvalidParameter: ``scale`` not positive and finite; ``T`` above 2**24; ``estimator`` not ``"raw"``,
+            ``"honaker"`` or ``"kary"``; ``branching`` not an odd int ≥ 3 (``"kary"``) or not None or 2
+            (the others); (when asked) a step out of order.
 
     Source: Chan, Shi, Song 2011, "Private and continual release of statistics", §3.4, Theorem 3.5 (the
     binary mechanism); Dwork, Naor, Pitassi, Rothblum 2010 §4; Honaker 2015, "Efficient use of
     differentially private binary trees" (the upward pass); Hay, Rastogi, Miklau, Suciu 2010, Theorem 3;
-    Ghosh–Roughgarden–Sundararajan 2009 (the discrete Laplace mechanism's ε = Δ/scale).
+    Andersson, Pagh, Steiner, Torkamani 2025, "Count on Your Elders: Laplace vs Gaussian Noise" (FORC
+    2025), Theorem 1 (the k-ary tree with negative digits); Ghosh–Roughgarden–Sundararajan 2009 (the
+    discrete Laplace mechanism's ε = Δ/scale).
 
     Examples:
         >>> import dpcompose as dp
@@ -265,18 +335,34 @@ def make_online_counter(
         >>> q = better([5, 0, 2, 7, 1, 1, 0, 3])
         >>> [type(q(t)).__name__ for t in range(3)]
         ['float', 'float', 'float']
+        >>> kary = dp.m.make_online_counter(steps, dp.L1Distance(), scale=2.0, estimator="kary", branching=5)
+        >>> kary.map(1)          # 2 levels of a 5-ary tree ((5**2 − 1)/2 = 12 ≥ 8) over scale 2
+        Fraction(1, 1)
+        >>> q = kary([5, 0, 2, 7, 1, 1, 0, 3])
+        >>> [type(q(t)).__name__ for t in range(3)]
+        ['int', 'int', 'int']
     """
     length = check_step_counts(input_domain, input_metric)
     if not 1 <= length <= MAX_LEAVES:
         raise InvalidParameter(f"input_domain has size {length}: the stream length must be 1 … 2**24")
     chosen = check_str(estimator, "estimator", ESTIMATORS)
+    k = counter_branching(chosen, branching, length)
     noise = make_laplace(AtomDomain(int), AbsoluteDistance(), scale, rng=rng)
-    levels = counter_levels(length, chosen)
-    counter = OnlineCounter if chosen == "raw" else HonakerCounter
+    levels = kary_levels(length, k) if chosen == "kary" else counter_levels(length, chosen)
 
-    def run(data: Any) -> StepCounter[Any]:
-        return counter(data, length, noise.function)
-
+    f = noise.function
+    counters = {
+        "raw": lambda data: OnlineCounter(data, length, f),
+        "honaker": lambda data: HonakerCounter(data, length, f),
+        "kary": lambda data: KaryCounter(data, length, f, k),
+    }
+    run: Any = counters[chosen]
+    binary = "Chan–Shi–Song 2011 §3.4 Thm 3.5 (binary mechanism)"
+    sources = {
+        "raw": binary,
+        "honaker": binary + "; Honaker 2015 (upward pass)",
+        "kary": "Andersson–Pagh–Steiner–Torkamani 2025 Thm 1 (k-ary tree, negative digits)",
+    }
     return Measurement(
         input_domain,
         input_metric,
@@ -291,9 +377,9 @@ def make_online_counter(
                 ("levels", str(levels)),
                 ("scale", repr(scale)),
                 ("estimator", chosen),
+                *((("branching", str(k)),) if chosen == "kary" else ()),
             ),
-            source="Chan–Shi–Song 2011 §3.4 Thm 3.5 (binary mechanism)"
-            + ("; Honaker 2015 (upward pass)" if chosen == "honaker" else ""),
+            source=sources[chosen],
             interaction="interactive",
         ),
     )
