@@ -95,6 +95,10 @@ def test_privacy_map_is_the_brute_force_sensitivity() -> None:
             delta = max(depth[:length])
             assert max(depth) == delta  # no padded leaf lies deeper than a real step
             assert delta == levels
+            if k > 2 * length + 1:  # the same one-level tree as 2T + 1: refused by the constructor
+                with pytest.raises(InvalidParameter, match=r"branching=\d+ is beyond 2T \+ 1"):
+                    dp.m.make_online_counter(steps(length), L1, scale=3.0, estimator="kary", branching=k)
+                continue
             counter = dp.m.make_online_counter(steps(length), L1, scale=3.0, estimator="kary", branching=k)
             assert counter.map(1) == Fraction(delta, 3)
             assert counter.map(5) == Fraction(5 * delta, 3)
@@ -240,3 +244,12 @@ def test_rmse_at_1024() -> None:
         per_run.append(np.mean((np.array([q(t) for t in range(length)], dtype=np.float64) - truth) ** 2))
     error = float(np.std(per_run, ddof=1) / math.sqrt(runs))
     assert abs(float(np.mean(per_run)) - expected) <= 5 * error
+
+
+def test_the_internal_helpers_refuse_a_branching_without_balanced_digits() -> None:
+    """Found by review: kary_levels(T, 2) and balanced_digits(n, 1) looped forever."""
+    for k in (-1, 0, 1, 2, 4):
+        with pytest.raises(InvalidParameter, match="branching"):
+            kary_levels(10, k)
+        with pytest.raises(InvalidParameter, match="branching"):
+            balanced_digits(7, k)

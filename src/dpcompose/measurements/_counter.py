@@ -251,6 +251,12 @@ def counter_branching(estimator: str, branching: object, length: int) -> int:
             f"branching={short_repr(branching)} must be an odd integer ≥ 3 (the balanced digits −(k−1)/2 … "
             "(k−1)/2), or None for the best for T"
         )
+    if k > 2 * length + 1:
+        raise InvalidParameter(
+            f"branching={short_repr(branching)} is beyond 2T + 1 = {2 * length + 1}: every such k gives "
+            f"the same one-level tree (each step noised alone); pass at most {2 * length + 1}, or None for "
+            "the best for T"
+        )
     return k
 
 
@@ -288,8 +294,12 @@ def make_online_counter(
       p-sums, about ``k/4`` per level. The subtracted p-sums end after ``t``, but their steps cancel: the
       answer is the exact running count plus the signed noises (an ``int``), of variance ``σ²·Σ|digits|``.
       ``branching=None`` (default) takes the odd ``k`` with the least mean squared error over all prefixes
-      at a fixed ε for this ``T`` (13 at ``T = 1,024``, 33 at ``2**14``, 19 at ``2**24``). At ``T = 1,024``,
-      ε = 1 (``L = 3``, scale 3), the root-mean-square error over all prefixes is about 13.
+      at a fixed ε for this ``T`` when each noise's variance is about ``2·scale²`` (13 at ``T = 1,024``, 33
+      at ``2**14``, 19 at ``2**24``): that holds within 8 % for ``scale >= 1``, the usual regime (ε up to
+      a few at ``T >= 1,000``); at a smaller scale a larger ``k`` can have less error (pass it). At
+      ``T = 1,024``, ε = 1 (``L = 3``, scale 3), the root-mean-square error over all prefixes is about 13.
+      A step costs ``Σ|digits| <= L·(k − 1)/2`` operations; ``k`` is at most ``2T + 1`` (every larger
+      ``k`` gives the same one-level tree).
 
     Privacy map (charged at construction; proofs in the module docstrings): ``ε = d_in·L/scale`` under
     ``L1Distance`` on the per-step counts, ``L`` the most noised p-sums one step enters (one per tree

@@ -1,8 +1,10 @@
 """The k-ary tree with negative digits: the node layout, coefficients and variances of the online counter's
 ``estimator="kary"`` (the counter itself is :class:`dpcompose.measurements._counter.KaryCounter`).
 
-Andersson, Pagh, Steiner, Torkamani 2025, "Count on Your Elders: Laplace vs Gaussian Noise" (FORC 2025,
-LIPIcs.FORC.2025.10; arXiv 2408.07021), §3 and Theorem 1 (proved in §4 and Appendix B): for odd ``k``, a
+After Andersson, Pagh, Steiner, Torkamani 2025, "Count on Your Elders: Laplace vs Gaussian Noise" (FORC
+2025, LIPIcs.FORC.2025.10; arXiv 2408.07021), the mechanism of their §3, whose error their Theorem 1 states
+(the layout, the proofs and the constants below are this module's own and rest on no statement of the
+paper; the tests check them by enumeration): for odd ``k``, a
 ``k``-ary tree of Laplace-noised interval sums, each prefix written in base ``k`` with the balanced digits
 ``−h … h``, ``h = (k − 1)/2``; a negative digit *subtracts* nodes, so a prefix needs ``Σ|d_i|`` nodes, on
 average about ``k/4`` per level instead of the ``(k − 1)/2`` of the digits ``0 … k − 1``.
@@ -32,7 +34,16 @@ Privacy (proof). Whatever steps are asked, the transcript is a function of ``(y_
 sums. One step ``s`` enters ``Δ_s = #{v ∈ V : s ∈ v}`` of them, one per level at most, so ``R·x`` has L1
 sensitivity ``d·Δ``, ``Δ = max_s Δ_s ≤ L``, for input distance ``d`` (triangle inequality), and the loss
 is the discrete Laplace mechanism's at that sensitivity: ``ε = d·Δ/scale`` (Ghosh–Roughgarden–
-Sundararajan 2009). ``Δ = L`` exactly: step 0 lies in node ``(i, 0)`` of every level, which prefix
+Sundararajan 2009). That argument is for a stream fixed in advance; it holds as well when the analyst
+picks each step after seeing the answers before it (adaptive streams), by a coupling: if the two streams
+differ at step ``s`` by ``δ`` (``|δ| <= d``), shift the noise of every node ``v ∋ s`` by ``−δ``
+(``z'_v = z_v − δ``). Every answer ``a_n = Σ_v c_{n,v}·(s_v + z_v)`` is then unchanged: for ``n <= s``
+the shift enters with ``Σ_v c_{n,v}·1[s ∈ v] = 1[s < n] = 0``, so the answers before ``s`` are equal, the
+analyst's later choices are equal, and for ``n > s`` the shift cancels the change of ``s_v``. The shift is
+a bijection of the noises (it is fixed by ``s`` and ``δ``; the choices it depends on are those before
+``s``, which it leaves unchanged), and it moves at most ``Δ`` independent discrete Laplace noises by
+``|δ|`` each, so the probability of every transcript changes by a factor of at most
+``e^(d·Δ/scale)``. ``Δ = L`` exactly: step 0 lies in node ``(i, 0)`` of every level, which prefix
 ``n = k**i`` uses for ``i ≤ L − 2`` (``k**i ≤ (k**(L−1) + 1)/2 ≤ T`` as ``c_{L−1} < T``) and prefix
 ``n = (k**(L−1) + 1)/2 = k**(L−1) − c_{L−1} ≤ T`` uses for ``i = L − 1`` (digits ``1, −h, …, −h``). The
 map is ``ε = d·L/scale``, charged in full when the counter is created (noising every node of the ``L``
@@ -48,15 +59,17 @@ variance. Over a full period of ``k**L`` consecutive ``n`` each digit takes each
 the mean of ``|d_i|`` is ``h(h + 1)/k = (k² − 1)/(4k)``, so the mean squared error at ``scale = L/ε`` is
 about ``2·L²/ε²·L·(k² − 1)/(4k)`` (derived here from the digits), against ``2·L₂²/ε²·L₂/2``
 (``L₂ = log₂T``) for the binary mechanism: with ``L = log_k T``, ``ln³T/ε²`` times
-``(k² − 1)/(2k·ln³k)``, least at the paper's ``k = 19`` (``k = 21`` within 0.03%), a factor of about 8
-below the raw binary mechanism and 4 below Honaker's as ``T → ∞``. At finite ``T`` the best ``k`` depends
-on ``T`` through the rounding of ``L``: :func:`best_branching` picks it from the exact sum
+``(k² − 1)/(2k·ln³k)``, least at ``k = 19`` (the ``k`` the paper uses; ``k = 21`` within 0.03%), a
+factor of about 8 below the raw binary mechanism and 4 below Honaker's as ``T → ∞``. At finite ``T`` the
+best ``k`` depends on ``T`` through the rounding of ``L``: :func:`best_branching` picks it from the exact sum
 :func:`kary_weight_sum`.
 """
 
 from __future__ import annotations
 
 from math import isqrt
+
+from dpcompose.errors import InvalidParameter
 
 __all__ = [
     "balanced_digits",
@@ -68,9 +81,16 @@ __all__ = [
 ]
 
 
+def _check_odd(branching: int) -> None:
+    """Refuse a branching factor the balanced digits do not exist for (the loops would not end)."""
+    if branching < 3 or branching % 2 == 0:
+        raise InvalidParameter(f"branching={branching} must be an odd integer ≥ 3")
+
+
 def balanced_digits(n: int, branching: int) -> list[int]:
     """The digits ``d_0, d_1, …`` (lowest first, no trailing zeros) of ``n ≥ 0`` in base ``k = branching``
     (odd) with digits ``−h … h``, ``h = (k − 1)/2``: ``n = Σ d_i·k**i``."""
+    _check_odd(branching)
     h = (branching - 1) // 2
     digits = []
     while n:
@@ -83,6 +103,7 @@ def balanced_digits(n: int, branching: int) -> list[int]:
 def kary_levels(length: int, branching: int) -> int:
     """``L``: the least ``L ≥ 1`` with ``(k**L − 1)/2 ≥ T`` — the levels of the tree (every prefix
     ``n ≤ T`` has at most ``L`` balanced digits), and the sensitivity (module docstring)."""
+    _check_odd(branching)
     levels, reach = 1, (branching - 1) // 2
     while reach < length:
         levels, reach = levels + 1, reach * branching + (branching - 1) // 2
