@@ -17,10 +17,14 @@ ABS = dp.AbsoluteDistance()
 
 def test_curves_per_measure() -> None:
     lap = dp.m.make_laplace(INT, ABS, scale=2.0)
-    assert dp.privacy_curve(lap, 1, [1e-9, 0.1]) == [
-        (Fraction(1, 10**9), Fraction(1, 2)),
-        (Fraction(1, 10), Fraction(1, 2)),
-    ]
+    pair = lap.privacy_loss(1)
+    assert pair is not None
+    curve = dp.privacy_curve(lap, 1, [1e-9, 0.1])
+    assert [d for d, _ in curve] == [Fraction(1, 10**9), Fraction(1, 10)]
+    for delta, eps in curve:  # ε = 1/2 from the measure, below it from the pair where δ > 0
+        assert eps == min(Fraction(1, 2), pair.epsilon(delta))
+    assert Fraction(1, 2) - Fraction(1, 10**5) < curve[0][1] < Fraction(1, 2)  # δ = 1e-9: a hair below
+    assert curve[1][1] is not None and curve[1][1] < 0.33  # δ = 0.1 buys ε well below 1/2
     rr = dp.m.make_randomized_response_approx(
         dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), 1.0, Fraction(1, 10**4)
     )
@@ -30,7 +34,36 @@ def test_curves_per_measure() -> None:
     eps = [e for _, e in curve]
     assert all(e is not None for e in eps)
     assert eps == sorted(eps, reverse=True)  # ε falls as δ grows
-    assert curve[0][1] == dp.accounting.zcdp_to_approx(gauss.map(1), curve[0][0])
+    zcdp = dp.accounting.zcdp_to_approx(gauss.map(1), curve[0][0])
+    pair = gauss.privacy_loss(1)
+    assert pair is not None
+    assert curve[0][1] == min(zcdp, pair.epsilon(curve[0][0])) < zcdp  # the pair's curve is the tighter
+
+
+@pytest.mark.parametrize("scale", [0.5, 4.0, 30.0])
+def test_a_gaussian_curve_is_its_exact_curve_rounded_up(scale: float) -> None:
+    """The continuous Gaussian's curve, against Balle–Wang 2018 Thm 8 in 50-digit arithmetic: at each
+    reported ε the true δ(ε) is at most δ (never under-reported), and the reported ε is within 1e-6 of the
+    exact one (it was zCDP's conversion, several percent above, before the pair was read)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    mu = mpmath.mpf(1) / mpmath.mpf(scale)
+    phi = mpmath.ncdf
+
+    def delta_of(eps: Any) -> Any:
+        e = mpmath.mpf(eps)
+        return phi(mu / 2 - e / mu) - mpmath.exp(e) * phi(-mu / 2 - e / mu)
+
+    g = dp.m.make_gaussian(dp.AtomDomain(float), ABS, scale=scale)
+    for delta, eps in dp.privacy_curve(g, 1, [1e-12, 1e-6, 1e-3, 0.1]):
+        assert eps is not None
+        assert delta_of(eps) <= delta
+        lo, hi = mpmath.mpf(0), mpmath.mpf(200)  # δ(ε) falls in ε: bisect for δ(ε) = δ
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if delta_of(mid) > delta else (lo, mid)
+        exact = hi if delta_of(0) > delta else 0  # (δ(0) <= δ: ε = 0 is exact)
+        assert 0 <= eps - exact <= 1e-6 * max(1, exact), (delta, float(eps), float(exact))
 
 
 def test_bad_deltas_are_refused() -> None:
@@ -61,7 +94,8 @@ def test_plot_profile_draws_the_certified_points(monkeypatch: pytest.MonkeyPatch
     )
     dp.plot_profile(rr, 1, [1e-5, 1e-4, 1e-3])
     xs, ys = calls["xy"]
-    assert xs == [1e-4, 1e-3] and ys == [1.0, 1.0]  # no ε is certified at δ = 1e-5 < δ₀
+    assert xs == [1e-4, 1e-3]  # no ε is certified at δ = 1e-5 < δ₀
+    assert ys == [float(e) for _, e in dp.privacy_curve(rr, 1, [1e-4, 1e-3])] and ys[0] == 1.0 > ys[1]
     assert calls["set_xscale"] == ("log",)
 
 
@@ -96,7 +130,8 @@ def test_plot_profile_labels_each_curve(monkeypatch: pytest.MonkeyPatch) -> None
     assert dp.plot_profile(laplace, 1, [1e-6, 1e-3], ax=ax, label="mine") is ax
     dp.plot_profile(laplace, 1, [1e-6, 1e-3], ax=ax)
     assert [line.get_label() for line in ax.get_lines()] == ["mine", laplace.node.label()]
-    assert list(ax.get_lines()[0].get_ydata()) == [0.5, 0.5]
+    drawn = [float(e) for _, e in dp.privacy_curve(laplace, 1, [1e-6, 1e-3])]
+    assert list(ax.get_lines()[0].get_ydata()) == drawn and all(0.49 < y <= 0.5 for y in drawn)
     plt.close(fig)
     with pytest.raises(dp.InvalidParameter, match="label"):
         dp.plot_profile(laplace, 1, label=3)  # type: ignore[arg-type]

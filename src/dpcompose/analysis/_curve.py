@@ -33,13 +33,20 @@ def privacy_curve(
     * ``PureDP``: ε for every δ; ``ApproxDP`` (ε₀, δ₀): ε₀ for δ ≥ δ₀;
     * ``ZCDP``: Canonne–Kamath–Steinke 2020 (``accounting.zcdp_to_approx``);
     * ``RenyiDP``: Balle et al. 2020 Thm 21 over the default orders 1.25 … 256 (``renyi_to_approx``);
-    * ``ProfileDP``: the profile's own ε(δ) (``PrivacyProfile.epsilon``).
+    * ``ProfileDP``: the profile's own ε(δ) (``PrivacyProfile.epsilon``);
+
+    and, where the measurement knows its dominating pair at ``d_in``
+    (:meth:`~dpcompose.core.Measurement.privacy_loss`), the pair's certified ε(δ) too
+    (:meth:`~dpcompose.accounting.PrivacyLoss.epsilon`): each is an upper bound on the true ε(δ), so the
+    less of the two is reported (for a Gaussian, its own noise's privacy loss distribution rather than
+    zCDP's conversion: Canonne–Kamath–Steinke 2020 for the discrete one, Balle–Wang 2018 Thm 8 for the
+    continuous one).
 
     Examples:
         >>> import dpcompose as dp
         >>> g = dp.m.make_gaussian(dp.AtomDomain(int), dp.AbsoluteDistance(), scale=4.0)
         >>> [(str(d), dp.accounting.format_up(e)) for d, e in privacy_curve(g, 1, [1e-6, 1e-3])]
-        [('1/1000000', '1.14293'), ('1/1000', '0.688003')]
+        [('1/1000000', '1.06344'), ('1/1000', '0.58987')]
     """
     if not isinstance(measurement, Measurement):
         raise InvalidParameter(f"measurement={measurement!r} must be a Measurement")
@@ -49,9 +56,28 @@ def privacy_curve(
     cost = measurement.map(d_in)
     measure: Any = measurement.output_measure
     try:
-        return _curve(measure, cost, ds)
+        curve = _curve(measure, cost, ds)
     except InvalidParameter as exc:  # a cost beyond what the conversions handle: say which input did it
         raise InvalidParameter(f"d_in={d_in!r} gives a cost that cannot be turned into ε: {exc}") from None
+    pair = measurement.privacy_loss(d_in)
+    if pair is None:
+        return curve
+    return [(delta, _least(eps, _pair_epsilon(pair, delta))) for delta, eps in curve]
+
+
+def _pair_epsilon(pair: Any, delta: Fraction) -> Fraction | None:
+    """The pair's certified ε at ``delta``, or None where it certifies none (below its mass at +∞)."""
+    try:
+        eps: Fraction = pair.epsilon(delta)
+    except InvalidParameter:
+        return None
+    return eps
+
+
+def _least(a: Fraction | None, b: Fraction | None) -> Fraction | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def _curve(measure: Any, cost: Any, ds: list[Fraction]) -> list[tuple[Fraction, Fraction | None]]:
