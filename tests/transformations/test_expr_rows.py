@@ -266,8 +266,8 @@ def test_regression_by_sufficient_statistics_end_to_end() -> None:
     data = np.column_stack([x, y])
     raw = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float, nan=True), size=3), size=n)
     clipped = [pl.col(name).clip(-1.0, 1.0) for name in ("x1", "x2", "y")]
-    rows = dp.t.make_map_exprs(raw, SYM, ["x1", "x2", "y"], clipped)
-    sscp = rows >> dp.t.make_sscp(rows.output_domain, SYM, intercept=True)
+    rows = dp.t.make_map_exprs(raw, CHG, ["x1", "x2", "y"], clipped)
+    sscp = rows >> dp.t.make_sscp(rows.output_domain, CHG, intercept=True)
     noisy = sscp >> dp.m.make_gaussian(
         sscp.output_domain, sscp.output_metric, scale=50.0, rng=np.random.default_rng(3)
     )  # seeded: the solve's tolerance is a few noise standard deviations, not a sure bound

@@ -159,7 +159,10 @@ def test_resize_change_one_stability_by_brute_force() -> None:
 def test_resize_map_on_sized_input_and_caps() -> None:
     sized = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=5)
     t = dp.t.make_resize(sized, SYM, size=3, constant=0.0)
-    assert [t.map(d) for d in (0, 1, 2, 3, 4, 100)] == [0, 0, 2, 2, 4, 6]
+    assert [t.map(d) for d in (0, 2, 4, 100)] == [0, 2, 4, 6]
+    for odd in (1, 3):  # the sized input holds no two datasets an odd distance apart
+        with pytest.raises(dp.InvalidParameter, match="odd"):
+            t.map(odd)
     u = dp.t.make_resize(dp.VectorDomain(dp.AtomDomain(float)), SYM, size=3, constant=0.0)
     assert [u.map(d) for d in (0, 1, 2, 5)] == [0, 2, 4, 6]
     c = dp.t.make_resize(dp.VectorDomain(dp.AtomDomain(float)), CHG, size=3, constant=0.0)
@@ -304,10 +307,12 @@ def test_mean_stability_by_brute_force(
     worst_one = Fraction(0)
     for x, y, k in _pairs_by_changes(grid, n):
         got = abs(Fraction(t_chg(x)) - Fraction(t_chg(y)))
-        assert got <= t_chg.map(k) and got <= t_sym.map(2 * k) and t_sym.map(2 * k + 1) == t_sym.map(2 * k)
+        assert got <= t_chg.map(k) and got <= t_sym.map(2 * k)
         if k == 1:
             worst_one = max(worst_one, abs(_exact_mean(x) - _exact_mean(y)))
     assert worst_one == width / n  # the textbook sensitivity is attained (grids hold both bounds)
+    with pytest.raises(dp.InvalidParameter, match="odd"):  # no two members of the sized domain are 1 apart
+        t_sym.map(1)
     slack = t_chg.map(1) - width / n
     assert 0 < slack <= 2 * mean_error_bound(carrier, Fraction(bounds[0]), Fraction(bounds[1]))
     assert t_chg.map(0) == 0 and t_chg.map(10 * n) == width + slack  # capped at the range
@@ -399,7 +404,9 @@ def test_variance_stability_by_brute_force(
     for k in range(1, n + 1):
         assert t_chg.map(k) == min(k * one_change, v_max) + slack
         assert worst.get(k, Fraction(0)) <= t_chg.map(k) - slack  # the exact bound alone holds too
-    assert t_chg.map(0) == 0 and t_sym.map(1) == 0
+    assert t_chg.map(0) == 0 and t_sym.map(0) == 0
+    with pytest.raises(dp.InvalidParameter, match="odd"):  # no two members of the sized domain are 1 apart
+        t_sym.map(1)
 
 
 def test_variance_sensitivity_formula_by_exhaustive_search() -> None:

@@ -244,7 +244,7 @@ def test_vector_mean_pipeline_with_gaussian_noise() -> None:
     noisy = total >> dp.m.make_gaussian(total.output_domain, total.output_metric, 1.0)
     release = noisy(data)
     assert release.shape == (d,)
-    assert noisy.map(1) >= Fraction(2) ** 2 / 2  # at least (Δ/σ)²/2 with Δ = 2
+    assert noisy.map(2) >= Fraction(4) ** 2 / 2  # one row changed (d_in = 2): at least (Δ/σ)²/2, Δ = 2·2
     exact = clip(data).sum(axis=0)
     assert np.abs(release - exact).max() < 10
 

@@ -55,7 +55,7 @@ from dpcompose.core import (
     RenyiCurve,
     RenyiDP,
 )
-from dpcompose.core._metrics import check_space
+from dpcompose.core._metrics import check_space, refuse_odd_sized
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import (
     BudgetExceeded,
@@ -106,6 +106,7 @@ def check_accountant_args(
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
     d_in_exact = input_metric.validate(d_in)
+    refuse_odd_sized(input_domain, input_metric, d_in_exact)
     if ledger is not None and not isinstance(ledger, Ledger):
         raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
     return d_in_exact

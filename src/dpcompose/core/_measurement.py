@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar, overload
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
-from dpcompose.core._metrics import Metric, check_space
+from dpcompose.core._metrics import Metric, check_space, refuse_odd_sized
 from dpcompose.core._node import Node
 from dpcompose.core._recipe import Call, Chain, record_chain, recorded
 from dpcompose.core._stages import compose
@@ -123,8 +123,11 @@ class Transformation(Generic[TI, TO, DI, D2]):
         return self.function(data)
 
     def map(self, d_in: DI) -> D2:
-        """An upper bound on the output distance when inputs are ``d_in`` apart."""
-        return self.stability_map(self.input_metric.validate(d_in))
+        """An upper bound on the output distance when inputs are ``d_in`` apart (an odd ``d_in`` on a
+        sized dataset domain under ``SymmetricDistance`` is refused: :func:`refuse_odd_sized`)."""
+        d = self.input_metric.validate(d_in)
+        refuse_odd_sized(self.input_domain, self.input_metric, d)
+        return self.stability_map(d)
 
     @overload
     def __rshift__(self, other: Transformation[TO, T2, D2, D3]) -> Transformation[TI, T2, DI, D3]: ...
@@ -192,6 +195,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
             PrivacyLoss(randomized_response(ε=1, k=2))
         """
         d = self.input_metric.validate(d_in)
+        refuse_odd_sized(self.input_domain, self.input_metric, d)
         return None if self.loss is None else self.loss(d)
 
     def __call__(self, data: TI) -> TO:
@@ -201,8 +205,11 @@ class Measurement(Generic[TI, TO, DI, DO]):
         return self.function(data)
 
     def map(self, d_in: DI) -> DO:
-        """An upper bound on the privacy loss between inputs ``d_in`` apart."""
-        return self.privacy_map(self.input_metric.validate(d_in))
+        """An upper bound on the privacy loss between inputs ``d_in`` apart (an odd ``d_in`` on a sized
+        dataset domain under ``SymmetricDistance`` is refused: :func:`refuse_odd_sized`)."""
+        d = self.input_metric.validate(d_in)
+        refuse_odd_sized(self.input_domain, self.input_metric, d)
+        return self.privacy_map(d)
 
     def check(self, d_in: DI, d_out: object) -> bool:
         """Whether ``map(d_in)`` is within the budget ``d_out`` (read as the decimal it prints as)."""

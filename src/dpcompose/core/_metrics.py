@@ -50,6 +50,7 @@ __all__ = [
     "SymmetricIdDistance",
     "check_space",
     "refuse_identifier_metric",
+    "refuse_odd_sized",
     "refuse_table_domain",
 ]
 
@@ -431,3 +432,43 @@ class L01InfDistance(Metric):
     def check_domain(self, domain: Domain, name: str = "input_domain") -> None:
         if not (isinstance(domain, MapDomain) and _is_numeric_atom(domain.value_domain)):
             raise DomainMismatch(f"{self!r} needs a MapDomain with numeric values, not {name}={domain!r}")
+
+
+def refuse_odd_sized(domain: object, metric: object, d: object, name: str = "d_in") -> None:
+    """Refuse an odd add/remove distance ``d`` between datasets of one fixed size.
+
+    Two datasets of the same size are an even ``SymmetricDistance`` apart (replacing one record removes
+    one and adds one: distance 2), so on a ``VectorDomain(..., size=n)`` a map at an odd ``d_in`` speaks of
+    neighbours the domain cannot hold: a mean's map at ``d_in = 1`` is 0, true but vacuous, and a privacy
+    filter charging it would admit every query. Such a request is refused instead of answered.
+
+    Raises:
+        InvalidParameter: ``metric`` is ``SymmetricDistance()``, ``domain`` a sized ``VectorDomain`` and
+            ``d`` an odd whole number; the message names ``name`` and the two fixes (``d_in = 2`` per
+            changed record, or ``ChangeOneDistance()``).
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> sized = dp.VectorDomain(dp.AtomDomain(float, bounds=(0.0, 1.0)), size=100)
+        >>> refuse_odd_sized(sized, dp.SymmetricDistance(), 2)  # one record changed: fine
+        >>> from dpcompose.errors import InvalidParameter
+        >>> try:
+        ...     refuse_odd_sized(sized, dp.SymmetricDistance(), 1)
+        ... except InvalidParameter as e:
+        ...     print(str(e)[:48])
+        d_in=1 is odd, but the input domain holds datase
+    """
+    if (
+        type(metric) is SymmetricDistance
+        and isinstance(domain, VectorDomain)
+        and domain.size is not None
+        and type(d) is int
+        and d % 2 == 1
+    ):
+        raise InvalidParameter(
+            f"{name}={d} is odd, but the input domain holds datasets of one fixed size (size={domain.size}): "
+            f"under SymmetricDistance() two of them are an even distance apart (one record changed is "
+            f"{name}=2), so nothing in the domain is {d} apart and any bound there would be vacuous. Ask for "
+            f"{name}=2 per changed record ({name}={d + 1} bounds every pair up to {d} apart), or build on "
+            f"ChangeOneDistance() ({name}=1 per changed record)"
+        )

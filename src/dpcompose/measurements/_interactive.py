@@ -70,8 +70,9 @@ def _check_query(
     The privacy maps need ``|q(x) - q(x')| <= m`` for datasets ``m`` apart. ``q.map(1) <= 1`` gives it along
     a path of ``m`` neighbours, which stays in the domain for ``ChangeOneDistance`` and for
     ``SymmetricDistance`` on datasets of any size. On a *fixed-size* domain under ``SymmetricDistance``,
-    neighbours are 2 apart (one record changed) and ``map(1)`` speaks only of identical datasets, so
-    ``q.map(2) <= 2`` is required as well (a path of ``⌊m/2⌋`` changes then gives ``<= m``).
+    neighbours are 2 apart (one record changed), ``map(1)`` is refused (it would speak only of identical
+    datasets: :func:`~dpcompose.core._metrics.refuse_odd_sized`), and ``q.map(2) <= 2`` is required instead
+    (every two members are an even ``m`` apart: a path of ``m/2`` changes then gives ``<= m``).
     """
     if not isinstance(query, Transformation):
         raise InvalidParameter(
@@ -90,7 +91,7 @@ def _check_query(
         and isinstance(query.output_metric, AbsoluteDistance)
     ):
         raise DomainMismatch(f"query {query.node.label()} must output a number under AbsoluteDistance()")
-    steps = (1, 2) if _sized_symmetric(input_domain, input_metric) else (1,)
+    steps = (2,) if _sized_symmetric(input_domain, input_metric) else (1,)
     for d in steps:
         sensitivity = query.map(d)
         if sensitivity > d:
