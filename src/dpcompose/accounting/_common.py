@@ -37,7 +37,9 @@ ONE = Fraction(1)
 
 def as_sequence(values: object, name: str) -> Sequence[object]:
     """``values`` as a non-empty sequence (a bare number or a string is refused)."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+    if isinstance(values, (str, bytes)):  # (list() would read it as a sequence of one-character strings)
+        raise InvalidParameter(f"{name}={values!r} must be a sequence of numbers")
+    if not isinstance(values, Sequence):
         try:
             values = list(values)  # type: ignore[call-overload]
         except TypeError:

@@ -373,7 +373,7 @@ def _plot(total: PrivacyLoss, path: str) -> None:
         raise InvalidParameter("--plot needs matplotlib: pip install 'dpcompose[plot]'") from None
     top = max(total.span(), 1e-3)
     xs = [top * i / 200 for i in range(201)]
-    ys = [float(total.delta(x)) for x in xs]
+    ys = [float(d) for d in total.deltas(xs)]  # (one curve: each PLD read once for all 201 points)
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.semilogy(xs, [max(y, 1e-300) for y in ys])
     ax.set_xlabel("ε")

@@ -604,3 +604,31 @@ def test_tilted_lower_bound_at_the_top_atom_is_not_swamped_by_the_noise_below() 
         for eps in (3.749, 3.7499999):  # (the untilted noise at labels ≈ 1.75 is ~5e9: it read 0 at both)
             exact = exact_delta(atoms, inf, eps)
             assert exact * (1 - 1e-3) <= mp(tilted.delta_lo(eps)) <= exact, eps
+
+
+def test_terms_that_underflowed_are_summed_as_zeros_without_the_arrays() -> None:
+    """From ``live_end`` on, every term of ``Tilted.delta_up`` is +0.0 (the mass times its factor
+    underflowed), and it takes the sums of zeros without the arrays: the same floats as summing them."""
+    checked = 0
+    for pld in (
+        pld_randomized_response(1.0, step_bits=6).self_compose(3000),
+        pld_laplace(1, 1, step_bits=8).self_compose(2000),
+    ):
+        for eps in (1500.0, 2500.0, 2900.0, 2990.0, 1999.0):
+            pld.delta(eps)
+        recipe = pld.recipe
+        assert isinstance(recipe, Recipe)
+        for t in recipe.cache.values():
+            if t is None or t.live_end >= t.end:
+                continue
+            h = pld.step
+            for i in sorted({t.live_end, (t.live_end + t.end) // 2, t.end - 1}):
+                for eps in ((t.offset + i - 1) * h, (t.offset + i - 0.5) * h):  # first index read: i
+                    fast = t.delta_up(eps)
+                    t.__dict__["live_end"], kept = t.end, t.live_end  # (the arrays summed)
+                    try:
+                        assert t.delta_up(eps) == fast
+                    finally:
+                        t.__dict__["live_end"] = kept
+                    checked += 1
+    assert checked >= 12

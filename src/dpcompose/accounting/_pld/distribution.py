@@ -73,7 +73,7 @@ import numpy.typing as npt
 
 from dpcompose._validation import check_finite_nonnegative, check_positive_int
 from dpcompose.accounting import _pld_memory as memory
-from dpcompose.accounting._common import probability
+from dpcompose.accounting._common import epsilon_list, probability
 from dpcompose.accounting._exact import Number, exact
 from dpcompose.accounting._pld.buckets import Buckets, bucket_of, build_sides, gaussian_buckets
 from dpcompose.accounting._pld.floats import (
@@ -545,6 +545,29 @@ class PLD:
         eps = exact(check_finite_nonnegative(epsilon, "epsilon"), "epsilon")
         with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
             return self.reading.delta_up(self, eps)
+
+    def deltas(self, epsilons: Sequence[Number]) -> tuple[Fraction, ...]:
+        """:meth:`delta` at each ε of ``epsilons``, the same values, read as one curve: each distinct ε once,
+        in increasing order (a long composition reads the ε that share a tilted composite one after the
+        other), and an asymmetric pair reads each order's curve at once (``orders.screened_many``). The
+        bounds are :meth:`delta`'s (Sommer–Meiser–Mohammadi 2019, Thm 1, on the pessimistic pair of
+        Doroshenko et al. 2022; Zhu–Dong–Wang 2022, Thm 10).
+
+        Raises:
+            InvalidParameter: ``epsilons`` is not a non-empty sequence, or an ε is negative, NaN or
+                infinite (``epsilons[i]`` named; nothing is read).
+
+        Examples:
+            >>> from dpcompose.accounting import pld_laplace
+            >>> pld = pld_laplace(1, 10).self_compose(100)
+            >>> pld.deltas([1, 2, 1]) == (pld.delta(1), pld.delta(2), pld.delta(1))
+            True
+        """
+        eps = epsilon_list(epsilons)
+        points = sorted(set(eps))
+        with memory.refuse_out_of_memory(_READING, memory.SMALLER_BITS):
+            read = dict(zip(points, self.reading.deltas_up(self, points), strict=True))
+        return tuple(read[e] for e in eps)
 
     def epsilon_bounds(self, delta: Number) -> tuple[Fraction, Fraction]:
         """``(lower, upper)``: certified bounds on the least ε ≥ 0 with δ(ε) ≤ ``delta``.

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
@@ -16,6 +16,7 @@ from dpcompose.accounting._pld.side import SCREEN_BITS, Side, coarse_side
 from dpcompose.errors import InvalidParameter
 
 _W = TypeVar("_W")
+_X = TypeVar("_X")
 
 
 def orders_in_parallel(one: Recipe | None, rev: Recipe | None) -> bool:
@@ -98,6 +99,52 @@ def screened_orders(orders: Orders[_W], read: Callable[[_W], Fraction]) -> tuple
     if screen and screen[0] <= first:
         return first, screen[0]
     return first, read(rev)
+
+
+def screened_many(
+    orders: Orders[_W], points: Sequence[_X], read: Callable[[_W, Sequence[_X]], list[Fraction]]
+) -> list[Fraction]:
+    """``max(screened_orders(orders, lambda w: read(w, [x])[0]))`` at each of the ``points``, the same values,
+    with each order's curve read in one call (``read``: an order's upper ends at the points given).
+
+    As :func:`screened_orders` does at one point: the first order is read in this thread while the other
+    reads the reverse order's screening twin, point by point where the twin refuses one (its value is then
+    not used there), or reads the reverse order in full where it has no twin; the reverse order is read in
+    full only at the points where its twin's value is above the first order's, or where the twin refused.
+    With the speed devices off, or for short compositions, both orders at every point, one after the
+    other."""
+    one, rev = orders.one, orders.rev
+    one_recipe = orders.recipe_of(one)
+    if not speedups_on() or not orders_in_parallel(one_recipe, orders.recipe_of(rev)):
+        return [max(a, b) for a, b in zip(read(one, points), read(rev, points), strict=True)]
+    screen: list[Fraction | None] = []  # the twin's value at each point (None: refused there)
+
+    def second() -> list[Fraction]:  # the reverse order's values where it has no twin, else [] (screen)
+        assert one_recipe is not None
+        one_recipe.items  # noqa: B018  (the first order's children first: see screened_orders)
+        twin = orders.twin(rev)
+        if twin is None:
+            return read(rev, points)
+        try:
+            screen.extend(read(twin, points))
+        except InvalidParameter:  # (refused somewhere: point by point, as screened_orders reads it)
+            for x in points:
+                try:
+                    screen.append(read(twin, [x])[0])
+                except InvalidParameter:
+                    screen.append(None)
+        return []
+
+    first, full = in_parallel(lambda: read(one, points), second)
+    if full:
+        return [max(a, b) for a, b in zip(first, full, strict=True)]
+    out = list(first)
+    need = [i for i, (a, s) in enumerate(zip(first, screen, strict=True)) if s is None or s > a]
+    if need:
+        again = read(rev, [points[i] for i in need])
+        for i, b in zip(need, again, strict=True):
+            out[i] = max(out[i], b)
+    return out
 
 
 def both_ways(

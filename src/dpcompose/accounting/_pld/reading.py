@@ -16,12 +16,13 @@ record's (:class:`Record`); the sides, each built on first use, are a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from dpcompose.accounting._gaussian import gaussian_delta, gaussian_delta_lower, gaussian_epsilon
 from dpcompose.accounting._pld.lazy import Sides
-from dpcompose.accounting._pld.orders import Orders, both_ways, screened_orders
+from dpcompose.accounting._pld.orders import Orders, both_ways, screened_many, screened_orders
 from dpcompose.accounting._pld.recipe import Recipe
 from dpcompose.accounting._pld.side import Side
 from dpcompose.errors import InvalidParameter
@@ -125,6 +126,11 @@ class OrderReading:
         if Fraction(e_dn) > eps:
             e_dn = math.nextafter(e_dn, -math.inf)
         return Fraction(p.delta_float(e_dn))
+
+    def deltas_up(self, p: Record, epsilons: Sequence[Fraction]) -> list[Fraction]:
+        """:meth:`delta_up` at each of these exact ε (distinct, increasing), the same values
+        (``PLD.deltas``)."""
+        return [self.delta_up(p, eps) for eps in epsilons]
 
     def delta_float(self, p: Record, e_dn: float) -> float:
         """``PLD.delta_float``."""
@@ -335,6 +341,9 @@ class _Delegating(Generic[_P]):
     def delta_up(self, p: _P, eps: Fraction) -> Fraction:
         return self.inner.delta_up(p, eps)
 
+    def deltas_up(self, p: _P, epsilons: Sequence[Fraction]) -> list[Fraction]:
+        return self.inner.deltas_up(p, epsilons)
+
     def delta_float(self, p: _P, e_dn: float) -> float:
         return self.inner.delta_float(p, e_dn)
 
@@ -391,6 +400,11 @@ class PairReading(_Delegating[_P]):
     def delta_up(self, p: _P, eps: Fraction) -> Fraction:
         """The larger of the two orders' (:func:`screened_orders`)."""
         return max(screened_orders(p.orders(), lambda w: w.reading.delta_up(w, eps)))
+
+    def deltas_up(self, p: _P, epsilons: Sequence[Fraction]) -> list[Fraction]:
+        """:meth:`delta_up` at each ε (distinct, increasing), the same values: each order's curve read at once
+        (:func:`screened_many`)."""
+        return screened_many(p.orders(), epsilons, lambda w, es: w.reading.deltas_up(w, es))
 
     def epsilon_up(self, p: _P, dq: Fraction, shown: object) -> Fraction:
         """The larger of the two orders' (:func:`screened_orders`)."""
