@@ -386,8 +386,8 @@ def make_adaptive_sequential(
 
     Either way a refused query raises :class:`BudgetExceeded` naming both sides (for pairs also the
     offered part no declared part dominates, and the field that is larger, with both values); it runs
-    nothing, spends nothing, and the compositor stays usable. Interactive answers are closed when a later query is made
-    (sequential interaction).
+    nothing, spends nothing, and the compositor stays usable. Interactive answers are closed when a later
+    query is made (sequential interaction).
 
     Args:
         d_mids: the budgets, one per step, in the output measure's units or as PrivacyLoss values; or one
