@@ -10,6 +10,7 @@ used on purpose: there the ripple η is large (up to 0.4) and the enumeration sh
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from fractions import Fraction
@@ -23,6 +24,7 @@ from dpcompose.accounting import PrivacyLoss
 from dpcompose.accounting._exact import sqrt_up_q
 from dpcompose.accounting._vector_pairs import (
     MAX_INFLATION,
+    PI2_DOWN,
     RIPPLE_TARGETS,
     vector_discrete_gaussian_loss,
     vector_discrete_laplace_loss,
@@ -198,6 +200,65 @@ def test_the_chosen_pair_at_the_float_grids_scale() -> None:
     assert small is not None
     small_mu = {p.kind: p for p, _ in small.parts}["gaussian"].params[0]
     assert isinstance(small_mu, Fraction) and small_mu <= Fraction(3, 60) * (1 + MAX_INFLATION)
+
+
+def _parts(pair: PrivacyLoss | None) -> tuple[Fraction, Fraction] | None:
+    """(μ′, η) of a reported vector pair, or None."""
+    if pair is None:
+        return None
+    kinds = {p.kind: p for p, _ in pair.parts}
+    mu, eta = kinds["gaussian"].params[0], kinds["approx"].params[1]
+    assert isinstance(mu, Fraction) and isinstance(eta, Fraction)
+    return mu, eta
+
+
+def _ripple(shift: Fraction, s: Fraction, dims: int, target: Fraction) -> Fraction:
+    """The proven ripple bound at the τ² that vector_discrete_gaussian_loss uses for ``target``."""
+    need = Fraction((math.log(4 * dims) + math.log(float(1 / target)) + 1) / (2 * float(PI2_DOWN)))
+    tau2 = Fraction(math.ceil(s * s * need / (s * s - need) * 2**10), 2**10)
+    return vector_gaussian_bound(shift, s, dims, tau2)[1]
+
+
+def test_the_reported_eta_is_the_target_and_bounds_the_ripple() -> None:
+    """η is the first target that fits, never below the proven ripple bound at the τ² used (which is
+    about target/e), and μ′ stays within MAX_INFLATION of D/s."""
+    for s, dims in [(Fraction(2**20), 3), (Fraction(2**20 + 12345), 10**6), (Fraction(60), 9)]:
+        shift = 3 * s / 2
+        got = _parts(vector_discrete_gaussian_loss(shift, s, dims))
+        assert got is not None
+        mu, eta = got
+        assert eta in RIPPLE_TARGETS
+        assert _ripple(shift, s, dims, eta) <= eta
+        assert shift / s <= mu <= shift / s * (1 + MAX_INFLATION)
+    ripple = _ripple(Fraction(2**20), Fraction(2**20), 3, RIPPLE_TARGETS[0])
+    assert RIPPLE_TARGETS[0] / 3 < ripple <= RIPPLE_TARGETS[0]  # about target/e
+
+
+def test_more_noise_never_reports_a_larger_eta() -> None:
+    """The pair of a step with more noise never has a larger η: the pair budgets of
+    make_adaptive_sequential compare η part by part. In grid units (σ_g = ⌈σ/g⌉, the grid g doubling at
+    each power of two of σ) more noise can mean a *smaller* s — σ = 2 is s = 2**20, σ = 1.1 is
+    s ≈ 1.1·2**20 — and the ripple bound is then larger (2.8789783848e-31 against 2.8789783847e-31 at
+    three coordinates), which is why the target is reported; the target is the same at every s on the float
+    grid, and where it moves (small s) it never rises with s nor falls as dims rises."""
+    shift = Fraction(2**21)
+    assert _ripple(shift, Fraction(2**20), 3, RIPPLE_TARGETS[0]) > _ripple(
+        shift, Fraction(math.ceil(1.1 * 2**20)), 3, RIPPLE_TARGETS[0]
+    )
+    for s in [Fraction(2**20 + k * 26_171) for k in range(41)]:  # the float grid's s, 2**20 to 2**21
+        got = _parts(vector_discrete_gaussian_loss(shift, s, 3))
+        assert got is not None and got[1] == RIPPLE_TARGETS[0]
+    for dims in (1, 4, 9, 30):
+        etas = [
+            _parts(vector_discrete_gaussian_loss(Fraction(3), Fraction(s, 4), dims)) for s in range(80, 400)
+        ]
+        seen = [e[1] if e is not None else Fraction(2) for e in etas]  # (None: no pair, above every η)
+        assert all(b <= a for a, b in itertools.pairwise(seen)), dims
+        assert len(set(seen)) >= 3, dims  # the scan crosses the targets
+    for s in (Fraction(40), Fraction(55), Fraction(90)):
+        by_dims = [_parts(vector_discrete_gaussian_loss(Fraction(3), s, d)) for d in range(1, 60)]
+        seen = [e[1] if e is not None else Fraction(2) for e in by_dims]
+        assert all(b >= a for a, b in itertools.pairwise(seen)), s
 
 
 def test_the_number_of_moved_coordinates() -> None:

@@ -268,6 +268,26 @@ def test_queries_without_a_renyi_curve_are_refused_and_charge_nothing() -> None:
     assert q.spent() == spent and spy.runs == runs and q.queries_charged == 1
 
 
+def test_a_refused_step_is_told_the_fix_for_its_case() -> None:
+    """The documented DP-SGD step (a float vector Gaussian, Poisson-subsampled) at accounting="auto" is a
+    ProfileDP query whose pair carries the (0, η) flag: the fix is accounting="renyi", not Poisson
+    sampling (it is Poisson already); a flagged pair without subsampling is told to cast."""
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=3))
+    clipped = dp.t.make_clip_l2(rows, SYM, norm=1.0)
+    total = clipped >> dp.t.make_vector_sum(clipped.output_domain, SYM, max_size=100)
+    noisy = total >> dp.m.make_gaussian(total.output_domain, total.output_metric, scale=2.0)
+    q = dp.make_odometer(rows, SYM, dp.RenyiDP(), d_in=1, delta=DELTA)(np.ones((20, 3)))
+    with pytest.raises(dp.DomainMismatch, match=r"\(0, η\) flag.*accounting='renyi'") as info:
+        q(dp.make_subsample(noisy, 0.05))
+    assert "method='poisson'" not in str(info.value)
+    with pytest.raises(dp.DomainMismatch, match=r"make_zcdp_to_renyi") as info:
+        q(dp.make_zcdp_to_profile(noisy))
+    assert "accounting='renyi'" not in str(info.value)
+    assert q.queries_charged == 0
+    q(dp.make_subsample(noisy, 0.05, accounting="renyi"))  # the fix named
+    assert q.queries_charged == 1
+
+
 def test_a_failing_map_charges_nothing() -> None:
     def bad_map(d: Any) -> Any:
         raise ValueError("boom")

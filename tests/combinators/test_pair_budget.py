@@ -250,11 +250,75 @@ def test_dp_sgd_shaped_adaptive_run() -> None:
     comp = dp.make_adaptive_sequential(VEC, SYM, dp.ApproxDP(), 1, declared, steps=1, delta=1e-5)
     q = comp(data)
     refused: list[int] = []
-    with pytest.raises(dp.BudgetExceeded, match="sampling rate is larger"):
+    with pytest.raises(dp.BudgetExceeded, match="sampling rate q = 0.1 is larger than the declared q = 0.05"):
         q(step(theta, refused, rate=0.1))
     assert refused == [] and q.budgets_used == 0
     q(step(theta, refused, rate=0.01))  # a lower rate is dominated
     assert len(refused) == 1
+
+
+def _vector_step(sigma: float, q: float = 0.02, clip: float = 1.0) -> Any:
+    """docs/training.md's DP-SGD step on 3 features (the gradient at θ = 0): a float vector sum, so its
+    pair carries the (0, η) flag of vector_gaussian_bound beside the subsampled Gaussian."""
+    d = 3
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=d + 1))
+
+    def gradient(r: Any) -> Any:
+        x, label = np.asarray(r[:-1]), r[-1]
+        return (0.5 - label) * x
+
+    grads = dp.t.make_map_rows(
+        rows, SYM, gradient, dp.VectorDomain(dp.AtomDomain(float), size=d), default=np.zeros(d)
+    )
+    clipped = grads >> dp.t.make_clip_l2(grads.output_domain, SYM, norm=clip)
+    total = clipped >> dp.t.make_vector_sum(clipped.output_domain, SYM, max_size=1000)
+    noisy = total >> dp.m.make_gaussian(total.output_domain, total.output_metric, scale=sigma * clip)
+    return dp.make_subsample(noisy, q)
+
+
+def test_a_vector_step_with_more_noise_is_admitted() -> None:
+    """The user audit's scan: declared at σ = 1.1, every σ from 1.1 to 4.05 is admitted (σ = 2.0–2.15 and
+    4.0–4.05 were refused when the step's η was the raw ripple bound, not monotone in σ); less noise and a
+    higher rate are refused, the message naming the part and the field."""
+    declared = _vector_step(1.1).privacy_loss(1)
+    assert {p.kind for p, _ in declared.parts} == {"approx", "subsampled"}
+    for i in range(60):
+        sigma = round(1.1 + 0.05 * i, 2)
+        offered = _vector_step(sigma).privacy_loss(1)
+        assert domination_gap(offered, declared) is None, sigma
+    rows = dp.VectorDomain(dp.VectorDomain(dp.AtomDomain(float), size=4))
+    data = np.column_stack([np.ones((50, 3)), np.zeros(50)])
+    comp = dp.make_adaptive_sequential(rows, SYM, dp.ApproxDP(), 1, declared, steps=3, delta=1e-5)
+    q = comp(data)
+    q(_vector_step(2.0))
+    less = (
+        re.escape("its part subsampled(gaussian(Δ=1.0")
+        + r".*"
+        + re.escape("is dominated by no declared part")
+    )
+    with pytest.raises(dp.BudgetExceeded, match=less + r".*its Δ/scale = 1\.0.* is larger than the declared"):
+        q(_vector_step(1.0))
+    with pytest.raises(
+        dp.BudgetExceeded, match=r"its sampling rate q = 0\.05 is larger than the declared q = 0\.02"
+    ):
+        q(_vector_step(1.1, q=0.05))
+    assert q.budgets_used == 1
+
+
+def test_refusals_name_the_part_and_the_field() -> None:
+    assert domination_gap(A(1, 1e-6), A(1, 1e-7)) == "its δ = 1e-06 is larger than the declared δ = 1e-07"
+    assert domination_gap(A(2, 0), A(1, 1e-7)) == "its ε = 2.0 is larger than the declared ε = 1.0"
+    assert domination_gap(DL(2, 2), DL(2, 3)) == "its scale t = 2.0 is smaller than the declared t = 3.0"
+    assert domination_gap(RR(1, 2), RR(1, 3)) == "its k = 2.0 is smaller than the declared k = 3.0"
+    gap = domination_gap(C([G(1, 2), A(0, 1e-9)]), C([G(1, 2), A(0, 1e-10)]))
+    assert gap is not None and gap.startswith(
+        "its part approx(ε=0, δ=1e-09) is dominated by no declared part"
+    )
+    assert "against approx(ε=0, δ=1e-10): its δ = 1e-09 is larger than the declared δ = 1e-10" in gap
+    gap = domination_gap(C([G(1, 2)] * 2), C([G(1, 2), G(1, 1)]))
+    assert gap is None
+    gap = domination_gap(C([G(1, 1)] * 2), C([G(1, 1), G(1, 2)]))
+    assert gap is not None and "(× 2) is dominated only by declared parts (1 × gaussian" in gap
 
 
 def test_same_query_object_asks_its_pair_once() -> None:

@@ -42,10 +42,10 @@ PI2_DOWN = Fraction(98696044010893, 10**13)
 
 RIPPLE_TARGETS = (Fraction(1, 2**100), Fraction(1, 2**80), Fraction(1, 2**64))
 """The η tried, least first, by :func:`vector_discrete_gaussian_loss`: the first whose μ inflation is within
-:data:`MAX_INFLATION` is used."""
+:data:`MAX_INFLATION` is used, and reported as the pair's η (so η depends on the target alone)."""
 
 MAX_INFLATION = Fraction(1, 2**10)
-"""The pair is refused (None) when μ′/μ = √(1 + τ²/s²) would exceed 1 + 2**-10: for noise that small in its
+"""The pair is refused (None) when μ′/μ ≈ √(1 + τ²/s²) could exceed 1 + 2**-10: for noise that small in its
 own units the zCDP bound is the better statement and the mechanism keeps only it."""
 
 
@@ -146,27 +146,49 @@ def vector_discrete_gaussian_loss(shift: Fraction, sigma: Fraction, dims: int) -
     Gaussian vector (parameter ``sigma`` in grid units, integer shifts of L2 norm ≤ ``shift``, at most
     ``dims`` non-zero), or None.
 
-    τ is chosen for each η in :data:`RIPPLE_TARGETS` (least first) as the least τ² on the grid 2**-10 with
-    2π²σ*² ≥ ln(4·dims/η) + 1; the first whose μ′ is within a factor 1 + :data:`MAX_INFLATION` of D/s
-    is returned (at the secure float grid's s ≥ 2**20 that is the first, and μ′/μ − 1 < 1e-11). None
+    For each η target in :data:`RIPPLE_TARGETS` (least first), τ² is the least value on the grid 2**-10
+    with 2π²σ*² ≥ n, n = ln(4·dims/η) + 1 (a double, divided by 2·π²'s lower bound); the first target
+    for which n < s² and τ²/s² ≤ (1 + :data:`MAX_INFLATION`)²·(1 − 2**-40) − 1 is used (so μ′ is within a
+    factor 1 + MAX_INFLATION of D/s: S = √(s² + τ²) and the two outward roundings of μ′ add less than
+    2**-40 relative); at the secure float grid's s ≥ 2**20 that is the first, and μ′/μ − 1 < 1e-11. None
     where none is (s below about 35–55 grid units, rising with the number of moved coordinates): there the
     mechanism reports no pair.
 
-    Source: :func:`vector_gaussian_bound` (the theorem and its proof).
+    **The η reported is the target itself**, not the ripple bound of :func:`vector_gaussian_bound` at
+    that τ², which is about target/e and is checked to be at most the target (it always is: n is chosen
+    so that 4·dims·e^{−2π²σ*²} ≤ target/e; if the check ever failed the next target would be tried).
+    Any η above the proven bound is valid (step 4 of the proof holds for every η ≥ 1 − L^{d′}), and this
+    choice makes η a function of the target alone, so that **more noise never reports a larger η**: the
+    target chosen never rises with s or falls with dims. Proof: n does not depend on s, and rises with
+    dims (each of its double steps is monotone; ``tests/accounting/test_vector_pairs.py`` checks the
+    targets chosen along s and dims); τ² = ⌈2**10·s²n/(s² − n)⌉/2**10, and s²n/(s² − n) = n/(1 − n/s²)
+    falls as s rises (n < s²), so τ² does not rise with s and τ²/s² falls; so a target that passes the
+    three tests (n < s², the τ²/s² bound, the ripple check, which always passes) at some s and dims
+    passes them at every larger s and smaller dims. On the secure float grid (s in [2**20, 2**21]) the
+    first target is chosen at every σ. The ripple bound itself is not monotone in σ: the grid doubles at
+    each power of two of σ, so more noise can be fewer grid units (σ = 2 is s = 2**20, σ = 1.1 is
+    s ≈ 1.1·2**20), where the bound is larger; reported as η, it made a step with more noise offer
+    η = 2.8789783848e-31 against 2.8789783847e-31 declared, which the pair budgets of
+    :func:`~dpcompose.make_adaptive_sequential` refused.
+
+    Source: :func:`vector_gaussian_bound` (the theorem and its proof); Zhu–Dong–Wang 2022 Def. 7.
     """
     if shift == 0 or dims == 0:
         return PrivacyLoss.approx(0, 0)
     s2 = sigma * sigma
+    widest = (1 + MAX_INFLATION) ** 2 * (1 - Fraction(1, 2**40)) - 1  # the largest τ²/s² used
     for target in RIPPLE_TARGETS:
-        need = (math.log(4 * dims) + math.log(float(1 / target)) + 1) / (2 * float(PI2_DOWN))  # σ*² wanted
+        need = Fraction((math.log(4 * dims) + math.log(float(1 / target)) + 1) / (2 * float(PI2_DOWN)))
         if need >= s2:
             continue
-        raw = s2 * Fraction(need) / (s2 - Fraction(need))  # τ² with σ*² = need
+        raw = s2 * need / (s2 - need)  # τ² with σ*² = need
         tau2 = Fraction(math.ceil(raw * 2**10), 2**10)
-        mu, eta = vector_gaussian_bound(shift, sigma, dims, tau2)
-        if mu * sigma > shift * (1 + MAX_INFLATION) or eta > target:
+        if tau2 > widest * s2:
             continue
-        return PrivacyLoss.compose([PrivacyLoss.gaussian(mu, 1), PrivacyLoss.approx(0, eta)])
+        mu, eta = vector_gaussian_bound(shift, sigma, dims, tau2)
+        if eta > target:  # (never: η is about target/e)
+            continue
+        return PrivacyLoss.compose([PrivacyLoss.gaussian(mu, 1), PrivacyLoss.approx(0, target)])
     return None
 
 

@@ -385,9 +385,10 @@ def make_adaptive_sequential(
     whole profile for ``dp.ProfileDP()``; the compositor also reports that product as its own pair. This
     is DP-SGD's shape: θₜ chosen from earlier outputs, noise and sampling declared in advance.
 
-    Either way a refused query raises :class:`BudgetExceeded` naming both sides; it runs nothing, spends
-    nothing, and the compositor stays usable. Interactive answers are closed when a later query is made
-    (sequential interaction).
+    Either way a refused query raises :class:`BudgetExceeded` naming both sides (for pairs also the
+    offered part no declared part dominates, and the field that is larger, with both values); it runs
+    nothing, spends nothing, and the compositor stays usable. Interactive answers are closed when a later
+    query is made (sequential interaction).
 
     Args:
         d_mids: the budgets, one per step, in the output measure's units or as PrivacyLoss values; or one

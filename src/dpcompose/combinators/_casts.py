@@ -318,7 +318,7 @@ def make_zcdp_to_profile(m: AnyMeasurement) -> AnyMeasurement:
         True
         >>> v = dp.m.make_gaussian(dp.VectorDomain(dp.AtomDomain(float), size=3), dp.L2Distance(), scale=4.0)
         >>> dp.make_zcdp_to_profile(v).map(1).loss  # the vector pair: Gaussian(μ′) ⊗ A(0, η)
-        PrivacyLoss(approx(ε=0, δ=2.8789783848029783e-31) + gaussian(Δ=0.25000165181287337, σ=1))
+        PrivacyLoss(approx(ε=0, δ=7.888609052210118e-31) + gaussian(Δ=0.25000165181287337, σ=1))
         >>> ints = dp.VectorDomain(dp.AtomDomain(int), size=3)
         >>> small = dp.m.make_gaussian(ints, dp.L2Distance(), scale=4.0)
         >>> dp.make_zcdp_to_profile(small).map(1)  # integer noise with σ = 4: no pair, ρ only

@@ -225,10 +225,10 @@ def domination_gap(offered: PrivacyLoss, declared: PrivacyLoss) -> str | None:
     if declared.kind == "approx":
         eps, delta = (Fraction(v) for v in declared.params)
         if offered.kind == "approx":
-            ok = Fraction(offered.params[0]) <= eps and Fraction(offered.params[1]) <= delta
-            return None if ok else "its ε or δ is larger"
+            return _approx_gap(offered, eps, delta)
         if offered.kind in _PURE:
-            return None if _pure_epsilon(offered) <= eps else f"its ε = {_pure_epsilon(offered)} is larger"
+            e = _pure_epsilon(offered)
+            return None if e <= eps else f"its ε = {_show(e)} is larger than the declared ε = {_show(eps)}"
         return f"a {offered.kind} pair is not one of the ε-DP kinds an (ε, δ) pair is compared with"
     if offered.kind != declared.kind:
         return f"a {offered.kind} pair is not compared with a {declared.kind} pair (different families)"
@@ -237,26 +237,46 @@ def domination_gap(offered: PrivacyLoss, declared: PrivacyLoss) -> str | None:
         if sampling != sampling2:
             return f"it samples {sampling}, the declared pair {sampling2} (different neighbouring relations)"
         if Fraction(q) > Fraction(q2):
-            return "its sampling rate is larger"
+            return f"its sampling rate q = {_show(q)} is larger than the declared q = {_show(q2)}"
         inner = domination_gap(offered.parts[0][0], declared.parts[0][0])
         return None if inner is None else f"its subsampled mechanism is not dominated: {inner}"
     a, b = (Fraction(v) for v in offered.params)
     a2, b2 = (Fraction(v) for v in declared.params)
     if offered.kind in ("gaussian", "laplace"):
-        return None if a * b2 <= a2 * b else "its Δ/scale is larger"
+        if a * b2 <= a2 * b:
+            return None
+        return f"its Δ/scale = {_show(a / b)} is larger than the declared Δ/scale = {_show(a2 / b2)}"
     if offered.kind == "discrete_laplace":
-        return None if a <= a2 and b >= b2 else "its Δ is larger or its scale t smaller"
+        if a > a2:
+            return f"its Δ = {_show(a)} is larger than the declared Δ = {_show(a2)}"
+        return None if b >= b2 else f"its scale t = {_show(b)} is smaller than the declared t = {_show(b2)}"
     if offered.kind == "discrete_gaussian":
         if b != b2:
             return (
                 "a discrete Gaussian pair is admitted only at the declared σ (a larger σ is not always "
                 "dominated)"
             )
-        return None if a <= a2 else "its Δ is larger"
+        return None if a <= a2 else f"its Δ = {_show(a)} is larger than the declared Δ = {_show(a2)}"
     if offered.kind == "randomized_response":
-        return None if a <= a2 and b >= b2 else "its ε is larger or its k smaller"
+        if a > a2:
+            return f"its ε = {_show(a)} is larger than the declared ε = {_show(a2)}"
+        return None if b >= b2 else f"its k = {_show(b)} is smaller than the declared k = {_show(b2)}"
     assert offered.kind == "approx"
-    return None if a <= a2 and b <= b2 else "its ε or δ is larger"
+    return _approx_gap(offered, a2, b2)
+
+
+def _show(x: Any) -> str:
+    """A parameter in a refusal message: the shortest double that reads back as it (exact values that
+    differ only past the 17th digit may print alike)."""
+    return repr(float(x))
+
+
+def _approx_gap(offered: PrivacyLoss, eps: Fraction, delta: Fraction) -> str | None:
+    """Case 6 for two (ε, δ) pairs: which of ε and δ is larger, with both values, or None."""
+    a, b = (Fraction(v) for v in offered.params)
+    if a > eps:
+        return f"its ε = {_show(a)} is larger than the declared ε = {_show(eps)}"
+    return None if b <= delta else f"its δ = {_show(b)} is larger than the declared δ = {_show(delta)}"
 
 
 def _match_parts(offered: PrivacyLoss, declared: PrivacyLoss) -> str | None:
@@ -320,4 +340,28 @@ def _match_parts(offered: PrivacyLoss, declared: PrivacyLoss) -> str | None:
         total += amount
     if total == need:
         return None
-    return "its parts cannot be matched one to one into the declared parts, each dominated by its match"
+    return _unmatched(left, right, edges, src_cap)
+
+
+def _unmatched(
+    left: Sequence[tuple[PrivacyLoss, int]],
+    right: Sequence[tuple[PrivacyLoss, int]],
+    edges: list[list[int]],
+    src_cap: list[int],
+) -> str:
+    """Why the matching of case 8 failed, naming an offered part left unmatched: either no declared part
+    dominates it (each declared part of its family named with the field that fails), or those that do are
+    taken by other parts (the counts)."""
+    short = [i for i, c in enumerate(src_cap) if c > 0]
+    i = next((i for i in short if not edges[i]), short[0])
+    part, count = left[i]
+    if not edges[i]:
+        same = [d for d, _ in right if d.kind == part.kind] or [d for d, _ in right]
+        why = "; ".join(f"against {d.label()}: {domination_gap(part, d)}" for d in same[:3])
+        more = f"; and {len(same) - 3} more" if len(same) > 3 else ""
+        return f"its part {part.label()} is dominated by no declared part ({why}{more})"
+    doms = ", ".join(f"{right[j][1]} × {right[j][0].label()}" for j in edges[i][:3])
+    return (
+        f"its part {part.label()} (× {count}) is dominated only by declared parts ({doms}) that the "
+        "other parts already take: it composes more of them than declared"
+    )

@@ -13,6 +13,7 @@ from typing import Any
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.accounting._display import format_down, format_up
 from dpcompose.accounting._filters import Cost, pure_cost_to_renyi, zcdp_cost_to_renyi
+from dpcompose.accounting._rdp_cache import pair_renyi
 from dpcompose.accounting._zcdp import pure_to_zcdp
 from dpcompose.combinators._adaptive import priced_cost
 from dpcompose.core import ZCDP, ApproxDP, Measure, Measurement, ProfileDP, PureDP, RenyiCurve, RenyiDP
@@ -91,22 +92,50 @@ def pair_renyi_cost(query: AnyMeasurement, d_in: Any, orders: tuple[Fraction, ..
     """
     label = query.node.label()
     pair = query_pair(query, d_in)
-    curve = pair.renyi(orders) if pair is not None else None
+    curve = pair_renyi(pair, orders) if pair is not None else None
     if pair is None or curve is None:
-        why = (
-            f"reports no dominating pair at d_in={d_in}"
-            if pair is None
-            else f"its pair {pair.label()} has no Rényi curve here (an (ε, δ) part with δ > 0, or sampling "
-            "without replacement)"
-        )
+        why, fix = _no_curve(pair, d_in)
         raise DomainMismatch(
-            f"query {label} is {query.output_measure!r} and {why}; this Rényi filter takes RenyiDP "
+            f"query {label} is {query.output_measure!r} and {why}; a Rényi filter or odometer takes RenyiDP "
             "queries (or PureDP or ZCDP ones), and queries whose pair has a Rényi curve (Gaussian, "
-            "Laplace, randomized response, their Poisson-subsampled steps and compositions): subsample "
-            "with method='poisson', "
-            "or cast the query (e.g. make_pure_to_renyi, make_zcdp_to_renyi); nothing was run or spent"
+            "Laplace, randomized response, their Poisson-subsampled steps and compositions): "
+            f"{fix}; nothing was run or spent"
         )
     return curve, f"the Rényi curve of {pair.label()}"
+
+
+def _no_curve(pair: PrivacyLoss | None, d_in: Any) -> tuple[str, str]:
+    """Why a query's pair gives no Rényi curve, and the fix for that case: sampling without replacement
+    (subsample with Poisson sampling); an (ε, δ) part with δ > 0 beside a Poisson-subsampled step (the
+    (0, η) flag of the secure vector Gaussian: build the step with ``accounting="renyi"``, its curve from
+    the child's ρ); another (ε, δ) part (cast a zCDP or pure query to RenyiDP); no pair at all."""
+    cast = "cast the query (e.g. make_pure_to_renyi, make_zcdp_to_renyi)"
+    if pair is None:
+        return f"reports no dominating pair at d_in={d_in}", f"{cast}, or subsample with method='poisson'"
+    samplings = {str(p.params[1]) for p in _parts_of(pair) if p.kind == "subsampled"}
+    flagged = any(p.kind == "approx" and Fraction(p.params[1]) > 0 for p in _parts_of(pair))
+    if samplings - {"poisson"}:
+        return (
+            f"its pair {pair.label()} has no Rényi curve here (sampling without replacement)",
+            f"subsample with method='poisson', or {cast}",
+        )
+    if flagged and samplings:
+        return (
+            f"its pair {pair.label()} has no Rényi curve here (its (ε, δ) part with δ > 0, such as the "
+            "(0, η) flag of the Gaussian on a float vector)",
+            "build the Poisson-subsampled step with dp.make_subsample(..., accounting='renyi'), whose "
+            "RenyiDP map is the subsampled Rényi curve of its zCDP or Rényi mechanism (the Gaussian's ρ)",
+        )
+    return f"its pair {pair.label()} has no Rényi curve here (an (ε, δ) part with δ > 0)", cast
+
+
+def _parts_of(pair: PrivacyLoss) -> list[PrivacyLoss]:
+    """The pair and every part inside it, at any depth."""
+    out = [pair]
+    for part, _ in pair.parts:
+        if part is not pair:
+            out.extend(_parts_of(part))
+    return out
 
 
 def _gdp_mu_sq(pair: PrivacyLoss) -> Fraction | None:

@@ -50,6 +50,7 @@ from dpcompose.accounting import PrivacyLoss, PrivacyProfile, subsampled_renyi
 from dpcompose.accounting._basic import group
 from dpcompose.accounting._exact import decimal, exact, exp_up, expm1_up, log1p_up, log_up
 from dpcompose.accounting._loss import flagged_pair
+from dpcompose.accounting._rdp_cache import subsampled_zcdp_at
 from dpcompose.core import (
     ZCDP,
     ApproxDP,
@@ -213,14 +214,13 @@ def _renyi_map(m: Measurement[Any, Any, Any, Any], measure: Any, q: Fraction) ->
         if isinstance(measure, ZCDP):
             rho = Fraction(one)
 
-            def own(alpha: Any) -> Fraction:
-                return Fraction(alpha) * rho
+            @functools.cache
+            def zcdp_curve(alpha: Any) -> Fraction:  # (the same numbers as below with own(α) = αρ)
+                return min(subsampled_zcdp_at(rho, q, alpha, symmetric), Fraction(alpha) * rho)
 
-            label = f"subsampled(ρ={_short(rho)}, q={_short(q)})"
-        else:
-            child = RenyiDP().check_cost(one, f"m's Rényi curve at d_in=1 ({m.node.label()})")
-            own = child.__call__
-            label = f"subsampled({child.label}, q={_short(q)})"
+            return RenyiCurve(zcdp_curve, f"subsampled(ρ={_short(rho)}, q={_short(q)})")
+        child = RenyiDP().check_cost(one, f"m's Rényi curve at d_in=1 ({m.node.label()})")
+        own = child.__call__
         base = functools.cache(lambda j: own(Fraction(j)))
 
         @functools.cache
@@ -228,7 +228,7 @@ def _renyi_map(m: Measurement[Any, Any, Any, Any], measure: Any, q: Fraction) ->
             (sub,) = subsampled_renyi(base, q, (alpha,), symmetric=symmetric)
             return min(sub, own(alpha))
 
-        return RenyiCurve(curve, label)
+        return RenyiCurve(curve, f"subsampled({child.label}, q={_short(q)})")
 
     return privacy_map
 
