@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import polars as pl
+import pytest
 
 import dpcompose as dp
 
@@ -29,3 +31,15 @@ def test_an_approx_context_reports_every_query_as_an_epsilon_delta_pair() -> Non
 def test_a_pure_context_still_reports_epsilon() -> None:
     ctx = dp.Context(FRAME, SCHEMA, privacy_loss=1.0, split_evenly_over=2)
     assert ctx.query().group_by("grp", keys=["a", "b"]).agg(pl.len()).measurement.map(1) == Fraction(1, 2)
+
+
+def test_a_pandas_frame_without_pyarrow_is_refused_saying_what_to_do(monkeypatch: Any) -> None:
+    """polars.from_pandas needs pyarrow for most pandas frames; its ModuleNotFoundError escaped bare."""
+    frame_type = type("DataFrame", (), {"__module__": "pandas.core.frame"})  # a pandas frame, by its type
+
+    def no_pyarrow(data: Any) -> Any:
+        raise ModuleNotFoundError("No module named 'pyarrow'", name="pyarrow")
+
+    monkeypatch.setattr(pl, "from_pandas", no_pyarrow)
+    with pytest.raises(dp.EngineUnavailable, match=r"pyarrow.*polars\.DataFrame\(df\.to_dict\('list'\)\)"):
+        dp.Context(frame_type(), SCHEMA, privacy_loss=1.0, split_evenly_over=1)
