@@ -232,3 +232,19 @@ def test_records_with_missing_or_undeclared_values_are_left_out_of_every_margina
         model = make()(rows)
         assert abs(float(model.project(("a",)).sum()) - 50) < 2
         assert abs(float(model.project(("b",)).sum()) - 50) < 2
+
+
+def test_a_map_past_the_built_d_in_names_the_constructor_and_argument() -> None:
+    """The filter's refusal said "build it with the larger d_in" without naming where."""
+    aim = dp.algorithms.make_aim(ROWS, SYM, CATS, rho=0.5, rounds=4)
+    with pytest.raises(InvalidParameter, match=r"make_aim\(\.\.\., d_in=2\)"):
+        aim.map(2)
+    assert aim.map(1) == Fraction(1, 2) and aim.map(0) == Fraction(1, 2)
+    mst = dp.algorithms.make_mst(ROWS, SYM, CATS, rho=0.5, d_in=2)
+    with pytest.raises(InvalidParameter, match=r"make_mst\(\.\.\., d_in=3\)"):
+        mst.map(3)
+    assert mst.map(2) == Fraction(1, 2)
+    cells = dp.VectorDomain(dp.CategoricalDomain([0, 1]))
+    mwem = dp.algorithms.make_mwem(cells, SYM, [[1, 0], [0, 1]], rho=0.5, rounds=2)
+    with pytest.raises(InvalidParameter, match=r"make_mwem\(\.\.\., d_in=2\)"):
+        mwem.map(2)

@@ -46,6 +46,7 @@ __all__ = [
     "SLACK",
     "candidates_of",
     "check_synthesis_args",
+    "claimed_up_to",
     "complete_record_codes",
     "make_aim",
     "measure_marginal",
@@ -85,6 +86,35 @@ def check_synthesis_args(
     MarginalModel.uniform(columns, {c: d.categories for c, d in domains.items()}, 1.0)  # the size check
     assert isinstance(rho, (int, float, Fraction))
     return columns, domains, float(rho)
+
+
+def claimed_up_to(
+    m: Measurement[Any, Any, int, Fraction], d_in: int, constructor: str
+) -> Measurement[Any, Any, int, Fraction]:
+    """``m`` with a privacy map that refuses a distance above the ``d_in`` it was built for naming the
+    constructor and its argument (``make_aim(..., d_in=2)``); at or below it, ``m``'s own map (the zCDP
+    filter's, which claims its budget up to ``d_in`` only: Feldman–Zrnic 2021 Thm 4.3 at that ``d_in``)."""
+    inner = m.privacy_map
+
+    def privacy_map(d: int) -> Fraction:
+        if d > d_in:
+            raise InvalidParameter(
+                f"this {constructor} was built for d_in={d_in} and makes no claim at d_in={d}: build it with "
+                f"dp.algorithms.{constructor}(..., d_in={d})"
+            )
+        return inner(d)
+
+    return Measurement(
+        m.input_domain,
+        m.input_metric,
+        m.output_measure,
+        m.function,
+        privacy_map,
+        interactive=m.interactive,
+        node=m.node,
+        loss=m.loss,
+        checked_function=m.checked_function,
+    )
 
 
 def complete_record_codes(
@@ -403,4 +433,4 @@ def make_aim(
         return fitted.named(columns, user_cats)
 
     answered: Measurement[Any, MarginalModel, int, Fraction] = make_postprocess(budget, aim)
-    return codes >> answered
+    return claimed_up_to(codes >> answered, d_in, "make_aim")

@@ -14,6 +14,7 @@ from dpcompose._validation import check_positive_int
 from dpcompose.algorithms._aim import (
     SLACK,
     check_synthesis_args,
+    claimed_up_to,
     complete_record_codes,
     measure_marginal,
     select_marginal,
@@ -161,4 +162,4 @@ def make_mst(
         return fitted.named(columns, user_cats)
 
     answered: Measurement[Any, MarginalModel, int, Fraction] = make_postprocess(budget, mst)
-    return codes >> answered
+    return claimed_up_to(codes >> answered, d_in, "make_mst")

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpcompose._validation import check_finite_positive, check_positive_int
-from dpcompose.algorithms._aim import SLACK
+from dpcompose.algorithms._aim import SLACK, claimed_up_to
 from dpcompose.combinators import make_postprocess, make_privacy_filter
 from dpcompose.combinators._filter import FilterQueryable
 from dpcompose.core import (
@@ -214,4 +214,4 @@ def make_mwem(
         return est
 
     answered: Measurement[Any, FloatArray, int, Fraction] = make_postprocess(budget, mwem)
-    return answered
+    return claimed_up_to(answered, d_in, "make_mwem")
