@@ -216,3 +216,35 @@ def test_aim_and_mst_run_within_budget_at_any_d_in_and_metric(d_in: int, metric:
         m = build()
         assert m.map(d_in) <= 1
         m(data)  # raises BudgetExceeded if a step was planned past the budget
+
+
+def test_records_with_missing_or_undeclared_values_are_left_out_of_every_marginal() -> None:
+    """Such records are in the input domain (any dict), so the call runs; each is left out of every
+    marginal, not only those over its offending column, so the model's total is the number of records
+    with declared values everywhere (50 here), not a compromise between marginals of 50 and 110 records."""
+    cats = {"a": ["x", "y"], "b": [0, 1]}
+    good = [{"a": "x", "b": 0}] * 25 + [{"a": "y", "b": 1}] * 25
+    rows = good + [{"a": "z", "b": 0}] * 50 + [{"b": 1}] * 10
+    for make in (
+        lambda: dp.algorithms.make_aim(ROWS, SYM, cats, rho=200.0, rounds=4),
+        lambda: dp.algorithms.make_mst(ROWS, SYM, cats, rho=200.0),
+    ):
+        model = make()(rows)
+        assert abs(float(model.project(("a",)).sum()) - 50) < 2
+        assert abs(float(model.project(("b",)).sum()) - 50) < 2
+
+
+def test_a_map_past_the_built_d_in_names_the_constructor_and_argument() -> None:
+    """The filter's refusal said "build it with the larger d_in" without naming where."""
+    aim = dp.algorithms.make_aim(ROWS, SYM, CATS, rho=0.5, rounds=4)
+    with pytest.raises(InvalidParameter, match=r"make_aim\(\.\.\., d_in=2\)"):
+        aim.map(2)
+    assert aim.map(1) == Fraction(1, 2) and aim.map(0) == Fraction(1, 2)
+    mst = dp.algorithms.make_mst(ROWS, SYM, CATS, rho=0.5, d_in=2)
+    with pytest.raises(InvalidParameter, match=r"make_mst\(\.\.\., d_in=3\)"):
+        mst.map(3)
+    assert mst.map(2) == Fraction(1, 2)
+    cells = dp.VectorDomain(dp.CategoricalDomain([0, 1]))
+    mwem = dp.algorithms.make_mwem(cells, SYM, [[1, 0], [0, 1]], rho=0.5, rounds=2)
+    with pytest.raises(InvalidParameter, match=r"make_mwem\(\.\.\., d_in=2\)"):
+        mwem.map(2)

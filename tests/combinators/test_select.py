@@ -8,6 +8,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -60,11 +61,22 @@ def test_map_is_three_times_the_largest_candidate_epsilon() -> None:
     assert sel.map(1) == Fraction(3)
     assert sel.map(2) == Fraction(6)
     assert sel.map(0) == 0
-    assert dp.make_private_selection([_scored(4)], 1).map(1) == Fraction(3, 4)
+    assert dp.make_private_selection([_scored(4)], 0.5).map(1) == Fraction(3, 4)
 
 
-def test_map_does_not_depend_on_stop_probability_or_number_of_candidates() -> None:
-    for gamma in (1, 0.5, 1e-3, Fraction(1, 7)):
+def test_stop_probability_one_is_one_run_at_the_largest_candidate_epsilon() -> None:
+    """γ = 1 is one run of a uniformly chosen candidate: the mixture's max εⱼ, not 3·max εⱼ (the proof is
+    in make_private_selection's docstring); a single candidate is then exactly itself."""
+    sel = dp.make_private_selection([_scored(1), _scored(2), _scored(4)], 1)
+    assert sel.map(1) == Fraction(1) and sel.map(3) == Fraction(3)
+    assert dp.make_private_selection([_scored(4)], Fraction(1)).map(1) == Fraction(1, 4)
+    assert "one run" in str(dp.explain(sel, 1))
+    # just below 1 the geometric theorem applies again
+    assert dp.make_private_selection([_scored(4)], 1 - 2.0**-53).map(1) == Fraction(3, 4)
+
+
+def test_map_does_not_depend_on_stop_probability_below_one_or_number_of_candidates() -> None:
+    for gamma in (0.999, 0.5, 1e-3, Fraction(1, 7)):
         for k in (1, 3, 20):
             sel = dp.make_private_selection([_scored(2)] * k, gamma)
             assert sel.map(1) == Fraction(3, 2), (gamma, k)
@@ -221,18 +233,27 @@ def test_three_epsilon_bounds_the_exact_output_law_of_a_binary_candidate() -> No
     """The theorem's number against an exact computation: a candidate releasing one randomized-response
     bit b ∈ {0, 1} as (score b, output b), with P(b = 1) = e^ε/(1 + e^ε) on one dataset and 1/(1 + e^ε)
     on its neighbour. The best of K ~ Geometric(γ) runs is 0 iff every run gave 0:
-    P(0) = E[(1 − p)^K] = γ(1 − p)/(1 − (1 − γ)(1 − p)). Its log-ratios stay within the map's 3ε."""
+    P(0) = E[(1 − p)^K] = γ(1 − p)/(1 − (1 − γ)(1 − p)). Its log-ratios stay within the map (3ε, and ε
+    at γ = 1, where the law is the candidate's own and the bound is attained), computed with mpmath at 60
+    digits (the 1e-50 allows only for that reference's own rounding)."""
     rr = dp.m.make_randomized_response(dp.CategoricalDomain([0, 1]), dp.DiscreteDistance(), 1.0)
     cand = dp.make_postprocess(rr, lambda b: (b, b))
-    eps = float(rr.map(1))
-    p, q = math.exp(eps) / (1 + math.exp(eps)), 1 / (1 + math.exp(eps))
-    for gamma in (1.0, 0.5, 0.1, 0.01, 1e-4):
-        worst = 0.0
-        for a, b in ((p, q), (q, p)):
-            zero_a = gamma * (1 - a) / (1 - (1 - gamma) * (1 - a))
-            zero_b = gamma * (1 - b) / (1 - (1 - gamma) * (1 - b))
-            worst = max(worst, abs(math.log(zero_a / zero_b)), abs(math.log((1 - zero_a) / (1 - zero_b))))
-        assert worst <= float(dp.make_private_selection([cand], gamma).map(1))  # the library's map
+    with mpmath.workdps(60):
+        eps = mpmath.mpf(rr.map(1).numerator) / rr.map(1).denominator
+        p, q = mpmath.exp(eps) / (1 + mpmath.exp(eps)), 1 / (1 + mpmath.exp(eps))
+        for gamma in (1, 0.5, 0.1, 0.01, 1e-4):
+            g = mpmath.mpf(gamma)
+            worst = mpmath.mpf(0)
+            for a, b in ((p, q), (q, p)):
+                zero_a = g * (1 - a) / (1 - (1 - g) * (1 - a))
+                zero_b = g * (1 - b) / (1 - (1 - g) * (1 - b))
+                worst = max(
+                    worst, abs(mpmath.log(zero_a / zero_b)), abs(mpmath.log((1 - zero_a) / (1 - zero_b)))
+                )
+            bound = dp.make_private_selection([cand], gamma).map(1)  # the library's map
+            assert worst <= mpmath.mpf(bound.numerator) / bound.denominator + mpmath.mpf(10) ** -50
+            if gamma == 1:
+                assert abs(worst - eps) < mpmath.mpf(10) ** -50  # attained: no lower bound holds
 
 
 @settings(max_examples=40, deadline=None)

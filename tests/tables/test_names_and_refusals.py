@@ -74,6 +74,8 @@ def test_a_column_named_like_squares_is_its_own_sum() -> None:
         (lambda q: q.group_by("s", "s", keys=None), "names a column twice"),
         (lambda q: q.group_by("count", keys=["a"]).agg(A.count()), "also a group-by column"),
         (lambda q: q.agg(A.variance("big")), "too wide for a variance"),
+        (lambda q: q.group_by(["s", 1], keys=None), "list of column names"),
+        (lambda q: q.group_by(["s"], "s", keys=None), "names a column twice"),
     ],
 )
 def test_refused_before_the_charge(build: Any, message: str) -> None:
@@ -109,6 +111,17 @@ def test_group_by_the_identifier_with_max_groups_runs() -> None:
     ctx = _ctx(df, schema, privacy_unit=dp.unit_of("user", 2, max_groups=1), privacy_loss=1e6)
     out = ctx.query().group_by("user", "b", keys=[(1, True), (2, True)]).agg(A.count()).release()
     assert out.height == 2
+
+
+def test_group_by_takes_a_list_of_columns_as_polars_does() -> None:
+    """``group_by(["a", "b"], keys=...)`` (Polars style) raised a bare TypeError (unhashable list)."""
+    schema = {"user": dp.Column(int), "b": dp.Column(bool)}
+    df = pl.DataFrame({"user": [1, 1, 2], "b": [True, False, True]})
+    ctx = _ctx(df, schema, privacy_loss=1e6, split_evenly_over=2)
+    keys = [(1, True), (2, True)]
+    listed = ctx.query().group_by(["user", "b"], keys=keys).agg(A.count()).release()
+    spread = ctx.query().group_by("user", "b", keys=keys).agg(A.count()).release()
+    assert listed.columns == spread.columns and listed["user"].to_list() == spread["user"].to_list()
 
 
 def test_a_failing_lazy_plan_shows_no_private_value() -> None:

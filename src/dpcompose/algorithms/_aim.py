@@ -34,7 +34,9 @@ from dpcompose.core import (
     L2Distance,
     Measurement,
     Metric,
+    Transformation,
 )
+from dpcompose.core._node import Node
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
 from dpcompose.measurements import make_exponential_mechanism, make_gaussian
@@ -44,6 +46,8 @@ __all__ = [
     "SLACK",
     "candidates_of",
     "check_synthesis_args",
+    "claimed_up_to",
+    "complete_record_codes",
     "make_aim",
     "measure_marginal",
     "run_aim",
@@ -82,6 +86,71 @@ def check_synthesis_args(
     MarginalModel.uniform(columns, {c: d.categories for c, d in domains.items()}, 1.0)  # the size check
     assert isinstance(rho, (int, float, Fraction))
     return columns, domains, float(rho)
+
+
+def claimed_up_to(
+    m: Measurement[Any, Any, int, Fraction], d_in: int, constructor: str
+) -> Measurement[Any, Any, int, Fraction]:
+    """``m`` with a privacy map that refuses a distance above the ``d_in`` it was built for naming the
+    constructor and its argument (``make_aim(..., d_in=2)``); at or below it, ``m``'s own map (the zCDP
+    filter's, which claims its budget up to ``d_in`` only: Feldman–Zrnic 2021 Thm 4.3 at that ``d_in``)."""
+    inner = m.privacy_map
+
+    def privacy_map(d: int) -> Fraction:
+        if d > d_in:
+            raise InvalidParameter(
+                f"this {constructor} was built for d_in={d_in} and makes no claim at d_in={d}: build it with "
+                f"dp.algorithms.{constructor}(..., d_in={d})"
+            )
+        return inner(d)
+
+    return Measurement(
+        m.input_domain,
+        m.input_metric,
+        m.output_measure,
+        m.function,
+        privacy_map,
+        interactive=m.interactive,
+        node=m.node,
+        loss=m.loss,
+        checked_function=m.checked_function,
+    )
+
+
+def complete_record_codes(
+    input_domain: Domain, input_metric: Metric, categories: Mapping[Any, Any]
+) -> Transformation[Any, Any, int, int]:
+    """The records' category codes (:func:`~dpcompose.transformations.make_category_codes`), with every code
+    of a record set to -1 when any of its declared columns is missing or holds an undeclared value, so that
+    such a record adds to no cell of any marginal (not only of those over the offending column: the
+    marginals then all count the same records, and the model's total is theirs).
+
+    Stability: still a row-by-row map (a record's row depends on that record alone, the same for equal
+    records): ``d_in → d_in`` under ``SymmetricDistance`` and ``ChangeOneDistance`` (McSherry 2009, PINQ §4;
+    Dwork–Roth 2014 §3.3). A record coded -1 throughout is one that adds to no cell, which the marginals'
+    sensitivity already covers (:func:`~dpcompose.transformations.make_marginals`).
+    """
+    codes = make_category_codes(input_domain, input_metric, categories)
+    coder = codes.function
+
+    def run(data: Any) -> Any:
+        coded = coder(data)
+        coded[(coded < 0).any(axis=1)] = -1
+        return coded
+
+    return Transformation(
+        codes.input_domain,
+        codes.output_domain,
+        codes.input_metric,
+        codes.output_metric,
+        run,
+        lambda d_in: d_in,
+        node=Node(
+            "category_codes",
+            params=(*codes.node.params, ("incomplete records", "in no cell")),
+            source="Dwork–Roth 2014 §3.3 (row map)",
+        ),
+    )
 
 
 def _check_workload(workload: object, columns: list[Hashable]) -> list[Clique]:
@@ -274,6 +343,13 @@ def make_aim(
     measurement is charged before it runs, and the filter refuses (raises, spending nothing) any that would
     pass ρ; the loop plans each round's cost from the filter's exact remaining budget.
 
+    **Records outside the categories.** The input domain holds any record (e.g. any ``dict``), so a record
+    whose value in a declared column is missing or not one of its categories is in the domain and never
+    makes the call raise: it is left out of every marginal, and the model describes only the records
+    whose every declared column holds a declared category (its total estimates their number, not the
+    dataset's size). To keep such records, map their values to a declared category first, e.g. an
+    ``"other"`` category (:func:`~dpcompose.transformations.make_map_rows`), or drop them beforehand.
+
     The output is a :class:`MarginalModel`: ``project(clique)`` gives any marginal of the model, and
     ``synthesize(n, rng=...)`` draws synthetic records; ``measurements`` are the noisy marginals it was
     fitted to. The model is dense over the product of all columns' categories (at most 2**22 cells).
@@ -332,7 +408,7 @@ def make_aim(
     epsilon = math.sqrt(8 * (1 - alpha) * rho_f / t)
     if 2 * d_in * max(candidates.values()) / epsilon > _MAX_SELECT_SCALE / 4:
         raise InvalidParameter(f"rho={rho!r}: the selection's noise would be past its sampler's range")
-    codes = make_category_codes(input_domain, input_metric, categories)
+    codes = complete_record_codes(input_domain, input_metric, categories)
     budget = make_privacy_filter(
         codes.output_domain, codes.output_metric, ZCDP(), d_in=codes.map(d_in), d_out=rho, rule="zcdp"
     )
@@ -357,4 +433,4 @@ def make_aim(
         return fitted.named(columns, user_cats)
 
     answered: Measurement[Any, MarginalModel, int, Fraction] = make_postprocess(budget, aim)
-    return codes >> answered
+    return claimed_up_to(codes >> answered, d_in, "make_aim")

@@ -11,14 +11,20 @@ from typing import Any
 import numpy as np
 
 from dpcompose._validation import check_positive_int
-from dpcompose.algorithms._aim import SLACK, check_synthesis_args, measure_marginal, select_marginal
+from dpcompose.algorithms._aim import (
+    SLACK,
+    check_synthesis_args,
+    claimed_up_to,
+    complete_record_codes,
+    measure_marginal,
+    select_marginal,
+)
 from dpcompose.algorithms._model import MarginalModel, NoisyMarginal, fit_model
 from dpcompose.combinators import make_postprocess, make_privacy_filter
 from dpcompose.combinators._filter import FilterQueryable
 from dpcompose.core import ZCDP, CategoricalDomain, Domain, Measurement, Metric
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import InvalidParameter
-from dpcompose.transformations import make_category_codes
 
 __all__ = ["make_mst", "run_mst"]
 
@@ -107,6 +113,10 @@ def make_mst(
     by a zCDP filter holding ρ, which refuses any query past it; the model (:class:`MarginalModel`) is
     post-processing.
 
+    A record whose value in a declared column is missing or undeclared is in the input domain (it never
+    makes the call raise) and is left out of every marginal, as for :func:`make_aim`: the model describes
+    the records whose every declared column holds a declared category.
+
     Args:
         input_domain: a ``VectorDomain`` of records (tuples, lists or dicts), as for ``make_marginals``.
         input_metric: ``SymmetricDistance()`` or ``ChangeOneDistance()``.
@@ -140,7 +150,7 @@ def make_mst(
         d > 1 and 2 * d_in / math.sqrt(8 * rho_f / 3 / (d - 1)) > 2.0**48
     ):
         raise InvalidParameter(f"rho={rho!r}: the noise would be past the exact samplers' range: raise rho")
-    codes = make_category_codes(input_domain, input_metric, categories)
+    codes = complete_record_codes(input_domain, input_metric, categories)
     budget = make_privacy_filter(
         codes.output_domain, codes.output_metric, ZCDP(), d_in=codes.map(d_in), d_out=rho, rule="zcdp"
     )
@@ -152,4 +162,4 @@ def make_mst(
         return fitted.named(columns, user_cats)
 
     answered: Measurement[Any, MarginalModel, int, Fraction] = make_postprocess(budget, mst)
-    return codes >> answered
+    return claimed_up_to(codes >> answered, d_in, "make_mst")

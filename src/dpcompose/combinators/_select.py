@@ -7,7 +7,9 @@ uniformly at random (Liu–Talwar 2019, "Private selection from private candidat
 arXiv:1811.07971, Section 3, the random-stopping algorithm that releases the best of the runs; the same
 3ε is Papernot–Steinke 2022, "Hyperparameter tuning with Rényi differential privacy", ICLR;
 arXiv:2110.03620v2, Corollary 3 with η = 1: a truncated negative binomial ``K`` with η = 1 is geometric,
-and the tuned mechanism is ``((2 + η)ε, 0)``-DP — their Theorem 2 as both Rényi orders grow).
+and the tuned mechanism is ``((2 + η)ε, 0)``-DP — their Theorem 2 as both Rényi orders grow). With
+stopping probability 1 there is exactly one run, and the cost is the candidates' largest ε
+(:func:`make_private_selection` proves it).
 Candidates with a zCDP or Rényi bound: :func:`~dpcompose.make_private_selection_renyi`.
 
 Examples:
@@ -137,10 +139,19 @@ def make_private_selection(
     *,
     rng: np.random.Generator | RandomSource | None = None,
 ) -> Measurement[Any, Any, Any, Any]:
-    """Choose among ε-DP candidates privately: the best of a random number of runs, at ``3ε`` in total.
+    """Choose among ε-DP candidates privately: the best of a random number of runs, at ``3ε`` in total
+    (``ε`` with ``stop_probability=1``: one run).
 
     Each candidate is a pure-DP measurement whose output is a ``(score, output)`` pair (higher score is
-    better; wrap a mechanism with :func:`~dpcompose.make_postprocess` to attach its score). The result
+    better; wrap a mechanism with :func:`~dpcompose.make_postprocess` to attach its score).
+
+    **Warning: the ``(score, output)`` shape cannot be checked before the run.** A measurement declares no
+    output domain, so a candidate that returns anything else (a bare noisy value, a triple, a NaN score)
+    is only found when it runs: that run ranks lowest, and if every run does, the release is
+    ``(j, -inf, None)`` — after the selection's cost has been charged by whatever holds the budget. Try a
+    candidate's post-processing on a public value first (``score, output = f(value)``).
+
+    The result
     runs: pick a candidate index ``j`` uniformly at random, run candidate ``j`` on the data, then stop with
     probability ``γ = stop_probability`` — repeating until it stops, so the number of runs ``K`` is
     geometric on ``{1, 2, …}`` with ``P(K = n) = γ(1 − γ)^(n−1)`` (mean ``1/γ``). It releases
@@ -156,10 +167,22 @@ def make_private_selection(
     raises breaks its own contract (a measurement never raises on data in its domain); the exception
     propagates as in every combinator.
 
-    Privacy map: ``d_in ↦ 3·max_j candidate_j.map(d_in)``, exact. The mixture "run a uniformly chosen
-    candidate" is ``max_j ε_j``-DP, and the best of a geometric number of runs of an ε-DP mechanism is
-    ``3ε``-DP whatever ``γ ∈ (0, 1]`` is (Liu–Talwar 2019, Section 3; Papernot–Steinke 2022, Corollary 3
-    with η = 1). The expected number of runs ``1/γ`` sets utility and running time, not privacy.
+    Privacy map: ``d_in ↦ 3·max_j candidate_j.map(d_in)`` for ``γ < 1``, and ``max_j
+    candidate_j.map(d_in)`` for ``γ = 1``, exact. The mixture "run a uniformly chosen candidate" is
+    ``max_j ε_j``-DP, and the best of a geometric number of runs of an ε-DP mechanism is ``3ε``-DP
+    whatever ``γ ∈ (0, 1]`` is (Liu–Talwar 2019, Section 3; Papernot–Steinke 2022, Corollary 3 with
+    η = 1). The expected number of runs ``1/γ`` sets utility and running time; only ``γ = 1`` changes the
+    bound.
+
+    *Proof for γ = 1.* The stopping coin then always stops, so ``K = 1``: the release is ``(j, s, o)`` with
+    ``j`` uniform on ``{0, …, k−1}`` (independent of the data) and ``(s, o) = ranked(M_j(x))``, where
+    ``ranked`` (:func:`ranked_run`) is a fixed function of one run's output. For any set ``S`` of
+    releases and ``x, x'`` at distance ``d_in``, with ``S_j = {(s, o) : (j, s, o) ∈ S}``,
+    ``P[A(x) ∈ S] = (1/k)·Σ_j P[ranked(M_j(x)) ∈ S_j] ≤ (1/k)·Σ_j e^{ε_j}·P[ranked(M_j(x')) ∈ S_j]
+    ≤ e^{max_j ε_j}·P[A(x') ∈ S]``, by each candidate's ``ε_j = M_j.map(d_in)`` and post-processing
+    (Dwork–Roth 2014 Prop. 2.1). So ``A`` is ``max_j ε_j``-DP; no bound can be lower in general, as a
+    single candidate (``k = 1``) is released as it is. (Papernot–Steinke 2022 Theorem 2 agrees: at
+    ``γ = 1`` its ``ln(1/γ)`` and ``ln E[K]`` terms vanish.)
 
     Args:
         candidates: the candidate measurements (a list, or one measurement to repeat): same input domain
@@ -184,7 +207,7 @@ def make_private_selection(
     Source: Liu–Talwar 2019 (STOC; arXiv:1811.07971), Section 3 (random stopping, best of the runs: 3ε);
     Papernot–Steinke 2022 (ICLR; arXiv:2110.03620v2), Corollary 3 (η = 1) and their hypotheses (§3.3):
     random number of runs, each run's candidate uniformly random, a uniform bound over the candidates,
-    only the best released.
+    only the best released; ``γ = 1``: proven above (one run of a uniformly chosen candidate).
 
     Examples:
         >>> import dpcompose as dp
@@ -192,6 +215,8 @@ def make_private_selection(
         >>> run = dp.make_postprocess(lap, lambda x: (x, x))
         >>> dp.make_private_selection([run], 0.1).map(1)  # ε = 1 for the Laplace run
         Fraction(3, 1)
+        >>> dp.make_private_selection([run], 1).map(1)  # γ = 1: one run, the candidate's own ε
+        Fraction(1, 1)
     """
     children = checked_candidates(
         candidates,
@@ -220,8 +245,11 @@ def make_private_selection(
             if sample_bernoulli(gamma, source):
                 return best
 
+    once = gamma == 1  # K = 1: one run of a uniformly chosen candidate (proof in the docstring)
+
     def privacy_map(d_in: Any) -> Fraction:
-        return selection_epsilon(max(Fraction(child.map(d_in)) for child in children))
+        epsilon = max(Fraction(child.map(d_in)) for child in children)
+        return epsilon if once else selection_epsilon(epsilon)
 
     return Measurement(
         first.input_domain,
@@ -232,8 +260,11 @@ def make_private_selection(
         node=Node(
             "private_selection",
             params=(("candidates", str(k)), ("stop_probability", repr(stop_probability))),
-            source="Liu–Talwar 2019 Sec. 3; Papernot–Steinke 2022 Cor. 3 (η = 1)",
-            theorem="private selection (best of a geometric number of runs: 3ε)",
+            source="Liu–Talwar 2019 Sec. 3; Papernot–Steinke 2022 Cor. 3 (η = 1)"
+            + ("; γ = 1: one run, proven in make_private_selection" if once else ""),
+            theorem="private selection (one run of a uniformly chosen candidate: max ε)"
+            if once
+            else "private selection (best of a geometric number of runs: 3ε)",
             children=children,
         ),
     )

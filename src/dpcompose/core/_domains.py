@@ -342,6 +342,23 @@ class VectorDomain(Domain):
             return _array_member(value, element)
         return all(element.member(v) for v in value)
 
+    def check(self, value: object, what: str = "data") -> None:
+        """Raise :class:`DomainMismatch` unless ``value`` is a member (a sequence whose length is not the
+        declared ``size`` is refused naming ``size=``). Runs nothing else."""
+        if (
+            self.size is not None
+            and (
+                (isinstance(value, np.ndarray) and value.ndim >= 1)
+                or (isinstance(value, Sequence) and not isinstance(value, (str, bytes)))
+            )
+            and len(value) != self.size
+        ):
+            raise DomainMismatch(
+                f"{what} has {len(value)} elements, but its domain declares size={self.size}: pass data of "
+                f"that size, or declare the size it has ({self!r})"
+            )
+        Domain.check(self, value, what)
+
     def member_rows(self, rows: np.ndarray[Any, Any]) -> bool:
         """Whether every row of the 2-d array ``rows`` is a member: only for a known ``size`` equal to the
         row length and numeric atoms (vectorised); ``False`` otherwise."""

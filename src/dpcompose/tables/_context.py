@@ -84,7 +84,10 @@ class Context:
     """Data, unit of privacy, budget and split: the entry point for private table queries.
 
     Args:
-        data: a Polars DataFrame or LazyFrame, or a pandas DataFrame (converted with Polars).
+        data: a Polars DataFrame or LazyFrame, or a pandas DataFrame (converted with
+            ``polars.from_pandas``, which needs pyarrow: without it the Context refuses the frame with
+            :class:`~dpcompose.errors.EngineUnavailable`; pass ``polars.DataFrame(df.to_dict("list"))``
+            instead).
         domain: a :class:`FrameDomain` (or a mapping column -> :class:`Column`) declaring the schema; the
             data's schema is checked against it now (metadata only, no scan).
         privacy_unit: ``dp.unit_of(id=..., max_rows=..., max_groups=...)``, or None for row-level privacy
@@ -102,7 +105,8 @@ class Context:
 
     Raises:
         InvalidParameter: a bad budget, split, unit or schema. DomainMismatch: the data's schema does not
-            match, or the identifier column is not declared.
+            match, or the identifier column is not declared. EngineUnavailable: a pandas DataFrame without
+            pyarrow installed (Polars converts it through pyarrow).
 
     Examples:
         >>> import dpcompose as dp, polars as pl

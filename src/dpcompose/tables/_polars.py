@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpcompose.errors import EngineUnavailable
 from dpcompose.tables._caps import first_groups_per_identifier, first_per_identifier
 from dpcompose.tables._engine import Aggregates, BelowSpec, Plan, SumSpec, collect_columns
 from dpcompose.tables._engine import scalings as _scalings
@@ -37,7 +38,8 @@ _INDEX = "__dp_index"
 
 
 def is_polars_data(data: object) -> bool:
-    """Whether ``data`` is a Polars DataFrame/LazyFrame or a pandas DataFrame (with polars installed)."""
+    """Whether ``data`` is a Polars DataFrame/LazyFrame or a pandas DataFrame (with polars installed; it is
+    converted with ``polars.from_pandas``, which needs pyarrow)."""
     try:
         import polars as pl
     except ImportError:  # pragma: no cover - polars missing
@@ -63,6 +65,21 @@ def _kind(dtype: Any) -> str:
     return str(dtype)
 
 
+def _from_pandas(data: Any) -> Any:
+    """``polars.from_pandas(data)``, with a missing pyarrow (which Polars needs to convert most pandas
+    frames) refused as :class:`EngineUnavailable` saying what to do, before anything is charged."""
+    import polars as pl
+
+    try:
+        return pl.from_pandas(data)
+    except ImportError as exc:  # (ModuleNotFoundError: pyarrow, or pandas itself)
+        raise EngineUnavailable(
+            f"a pandas DataFrame is read through polars.from_pandas, which needs a module missing here "
+            f"({exc}): install pyarrow (pip install pyarrow), or pass a Polars DataFrame instead, e.g. "
+            "polars.DataFrame(df.to_dict('list')). Nothing ran and nothing was spent"
+        ) from None
+
+
 def _lazy(data: Any) -> Any:
     import polars as pl
 
@@ -70,7 +87,7 @@ def _lazy(data: Any) -> Any:
         return data
     if isinstance(data, pl.DataFrame):
         return data.lazy()
-    return pl.from_pandas(data).lazy()
+    return _from_pandas(data).lazy()
 
 
 def _divide(columns: Any) -> Any:
@@ -378,7 +395,7 @@ class PolarsEngine:
         elif isinstance(data, pl.DataFrame):
             schema = data.schema
         else:  # pandas: converted once (the conversion reads metadata and shares buffers where it can)
-            schema = pl.from_pandas(data).schema
+            schema = _from_pandas(data).schema
         return {name: _kind(dtype) for name, dtype in schema.items()}
 
     def probe(self, data: Any) -> Callable[[], str | None]:

@@ -27,6 +27,18 @@ if TYPE_CHECKING:  # annotations only: the Context module imports this one
 __all__ = ["Query"]
 
 
+def _column_names(part: object) -> tuple[str, ...]:
+    """One argument of ``group_by``: a column name, or (as Polars takes it) a list or tuple of names."""
+    if isinstance(part, str):
+        return (part,)
+    if isinstance(part, (list, tuple)) and all(isinstance(name, str) for name in part):
+        return tuple(part)
+    raise InvalidParameter(
+        f"by={part!r} must be a column name or a list of column names, e.g. group_by('a', 'b') or "
+        "group_by(['a', 'b'])"
+    )
+
+
 class Query:
     """An immutable query builder: ``with_column(s)``, ``select``, ``filter``, ``group_by(..., keys=...)``,
     ``agg(...)``."""
@@ -192,9 +204,13 @@ class Query:
         combined = predicate if self._predicate is None else self._predicate & predicate
         return self._copy(predicate=combined, steps=(*self._steps, ("filter", given)))
 
-    def group_by(self, *by: str, keys: Sequence[Any] | None = None, selection: str = "laplace") -> Query:
+    def group_by(
+        self, *by: str | Sequence[str], keys: Sequence[Any] | None = None, selection: str = "laplace"
+    ) -> Query:
         """Group by the columns ``by`` with the public list ``keys`` (a value per key for one column, a
-        tuple per key for several). Rows with other keys are dropped; every listed key gets a row.
+        tuple per key for several). Rows with other keys are dropped; every listed key gets a row. The
+        columns are separate arguments or, as in Polars, lists of names: ``group_by("a", "b")`` is
+        ``group_by(["a", "b"])``.
 
         ``keys=None`` (unknown keys): every key present after the filter and the caps is a candidate, and
         a key is released only when its noisy count reaches a threshold chosen from the query's δ
@@ -207,6 +223,7 @@ class Query:
         of the query's), and released keys come sorted by value.
         """
         selection = read_selection(selection)
+        by = tuple(name for part in by for name in _column_names(part))
         if not by:
             raise InvalidParameter("by=() must name at least one column")
         if len(set(by)) != len(by):

@@ -301,7 +301,7 @@ class FrameDomain(TableDomain):
         if engine is None:
             raise DomainMismatch(
                 f"{what} is a {type(value).__name__}; a table must be a Polars DataFrame or LazyFrame, a "
-                "pandas DataFrame (with polars installed) or a Spark DataFrame (pyspark)"
+                "pandas DataFrame (with polars and pyarrow installed) or a Spark DataFrame (pyspark)"
             )
         kinds = engine.schema(value)
         clash = _ambiguous(kinds, self.columns)

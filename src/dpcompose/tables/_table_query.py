@@ -58,6 +58,7 @@ import numpy as np
 
 from dpcompose.accounting._exact import sqrt_down, sqrt_up_q
 from dpcompose.accuracy import discrete_laplace_scale_to_accuracy
+from dpcompose.combinators import make_pure_to_approx
 from dpcompose.core import (
     ZCDP,
     ApproxDP,
@@ -275,7 +276,7 @@ class TableQuery:
             found = run_job(engine, data, plan)  # a failure shows none of its text (it may quote data)
             return self._finish(found.keys, found.counts, found.sums, found.distincts, found.belows)
 
-        return Measurement(
+        built: Measurement[Any, Any, Any, Any] = Measurement(
             ctx.domain,
             ctx.metric,
             out_measure,
@@ -302,6 +303,11 @@ class TableQuery:
                 ),
             ),
         )
+        if isinstance(ctx.measure, ApproxDP) and isinstance(out_measure, PureDP):
+            # known keys: ε-DP, reported in the Context's own measure as (ε, 0) (ε-DP is (ε, 0)-DP by
+            # definition), so that every query of an ApproxDP Context maps to an (ε, δ) pair
+            return make_pure_to_approx(built)
+        return built
 
     def _finish(
         self,
