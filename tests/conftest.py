@@ -42,8 +42,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+# (an old-style wrapper: the new-style ``wrapper=True`` needs a newer pluggy than pytest 7.4 requires)
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, None]:
     """Collection without the cyclic garbage collector, then everything it left alive frozen out of it.
 
     Collecting imports every test module, rewrites its asserts and builds every item: millions of short-lived
@@ -57,7 +58,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return (yield)
+        yield
     finally:
         if enabled:
             gc.enable()
