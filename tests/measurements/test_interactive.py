@@ -192,8 +192,17 @@ def small_plan(t1: Fraction, c: int) -> SvtPlan:
     return SvtPlan(k=0, threshold=0, threshold_noise=t1, query_noise=2 * c * t1, max_positive=c)
 
 
-@pytest.mark.parametrize("t1", [Fraction(1), Fraction(1, 2), Fraction(5, 2)])
-@pytest.mark.parametrize(("c", "delta"), [(1, 1), (1, 2), (2, 1), (2, 2)])
+#: Every threshold scale and every (c, Δ) once by default; the other eight points of the 3 × 4 grid in the
+#: slow run (~0.2-0.7 s each: 5³ query vectors, each against its 3³ neighbours).
+SVT_DEFAULT = {(Fraction(1), 1, 1), (Fraction(1, 2), 1, 2), (Fraction(5, 2), 2, 1), (Fraction(1), 2, 2)}
+SVT_GRID = [
+    pytest.param(t1, c, delta, marks=() if (t1, c, delta) in SVT_DEFAULT else pytest.mark.slow)
+    for c, delta in [(1, 1), (1, 2), (2, 1), (2, 2)]
+    for t1 in [Fraction(1), Fraction(1, 2), Fraction(5, 2)]
+]
+
+
+@pytest.mark.parametrize(("t1", "c", "delta"), SVT_GRID)
 def test_sparse_vector_map_bounds_the_exact_loss_of_the_integer_algorithm(
     t1: Fraction, c: int, delta: int
 ) -> None:
