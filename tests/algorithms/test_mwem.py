@@ -96,18 +96,3 @@ def test_bad_parameters_are_refused_before_anything_runs(kwargs: dict[str, Any],
 def test_a_domain_without_cells_is_refused() -> None:
     with pytest.raises(dp.DPError):
         dp.algorithms.make_mwem(dp.VectorDomain(dp.AtomDomain(int)), SYM, [lambda x: x > 0], rho=1.0)
-
-
-def test_a_public_size_is_the_domain_and_data_of_another_size_is_refused() -> None:
-    """``size=`` declares the data's size (the histogram is scaled to it): data of another size is outside
-    the measurement's domain and refused, naming ``size=``, before anything runs."""
-    mwem = dp.algorithms.make_mwem(DOMAIN, SYM, A, rho=0.5, rounds=2, size=200)
-    assert mwem.input_domain == dp.VectorDomain(DOMAIN.element_domain, size=200)
-    with pytest.raises(dp.DomainMismatch, match=r"150 elements.*size=200"):
-        mwem(data(150, 3))
-    assert abs(float(mwem(data(200, 3)).sum()) - 200) < 1e-6
-    with pytest.raises(InvalidParameter, match="size"):
-        dp.algorithms.make_mwem(dp.VectorDomain(DOMAIN.element_domain, size=100), SYM, A, rho=0.5, size=200)
-    # a size the domain declares is public: nothing is spent on a noisy count
-    sized = dp.algorithms.make_mwem(dp.VectorDomain(DOMAIN.element_domain, size=200), SYM, A, rho=0.5)
-    assert abs(float(sized(data(200, 4)).sum()) - 200) < 1e-6

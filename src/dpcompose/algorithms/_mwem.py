@@ -27,16 +27,7 @@ from dpcompose._validation import check_finite_positive, check_positive_int
 from dpcompose.algorithms._aim import SLACK, claimed_up_to
 from dpcompose.combinators import make_postprocess, make_privacy_filter
 from dpcompose.combinators._filter import FilterQueryable
-from dpcompose.core import (
-    ZCDP,
-    CategoricalDomain,
-    Domain,
-    L2Distance,
-    LInfDistance,
-    Measurement,
-    Metric,
-    VectorDomain,
-)
+from dpcompose.core import ZCDP, CategoricalDomain, Domain, L2Distance, LInfDistance, Measurement, Metric
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements import make_exponential_mechanism, make_gaussian
@@ -103,18 +94,17 @@ def make_mwem(
             shape ``(k, m)`` (``m`` cells) or a list of predicates of a cell.
         rho: the zCDP budget.
         rounds: the number of rounds T (queries measured).
-        size: the public number of records, if it is public (or the ``size`` of ``input_domain``);
-            default: released as a noisy count. It is a declaration about the data: the measurement's input
-            domain is then ``VectorDomain(CategoricalDomain(cells), size=size)``, and a call on data with
-            another number of records raises :class:`DomainMismatch` naming ``size=`` before anything runs
-            (the histogram is scaled to ``size``, so it would otherwise describe records that are not there).
+        size: the public number of records, if it is public; default: released as a noisy count. It is
+            taken as given, not checked against the data (a check would tell the data's size, which the
+            add/remove neighbours keep private): the histogram is scaled to it, so a wrong ``size`` gives
+            a histogram of that many records.
         d_in: the neighbouring distance the budget is for.
         select_split: the share of each round's budget spent on selection, in (0, 1).
         passes: multiplicative-weights passes over the measurements after each round.
 
     Raises:
-        InvalidParameter: malformed queries or parameters, a ``size`` other than the one ``input_domain``
-            declares, or a ρ so small that the noise would pass the exact sampler's range.
+        InvalidParameter: malformed queries or parameters, or a ρ so small that the noise would pass the
+            exact sampler's range.
         DomainMismatch: a domain that is not a vector of a ``CategoricalDomain``, or a metric that is not a
             dataset metric.
 
@@ -134,31 +124,14 @@ def make_mwem(
         >>> histogram = mwem(["a"] * 200 + ["c"] * 100)  # a synthetic histogram of 300 records
         >>> len(histogram), round(float(histogram.sum()), 6)
         (3, 300.0)
-        >>> mwem(["a"] * 200)
-        Traceback (most recent call last):
-        ...
-        dpcompose.errors.DomainMismatch: data has 200 elements, but its domain declares size=300: ...
     """
-    make_workload(input_domain, input_metric, queries, metric=LInfDistance())  # (checks the space)
+    answers = make_workload(input_domain, input_metric, queries, metric=LInfDistance())
     element = getattr(input_domain, "element_domain", None)
     if not isinstance(element, CategoricalDomain):
         raise DomainMismatch(
             f"input_domain={input_domain!r} must be a VectorDomain(CategoricalDomain(cells)): MWEM keeps a "
             "histogram over the cells"
         )
-    assert isinstance(input_domain, VectorDomain)  # (a CategoricalDomain element: make_workload checked it)
-    if size is not None:
-        check_positive_int(size, "size")
-        if input_domain.size is not None and input_domain.size != size:
-            raise InvalidParameter(
-                f"size={size!r} differs from the size input_domain declares ({input_domain.size}): pass one"
-            )
-        # the size is a claim about the data: the domain holds only datasets of that size, so a call on
-        # data of another size is refused (DomainMismatch naming size=) before anything runs
-        input_domain = VectorDomain(element, size=size)
-    elif input_domain.size is not None:
-        size = input_domain.size  # declared by the domain: public, not measured
-    answers = make_workload(input_domain, input_metric, queries, metric=LInfDistance())
     cells = len(element.categories)
     check_finite_positive(rho, "rho")
     t = check_positive_int(rounds, "rounds")
@@ -167,6 +140,8 @@ def make_mwem(
     check_finite_positive(select_split, "select_split")
     if not 0 < float(select_split) < 1:
         raise InvalidParameter(f"select_split={select_split!r} must be in (0, 1): the rest measures")
+    if size is not None:
+        check_positive_int(size, "size")
     rho_f = float(rho)
     rows = categorical_query_matrix(queries, element)
     matrix = rows.astype(np.float64)
