@@ -15,6 +15,8 @@ import mpmath
 import pytest
 from hypothesis import HealthCheck, settings
 
+from gc_off import collector_off
+
 # The default profiles are derandomized so the README's test command gives the same verdict on every
 # machine; `thorough` explores new random examples (HYPOTHESIS_PROFILE=thorough python -m pytest -m slow).
 settings.register_profile("dev", max_examples=60, deadline=None, derandomize=True)
@@ -55,12 +57,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, None]:
     ``gc.freeze()`` moves the survivors, which live until the session ends, to the permanent generation.
     Objects the tests create are collected as before (the tests that check that something is not kept
     alive use objects made inside them)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_off():
         yield
-    finally:
-        if enabled:
-            gc.enable()
-        gc.collect()
-        gc.freeze()
+    gc.collect()
+    gc.freeze()

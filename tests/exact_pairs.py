@@ -3,10 +3,12 @@ truth by enumeration (shared by the composition-policy and profile tests)."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 
 Atoms = dict[Fraction, mpmath.mpf]
 """Finite loss → P-mass (a mass at +∞, where a test needs one, is kept apart)."""
@@ -101,3 +103,13 @@ def gaussian_kernel_sum(j: int, sigma: mpmath.mpf) -> mpmath.mpf:
                     break
             z += 1
     return +total
+
+
+def discrete_laplace_moments(scale: float) -> tuple[float, float]:
+    """(variance, excess kurtosis) of P[z] ∝ exp(−|z|/scale), summed over |z| ≤ 60·scale (the rest < e⁻⁶⁰)."""
+    q = math.exp(-1 / scale)
+    z = np.arange(-int(60 * scale), int(60 * scale) + 1, dtype=np.float64)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(z)
+    var = float(np.sum(pmf * z**2))
+    assert math.isclose(var, 2 * q / (1 - q) ** 2, rel_tol=1e-12)
+    return var, float(np.sum(pmf * z**4)) / var**2 - 3

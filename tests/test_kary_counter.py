@@ -20,6 +20,7 @@ from dpcompose.measurements._kary_counter import (
     kary_weight,
     kary_weight_sum,
 )
+from exact_pairs import discrete_laplace_moments
 
 L1 = dp.L1Distance()
 
@@ -130,16 +131,6 @@ def test_variance_weights_match_the_coefficients() -> None:
         best = min(every, key=lambda k: (kary_levels(length, k) ** 2 * kary_weight_sum(length, k), k))
         assert best_branching(length) == best, length
     assert (best_branching(1024), best_branching(1 << 14), best_branching(1 << 24)) == (13, 33, 19)
-
-
-def discrete_laplace_moments(scale: float) -> tuple[float, float]:
-    """(variance, excess kurtosis) of P[z] ∝ exp(−|z|/scale), summed over |z| ≤ 60·scale (the rest < e⁻⁶⁰)."""
-    q = math.exp(-1 / scale)
-    z = np.arange(-int(60 * scale), int(60 * scale) + 1, dtype=np.float64)
-    pmf = (1 - q) / (1 + q) * q ** np.abs(z)
-    var = float(np.sum(pmf * z**2))
-    assert math.isclose(var, 2 * q / (1 - q) ** 2, rel_tol=1e-12)
-    return var, float(np.sum(pmf * z**4)) / var**2 - 3
 
 
 @pytest.mark.parametrize(("length", "k"), [(13, 3), (13, 5), (30, 7)])

@@ -7,7 +7,6 @@ Function-local imports count as edges: a cycle dodged by a local import is still
 from __future__ import annotations
 
 import ast
-import gc
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import dpcompose
+from gc_off import collector_off
 
 ROOT = Path(dpcompose.__file__).parent
 TESTS = Path(__file__).parent
@@ -34,13 +34,8 @@ def _no_cyclic_collector() -> Iterator[None]:
     ~1.2 million AST nodes (no cycles among them: reference counting frees what is not cached), and with the
     collector on, the full collections it started while they piled up cost more than the parsing itself
     (~6 s of a worker's time). What the tests read and assert is unchanged."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_off():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _modules() -> dict[str, Path]:

@@ -13,6 +13,7 @@ import pytest
 import dpcompose as dp
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._counter import HonakerCounter, OnlineCounter, counter_levels
+from exact_pairs import discrete_laplace_moments
 
 L1 = dp.L1Distance()
 
@@ -215,16 +216,6 @@ def _least_squares_weights(nodes: tuple[tuple[int, int], ...]) -> list[Fraction]
     gram = [[sum((row[i] * row[j] for row in design), Fraction(0)) for j in range(size)] for i in range(size)]
     g_inv_one = solve_exact(gram, [Fraction(1)] * size)
     return [sum((r * g for r, g in zip(row, g_inv_one, strict=True)), Fraction(0)) for row in design]
-
-
-def discrete_laplace_moments(scale: float) -> tuple[float, float]:
-    """(variance, excess kurtosis) of P[z] ∝ exp(−|z|/scale), summed over |z| ≤ 60·scale (the rest < e⁻⁶⁰)."""
-    q = math.exp(-1 / scale)
-    z = np.arange(-int(60 * scale), int(60 * scale) + 1, dtype=np.float64)
-    pmf = (1 - q) / (1 + q) * q ** np.abs(z)
-    var = float(np.sum(pmf * z**2))
-    assert math.isclose(var, 2 * q / (1 - q) ** 2, rel_tol=1e-12)
-    return var, float(np.sum(pmf * z**4)) / var**2 - 3
 
 
 @pytest.mark.parametrize("length", [13, 8])
