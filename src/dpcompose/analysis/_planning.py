@@ -14,9 +14,10 @@ from dpcompose._validation import check_finite_nonnegative, check_nonempty, chec
 from dpcompose.accounting import PrivacyProfile, decimal, least_passing
 from dpcompose.accounting._calibrate import DEFAULT_BOUNDS, least_passing_exact, log_ratio, read_bounds
 from dpcompose.core import ZCDP, ApproxDP, Measurement, ProfileDP, PureDP
+from dpcompose.core._metrics import refuse_odd_sized
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["binary_search_param", "calibrate_noise", "split_budget"]
+__all__ = ["binary_search_param", "calibrate_noise", "refuse_odd_d_in", "split_budget"]
 
 
 def _float_to_key(x: float) -> int:
@@ -98,6 +99,7 @@ def binary_search_param(
     lo, hi = _read_bounds(bounds)
     integer = isinstance(lo, int)
     errors: list[str] = []
+    refuse_odd_d_in(make, hi, d_in)
 
     def passes(p: float | int) -> bool:
         try:
@@ -209,6 +211,7 @@ def calibrate_noise(
     """
     if not callable(make):
         raise InvalidParameter(f"make={make!r} must be a function from a parameter to a Measurement")
+    refuse_odd_d_in(make, 1.0, d_in)
 
     def read(sigma: float) -> tuple[bool, Measurement[Any, Any, Any, Any], Any, Any]:
         measurement = make(sigma)
@@ -288,3 +291,16 @@ def split_budget(d_out: Any, weights: Sequence[float | int | Fraction]) -> list[
     check_finite_nonnegative(d_out, "d_out")
     b = decimal(d_out, "d_out")
     return [b * w / total for w in ws]
+
+
+def refuse_odd_d_in(make: Callable[[Any], Any], at: object, d_in: object) -> None:
+    """Refuse, before a search, an odd ``d_in`` on a fixed-size dataset domain under ``SymmetricDistance``
+    (:func:`~dpcompose.core._metrics.refuse_odd_sized`), read from ``make(at)``'s input space; a search
+    would otherwise swallow the refusal into "no parameter passes". Nothing is refused where ``make(at)``
+    does not build (the search then names why)."""
+    try:
+        built = make(at)
+    except (DPError, ArithmeticError, ValueError, TypeError):
+        return
+    if isinstance(built, Measurement):
+        refuse_odd_sized(built.input_domain, built.input_metric, built.input_metric.validate(d_in))

@@ -32,6 +32,7 @@ from dpcompose.core import (
     RenyiDP,
 )
 from dpcompose.core._measurement import postprocess
+from dpcompose.core._metrics import sized_symmetric
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import DomainMismatch, InvalidParameter, UnsupportedComposition
 
@@ -446,6 +447,12 @@ def make_group(m: AnyMeasurement, k: int) -> AnyMeasurement:
     check_positive_int(k, "k")
     if not isinstance(m, Measurement):
         raise InvalidParameter(f"make_group: m={m!r} must be a Measurement")
+    if sized_symmetric(m.input_domain, m.input_metric):
+        raise DomainMismatch(
+            f"make_group: {m.node.label()} takes datasets of one fixed size under SymmetricDistance(), where "
+            "one record changed is d_in=2 and map(1) says nothing; build it on ChangeOneDistance() (one "
+            "changed record is d_in=1), or ask the measurement itself for map(2·k·d)"
+        )
     measure = m.output_measure
 
     def privacy_map(d: Any) -> Any:

@@ -203,7 +203,8 @@ def make_parallel(
                 "group-privacy closed form does not settle it (a child's map at that many records is "
                 "below its group-privacy bound k·map(1)); pass a d_in with at most "
                 f"{EXACT_LIMIT // len(distinct)} changed records over the parts, or bound groups from "
-                "d_in = 1 with dp.make_group(measurement, k).map(1) (valid, possibly looser)"
+                "d_in = 1 with dp.make_group(measurement, k).map(1) (valid, possibly looser; on "
+                "ChangeOneDistance for a fixed-size domain)"
             )
         if approx:
             eps = worst_allocation(_shared(children, lambda c: _coordinate(maps[id(c)], 0)), total)

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar, overload
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
-from dpcompose.core._metrics import Metric, check_space, refuse_odd_sized
+from dpcompose.core._metrics import Metric, check_space, even_below, refuse_odd_sized
 from dpcompose.core._node import Node
 from dpcompose.core._recipe import Call, Chain, record_chain, recorded
 from dpcompose.core._stages import compose
@@ -445,8 +445,8 @@ def _chain_tt(t1: Transformation[Any, Any, Any, Any], t2: Transformation[Any, An
     checked = t1.checked_function  # (the fused membership test, then t2's function)
     run_checked = None if checked is None else compose(checked, t2.function)
 
-    def stability(d_in: Any) -> Any:
-        return t2.map(t1.map(d_in))
+    def stability(d_in: Any) -> Any:  # (t1's bound on a sized output: an odd one is rounded down, even_below)
+        return t2.map(even_below(t2.input_domain, t2.input_metric, t1.map(d_in)))
 
     result = Transformation(
         t1.input_domain,
@@ -459,7 +459,7 @@ def _chain_tt(t1: Transformation[Any, Any, Any, Any], t2: Transformation[Any, An
             "chain",
             source="composition of stability maps",
             children=(t1, t2),
-            child_inputs=lambda d: (d, t1.map(d)),
+            child_inputs=lambda d: (d, even_below(t2.input_domain, t2.input_metric, t1.map(d))),
         ),
         checked_function=run_checked,
     )
@@ -497,7 +497,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
     kept_order = _all_verified(t)
 
     def privacy(d_in: Any) -> Any:
-        out = m.map(t.map(d_in))
+        out = m.map(even_below(m.input_domain, m.input_metric, t.map(d_in)))  # (see _chain_tt)
         pair = out.loss if isinstance(out, PrivacyProfile) else None
         if kept_order or pair is None or not pair.order_sensitive():
             return out
@@ -511,7 +511,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
         return generic
 
     def loss(d_in: Any) -> PrivacyLoss | None:
-        found = m.privacy_loss(t.map(d_in))
+        found = m.privacy_loss(even_below(m.input_domain, m.input_metric, t.map(d_in)))
         return None if found is None or (not kept_order and found.order_sensitive()) else found
 
     result = Measurement(
@@ -526,7 +526,7 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
             "chain",
             source="stability map, then privacy map",
             children=(t, m),
-            child_inputs=lambda d: (d, t.map(d)),
+            child_inputs=lambda d: (d, even_below(m.input_domain, m.input_metric, t.map(d))),
         ),
         checked_function=run_checked,
     )

@@ -49,9 +49,11 @@ __all__ = [
     "SymmetricDistance",
     "SymmetricIdDistance",
     "check_space",
+    "even_below",
     "refuse_identifier_metric",
     "refuse_odd_sized",
     "refuse_table_domain",
+    "sized_symmetric",
 ]
 
 
@@ -458,17 +460,37 @@ def refuse_odd_sized(domain: object, metric: object, d: object, name: str = "d_i
         ...     print(str(e)[:48])
         d_in=1 is odd, but the input domain holds datase
     """
-    if (
-        type(metric) is SymmetricDistance
-        and isinstance(domain, VectorDomain)
-        and domain.size is not None
-        and type(d) is int
-        and d % 2 == 1
-    ):
+    if sized_symmetric(domain, metric) and type(d) is int and d % 2 == 1:
+        within = f" ({name}={d - 1} covers every pair within {d})" if d > 1 else ""
         raise InvalidParameter(
             f"{name}={d} is odd, but the input domain holds datasets of one fixed size (size={domain.size}): "
             f"under SymmetricDistance() two of them are an even distance apart (one record changed is "
-            f"{name}=2), so nothing in the domain is {d} apart and any bound there would be vacuous. Ask for "
-            f"{name}=2 per changed record ({name}={d + 1} bounds every pair up to {d} apart), or build on "
+            f"{name}=2), so nothing in the domain is exactly {d} apart (at {name}=1 any bound is vacuous: a "
+            f"mean's is 0). Ask for an even {name}: 2 per changed record{within}, or build on "
             f"ChangeOneDistance() ({name}=1 per changed record)"
         )
+
+
+def sized_symmetric(domain: object, metric: object) -> bool:
+    """Whether ``metric`` is a ``SymmetricDistance`` (or a subclass) on a ``VectorDomain`` of fixed size: the
+    spaces where every two members are an even distance apart (:func:`refuse_odd_sized`)."""
+    return (
+        isinstance(metric, SymmetricDistance) and isinstance(domain, VectorDomain) and domain.size is not None
+    )
+
+
+def even_below(domain: object, metric: object, d: object) -> object:
+    """``d`` rounded down to even where ``domain`` and ``metric`` are :func:`sized_symmetric` and ``d`` is
+    an odd int, else ``d`` unchanged: for an intermediate distance inside a chain (a transformation's bound
+    on its sized output's distance). Sound: every two members of such a domain are an even distance apart,
+    so a pair at most ``d`` apart is at most ``d − 1`` apart when ``d`` is odd.
+
+    Examples:
+        >>> import dpcompose as dp
+        >>> sized = dp.VectorDomain(dp.AtomDomain(float), size=10)
+        >>> even_below(sized, dp.SymmetricDistance(), 3), even_below(sized, dp.ChangeOneDistance(), 3)
+        (2, 3)
+    """
+    if sized_symmetric(domain, metric) and type(d) is int and d % 2 == 1:
+        return d - 1
+    return d
