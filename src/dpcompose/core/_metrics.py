@@ -462,8 +462,9 @@ def refuse_odd_sized(domain: object, metric: object, d: object, name: str = "d_i
     """
     if sized_symmetric(domain, metric) and type(d) is int and d % 2 == 1:
         within = f" ({name}={d - 1} covers every pair within {d})" if d > 1 else ""
+        size = getattr(domain, "size", None)
         raise InvalidParameter(
-            f"{name}={d} is odd, but the input domain holds datasets of one fixed size (size={domain.size}): "
+            f"{name}={d} is odd, but the input domain holds datasets of one fixed size (size={size}): "
             f"under SymmetricDistance() two of them are an even distance apart (one record changed is "
             f"{name}=2), so nothing in the domain is exactly {d} apart (at {name}=1 any bound is vacuous: a "
             f"mean's is 0). Ask for an even {name}: 2 per changed record{within}, or build on "
