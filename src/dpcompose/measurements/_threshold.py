@@ -651,7 +651,9 @@ def partition_threshold(
     Args:
         scale: the noise scale (Laplace) or σ (Gaussian).
         delta: the target δ in (0, 1), read as the decimal it prints as (a budget).
-        d_in: the ``(l0, l1, l∞)`` distance, e.g. ``make_count_by(...).map(1)``; default one record.
+        d_in: the ``(l0, l1, l∞)`` distance, e.g. ``make_count_by(...).map(1)``; default one record
+            added or removed. On a fixed-size dataset under ``SymmetricDistance`` one changed record is
+            ``make_count_by(...).map(2)`` (``(2, 2, 2)`` for counts): pass that.
         noise: ``"laplace"`` or ``"gaussian"``.
 
     Raises:
