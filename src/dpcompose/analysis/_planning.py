@@ -14,10 +14,10 @@ from dpcompose._validation import check_finite_nonnegative, check_nonempty, chec
 from dpcompose.accounting import PrivacyProfile, decimal, least_passing
 from dpcompose.accounting._calibrate import DEFAULT_BOUNDS, least_passing_exact, log_ratio, read_bounds
 from dpcompose.core import ZCDP, ApproxDP, Measurement, ProfileDP, PureDP
-from dpcompose.core._metrics import refuse_odd_sized
+from dpcompose.core._measurement import refuse_odd_d_in
 from dpcompose.errors import DPError, InvalidParameter
 
-__all__ = ["binary_search_param", "calibrate_noise", "refuse_odd_d_in", "split_budget"]
+__all__ = ["binary_search_param", "calibrate_noise", "split_budget"]
 
 
 def _float_to_key(x: float) -> int:
@@ -291,16 +291,3 @@ def split_budget(d_out: Any, weights: Sequence[float | int | Fraction]) -> list[
     check_finite_nonnegative(d_out, "d_out")
     b = decimal(d_out, "d_out")
     return [b * w / total for w in ws]
-
-
-def refuse_odd_d_in(make: Callable[[Any], Any], at: object, d_in: object) -> None:
-    """Refuse, before a search, an odd ``d_in`` on a fixed-size dataset domain under ``SymmetricDistance``
-    (:func:`~dpcompose.core._metrics.refuse_odd_sized`), read from ``make(at)``'s input space; a search
-    would otherwise swallow the refusal into "no parameter passes". Nothing is refused where ``make(at)``
-    does not build (the search then names why)."""
-    try:
-        built = make(at)
-    except (DPError, ArithmeticError, ValueError, TypeError):
-        return
-    if isinstance(built, Measurement):
-        refuse_odd_sized(built.input_domain, built.input_metric, built.input_metric.validate(d_in))

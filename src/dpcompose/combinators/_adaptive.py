@@ -22,7 +22,7 @@ from dpcompose.core import (
     PureDP,
     Queryable,
 )
-from dpcompose.core._metrics import check_space, refuse_odd_sized
+from dpcompose.core._metrics import check_space, read_d_in
 from dpcompose.core._queryable import created_queryables
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
@@ -241,8 +241,7 @@ def _make_adaptive(
     check_space(input_domain, input_metric, allow_identifiers=True, allow_tables=True)  # generic
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
-    d_in_exact = input_metric.validate(d_in)
-    refuse_odd_sized(input_domain, input_metric, d_in_exact)
+    d_in_exact = read_d_in(input_domain, input_metric, d_in)
     schedule = PairSchedule.read(d_mids, steps)
     if schedule is not None:
         return _make_pair_adaptive(

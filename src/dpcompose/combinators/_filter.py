@@ -55,7 +55,7 @@ from dpcompose.core import (
     RenyiCurve,
     RenyiDP,
 )
-from dpcompose.core._metrics import check_space, refuse_odd_sized
+from dpcompose.core._metrics import check_space, read_d_in
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import (
     BudgetExceeded,
@@ -105,8 +105,7 @@ def check_accountant_args(
     check_space(input_domain, input_metric, allow_identifiers=True, allow_tables=True)  # generic
     if not isinstance(output_measure, Measure):
         raise InvalidParameter(f"output_measure={output_measure!r} must be a Measure")
-    d_in_exact = input_metric.validate(d_in)
-    refuse_odd_sized(input_domain, input_metric, d_in_exact)
+    d_in_exact = read_d_in(input_domain, input_metric, d_in)
     if ledger is not None and not isinstance(ledger, Ledger):
         raise InvalidParameter(f"ledger={ledger!r} must be a MemoryLedger or SQLiteLedger")
     return d_in_exact

@@ -32,13 +32,19 @@ from typing import Any, Generic, TypeVar, overload
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.core._domains import Domain
 from dpcompose.core._measures import Measure
-from dpcompose.core._metrics import Metric, check_space, even_below, refuse_odd_sized
+from dpcompose.core._metrics import Metric, check_space, even_below, read_d_in
 from dpcompose.core._node import Node
 from dpcompose.core._recipe import Call, Chain, record_chain, recorded
 from dpcompose.core._stages import compose
 from dpcompose.errors import DomainMismatch, DPError, InvalidParameter, UnsupportedComposition
 
-__all__ = ["Measurement", "Transformation", "make_user_measurement", "make_user_transformation"]
+__all__ = [
+    "Measurement",
+    "Transformation",
+    "make_user_measurement",
+    "make_user_transformation",
+    "refuse_odd_d_in",
+]
 
 TI = TypeVar("TI")
 TO = TypeVar("TO")
@@ -125,9 +131,7 @@ class Transformation(Generic[TI, TO, DI, D2]):
     def map(self, d_in: DI) -> D2:
         """An upper bound on the output distance when inputs are ``d_in`` apart (an odd ``d_in`` on a
         sized dataset domain under ``SymmetricDistance`` is refused: :func:`refuse_odd_sized`)."""
-        d = self.input_metric.validate(d_in)
-        refuse_odd_sized(self.input_domain, self.input_metric, d)
-        return self.stability_map(d)
+        return self.stability_map(read_d_in(self.input_domain, self.input_metric, d_in))
 
     @overload
     def __rshift__(self, other: Transformation[TO, T2, D2, D3]) -> Transformation[TI, T2, DI, D3]: ...
@@ -194,8 +198,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
             >>> m.privacy_loss(1)
             PrivacyLoss(randomized_response(ε=1, k=2))
         """
-        d = self.input_metric.validate(d_in)
-        refuse_odd_sized(self.input_domain, self.input_metric, d)
+        d = read_d_in(self.input_domain, self.input_metric, d_in)
         return None if self.loss is None else self.loss(d)
 
     def __call__(self, data: TI) -> TO:
@@ -207,9 +210,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
     def map(self, d_in: DI) -> DO:
         """An upper bound on the privacy loss between inputs ``d_in`` apart (an odd ``d_in`` on a sized
         dataset domain under ``SymmetricDistance`` is refused: :func:`refuse_odd_sized`)."""
-        d = self.input_metric.validate(d_in)
-        refuse_odd_sized(self.input_domain, self.input_metric, d)
-        return self.privacy_map(d)
+        return self.privacy_map(read_d_in(self.input_domain, self.input_metric, d_in))
 
     def check(self, d_in: DI, d_out: object) -> bool:
         """Whether ``map(d_in)`` is within the budget ``d_out`` (read as the decimal it prints as)."""
@@ -532,3 +533,16 @@ def _chain_tm(t: Transformation[Any, Any, Any, Any], m: Measurement[Any, Any, An
     )
     record_chain(result, t, m)
     return result
+
+
+def refuse_odd_d_in(make: Callable[[Any], Any], at: object, d_in: object) -> None:
+    """Before a parameter search, refuse an odd ``d_in`` on a fixed-size dataset domain under
+    ``SymmetricDistance`` (:func:`~dpcompose.core._metrics.refuse_odd_sized`), read from the input space of
+    ``make(at)``: the search would otherwise swallow the refusal into "no parameter passes". Nothing is
+    refused where ``make(at)`` does not build (the search then names why)."""
+    try:
+        built = make(at)
+    except (DPError, ArithmeticError, ValueError, TypeError):
+        return
+    if isinstance(built, Measurement):
+        read_d_in(built.input_domain, built.input_metric, d_in)

@@ -50,6 +50,7 @@ __all__ = [
     "SymmetricIdDistance",
     "check_space",
     "even_below",
+    "read_d_in",
     "refuse_identifier_metric",
     "refuse_odd_sized",
     "refuse_table_domain",
@@ -494,4 +495,13 @@ def even_below(domain: object, metric: object, d: object) -> object:
     """
     if sized_symmetric(domain, metric) and type(d) is int and d % 2 == 1:
         return d - 1
+    return d
+
+
+def read_d_in(domain: object, metric: Metric, d_in: object, name: str = "d_in") -> Any:
+    """``d_in`` as ``metric`` reads it (:meth:`Metric.validate`), refusing an odd distance on a fixed-size
+    dataset domain under ``SymmetricDistance`` (:func:`refuse_odd_sized`): how every map, filter and
+    compositor reads the distance a caller asks about."""
+    d = metric.validate(d_in, name)
+    refuse_odd_sized(domain, metric, d, name)
     return d

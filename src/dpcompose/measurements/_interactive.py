@@ -30,9 +30,8 @@ from dpcompose.core import (
     Queryable,
     SymmetricDistance,
     Transformation,
-    VectorDomain,
 )
-from dpcompose.core._metrics import check_space, refuse_identifier_metric
+from dpcompose.core._metrics import check_space, refuse_identifier_metric, sized_symmetric
 from dpcompose.core._recipe import recorded
 from dpcompose.errors import BudgetExceeded, DomainMismatch, InvalidParameter
 from dpcompose.measurements._discrete import Grid, grid_sensitivity
@@ -51,15 +50,6 @@ def _check_dataset_input(input_domain: Domain, input_metric: Metric) -> None:
             "map at d_in = k uses group privacy along a path of k neighbouring datasets"
         )
     check_space(input_domain, input_metric)
-
-
-def _sized_symmetric(input_domain: Domain, input_metric: Metric) -> bool:
-    """Add/remove distance on datasets of one fixed size: distinct datasets are at least 2 apart."""
-    return (
-        isinstance(input_metric, SymmetricDistance)
-        and isinstance(input_domain, VectorDomain)
-        and input_domain.size is not None
-    )
 
 
 def _check_query(
@@ -91,7 +81,7 @@ def _check_query(
         and isinstance(query.output_metric, AbsoluteDistance)
     ):
         raise DomainMismatch(f"query {query.node.label()} must output a number under AbsoluteDistance()")
-    steps = (2,) if _sized_symmetric(input_domain, input_metric) else (1,)
+    steps = (2,) if sized_symmetric(input_domain, input_metric) else (1,)
     for d in steps:
         sensitivity = query.map(d)
         if sensitivity > d:

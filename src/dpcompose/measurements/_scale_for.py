@@ -8,8 +8,8 @@ from typing import Any
 
 from dpcompose.accounting._calibrate import least_passing_exact
 from dpcompose.core import ApproxDP, Measurement, Transformation
-from dpcompose.core._metrics import refuse_odd_sized
-from dpcompose.errors import DPError, InvalidParameter
+from dpcompose.core._measurement import refuse_odd_d_in
+from dpcompose.errors import InvalidParameter
 from dpcompose.measurements._laplace import make_laplace
 
 __all__ = ["scale_for"]
@@ -87,12 +87,7 @@ def scale_for(
         True
     """
     build = _builder(make, mechanism)
-    try:  # an odd d_in on a fixed-size domain under SymmetricDistance: refused by name, not searched
-        first = build(1.0)
-    except (DPError, ArithmeticError, ValueError, TypeError):
-        first = None  # (the search names why it does not build)
-    if isinstance(first, Measurement):
-        refuse_odd_sized(first.input_domain, first.input_metric, first.input_metric.validate(d_in))
+    refuse_odd_d_in(build, 1.0, d_in)
 
     def probe(scale: float) -> tuple[bool, Fraction | None]:
         measurement = build(scale)
