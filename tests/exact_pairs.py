@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -113,3 +115,24 @@ def discrete_laplace_moments(scale: float) -> tuple[float, float]:
     var = float(np.sum(pmf * z**2))
     assert math.isclose(var, 2 * q / (1 - q) ** 2, rel_tol=1e-12)
     return var, float(np.sum(pmf * z**4)) / var**2 - 3
+
+
+def check_counter_moments(
+    counter: Any, scale: float, length: int, runs: int, variance: Callable[[float, int], float]
+) -> None:
+    """Seeded simulation of an online counter (a measurement over ``length`` steps, built with a seeded rng
+    and discrete Laplace noise of scale ``scale``): over ``runs`` runs on one Poisson stream, step t's error
+    has mean 0 and variance ``variance(σ², t)`` (σ² one noise's variance), each within 5 standard errors —
+    √(v/N) for the mean and v·√(κ/N + 2/(N − 1)) for the sample variance, κ the discrete Laplace's excess
+    kurtosis (a weighted sum of independent copies has excess kurtosis at most κ)."""
+    sigma2, kurtosis = discrete_laplace_moments(scale)
+    x = np.random.default_rng(1).poisson(4, size=length)
+    truth = np.cumsum(x)
+    errors = np.empty((runs, length))
+    for r in range(runs):
+        q = counter(x)
+        errors[r] = [q(t) - truth[t] for t in range(length)]
+    for t in range(length):
+        v = variance(sigma2, t)
+        assert abs(errors[:, t].mean()) <= 5 * math.sqrt(v / runs), t
+        assert abs(errors[:, t].var(ddof=1) - v) <= 5 * v * math.sqrt(kurtosis / runs + 2 / (runs - 1)), t

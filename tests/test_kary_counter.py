@@ -20,7 +20,7 @@ from dpcompose.measurements._kary_counter import (
     kary_weight,
     kary_weight_sum,
 )
-from exact_pairs import discrete_laplace_moments
+from exact_pairs import check_counter_moments, discrete_laplace_moments
 
 L1 = dp.L1Distance()
 
@@ -138,21 +138,10 @@ def test_unbiased_with_the_stated_variance(length: int, k: int) -> None:
     """Seeded simulation, 600 runs. Step t's error has mean 0 and variance σ²·w(t + 1). Tolerances: 5
     standard errors — √(v/N) for the mean, v·√(κ/N + 2/(N − 1)) for the sample variance (κ the discrete
     Laplace's excess kurtosis; a ±1 sum of independent copies has excess kurtosis at most κ)."""
-    scale, runs = 2.0, 600
-    sigma2, kurtosis = discrete_laplace_moments(scale)
     counter = dp.m.make_online_counter(
-        steps(length), L1, scale=scale, estimator="kary", branching=k, rng=np.random.default_rng(77)
+        steps(length), L1, scale=2.0, estimator="kary", branching=k, rng=np.random.default_rng(77)
     )
-    x = np.random.default_rng(1).poisson(4, size=length)
-    truth = np.cumsum(x)
-    errors = np.empty((runs, length))
-    for r in range(runs):
-        q = counter(x)
-        errors[r] = [q(t) - truth[t] for t in range(length)]
-    for t in range(length):
-        v = sigma2 * kary_weight(t + 1, k)
-        assert abs(errors[:, t].mean()) <= 5 * math.sqrt(v / runs), t
-        assert abs(errors[:, t].var(ddof=1) - v) <= 5 * v * math.sqrt(kurtosis / runs + 2 / (runs - 1)), t
+    check_counter_moments(counter, 2.0, length, 600, lambda sigma2, t: sigma2 * kary_weight(t + 1, k))
 
 
 def test_online_asked_again_and_out_of_order_refused() -> None:

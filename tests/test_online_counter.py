@@ -13,7 +13,7 @@ import pytest
 import dpcompose as dp
 from dpcompose.errors import DomainMismatch, InvalidParameter
 from dpcompose.measurements._counter import HonakerCounter, OnlineCounter, counter_levels
-from exact_pairs import discrete_laplace_moments
+from exact_pairs import check_counter_moments, discrete_laplace_moments
 
 L1 = dp.L1Distance()
 
@@ -235,23 +235,16 @@ def _check_honaker_unbiased(length: int, runs: int) -> None:
     [0, t]'s pieces. Tolerances: 5 standard errors from that variance — √(v/N) for the mean and
     v·√(κ/N + 2/(N − 1)) for the sample variance, κ the discrete Laplace's excess kurtosis (a weighted sum
     of independent copies has excess kurtosis at most κ)."""
-    scale = 2.0
-    sigma2, kurtosis = discrete_laplace_moments(scale)
     counter = dp.m.make_online_counter(
-        steps(length), L1, scale=scale, estimator="honaker", rng=np.random.default_rng(77)
+        steps(length), L1, scale=2.0, estimator="honaker", rng=np.random.default_rng(77)
     )
-    x = np.random.default_rng(1).poisson(4, size=length)
-    truth = np.cumsum(x)
-    errors = np.empty((runs, length))
-    for r in range(runs):
-        q = counter(x)
-        errors[r] = [q(t) - truth[t] for t in range(length)]
-    for t in range(length):
-        v = sigma2 * sum(Fraction(2**h, 2 ** (h + 1) - 1) for h in decomposition_heights(length, t + 1))
-        v = float(v)
-        assert abs(errors[:, t].mean()) <= 5 * math.sqrt(v / runs), t
-        spread = v * math.sqrt(kurtosis / runs + 2 / (runs - 1))
-        assert abs(errors[:, t].var(ddof=1) - v) <= 5 * spread, t
+
+    def variance(sigma2: float, t: int) -> float:
+        return float(
+            sigma2 * sum(Fraction(2**h, 2 ** (h + 1) - 1) for h in decomposition_heights(length, t + 1))
+        )
+
+    check_counter_moments(counter, 2.0, length, runs, variance)
 
 
 def test_honaker_online_asked_again_and_refusals() -> None:
