@@ -68,6 +68,7 @@ the sensitivity holds for every member of the domain).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -288,7 +289,7 @@ def make_online_counter(
       power of two (``[0, T)`` is its two halves), and its variance is ``σ²·Σ 2**h/(2**(h+1) − 1)`` over
       the pieces (``h`` the piece's height, ``σ²`` one noise's variance): at ``T = 1,024``, ε = 1, the
       root-mean-square error over all prefixes is about 24, against about 35 raw.
-    * ``estimator="kary"`` (Andersson–Pagh–Steiner–Torkamani 2025, Theorem 1): a ``k``-ary tree,
+    * ``estimator="kary"`` (after Andersson–Pagh–Steiner–Torkamani 2025): a ``k``-ary tree,
       ``k = branching`` odd, with the prefix ``t + 1`` written in base ``k`` with the digits
       ``−(k−1)/2 … (k−1)/2``; a negative digit subtracts p-sums, so ``[0, t]`` takes ``Σ|digits|``
       p-sums, about ``k/4`` per level. The subtracted p-sums end after ``t``, but their steps cancel: the
@@ -327,8 +328,9 @@ def make_online_counter(
     binary mechanism); Dwork, Naor, Pitassi, Rothblum 2010 §4; Honaker 2015, "Efficient use of
     differentially private binary trees" (the upward pass); Hay, Rastogi, Miklau, Suciu 2010, Theorem 3;
     Andersson, Pagh, Steiner, Torkamani 2025, "Count on Your Elders: Laplace vs Gaussian Noise" (FORC
-    2025), Theorem 1 (the k-ary tree with negative digits); Ghosh–Roughgarden–Sundararajan 2009 (the
-    discrete Laplace mechanism's ε = Δ/scale).
+    2025), the k-ary tree with negative digits (the construction; its privacy and variance are proved in
+    :mod:`~dpcompose.measurements._kary_counter`); Ghosh–Roughgarden–Sundararajan 2009 (the discrete
+    Laplace mechanism's ε = Δ/scale).
 
     Examples:
         >>> import dpcompose as dp
@@ -361,18 +363,15 @@ def make_online_counter(
     levels = kary_levels(length, k) if chosen == "kary" else counter_levels(length, chosen)
 
     f = noise.function
-    counters = {
-        "raw": lambda data: OnlineCounter(data, length, f),
-        "honaker": lambda data: HonakerCounter(data, length, f),
-        "kary": lambda data: KaryCounter(data, length, f, k),
-    }
-    run: Any = counters[chosen]
     binary = "Chan–Shi–Song 2011 §3.4 Thm 3.5 (binary mechanism)"
-    sources = {
-        "raw": binary,
-        "honaker": binary + "; Honaker 2015 (upward pass)",
-        "kary": "Andersson–Pagh–Steiner–Torkamani 2025 Thm 1 (k-ary tree, negative digits)",
-    }
+    run: Callable[[Any], StepCounter[Any]]
+    if chosen == "raw":
+        run, source = (lambda data: OnlineCounter(data, length, f)), binary
+    elif chosen == "honaker":
+        run, source = (lambda data: HonakerCounter(data, length, f)), binary + "; Honaker 2015 (upward pass)"
+    else:
+        run = lambda data: KaryCounter(data, length, f, k)  # noqa: E731
+        source = "Andersson–Pagh–Steiner–Torkamani 2025 (k-ary tree, negative digits; proofs: _kary_counter)"
     return Measurement(
         input_domain,
         input_metric,
@@ -389,7 +388,7 @@ def make_online_counter(
                 ("estimator", chosen),
                 *((("branching", str(k)),) if chosen == "kary" else ()),
             ),
-            source=sources[chosen],
+            source=source,
             interaction="interactive",
         ),
     )

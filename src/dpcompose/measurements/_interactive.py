@@ -81,14 +81,13 @@ def _check_query(
         and isinstance(query.output_metric, AbsoluteDistance)
     ):
         raise DomainMismatch(f"query {query.node.label()} must output a number under AbsoluteDistance()")
-    steps = (2,) if sized_symmetric(input_domain, input_metric) else (1,)
-    for d in steps:
-        sensitivity = query.map(d)
-        if sensitivity > d:
-            raise InvalidParameter(
-                f"query {query.node.label()} has sensitivity {format_up(sensitivity)} at d_in={d}; "
-                f"at most {d} is allowed"
-            )
+    d = 2 if sized_symmetric(input_domain, input_metric) else 1
+    sensitivity = query.map(d)
+    if sensitivity > d:
+        raise InvalidParameter(
+            f"query {query.node.label()} has sensitivity {format_up(sensitivity)} at d_in={d}; "
+            f"at most {d} is allowed"
+        )
     return query
 
 
