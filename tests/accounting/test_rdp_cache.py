@@ -12,7 +12,6 @@ import pytest
 
 import dpcompose as dp
 import dpcompose.accounting._rdp_cache as rdp_cache
-from dpcompose.accounting import PrivacyLoss
 from dpcompose.accounting._filters import DEFAULT_ORDERS
 from dpcompose.accounting._rdp import subsampled_renyi
 
@@ -59,53 +58,36 @@ def test_the_odometer_reads_the_same_with_the_cache_and_computes_each_step_once(
     per_step = len(counted) // 10
     assert per_step == len(DEFAULT_ORDERS) and len(counted) == 10 * per_step
     counted.clear()
-    on = _run(10, [1.1])
-    assert on == off
-    assert len(counted) == per_step  # the first step's orders only
-    counted.clear()
-    assert _run(10, [1.1]) == off and counted == []  # a new odometer, the same step: all cached
-    mixed = _run(6, [1.1, 2.0, 4.0])
-    assert len(counted) == 2 * per_step  # two new steps
+    with rdp_cache.SWITCH.turned(True):  # (whatever DPCOMPOSE_RDP_CACHE says)
+        on = _run(10, [1.1])
+        assert on == off
+        assert len(counted) == per_step  # the first step's orders only
+        counted.clear()
+        assert _run(10, [1.1]) == off and counted == []  # a new odometer, the same step: all cached
+        mixed = _run(6, [1.1, 2.0, 4.0])
+        assert len(counted) == 2 * per_step  # two new steps
     with rdp_cache.SWITCH.turned(False):
         assert _run(6, [1.1, 2.0, 4.0]) == mixed
 
 
-def test_the_single_order_value_is_the_uncached_one() -> None:
+def test_the_single_order_value_is_the_uncached_one(counted: list[int]) -> None:
     rho, q = Fraction(1, 2), Fraction(1, 50)
-    for alpha in (Fraction(5, 4), Fraction(2), Fraction(10), Fraction(256)):
-        for symmetric in (False, True):
-            want = subsampled_renyi(lambda j: j * rho, q, (alpha,), symmetric=symmetric)[0]
-            assert rdp_cache.subsampled_zcdp_at(rho, q, alpha, symmetric) == want
-            assert rdp_cache.subsampled_zcdp_at(rho, q, alpha, symmetric) == want  # (from the cache)
-
-
-def test_pair_curves_are_cached_and_equal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A ProfileDP step charged its pair's curve by a Rényi filter: one computation per distinct pair and
-    orders, the same values as PrivacyLoss.renyi."""
-    step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, Fraction(11, 10)), Fraction(1, 50))
-    orders = (Fraction(2), Fraction(8), Fraction(64))
-    calls: list[int] = []
-    renyi = PrivacyLoss.renyi
-
-    def counting(self: PrivacyLoss, o: Any = None) -> Any:
-        calls.append(1)
-        return renyi(self, o)
-
-    monkeypatch.setattr(PrivacyLoss, "renyi", counting)
     rdp_cache.clear()
-    want = renyi(step, orders)
-    for _ in range(5):
-        assert rdp_cache.pair_renyi(step, orders) == want
-    assert len(calls) == 1
-    with rdp_cache.SWITCH.turned(False):
-        assert rdp_cache.pair_renyi(step, orders) == want
-    assert len(calls) == 2
+    with rdp_cache.SWITCH.turned(True):
+        for alpha in (Fraction(5, 4), Fraction(2), Fraction(10), Fraction(256)):
+            for symmetric in (False, True):
+                want = subsampled_renyi(lambda j: j * rho, q, (alpha,), symmetric=symmetric)[0]
+                assert rdp_cache.subsampled_zcdp_at(rho, q, alpha, symmetric) == want
+                computed = len(counted)
+                assert rdp_cache.subsampled_zcdp_at(rho, q, alpha, symmetric) == want
+                assert len(counted) == computed  # (from the cache: nothing computed again)
     rdp_cache.clear()
 
 
 def test_the_cache_is_bounded() -> None:
     rdp_cache.clear()
-    for k in range(rdp_cache.CACHE_SIZE + 50):
-        rdp_cache.subsampled_zcdp_at(Fraction(k + 1, 1000), Fraction(1, 100), Fraction(2), True)
-    assert rdp_cache.sizes()[0] == rdp_cache.CACHE_SIZE
+    with rdp_cache.SWITCH.turned(True):  # (whatever DPCOMPOSE_RDP_CACHE says)
+        for k in range(rdp_cache.CACHE_SIZE + 50):
+            rdp_cache.subsampled_zcdp_at(Fraction(k + 1, 1000), Fraction(1, 100), Fraction(2), True)
+    assert rdp_cache.sizes() == rdp_cache.CACHE_SIZE
     rdp_cache.clear()

@@ -5,8 +5,8 @@ step's curve at each of its orders on every step, and each reading is an exact s
 (:func:`~dpcompose.accounting._rdp.subsampled_renyi`): 18 orders up to 256 cost about 15 ms a step, the
 same numbers every step. The value at one order is a pure function of exact, hashable inputs — ρ, q, the
 order and whether the removal sum alone is read — so it is kept, per those inputs, in a
-least-recently-used cache of :data:`CACHE_SIZE` entries; likewise the Rényi curve of a dominating pair at
-a tuple of orders (:meth:`~dpcompose.accounting.PrivacyLoss.renyi`).
+least-recently-used cache of :data:`CACHE_SIZE` entries. (A dominating pair's whole curve is cached by
+:meth:`~dpcompose.accounting.PrivacyLoss.renyi` itself.)
 
 Speed only (DESIGN.md §6): the readings are the same with the cache on or off. The switch is the
 environment variable :data:`SPEEDUPS_ENV` (``0``/``off`` turns it off), or :data:`SWITCH` for a block.
@@ -18,10 +18,9 @@ import functools
 from fractions import Fraction
 
 from dpcompose._switch import SpeedSwitch
-from dpcompose.accounting._loss import PrivacyLoss
 from dpcompose.accounting._rdp import subsampled_renyi
 
-__all__ = ["CACHE_SIZE", "SPEEDUPS_ENV", "SWITCH", "clear", "pair_renyi", "sizes", "subsampled_zcdp_at"]
+__all__ = ["CACHE_SIZE", "SPEEDUPS_ENV", "SWITCH", "clear", "sizes", "subsampled_zcdp_at"]
 
 SPEEDUPS_ENV = "DPCOMPOSE_RDP_CACHE"
 """The environment variable that turns the cache off (``0``, ``false``, ``off``, ``no``)."""
@@ -60,34 +59,12 @@ def _zcdp_at(rho: Fraction, q: Fraction, alpha: Fraction, symmetric: bool) -> Fr
     return value
 
 
-def pair_renyi(pair: PrivacyLoss, orders: tuple[Fraction, ...]) -> tuple[Fraction, ...] | None:
-    """``pair.renyi(orders)`` (:meth:`~dpcompose.accounting.PrivacyLoss.renyi`, which cites the curve of
-    each pair kind: Bun–Steinke 2016 Prop. 1.4 and 1.6, Canonne–Kamath–Steinke 2020 Thm 4, the subsampled
-    curve of :mod:`~dpcompose.accounting._rdp`, Mironov 2017 Prop. 1 for compositions), cached per
-    (pair, orders) while :data:`SWITCH` is on. Raises as ``pair.renyi`` does (nothing is cached then).
-
-    Examples:
-        >>> from fractions import Fraction
-        >>> step = PrivacyLoss.subsampled(PrivacyLoss.gaussian(1, 1), Fraction(1, 100))
-        >>> pair_renyi(step, (Fraction(10),)) == step.renyi([10])
-        True
-    """
-    if SWITCH.on():
-        return _pair_renyi(pair, orders)
-    return pair.renyi(orders)
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _pair_renyi(pair: PrivacyLoss, orders: tuple[Fraction, ...]) -> tuple[Fraction, ...] | None:
-    return pair.renyi(orders)
-
-
-def sizes() -> tuple[int, int]:
-    """The number of entries held: (single-order zCDP values, pair curves)."""
-    return _zcdp_at.cache_info().currsize, _pair_renyi.cache_info().currsize
+def sizes() -> int:
+    """The number of single-order zCDP values held (a pair's whole curve is cached by
+    :meth:`~dpcompose.accounting.PrivacyLoss.renyi` itself)."""
+    return _zcdp_at.cache_info().currsize
 
 
 def clear() -> None:
-    """Empty both caches."""
+    """Empty the cache."""
     _zcdp_at.cache_clear()
-    _pair_renyi.cache_clear()

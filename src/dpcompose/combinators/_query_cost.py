@@ -13,7 +13,6 @@ from typing import Any
 from dpcompose.accounting import PrivacyLoss, PrivacyProfile
 from dpcompose.accounting._display import format_down, format_up
 from dpcompose.accounting._filters import Cost, pure_cost_to_renyi, zcdp_cost_to_renyi
-from dpcompose.accounting._rdp_cache import pair_renyi
 from dpcompose.accounting._zcdp import pure_to_zcdp
 from dpcompose.combinators._adaptive import priced_cost
 from dpcompose.core import ZCDP, ApproxDP, Measure, Measurement, ProfileDP, PureDP, RenyiCurve, RenyiDP
@@ -92,7 +91,7 @@ def pair_renyi_cost(query: AnyMeasurement, d_in: Any, orders: tuple[Fraction, ..
     """
     label = query.node.label()
     pair = query_pair(query, d_in)
-    curve = pair_renyi(pair, orders) if pair is not None else None
+    curve = pair.renyi(orders) if pair is not None else None  # (cached per pair by PrivacyLoss.renyi)
     if pair is None or curve is None:
         why, fix = _no_curve(pair, d_in)
         raise DomainMismatch(
