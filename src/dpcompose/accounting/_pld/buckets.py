@@ -157,27 +157,10 @@ def _lumped_side(
     last: int,
     inf_lo: float,
 ) -> Side:
-    """:func:`_lumped_side_body` (built lazily, when read), where running out of memory names the step_bits
-    to change."""
-    with memory.refuse_out_of_memory(f"building a lower side of {p.size} buckets", memory.SMALLER_BITS):
-        return _lumped_side_body(h, p, r, rel, at_a, width, lo, wide, last, inf_lo)
-
-
-def _lumped_side_body(
-    h: float,
-    p: FloatArray,
-    r: FloatArray,
-    rel: FloatArray,
-    at_a: npt.NDArray[np.int64],
-    width: int | npt.NDArray[np.int64],
-    lo: int,
-    wide: bool,
-    last: int,
-    inf_lo: float,
-) -> Side:
     """``build_pld``'s lower side from its buckets with P-mass: masses ``p``, ``r`` (e^{a}·Q-mass) and
     relative accuracy ``rel``, lower ends ``at_a`` and widths ``width`` in steps of ``h`` from ``lo``
-    (``wide``: not all one step), the largest upper end ``last`` and the P-mass at +∞ (``inf_lo``)."""
+    (``wide``: not all one step), the largest upper end ``last`` and the P-mass at +∞ (``inf_lo``).
+    Running out of memory names the step_bits to change."""
     # Lower side: the lumped pair (PLD.delta_lumped). Bucket j goes to the label nearest its merged loss
     # ℓ_j = a_j + ln(p/r) (computed in floats: any label is valid, the nearest one usually merges the least;
     # the two buckets around loss 0 are the exception, below), among the bucket's points from one step
@@ -185,30 +168,31 @@ def _lumped_side_body(
     # e^{label}·Q-mass = r·e^{label − a_j}. Buckets whose merged loss is further away (collapsed edges), or
     # without a usable relative bound (rel ≥ 1: P-lower-bound 0) or Q-mass (r = 0), are dropped (a
     # restriction, which only lowers δ); so is the mass above the last bucket. The mass at +∞ has Q = 0.
-    p_lo = p * np.maximum(1 - rel, 0.0) * (1 - PAD)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        move = np.rint(np.log(p_lo / r) / h)
-    use = (p_lo > 0) & (r > 0) & np.isfinite(move) & (move >= -1) & (move <= width)
-    # the buckets on either side of loss 0 keep their own labels (−1 and 0): moved to the nearest label,
-    # both land on 0 where their merged losses lie within h/2 of it, and merging the negative losses with
-    # the positive ones loses δ near ε = 0 (all of it for a subsampled pair at a rate far below h)
-    move = np.where((at_a + lo == 0) | (at_a + lo == -1), 0.0, move)
-    mv = np.where(use, move, 0.0).astype(np.int64)
-    if not wide:
-        e_up = libm_up(roundings_up(math.exp(h), 4))
-        e_dn = libm_up(roundings_up(math.exp(-h), 4))  # (upper bounds of e^{±h})
-        factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
-    else:  # upper bounds of e^{mv·h} (mv·h exact)
-        factor = np.where(mv == 0, 1.0, libm_up(roundings_up(np.exp(mv.astype(np.float64) * h), 4)))
-    n_b = np.where(use, roundings_up(r * (1 + rel) * factor, 8) * (1 + PAD), 0.0)
-    f_lo = int(at_a[0]) - 1 if at_a.size else -1  # the lowest label a bucket can move to
-    at = at_a + mv - f_lo  # index in arrays starting at label lo + f_lo
-    # (each label's entries summed in order, as np.add.at would, 5 times faster; the adds round: a label
-    # lies within one step of at most three buckets' ranges, so at most three buckets share it; covered by
-    # the pads above)
-    low = np.bincount(at, weights=np.where(use, p_lo, 0.0), minlength=last - f_lo + 1).astype(np.float64)
-    nq = np.bincount(at, weights=n_b, minlength=last - f_lo + 1).astype(np.float64)  # (floats already)
-    return trim(Side(lo + f_lo, low, max(0.0, inf_lo * (1 - PAD)), 0.0, nq, 0.0))
+    with memory.refuse_out_of_memory(f"building a lower side of {p.size} buckets", memory.SMALLER_BITS):
+        p_lo = p * np.maximum(1 - rel, 0.0) * (1 - PAD)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            move = np.rint(np.log(p_lo / r) / h)
+        use = (p_lo > 0) & (r > 0) & np.isfinite(move) & (move >= -1) & (move <= width)
+        # the buckets on either side of loss 0 keep their own labels (−1 and 0): moved to the nearest label,
+        # both land on 0 where their merged losses lie within h/2 of it, and merging the negative losses with
+        # the positive ones loses δ near ε = 0 (all of it for a subsampled pair at a rate far below h)
+        move = np.where((at_a + lo == 0) | (at_a + lo == -1), 0.0, move)
+        mv = np.where(use, move, 0.0).astype(np.int64)
+        if not wide:
+            e_up = libm_up(roundings_up(math.exp(h), 4))
+            e_dn = libm_up(roundings_up(math.exp(-h), 4))  # (upper bounds of e^{±h})
+            factor = np.where(mv > 0, e_up, np.where(mv < 0, e_dn, 1.0))
+        else:  # upper bounds of e^{mv·h} (mv·h exact)
+            factor = np.where(mv == 0, 1.0, libm_up(roundings_up(np.exp(mv.astype(np.float64) * h), 4)))
+        n_b = np.where(use, roundings_up(r * (1 + rel) * factor, 8) * (1 + PAD), 0.0)
+        f_lo = int(at_a[0]) - 1 if at_a.size else -1  # the lowest label a bucket can move to
+        at = at_a + mv - f_lo  # index in arrays starting at label lo + f_lo
+        # (each label's entries summed in order, as np.add.at would, 5 times faster; the adds round: a label
+        # lies within one step of at most three buckets' ranges, so at most three buckets share it; covered by
+        # the pads above)
+        low = np.bincount(at, weights=np.where(use, p_lo, 0.0), minlength=last - f_lo + 1).astype(np.float64)
+        nq = np.bincount(at, weights=n_b, minlength=last - f_lo + 1).astype(np.float64)  # (floats already)
+        return trim(Side(lo + f_lo, low, max(0.0, inf_lo * (1 - PAD)), 0.0, nq, 0.0))
 
 
 def bucket_of(loss: Fraction, grid: Grid) -> int:
