@@ -72,7 +72,6 @@ from dpcompose.accounting._pld.floats import (
     roundings_down,
     roundings_up,
     sum_bound,
-    sum_err,
 )
 from dpcompose.accounting._pld.fourier import fourier_power, out_of_memory, totals, window
 from dpcompose.accounting._pld.lattice import Grid, check_window
@@ -185,7 +184,8 @@ class Tilted:
             # the near terms (ℓ − ε < 1) one by one; the far ones from suffix sums (:meth:`far`)
             mid = min(end, start + math.ceil(NEAR / self.grid.h) + 1) if 0 <= eps < 700 else end
             if start >= self.live_end:  # every term is +0.0 (see live_end): the same sums, of zeros
-                s, e = 0.0, sum_err(mid - start + 1, 0.0) + 5e-324 + rounding_err(2, 0.0)
+                s, e = sum_bound(np.zeros(mid - start))  # (sum_bound's own certificate, of zeros)
+                e += rounding_err(2, 0.0)
             else:
                 w = -np.expm1(-(pos[start:mid] - eps))  # pos exact; the subtraction's rounding: relative u
                 w = np.minimum(libm_up(w), 1.0)
