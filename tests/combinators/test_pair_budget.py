@@ -513,3 +513,10 @@ def test_a_query_whose_map_raises_is_refused_by_name_and_spends_nothing(hook: st
     assert q.budgets_used == 0
     q(rr)
     assert q.budgets_used == 1
+
+
+def test_a_refusal_beyond_the_double_range_names_the_values() -> None:
+    """Found by review: Δ/scale = 10**600 made the message's float conversion raise OverflowError."""
+    huge = PrivacyLoss.gaussian(10**300, Fraction(1, 10**300))
+    gap = domination_gap(huge, PrivacyLoss.gaussian(1, 1))
+    assert gap is not None and gap.startswith("its Δ/scale = 1e+600 ") and "declared Δ/scale = 1.0" in gap

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from dpcompose.accounting import PrivacyLoss
+from dpcompose.accounting import PrivacyLoss, format_up
 from dpcompose.combinators._map_errors import map_errors
 from dpcompose.combinators._policy import child_losses
 from dpcompose.core import Measurement
@@ -212,7 +212,7 @@ def domination_gap(offered: PrivacyLoss, declared: PrivacyLoss) -> str | None:
     Different families are refused, except an ε-DP pair under an (ε′, δ′) budget (6).
 
     Examples:
-        >>> from dpcompose.accounting import PrivacyLoss
+        >>> from dpcompose.accounting import PrivacyLoss, format_up
         >>> domination_gap(PrivacyLoss.gaussian(1, 2), PrivacyLoss.gaussian(1, 1)) is None
         True
         >>> domination_gap(PrivacyLoss.discrete_gaussian(1, 2), PrivacyLoss.discrete_gaussian(1, 1))
@@ -267,8 +267,12 @@ def domination_gap(offered: PrivacyLoss, declared: PrivacyLoss) -> str | None:
 
 def _show(x: Any) -> str:
     """A parameter in a refusal message: the shortest double that reads back as it (exact values that
-    differ only past the 17th digit may print alike)."""
-    return repr(float(x))
+    differ only past the 17th digit may print alike), or, beyond the double range, its decimal rounded up
+    (:func:`~dpcompose.accounting.format_up`: a refusal must not end in an ``OverflowError``)."""
+    try:
+        return repr(float(x))
+    except OverflowError:
+        return format_up(x)
 
 
 def _approx_gap(offered: PrivacyLoss, eps: Fraction, delta: Fraction) -> str | None:
