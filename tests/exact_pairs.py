@@ -82,7 +82,8 @@ def exact_epsilon(atoms: Atoms, target: float) -> mpmath.mpf:
 
 
 def gaussian_kernel_sum(j: int, sigma: mpmath.mpf) -> mpmath.mpf:
-    """Σ_{z ≥ j} exp(−z²/2σ²) over the integers, summed term by term, never below the true sum.
+    """Σ_{z ≥ j} exp(−z²/2σ²) over the integers, summed term by term, to about a unit in the last place of
+    the working precision (the tail bound is added; the result is rounded to nearest).
 
     Past z ≥ 0 the ratio of consecutive terms is at most r = exp(−(2z + 1)/2σ²), so what is left after
     the term t(z) is at most t(z)·r/(1 − r); the sum stops once that is below 10^−(dps+5) of the total
