@@ -132,8 +132,7 @@ def _parts_of(pair: PrivacyLoss) -> list[PrivacyLoss]:
     """The pair and every part inside it, at any depth."""
     out = [pair]
     for part, _ in pair.parts:
-        if part is not pair:
-            out.extend(_parts_of(part))
+        out.extend(_parts_of(part))
     return out
 
 
@@ -155,9 +154,7 @@ def _gdp_mu_sq(pair: PrivacyLoss) -> Fraction | None:
 
 
 def _has_kind(pair: PrivacyLoss, kind: str) -> bool:
-    if pair.kind == kind:
-        return True
-    return any(_has_kind(part, kind) for part, _ in pair.parts if part is not pair)
+    return any(part.kind == kind for part in _parts_of(pair))
 
 
 def largest_gdp_mu_sq(epsilon: Fraction, delta: Fraction) -> Fraction:

@@ -345,6 +345,8 @@ class VectorDomain(Domain):
     def check(self, value: object, what: str = "data") -> None:
         """Raise :class:`DomainMismatch` unless ``value`` is a member (a sequence whose length is not the
         declared ``size`` is refused naming ``size=``). Runs nothing else."""
+        if self.member(value):
+            return
         if (
             self.size is not None
             and (
