@@ -366,6 +366,6 @@ def _unmatched(
         return f"its part {part.label()} is dominated by no declared part ({why}{more})"
     doms = ", ".join(f"{right[j][1]} × {right[j][0].label()}" for j in edges[i][:3])
     return (
-        f"its part {part.label()} (× {count}) is dominated only by declared parts ({doms}) that the "
-        "other parts already take: it composes more of them than declared"
+        f"its part {part.label()} (× {count}, {src_cap[i]} of them unmatched) is dominated only by declared "
+        f"parts ({doms}) that the other parts already take: it composes more of them than declared"
     )
