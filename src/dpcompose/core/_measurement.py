@@ -130,7 +130,7 @@ class Transformation(Generic[TI, TO, DI, D2]):
 
     def map(self, d_in: DI) -> D2:
         """An upper bound on the output distance when inputs are ``d_in`` apart (an odd ``d_in`` on a
-        sized dataset domain under ``SymmetricDistance`` is refused: :func:`refuse_odd_sized`)."""
+        sized dataset domain under ``SymmetricDistance`` is refused: ``core._metrics.refuse_odd_sized``)."""
         return self.stability_map(read_d_in(self.input_domain, self.input_metric, d_in))
 
     @overload
@@ -209,7 +209,7 @@ class Measurement(Generic[TI, TO, DI, DO]):
 
     def map(self, d_in: DI) -> DO:
         """An upper bound on the privacy loss between inputs ``d_in`` apart (an odd ``d_in`` on a sized
-        dataset domain under ``SymmetricDistance`` is refused: :func:`refuse_odd_sized`)."""
+        dataset domain under ``SymmetricDistance`` is refused: ``core._metrics.refuse_odd_sized``)."""
         return self.privacy_map(read_d_in(self.input_domain, self.input_metric, d_in))
 
     def check(self, d_in: DI, d_out: object) -> bool:
